@@ -1,0 +1,44 @@
+#pragma once
+// A Jupyter message as it travels through Callisto.
+//
+// The four JSON parts are kept serialized exactly as they arrived, so relaying a kernel's
+// message to a client never re-serialises it (the v1 WebSocket format copies them as bytes,
+// the legacy JSON format splices them). The few header fields routing needs are parsed once.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace callisto::kernelproto {
+
+struct message {
+    std::vector<std::string> identities;  // ZMQ routing prefix (before "<IDS|MSG>")
+    std::string header = "{}";            // serialized JSON object
+    std::string parent_header = "{}";     // serialized JSON object, "{}" when there is none
+    std::string metadata = "{}";
+    std::string content = "{}";
+    std::vector<std::string> buffers;
+
+    // Parsed from header / parent_header when the message is decoded or made.
+    std::string msg_id;
+    std::string msg_type;
+    std::string session;
+    std::string parent_msg_id;  // empty when the parent header is empty
+};
+
+// Fills msg_id, msg_type, session and parent_msg_id from the serialized parts.
+// Returns false (leaving the fields unspecified) when header is not a JSON object with string
+// msg_id and msg_type, or parent_header is not a JSON object.
+bool parse_routing_fields(message& msg);
+
+// A new message as jupyter_client's Session.msg() makes it: fresh msg_id, ISO date,
+// protocol version 5.3, the parent's header copied as parent_header.
+message make_message(std::string_view msg_type, const nlohmann::json& content,
+                     std::string_view session, std::string_view username = "callisto",
+                     const message* parent = nullptr);
+
+// The date format of the protocol: "2026-11-21T10:00:00.000123Z" (UTC, six fractional digits).
+inline constexpr const char* protocol_version = "5.3";
+
+}  // namespace callisto::kernelproto

@@ -1,0 +1,35 @@
+#pragma once
+// The per-kernel runtime directory: the connection file and, for the ipc transport, the
+// socket files. Kept short (libzmq's ipc path limit is 107 characters). Removed on destruction.
+
+#include <filesystem>
+#include <string>
+
+#include "kernelproto/connection_info.hpp"
+
+namespace callisto::launcher {
+
+enum class transport_kind { ipc, tcp };
+
+class kernel_runtime_dir {
+public:
+    // Creates <root>/<short_name>/ (0700) and writes kernel.json (0600) with a fresh random
+    // key. ipc: "ip" is "<dir>/k" so the sockets are <dir>/k-1 ... k-5. tcp: 127.0.0.1 with
+    // free ports picked by the OS. Throws std::runtime_error on failure.
+    kernel_runtime_dir(const std::filesystem::path& root, const std::string& short_name,
+                       transport_kind transport, const std::string& kernel_name);
+    ~kernel_runtime_dir();  // removes the directory and everything in it
+    kernel_runtime_dir(const kernel_runtime_dir&) = delete;
+    kernel_runtime_dir& operator=(const kernel_runtime_dir&) = delete;
+
+    const std::filesystem::path& path() const { return dir_; }
+    const std::filesystem::path& connection_file() const { return connection_file_; }
+    const kernelproto::connection_info& connection() const { return info_; }
+
+private:
+    std::filesystem::path dir_;
+    std::filesystem::path connection_file_;
+    kernelproto::connection_info info_;
+};
+
+}  // namespace callisto::launcher

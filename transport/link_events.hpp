@@ -1,0 +1,32 @@
+#pragma once
+// What the reactor reports about one kernel link. Every call arrives on the reactor thread:
+// implementations must not block; they post the work to their own executor (the kernel's strand).
+
+#include <system_error>
+
+#include "kernelproto/channel.hpp"
+#include "kernelproto/message.hpp"
+
+namespace callisto::transport {
+
+class link_events {
+public:
+    virtual ~link_events() = default;
+
+    // A decoded, signature-checked message from the kernel. Replies to the reactor's own
+    // slow-joiner kernel_info_requests are swallowed and never reported.
+    virtual void on_message(kernelproto::channel ch, kernelproto::message msg) = 0;
+
+    // The slow-joiner nudge is done: a kernel_info_reply and an iopub message have both arrived,
+    // so iopub is subscribed and nothing the kernel publishes from now on is lost.
+    virtual void on_connected() = 0;
+
+    // Heartbeat state changed (true: answering; false: missed beats). Informational only:
+    // a process exit, not a missed beat, declares a kernel dead.
+    virtual void on_heartbeat(bool beating) = 0;
+
+    // Frames that did not decode (bad signature, malformed JSON, ...). Already counted.
+    virtual void on_bad_message(kernelproto::channel ch, std::error_code ec) = 0;
+};
+
+}  // namespace callisto::transport
