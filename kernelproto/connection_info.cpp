@@ -1,0 +1,1 @@
+#include "kernelproto/connection_info.hpp"

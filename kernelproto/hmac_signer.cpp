@@ -1,0 +1,1 @@
+#include "kernelproto/hmac_signer.hpp"

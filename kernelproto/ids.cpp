@@ -1,0 +1,1 @@
+#include "kernelproto/ids.hpp"

@@ -1,0 +1,1 @@
+#include "kernelproto/iso_time.hpp"

@@ -1,0 +1,1 @@
+#include "kernelproto/websocket_format.hpp"

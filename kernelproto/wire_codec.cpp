@@ -1,0 +1,1 @@
+#include "kernelproto/wire_codec.hpp"

@@ -1,0 +1,1 @@
+#include "launcher/kernel_command.hpp"

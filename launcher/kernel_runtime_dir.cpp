@@ -1,0 +1,1 @@
+#include "launcher/kernel_runtime_dir.hpp"

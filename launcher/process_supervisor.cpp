@@ -1,0 +1,1 @@
+#include "launcher/process_supervisor.hpp"
