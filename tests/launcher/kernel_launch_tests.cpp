@@ -1,0 +1,97 @@
+#include <doctest/doctest.h>
+
+#include <condition_variable>
+#include <csignal>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <sys/stat.h>
+
+#include "launcher/kernel_command.hpp"
+#include "launcher/kernel_runtime_dir.hpp"
+#include "launcher/kernelspec.hpp"
+#include "launcher/process_supervisor.hpp"
+#include "test_support.hpp"
+
+using namespace std::chrono_literals;
+using callisto::launcher::exit_status;
+using callisto::launcher::kernel_command;
+using callisto::launcher::kernel_runtime_dir;
+using callisto::launcher::kernelspec;
+using callisto::launcher::process_supervisor;
+using callisto::launcher::transport_kind;
+using callisto::launcher::test::eventually;
+using callisto::launcher::test::temp_dir;
+
+namespace {
+
+bool is_unix_socket(const std::filesystem::path& p) {
+    struct stat st {};
+    return ::lstat(p.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+}  // namespace
+
+TEST_CASE("a tcp runtime dir gets five distinct free loopback ports") {
+    temp_dir tmp;
+    kernel_runtime_dir dir(tmp.path(), "t1", transport_kind::tcp, "python3");
+    const auto& c = dir.connection();
+    CHECK(c.transport == "tcp");
+    CHECK(c.ip == "127.0.0.1");
+    const std::set<std::uint16_t> ports{c.shell_port, c.iopub_port, c.stdin_port, c.control_port,
+                                        c.hb_port};
+    CHECK(ports.size() == 5);
+    CHECK_FALSE(ports.contains(0));
+}
+
+TEST_CASE("an ipykernel from the python3 kernelspec binds its ipc sockets and is terminated") {
+    const std::filesystem::path spec_dir = "/usr/share/jupyter/kernels/python3";
+    REQUIRE_MESSAGE(std::filesystem::exists(spec_dir / "kernel.json"),
+                    "this test needs Debian's python3-ipykernel kernelspec");
+    auto spec = kernelspec::load(spec_dir);
+    spec.argv.front() = CALLISTO_TEST_PYTHON;  // the python3 first on PATH may lack ipykernel
+
+    temp_dir root;
+    temp_dir workdir;
+    std::filesystem::path dir_path;
+
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::optional<exit_status> exited;
+    {
+        auto runtime = std::make_unique<kernel_runtime_dir>(root.path(), "k1", transport_kind::ipc,
+                                                            spec.name);
+        dir_path = runtime->path();
+        const auto what = kernel_command(spec, runtime->connection_file(), workdir.path());
+
+        process_supervisor supervisor({});
+        const pid_t pid = supervisor.spawn(what, [&](pid_t, exit_status status) {
+            std::lock_guard lock(mutex);
+            exited = status;
+            changed.notify_all();
+        });
+
+        const bool sockets_up = eventually([&] {
+            for (int port = 1; port <= 5; ++port)
+                if (!is_unix_socket(dir_path / ("k-" + std::to_string(port)))) return false;
+            return true;
+        });
+        {
+            std::lock_guard lock(mutex);
+            CAPTURE(exited ? exited->describe() : std::string("still running"));
+            CHECK(sockets_up);
+        }
+
+        supervisor.terminate(pid, 10s);
+        std::unique_lock lock(mutex);
+        REQUIRE(changed.wait_for(lock, 20s, [&] { return exited.has_value(); }));
+        lock.unlock();
+        CHECK_FALSE(supervisor.running(pid));
+        CHECK(::kill(pid, 0) != 0);
+
+        runtime.reset();
+        CHECK_FALSE(std::filesystem::exists(dir_path));
+    }
+    MESSAGE("ipykernel " << exited->describe());
+}
