@@ -6,6 +6,7 @@
 // the legacy JSON format splices them). The few header fields routing needs are parsed once.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -31,6 +32,10 @@ struct message {
 // Returns false (leaving the fields unspecified) when header is not a JSON object with string
 // msg_id and msg_type, or parent_header is not a JSON object.
 bool parse_routing_fields(message& msg);
+
+// True when text is one complete JSON object ("{...}"), without building a DOM (content can be
+// many MB). Used to validate the raw parts that are relayed as bytes.
+bool is_json_object(std::string_view text);
 
 // A new message as jupyter_client's Session.msg() makes it: fresh msg_id, ISO date,
 // protocol version 5.3, the parent's header copied as parent_header.
