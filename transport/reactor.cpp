@@ -1,1 +1,666 @@
 #include "transport/reactor.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "kernelproto/hmac_signer.hpp"
+#include "kernelproto/ids.hpp"
+#include "kernelproto/wire_codec.hpp"
+
+namespace callisto::transport {
+namespace {
+
+namespace kp = callisto::kernelproto;
+using clock_type = std::chrono::steady_clock;
+using frames_t = std::vector<std::string>;
+
+// Messages read from one socket per poll round before the others get their turn, so one
+// flooding kernel cannot starve the rest.
+constexpr int drain_cap = 256;
+
+// Messages waiting for a full DEALER pipe, per link and channel. Far above anything a client
+// sends in a burst; past it the gateway is not reading its own backpressure, so drop and say so.
+constexpr std::size_t pending_cap = 100'000;
+
+// Bad messages from one link that are logged at warn before only every 1000th is.
+constexpr std::uint64_t bad_log_burst = 10;
+
+constexpr std::size_t socket_count = 4;  // shell, control, stdin, iopub; heartbeat is apart
+
+std::size_t index_of(kp::channel ch) { return static_cast<std::size_t>(ch); }
+
+struct open_command {
+    link_id id;
+    kp::connection_info info;
+    std::shared_ptr<link_events> events;
+    link_options options;
+};
+struct send_command {
+    link_id id;
+    kp::channel ch;
+    kp::message msg;
+};
+struct close_command {
+    link_id id;
+};
+using command = std::variant<open_command, send_command, close_command>;
+
+// Everything the reactor thread knows about one kernel. Touched only by that thread.
+struct kernel_link {
+    link_id id = 0;
+    kp::connection_info info;
+    std::shared_ptr<link_events> events;
+    link_options options;
+    kp::hmac_signer signer;
+    std::string session;
+
+    bool closed = false;  // close() seen on the reactor thread: report nothing more
+    bool failed = false;  // sockets could not be set up: the link never connects
+
+    std::array<zmq::socket_t, socket_count> sockets;  // indexed by channel
+    zmq::socket_t heartbeat;
+    std::array<std::deque<frames_t>, socket_count> pending;
+
+    // Slow-joiner nudge.
+    std::unordered_set<std::string> nudge_ids;
+    bool nudge_replied = false;
+    bool iopub_seen = false;
+    bool connected = false;
+    clock_type::time_point next_nudge{};
+
+    // Heartbeat (Lazy Pirate), only once connected.
+    bool ping_outstanding = false;
+    bool beating = true;
+    clock_type::time_point ping_sent{};
+    clock_type::time_point next_ping{};
+
+    std::uint64_t bad_seen = 0;
+
+    std::string name() const { return "link " + std::to_string(id); }
+};
+
+enum class send_result { sent, would_block, failed };
+
+// Reads one multipart message without blocking; false when none is waiting.
+bool recv_frames(zmq::socket_t& socket, frames_t& frames, std::size_t& bytes) {
+    frames.clear();
+    zmq::message_t part;
+    if (!socket.recv(part, zmq::recv_flags::dontwait)) return false;
+    for (;;) {
+        bytes += part.size();
+        frames.push_back(part.to_string());
+        if (!part.more()) return true;
+        // ZMQ delivers multipart messages atomically: the remaining parts are already here.
+        if (!socket.recv(part, zmq::recv_flags::dontwait)) return true;
+    }
+}
+
+// Sends one multipart message without blocking. Only the first part can meet the HWM: once it
+// is accepted, ZMQ takes the rest of the message into the same pipe.
+send_result send_frames(zmq::socket_t& socket, const frames_t& frames) {
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        auto flags = zmq::send_flags::dontwait;
+        if (i + 1 < frames.size()) flags = flags | zmq::send_flags::sndmore;
+        if (!socket.send(zmq::buffer(frames[i]), flags))
+            return i == 0 ? send_result::would_block : send_result::failed;
+    }
+    return send_result::sent;
+}
+
+}  // namespace
+
+struct reactor::impl {
+    explicit impl(logger log) : log_(log.component("transport")) {
+        wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (wake_fd_ < 0)
+            throw std::system_error(errno, std::generic_category(), "reactor: eventfd");
+        // Five sockets per kernel: the default limit (1023) would cap us near 200 kernels.
+        try {
+            ctx_.set(zmq::ctxopt::max_sockets, ctx_.get(zmq::ctxopt::socket_limit));
+        } catch (const zmq::error_t& e) {
+            log_.warn(std::string("cannot raise the ZMQ socket limit: ") + e.what());
+        }
+        thread_ = std::thread([this] { run(); });
+        thread_id_ = thread_.get_id();
+    }
+
+    ~impl() {
+        stop();
+        ::close(wake_fd_);
+    }
+
+    // ---- called from any thread ----
+
+    link_id open(const kp::connection_info& info, std::shared_ptr<link_events> events,
+                 link_options options) {
+        link_id id = next_id_.fetch_add(1);
+        enqueue(open_command{id, info, std::move(events), std::move(options)});
+        return id;
+    }
+
+    void send(link_id id, kp::channel ch, kp::message msg) {
+        enqueue(send_command{id, ch, std::move(msg)});
+    }
+
+    void close(link_id id) {
+        // From an event handler the link must go quiet at once, not after this round.
+        if (on_reactor_thread()) {
+            if (auto it = links_.find(id); it != links_.end()) it->second->closed = true;
+        }
+        enqueue(close_command{id});
+    }
+
+    void stop() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake();
+        // From an event handler we cannot join ourselves; the loop ends after this round and
+        // the destructor joins.
+        if (on_reactor_thread()) return;
+        std::lock_guard lock(join_mutex_);
+        if (thread_.joinable()) thread_.join();
+    }
+
+    reactor_stats stats() const {
+        reactor_stats s;
+        s.messages_in = messages_in_.load();
+        s.messages_out = messages_out_.load();
+        s.bytes_in = bytes_in_.load();
+        s.bad_messages = bad_messages_.load();
+        s.links = links_open_.load();
+        s.zmq_errors = zmq_errors_.load();
+        s.sends_dropped = sends_dropped_.load();
+        return s;
+    }
+
+private:
+    bool on_reactor_thread() const { return std::this_thread::get_id() == thread_id_; }
+
+    void enqueue(command c) {
+        bool was_empty = false;
+        {
+            std::lock_guard lock(mutex_);
+            if (stopping_) return;  // open/send/close after stop are ignored
+            was_empty = commands_.empty();
+            commands_.push_back(std::move(c));
+        }
+        // A non-empty queue already has a wake-up on its way (the thread drains it whole).
+        if (was_empty) wake();
+    }
+
+    void wake() {
+        std::uint64_t one = 1;
+        // EAGAIN means the counter is already non-zero: the thread will wake anyway.
+        [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+    }
+
+    void drain_wake_fd() {
+        std::uint64_t value = 0;
+        [[maybe_unused]] auto n = ::read(wake_fd_, &value, sizeof value);
+    }
+
+    // ---- reactor thread ----
+
+    void run() {
+        std::vector<zmq_pollitem_t> items;
+        // For items[i + 1]: the link and socket (0..3 a channel, 4 the heartbeat).
+        std::vector<std::pair<kernel_link*, std::size_t>> owners;
+        while (process_commands()) {
+            build_poll_items(items, owners);
+            try {
+                zmq::poll(items, poll_timeout(clock_type::now()));
+            } catch (const zmq::error_t& e) {
+                if (e.num() != EINTR) zmq_error(nullptr, "poll", e);
+                continue;
+            }
+            if (items[0].revents & ZMQ_POLLIN) drain_wake_fd();
+            for (std::size_t i = 1; i < items.size(); ++i) {
+                if (items[i].revents == 0) continue;
+                auto [link, which] = owners[i - 1];
+                if (link->closed) continue;
+                if (which == socket_count) {
+                    on_heartbeat_readable(*link);
+                    continue;
+                }
+                auto ch = static_cast<kp::channel>(which);
+                if (items[i].revents & ZMQ_POLLOUT) flush_pending(*link, ch);
+                if (items[i].revents & ZMQ_POLLIN) on_readable(*link, ch);
+            }
+            run_timers(clock_type::now());
+        }
+        // Sockets close (linger 0) before the context is destroyed by the owning thread.
+        links_.clear();
+        links_open_.store(0);
+    }
+
+    // Runs queued commands in order; false once stop() was called.
+    bool process_commands() {
+        std::deque<command> batch;
+        bool stopping = false;
+        {
+            std::lock_guard lock(mutex_);
+            batch.swap(commands_);
+            stopping = stopping_;
+        }
+        for (auto& c : batch) {
+            try {
+                std::visit([this](auto& cmd) { execute(cmd); }, c);
+            } catch (const zmq::error_t& e) {
+                zmq_error(nullptr, "command", e);
+            } catch (const std::exception& e) {
+                // Nothing a command carries may end the thread that serves every kernel.
+                log_.error(std::string("command failed: ") + e.what());
+            }
+        }
+        return !stopping;
+    }
+
+    void execute(open_command& c) {
+        auto link = std::make_unique<kernel_link>();
+        link->id = c.id;
+        link->info = std::move(c.info);
+        link->events = std::move(c.events);
+        link->options = std::move(c.options);
+        link->signer = kp::hmac_signer(link->info.key);
+        link->session =
+            link->options.session_id.empty() ? kp::new_uuid() : link->options.session_id;
+        try {
+            connect_sockets(*link);
+        } catch (const zmq::error_t& e) {
+            zmq_error(link.get(), "connect", e);
+            fail(*link);
+        } catch (const std::exception& e) {
+            log_.error(link->name() + ": cannot connect: " + e.what());
+            fail(*link);
+        }
+        kernel_link& l = *link;
+        links_.emplace(c.id, std::move(link));
+        links_open_.fetch_add(1);
+        if (l.failed) return;
+        auto now = clock_type::now();
+        send_nudge(l);
+        l.next_nudge = now + l.options.nudge_interval;
+        log_.debug(l.name() + ": opened, session " + l.session);
+    }
+
+    void execute(send_command& c) {
+        auto it = links_.find(c.id);
+        if (it == links_.end() || it->second->closed) return;  // closed link: ignored
+        kernel_link& l = *it->second;
+        if (l.failed || c.ch == kp::channel::iopub) {
+            if (c.ch == kp::channel::iopub) log_.warn(l.name() + ": cannot send on iopub");
+            sends_dropped_.fetch_add(1);
+            return;
+        }
+        frames_t frames;
+        try {
+            frames = kp::encode(c.msg, l.signer);
+        } catch (const std::exception& e) {
+            // Only programmer errors get here (a message whose parts are not JSON text).
+            log_.error(l.name() + ": cannot encode " + c.msg.msg_type + ": " + e.what());
+            sends_dropped_.fetch_add(1);
+            return;
+        }
+        queue_or_send(l, c.ch, std::move(frames));
+    }
+
+    void execute(close_command& c) {
+        auto it = links_.find(c.id);
+        if (it == links_.end()) return;
+        log_.debug(it->second->name() + ": closed");
+        links_.erase(it);  // socket destructors close with linger 0
+        links_open_.fetch_sub(1);
+    }
+
+    void connect_sockets(kernel_link& l) {
+        using kp::channel;
+        for (channel ch : {channel::shell, channel::control, channel::stdin_}) {
+            zmq::socket_t s(ctx_, zmq::socket_type::dealer);
+            s.set(zmq::sockopt::linger, 0);
+            // Never drop a reply on our side; the reactor reads eagerly and the gateway's
+            // bounded queues are where backpressure is decided.
+            s.set(zmq::sockopt::rcvhwm, 0);
+            // ipykernel sends input_request to the identity the shell request came from.
+            if (ch != channel::control) s.set(zmq::sockopt::routing_id, l.session);
+            s.connect(l.info.endpoint(ch));
+            l.sockets[index_of(ch)] = std::move(s);
+        }
+        zmq::socket_t sub(ctx_, zmq::socket_type::sub);
+        sub.set(zmq::sockopt::linger, 0);
+        // The gateway side never drops iopub; the kernel's PUB HWM is the kernel's business.
+        sub.set(zmq::sockopt::rcvhwm, 0);
+        sub.set(zmq::sockopt::subscribe, "");
+        sub.connect(l.info.endpoint(channel::iopub));
+        l.sockets[index_of(channel::iopub)] = std::move(sub);
+        l.heartbeat = make_heartbeat_socket(l);
+    }
+
+    zmq::socket_t make_heartbeat_socket(const kernel_link& l) {
+        zmq::socket_t s(ctx_, zmq::socket_type::req);
+        s.set(zmq::sockopt::linger, 0);
+        s.connect(l.info.heartbeat_endpoint());
+        return s;
+    }
+
+    void fail(kernel_link& l) {
+        l.failed = true;
+        for (auto& s : l.sockets) s.close();
+        l.heartbeat.close();
+    }
+
+    void build_poll_items(std::vector<zmq_pollitem_t>& items,
+                          std::vector<std::pair<kernel_link*, std::size_t>>& owners) {
+        items.clear();
+        owners.clear();
+        items.push_back(zmq_pollitem_t{nullptr, wake_fd_, ZMQ_POLLIN, 0});
+        for (auto& [id, link] : links_) {
+            if (link->closed || link->failed) continue;
+            for (std::size_t i = 0; i < socket_count; ++i) {
+                short events = ZMQ_POLLIN;
+                if (!link->pending[i].empty()) events |= ZMQ_POLLOUT;
+                items.push_back(zmq_pollitem_t{link->sockets[i].handle(), 0, events, 0});
+                owners.emplace_back(link.get(), i);
+            }
+            if (link->connected && link->heartbeat) {
+                items.push_back(zmq_pollitem_t{link->heartbeat.handle(), 0, ZMQ_POLLIN, 0});
+                owners.emplace_back(link.get(), socket_count);
+            }
+        }
+    }
+
+    // The poll waits until the nearest nudge or heartbeat deadline.
+    std::chrono::milliseconds poll_timeout(clock_type::time_point now) const {
+        std::optional<clock_type::time_point> nearest;
+        auto consider = [&](clock_type::time_point t) {
+            if (!nearest || t < *nearest) nearest = t;
+        };
+        for (const auto& [id, link] : links_) {
+            if (link->closed || link->failed) continue;
+            if (!link->connected) {
+                consider(link->next_nudge);
+            } else if (link->ping_outstanding) {
+                consider(link->ping_sent + link->options.heartbeat_timeout);
+            } else {
+                consider(link->next_ping);
+            }
+        }
+        if (!nearest) return std::chrono::milliseconds(-1);
+        if (*nearest <= now) return std::chrono::milliseconds(0);
+        // Round up so we do not wake a fraction of a millisecond early and spin.
+        return std::chrono::ceil<std::chrono::milliseconds>(*nearest - now);
+    }
+
+    void run_timers(clock_type::time_point now) {
+        for (auto& [id, link] : links_) {
+            kernel_link& l = *link;
+            if (l.closed || l.failed) continue;
+            if (!l.connected) {
+                if (now >= l.next_nudge) {
+                    // A backed-up shell pipe means the kernel is not reading yet: more nudges
+                    // would only pile up behind the ones already waiting.
+                    if (l.pending[index_of(kp::channel::shell)].empty()) send_nudge(l);
+                    l.next_nudge = now + l.options.nudge_interval;
+                }
+                continue;
+            }
+            if (l.ping_outstanding) {
+                if (now >= l.ping_sent + l.options.heartbeat_timeout) on_heartbeat_missed(l, now);
+            } else if (now >= l.next_ping) {
+                send_ping(l, now);
+            }
+        }
+    }
+
+    // ---- slow-joiner nudge ----
+
+    void send_nudge(kernel_link& l) {
+        kp::message msg = kp::make_message("kernel_info_request", nlohmann::json::object(),
+                                           l.session);
+        l.nudge_ids.insert(msg.msg_id);
+        queue_or_send(l, kp::channel::shell, kp::encode(msg, l.signer));
+    }
+
+    void check_connected(kernel_link& l) {
+        if (l.connected || !l.nudge_replied || !l.iopub_seen) return;
+        l.connected = true;
+        l.next_ping = clock_type::now();
+        log_.debug(l.name() + ": connected");
+        notify(l, [](link_events& e) { e.on_connected(); });
+    }
+
+    // ---- receiving ----
+
+    void on_readable(kernel_link& l, kp::channel ch) {
+        zmq::socket_t& socket = l.sockets[index_of(ch)];
+        frames_t frames;
+        for (int n = 0; n < drain_cap && !l.closed; ++n) {
+            std::size_t bytes = 0;
+            try {
+                if (!recv_frames(socket, frames, bytes)) return;
+            } catch (const zmq::error_t& e) {
+                zmq_error(&l, "recv", e);
+                return;
+            }
+            messages_in_.fetch_add(1, std::memory_order_relaxed);
+            bytes_in_.fetch_add(bytes, std::memory_order_relaxed);
+            std::error_code ec;
+            kp::message msg = kp::decode(std::move(frames), l.signer, ec);
+            if (ec) {
+                on_bad_message(l, ch, ec);
+                continue;
+            }
+            deliver(l, ch, std::move(msg));
+        }
+    }
+
+    void deliver(kernel_link& l, kp::channel ch, kp::message msg) {
+        if (ch == kp::channel::shell && !msg.parent_msg_id.empty() &&
+            l.nudge_ids.contains(msg.parent_msg_id)) {
+            // Our own nudge's reply: the gateway never asked for it. Late ones too.
+            if (msg.msg_type == "kernel_info_reply") {
+                l.nudge_replied = true;
+                check_connected(l);
+            }
+            return;
+        }
+        bool first_iopub = ch == kp::channel::iopub && !l.iopub_seen;
+        if (ch == kp::channel::iopub) l.iopub_seen = true;
+        notify(l, [&](link_events& e) { e.on_message(ch, std::move(msg)); });
+        if (first_iopub) check_connected(l);
+    }
+
+    void on_bad_message(kernel_link& l, kp::channel ch, std::error_code ec) {
+        bad_messages_.fetch_add(1, std::memory_order_relaxed);
+        ++l.bad_seen;
+        // A hostile kernel can send garbage at line rate; keep the log readable.
+        if (l.bad_seen <= bad_log_burst || l.bad_seen % 1000 == 0) {
+            log_.warn(l.name() + ": bad message on " + std::string(kp::to_string(ch)) + ": " +
+                      ec.message() + " (" + std::to_string(l.bad_seen) + " so far)");
+        }
+        notify(l, [&](link_events& e) { e.on_bad_message(ch, ec); });
+    }
+
+    // ---- sending ----
+
+    void queue_or_send(kernel_link& l, kp::channel ch, frames_t frames) {
+        auto& queue = l.pending[index_of(ch)];
+        // Behind earlier messages still waiting, to keep the order per channel.
+        if (queue.empty()) {
+            switch (try_send(l, ch, frames)) {
+                case send_result::sent: return;
+                case send_result::failed: return;
+                case send_result::would_block: break;
+            }
+        }
+        if (queue.size() >= pending_cap) {
+            sends_dropped_.fetch_add(1);
+            log_.error(l.name() + ": " + std::string(kp::to_string(ch)) +
+                       " send queue full, message dropped");
+            return;
+        }
+        if (queue.empty())
+            log_.debug(l.name() + ": " + std::string(kp::to_string(ch)) +
+                       " pipe full, queueing in the reactor");
+        queue.push_back(std::move(frames));
+    }
+
+    send_result try_send(kernel_link& l, kp::channel ch, const frames_t& frames) {
+        send_result r = send_result::failed;
+        try {
+            r = send_frames(l.sockets[index_of(ch)], frames);
+        } catch (const zmq::error_t& e) {
+            zmq_error(&l, "send", e);
+        }
+        if (r == send_result::sent) messages_out_.fetch_add(1, std::memory_order_relaxed);
+        if (r == send_result::failed) sends_dropped_.fetch_add(1);
+        return r;
+    }
+
+    void flush_pending(kernel_link& l, kp::channel ch) {
+        auto& queue = l.pending[index_of(ch)];
+        while (!queue.empty()) {
+            if (try_send(l, ch, queue.front()) == send_result::would_block) return;
+            queue.pop_front();
+        }
+    }
+
+    // ---- heartbeat ----
+
+    void send_ping(kernel_link& l, clock_type::time_point now) {
+        l.ping_outstanding = true;
+        l.ping_sent = now;
+        try {
+            // A ping that cannot leave is a missed beat when the timeout expires.
+            l.heartbeat.send(zmq::str_buffer("ping"), zmq::send_flags::dontwait);
+        } catch (const zmq::error_t& e) {
+            zmq_error(&l, "heartbeat send", e);
+        }
+    }
+
+    void on_heartbeat_readable(kernel_link& l) {
+        zmq::message_t pong;
+        try {
+            if (!l.heartbeat.recv(pong, zmq::recv_flags::dontwait)) return;
+            while (pong.more() && l.heartbeat.recv(pong, zmq::recv_flags::dontwait)) {
+            }
+        } catch (const zmq::error_t& e) {
+            zmq_error(&l, "heartbeat recv", e);
+            return;
+        }
+        if (!l.ping_outstanding) return;
+        l.ping_outstanding = false;
+        l.next_ping = l.ping_sent + l.options.heartbeat_interval;
+        if (!l.beating) {
+            l.beating = true;
+            log_.info(l.name() + ": heartbeat is back");
+            notify(l, [](link_events& e) { e.on_heartbeat(true); });
+        }
+    }
+
+    void on_heartbeat_missed(kernel_link& l, clock_type::time_point now) {
+        // Lazy Pirate: a REQ that lost its reply is stuck; only a new socket can ask again.
+        try {
+            l.heartbeat.close();
+            l.heartbeat = make_heartbeat_socket(l);
+        } catch (const zmq::error_t& e) {
+            zmq_error(&l, "heartbeat reconnect", e);
+        }
+        if (l.beating) {
+            l.beating = false;
+            log_.warn(l.name() + ": heartbeat missed");
+            notify(l, [](link_events& e) { e.on_heartbeat(false); });
+        }
+        if (l.heartbeat) {
+            send_ping(l, now);
+        } else {
+            // Could not recreate the socket: try again after another timeout.
+            l.ping_sent = now;
+        }
+    }
+
+    // ---- helpers ----
+
+    template <class F>
+    void notify(kernel_link& l, F&& f) {
+        if (l.closed || !l.events) return;
+        try {
+            f(*l.events);
+        } catch (const std::exception& e) {
+            // A throwing handler is a bug in the gateway; it must not take every kernel down.
+            log_.error(l.name() + ": event handler threw: " + e.what());
+        } catch (...) {
+            log_.error(l.name() + ": event handler threw");
+        }
+    }
+
+    void zmq_error(const kernel_link* l, std::string_view what, const zmq::error_t& e) {
+        zmq_errors_.fetch_add(1, std::memory_order_relaxed);
+        std::string text = l ? l->name() + ": " : std::string();
+        log_.error(text + std::string(what) + ": " + e.what());
+    }
+
+    logger log_;
+    zmq::context_t ctx_;
+    int wake_fd_ = -1;
+
+    std::mutex mutex_;  // guards commands_ and stopping_
+    std::deque<command> commands_;
+    bool stopping_ = false;
+
+    std::mutex join_mutex_;
+    std::thread thread_;
+    std::thread::id thread_id_;
+
+    std::atomic<link_id> next_id_{1};
+    std::unordered_map<link_id, std::unique_ptr<kernel_link>> links_;  // reactor thread only
+
+    std::atomic<std::uint64_t> messages_in_{0};
+    std::atomic<std::uint64_t> messages_out_{0};
+    std::atomic<std::uint64_t> bytes_in_{0};
+    std::atomic<std::uint64_t> bad_messages_{0};
+    std::atomic<std::uint64_t> links_open_{0};
+    std::atomic<std::uint64_t> zmq_errors_{0};
+    std::atomic<std::uint64_t> sends_dropped_{0};
+};
+
+reactor::reactor(logger log) : impl_(std::make_unique<impl>(std::move(log))) {}
+
+reactor::~reactor() { stop(); }
+
+link_id reactor::open(const kernelproto::connection_info& info,
+                      std::shared_ptr<link_events> events, link_options options) {
+    return impl_->open(info, std::move(events), std::move(options));
+}
+
+void reactor::send(link_id id, kernelproto::channel ch, kernelproto::message msg) {
+    impl_->send(id, ch, std::move(msg));
+}
+
+void reactor::close(link_id id) { impl_->close(id); }
+
+void reactor::stop() { impl_->stop(); }
+
+reactor_stats reactor::stats() const { return impl_->stats(); }
+
+}  // namespace callisto::transport

@@ -39,6 +39,10 @@ struct reactor_stats {
     std::uint64_t bytes_in = 0;
     std::uint64_t bad_messages = 0;
     std::uint64_t links = 0;
+    // ZMQ calls that failed (logged; the reactor keeps running).
+    std::uint64_t zmq_errors = 0;
+    // Outgoing messages given up: pending queue full, a send error, or a channel that cannot send.
+    std::uint64_t sends_dropped = 0;
 };
 
 class reactor {

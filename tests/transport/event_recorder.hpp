@@ -1,0 +1,87 @@
+#pragma once
+// A link_events that records everything the reactor reports, for tests to wait on.
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "transport/link_events.hpp"
+
+namespace callisto::transport::testing {
+
+struct recorded_events {
+    std::vector<std::pair<kernelproto::channel, kernelproto::message>> messages;
+    int connected = 0;
+    std::vector<bool> heartbeats;
+    std::vector<std::pair<kernelproto::channel, std::error_code>> bad;
+    std::set<std::thread::id> threads;  // every call should come from the one reactor thread
+
+    int count(kernelproto::channel ch, std::string_view type, std::string_view parent = {}) const {
+        int n = 0;
+        for (const auto& [c, m] : messages) {
+            if (c == ch && m.msg_type == type && (parent.empty() || m.parent_msg_id == parent))
+                ++n;
+        }
+        return n;
+    }
+    std::size_t total() const {
+        return messages.size() + static_cast<std::size_t>(connected) + heartbeats.size() +
+               bad.size();
+    }
+};
+
+class event_recorder : public link_events {
+public:
+    void on_message(kernelproto::channel ch, kernelproto::message msg) override {
+        update([&](recorded_events& e) { e.messages.emplace_back(ch, std::move(msg)); });
+    }
+    void on_connected() override {
+        update([](recorded_events& e) { ++e.connected; });
+    }
+    void on_heartbeat(bool beating) override {
+        update([&](recorded_events& e) { e.heartbeats.push_back(beating); });
+    }
+    void on_bad_message(kernelproto::channel ch, std::error_code ec) override {
+        update([&](recorded_events& e) { e.bad.emplace_back(ch, ec); });
+    }
+
+    // Waits (generously: the machine is shared) until pred(events) holds.
+    template <class Pred>
+    bool wait_for(Pred pred, std::chrono::seconds limit = std::chrono::seconds(30)) const {
+        std::unique_lock lock(mutex_);
+        return cv_.wait_for(lock, limit, [&] { return pred(events_); });
+    }
+
+    template <class F>
+    auto with(F f) const {
+        std::lock_guard lock(mutex_);
+        return f(events_);
+    }
+
+    recorded_events snapshot() const {
+        std::lock_guard lock(mutex_);
+        return events_;
+    }
+
+private:
+    template <class F>
+    void update(F f) {
+        {
+            std::lock_guard lock(mutex_);
+            events_.threads.insert(std::this_thread::get_id());
+            f(events_);
+        }
+        cv_.notify_all();
+    }
+
+    mutable std::mutex mutex_;
+    mutable std::condition_variable cv_;
+    recorded_events events_;
+};
+
+}  // namespace callisto::transport::testing
