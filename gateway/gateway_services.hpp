@@ -1,0 +1,27 @@
+#pragma once
+// What HTTP and WebSocket sessions need from the server, in one place.
+
+#include <functional>
+#include <memory>
+
+#include "common/logger.hpp"
+#include "gateway/auth.hpp"
+#include "gateway/kernel_manager.hpp"
+#include "gateway/kernels_api.hpp"
+#include "gateway/kernelspec_api.hpp"
+#include "gateway/server_config.hpp"
+#include "gateway/session_registry.hpp"
+
+namespace callisto::gateway {
+
+struct gateway_services {
+    const server_config& config;
+    const token_auth& auth;
+    kernel_manager& kernels;
+    kernels_api& kernels_rest;
+    kernelspec_api& kernelspecs_rest;
+    session_registry& sessions;
+    logger log;
+};
+
+}  // namespace callisto::gateway

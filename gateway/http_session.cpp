@@ -1,0 +1,154 @@
+#include "gateway/http_session.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+
+#include "gateway/static_files.hpp"
+#include "gateway/websocket_session.hpp"
+
+namespace callisto::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+
+namespace {
+constexpr auto request_timeout = std::chrono::seconds(60);
+}
+
+http_session::http_session(asio::ip::tcp::socket&& socket, gateway_services& services)
+    : stream_(std::move(socket)), services_(services) {}
+
+void http_session::run() {
+    // Interactive round trips must not wait for Nagle's algorithm (40 ms per message).
+    beast::error_code ignored;
+    stream_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
+    asio::dispatch(stream_.get_executor(),
+                   beast::bind_front_handler(&http_session::do_read, shared_from_this()));
+}
+
+void http_session::close() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+        beast::error_code ec;
+        self->stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+        self->stream_.close();
+    });
+}
+
+void http_session::do_read() {
+    parser_.emplace();
+    parser_->body_limit(services_.config.max_request_body_bytes);
+    parser_->header_limit(64 * 1024);
+    stream_.expires_after(request_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&http_session::on_read, shared_from_this()));
+}
+
+void http_session::on_read(beast::error_code ec, std::size_t) {
+    if (ec == http::error::end_of_stream) {
+        stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+        return;
+    }
+    if (ec == http::error::body_limit) {
+        auto res = error_response(http::status::payload_too_large,
+                                  "request body is larger than " +
+                                      std::to_string(services_.config.max_request_body_bytes) +
+                                      " bytes");
+        res.keep_alive(false);
+        return send(std::move(res));
+    }
+    if (ec) {
+        if (ec != beast::error::timeout && ec != asio::error::operation_aborted &&
+            ec != asio::error::connection_reset && ec != asio::error::eof) {
+            services_.log.debug("http read: " + ec.message());
+            // A malformed request gets an answer before the connection closes.
+            auto res = error_response(http::status::bad_request, "malformed HTTP request: " +
+                                                                     ec.message());
+            res.keep_alive(false);
+            return send(std::move(res));
+        }
+        return;
+    }
+    dispatch_request(parser_->release());
+}
+
+void http_session::dispatch_request(http_request req) {
+    keep_alive_ = req.keep_alive();
+    route r = match_route(req.method_string(), req.target(),
+                          !services_.config.web_root.empty());
+    if (r.kind == route_kind::not_found)
+        return send(error_response(http::status::not_found, "not found"));
+    if (r.kind == route_kind::method_not_allowed) {
+        auto res = error_response(http::status::method_not_allowed, "method not allowed");
+        res.set(http::field::allow, r.allow);
+        return send(std::move(res));
+    }
+    // GET /api (the version) and the static web UI are public, as in jupyter_server.
+    const bool public_route = r.kind == route_kind::api_info || r.kind == route_kind::static_file;
+    if (!public_route && !services_.auth.authorized(req[http::field::authorization], r.query)) {
+        return send(error_response(http::status::forbidden,
+                                   "a valid token is required: 'Authorization: token T' or "
+                                   "'?token=T'"));
+    }
+
+    switch (r.kind) {
+        case route_kind::api_info:
+            return send(json_response(http::status::ok, {{"version", CALLISTO_VERSION},
+                                                          {"gateway", "callisto"}}));
+        case route_kind::kernelspecs_list:
+        case route_kind::kernelspec_get:
+        case route_kind::kernelspec_resource:
+            return services_.kernelspecs_rest.handle(
+                r, req, [this](http_response res) { send(std::move(res)); });
+        case route_kind::kernel_channels:
+            return upgrade_to_websocket(r, std::move(req));
+        case route_kind::static_file:
+            return send(serve_file(services_.config.web_root, r.file.empty() ? "index.html"
+                                                                             : r.file));
+        default: {
+            // Kernel handlers may answer later from another thread: hop back to this strand.
+            auto self = shared_from_this();
+            services_.kernels_rest.handle(r, req, [self](http_response res) {
+                asio::dispatch(self->stream_.get_executor(),
+                               [self, res = std::move(res)]() mutable { self->send(std::move(res)); });
+            });
+        }
+    }
+}
+
+void http_session::upgrade_to_websocket(const route& r, http_request req) {
+    if (!beast::websocket::is_upgrade(req))
+        return send(error_response(http::status::bad_request,
+                                   "this endpoint speaks WebSocket only (Upgrade: websocket)"));
+    auto kernel = is_valid_kernel_id(r.kernel_id) ? services_.kernels.find(r.kernel_id) : nullptr;
+    if (!kernel)
+        return send(error_response(http::status::not_found, "Kernel does not exist: " + r.kernel_id));
+    auto ws = std::make_shared<websocket_session>(std::move(stream_), std::move(kernel),
+                                                  services_.config, services_.log);
+    services_.sessions.add(ws);
+    ws->run(std::move(req));
+}
+
+void http_session::send(http_response res) {
+    res.set(http::field::server, "callisto");
+    if (!keep_alive_) res.keep_alive(false);
+    auto shared = std::make_shared<http_response>(std::move(res));
+    const bool keep_alive = shared->keep_alive();
+    http::async_write(stream_, *shared,
+                      [self = shared_from_this(), shared, keep_alive](beast::error_code ec,
+                                                                      std::size_t n) {
+                          self->on_write(keep_alive, ec, n);
+                      });
+}
+
+void http_session::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
+    if (ec) return;
+    if (!keep_alive) {
+        stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+        return;
+    }
+    do_read();
+}
+
+}  // namespace callisto::gateway

@@ -1,0 +1,25 @@
+#pragma once
+// What a kernel_session knows of a connected client (a WebSocket today). Calls arrive on the
+// kernel's strand: implementations hand the work to their own strand and return at once.
+
+#include <memory>
+#include <string>
+
+#include "kernelproto/websocket_format.hpp"
+
+namespace callisto::gateway {
+
+class kernel_client {
+public:
+    virtual ~kernel_client() = default;
+
+    virtual kernelproto::websocket_format format() const = 0;
+
+    // One encoded frame, shared between the clients that use the same format.
+    virtual void deliver(std::shared_ptr<const kernelproto::websocket_frame> frame) = 0;
+
+    // The kernel is gone (deleted, or the server is stopping): close with this reason.
+    virtual void close_from_kernel(std::string reason) = 0;
+};
+
+}  // namespace callisto::gateway

@@ -1,0 +1,21 @@
+#pragma once
+// The shared services every kernel_session uses, owned by the server and outliving all kernels.
+
+#include <boost/asio/io_context.hpp>
+
+#include "common/logger.hpp"
+#include "gateway/server_config.hpp"
+#include "launcher/process_supervisor.hpp"
+#include "transport/reactor.hpp"
+
+namespace callisto::gateway {
+
+struct kernel_environment {
+    boost::asio::io_context& ioc;
+    transport::reactor& reactor;
+    launcher::process_supervisor& supervisor;
+    const server_config& config;
+    logger log;
+};
+
+}  // namespace callisto::gateway

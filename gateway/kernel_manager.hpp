@@ -1,0 +1,57 @@
+#pragma once
+// The registry of running kernels: creates them from kernelspecs, finds them by id, removes
+// them, and shuts them all down when the server stops.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gateway/kernel_environment.hpp"
+#include "gateway/kernel_session.hpp"
+#include "launcher/kernelspec_catalog.hpp"
+
+namespace callisto::gateway {
+
+struct create_kernel_request {
+    std::string name;       // kernelspec; empty: the default
+    std::string kernel_id;  // empty: a fresh uuid; else idempotent create with this id
+    std::map<std::string, std::string> env;  // KERNEL_* variables for the kernel
+};
+
+struct create_kernel_result {
+    std::shared_ptr<kernel_session> kernel;  // null on failure
+    bool created = false;                    // false: an existing kernel with this id
+    int http_status = 500;                   // on failure: 400, 404, 409, 500, 503
+    std::string error;
+};
+
+class kernel_manager {
+public:
+    kernel_manager(kernel_environment& env, const launcher::kernelspec_catalog& catalog);
+
+    // Completion runs on an arbitrary thread.
+    void create(create_kernel_request request, std::function<void(create_kernel_result)> done);
+
+    std::shared_ptr<kernel_session> find(const std::string& id) const;
+    std::vector<std::shared_ptr<kernel_session>> list() const;
+
+    // Shuts the kernel down and forgets it; done(false) when there is no such kernel.
+    void remove(const std::string& id, std::function<void(bool found)> done);
+
+    // Refuses new kernels from now on and shuts every kernel down.
+    void shutdown_all(std::function<void()> done);
+
+    std::string default_kernel_name() const;
+
+private:
+    kernel_environment& env_;
+    const launcher::kernelspec_catalog& catalog_;
+    mutable std::mutex mutex_;
+    std::map<std::string, std::shared_ptr<kernel_session>> kernels_;
+    bool stopping_ = false;
+};
+
+}  // namespace callisto::gateway

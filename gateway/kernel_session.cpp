@@ -1,0 +1,456 @@
+#include "gateway/kernel_session.hpp"
+
+#include <csignal>
+
+#include <boost/asio/post.hpp>
+
+#include "kernelproto/ids.hpp"
+#include "kernelproto/iso_time.hpp"
+#include "launcher/kernel_command.hpp"
+
+namespace callisto::gateway {
+
+namespace asio = boost::asio;
+using kernelproto::channel;
+
+namespace {
+
+// Bounds on what one kernel holds for its clients.
+constexpr std::size_t max_queued_requests = 1024;     // while the kernel is not yet connected
+constexpr std::size_t max_awaiting_replies = 100000;  // requests in flight
+
+std::string short_dir_name(const std::string& kernel_id) { return kernel_id.substr(0, 8); }
+
+}  // namespace
+
+// Receives the reactor's reports on the reactor thread and posts them to the session's strand.
+// Holds the session weakly: a late report about a session already gone is dropped.
+class kernel_session::link_listener : public transport::link_events {
+public:
+    link_listener(std::weak_ptr<kernel_session> session,
+                  asio::strand<asio::io_context::executor_type> strand)
+        : session_(std::move(session)), strand_(std::move(strand)) {}
+
+    void set_link(transport::link_id id) { link_ = id; }
+
+    void on_message(channel ch, kernelproto::message msg) override {
+        asio::post(strand_, [s = session_, link = link_.load(), ch, m = std::move(msg)]() mutable {
+            if (auto self = s.lock()) self->on_link_message(link, ch, std::move(m));
+        });
+    }
+    void on_connected() override {
+        asio::post(strand_, [s = session_, link = link_.load()] {
+            if (auto self = s.lock()) self->on_link_connected(link);
+        });
+    }
+    void on_heartbeat(bool beating) override {
+        asio::post(strand_, [s = session_, beating] {
+            if (auto self = s.lock())
+                self->log_.debug(beating ? "heartbeat resumed" : "heartbeat missed");
+        });
+    }
+    void on_bad_message(channel ch, std::error_code ec) override {
+        asio::post(strand_, [s = session_, ch, ec] {
+            if (auto self = s.lock())
+                self->log_.warn("dropped a bad message on " +
+                                std::string(kernelproto::to_string(ch)) + ": " + ec.message());
+        });
+    }
+
+private:
+    std::weak_ptr<kernel_session> session_;
+    asio::strand<asio::io_context::executor_type> strand_;
+    std::atomic<transport::link_id> link_{0};
+};
+
+kernel_session::kernel_session(kernel_environment& env, std::string id, launcher::kernelspec spec,
+                               std::map<std::string, std::string> extra_env)
+    : env_(env),
+      id_(std::move(id)),
+      spec_(std::move(spec)),
+      extra_env_(std::move(extra_env)),
+      session_id_(kernelproto::new_uuid()),
+      log_(env.log.component("kernel " + id_.substr(0, 8))),
+      strand_(asio::make_strand(env.ioc)),
+      ready_timer_(strand_),
+      stop_timer_(strand_),
+      last_activity_(std::chrono::system_clock::now()) {}
+
+kernel_session::~kernel_session() {
+    // shutdown() normally ran; this is the last line of defence against leaked processes.
+    if (link_) env_.reactor.close(*link_);
+    if (pid_ > 0) env_.supervisor.signal_group(pid_, SIGKILL);
+}
+
+nlohmann::json kernel_session::model() const {
+    std::lock_guard lock(model_mutex_);
+    nlohmann::json m = {{"id", id_},
+                        {"name", spec_.name},
+                        {"last_activity", kernelproto::format_iso_time(last_activity_)},
+                        {"execution_state", execution_state_},
+                        {"connections", connections_}};
+    if (!reason_.empty()) m["reason"] = reason_;
+    return m;
+}
+
+kernel_state kernel_session::state() const { return state_.load(); }
+
+void kernel_session::set_state(kernel_state s, std::string execution_state, std::string reason) {
+    state_ = s;
+    std::lock_guard lock(model_mutex_);
+    execution_state_ = std::move(execution_state);
+    reason_ = std::move(reason);
+}
+
+void kernel_session::update_connections() {
+    std::erase_if(clients_, [](const auto& w) { return w.expired(); });
+    std::lock_guard lock(model_mutex_);
+    connections_ = clients_.size();
+}
+
+// ---- lifecycle -------------------------------------------------------------------------------
+
+void kernel_session::start(result_handler on_ready) {
+    asio::post(strand_, [self = shared_from_this(), on_ready = std::move(on_ready)]() mutable {
+        self->ready_waiters_.push_back(std::move(on_ready));
+        self->set_state(kernel_state::starting, "starting");
+        self->spawn_process();
+    });
+}
+
+void kernel_session::spawn_process() {
+    connected_ = false;
+    try {
+        runtime_dir_ = std::make_unique<launcher::kernel_runtime_dir>(
+            env_.config.runtime_root, short_dir_name(id_) + "-" + kernelproto::random_hex(3),
+            env_.config.ipc_transport ? launcher::transport_kind::ipc
+                                      : launcher::transport_kind::tcp,
+            spec_.name);
+        auto command = launcher::kernel_command(spec_, runtime_dir_->connection_file(),
+                                                runtime_dir_->path(), extra_env_);
+        std::weak_ptr<kernel_session> weak = weak_from_this();
+        auto strand = strand_;
+        pid_ = env_.supervisor.spawn(command, [weak, strand](pid_t pid, launcher::exit_status st) {
+            asio::post(strand, [weak, pid, st] {
+                if (auto self = weak.lock()) self->on_process_exit(pid, st);
+            });
+        });
+    } catch (const std::exception& e) {
+        runtime_dir_.reset();
+        pid_ = 0;
+        set_state(kernel_state::dead, "dead", std::string("kernel failed to start: ") + e.what());
+        finish_start(reason_);
+        return;
+    }
+    log_.info("started " + spec_.name + " kernel, pid " + std::to_string(pid_));
+
+    auto listener = std::make_shared<link_listener>(weak_from_this(), strand_);
+    transport::link_options options;
+    options.session_id = session_id_;
+    link_ = env_.reactor.open(runtime_dir_->connection(), listener, options);
+    listener->set_link(*link_);
+
+    ready_timer_.expires_after(env_.config.kernel_ready_timeout);
+    ready_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+        if (ec) return;
+        if (auto self = weak.lock()) self->on_ready_timeout();
+    });
+}
+
+void kernel_session::on_ready_timeout() {
+    if (connected_ || ready_waiters_.empty()) return;
+    log_.warn("kernel did not answer within the ready timeout; stopping it");
+    std::string why = "kernel did not answer kernel_info_request within " +
+                      std::to_string(env_.config.kernel_ready_timeout.count() / 1000) + " s";
+    stop_process(false, [self = shared_from_this(), why] {
+        self->set_state(kernel_state::dead, "dead", why);
+        self->broadcast_status("dead");
+        self->finish_start(why);
+    });
+}
+
+void kernel_session::on_link_connected(transport::link_id link) {
+    if (link_ != link || connected_) return;
+    connected_ = true;
+    ready_timer_.cancel();
+    if (state_ == kernel_state::starting || state_ == kernel_state::restarting) {
+        set_state(kernel_state::running, "idle");
+    }
+    while (!queued_.empty()) {
+        auto q = std::move(queued_.front());
+        queued_.pop_front();
+        forward(q.from, q.ch, std::move(q.msg));
+    }
+    finish_start({});
+}
+
+void kernel_session::finish_start(std::string error) {
+    auto waiters = std::move(ready_waiters_);
+    ready_waiters_.clear();
+    if (!error.empty()) queued_.clear();
+    for (auto& w : waiters) w(error);
+}
+
+void kernel_session::on_process_exit(pid_t pid, const launcher::exit_status& status) {
+    if (pid != pid_) return;
+    pid_ = 0;
+    if (on_process_gone_) {  // we asked it to stop
+        stop_timer_.cancel();
+        auto then = std::move(on_process_gone_);
+        on_process_gone_ = nullptr;
+        then();
+        return;
+    }
+    // It died on its own: a crash, a kill from outside, an OOM kill.
+    std::string why = "kernel process " + status.describe();
+    log_.warn(why);
+    release_process();
+    awaiting_reply_.clear();
+    queued_.clear();
+    set_state(kernel_state::dead, "dead", why);
+    broadcast_status("dead");
+    finish_start(why);
+}
+
+void kernel_session::release_process() {
+    ready_timer_.cancel();
+    if (link_) env_.reactor.close(*link_);
+    link_.reset();
+    connected_ = false;
+    runtime_dir_.reset();
+}
+
+void kernel_session::stop_process(bool restart, std::function<void()> then) {
+    if (pid_ <= 0) {
+        release_process();
+        then();
+        return;
+    }
+    on_process_gone_ = [self = shared_from_this(), then = std::move(then)] {
+        self->release_process();
+        then();
+    };
+    const pid_t pid = pid_;
+    if (link_ && connected_) {
+        auto request = kernelproto::make_message("shutdown_request", {{"restart", restart}},
+                                                 session_id_);
+        env_.reactor.send(*link_, channel::control, std::move(request));
+        stop_timer_.expires_after(env_.config.shutdown_wait);
+    } else {
+        stop_timer_.expires_after(std::chrono::milliseconds(0));
+    }
+    stop_timer_.async_wait([weak = weak_from_this(), pid](boost::system::error_code ec) {
+        if (ec) return;
+        auto self = weak.lock();
+        if (!self || self->pid_ != pid) return;
+        self->log_.info("kernel did not exit after shutdown_request; sending SIGTERM");
+        self->env_.supervisor.terminate(pid, self->env_.config.kill_grace);
+    });
+}
+
+void kernel_session::restart(result_handler on_done) {
+    asio::post(strand_, [self = shared_from_this(), on_done = std::move(on_done)]() mutable {
+        if (self->state_ == kernel_state::shutting_down || self->state_ == kernel_state::gone) {
+            on_done("kernel is shutting down");
+            return;
+        }
+        if (self->state_ == kernel_state::restarting || self->state_ == kernel_state::starting) {
+            self->ready_waiters_.push_back(std::move(on_done));
+            return;
+        }
+        self->log_.info("restarting");
+        self->ready_waiters_.push_back(std::move(on_done));
+        self->set_state(kernel_state::restarting, "restarting");
+        self->broadcast_status("restarting");
+        self->awaiting_reply_.clear();
+        self->stop_process(true, [self] {
+            if (self->state_ != kernel_state::restarting) return;
+            self->spawn_process();
+        });
+    });
+}
+
+void kernel_session::interrupt(result_handler on_done) {
+    asio::post(strand_, [self = shared_from_this(), on_done = std::move(on_done)] {
+        if (self->pid_ <= 0 || self->state_ != kernel_state::running) {
+            on_done("kernel is not running");
+            return;
+        }
+        if (self->spec_.interrupt == launcher::interrupt_mode::message && self->link_) {
+            self->env_.reactor.send(
+                *self->link_, channel::control,
+                kernelproto::make_message("interrupt_request", nlohmann::json::object(),
+                                          self->session_id_));
+        } else {
+            self->env_.supervisor.signal_group(self->pid_, SIGINT);
+        }
+        on_done({});
+    });
+}
+
+void kernel_session::shutdown(std::function<void()> on_done) {
+    asio::post(strand_, [self = shared_from_this(), on_done = std::move(on_done)]() mutable {
+        if (self->state_ == kernel_state::gone) {
+            on_done();
+            return;
+        }
+        self->shutdown_waiters_.push_back(std::move(on_done));
+        if (self->state_ == kernel_state::shutting_down) return;
+        self->log_.info("shutting down");
+        self->set_state(kernel_state::shutting_down, "dead", "shut down");
+        self->finish_start("kernel was shut down");
+        self->stop_process(false, [self] {
+            for (auto& weak : self->clients_)
+                if (auto c = weak.lock()) c->close_from_kernel("kernel shut down");
+            self->clients_.clear();
+            self->update_connections();
+            self->awaiting_reply_.clear();
+            self->queued_.clear();
+            self->state_ = kernel_state::gone;
+            auto waiters = std::move(self->shutdown_waiters_);
+            self->shutdown_waiters_.clear();
+            for (auto& w : waiters) w();
+        });
+    });
+}
+
+// ---- clients -------------------------------------------------------------------------------
+
+void kernel_session::attach(const std::shared_ptr<kernel_client>& client) {
+    asio::post(strand_, [self = shared_from_this(), weak = std::weak_ptr(client)] {
+        auto c = weak.lock();
+        if (!c) return;
+        if (self->state_ == kernel_state::gone || self->state_ == kernel_state::shutting_down) {
+            c->close_from_kernel("kernel shut down");
+            return;
+        }
+        self->clients_.push_back(weak);
+        self->update_connections();
+        if (self->state_ == kernel_state::dead) self->send_to(c, channel::iopub,
+            kernelproto::make_message("status", {{"execution_state", "dead"}}, self->session_id_));
+    });
+}
+
+void kernel_session::detach(const kernel_client* client) {
+    asio::post(strand_, [self = shared_from_this(), client] {
+        std::erase_if(self->clients_, [client](const auto& w) {
+            auto c = w.lock();
+            return !c || c.get() == client;
+        });
+        self->update_connections();
+    });
+}
+
+void kernel_session::submit(std::weak_ptr<kernel_client> from, channel ch,
+                            kernelproto::message msg) {
+    asio::post(strand_, [self = shared_from_this(), from = std::move(from), ch,
+                         m = std::move(msg)]() mutable {
+        switch (self->state_) {
+            case kernel_state::running:
+                self->forward(from, ch, std::move(m));
+                return;
+            case kernel_state::starting:
+            case kernel_state::restarting:
+                if (self->queued_.size() < max_queued_requests) {
+                    self->queued_.push_back({std::move(from), ch, std::move(m)});
+                    return;
+                }
+                self->log_.warn("request queue full while the kernel starts; dropping " +
+                                m.msg_type);
+                return;
+            default:
+                self->log_.debug("dropping " + m.msg_type + ": kernel is not running");
+                return;
+        }
+    });
+}
+
+void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel ch,
+                             kernelproto::message msg) {
+    if (!link_) return;
+    if (ch == channel::shell || ch == channel::control) {
+        if (awaiting_reply_.size() >= max_awaiting_replies)
+            std::erase_if(awaiting_reply_, [](const auto& kv) { return kv.second.expired(); });
+        if (awaiting_reply_.size() >= max_awaiting_replies) {
+            log_.warn("too many requests in flight; dropping " + msg.msg_type);
+            return;
+        }
+        awaiting_reply_[msg.msg_id] = from;
+    }
+    msg.identities.clear();
+    env_.reactor.send(*link_, ch, std::move(msg));
+}
+
+void kernel_session::on_link_message(transport::link_id link, channel ch,
+                                     kernelproto::message msg) {
+    if (link_ != link) return;  // from a previous process
+    switch (ch) {
+        case channel::iopub:
+            track_activity(msg);
+            broadcast(ch, msg);
+            return;
+        case channel::shell:
+        case channel::control: {
+            auto it = awaiting_reply_.find(msg.parent_msg_id);
+            if (it == awaiting_reply_.end()) return;  // our own request, or its client left
+            auto client = it->second.lock();
+            awaiting_reply_.erase(it);
+            if (client) send_to(client, ch, msg);
+            return;
+        }
+        case channel::stdin_: {
+            // input_request: to the client whose execute_request is waiting for input.
+            auto it = awaiting_reply_.find(msg.parent_msg_id);
+            if (it == awaiting_reply_.end()) return;
+            if (auto client = it->second.lock()) send_to(client, ch, msg);
+            return;
+        }
+    }
+}
+
+void kernel_session::track_activity(const kernelproto::message& msg) {
+    std::string state;
+    if (msg.msg_type == "status") {
+        auto content = nlohmann::json::parse(msg.content, nullptr, false);
+        if (content.is_object() && content.contains("execution_state") &&
+            content["execution_state"].is_string())
+            state = content["execution_state"].get<std::string>();
+    }
+    std::lock_guard lock(model_mutex_);
+    last_activity_ = std::chrono::system_clock::now();
+    if (!state.empty() && state_ == kernel_state::running) execution_state_ = state;
+}
+
+void kernel_session::broadcast(channel ch, const kernelproto::message& msg) {
+    std::shared_ptr<const kernelproto::websocket_frame> encoded[2];
+    bool pruned = false;
+    for (auto& weak : clients_) {
+        auto client = weak.lock();
+        if (!client) {
+            pruned = true;
+            continue;
+        }
+        auto format = client->format();
+        auto& frame = encoded[static_cast<int>(format)];
+        if (!frame)
+            frame = std::make_shared<const kernelproto::websocket_frame>(
+                kernelproto::to_websocket(msg, ch, format));
+        client->deliver(frame);
+    }
+    if (pruned) update_connections();
+}
+
+void kernel_session::send_to(const std::shared_ptr<kernel_client>& client, channel ch,
+                             const kernelproto::message& msg) {
+    client->deliver(std::make_shared<const kernelproto::websocket_frame>(
+        kernelproto::to_websocket(msg, ch, client->format())));
+}
+
+void kernel_session::broadcast_status(std::string_view execution_state) {
+    // Server-made status messages carry an empty parent header, as jupyter_server's do.
+    broadcast(channel::iopub,
+              kernelproto::make_message("status", {{"execution_state", execution_state}},
+                                        session_id_));
+}
+
+}  // namespace callisto::gateway

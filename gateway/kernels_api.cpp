@@ -1,0 +1,108 @@
+#include "gateway/kernels_api.hpp"
+
+#include <boost/beast/http/field.hpp>
+
+namespace callisto::gateway {
+
+namespace {
+
+// Kernel Gateway passes only KERNEL_-prefixed variables from the request to the kernel.
+bool allowed_kernel_env(const std::string& name) { return name.rfind("KERNEL_", 0) == 0; }
+
+http_response no_such_kernel(const std::string& id) {
+    return error_response(http::status::not_found, "Kernel does not exist: " + id);
+}
+
+}  // namespace
+
+kernels_api::kernels_api(kernel_manager& kernels) : kernels_(kernels) {}
+
+void kernels_api::handle(const route& r, const http_request& req, respond_fn respond) {
+    if (r.kind == route_kind::kernels_list) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& k : kernels_.list()) list.push_back(k->model());
+        return respond(json_response(http::status::ok, list));
+    }
+    if (r.kind == route_kind::kernel_create) return create(req, std::move(respond));
+
+    auto kernel = is_valid_kernel_id(r.kernel_id) ? kernels_.find(r.kernel_id) : nullptr;
+    if (!kernel) return respond(no_such_kernel(r.kernel_id));
+
+    switch (r.kind) {
+        case route_kind::kernel_get:
+            return respond(json_response(http::status::ok, kernel->model()));
+        case route_kind::kernel_delete:
+            kernels_.remove(r.kernel_id, [respond = std::move(respond), id = r.kernel_id](bool found) {
+                respond(found ? empty_response(http::status::no_content) : no_such_kernel(id));
+            });
+            return;
+        case route_kind::kernel_interrupt:
+            kernel->interrupt([respond = std::move(respond)](std::string error) {
+                respond(error.empty() ? empty_response(http::status::no_content)
+                                      : error_response(http::status::conflict, error));
+            });
+            return;
+        case route_kind::kernel_restart:
+            kernel->restart([respond = std::move(respond), kernel](std::string error) {
+                respond(error.empty()
+                            ? json_response(http::status::ok, kernel->model())
+                            : error_response(http::status::internal_server_error,
+                                             "restart failed: " + error));
+            });
+            return;
+        default:
+            return respond(error_response(http::status::not_found, "not found"));
+    }
+}
+
+void kernels_api::create(const http_request& req, respond_fn respond) {
+    create_kernel_request request;
+    if (!req.body().empty()) {
+        auto body = nlohmann::json::parse(req.body(), nullptr, false);
+        if (body.is_discarded() || !body.is_object())
+            return respond(error_response(http::status::bad_request,
+                                          "request body must be a JSON object"));
+        if (body.contains("name")) {
+            if (!body["name"].is_string() && !body["name"].is_null())
+                return respond(error_response(http::status::bad_request, "'name' must be a string"));
+            if (body["name"].is_string()) request.name = body["name"].get<std::string>();
+        }
+        if (body.contains("env")) {
+            if (!body["env"].is_object())
+                return respond(error_response(http::status::bad_request, "'env' must be an object"));
+            for (auto& [key, value] : body["env"].items()) {
+                if (!value.is_string())
+                    return respond(error_response(http::status::bad_request,
+                                                  "env value for '" + key + "' must be a string"));
+                if (allowed_kernel_env(key)) request.env[key] = value.get<std::string>();
+            }
+        }
+        // The client may choose the id (Kernel Gateway reads env.KERNEL_ID; "kernel_id" too),
+        // which makes create idempotent.
+        std::string chosen;
+        if (body.contains("kernel_id")) {
+            if (!body["kernel_id"].is_string())
+                return respond(error_response(http::status::bad_request,
+                                              "'kernel_id' must be a string"));
+            chosen = body["kernel_id"].get<std::string>();
+        } else if (auto it = request.env.find("KERNEL_ID"); it != request.env.end()) {
+            chosen = it->second;
+        }
+        if (!chosen.empty() && !is_valid_kernel_id(chosen))
+            return respond(error_response(http::status::bad_request,
+                                          "'kernel_id' must be a lower-case UUID"));
+        request.kernel_id = chosen;
+    }
+    kernels_.create(std::move(request), [respond = std::move(respond)](create_kernel_result r) {
+        if (!r.kernel) {
+            return respond(
+                error_response(static_cast<http::status>(r.http_status), r.error));
+        }
+        auto res = json_response(r.created ? http::status::created : http::status::ok,
+                                 r.kernel->model());
+        res.set(http::field::location, "/api/kernels/" + r.kernel->id());
+        respond(std::move(res));
+    });
+}
+
+}  // namespace callisto::gateway

@@ -1,0 +1,21 @@
+#pragma once
+// The /api/kernels routes of the Kernel Gateway API (everything but the WebSocket).
+
+#include "gateway/api_request.hpp"
+#include "gateway/kernel_manager.hpp"
+
+namespace callisto::gateway {
+
+class kernels_api {
+public:
+    explicit kernels_api(kernel_manager& kernels);
+
+    void handle(const route& r, const http_request& req, respond_fn respond);
+
+private:
+    void create(const http_request& req, respond_fn respond);
+
+    kernel_manager& kernels_;
+};
+
+}  // namespace callisto::gateway

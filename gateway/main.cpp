@@ -1,0 +1,52 @@
+// callisto: the Jupyter-compatible kernel gateway. See README.md.
+
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gateway/server.hpp"
+
+extern char** environ;
+
+int main(int argc, char** argv) {
+    using namespace callisto;
+    std::map<std::string, std::string> env;
+    for (char** e = environ; *e; ++e) {
+        std::string entry(*e);
+        if (auto eq = entry.find('='); eq != std::string::npos)
+            env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+    }
+    auto parsed = gateway::parse_server_config(std::vector<std::string>(argv + 1, argv + argc), env);
+    if (!parsed.config) {
+        std::fprintf(parsed.exit_code ? stderr : stdout, "%s\n", parsed.message.c_str());
+        return parsed.exit_code;
+    }
+    std::signal(SIGPIPE, SIG_IGN);
+    auto log = logger::to_stderr(parsed.config->log).component("callisto");
+    try {
+        gateway::server server(*parsed.config, log);
+        const auto& cfg = server.config();
+        auto ep = server.local_endpoint();
+        std::string host = ep.address().is_v6() ? "[" + ep.address().to_string() + "]"
+                                                : ep.address().to_string();
+        std::string url = "http://" + host + ":" + std::to_string(ep.port()) + "/";
+        if (!cfg.auth_enabled) {
+            log.warn("authentication is OFF (--no-auth): anyone who reaches the port runs code");
+            std::printf("Callisto is serving on %s\n", url.c_str());
+        } else {
+            std::printf("Callisto is serving on %s\n", url.c_str());
+            std::printf("  token: %s%s\n", cfg.token.c_str(),
+                        cfg.token_generated ? "  (generated; set --token or CALLISTO_TOKEN)" : "");
+            std::printf("  open:  %s?token=%s\n", url.c_str(), cfg.token.c_str());
+        }
+        std::fflush(stdout);
+        server.run();
+    } catch (const std::exception& e) {
+        log.error(std::string("cannot start: ") + e.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,168 @@
+#include "gateway/router.hpp"
+
+#include <vector>
+
+namespace callisto::gateway {
+namespace {
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// Splits "/a/b/" into {"a","b"}; false when a segment fails to decode or is unsafe.
+bool split_path(std::string_view path, std::vector<std::string>& segments) {
+    std::size_t pos = 1;  // skip the leading '/'
+    while (pos <= path.size()) {
+        std::size_t slash = path.find('/', pos);
+        if (slash == std::string_view::npos) slash = path.size();
+        std::string_view raw = path.substr(pos, slash - pos);
+        pos = slash + 1;
+        if (raw.empty()) {
+            if (slash == path.size()) break;  // trailing slash
+            return false;                     // "//" inside the path
+        }
+        std::string decoded;
+        if (!percent_decode(raw, decoded)) return false;
+        if (decoded == "." || decoded == ".." ||
+            decoded.find_first_of(std::string_view("/\0", 2)) != std::string::npos)
+            return false;
+        segments.push_back(std::move(decoded));
+    }
+    return true;
+}
+
+route method_not_allowed(std::string allow) {
+    route r;
+    r.kind = route_kind::method_not_allowed;
+    r.allow = std::move(allow);
+    return r;
+}
+
+}  // namespace
+
+bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
+    out.clear();
+    out.reserve(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        char c = in[i];
+        if (c == '%') {
+            if (i + 2 >= in.size()) return false;
+            int hi = hex_value(in[i + 1]), lo = hex_value(in[i + 2]);
+            if (hi < 0 || lo < 0) return false;
+            out.push_back(static_cast<char>(hi * 16 + lo));
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            out.push_back(' ');
+        } else {
+            out.push_back(c);
+        }
+    }
+    return true;
+}
+
+std::string query_param(std::string_view query, std::string_view key) {
+    while (!query.empty()) {
+        std::size_t amp = query.find('&');
+        std::string_view pair = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+        std::size_t eq = pair.find('=');
+        std::string name, value;
+        if (!percent_decode(pair.substr(0, eq), name, true)) continue;
+        if (name != key) continue;
+        if (eq != std::string_view::npos && percent_decode(pair.substr(eq + 1), value, true))
+            return value;
+        return {};
+    }
+    return {};
+}
+
+bool is_valid_kernel_id(std::string_view id) {
+    if (id.size() != 36) return false;
+    for (std::size_t i = 0; i < id.size(); ++i) {
+        char c = id[i];
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    return true;
+}
+
+route match_route(std::string_view method, std::string_view target, bool static_files_enabled) {
+    route r;
+    std::string_view path = target;
+    if (auto q = target.find('?'); q != std::string_view::npos) {
+        path = target.substr(0, q);
+        r.query = std::string(target.substr(q + 1));
+    }
+    if (path.empty() || path.front() != '/') return r;
+
+    std::vector<std::string> seg;
+    if (!split_path(path, seg)) return r;
+    const bool get = method == "GET";
+    const bool post = method == "POST";
+    const bool del = method == "DELETE";
+    const std::size_t n = seg.size();
+
+    if (n >= 1 && seg[0] == "api") {
+        if (n == 1) {
+            if (!get) return method_not_allowed("GET");
+            r.kind = route_kind::api_info;
+            return r;
+        }
+        if (seg[1] == "kernelspecs") {
+            if (n > 3) return r;
+            if (!get) return method_not_allowed("GET");
+            r.kind = n == 2 ? route_kind::kernelspecs_list : route_kind::kernelspec_get;
+            if (n == 3) r.name = seg[2];
+            return r;
+        }
+        if (seg[1] == "kernels") {
+            if (n == 2) {
+                if (get) r.kind = route_kind::kernels_list;
+                else if (post) r.kind = route_kind::kernel_create;
+                else return method_not_allowed("GET, POST");
+                return r;
+            }
+            r.kernel_id = seg[2];
+            if (n == 3) {
+                if (get) r.kind = route_kind::kernel_get;
+                else if (del) r.kind = route_kind::kernel_delete;
+                else return method_not_allowed("GET, DELETE");
+                return r;
+            }
+            if (n == 4) {
+                if (seg[3] == "interrupt" || seg[3] == "restart") {
+                    if (!post) return method_not_allowed("POST");
+                    r.kind = seg[3] == "interrupt" ? route_kind::kernel_interrupt
+                                                   : route_kind::kernel_restart;
+                    return r;
+                }
+                if (seg[3] == "channels") {
+                    if (!get) return method_not_allowed("GET");
+                    r.kind = route_kind::kernel_channels;
+                    return r;
+                }
+            }
+            r.kernel_id.clear();
+            return r;
+        }
+        return r;
+    }
+    if (n == 3 && seg[0] == "kernelspecs") {
+        if (!get) return method_not_allowed("GET");
+        r.kind = route_kind::kernelspec_resource;
+        r.name = seg[1];
+        r.file = seg[2];
+        return r;
+    }
+    if (static_files_enabled && get) {
+        r.kind = route_kind::static_file;
+        for (std::size_t i = 0; i < n; ++i) r.file += (i ? "/" : "") + seg[i];
+        return r;
+    }
+    return r;
+}
+
+}  // namespace callisto::gateway

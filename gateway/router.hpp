@@ -1,0 +1,50 @@
+#pragma once
+// Maps a request line to a route. Pure: no I/O, no state, so every path form is unit-tested.
+
+#include <string>
+#include <string_view>
+
+namespace callisto::gateway {
+
+enum class route_kind {
+    not_found,
+    method_not_allowed,
+    api_info,             // GET /api
+    kernelspecs_list,     // GET /api/kernelspecs
+    kernelspec_get,       // GET /api/kernelspecs/{name}
+    kernelspec_resource,  // GET /kernelspecs/{name}/{file}
+    kernels_list,         // GET /api/kernels
+    kernel_create,        // POST /api/kernels
+    kernel_get,           // GET /api/kernels/{id}
+    kernel_delete,        // DELETE /api/kernels/{id}
+    kernel_interrupt,     // POST /api/kernels/{id}/interrupt
+    kernel_restart,       // POST /api/kernels/{id}/restart
+    kernel_channels,      // GET /api/kernels/{id}/channels (WebSocket upgrade)
+    static_file,          // GET anything else, when a web root is configured
+};
+
+struct route {
+    route_kind kind = route_kind::not_found;
+    std::string kernel_id;  // kernel_* routes
+    std::string name;       // kernelspec name
+    std::string file;       // kernelspec resource or static file path (no leading '/')
+    std::string query;      // raw query string without '?'
+    std::string allow;      // for method_not_allowed: the Allow header value
+};
+
+// `target` is the request-target as sent ("/api/kernels/abc?token=x"). Trailing slashes are
+// accepted as jupyter_server does. Percent-escapes are decoded in path segments; a segment
+// that decodes to "", ".", ".." or contains '/' or NUL never matches a name or file.
+route match_route(std::string_view method, std::string_view target, bool static_files_enabled);
+
+// Value of `key` in an application/x-www-form-urlencoded query string, decoded; "" if absent.
+std::string query_param(std::string_view query, std::string_view key);
+
+// Decodes %XX and '+' (as space when plus_is_space). Returns false on a malformed escape.
+bool percent_decode(std::string_view in, std::string& out, bool plus_is_space = false);
+
+// A kernel id as Callisto makes them (canonical UUID text, lower case). Clients may choose
+// their own id on create, and it must pass this too.
+bool is_valid_kernel_id(std::string_view id);
+
+}  // namespace callisto::gateway

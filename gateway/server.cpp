@@ -1,0 +1,98 @@
+#include "gateway/server.hpp"
+
+#include <csignal>
+#include <filesystem>
+
+#include <boost/asio/post.hpp>
+
+#include "gateway/listener.hpp"
+
+namespace callisto::gateway {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<fs::path> kernel_search_path(const server_config& config) {
+    std::vector<fs::path> dirs = config.kernel_dirs;
+    for (auto& d : launcher::kernelspec_catalog::default_search_path()) dirs.push_back(d);
+    return dirs;
+}
+
+void prepare_runtime_root(const fs::path& root) {
+    fs::create_directories(root);
+    fs::permissions(root, fs::perms::owner_all, fs::perm_options::replace);
+}
+
+}  // namespace
+
+server::server(server_config config, logger log)
+    : config_(std::move(config)),
+      log_(std::move(log)),
+      work_(asio::make_work_guard(ioc_)),
+      signals_(ioc_, SIGINT, SIGTERM),
+      reactor_(log_.component("reactor")),
+      supervisor_(log_.component("supervisor")),
+      catalog_(kernel_search_path(config_), log_.component("kernelspecs")),
+      kernel_env_{ioc_, reactor_, supervisor_, config_, log_.component("kernel")},
+      kernels_(kernel_env_, catalog_),
+      kernels_rest_(kernels_),
+      kernelspecs_rest_(catalog_, kernels_.default_kernel_name()),
+      auth_(config_.token),
+      services_{config_, auth_, kernels_, kernels_rest_, kernelspecs_rest_, sessions_,
+                log_.component("http")} {
+    prepare_runtime_root(config_.runtime_root);
+    if (catalog_.all().empty())
+        log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
+    for (const auto& spec : catalog_.all())
+        log_.info("kernelspec " + spec.name + " from " + spec.resource_dir.string());
+    auto address = asio::ip::make_address(config_.ip);
+    listener_ = std::make_shared<listener>(ioc_, asio::ip::tcp::endpoint(address, config_.port),
+                                           services_);
+}
+
+server::~server() {
+    std::error_code ec;
+    fs::remove_all(config_.runtime_root, ec);
+}
+
+asio::ip::tcp::endpoint server::local_endpoint() const { return listener_->local_endpoint(); }
+
+void server::run() {
+    signals_.async_wait([this](boost::system::error_code ec, int sig) {
+        if (ec) return;
+        log_.info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                  "; shutting down");
+        request_stop();
+    });
+    listener_->run();
+
+    std::vector<std::thread> threads;
+    for (int i = 1; i < config_.threads; ++i) threads.emplace_back([this] { ioc_.run(); });
+    ioc_.run();
+    for (auto& t : threads) t.join();
+    reactor_.stop();
+    log_.info("stopped");
+}
+
+void server::request_stop() {
+    if (stopping_.exchange(true)) return;
+    asio::post(ioc_, [this] { begin_stop(); });
+}
+
+void server::begin_stop() {
+    listener_->stop();
+    sessions_.close_all();
+    kernels_.shutdown_all([this] { asio::post(ioc_, [this] { finish_stop(); }); });
+}
+
+void server::finish_stop() {
+    // No kernel is left; what remains are client connections finishing their close.
+    sessions_.close_all();
+    boost::system::error_code ignored;
+    signals_.cancel(ignored);
+    work_.reset();
+}
+
+}  // namespace callisto::gateway

@@ -1,0 +1,71 @@
+#pragma once
+// The whole gateway: owns the I/O threads, the ZMQ reactor, the process supervisor, the
+// kernel registry and the listener, and stops them in order (design.md section 3):
+// acceptor, client sessions, kernels, reactor; then run() returns.
+
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include "common/logger.hpp"
+#include "gateway/auth.hpp"
+#include "gateway/gateway_services.hpp"
+#include "gateway/kernel_manager.hpp"
+#include "gateway/kernels_api.hpp"
+#include "gateway/kernelspec_api.hpp"
+#include "gateway/server_config.hpp"
+#include "gateway/session_registry.hpp"
+#include "launcher/kernelspec_catalog.hpp"
+#include "launcher/process_supervisor.hpp"
+#include "transport/reactor.hpp"
+
+namespace callisto::gateway {
+
+class listener;
+
+class server {
+public:
+    // Binds the listening socket (so local_endpoint() is known) and discovers kernelspecs.
+    // Throws on an unusable address or runtime directory.
+    server(server_config config, logger log);
+    ~server();
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+
+    boost::asio::ip::tcp::endpoint local_endpoint() const;
+    const server_config& config() const { return config_; }
+
+    // Serves until SIGINT/SIGTERM or request_stop(), then stops in order and returns.
+    void run();
+    void request_stop();  // thread-safe, idempotent
+
+private:
+    void begin_stop();
+    void finish_stop();
+
+    const server_config config_;
+    logger log_;
+    boost::asio::io_context ioc_;
+    std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+    boost::asio::signal_set signals_;
+    transport::reactor reactor_;
+    launcher::process_supervisor supervisor_;
+    launcher::kernelspec_catalog catalog_;
+    kernel_environment kernel_env_;
+    kernel_manager kernels_;
+    kernels_api kernels_rest_;
+    kernelspec_api kernelspecs_rest_;
+    token_auth auth_;
+    session_registry sessions_;
+    gateway_services services_;
+    std::shared_ptr<listener> listener_;
+    std::atomic<bool> stopping_{false};
+};
+
+}  // namespace callisto::gateway

@@ -1,0 +1,182 @@
+#include "gateway/server_config.hpp"
+
+#include <charconv>
+#include <functional>
+#include <sstream>
+#include <unistd.h>
+
+#include "kernelproto/ids.hpp"
+
+namespace callisto::gateway {
+namespace {
+
+template <class Int>
+bool parse_int(const std::string& text, Int& out, Int min, Int max) {
+    Int value{};
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size() || value < min || value > max)
+        return false;
+    out = value;
+    return true;
+}
+
+// "32MiB", "1GiB", "512KiB", "1000" (bytes).
+bool parse_size(const std::string& text, std::size_t& out) {
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    std::uint64_t value = 0;
+    if (digits == 0 || !parse_int(text.substr(0, digits), value, std::uint64_t{1},
+                                  std::uint64_t{1} << 40))
+        return false;
+    std::string unit = text.substr(digits);
+    std::uint64_t scale = unit.empty() || unit == "B" ? 1
+                          : unit == "KiB"             ? 1u << 10
+                          : unit == "MiB"             ? 1u << 20
+                          : unit == "GiB"             ? 1u << 30
+                                                      : 0;
+    if (scale == 0) return false;
+    out = static_cast<std::size_t>(value * scale);
+    return true;
+}
+
+bool parse_log_level(const std::string& text, log_level& out) {
+    if (text == "debug") out = log_level::debug;
+    else if (text == "info") out = log_level::info;
+    else if (text == "warn") out = log_level::warn;
+    else if (text == "error") out = log_level::error;
+    else return false;
+    return true;
+}
+
+bool valid_token(const std::string& token) {
+    if (token.size() < 8 || token.size() > 512) return false;
+    for (char c : token)
+        if (c <= ' ' || c > '~') return false;
+    return true;
+}
+
+}  // namespace
+
+std::string usage_text() {
+    return R"(Usage: callisto [options]
+
+Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
+
+  --ip=ADDR                 address to listen on (default 127.0.0.1)
+  --port=N                  port to listen on (default 8888; 0 picks a free port)
+  --token=T                 API token (default: $CALLISTO_TOKEN, else a random one, printed)
+  --no-auth                 serve without a token (development only)
+  --threads=N               I/O threads (default 2)
+  --kernel-dir=DIR          a directory of kernelspecs, searched before the standard
+                            Jupyter paths (repeatable)
+  --default-kernel=NAME     kernelspec used when a request names none
+  --runtime-dir=DIR         connection files and ipc sockets (default /tmp/callisto-<pid>)
+  --transport=ipc|tcp       how the gateway talks to kernels (default ipc)
+  --web-root=DIR            serve a static web UI from DIR at /
+  --max-message-size=SIZE   largest WebSocket message from a client (default 32MiB)
+  --client-queue=SIZE       per-WebSocket send queue before the client is dropped (default 256MiB)
+  --ws-ping-interval=SECS   WebSocket keepalive ping interval (default 30)
+  --kernel-ready-timeout=SECS  kernel start to first reply (default 60)
+  --shutdown-wait=SECS      shutdown_request to SIGTERM (default 5)
+  --log-level=LEVEL         debug, info, warn, error (default info)
+  --help                    this text
+
+Sizes take B, KiB, MiB or GiB.
+)";
+}
+
+parse_result parse_server_config(const std::vector<std::string>& args,
+                                 const std::map<std::string, std::string>& env) {
+    server_config cfg;
+    auto fail = [](std::string why) { return parse_result{std::nullopt, std::move(why), 2}; };
+    bool token_given = false;
+
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string arg = args[i];
+        if (arg == "--help" || arg == "-h") return {std::nullopt, usage_text(), 0};
+        if (arg.rfind("--", 0) != 0) return fail("unexpected argument '" + arg + "'");
+        std::string name = arg, value;
+        bool has_value = false;
+        if (auto eq = arg.find('='); eq != std::string::npos) {
+            name = arg.substr(0, eq);
+            value = arg.substr(eq + 1);
+            has_value = true;
+        }
+        if (name == "--no-auth") {
+            if (has_value) return fail("--no-auth takes no value");
+            cfg.auth_enabled = false;
+            continue;
+        }
+        if (!has_value) {
+            if (i + 1 >= args.size()) return fail(name + " needs a value");
+            value = args[++i];
+        }
+        auto bad = [&](const std::string& what) {
+            return fail("invalid value '" + value + "' for " + name + ": expected " + what);
+        };
+        if (name == "--ip") {
+            if (value.empty()) return bad("an IP address");
+            cfg.ip = value;
+        } else if (name == "--port") {
+            if (!parse_int(value, cfg.port, std::uint16_t{0}, std::uint16_t{65535}))
+                return bad("a port number 0-65535");
+        } else if (name == "--token") {
+            if (!valid_token(value)) return bad("8-512 printable characters without spaces");
+            cfg.token = value;
+            token_given = true;
+        } else if (name == "--threads") {
+            if (!parse_int(value, cfg.threads, 1, 64)) return bad("a number 1-64");
+        } else if (name == "--kernel-dir") {
+            if (value.empty()) return bad("a directory");
+            cfg.kernel_dirs.emplace_back(value);
+        } else if (name == "--default-kernel") {
+            if (value.empty()) return bad("a kernelspec name");
+            cfg.default_kernel = value;
+        } else if (name == "--runtime-dir") {
+            if (value.empty() || value.size() > 60) return bad("a directory path of 1-60 characters");
+            cfg.runtime_root = value;
+        } else if (name == "--transport") {
+            if (value != "ipc" && value != "tcp") return bad("ipc or tcp");
+            cfg.ipc_transport = value == "ipc";
+        } else if (name == "--web-root") {
+            cfg.web_root = value;
+        } else if (name == "--max-message-size") {
+            if (!parse_size(value, cfg.max_message_bytes)) return bad("a size like 32MiB");
+        } else if (name == "--client-queue") {
+            if (!parse_size(value, cfg.client_send_queue_bytes)) return bad("a size like 256MiB");
+        } else if (name == "--ws-ping-interval") {
+            int secs = 0;
+            if (!parse_int(value, secs, 1, 3600)) return bad("seconds 1-3600");
+            cfg.ws_ping_interval = std::chrono::seconds(secs);
+        } else if (name == "--kernel-ready-timeout") {
+            int secs = 0;
+            if (!parse_int(value, secs, 1, 3600)) return bad("seconds 1-3600");
+            cfg.kernel_ready_timeout = std::chrono::seconds(secs);
+        } else if (name == "--shutdown-wait") {
+            int secs = 0;
+            if (!parse_int(value, secs, 0, 600)) return bad("seconds 0-600");
+            cfg.shutdown_wait = std::chrono::seconds(secs);
+        } else if (name == "--log-level") {
+            if (!parse_log_level(value, cfg.log)) return bad("debug, info, warn or error");
+        } else {
+            return fail("unknown option " + name + " (see --help)");
+        }
+    }
+
+    if (!token_given && cfg.auth_enabled) {
+        if (auto it = env.find("CALLISTO_TOKEN"); it != env.end() && !it->second.empty()) {
+            if (!valid_token(it->second))
+                return fail("CALLISTO_TOKEN must be 8-512 printable characters without spaces");
+            cfg.token = it->second;
+        } else {
+            cfg.token = kernelproto::random_hex(24);
+            cfg.token_generated = true;
+        }
+    }
+    if (!cfg.auth_enabled) cfg.token.clear();
+    if (cfg.runtime_root.empty())
+        cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
+    return {cfg, {}, 0};
+}
+
+}  // namespace callisto::gateway

@@ -1,0 +1,55 @@
+#pragma once
+// Everything the server can be told, from flags and environment. Parsing is pure so every bad
+// form of every flag is unit-tested.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/logger.hpp"
+
+namespace callisto::gateway {
+
+struct server_config {
+    std::string ip = "127.0.0.1";
+    std::uint16_t port = 8888;
+    std::string token;             // empty after parsing only when --no-auth was given
+    bool token_generated = false;  // true when neither --token nor CALLISTO_TOKEN set it
+    bool auth_enabled = true;
+    int threads = 2;
+
+    std::vector<std::filesystem::path> kernel_dirs;  // empty: the standard Jupyter paths
+    std::string default_kernel;                       // empty: the catalog's default
+    std::filesystem::path runtime_root;               // connection files and ipc sockets
+    bool ipc_transport = true;                        // false: tcp on 127.0.0.1
+    std::filesystem::path web_root;                   // static web UI; empty: none
+
+    std::size_t max_message_bytes = 32u << 20;       // one WebSocket message from a client
+    std::size_t max_request_body_bytes = 1u << 20;   // one REST request body
+    std::size_t client_send_queue_bytes = 256u << 20;  // per WebSocket, before it is closed
+    std::chrono::seconds ws_ping_interval{30};
+    std::chrono::milliseconds kernel_ready_timeout{60000};  // spawn -> kernel_info_reply
+    std::chrono::milliseconds shutdown_wait{5000};          // shutdown_request -> SIGTERM
+    std::chrono::milliseconds kill_grace{3000};             // SIGTERM -> SIGKILL
+
+    log_level log = log_level::info;
+};
+
+struct parse_result {
+    std::optional<server_config> config;  // nullopt: print `message` and exit with exit_code
+    std::string message;
+    int exit_code = 0;
+};
+
+// Arguments after argv[0]; env is the process environment (only CALLISTO_* is read).
+parse_result parse_server_config(const std::vector<std::string>& args,
+                                 const std::map<std::string, std::string>& env);
+
+std::string usage_text();
+
+}  // namespace callisto::gateway
