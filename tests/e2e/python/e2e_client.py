@@ -389,7 +389,7 @@ class KernelWS:
     consumed by a wait."""
 
     def __init__(self, kernel_id, protocol="legacy", session_id=None, auth="header",
-                 token=None, connect_timeout=HTTP_TIMEOUT, base_url=None):
+                 token=None, connect_timeout=HTTP_TIMEOUT, base_url=None, send_session_id=True):
         self.kernel_id = kernel_id
         self.protocol = protocol
         self.session = session_id or uuid.uuid4().hex
@@ -401,7 +401,7 @@ class KernelWS:
         if protocol == "v1":
             kw["subprotocols"] = [V1_PROTOCOL]
         self.ws = websocket.create_connection(
-            ws_url(kernel_id, self.session, auth, token, base_url),
+            ws_url(kernel_id, self.session if send_session_id else None, auth, token, base_url),
             header=headers, timeout=connect_timeout, enable_multithread=False, **kw)
         if protocol == "v1":
             got = self.ws.getsubprotocol()
@@ -585,6 +585,19 @@ class Execution:
     @property
     def status(self):
         return self.reply["content"]["status"] if self.reply else None
+
+
+HEADER_FIELDS = ("msg_id", "msg_type", "username", "session", "version")
+
+
+def check_header(m, what="message"):
+    """@jupyterlab/services rejects a message whose header lacks any of these
+    as a string (validateMessage), so server-made messages need them all."""
+    for f in HEADER_FIELDS:
+        check(isinstance(m["header"].get(f), str), f"{what}: header.{f} is a string", m["header"])
+    check_eq(m["header"]["msg_type"], m["msg_type"], f"{what}: msg_type")
+    check(isinstance(m["metadata"], dict) and isinstance(m["content"], dict),
+          f"{what}: metadata and content are objects", m)
 
 
 def kernel_pid(ws):

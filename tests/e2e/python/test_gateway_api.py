@@ -17,7 +17,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    EXEC_TIMEOUT, KERNEL_NAME, KernelWS, api, callisto_only, check, check_eq,
+    EXEC_TIMEOUT, KERNEL_NAME, KernelWS, api, callisto_only, check, check_eq, check_header,
     create_kernel, delete_kernel, get_kernel, http_request, is_callisto, kernel,
     kill_kernel_process,
     parse_iso, poll, run_tests, test,
@@ -178,6 +178,31 @@ def test_bad_kernel_ids_404_json_everywhere():
         body = r.json()
         check(isinstance(body.get("reason"), str) and isinstance(body.get("message"), str),
               f"{method} {path}: JSON reason/message", body)
+
+
+@test
+def test_client_quirks_accepted():
+    # @jupyterlab/services appends a cache buster (?<ms>, no value) and sends
+    # Content-Type: application/json on every request, GET included.
+    stamp = str(int(time.time() * 1000))
+    for path in ("/api/kernels", "/api/kernelspecs", "/api"):
+        r = api("GET", f"{path}?{stamp}", headers={"Content-Type": "application/json"})
+        check_eq(r.status, 200, f"GET {path}?{stamp}")
+    # jupyter_server's gateway client posts {"name", "env"} and empty JSON objects
+    # to interrupt/restart.
+    r = api("POST", "/api/kernels", {"name": KERNEL_NAME,
+                                      "env": {"KERNEL_WORKING_DIR": "/tmp", "KERNEL_USERNAME": "e2e"}})
+    check_eq(r.status, 201, f"POST with env ({r.body[:200]!r})")
+    kid = r.json()["id"]
+    try:
+        # ...and connects without a session_id.
+        with KernelWS(kid, send_session_id=False) as ws:
+            check_eq(ws.run("1+1").result_text(), "2", "WS without session_id")
+        check_eq(api("POST", f"/api/kernels/{kid}/interrupt", {}).status, 204, "interrupt with {}")
+        check_eq(api("POST", f"/api/kernels/{kid}/restart", {}).status, 200, "restart with {}")
+        check_eq(api("GET", f"/api/kernels/{kid}?{stamp}").status, 200, "GET kernel with cache buster")
+    finally:
+        delete_kernel(kid)
 
 
 @test
@@ -448,6 +473,7 @@ def test_kernel_death_is_reported():
                                 and x["content"].get("execution_state") in ("dead", "restarting"),
                                 20, "iopub status dead/restarting")
                 check_eq(m["parent_header"], {}, "server status has an empty parent header")
+                check_header(m, "server-made status")
                 seen.append(m["content"]["execution_state"])
             # jupyter_server restarts a dead kernel at once, so its REST model may
             # show "restarting" too briefly for a poll: give it less time there.
