@@ -193,14 +193,13 @@ TEST_CASE("input_request reaches stdin on the routing id shared with shell") {
     r.send(id, kp::channel::stdin_,
            kp::make_message("input_reply", {{"value", "callisto"}}, "test-session", "tester",
                             &input_request));
-    REQUIRE(events->wait_for([&](const recorded_events& e) {
-        return e.count(kp::channel::shell, "execute_reply", req.msg_id) == 1;
+    // The reply (shell) and the stream (iopub) travel on different sockets: wait for both.
+    CHECK(events->wait_for([&](const recorded_events& e) {
+        bool got = false;
+        for (const auto& [ch, msg] : e.messages)
+            if (msg.msg_type == "stream" && stream_text(msg) == "got:callisto") got = true;
+        return got && e.count(kp::channel::shell, "execute_reply", req.msg_id) == 1;
     }));
-    auto e = events->snapshot();
-    bool got = false;
-    for (const auto& [ch, msg] : e.messages)
-        if (msg.msg_type == "stream" && stream_text(msg) == "got:callisto") got = true;
-    CHECK(got);
 }
 
 TEST_CASE("a badly signed message is counted and reported, and the link keeps working") {
