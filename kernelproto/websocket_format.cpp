@@ -166,11 +166,12 @@ client_message fail(client_message&& cm, std::error_code& ec, wire_error e) {
 std::optional<wire_error> take_header(const json& header, client_message& cm) {
     if (!header.is_object()) return wire_error::malformed_json;
     cm.msg.header = header.dump(-1, ' ', false, replace_invalid);
+    // msg_id is kept even when msg_type is missing, so the error reply can name the request.
     const auto id = header.find("msg_id");
+    if (id != header.end() && id->is_string()) cm.msg.msg_id = id->get<std::string>();
     const auto type = header.find("msg_type");
-    if (id == header.end() || !id->is_string() || type == header.end() || !type->is_string())
+    if (cm.msg.msg_id.empty() || type == header.end() || !type->is_string())
         return wire_error::missing_header_field;
-    cm.msg.msg_id = id->get<std::string>();
     cm.msg.msg_type = type->get<std::string>();
     const auto session = header.find("session");
     if (session != header.end() && session->is_string())
