@@ -1,0 +1,84 @@
+#include "gateway/router.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace callisto::gateway;
+
+namespace {
+const std::string id = "0f1e2d3c-4b5a-4968-8776-655443322110";
+route get(std::string_view target) { return match_route("GET", target, false); }
+}  // namespace
+
+TEST_CASE("router maps every Kernel Gateway route") {
+    CHECK(get("/api").kind == route_kind::api_info);
+    CHECK(get("/api/").kind == route_kind::api_info);
+    CHECK(get("/api/kernelspecs").kind == route_kind::kernelspecs_list);
+    auto spec = get("/api/kernelspecs/python3");
+    CHECK(spec.kind == route_kind::kernelspec_get);
+    CHECK(spec.name == "python3");
+    auto res = get("/kernelspecs/python3/logo-64x64.png");
+    CHECK(res.kind == route_kind::kernelspec_resource);
+    CHECK(res.file == "logo-64x64.png");
+    CHECK(get("/api/kernels").kind == route_kind::kernels_list);
+    CHECK(match_route("POST", "/api/kernels", false).kind == route_kind::kernel_create);
+    CHECK(get("/api/kernels/" + id).kind == route_kind::kernel_get);
+    CHECK(get("/api/kernels/" + id).kernel_id == id);
+    CHECK(match_route("DELETE", "/api/kernels/" + id, false).kind == route_kind::kernel_delete);
+    CHECK(match_route("POST", "/api/kernels/" + id + "/interrupt", false).kind ==
+          route_kind::kernel_interrupt);
+    CHECK(match_route("POST", "/api/kernels/" + id + "/restart", false).kind ==
+          route_kind::kernel_restart);
+    auto ch = get("/api/kernels/" + id + "/channels?session_id=abc&token=t");
+    CHECK(ch.kind == route_kind::kernel_channels);
+    CHECK(ch.kernel_id == id);
+    CHECK(ch.query == "session_id=abc&token=t");
+}
+
+TEST_CASE("router answers method not allowed with the allowed methods") {
+    auto r = match_route("PUT", "/api/kernels", false);
+    CHECK(r.kind == route_kind::method_not_allowed);
+    CHECK(r.allow == "GET, POST");
+    CHECK(match_route("GET", "/api/kernels/" + id + "/restart", false).allow == "POST");
+    CHECK(match_route("HEAD", "/api", false).kind == route_kind::method_not_allowed);
+}
+
+TEST_CASE("router refuses unknown and unsafe paths") {
+    CHECK(get("").kind == route_kind::not_found);
+    CHECK(get("api").kind == route_kind::not_found);
+    CHECK(get("/api/nothing").kind == route_kind::not_found);
+    CHECK(get("/api/kernels/" + id + "/nothing").kind == route_kind::not_found);
+    CHECK(get("/kernelspecs/python3/../../etc/passwd").kind == route_kind::not_found);
+    CHECK(get("/kernelspecs/python3/%2e%2e").kind == route_kind::not_found);
+    CHECK(get("/kernelspecs/python3/a%2fb").kind == route_kind::not_found);
+    CHECK(get("/kernelspecs/python3/a%00b").kind == route_kind::not_found);
+    CHECK(get("/kernelspecs/python3/%zz").kind == route_kind::not_found);
+    CHECK(get("/api//kernels").kind == route_kind::not_found);
+    CHECK(get("/index.html").kind == route_kind::not_found);  // no web root
+}
+
+TEST_CASE("router serves static files only when a web root is configured") {
+    auto r = match_route("GET", "/app/main.js?v=1", true);
+    CHECK(r.kind == route_kind::static_file);
+    CHECK(r.file == "app/main.js");
+    CHECK(match_route("GET", "/", true).file.empty());
+    CHECK(match_route("GET", "/../secret", true).kind == route_kind::not_found);
+    CHECK(match_route("POST", "/x", true).kind == route_kind::not_found);
+}
+
+TEST_CASE("query_param decodes the value of the named key") {
+    CHECK(query_param("session_id=1&token=a%20b", "token") == "a b");
+    CHECK(query_param("token=a+b", "token") == "a b");
+    CHECK(query_param("x=1", "token").empty());
+    CHECK(query_param("", "token").empty());
+    CHECK(query_param("token", "token").empty());
+    CHECK(query_param("tok%zzen=1&token=2", "token") == "2");
+}
+
+TEST_CASE("kernel ids must be canonical lower-case UUIDs") {
+    CHECK(is_valid_kernel_id(id));
+    CHECK_FALSE(is_valid_kernel_id("0F1E2D3C-4B5A-4968-8776-655443322110"));
+    CHECK_FALSE(is_valid_kernel_id("not-a-uuid"));
+    CHECK_FALSE(is_valid_kernel_id(""));
+    CHECK_FALSE(is_valid_kernel_id(id + "0"));
+    CHECK_FALSE(is_valid_kernel_id("0f1e2d3c-4b5a-4968-8776_655443322110"));
+}

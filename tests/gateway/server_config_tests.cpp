@@ -1,0 +1,65 @@
+#include "gateway/server_config.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace callisto::gateway;
+
+namespace {
+parse_result parse(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+    return parse_server_config(args, env);
+}
+}  // namespace
+
+TEST_CASE("config defaults serve on loopback with a generated token") {
+    auto r = parse({});
+    REQUIRE(r.config);
+    CHECK(r.config->ip == "127.0.0.1");
+    CHECK(r.config->port == 8888);
+    CHECK(r.config->token.size() == 48);
+    CHECK(r.config->token_generated);
+    CHECK(r.config->auth_enabled);
+    CHECK(r.config->ipc_transport);
+}
+
+TEST_CASE("config takes flags in both --name=value and --name value forms") {
+    auto r = parse({"--ip=0.0.0.0", "--port", "9000", "--token=secret-token", "--threads=4",
+                    "--max-message-size=1MiB", "--transport", "tcp", "--log-level=debug"});
+    REQUIRE(r.config);
+    CHECK(r.config->ip == "0.0.0.0");
+    CHECK(r.config->port == 9000);
+    CHECK(r.config->token == "secret-token");
+    CHECK_FALSE(r.config->token_generated);
+    CHECK(r.config->threads == 4);
+    CHECK(r.config->max_message_bytes == 1u << 20);
+    CHECK_FALSE(r.config->ipc_transport);
+}
+
+TEST_CASE("config reads the token from CALLISTO_TOKEN, the flag winning") {
+    CHECK(parse({}, {{"CALLISTO_TOKEN", "from-environment"}}).config->token == "from-environment");
+    CHECK(parse({"--token=from-the-flag"}, {{"CALLISTO_TOKEN", "from-environment"}})
+              .config->token == "from-the-flag");
+    CHECK(parse({"--no-auth"}).config->token.empty());
+}
+
+TEST_CASE("config rejects every bad form with a message naming the flag") {
+    for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
+             {"--port=70000"}, {"--port=abc"}, {"--port="}, {"--port"}, {"--threads=0"},
+             {"--token=short"}, {"--token=has space in it"}, {"--transport=udp"},
+             {"--max-message-size=12XB"}, {"--max-message-size=0"}, {"--log-level=loud"},
+             {"--frobnicate=1"}, {"positional"}, {"--no-auth=yes"}, {"--ws-ping-interval=0"}}) {
+        auto r = parse(bad);
+        CAPTURE(bad[0]);
+        CHECK_FALSE(r.config);
+        CHECK(r.exit_code == 2);
+        CHECK_FALSE(r.message.empty());
+    }
+    CHECK(parse({"--port=x"}).message.find("--port") != std::string::npos);
+    CHECK_FALSE(parse({}, {{"CALLISTO_TOKEN", "a b"}}).config);
+}
+
+TEST_CASE("config --help prints usage and exits 0") {
+    auto r = parse({"--help"});
+    CHECK_FALSE(r.config);
+    CHECK(r.exit_code == 0);
+    CHECK(r.message.find("--token") != std::string::npos);
+}
