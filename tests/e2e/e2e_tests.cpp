@@ -1,0 +1,68 @@
+// Each case starts a fresh callisto and drives it with a real client program.
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "server_process.hpp"
+
+using namespace callisto::e2e;
+
+namespace {
+
+const std::string python = CALLISTO_TEST_PYTHON;
+const std::string source_dir = CALLISTO_SOURCE_DIR;
+
+void run_client(server_process& server, std::vector<std::string> argv, int timeout_s = 900) {
+    auto result = run_command(argv, {{"CALLISTO_URL", server.url()},
+                                     {"CALLISTO_TOKEN", server.token()}},
+                              timeout_s);
+    INFO("client output:\n" << result.output);
+    INFO("server log:\n" << server.log());
+    CHECK_FALSE(result.timed_out);
+    CHECK(result.exit_code == 0);
+}
+
+}  // namespace
+
+TEST_CASE("python websocket-client suite: REST, execution, stdin, interrupt, restart, death") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_gateway_api.py"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE("python suite: bad input on the WebSocket gets clear errors and nothing breaks") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_bad_input.py"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE("@jupyterlab/services drives callisto unchanged") {
+    server_process server;
+    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/services_test.mjs"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE("jupyter_server --gateway-url attaches to callisto") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_jupyter_server_gateway.py"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE("SIGTERM stops the server in order, leaving no kernel process, socket or file") {
+    server_process server;
+    const std::string runtime = server.runtime_dir().string();
+    for (int i = 0; i < 3; ++i)
+        REQUIRE(http_request(server.port(), "POST", "/api/kernels", server.token(),
+                             R"({"name":"python3"})") == 201);
+    CHECK(processes_mentioning(runtime).size() >= 3);
+    CHECK(server.stop() == 0);
+    // Kernels are reaped before the server exits; give the kernel a moment to vanish from /proc.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!processes_mentioning(runtime).empty() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(processes_mentioning(runtime).empty());
+    CHECK_FALSE(std::filesystem::exists(runtime));
+}

@@ -1,0 +1,54 @@
+#pragma once
+// Starts the callisto binary on a free loopback port for one test, and runs client programs
+// against it.
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace callisto::e2e {
+
+struct command_result {
+    int exit_code = -1;  // -1 when killed by a signal or timed out
+    bool timed_out = false;
+    std::string output;  // stdout and stderr, interleaved
+};
+
+// Runs argv with extra environment variables, capturing output; kills it after timeout_s.
+command_result run_command(const std::vector<std::string>& argv,
+                           const std::map<std::string, std::string>& extra_env, int timeout_s);
+
+// A minimal HTTP/1.1 client for the runner's own checks. Returns the status (0 on failure).
+int http_request(int port, const std::string& method, const std::string& target,
+                 const std::string& token, const std::string& body = {},
+                 std::string* response_body = nullptr);
+
+class server_process {
+public:
+    explicit server_process(std::vector<std::string> extra_args = {});
+    ~server_process();  // SIGKILL if still running
+
+    int port() const { return port_; }
+    const std::string& token() const { return token_; }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    const std::filesystem::path& runtime_dir() const { return runtime_dir_; }
+    pid_t pid() const { return pid_; }
+    std::string log() const;
+
+    // SIGTERM, then wait; the exit code, or -1 when it did not exit within timeout_s.
+    int stop(int timeout_s = 60);
+
+private:
+    pid_t pid_ = -1;
+    int port_ = 0;
+    std::string token_;
+    std::filesystem::path runtime_dir_;
+    std::filesystem::path log_file_;
+};
+
+// Processes whose command line mentions `needle` (kernels carry their connection file path).
+std::vector<pid_t> processes_mentioning(const std::string& needle);
+
+}  // namespace callisto::e2e
