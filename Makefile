@@ -1,0 +1,65 @@
+# The two commands: `make run` and `make test`. Each installs what is missing (Debian packages,
+# npm packages for the e2e clients), builds with two jobs, and runs.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= 2
+BUILD_TYPE ?= RelWithDebInfo
+PORT       ?= 8888
+IP         ?= 127.0.0.1
+SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Needed to build and serve.
+RUN_PACKAGES  := build-essential cmake pkg-config libboost-dev libzmq3-dev cppzmq-dev \
+                 nlohmann-json3-dev libssl-dev python3-ipykernel python3-numpy python3-pandas \
+                 python3-matplotlib bubblewrap libseccomp-dev
+# Needed by the test suites: doctest, Python clients, jupyter_server for the --gateway-url test.
+TEST_PACKAGES := doctest-dev python3-jupyter-client python3-websocket python3-jupyter-server
+
+.PHONY: run test test-asan build deps deps-test npm-deps clean
+
+run: deps build
+	$(BUILD)/gateway/callisto --ip $(IP) --port $(PORT) --web-root web
+
+test: deps deps-test npm-deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCALLISTO_BUILD_TESTS=ON
+	cmake --build $(BUILD) -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure --timeout 900
+
+# Unit and integration suites under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps deps-test
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCALLISTO_SANITIZE=ON -DCALLISTO_BUILD_TESTS=ON
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure --timeout 900 -L 'unit|integration'
+
+build:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	cmake --build $(BUILD) -j$(JOBS) --target callisto
+
+# Installs only the Debian packages that are missing (non-interactive: CI has no stdin).
+define apt_install_missing
+	@missing=$$(for p in $(1); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	  done); \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing Debian packages:" $$missing; \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+endef
+
+deps:
+	$(call apt_install_missing,$(RUN_PACKAGES))
+
+deps-test:
+	$(call apt_install_missing,$(TEST_PACKAGES))
+	@command -v node >/dev/null && command -v npm >/dev/null || { \
+	  echo "Installing Node.js and npm"; \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends nodejs npm; }
+
+npm-deps:
+	cd tests/e2e/node && npm ci --no-audit --no-fund --loglevel=error
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)
