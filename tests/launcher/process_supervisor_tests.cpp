@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "launcher/process_supervisor.hpp"
@@ -243,4 +244,33 @@ TEST_CASE("the destructor kills children still running and still reports their e
     REQUIRE(status);
     CHECK(status->signal == SIGKILL);
     CHECK(::kill(pid, 0) != 0);  // reaped: the pid no longer exists
+}
+
+TEST_CASE("children die with the gateway (PR_SET_PDEATHSIG)") {
+    // A helper process plays the gateway: it starts a supervisor, spawns a sleeper, reports the
+    // sleeper's pid and exits without cleaning up. The sleeper must be SIGKILLed by the kernel.
+    int report[2];
+    REQUIRE(::pipe(report) == 0);
+    const pid_t gateway = ::fork();
+    REQUIRE(gateway >= 0);
+    if (gateway == 0) {
+        ::close(report[0]);
+        auto* supervisor = new process_supervisor({});  // leaked on purpose: no destructor runs
+        pid_t pid = supervisor->spawn({{"sleep", "600"}, {{"PATH", "/usr/bin:/bin"}}, {}}, {});
+        [[maybe_unused]] auto n = ::write(report[1], &pid, sizeof pid);
+        ::_exit(0);
+    }
+    ::close(report[1]);
+    pid_t sleeper = 0;
+    const auto n = ::read(report[0], &sleeper, sizeof sleeper);
+    ::close(report[0]);
+    ::waitpid(gateway, nullptr, 0);
+    REQUIRE(n == static_cast<ssize_t>(sizeof sleeper));
+
+    // Orphans are reaped by init or a subreaper, which may be slow; a zombie counts as dead.
+    const auto stat_file = std::filesystem::path("/proc") / std::to_string(sleeper) / "stat";
+    CHECK(eventually([&] {
+        const auto stat = read_file(stat_file);
+        return stat.empty() || stat.find(") Z ") != std::string::npos;
+    }));
 }
