@@ -58,9 +58,18 @@ private:
     std::map<pid_t, int> calls_;
 };
 
-spawn_description shell(const std::string& script) {
-    return {{"/bin/sh", "-c", script}, {{"PATH", "/usr/bin:/bin"}}, {}};
+// Built field by field so fields added to spawn_description later keep their defaults.
+spawn_description command(std::vector<std::string> argv,
+                          std::map<std::string, std::string> env = {{"PATH", "/usr/bin:/bin"}},
+                          std::filesystem::path cwd = {}) {
+    spawn_description what;
+    what.argv = std::move(argv);
+    what.env = std::move(env);
+    what.cwd = std::move(cwd);
+    return what;
 }
+
+spawn_description shell(const std::string& script) { return command({"/bin/sh", "-c", script}); }
 
 }  // namespace
 
@@ -87,7 +96,7 @@ TEST_CASE("a child's exit code is reported once, and the child is forgotten") {
 TEST_CASE("terminate sends SIGTERM first") {
     process_supervisor supervisor({});
     exits seen;
-    const pid_t pid = supervisor.spawn({{"sleep", "600"}, {{"PATH", "/usr/bin:/bin"}}, {}},
+    const pid_t pid = supervisor.spawn(command({"sleep", "600"}),
                                        seen.handler());
     CHECK(supervisor.running(pid));
     supervisor.terminate(pid, 60s);
@@ -113,17 +122,17 @@ TEST_CASE("terminate escalates to SIGKILL after the grace period when SIGTERM is
 
 TEST_CASE("spawning a missing binary throws system_error naming it") {
     process_supervisor supervisor({});
-    CHECK_THROWS_WITH_AS(supervisor.spawn({{"/nonexistent/callisto-kernel"}, {}, {}}, {}),
+    CHECK_THROWS_WITH_AS(supervisor.spawn(command({"/nonexistent/callisto-kernel"}, {}), {}),
                          doctest::Contains("/nonexistent/callisto-kernel"), std::system_error);
     CHECK_THROWS_WITH_AS(
-        supervisor.spawn({{"callisto-no-such-program"}, {{"PATH", "/usr/bin:/bin"}}, {}}, {}),
+        supervisor.spawn(command({"callisto-no-such-program"}), {}),
         doctest::Contains("callisto-no-such-program"), std::system_error);
     try {
-        supervisor.spawn({{"/nonexistent/callisto-kernel"}, {}, {}}, {});
+        supervisor.spawn(command({"/nonexistent/callisto-kernel"}, {}), {});
     } catch (const std::system_error& e) {
         CHECK(e.code().value() == ENOENT);
     }
-    CHECK_THROWS_AS(supervisor.spawn({{"/bin/true"}, {}, "/nonexistent-cwd"}, {}),
+    CHECK_THROWS_AS(supervisor.spawn(command({"/bin/true"}, {}, "/nonexistent-cwd"), {}),
                     std::system_error);
     CHECK(supervisor.running_count() == 0);
 }
@@ -136,7 +145,7 @@ TEST_CASE("a child runs in its own process group, with exactly the given env, cw
     process_supervisor supervisor({});
     exits seen;
     const pid_t pid = supervisor.spawn(
-        {{"sleep", "600"}, {{"PATH", "/usr/bin:/bin"}, {"ONLY_THIS", "yes"}}, tmp.path()},
+        command({"sleep", "600"}, {{"PATH", "/usr/bin:/bin"}, {"ONLY_THIS", "yes"}}, tmp.path()),
         seen.handler());
     ::close(leaked);
 
@@ -166,7 +175,7 @@ TEST_CASE("a child starts with default signal handling even when the gateway blo
     {
         process_supervisor supervisor({});
         exits seen;
-        const auto sleeper = spawn_description{{"sleep", "600"}, {{"PATH", "/usr/bin:/bin"}}, {}};
+        const auto sleeper = command({"sleep", "600"});
         const pid_t a = supervisor.spawn(sleeper, seen.handler());
         const pid_t b = supervisor.spawn(sleeper, seen.handler());
         supervisor.terminate(a, 60s);
@@ -237,7 +246,7 @@ TEST_CASE("the destructor kills children still running and still reports their e
     pid_t pid = 0;
     {
         process_supervisor supervisor({});
-        pid = supervisor.spawn({{"sleep", "600"}, {{"PATH", "/usr/bin:/bin"}}, {}}, seen.handler());
+        pid = supervisor.spawn(command({"sleep", "600"}), seen.handler());
         CHECK(supervisor.running_count() == 1);
     }
     const auto status = seen.wait(pid, 0s);  // already called before the destructor returned
@@ -256,7 +265,7 @@ TEST_CASE("children die with the gateway (PR_SET_PDEATHSIG)") {
     if (gateway == 0) {
         ::close(report[0]);
         auto* supervisor = new process_supervisor({});  // leaked on purpose: no destructor runs
-        pid_t pid = supervisor->spawn({{"sleep", "600"}, {{"PATH", "/usr/bin:/bin"}}, {}}, {});
+        pid_t pid = supervisor->spawn(command({"sleep", "600"}), {});
         [[maybe_unused]] auto n = ::write(report[1], &pid, sizeof pid);
         ::_exit(0);
     }
