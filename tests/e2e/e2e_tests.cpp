@@ -39,6 +39,12 @@ TEST_CASE("python suite: bad input on the WebSocket gets clear errors and nothin
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("python suite: malformed HTTP gets clear errors and the server keeps serving") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_http_bad_input.py"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("@jupyterlab/services drives callisto unchanged") {
     server_process server;
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/services_test.mjs"});
