@@ -282,6 +282,13 @@ private:
         link->info = std::move(c.info);
         link->events = std::move(c.events);
         link->options = std::move(c.options);
+        // A zero interval would spin the thread that serves every kernel.
+        auto at_least = [](std::chrono::milliseconds& v) {
+            v = std::max(v, std::chrono::milliseconds(1));
+        };
+        at_least(link->options.nudge_interval);
+        at_least(link->options.heartbeat_interval);
+        at_least(link->options.heartbeat_timeout);
         link->signer = kp::hmac_signer(link->info.key);
         link->session =
             link->options.session_id.empty() ? kp::new_uuid() : link->options.session_id;

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -288,6 +289,46 @@ TEST_CASE("close() stops events for the link and leaves the others running") {
     r.stop();
     // The reactor let go of the handler.
     CHECK(closed_events.use_count() == 1);
+}
+
+TEST_CASE("close() from inside an event handler silences the link at once") {
+    temp_dir dir;
+    fake_kernel kernel(dir.path() + "/k", key);
+    reactor r(test_logger());
+
+    // Closes its own link on the first message, from the reactor thread.
+    struct closing_recorder : event_recorder {
+        reactor* owner = nullptr;
+        std::atomic<link_id> id{0};
+        void on_message(kp::channel ch, kp::message msg) override {
+            event_recorder::on_message(ch, std::move(msg));
+            owner->close(id.load());
+        }
+    };
+    auto closing = std::make_shared<closing_recorder>();
+    closing->owner = &r;
+    // The kernel stays silent until the handler knows its link id.
+    kernel.publish_status = false;
+    kernel.answer_kernel_info = false;
+    closing->id = r.open(kernel.info(), closing, fast_options());
+    kernel.publish_status = true;
+    kernel.answer_kernel_info = true;
+
+    // A second link as a barrier: once it is connected and has a reply, the first link's
+    // sockets have long seen the same iopub traffic.
+    auto other = std::make_shared<event_recorder>();
+    link_id other_id = r.open(kernel.info(), other, fast_options());
+    REQUIRE(other->wait_for(connected));
+    kp::message req = execute_request("burst:50");
+    r.send(other_id, kp::channel::shell, req);
+    REQUIRE(other->wait_for([&](const recorded_events& e) {
+        return e.count(kp::channel::iopub, "status", req.msg_id) == 2;
+    }));
+
+    auto e = closing->snapshot();
+    CHECK(e.messages.size() == 1);  // the message during which it closed, nothing after
+    CHECK(e.connected == 0);
+    CHECK(eventually([&] { return r.stats().links == 1; }));
 }
 
 TEST_CASE("one reactor serves 100 links") {
