@@ -7,10 +7,14 @@
 # Needs a built callisto (CALLISTO=path, default build/gateway/callisto). Each round starts
 # every server fresh. Prints the pivot summary at the end; the raw JSON lines stay in OUT.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 ROUNDS=${1:-3}
-OUT=${2:-bench/results-$(date +%Y%m%d-%H%M%S).jsonl}
+OUT=${2:-}
+# An OUT given on the command line is relative to the caller's directory, not the repo root.
+[ -n "$OUT" ] && [ "${OUT#/}" = "$OUT" ] && OUT="$PWD/$OUT"
+cd "$(dirname "$0")/.."
+OUT=${OUT:-bench/results/compare-$(date -u +%Y%m%d-%H%M%S).jsonl}
+mkdir -p "$(dirname "$OUT")"
 CALLISTO=${CALLISTO:-build/gateway/callisto}
 GWBENCH=${GWBENCH:-../shared/bench/gwbench.py}
 PY=/usr/bin/python3
@@ -18,6 +22,25 @@ TOKEN=bench-token-$$
 QUICK=${QUICK:-}   # set to --quick for a fast smoke of the harness
 
 free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# A server left running by a failed or interrupted round would skew every later figure.
+SERVER_PID=
+cleanup() { [ -n "$SERVER_PID" ] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; true; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+stop_server() {
+  kill -TERM "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  SERVER_PID=
+}
+
+# One JSON line per round boundary (no "headline", so summarize skips it) plus the uptime on stderr.
+record_load() {
+  echo "round $1 $2: $(uptime)" >&2
+  $PY -c 'import json,os,sys,time; print(json.dumps({"bench": "load", "round": int(sys.argv[1]), "when": sys.argv[2],
+    "ts": time.strftime("%Y-%m-%dT%H:%M:%S"), "loadavg": [round(x, 2) for x in os.getloadavg()]}))' "$1" "$2" >>"$OUT"
+}
 
 wait_up() {
   for _ in $(seq 1 100); do
@@ -31,10 +54,11 @@ run_callisto() {
   local port; port=$(free_port)
   "$CALLISTO" --ip=127.0.0.1 --port="$port" --token="$TOKEN" --log-level=warn "$@" >/dev/null 2>&1 &
   local pid=$!
-  wait_up "$port"
+  SERVER_PID=$pid
+  wait_up "$port" || { stop_server "$pid"; return 0; }
   $PY "$GWBENCH" --url "http://127.0.0.1:$port" --token "$TOKEN" --max-seconds 1200 \
       all $QUICK --gateway-pid "$pid" --label callisto >>"$OUT" || true
-  kill -TERM "$pid"; wait "$pid" || true
+  stop_server "$pid"
 }
 
 run_jupyter_server() {
@@ -43,17 +67,19 @@ run_jupyter_server() {
       --ServerApp.port="$port" --ServerApp.token="$TOKEN" --ServerApp.root_dir="$dir" \
       --ServerApp.iopub_data_rate_limit=0 --ServerApp.iopub_msg_rate_limit=0 >/dev/null 2>&1 &
   local pid=$!
-  wait_up "$port"
+  SERVER_PID=$pid
+  wait_up "$port" || { stop_server "$pid"; rm -rf "$dir"; return 0; }
   $PY "$GWBENCH" --url "http://127.0.0.1:$port" --token "$TOKEN" --max-seconds 1200 \
       all $QUICK --gateway-pid "$pid" --label jupyter_server_nolimit >>"$OUT" || true
-  kill -TERM "$pid"; wait "$pid" || true
+  stop_server "$pid"
   rm -rf "$dir"
 }
 
 run_direct() {
-  local n=500 lines=20000 mb=50
-  [ -n "$QUICK" ] && { n=100; lines=2000; mb=10; }
-  $PY "$GWBENCH" direct --client raw start -n 5 --label direct_zmq >>"$OUT" || true
+  # the same sizes as gwbench `all` uses for the gateways (start -n 10, or 3 with --quick)
+  local n=500 lines=20000 mb=50 starts=10
+  [ -n "$QUICK" ] && { n=100; lines=2000; mb=10; starts=3; }
+  $PY "$GWBENCH" direct --client raw start -n "$starts" --label direct_zmq >>"$OUT" || true
   $PY "$GWBENCH" direct --client raw rtt -n "$n" --label direct_zmq >>"$OUT" || true
   $PY "$GWBENCH" direct --client raw stream --mode big --mb "$mb" --label direct_zmq >>"$OUT" || true
   $PY "$GWBENCH" direct --client raw stream --mode chunked --mb "$mb" --label direct_zmq >>"$OUT" || true
@@ -65,8 +91,10 @@ run_direct() {
 echo "writing $OUT" >&2
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round/$ROUNDS" >&2
+  record_load "$round" before
   run_callisto
   run_jupyter_server
   run_direct
+  record_load "$round" after
 done
 $PY "$GWBENCH" summarize --format pivot "$OUT"
