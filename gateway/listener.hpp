@@ -4,6 +4,7 @@
 #include <memory>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "gateway/gateway_services.hpp"
 
@@ -21,9 +22,11 @@ public:
 
 private:
     void do_accept();
+    void retry_after_error();
 
     boost::asio::io_context& ioc_;
     boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::steady_timer retry_timer_;
     gateway_services& services_;
 };
 
