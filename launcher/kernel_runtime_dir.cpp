@@ -141,6 +141,32 @@ kernel_runtime_dir::kernel_runtime_dir(const std::filesystem::path& root,
     }
 }
 
+bool kernel_runtime_dir::ipc_sockets_present() const {
+    if (info_.transport != "ipc") return true;
+    for (int port = 1; port <= 5; ++port) {
+        struct stat st {};
+        if (::lstat((info_.ip + "-" + std::to_string(port)).c_str(), &st) != 0) return false;
+    }
+    return true;
+}
+
+std::string kernel_runtime_dir::seal(uid_t owner) const {
+    // Lock first, check second: checked entries cannot be swapped after the check.
+    if (::chown(dir_.c_str(), 0, 0) != 0) return "chown " + dir_.string() + ": " + std::strerror(errno);
+    if (::chmod(dir_.c_str(), 0550) != 0) return "chmod " + dir_.string() + ": " + std::strerror(errno);
+    if (info_.transport != "ipc") return {};
+    for (int port = 1; port <= 5; ++port) {
+        const auto socket = info_.ip + "-" + std::to_string(port);
+        struct stat st {};
+        if (::lstat(socket.c_str(), &st) != 0) return socket + ": " + std::strerror(errno);
+        if (!S_ISSOCK(st.st_mode)) return socket + " is not a socket";
+        if (st.st_uid != owner)
+            return socket + " is owned by uid " + std::to_string(st.st_uid) + ", not the kernel's " +
+                   std::to_string(owner);
+    }
+    return {};
+}
+
 kernel_runtime_dir::~kernel_runtime_dir() {
     std::error_code ec;  // a destructor must not throw; a leftover dir is only litter
     std::filesystem::remove_all(dir_, ec);

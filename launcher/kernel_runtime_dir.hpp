@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <sys/types.h>
 
 #include "kernelproto/connection_info.hpp"
 
@@ -25,6 +26,15 @@ public:
     const std::filesystem::path& path() const { return dir_; }
     const std::filesystem::path& connection_file() const { return connection_file_; }
     const kernelproto::connection_info& connection() const { return info_; }
+
+    // ipc: true once all five socket paths exist (of any type; seal() checks them).
+    bool ipc_sockets_present() const;
+
+    // The ipc socket defence, for a kernel running as `owner`: first takes the directory back
+    // (root-owned, 0550) so the kernel can no longer add, rename or replace entries, then
+    // lstat-checks each socket: a socket (not a symlink to some host socket), owned by
+    // `owner`. Only then may the gateway connect. Returns "" or what is wrong.
+    std::string seal(uid_t owner) const;
 
 private:
     std::filesystem::path dir_;

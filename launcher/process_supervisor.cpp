@@ -14,7 +14,9 @@
 #include <stdexcept>
 #include <string.h>  // sigabbrev_np
 #include <sys/eventfd.h>
+#include <grp.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -27,6 +29,7 @@
 namespace callisto::launcher {
 
 std::string exit_status::describe() const {
+    if (!verdict.empty()) return verdict;
     if (signal != 0) {
         std::string text = "killed by signal " + std::to_string(signal);
         if (const char* abbrev = ::sigabbrev_np(signal)) text += std::string(" (SIG") + abbrev + ")";
@@ -46,7 +49,9 @@ constexpr const char* default_path = "/usr/local/bin:/usr/bin:/bin";
 constexpr int fallback_poll_ms = 100;
 
 // What a child writes to the CLOEXEC pipe when it fails before or at execve.
-enum class child_stage : int { setpgid, pdeathsig, stdin_redirect, chdir, exec };
+enum class child_stage : int {
+    setpgid, pdeathsig, stdin_redirect, chdir, exec, cgroup, rlimit, setgroups, setgid, setuid, inherit_fd
+};
 struct child_error {
     child_stage stage;
     int error;
@@ -59,6 +64,12 @@ const char* stage_text(child_stage stage) {
         case child_stage::stdin_redirect: return "redirecting stdin";
         case child_stage::chdir: return "chdir";
         case child_stage::exec: return "execve";
+        case child_stage::cgroup: return "joining the cgroup";
+        case child_stage::rlimit: return "setrlimit";
+        case child_stage::setgroups: return "setgroups";
+        case child_stage::setgid: return "setresgid";
+        case child_stage::setuid: return "setresuid";
+        case child_stage::inherit_fd: return "keeping an inherited descriptor";
     }
     return "?";
 }
@@ -103,9 +114,20 @@ std::string resolve_executable(const spawn_description& what) {
                             "cannot start " + name + ": not found on PATH " + search);
 }
 
+// What the child applies before execve, prepared before fork so the child only reads it.
+struct child_setup {
+    std::vector<const char*> cgroup_files;
+    const std::vector<resource_limit>* rlimits = nullptr;
+    std::optional<uid_t> uid;
+    std::optional<gid_t> gid;
+    std::vector<int> keep_fds;  // sorted, unique: inherited fds plus the error pipe
+    const std::vector<int>* inherit_fds = nullptr;
+};
+
 // Runs in the forked child: async-signal-safe calls only, no allocation, no locks.
 [[noreturn]] void exec_child(const char* path, char* const* argv, char* const* envp,
-                             const char* cwd, int devnull, int error_fd, pid_t parent) {
+                             const char* cwd, int devnull, int error_fd, pid_t parent,
+                             const child_setup& setup) {
     auto fail = [error_fd](child_stage stage) {
         child_error report{stage, errno};
         [[maybe_unused]] auto n = ::write(error_fd, &report, sizeof report);
@@ -130,11 +152,37 @@ std::string resolve_executable(const spawn_description& what) {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
     if (::dup2(devnull, STDIN_FILENO) < 0) fail(child_stage::stdin_redirect);
+
+    // Join the cgroup while still root, and before anything the limits should count.
+    for (const char* file : setup.cgroup_files) {
+        const int fd = ::open(file, O_WRONLY | O_CLOEXEC);
+        if (fd < 0) fail(child_stage::cgroup);
+        if (::write(fd, "0", 1) != 1) fail(child_stage::cgroup);  // "0": the writing process
+        ::close(fd);
+    }
+    for (const auto& limit : *setup.rlimits) {
+        const struct rlimit value {limit.soft, limit.hard};
+        if (::setrlimit(static_cast<__rlimit_resource>(limit.resource), &value) != 0)
+            fail(child_stage::rlimit);
+    }
+    // Groups first: after setresuid we could no longer change them.
+    if (setup.uid || setup.gid) {
+        if (::setgroups(0, nullptr) != 0) fail(child_stage::setgroups);
+        if (setup.gid && ::setresgid(*setup.gid, *setup.gid, *setup.gid) != 0) fail(child_stage::setgid);
+        if (setup.uid && ::setresuid(*setup.uid, *setup.uid, *setup.uid) != 0) fail(child_stage::setuid);
+    }
     if (cwd && ::chdir(cwd) != 0) fail(child_stage::chdir);
 
+    for (int fd : *setup.inherit_fds)
+        if (::fcntl(fd, F_SETFD, 0) != 0) fail(child_stage::inherit_fd);
     // Nothing of the gateway's (client sockets, ZMQ sockets, files) leaks into user code.
-    if (error_fd > 3) ::close_range(3, static_cast<unsigned>(error_fd) - 1, 0);
-    ::close_range(static_cast<unsigned>(error_fd) + 1, ~0U, 0);
+    unsigned next = 3;
+    for (int keep : setup.keep_fds) {
+        if (keep < 3) continue;
+        if (static_cast<unsigned>(keep) > next) ::close_range(next, static_cast<unsigned>(keep) - 1, 0);
+        next = static_cast<unsigned>(keep) + 1;
+    }
+    ::close_range(next, ~0U, 0);
 
     ::execve(path, argv, envp);
     fail(child_stage::exec);
@@ -207,6 +255,19 @@ pid_t process_supervisor::impl::start_child(const spawn_description& what, exit_
     envp.push_back(nullptr);
     const std::string cwd = what.cwd.string();
 
+    child_setup setup;
+    for (const auto& file : what.cgroup_procs_files) setup.cgroup_files.push_back(file.c_str());
+    setup.rlimits = &what.rlimits;
+    setup.uid = what.uid;
+    setup.gid = what.gid;
+    setup.inherit_fds = &what.inherit_fds;
+    for (int fd : what.inherit_fds) {
+        if (fd < 3 || ::fcntl(fd, F_GETFD) < 0)
+            throw std::invalid_argument("cannot start " + name + ": inherited fd " +
+                                        std::to_string(fd) + " is not an open descriptor above 2");
+        setup.keep_fds.push_back(fd);
+    }
+
     fd_guard devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (devnull.get() < 0)
         throw std::system_error(errno, std::generic_category(), "cannot start " + name + ": /dev/null");
@@ -215,13 +276,16 @@ pid_t process_supervisor::impl::start_child(const spawn_description& what, exit_
         throw std::system_error(errno, std::generic_category(), "cannot start " + name + ": pipe");
     fd_guard read_end(pipe_fds[0]);
     fd_guard write_end(pipe_fds[1]);
+    setup.keep_fds.push_back(write_end.get());
+    std::sort(setup.keep_fds.begin(), setup.keep_fds.end());
+    setup.keep_fds.erase(std::unique(setup.keep_fds.begin(), setup.keep_fds.end()), setup.keep_fds.end());
 
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) throw std::system_error(errno, std::generic_category(), "cannot start " + name + ": fork");
     if (pid == 0)
         exec_child(path.c_str(), argv.data(), envp.data(), cwd.empty() ? nullptr : cwd.c_str(),
-                   devnull.get(), write_end.get(), parent);
+                   devnull.get(), write_end.get(), parent, setup);
 
     // The pipe reads EOF when execve succeeded (CLOEXEC) or the child died before reporting.
     write_end.reset();

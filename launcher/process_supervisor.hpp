@@ -20,6 +20,9 @@ struct exit_status {
     int exit_code = -1;  // valid when signal == 0
     int signal = 0;      // the terminating signal, 0 for a normal exit
     bool core_dumped = false;
+    // Set by whoever knows more than the wait status, e.g. the sandbox:
+    // "killed: out of memory (limit 2GiB)". describe() returns it when set.
+    std::string verdict;
     // "exited with code 1", "killed by signal 9 (SIGKILL)"
     std::string describe() const;
 };

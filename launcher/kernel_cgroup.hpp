@@ -1,0 +1,37 @@
+#pragma once
+// One kernel's cgroup(s): created with the policy's memory, pids and CPU limits before the
+// kernel starts, joined by the child before execve, asked after exit whether the OOM killer
+// struck, and removed on destruction.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "launcher/cgroup_layout.hpp"
+#include "launcher/sandbox_policy.hpp"
+
+namespace callisto::launcher {
+
+class kernel_cgroup {
+public:
+    // Creates <hierarchy>/<layout.parent>/<name> in each hierarchy and writes the limits.
+    // Throws std::runtime_error naming the file that could not be written.
+    kernel_cgroup(const cgroup_layout& layout, const std::string& name, const sandbox_policy& policy);
+    ~kernel_cgroup();  // removes the directories (they are empty once the kernel was reaped)
+    kernel_cgroup(const kernel_cgroup&) = delete;
+    kernel_cgroup& operator=(const kernel_cgroup&) = delete;
+
+    // The files the child writes "0" to, joining every hierarchy.
+    std::vector<std::filesystem::path> procs_files() const;
+
+    // How many times the kernel's OOM killer killed a process in this cgroup.
+    std::uint64_t oom_kills() const;
+
+private:
+    cgroup_layout layout_;
+    std::vector<std::filesystem::path> dirs_;  // created, in creation order
+    std::filesystem::path memory_dir_;
+};
+
+}  // namespace callisto::launcher

@@ -1,0 +1,151 @@
+#include "launcher/sandbox.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <stdexcept>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "launcher/sandboxed_kernel.hpp"
+
+namespace callisto::launcher {
+
+namespace {
+
+// Read-only host files a Python kernel needs: the dynamic loader's cache, name service and
+// time zone, TLS roots (for code that would talk to a proxy the operator allows one day),
+// fonts and matplotlib's defaults. Missing ones are skipped (--ro-bind-try).
+constexpr const char* etc_files[] = {
+    "/etc/ld.so.cache",  "/etc/ld.so.conf", "/etc/nsswitch.conf", "/etc/localtime",
+    "/etc/timezone",     "/etc/mime.types", "/etc/ssl/certs",     "/etc/ssl/openssl.cnf",
+    "/etc/ca-certificates.conf", "/etc/fonts", "/etc/matplotlibrc", "/etc/alternatives",
+    "/etc/host.conf",
+};
+
+// Debian's usrmerge: /bin, /lib, ... are symlinks into /usr.
+constexpr const char* usr_symlinks[] = {"bin", "sbin", "lib", "lib64", "lib32", "libx32"};
+
+void write_file(const std::filesystem::path& file, const std::string& content) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) throw std::runtime_error("sandbox: create " + file.string() + ": " + std::strerror(errno));
+    const bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
+                    ::fchmod(fd, 0644) == 0;
+    const int err = errno;
+    ::close(fd);
+    if (!ok) throw std::runtime_error("sandbox: write " + file.string() + ": " + std::strerror(err));
+}
+
+void give_to(const std::filesystem::path& path, const sandbox_identity& who) {
+    if (::lchown(path.c_str(), who.uid, who.gid) != 0)
+        throw std::runtime_error("sandbox: chown " + path.string() + ": " + std::strerror(errno));
+}
+
+bool is_symlink(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+unsigned long rl(std::uint64_t v) { return static_cast<unsigned long>(v); }
+
+}  // namespace
+
+sandbox::sandbox(std::filesystem::path bwrap, cgroup_layout cgroups)
+    : bwrap_(std::move(bwrap)), cgroups_(std::move(cgroups)) {}
+
+std::shared_ptr<sandboxed_kernel> sandbox::prepare(const spawn_description& inner,
+                                                   const sandbox_policy& policy,
+                                                   const sandbox_identity& who,
+                                                   const std::filesystem::path& workdir,
+                                                   const std::filesystem::path& runtime_dir,
+                                                   const std::filesystem::path& connection_file,
+                                                   const std::string& name) const {
+    if (who.uid == 0 || who.gid == 0) throw std::invalid_argument("sandbox: never as uid or gid 0");
+    if (inner.argv.empty()) throw std::invalid_argument("sandbox: empty command");
+
+    // The kernel binds its ipc sockets in the runtime dir and reads its connection file; once
+    // the sockets exist the gateway takes the directory back (kernel_runtime_dir::seal).
+    const auto passwd = runtime_dir / "passwd";
+    const auto group = runtime_dir / "group";
+    write_file(passwd, "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+                       "kernel:x:" + std::to_string(who.uid) + ":" + std::to_string(who.gid) +
+                       ":Callisto kernel:" + sandbox_workdir + ":/bin/sh\n"
+                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+    write_file(group, "root:x:0:\nkernel:x:" + std::to_string(who.gid) + ":\nnogroup:x:65534:\n");
+    give_to(runtime_dir, who);
+    give_to(connection_file, who);
+
+    std::unique_ptr<kernel_cgroup> cgroup;
+    if (cgroups_.version != cgroup_version::none)
+        cgroup = std::make_unique<kernel_cgroup>(cgroups_, name, policy);
+
+    const int seccomp_fd = seccomp_.make_fd();
+    spawn_description out;
+    try {
+        auto& a = out.argv;
+        a = {bwrap_.string(),
+             // Namespaces. --disable-userns: the kernel cannot make its own user namespace,
+             // where it would hold capabilities again.
+             "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+             "--unshare-cgroup", "--disable-userns", "--hostname", "kernel",
+             // Lifetime and terminal: dies with its spawner; no controlling tty (TIOCSTI).
+             "--die-with-parent", "--new-session",
+             // A root that is an empty tmpfs, then only what Python needs, read-only.
+             "--tmpfs", "/", "--ro-bind", "/usr", "/usr"};
+        for (const char* link : usr_symlinks) {
+            const std::string host = std::string("/") + link;
+            if (is_symlink(host)) a.insert(a.end(), {"--symlink", std::string("usr/") + link, host});
+        }
+        a.insert(a.end(), {"--dir", "/etc"});
+        for (const char* file : etc_files) a.insert(a.end(), {"--ro-bind-try", file, file});
+        a.insert(a.end(), {"--ro-bind", passwd.string(), "/etc/passwd",  //
+                           "--ro-bind", group.string(), "/etc/group",
+                           // A fresh procfs for the new pid namespace (not the host's), a
+                           // minimal /dev, no /sys at all.
+                           "--proc", "/proc", "--dev", "/dev",
+                           "--size", std::to_string(policy.tmp_bytes), "--tmpfs", "/tmp",
+                           "--size", std::to_string(policy.tmp_bytes), "--tmpfs", "/dev/shm",
+                           "--bind", workdir.string(), sandbox_workdir,
+                           // At its host path, so the connection file's ipc paths hold inside.
+                           "--bind", runtime_dir.string(), runtime_dir.string(),
+                           "--chdir", sandbox_workdir, "--remount-ro", "/",
+                           "--cap-drop", "ALL", "--seccomp", std::to_string(seccomp_fd), "--"});
+        a.insert(a.end(), inner.argv.begin(), inner.argv.end());
+
+        // kernel_command already reduced the host environment to a safe few; keep those and
+        // the kernelspec's and client's variables, but not the host's paths or parent pid.
+        out.env = inner.env;
+        // The gateway's pid means nothing in the kernel's pid namespace, where its parent is
+        // pid 1, and ipykernel's parent poller would exit at once; --die-with-parent does its job.
+        out.env.erase("JPY_PARENT_PID");
+        out.env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+        out.env["HOME"] = sandbox_workdir;
+        out.env["USER"] = out.env["LOGNAME"] = "kernel";
+        out.env["TMPDIR"] = "/tmp";
+        out.env["SHELL"] = "/bin/sh";
+
+        out.cwd = "/";  // bwrap changes into the workdir itself (--chdir)
+        out.uid = who.uid;
+        out.gid = who.gid;
+        out.inherit_fds = {seccomp_fd};
+        if (cgroup) out.cgroup_procs_files = cgroup->procs_files();
+        // RLIMIT_NPROC counts the uid's processes host-wide; with a uid per session it is a
+        // second pids limit. RLIMIT_CPU: SIGXCPU at the limit, SIGKILL 5 s later.
+        out.rlimits = {
+            {RLIMIT_NPROC, rl(policy.pids), rl(policy.pids)},
+            {RLIMIT_CPU, rl(policy.cpu_time_seconds), rl(policy.cpu_time_seconds + 5)},
+            {RLIMIT_FSIZE, rl(policy.file_size_bytes), rl(policy.file_size_bytes)},
+            {RLIMIT_NOFILE, rl(policy.open_files), rl(policy.open_files)},
+            {RLIMIT_CORE, 0, 0},
+        };
+        if (cgroups_.version == cgroup_version::none)  // the only memory cap left
+            out.rlimits.push_back({RLIMIT_AS, rl(policy.memory_bytes), rl(policy.memory_bytes)});
+    } catch (...) {
+        ::close(seccomp_fd);
+        throw;
+    }
+    return std::make_shared<sandboxed_kernel>(std::move(out), policy, who, std::move(cgroup), seccomp_fd);
+}
+
+}  // namespace callisto::launcher

@@ -1,0 +1,56 @@
+#pragma once
+// The gateway-wide sandbox: bubblewrap, the compiled seccomp filter and the host's cgroups.
+// It turns a kernel's spawn_description into a sandboxed_kernel whose command runs bwrap as
+// the session's unprivileged uid, with bwrap building a user, pid, net (loopback only), ipc,
+// uts, cgroup and mount namespace around the kernel.
+//
+// Why bwrap runs as the session uid (set by process_supervisor before execve) instead of as
+// root: run by root, bwrap maps the sandbox uid back to host uid 0, so the kernel's files and
+// signals would be root's outside the namespaces. Run by an unprivileged uid, bwrap uses an
+// unprivileged user namespace (needs user.max_user_namespaces > 0) and everything the kernel
+// does on the host is done as that uid.
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "launcher/cgroup_layout.hpp"
+#include "launcher/sandbox_policy.hpp"
+#include "launcher/sandbox_uid_pool.hpp"
+#include "launcher/seccomp_filter.hpp"
+#include "launcher/spawn_description.hpp"
+
+namespace callisto::launcher {
+
+class sandboxed_kernel;
+
+// Where things are inside the sandbox.
+inline constexpr const char* sandbox_workdir = "/work";
+
+class sandbox {
+public:
+    // Compiles the seccomp filter. Throws std::runtime_error.
+    sandbox(std::filesystem::path bwrap, cgroup_layout cgroups);
+
+    // Prepares one kernel start: creates its cgroup, writes its passwd/group files into the
+    // runtime dir and hands the runtime dir and connection file to the session uid.
+    // `inner` is the kernel command as kernel_command built it (host paths); `name` is unique
+    // per start (the runtime dir's name). Throws std::runtime_error.
+    std::shared_ptr<sandboxed_kernel> prepare(const spawn_description& inner,
+                                              const sandbox_policy& policy,
+                                              const sandbox_identity& who,
+                                              const std::filesystem::path& workdir,
+                                              const std::filesystem::path& runtime_dir,
+                                              const std::filesystem::path& connection_file,
+                                              const std::string& name) const;
+
+    const cgroup_layout& cgroups() const { return cgroups_; }
+    const std::filesystem::path& bwrap() const { return bwrap_; }
+
+private:
+    std::filesystem::path bwrap_;
+    cgroup_layout cgroups_;
+    seccomp_filter seccomp_;
+};
+
+}  // namespace callisto::launcher

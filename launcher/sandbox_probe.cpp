@@ -1,0 +1,111 @@
+#include "launcher/sandbox_probe.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace callisto::launcher {
+
+namespace {
+
+std::string first_line(const char* file) {
+    std::ifstream in(file);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+// Runs `argv` as uid:uid with no groups; returns the exit status and what it wrote to stderr.
+std::pair<int, std::string> run_as(uid_t uid, const std::vector<std::string>& argv) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    char* env[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) return {-1, std::string("pipe: ") + std::strerror(errno)};
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(out[0]);
+        ::close(out[1]);
+        return {-1, std::string("fork: ") + std::strerror(errno)};
+    }
+    if (pid == 0) {
+        ::dup2(out[1], STDERR_FILENO);
+        ::dup2(out[1], STDOUT_FILENO);
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
+            ::setresuid(uid, uid, uid) != 0)
+            ::_exit(126);
+        if (::chdir("/") != 0) ::_exit(126);
+        ::execve(args[0], args.data(), env);
+        ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string text;
+    char buf[512];
+    ssize_t n;
+    while ((n = ::read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0 && text.size() < 4096) text.append(buf, static_cast<std::size_t>(n));
+    ::close(out[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text};
+}
+
+}  // namespace
+
+sandbox_probe sandbox_probe::run(const std::filesystem::path& bwrap, uid_t test_uid) {
+    sandbox_probe p;
+    p.bwrap = bwrap;
+    p.cgroups = cgroup_layout::detect();
+    p.privileged = ::geteuid() == 0;
+
+    struct stat st {};
+    if (::stat(bwrap.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(bwrap.c_str(), X_OK) != 0) {
+        p.failure = bwrap.string() + " not found: install bubblewrap (apt-get install bubblewrap)";
+        return p;
+    }
+    if (!p.privileged) {
+        // Without root there is no per-session uid: every kernel would share the gateway's
+        // uid and could reach the gateway's files and sockets outside its namespaces.
+        p.failure = "the sandbox needs root to give each session its own uid, cgroup and disk "
+                    "quota; run callisto as root (it never runs kernel code as root), or use "
+                    "--sandbox=off for development only";
+        return p;
+    }
+    const auto [rc, output] = run_as(test_uid, {bwrap.string(), "--unshare-user", "--unshare-pid",
+                                                "--unshare-net", "--unshare-ipc", "--disable-userns",
+                                                "--die-with-parent", "--tmpfs", "/", "--ro-bind",
+                                                "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+                                                "--symlink", "usr/lib", "/lib", "--symlink",
+                                                "usr/lib64", "/lib64", "--proc", "/proc",
+                                                "--size", "1048576", "--tmpfs", "/tmp",
+                                                "--remount-ro", "/", "/usr/bin/true"});
+    p.user_namespaces = rc == 0;
+    if (!p.user_namespaces) {
+        std::string why = output.empty() ? "exit status " + std::to_string(rc) : output;
+        while (!why.empty() && why.back() == '\n') why.pop_back();
+        p.failure = "bwrap cannot create an unprivileged user namespace here (" + why + ")";
+        const auto max = first_line("/proc/sys/user/max_user_namespaces");
+        if (max == "0") p.failure += "; user.max_user_namespaces is 0: set it above 0";
+        const auto clone = first_line("/proc/sys/kernel/unprivileged_userns_clone");
+        if (clone == "0") p.failure += "; kernel.unprivileged_userns_clone is 0: set it to 1";
+    }
+    return p;
+}
+
+std::string sandbox_probe::describe() const {
+    if (!usable()) return "sandbox unavailable: " + failure;
+    return "sandbox: bubblewrap " + bwrap.string() +
+           " as a per-session uid in user+pid+net+ipc+uts+cgroup+mount namespaces, seccomp, " +
+           "rlimits, " + cgroups.describe();
+}
+
+}  // namespace callisto::launcher

@@ -1,0 +1,30 @@
+#pragma once
+// The start-up check: can this host sandbox kernels, and how? Runs bwrap once, for real, as
+// an unprivileged uid with the namespaces the sandbox uses, and detects the cgroup version.
+// The gateway logs the result and refuses to start when no safe mode exists.
+
+#include <filesystem>
+#include <string>
+#include <sys/types.h>
+
+#include "launcher/cgroup_layout.hpp"
+
+namespace callisto::launcher {
+
+struct sandbox_probe {
+    std::filesystem::path bwrap;
+    bool privileged = false;       // root: can set per-session uids, mount quota tmpfs, cgroups
+    bool user_namespaces = false;  // bwrap started a user+pid+net namespace as an unprivileged uid
+    cgroup_layout cgroups;
+    std::string failure;  // why the sandbox cannot work here; empty when usable
+
+    bool usable() const { return failure.empty(); }
+
+    // One line for the log: what is in force.
+    std::string describe() const;
+
+    // `test_uid`: an unprivileged uid to try bwrap as (the first of the sandbox range).
+    static sandbox_probe run(const std::filesystem::path& bwrap, uid_t test_uid);
+};
+
+}  // namespace callisto::launcher

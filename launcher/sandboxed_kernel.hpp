@@ -1,0 +1,46 @@
+#pragma once
+// One sandboxed kernel start: the bwrap command line, its cgroup and seccomp descriptor, and
+// the verdict on its exit ("killed: out of memory (limit 2GiB)").
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "launcher/kernel_cgroup.hpp"
+#include "launcher/process_supervisor.hpp"
+#include "launcher/sandbox_policy.hpp"
+#include "launcher/sandbox_uid_pool.hpp"
+#include "launcher/spawn_description.hpp"
+
+namespace callisto::launcher {
+
+class sandboxed_kernel {
+public:
+    sandboxed_kernel(spawn_description command, sandbox_policy policy, sandbox_identity who,
+                     std::unique_ptr<kernel_cgroup> cgroup, int seccomp_fd);
+    ~sandboxed_kernel();  // closes the seccomp fd if still open, removes the cgroup
+    sandboxed_kernel(const sandboxed_kernel&) = delete;
+    sandboxed_kernel& operator=(const sandboxed_kernel&) = delete;
+
+    // What process_supervisor::spawn runs.
+    const spawn_description& command() const { return command_; }
+
+    // The child has its copy of the seccomp fd (or the spawn failed): close ours.
+    void spawned();
+
+    // The exit as the user should hear it: bwrap reports a kernel killed by signal N as exit
+    // code 128+N, which is turned back into the signal, and OOM kills, CPU-time and file-size
+    // limits are named with their limit.
+    exit_status judge(exit_status status) const;
+
+    const sandbox_identity& identity() const { return who_; }
+
+private:
+    spawn_description command_;
+    sandbox_policy policy_;
+    sandbox_identity who_;
+    std::unique_ptr<kernel_cgroup> cgroup_;
+    int seccomp_fd_;
+};
+
+}  // namespace callisto::launcher

@@ -1,0 +1,69 @@
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+#include "launcher/sandbox_policy.hpp"
+#include "launcher/sandbox_uid_pool.hpp"
+
+using namespace callisto::launcher;
+
+TEST_CASE("sizes parse with binary units only") {
+    std::uint64_t v = 0;
+    CHECK(parse_byte_size("2GiB", v));
+    CHECK(v == 2ull << 30);
+    CHECK(parse_byte_size("512KiB", v));
+    CHECK(v == 512u << 10);
+    CHECK(parse_byte_size("1000", v));
+    CHECK(v == 1000);
+    CHECK_FALSE(parse_byte_size("2GB", v));
+    CHECK_FALSE(parse_byte_size("0", v));
+    CHECK_FALSE(parse_byte_size("GiB", v));
+    CHECK_FALSE(parse_byte_size("-1MiB", v));
+    CHECK_FALSE(parse_byte_size("99999999TiB", v));
+    CHECK(format_byte_size(2ull << 30) == "2GiB");
+    CHECK(format_byte_size(1500) == "1500B");
+}
+
+TEST_CASE("a kernelspec's limits override only the fields it names") {
+    sandbox_policy base;
+    const auto p = base.with_overrides({{"memory", "4GiB"}, {"pids", 512}, {"cpu", 0.5}, {"disk", 1048576}});
+    CHECK(p.memory_bytes == 4ull << 30);
+    CHECK(p.pids == 512);
+    CHECK(p.cpu_cores == doctest::Approx(0.5));
+    CHECK(p.disk_bytes == 1u << 20);
+    CHECK(p.cpu_time_seconds == base.cpu_time_seconds);
+    CHECK(p.tmp_bytes == base.tmp_bytes);
+}
+
+TEST_CASE("bad kernelspec limits are rejected naming the field") {
+    sandbox_policy base;
+    auto message = [&](const nlohmann::json& limits) {
+        try {
+            (void)base.with_overrides(limits);
+        } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    CHECK(message({{"memory", "lots"}}).find("limits.memory") != std::string::npos);
+    CHECK(message({{"pids", 0}}).find("limits.pids") != std::string::npos);
+    CHECK(message({{"cpu", -1}}).find("limits.cpu") != std::string::npos);
+    CHECK(message({{"swap", 1}}).find("limits.swap: unknown") != std::string::npos);
+    CHECK(message(nlohmann::json::array()).find("expected an object") != std::string::npos);
+}
+
+TEST_CASE("the uid pool hands out distinct non-root uids and reuses released ones last") {
+    sandbox_uid_pool pool(60000, 2);
+    auto a = pool.acquire();
+    auto b = pool.acquire();
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(a->uid != b->uid);
+    CHECK(a->gid == a->uid);
+    CHECK_FALSE(pool.acquire());
+    pool.release(*a);
+    auto c = pool.acquire();
+    REQUIRE(c);
+    CHECK(c->uid == a->uid);
+    CHECK_THROWS_AS(sandbox_uid_pool(0, 10), std::invalid_argument);
+}

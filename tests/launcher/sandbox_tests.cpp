@@ -1,0 +1,208 @@
+// Integration tests of the sandbox on this host: real bwrap, real cgroups, real kernels.
+// They need root (the gateway's privileged mode), as `make test` runs them.
+
+#include <doctest/doctest.h>
+
+#include <condition_variable>
+#include <csignal>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "launcher/kernel_command.hpp"
+#include "launcher/kernel_runtime_dir.hpp"
+#include "launcher/kernelspec.hpp"
+#include "launcher/process_supervisor.hpp"
+#include "launcher/sandbox.hpp"
+#include "launcher/sandbox_probe.hpp"
+#include "launcher/sandboxed_kernel.hpp"
+#include "launcher/session_workdir.hpp"
+#include "test_support.hpp"
+
+using namespace callisto::launcher;
+using callisto::launcher::test::eventually;
+using callisto::launcher::test::read_file;
+using callisto::launcher::test::temp_dir;
+
+namespace {
+
+constexpr uid_t test_uid = 61900;
+
+// A temp dir the sandbox uid may traverse (mkdtemp makes it 0700).
+struct open_temp_dir : temp_dir {
+    open_temp_dir() { ::chmod(path().c_str(), 0755); }
+};
+
+// Runs `python -c code` in the sandbox and waits for its exit.
+struct sandboxed_run {
+    open_temp_dir root;
+    open_temp_dir runtime_root;
+    std::unique_ptr<session_workdir> workdir;
+    std::unique_ptr<kernel_runtime_dir> runtime;
+    std::shared_ptr<sandboxed_kernel> kernel;
+    exit_status status;
+
+    sandboxed_run(const std::string& code, const sandbox_policy& policy = {}) {
+        sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
+        const sandbox_identity who{test_uid, test_uid};
+        workdir = std::make_unique<session_workdir>(root.path(), "w", who, policy.disk_bytes);
+        runtime = std::make_unique<kernel_runtime_dir>(runtime_root.path(), "r", transport_kind::ipc, "t");
+        spawn_description inner{{"/usr/bin/python3", "-c", code}, {{"PATH", "/usr/bin"}}, {}};
+        kernel = box.prepare(inner, policy, who, workdir->path(), runtime->path(),
+                             runtime->connection_file(), "cltest-" + std::to_string(::getpid()));
+        std::mutex mutex;
+        std::condition_variable changed;
+        std::optional<exit_status> exited;
+        process_supervisor supervisor({});
+        supervisor.spawn(kernel->command(), [&](pid_t, exit_status st) {
+            std::lock_guard lock(mutex);
+            exited = kernel->judge(st);
+            changed.notify_all();
+        });
+        kernel->spawned();
+        std::unique_lock lock(mutex);
+        REQUIRE(changed.wait_for(lock, std::chrono::seconds(120), [&] { return exited.has_value(); }));
+        status = *exited;
+    }
+    std::string output(const std::string& file) const { return read_file(workdir->path() / file); }
+};
+
+}  // namespace
+
+TEST_CASE("the probe finds a usable sandbox on this host") {
+    const auto probe = sandbox_probe::run("/usr/bin/bwrap", test_uid);
+    INFO(probe.describe());
+    CHECK(probe.usable());
+    CHECK(probe.user_namespaces);
+}
+
+TEST_CASE("the probe refuses a missing bwrap with a clear message") {
+    const auto probe = sandbox_probe::run("/nonexistent/bwrap", test_uid);
+    CHECK_FALSE(probe.usable());
+    CHECK(probe.failure.find("bubblewrap") != std::string::npos);
+}
+
+TEST_CASE("sandboxed code runs as the session uid, sees only its own pids and no network") {
+    sandboxed_run run(R"(
+import ctypes, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+def unshare(flags):
+    if libc.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), "unshare")
+out = []
+out.append("uid=%d gid=%d" % (os.getuid(), os.getgid()))
+out.append("pids=" + ",".join(sorted(p for p in os.listdir("/proc") if p.isdigit())))
+out.append("cwd=" + os.getcwd() + " home=" + os.environ["HOME"])
+out.append("shadow=" + str(os.path.exists("/etc/shadow")))
+out.append("sys=" + str(os.path.exists("/sys/kernel")))
+try:
+    socket.create_connection(("192.0.2.1", 80), timeout=2)
+    out.append("tcp=connected")
+except OSError as e:
+    out.append("tcp=" + type(e).__name__)
+for name, make in [("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW)),
+                   ("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)),
+                   ("userns", lambda: unshare(0x10000000)),
+                   ("netns", lambda: unshare(0x40000000))]:
+    try:
+        make()
+        out.append(name + "=allowed")
+    except OSError:
+        out.append(name + "=denied")
+try:
+    open("/usr/evil", "w")
+    out.append("usr=writable")
+except OSError:
+    out.append("usr=readonly")
+open("out.txt", "w").write("\n".join(out) + "\n")
+)");
+    CHECK(run.status.exit_code == 0);
+    const auto out = run.output("out.txt");
+    INFO(out);
+    CHECK(out.find("uid=" + std::to_string(test_uid) + " gid=" + std::to_string(test_uid)) != std::string::npos);
+    CHECK(out.find("pids=1,2\n") != std::string::npos);
+    CHECK(out.find("cwd=/work home=/work") != std::string::npos);
+    CHECK(out.find("shadow=False") != std::string::npos);
+    CHECK(out.find("sys=False") != std::string::npos);
+    CHECK(out.find("tcp=connected") == std::string::npos);
+    CHECK(out.find("packet=denied") != std::string::npos);
+    CHECK(out.find("raw=denied") != std::string::npos);
+    CHECK(out.find("userns=denied") != std::string::npos);
+    CHECK(out.find("netns=denied") != std::string::npos);
+    CHECK(out.find("usr=readonly") != std::string::npos);
+}
+
+TEST_CASE("a memory bomb is OOM-killed and judged as such") {
+    sandbox_policy policy;
+    policy.memory_bytes = 64u << 20;
+    sandboxed_run run("x = bytearray(512 << 20)\nx[::4096] = b'1' * len(x[::4096])\n", policy);
+    INFO(run.status.describe());
+    if (cgroup_layout::detect().version == cgroup_version::none) return;  // RLIMIT_AS: MemoryError
+    CHECK(run.status.describe() == "killed: out of memory (limit 64MiB)");
+}
+
+TEST_CASE("a CPU-time hog is stopped and judged as such") {
+    sandbox_policy policy;
+    policy.cpu_time_seconds = 1;
+    sandboxed_run run("while True: pass\n", policy);
+    CHECK(run.status.signal == SIGXCPU);
+    CHECK(run.status.describe() == "killed: CPU time limit exceeded (1 s)");
+}
+
+TEST_CASE("writes beyond the workdir quota fail with ENOSPC") {
+    sandbox_policy policy;
+    policy.disk_bytes = 1u << 20;
+    sandboxed_run run(R"(
+import errno
+try:
+    with open("big", "wb") as f:
+        f.write(b"x" * (2 << 20))
+    r = "written"
+except OSError as e:
+    r = errno.errorcode[e.errno]
+import os
+os.remove("big")
+open("out.txt", "w").write(r)
+)", policy);
+    CHECK(run.status.exit_code == 0);
+    CHECK(run.output("out.txt") == "ENOSPC");
+}
+
+TEST_CASE("a sandboxed ipykernel binds its ipc sockets as the session uid, and the dir is sealed") {
+    auto spec = kernelspec::load("/usr/share/jupyter/kernels/python3");
+    open_temp_dir root;
+    open_temp_dir runtime_root;
+    const sandbox_identity who{test_uid, test_uid};
+    session_workdir workdir(root.path(), "w", who, 1u << 20);
+    kernel_runtime_dir runtime(runtime_root.path(), "r", transport_kind::ipc, spec.name);
+    sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
+    auto kernel = box.prepare(kernel_command(spec, runtime.connection_file(), workdir.path()), {}, who,
+                              workdir.path(), runtime.path(), runtime.connection_file(),
+                              "cltest-k" + std::to_string(::getpid()));
+    process_supervisor supervisor({});
+    const pid_t pid = supervisor.spawn(kernel->command(), {});
+    kernel->spawned();
+    REQUIRE(eventually([&] { return runtime.ipc_sockets_present(); }, std::chrono::seconds(60)));
+    CHECK(runtime.seal(who.uid) == "");
+    struct stat st {};
+    REQUIRE(::stat(runtime.path().c_str(), &st) == 0);
+    CHECK(st.st_uid == 0);
+    CHECK((st.st_mode & 07777) == 0550);
+    CHECK(runtime.seal(who.uid + 1).find("owned by uid") != std::string::npos);
+    supervisor.terminate(pid, std::chrono::seconds(2));
+    CHECK(eventually([&] { return !supervisor.running(pid); }));
+}
+
+TEST_CASE("seal refuses an ipc socket replaced by a symlink") {
+    open_temp_dir runtime_root;
+    kernel_runtime_dir runtime(runtime_root.path(), "r", transport_kind::ipc, "t");
+    for (int port = 1; port <= 5; ++port) {
+        const auto path = runtime.connection().ip + "-" + std::to_string(port);
+        if (port == 3) REQUIRE(::symlink("/run/some-host.sock", path.c_str()) == 0);
+        else REQUIRE(::mknod(path.c_str(), S_IFSOCK | 0600, 0) == 0);
+    }
+    CHECK(runtime.ipc_sockets_present());
+    CHECK(runtime.seal(::getuid()).find("-3 is not a socket") != std::string::npos);
+}
