@@ -122,8 +122,7 @@ void http_session::upgrade_to_websocket(const route& r, http_request req) {
         return send(error_response(http::status::bad_request,
                                    "this endpoint speaks WebSocket only (Upgrade: websocket)"));
     auto kernel = is_valid_kernel_id(r.kernel_id) ? services_.kernels.find(r.kernel_id) : nullptr;
-    if (!kernel)
-        return send(error_response(http::status::not_found, "Kernel does not exist: " + r.kernel_id));
+    if (!kernel) return send(services_.kernels_rest.no_such_kernel(r.kernel_id));
     auto ws = std::make_shared<websocket_session>(std::move(stream_), std::move(kernel),
                                                   services_.config, services_.log);
     services_.sessions.add(ws);

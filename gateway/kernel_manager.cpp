@@ -2,13 +2,68 @@
 
 #include <atomic>
 
+#include <boost/asio/post.hpp>
+
 #include "kernelproto/ids.hpp"
 
 namespace callisto::gateway {
 
 kernel_manager::kernel_manager(kernel_environment& env,
-                               const launcher::kernelspec_catalog& catalog)
-    : env_(env), catalog_(catalog) {}
+                               const launcher::kernelspec_catalog& catalog, culling_policy culling,
+                               clock_fn clock)
+    : env_(env),
+      catalog_(catalog),
+      culling_(culling),
+      clock_(std::move(clock)),
+      culled_(culling.retention),
+      cull_timer_(boost::asio::make_strand(env.ioc)) {}
+
+void kernel_manager::start_culling() {
+    if (!culling_.enabled()) return;
+    env_.log.info("culling kernels: idle " + std::to_string(culling_.idle_timeout.count()) +
+                  " s, busy " + std::to_string(culling_.busy_timeout.count()) + " s, lifetime " +
+                  std::to_string(culling_.max_lifetime.count()) + " s (0 = never)");
+    schedule_cull();
+}
+
+void kernel_manager::schedule_cull() {
+    cull_timer_.expires_after(culling_.interval);
+    cull_timer_.async_wait([this](boost::system::error_code ec) {
+        if (ec) return;
+        {
+            std::lock_guard lock(mutex_);
+            if (stopping_) return;
+        }
+        cull_once();
+        schedule_cull();
+    });
+}
+
+std::size_t kernel_manager::cull_once() {
+    const auto now = clock_();
+    std::size_t culled = 0;
+    for (const auto& kernel : list()) {
+        auto state = kernel->state();
+        if (state == kernel_state::shutting_down || state == kernel_state::gone) continue;
+        auto reason = cull_reason(kernel->activity(), now, culling_);
+        if (!reason) continue;
+        env_.log.info("culling kernel " + kernel->id() + ": " + *reason);
+        culled_.record(kernel->id(), {now, *reason}, now);
+        ++culled;
+        kernel->shutdown(
+            [this, kernel] {
+                std::lock_guard lock(mutex_);
+                auto it = kernels_.find(kernel->id());
+                if (it != kernels_.end() && it->second == kernel) kernels_.erase(it);
+            },
+            "kernel culled: " + *reason);
+    }
+    return culled;
+}
+
+std::optional<culled_kernel> kernel_manager::culled(const std::string& id) const {
+    return culled_.find(id, clock_());
+}
 
 std::string kernel_manager::default_kernel_name() const {
     return env_.config.default_kernel.empty() ? catalog_.default_name()
@@ -43,6 +98,7 @@ void kernel_manager::create(create_kernel_request request,
             }
         }
         std::string id = request.kernel_id.empty() ? kernelproto::new_uuid() : request.kernel_id;
+        culled_.forget(id);
         kernel = std::make_shared<kernel_session>(env_, id, std::move(*spec),
                                                   std::move(request.env));
         kernels_.emplace(id, kernel);
@@ -94,6 +150,7 @@ void kernel_manager::shutdown_all(std::function<void()> done) {
         stopping_ = true;
         for (auto& [id, k] : kernels_) all.push_back(k);
     }
+    boost::asio::post(cull_timer_.get_executor(), [this] { cull_timer_.cancel(); });
     if (all.empty()) {
         done();
         return;

@@ -9,6 +9,11 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "gateway/culled_kernels.hpp"
+#include "gateway/kernel_culler.hpp"
 #include "gateway/kernel_environment.hpp"
 #include "gateway/kernel_session.hpp"
 #include "launcher/kernelspec_catalog.hpp"
@@ -30,7 +35,10 @@ struct create_kernel_result {
 
 class kernel_manager {
 public:
-    kernel_manager(kernel_environment& env, const launcher::kernelspec_catalog& catalog);
+    using clock_fn = std::function<wall_clock::time_point()>;
+
+    kernel_manager(kernel_environment& env, const launcher::kernelspec_catalog& catalog,
+                   culling_policy culling = {}, clock_fn clock = wall_clock::now);
 
     // Completion runs on an arbitrary thread.
     void create(create_kernel_request request, std::function<void(create_kernel_result)> done);
@@ -46,9 +54,22 @@ public:
 
     std::string default_kernel_name() const;
 
+    // Checks the culling rules every policy.interval (no-op when no rule is set).
+    void start_culling();
+    // Applies the culling rules once; returns how many kernels it began to cull.
+    std::size_t cull_once();
+    // A kernel culled within the retention period: its id answers 410 Gone.
+    std::optional<culled_kernel> culled(const std::string& id) const;
+
 private:
+    void schedule_cull();
+
     kernel_environment& env_;
     const launcher::kernelspec_catalog& catalog_;
+    const culling_policy culling_;
+    const clock_fn clock_;
+    culled_kernels culled_;
+    boost::asio::steady_timer cull_timer_;
     mutable std::mutex mutex_;
     std::map<std::string, std::shared_ptr<kernel_session>> kernels_;
     bool stopping_ = false;

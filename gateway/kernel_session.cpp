@@ -74,7 +74,8 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       strand_(asio::make_strand(env.ioc)),
       ready_timer_(strand_),
       stop_timer_(strand_),
-      last_activity_(std::chrono::system_clock::now()) {}
+      last_activity_(std::chrono::system_clock::now()),
+      started_at_(last_activity_) {}
 
 kernel_session::~kernel_session() {
     // shutdown() normally ran; this is the last line of defence against leaked processes.
@@ -96,6 +97,11 @@ nlohmann::json kernel_session::model() const {
 kernel_state kernel_session::state() const { return state_.load(); }
 
 void kernel_session::set_state(kernel_state s, std::string execution_state, std::string reason) {
+kernel_activity kernel_session::activity() const {
+    std::lock_guard lock(model_mutex_);
+    return {execution_state_, last_activity_, busy_since_, started_at_, connections_};
+}
+
     state_ = s;
     std::lock_guard lock(model_mutex_);
     execution_state_ = std::move(execution_state);
@@ -288,20 +294,22 @@ void kernel_session::interrupt(result_handler on_done) {
     });
 }
 
-void kernel_session::shutdown(std::function<void()> on_done) {
-    asio::post(strand_, [self = shared_from_this(), on_done = std::move(on_done)]() mutable {
+void kernel_session::shutdown(std::function<void()> on_done, std::string reason) {
+    asio::post(strand_, [self = shared_from_this(), on_done = std::move(on_done),
+                         reason = std::move(reason)]() mutable {
         if (self->state_ == kernel_state::gone) {
             on_done();
             return;
         }
         self->shutdown_waiters_.push_back(std::move(on_done));
         if (self->state_ == kernel_state::shutting_down) return;
-        self->log_.info("shutting down");
-        self->set_state(kernel_state::shutting_down, "dead", "shut down");
+        self->log_.info("shutting down: " + reason);
+        self->set_state(kernel_state::shutting_down, "dead", reason);
         self->finish_start("kernel was shut down");
-        self->stop_process(false, [self] {
+        self->broadcast_status("dead");
+        self->stop_process(false, [self, reason] {
             for (auto& weak : self->clients_)
-                if (auto c = weak.lock()) c->close_from_kernel("kernel shut down");
+                if (auto c = weak.lock()) c->close_from_kernel(reason);
             self->clients_.clear();
             self->update_connections();
             self->awaiting_reply_.clear();
@@ -418,7 +426,9 @@ void kernel_session::track_activity(const kernelproto::message& msg) {
     }
     std::lock_guard lock(model_mutex_);
     last_activity_ = std::chrono::system_clock::now();
-    if (!state.empty() && state_ == kernel_state::running) execution_state_ = state;
+    if (state.empty() || state_ != kernel_state::running) return;
+    if (state == "busy" && execution_state_ != "busy") busy_since_ = last_activity_;
+    execution_state_ = state;
 }
 
 void kernel_session::broadcast(channel ch, const kernelproto::message& msg) {

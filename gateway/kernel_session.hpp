@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/kernel_client.hpp"
+#include "gateway/kernel_culler.hpp"
 #include "gateway/kernel_environment.hpp"
 #include "kernelproto/message.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
@@ -62,8 +63,9 @@ public:
     // interrupt_mode "message".
     void interrupt(result_handler on_done);
     // shutdown_request, then SIGTERM after shutdown_wait, then SIGKILL after kill_grace; closes
-    // the clients and removes every file. Safe to call in any state, more than once.
-    void shutdown(std::function<void()> on_done);
+    // the clients (telling them `reason`) and removes every file. Safe to call in any state,
+    // more than once.
+    void shutdown(std::function<void()> on_done, std::string reason = "kernel shut down");
 
     void attach(const std::shared_ptr<kernel_client>& client);
     void detach(const kernel_client* client);
@@ -76,6 +78,8 @@ public:
     nlohmann::json model() const;
     kernel_state state() const;
 
+    // What the culling rules look at. Thread-safe.
+    kernel_activity activity() const;
 private:
     class link_listener;
     struct queued_request {
@@ -136,4 +140,6 @@ private:
     std::string reason_;
 };
 
+    std::chrono::system_clock::time_point busy_since_;
+    const std::chrono::system_clock::time_point started_at_;
 }  // namespace callisto::gateway

@@ -2,6 +2,8 @@
 
 #include <boost/beast/http/field.hpp>
 
+#include "kernelproto/iso_time.hpp"
+
 namespace callisto::gateway {
 
 namespace {
@@ -9,11 +11,18 @@ namespace {
 // Kernel Gateway passes only KERNEL_-prefixed variables from the request to the kernel.
 bool allowed_kernel_env(const std::string& name) { return name.rfind("KERNEL_", 0) == 0; }
 
-http_response no_such_kernel(const std::string& id) {
+}  // namespace
+
+http_response kernels_api::no_such_kernel(const std::string& id) const {
+    if (auto culled = kernels_.culled(id)) {
+        // Gone, not unknown: the client learns when and why, for the retention period.
+        return json_response(http::status::gone,
+                             {{"reason", "culled"},
+                              {"culled_at", kernelproto::format_iso_time(culled->culled_at)},
+                              {"message", "Kernel " + id + " was culled: " + culled->reason}});
+    }
     return error_response(http::status::not_found, "Kernel does not exist: " + id);
 }
-
-}  // namespace
 
 kernels_api::kernels_api(kernel_manager& kernels) : kernels_(kernels) {}
 
@@ -32,7 +41,8 @@ void kernels_api::handle(const route& r, const http_request& req, respond_fn res
         case route_kind::kernel_get:
             return respond(json_response(http::status::ok, kernel->model()));
         case route_kind::kernel_delete:
-            kernels_.remove(r.kernel_id, [respond = std::move(respond), id = r.kernel_id](bool found) {
+            kernels_.remove(r.kernel_id, [this, respond = std::move(respond),
+                                          id = r.kernel_id](bool found) {
                 respond(found ? empty_response(http::status::no_content) : no_such_kernel(id));
             });
             return;

@@ -12,6 +12,9 @@ public:
 
     void handle(const route& r, const http_request& req, respond_fn respond);
 
+    // 410 Gone for a kernel culled within the retention period, else 404.
+    http_response no_such_kernel(const std::string& id) const;
+
 private:
     void create(const http_request& req, respond_fn respond);
 
