@@ -96,12 +96,12 @@ nlohmann::json kernel_session::model() const {
 
 kernel_state kernel_session::state() const { return state_.load(); }
 
-void kernel_session::set_state(kernel_state s, std::string execution_state, std::string reason) {
 kernel_activity kernel_session::activity() const {
     std::lock_guard lock(model_mutex_);
     return {execution_state_, last_activity_, busy_since_, started_at_, connections_};
 }
 
+void kernel_session::set_state(kernel_state s, std::string execution_state, std::string reason) {
     state_ = s;
     std::lock_guard lock(model_mutex_);
     execution_state_ = std::move(execution_state);

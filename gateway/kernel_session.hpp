@@ -77,9 +77,9 @@ public:
     // {id, name, last_activity, execution_state, connections[, reason]}. Thread-safe.
     nlohmann::json model() const;
     kernel_state state() const;
-
     // What the culling rules look at. Thread-safe.
     kernel_activity activity() const;
+
 private:
     class link_listener;
     struct queued_request {
@@ -136,10 +136,10 @@ private:
     mutable std::mutex model_mutex_;
     std::string execution_state_ = "starting";
     std::chrono::system_clock::time_point last_activity_;
+    std::chrono::system_clock::time_point busy_since_;
+    const std::chrono::system_clock::time_point started_at_;
     std::size_t connections_ = 0;
     std::string reason_;
 };
 
-    std::chrono::system_clock::time_point busy_since_;
-    const std::chrono::system_clock::time_point started_at_;
 }  // namespace callisto::gateway
