@@ -36,7 +36,7 @@ server::server(server_config config, logger log)
       supervisor_(log_.component("supervisor")),
       catalog_(kernel_search_path(config_), log_.component("kernelspecs")),
       kernel_env_{ioc_, reactor_, supervisor_, config_, log_.component("kernel")},
-      kernels_(kernel_env_, catalog_),
+      kernels_(kernel_env_, catalog_, config_.culling),
       kernels_rest_(kernels_),
       kernelspecs_rest_(catalog_, kernels_.default_kernel_name()),
       auth_(config_.token),
@@ -67,6 +67,7 @@ void server::run() {
         request_stop();
     });
     listener_->run();
+    kernels_.start_culling();
 
     std::vector<std::thread> threads;
     for (int i = 1; i < config_.threads; ++i) threads.emplace_back([this] { ioc_.run(); });

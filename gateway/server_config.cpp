@@ -78,6 +78,12 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --ws-ping-interval=SECS   WebSocket keepalive ping interval (default 30)
   --kernel-ready-timeout=SECS  kernel start to first reply (default 60)
   --shutdown-wait=SECS      shutdown_request to SIGTERM (default 5)
+  --cull-idle-timeout=SECS  shut down kernels idle this long (default 0: never)
+  --cull-busy-timeout=SECS  shut down kernels busy this long (default 0: never)
+  --kernel-max-lifetime=SECS  shut down kernels this old, whatever they do (default 0: never)
+  --cull-connected          cull kernels even while clients are connected
+  --cull-interval=SECS      how often the culling rules are checked (default 60)
+  --culled-retention=SECS   how long a culled kernel's id answers 410 Gone (default 3600)
   --log-level=LEVEL         debug, info, warn, error (default info)
   --help                    this text
 
@@ -105,6 +111,11 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         if (name == "--no-auth") {
             if (has_value) return fail("--no-auth takes no value");
             cfg.auth_enabled = false;
+            continue;
+        }
+        if (name == "--cull-connected") {
+            if (has_value) return fail("--cull-connected takes no value");
+            cfg.culling.cull_connected = true;
             continue;
         }
         if (!has_value) {
@@ -156,6 +167,19 @@ parse_result parse_server_config(const std::vector<std::string>& args,
             int secs = 0;
             if (!parse_int(value, secs, 0, 600)) return bad("seconds 0-600");
             cfg.shutdown_wait = std::chrono::seconds(secs);
+        } else if (name == "--cull-idle-timeout" || name == "--cull-busy-timeout" ||
+                   name == "--kernel-max-lifetime" || name == "--cull-interval" ||
+                   name == "--culled-retention") {
+            const bool interval = name == "--cull-interval";
+            int secs = 0;
+            if (!parse_int(value, secs, interval ? 1 : 0, 366 * 24 * 3600))
+                return bad(interval ? "seconds from 1" : "seconds (0 disables)");
+            auto& field = name == "--cull-idle-timeout"   ? cfg.culling.idle_timeout
+                          : name == "--cull-busy-timeout" ? cfg.culling.busy_timeout
+                          : name == "--kernel-max-lifetime" ? cfg.culling.max_lifetime
+                          : interval                        ? cfg.culling.interval
+                                                            : cfg.culling.retention;
+            field = std::chrono::seconds(secs);
         } else if (name == "--log-level") {
             if (!parse_log_level(value, cfg.log)) return bad("debug, info, warn or error");
         } else {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/logger.hpp"
+#include "gateway/kernel_culler.hpp"
 
 namespace callisto::gateway {
 
@@ -34,6 +35,7 @@ struct server_config {
     std::size_t client_send_queue_bytes = 256u << 20;  // per WebSocket, before it is closed
     std::chrono::seconds ws_ping_interval{30};
     std::chrono::milliseconds kernel_ready_timeout{60000};  // spawn -> kernel_info_reply
+    culling_policy culling;                                 // off unless a timeout is set
     std::chrono::milliseconds shutdown_wait{5000};          // shutdown_request -> SIGTERM
     std::chrono::milliseconds kill_grace{3000};             // SIGTERM -> SIGKILL
 

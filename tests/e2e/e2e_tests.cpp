@@ -45,6 +45,19 @@ TEST_CASE("python suite: malformed HTTP gets clear errors and the server keeps s
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("culling: idle kernels go, connected and busy ones stay, culled ids answer 410") {
+    server_process server({"--cull-idle-timeout=3", "--cull-interval=1"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_culling.py", "-k", "idle_kernel",
+                        "-k", "connected_kernel", "-k", "busy_kernel"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE("culling with --cull-connected: attached clients get a notice before the kernel goes") {
+    server_process server({"--cull-idle-timeout=3", "--cull-interval=1", "--cull-connected"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_culling.py", "-k", "notice"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("@jupyterlab/services drives callisto unchanged") {
     server_process server;
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/services_test.mjs"});
