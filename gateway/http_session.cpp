@@ -1,5 +1,7 @@
 #include "gateway/http_session.hpp"
 
+#include <charconv>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
@@ -123,8 +125,17 @@ void http_session::upgrade_to_websocket(const route& r, http_request req) {
                                    "this endpoint speaks WebSocket only (Upgrade: websocket)"));
     auto kernel = is_valid_kernel_id(r.kernel_id) ? services_.kernels.find(r.kernel_id) : nullptr;
     if (!kernel) return send(services_.kernels_rest.no_such_kernel(r.kernel_id));
+    std::optional<std::uint64_t> since;
+    if (auto text = query_param(r.query, "since"); !text.empty()) {
+        std::uint64_t value = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc{} || end != text.data() + text.size())
+            return send(error_response(http::status::bad_request,
+                                       "'since' must be a message sequence number"));
+        since = value;
+    }
     auto ws = std::make_shared<websocket_session>(std::move(stream_), std::move(kernel),
-                                                  services_.config, services_.log);
+                                                  services_.config, services_.log, since);
     services_.sessions.add(ws);
     ws->run(std::move(req));
 }

@@ -74,6 +74,7 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       strand_(asio::make_strand(env.ioc)),
       ready_timer_(strand_),
       stop_timer_(strand_),
+      replay_(env.config.replay_buffer_bytes),
       last_activity_(std::chrono::system_clock::now()),
       started_at_(last_activity_) {}
 
@@ -324,14 +325,17 @@ void kernel_session::shutdown(std::function<void()> on_done, std::string reason)
 
 // ---- clients -------------------------------------------------------------------------------
 
-void kernel_session::attach(const std::shared_ptr<kernel_client>& client) {
-    asio::post(strand_, [self = shared_from_this(), weak = std::weak_ptr(client)] {
+void kernel_session::attach(const std::shared_ptr<kernel_client>& client,
+                            std::optional<std::uint64_t> since) {
+    asio::post(strand_, [self = shared_from_this(), weak = std::weak_ptr(client), since] {
         auto c = weak.lock();
         if (!c) return;
         if (self->state_ == kernel_state::gone || self->state_ == kernel_state::shutting_down) {
             c->close_from_kernel("kernel shut down");
             return;
         }
+        // On the strand, nothing is broadcast between the replay and joining the clients.
+        if (since) self->replay_to(c, *since);
         self->clients_.push_back(weak);
         self->update_connections();
         if (self->state_ == kernel_state::dead) self->send_to(c, channel::iopub,
@@ -395,7 +399,7 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
     switch (ch) {
         case channel::iopub:
             track_activity(msg);
-            broadcast(ch, msg);
+            broadcast(ch, std::move(msg));
             return;
         case channel::shell:
         case channel::control: {
@@ -403,14 +407,14 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
             if (it == awaiting_reply_.end()) return;  // our own request, or its client left
             auto client = it->second.lock();
             awaiting_reply_.erase(it);
-            if (client) send_to(client, ch, msg);
+            if (client) send_to(client, ch, std::move(msg));
             return;
         }
         case channel::stdin_: {
             // input_request: to the client whose execute_request is waiting for input.
             auto it = awaiting_reply_.find(msg.parent_msg_id);
             if (it == awaiting_reply_.end()) return;
-            if (auto client = it->second.lock()) send_to(client, ch, msg);
+            if (auto client = it->second.lock()) send_to(client, ch, std::move(msg));
             return;
         }
     }
@@ -431,7 +435,11 @@ void kernel_session::track_activity(const kernelproto::message& msg) {
     execution_state_ = state;
 }
 
-void kernel_session::broadcast(channel ch, const kernelproto::message& msg) {
+void kernel_session::broadcast(channel ch, kernelproto::message message) {
+    stamp_sequence(message, ++last_seq_);
+    auto shared = std::make_shared<const kernelproto::message>(std::move(message));
+    if (ch == channel::iopub) replay_.add(last_seq_, shared);
+    const kernelproto::message& msg = *shared;
     std::shared_ptr<const kernelproto::websocket_frame> encoded[2];
     bool pruned = false;
     for (auto& weak : clients_) {
@@ -451,9 +459,29 @@ void kernel_session::broadcast(channel ch, const kernelproto::message& msg) {
 }
 
 void kernel_session::send_to(const std::shared_ptr<kernel_client>& client, channel ch,
-                             const kernelproto::message& msg) {
+                             kernelproto::message msg) {
+    stamp_sequence(msg, ++last_seq_);
     client->deliver(std::make_shared<const kernelproto::websocket_frame>(
         kernelproto::to_websocket(msg, ch, client->format())));
+}
+
+void kernel_session::replay_to(const std::shared_ptr<kernel_client>& client, std::uint64_t since) {
+    auto replay = replay_.since(since, last_seq_);
+    if (replay.has_gap()) {
+        // Said as stderr so every client shows it; metadata carries the range for programs.
+        const std::string text = "[callisto] output " + std::to_string(replay.gap_from) + "-" +
+                                 std::to_string(replay.gap_to) +
+                                 " was dropped from the replay buffer; what follows is complete\n";
+        auto notice = kernelproto::make_message("stream", {{"name", "stderr"}, {"text", text}},
+                                                session_id_);
+        notice.metadata = nlohmann::json{{"callisto_gap", {{"from", replay.gap_from},
+                                                           {"to", replay.gap_to}}}}.dump();
+        client->deliver(std::make_shared<const kernelproto::websocket_frame>(
+            kernelproto::to_websocket(notice, channel::iopub, client->format())));
+    }
+    for (const auto& entry : replay.messages)
+        client->deliver(std::make_shared<const kernelproto::websocket_frame>(
+            kernelproto::to_websocket(*entry.msg, channel::iopub, client->format())));
 }
 
 void kernel_session::broadcast_status(std::string_view execution_state) {

@@ -25,6 +25,7 @@
 #include "gateway/kernel_client.hpp"
 #include "gateway/kernel_culler.hpp"
 #include "gateway/kernel_environment.hpp"
+#include "gateway/replay_buffer.hpp"
 #include "kernelproto/message.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
 #include "launcher/kernelspec.hpp"
@@ -67,7 +68,10 @@ public:
     // more than once.
     void shutdown(std::function<void()> on_done, std::string reason = "kernel shut down");
 
-    void attach(const std::shared_ptr<kernel_client>& client);
+    // With `since`, the client first receives the iopub output after that sequence number that
+    // the replay buffer still holds, and a notice for any part it no longer holds.
+    void attach(const std::shared_ptr<kernel_client>& client,
+                std::optional<std::uint64_t> since = std::nullopt);
     void detach(const kernel_client* client);
     // A client's message: replies on shell/control and input requests on stdin go back to the
     // client that asked; iopub goes to every client.
@@ -99,9 +103,11 @@ private:
     void finish_start(std::string error);
     void forward(const std::weak_ptr<kernel_client>& from, kernelproto::channel ch,
                  kernelproto::message msg);
-    void broadcast(kernelproto::channel ch, const kernelproto::message& msg);
+    // Both stamp the message with the kernel's next sequence number; iopub is kept for replay.
+    void broadcast(kernelproto::channel ch, kernelproto::message msg);
     void send_to(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
-                 const kernelproto::message& msg);
+                 kernelproto::message msg);
+    void replay_to(const std::shared_ptr<kernel_client>& client, std::uint64_t since);
     void broadcast_status(std::string_view execution_state);
     void track_activity(const kernelproto::message& msg);
     void set_state(kernel_state s, std::string execution_state, std::string reason = {});
@@ -131,6 +137,8 @@ private:
     std::vector<std::weak_ptr<kernel_client>> clients_;
     std::unordered_map<std::string, std::weak_ptr<kernel_client>> awaiting_reply_;
     std::deque<queued_request> queued_;  // client requests held until the kernel is connected
+    std::uint64_t last_seq_ = 0;         // sequence number of the last message relayed
+    replay_buffer replay_;
 
     // model, read from any thread
     mutable std::mutex model_mutex_;

@@ -75,6 +75,8 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --web-root=DIR            serve a static web UI from DIR at /
   --max-message-size=SIZE   largest WebSocket message from a client (default 32MiB)
   --client-queue=SIZE       per-WebSocket send queue before the client is dropped (default 256MiB)
+  --replay-buffer=SIZE      per-kernel iopub output kept for clients reconnecting with
+                            ?since=SEQ (default 8MiB)
   --ws-ping-interval=SECS   WebSocket keepalive ping interval (default 30)
   --kernel-ready-timeout=SECS  kernel start to first reply (default 60)
   --shutdown-wait=SECS      shutdown_request to SIGTERM (default 5)
@@ -153,6 +155,8 @@ parse_result parse_server_config(const std::vector<std::string>& args,
             cfg.web_root = value;
         } else if (name == "--max-message-size") {
             if (!parse_size(value, cfg.max_message_bytes)) return bad("a size like 32MiB");
+        } else if (name == "--replay-buffer") {
+            if (!parse_size(value, cfg.replay_buffer_bytes)) return bad("a size like 8MiB");
         } else if (name == "--client-queue") {
             if (!parse_size(value, cfg.client_send_queue_bytes)) return bad("a size like 256MiB");
         } else if (name == "--ws-ping-interval") {

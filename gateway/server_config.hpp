@@ -33,6 +33,7 @@ struct server_config {
     std::size_t max_message_bytes = 32u << 20;       // one WebSocket message from a client
     std::size_t max_request_body_bytes = 1u << 20;   // one REST request body
     std::size_t client_send_queue_bytes = 256u << 20;  // per WebSocket, before it is closed
+    std::size_t replay_buffer_bytes = 8u << 20;        // per kernel: iopub kept for ?since=
     std::chrono::seconds ws_ping_interval{30};
     std::chrono::milliseconds kernel_ready_timeout{60000};  // spawn -> kernel_info_reply
     culling_policy culling;                                 // off unless a timeout is set

@@ -36,8 +36,13 @@ bool offers_v1(std::string_view header) {
 
 websocket_session::websocket_session(beast::tcp_stream&& stream,
                                      std::shared_ptr<kernel_session> kernel,
-                                     const server_config& config, logger log)
-    : ws_(std::move(stream)), kernel_(std::move(kernel)), config_(config), log_(std::move(log)) {}
+                                     const server_config& config, logger log,
+                                     std::optional<std::uint64_t> since)
+    : ws_(std::move(stream)),
+      kernel_(std::move(kernel)),
+      config_(config),
+      log_(std::move(log)),
+      since_(since) {}
 
 websocket_session::~websocket_session() { kernel_->detach(this); }
 
@@ -67,7 +72,7 @@ void websocket_session::on_accept(beast::error_code ec) {
         return;
     }
     accepted_ = true;
-    kernel_->attach(shared_from_this());
+    kernel_->attach(shared_from_this(), since_);
     do_read();
 }
 

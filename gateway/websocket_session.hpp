@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/beast/core/flat_buffer.hpp>
@@ -25,8 +26,10 @@ namespace callisto::gateway {
 class websocket_session : public kernel_client,
                           public std::enable_shared_from_this<websocket_session> {
 public:
+    // `since`: replay the kernel's output after this sequence number first (?since=SEQ).
     websocket_session(boost::beast::tcp_stream&& stream, std::shared_ptr<kernel_session> kernel,
-                      const server_config& config, logger log);
+                      const server_config& config, logger log,
+                      std::optional<std::uint64_t> since = std::nullopt);
     ~websocket_session() override;
 
     // Accepts the upgrade (choosing the v1 subprotocol when offered) and starts relaying.
@@ -56,6 +59,7 @@ private:
     const server_config& config_;
     logger log_;
     kernelproto::websocket_format format_ = kernelproto::websocket_format::legacy;
+    std::optional<std::uint64_t> since_;
 
     boost::beast::flat_buffer read_buffer_;
     std::size_t message_bytes_ = 0;

@@ -58,6 +58,19 @@ TEST_CASE("culling with --cull-connected: attached clients get a notice before t
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("replay: a client reconnecting with ?since= gets the output it missed, in order") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_replay.py", "-k", "growing",
+                        "-k", "reconnect", "-k", "since_must"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE("replay: output dropped from a small replay buffer is announced as a gap") {
+    server_process server({"--replay-buffer=64KiB"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_replay.py", "-k", "gap"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("@jupyterlab/services drives callisto unchanged") {
     server_process server;
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/services_test.mjs"});

@@ -368,10 +368,10 @@ def decode_legacy(data, binary):
     return msg
 
 
-def ws_url(kernel_id, session_id=None, auth="header", token=None, base_url=None):
+def ws_url(kernel_id, session_id=None, auth="header", token=None, base_url=None, extra_query=None):
     url = urllib.parse.urlsplit(base_url or BASE_URL)
     scheme = "wss" if url.scheme == "https" else "ws"
-    q = {}
+    q = dict(extra_query or {})
     if session_id is not None:
         q["session_id"] = session_id
     if auth == "query":
@@ -389,7 +389,8 @@ class KernelWS:
     consumed by a wait."""
 
     def __init__(self, kernel_id, protocol="legacy", session_id=None, auth="header",
-                 token=None, connect_timeout=HTTP_TIMEOUT, base_url=None, send_session_id=True):
+                 token=None, connect_timeout=HTTP_TIMEOUT, base_url=None, send_session_id=True,
+                 extra_query=None):
         self.kernel_id = kernel_id
         self.protocol = protocol
         self.session = session_id or uuid.uuid4().hex
@@ -401,7 +402,8 @@ class KernelWS:
         if protocol == "v1":
             kw["subprotocols"] = [V1_PROTOCOL]
         self.ws = websocket.create_connection(
-            ws_url(kernel_id, self.session if send_session_id else None, auth, token, base_url),
+            ws_url(kernel_id, self.session if send_session_id else None, auth, token, base_url,
+                   extra_query),
             header=headers, timeout=connect_timeout, enable_multithread=False, **kw)
         if protocol == "v1":
             got = self.ws.getsubprotocol()
