@@ -10,13 +10,25 @@ namespace callisto::gateway {
 
 kernel_manager::kernel_manager(kernel_environment& env,
                                const launcher::kernelspec_catalog& catalog, culling_policy culling,
-                               clock_fn clock)
+                               std::map<std::string, std::size_t> pool_sizes, clock_fn clock)
     : env_(env),
       catalog_(catalog),
       culling_(culling),
       clock_(std::move(clock)),
       culled_(culling.retention),
+      pool_(env.ioc, catalog, std::move(pool_sizes),
+            [&env](launcher::kernelspec spec) {
+                return std::make_shared<kernel_session>(env, kernelproto::new_uuid(),
+                                                        std::move(spec),
+                                                        std::map<std::string, std::string>{});
+            },
+            env.log.component("pool")),
       cull_timer_(boost::asio::make_strand(env.ioc)) {}
+
+void kernel_manager::start() {
+    pool_.start();
+    start_culling();
+}
 
 void kernel_manager::start_culling() {
     if (!culling_.enabled()) return;
@@ -78,6 +90,11 @@ void kernel_manager::create(create_kernel_request request,
         done({nullptr, false, 404, "no such kernelspec: '" + name + "'"});
         return;
     }
+    // A pooled kernel answers already; one asked for with its own id or environment cannot be
+    // pre-started, so it starts fresh.
+    if (request.kernel_id.empty() && request.env.empty()) {
+        if (auto pooled = pool_.claim(spec->name)) return register_claimed(std::move(pooled), done);
+    }
     std::shared_ptr<kernel_session> kernel;
     {
         std::lock_guard lock(mutex_);
@@ -113,6 +130,19 @@ void kernel_manager::create(create_kernel_request request,
     });
 }
 
+void kernel_manager::register_claimed(std::shared_ptr<kernel_session> kernel,
+                                      const std::function<void(create_kernel_result)>& done) {
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) {
+            kernel->shutdown([] {}, "server shutting down");
+            return done({nullptr, false, 503, "the server is shutting down"});
+        }
+        kernels_.emplace(kernel->id(), kernel);
+    }
+    done({std::move(kernel), true, 201, {}});
+}
+
 std::shared_ptr<kernel_session> kernel_manager::find(const std::string& id) const {
     std::lock_guard lock(mutex_);
     auto it = kernels_.find(id);
@@ -144,6 +174,15 @@ void kernel_manager::remove(const std::string& id, std::function<void(bool)> don
 }
 
 void kernel_manager::shutdown_all(std::function<void()> done) {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    // The pool first (it stops refilling), then every registered kernel.
+    pool_.shutdown([this, done = std::move(done)]() mutable { shutdown_registered(std::move(done)); });
+}
+
+void kernel_manager::shutdown_registered(std::function<void()> done) {
     std::vector<std::shared_ptr<kernel_session>> all;
     {
         std::lock_guard lock(mutex_);

@@ -16,6 +16,7 @@
 #include "gateway/kernel_culler.hpp"
 #include "gateway/kernel_environment.hpp"
 #include "gateway/kernel_session.hpp"
+#include "gateway/warm_pool.hpp"
 #include "launcher/kernelspec_catalog.hpp"
 
 namespace callisto::gateway {
@@ -37,8 +38,13 @@ class kernel_manager {
 public:
     using clock_fn = std::function<wall_clock::time_point()>;
 
+    // pool_sizes: kernelspec name -> pre-started kernels to keep ready (empty: no pool).
     kernel_manager(kernel_environment& env, const launcher::kernelspec_catalog& catalog,
-                   culling_policy culling = {}, clock_fn clock = wall_clock::now);
+                   culling_policy culling = {}, std::map<std::string, std::size_t> pool_sizes = {},
+                   clock_fn clock = wall_clock::now);
+
+    // Fills the warm pool and starts the culling timer.
+    void start();
 
     // Completion runs on an arbitrary thread.
     void create(create_kernel_request request, std::function<void(create_kernel_result)> done);
@@ -49,26 +55,29 @@ public:
     // Shuts the kernel down and forgets it; done(false) when there is no such kernel.
     void remove(const std::string& id, std::function<void(bool found)> done);
 
-    // Refuses new kernels from now on and shuts every kernel down.
+    // Refuses new kernels from now on and shuts every kernel, pooled ones too, down.
     void shutdown_all(std::function<void()> done);
 
     std::string default_kernel_name() const;
 
-    // Checks the culling rules every policy.interval (no-op when no rule is set).
-    void start_culling();
     // Applies the culling rules once; returns how many kernels it began to cull.
     std::size_t cull_once();
     // A kernel culled within the retention period: its id answers 410 Gone.
     std::optional<culled_kernel> culled(const std::string& id) const;
 
 private:
+    void start_culling();
     void schedule_cull();
+    void shutdown_registered(std::function<void()> done);
+    void register_claimed(std::shared_ptr<kernel_session> kernel,
+                          const std::function<void(create_kernel_result)>& done);
 
     kernel_environment& env_;
     const launcher::kernelspec_catalog& catalog_;
     const culling_policy culling_;
     const clock_fn clock_;
     culled_kernels culled_;
+    warm_pool pool_;
     boost::asio::steady_timer cull_timer_;
     mutable std::mutex mutex_;
     std::map<std::string, std::shared_ptr<kernel_session>> kernels_;

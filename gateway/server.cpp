@@ -25,6 +25,16 @@ void prepare_runtime_root(const fs::path& root) {
     fs::permissions(root, fs::perms::owner_all, fs::perm_options::replace);
 }
 
+// --pool-size applies to the default kernelspec; --pool=NAME:N entries win over it.
+std::map<std::string, std::size_t> pool_sizes(const server_config& config,
+                                              const launcher::kernelspec_catalog& catalog) {
+    auto sizes = config.pool_sizes;
+    const std::string name = config.default_kernel.empty() ? catalog.default_name()
+                                                           : config.default_kernel;
+    if (!name.empty() && !sizes.count(name)) sizes[name] = config.default_pool_size;
+    return sizes;
+}
+
 }  // namespace
 
 server::server(server_config config, logger log)
@@ -36,7 +46,7 @@ server::server(server_config config, logger log)
       supervisor_(log_.component("supervisor")),
       catalog_(kernel_search_path(config_), log_.component("kernelspecs")),
       kernel_env_{ioc_, reactor_, supervisor_, config_, log_.component("kernel")},
-      kernels_(kernel_env_, catalog_, config_.culling),
+      kernels_(kernel_env_, catalog_, config_.culling, pool_sizes(config_, catalog_)),
       kernels_rest_(kernels_),
       kernelspecs_rest_(catalog_, kernels_.default_kernel_name()),
       auth_(config_.token),
@@ -67,7 +77,7 @@ void server::run() {
         request_stop();
     });
     listener_->run();
-    kernels_.start_culling();
+    kernels_.start();
 
     std::vector<std::thread> threads;
     for (int i = 1; i < config_.threads; ++i) threads.emplace_back([this] { ioc_.run(); });

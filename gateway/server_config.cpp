@@ -80,6 +80,8 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --ws-ping-interval=SECS   WebSocket keepalive ping interval (default 30)
   --kernel-ready-timeout=SECS  kernel start to first reply (default 60)
   --shutdown-wait=SECS      shutdown_request to SIGTERM (default 5)
+  --pool-size=N             pre-started kernels of the default kernelspec (default 1; 0: none)
+  --pool=NAME:N             pre-started kernels of kernelspec NAME (repeatable)
   --cull-idle-timeout=SECS  shut down kernels idle this long (default 0: never)
   --cull-busy-timeout=SECS  shut down kernels busy this long (default 0: never)
   --kernel-max-lifetime=SECS  shut down kernels this old, whatever they do (default 0: never)
@@ -155,6 +157,16 @@ parse_result parse_server_config(const std::vector<std::string>& args,
             cfg.web_root = value;
         } else if (name == "--max-message-size") {
             if (!parse_size(value, cfg.max_message_bytes)) return bad("a size like 32MiB");
+        } else if (name == "--pool-size") {
+            if (!parse_int(value, cfg.default_pool_size, std::size_t{0}, std::size_t{64}))
+                return bad("a number 0-64");
+        } else if (name == "--pool") {
+            const auto colon = value.rfind(':');
+            std::size_t size = 0;
+            if (colon == std::string::npos || colon == 0 ||
+                !parse_int(value.substr(colon + 1), size, std::size_t{0}, std::size_t{64}))
+                return bad("NAME:N with N 0-64");
+            cfg.pool_sizes[value.substr(0, colon)] = size;
         } else if (name == "--replay-buffer") {
             if (!parse_size(value, cfg.replay_buffer_bytes)) return bad("a size like 8MiB");
         } else if (name == "--client-queue") {
