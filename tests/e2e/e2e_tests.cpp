@@ -71,6 +71,12 @@ TEST_CASE("replay: output dropped from a small replay buffer is announced as a g
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("warm pool: creates claim pre-started kernels, the pool refills, none is shared") {
+    server_process server({"--pool-size=1"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_pool.py"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("@jupyterlab/services drives callisto unchanged") {
     server_process server;
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/services_test.mjs"});
