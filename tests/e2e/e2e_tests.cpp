@@ -83,6 +83,12 @@ TEST_CASE("@jupyterlab/services drives callisto unchanged") {
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("the web UI runs code in headless Chromium") {
+    server_process server({"--web-root=" + source_dir + "/web"});
+    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/browser/web_ui_test.mjs"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("jupyter_server --gateway-url attaches to callisto") {
     server_process server;
     run_client(server, {python, source_dir + "/tests/e2e/python/test_jupyter_server_gateway.py"});
