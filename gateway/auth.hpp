@@ -1,27 +1,46 @@
 #pragma once
 // Token authentication as jupyter_server does it: "Authorization: token T" (or "Bearer T")
-// or "?token=T". Compared in constant time.
+// or "?token=T", compared in constant time. Either one token for one admin user, or a users
+// file: a JSON array of {"name", "token_sha256", "role": "user"|"admin", "max_kernels"}, so
+// no plain token is ever stored.
 
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "gateway/user.hpp"
 
 namespace callisto::gateway {
 
 class token_auth {
 public:
-    // An empty token disables authentication.
+    // One token, one admin user named "admin". An empty token disables authentication
+    // (everyone is that admin).
     explicit token_auth(std::string token);
 
-    bool enabled() const { return !token_.empty(); }
+    // Reads a users file; throws std::runtime_error naming the file and the problem.
+    static token_auth from_users_file(const std::filesystem::path& file);
+
+    bool enabled() const { return !anonymous_; }
 
     // `authorization` is the Authorization header value ("" if absent), `query` the raw query.
-    bool authorized(std::string_view authorization, std::string_view query) const;
+    std::optional<user> authenticate(std::string_view authorization, std::string_view query) const;
+
+    // Lower-case hex SHA-256 of a token, as the users file stores it.
+    static std::string token_sha256(std::string_view token);
 
 private:
-    bool matches(std::string_view candidate) const;
+    struct entry {
+        user who;
+        std::string digest;  // raw SHA-256 of the token
+    };
+    token_auth() = default;
+    std::optional<user> match(std::string_view candidate) const;
 
-    std::string token_;
-    std::string token_digest_;
+    std::vector<entry> entries_;
+    bool anonymous_ = false;
 };
 
 }  // namespace callisto::gateway

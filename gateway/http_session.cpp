@@ -88,7 +88,8 @@ void http_session::dispatch_request(http_request req) {
     }
     // GET /api (the version) and the static web UI are public, as in jupyter_server.
     const bool public_route = r.kind == route_kind::api_info || r.kind == route_kind::static_file;
-    if (!public_route && !services_.auth.authorized(req[http::field::authorization], r.query)) {
+    auto who = services_.auth.authenticate(req[http::field::authorization], r.query);
+    if (!public_route && !who) {
         return send(error_response(http::status::forbidden,
                                    "a valid token is required: 'Authorization: token T' or "
                                    "'?token=T'"));
@@ -104,14 +105,14 @@ void http_session::dispatch_request(http_request req) {
             return services_.kernelspecs_rest.handle(
                 r, req, [this](http_response res) { send(std::move(res)); });
         case route_kind::kernel_channels:
-            return upgrade_to_websocket(r, std::move(req));
+            return upgrade_to_websocket(r, *who, std::move(req));
         case route_kind::static_file:
             return send(serve_file(services_.config.web_root, r.file.empty() ? "index.html"
                                                                              : r.file));
         default: {
             // Kernel handlers may answer later from another thread: hop back to this strand.
             auto self = shared_from_this();
-            services_.kernels_rest.handle(r, req, [self](http_response res) {
+            services_.kernels_rest.handle(r, req, *who, [self](http_response res) {
                 asio::dispatch(self->stream_.get_executor(),
                                [self, res = std::move(res)]() mutable { self->send(std::move(res)); });
             });
@@ -119,11 +120,13 @@ void http_session::dispatch_request(http_request req) {
     }
 }
 
-void http_session::upgrade_to_websocket(const route& r, http_request req) {
+void http_session::upgrade_to_websocket(const route& r, const user& who, http_request req) {
     if (!beast::websocket::is_upgrade(req))
         return send(error_response(http::status::bad_request,
                                    "this endpoint speaks WebSocket only (Upgrade: websocket)"));
-    auto kernel = is_valid_kernel_id(r.kernel_id) ? services_.kernels.find(r.kernel_id) : nullptr;
+    // Only the owner, or an admin attaching to debug, reaches a kernel's channels.
+    auto kernel =
+        is_valid_kernel_id(r.kernel_id) ? services_.kernels.find_for(r.kernel_id, who) : nullptr;
     if (!kernel) return send(services_.kernels_rest.no_such_kernel(r.kernel_id));
     std::optional<std::uint64_t> since;
     if (auto text = query_param(r.query, "since"); !text.empty()) {

@@ -12,6 +12,7 @@
 
 #include "gateway/api_request.hpp"
 #include "gateway/gateway_services.hpp"
+#include "gateway/user.hpp"
 
 namespace callisto::gateway {
 
@@ -26,7 +27,7 @@ private:
     void do_read();
     void on_read(boost::beast::error_code ec, std::size_t bytes);
     void dispatch_request(http_request req);
-    void upgrade_to_websocket(const route& r, http_request req);
+    void upgrade_to_websocket(const route& r, const user& who, http_request req);
     void send(http_response res);
     void on_write(bool keep_alive, boost::beast::error_code ec, std::size_t bytes);
 

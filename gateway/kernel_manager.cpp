@@ -10,10 +10,12 @@ namespace callisto::gateway {
 
 kernel_manager::kernel_manager(kernel_environment& env,
                                const launcher::kernelspec_catalog& catalog, culling_policy culling,
-                               std::map<std::string, std::size_t> pool_sizes, clock_fn clock)
+                               std::map<std::string, std::size_t> pool_sizes,
+                               std::size_t max_kernels, clock_fn clock)
     : env_(env),
       catalog_(catalog),
       culling_(culling),
+      max_kernels_(max_kernels),
       clock_(std::move(clock)),
       culled_(culling.retention),
       pool_(env.ioc, catalog, std::move(pool_sizes),
@@ -86,61 +88,80 @@ void kernel_manager::create(create_kernel_request request,
                             std::function<void(create_kernel_result)> done) {
     const std::string name = request.name.empty() ? default_kernel_name() : request.name;
     auto spec = catalog_.find(name);
-    if (!spec) {
-        done({nullptr, false, 404, "no such kernelspec: '" + name + "'"});
-        return;
-    }
-    // A pooled kernel answers already; one asked for with its own id or environment cannot be
-    // pre-started, so it starts fresh.
-    if (request.kernel_id.empty() && request.env.empty()) {
-        if (auto pooled = pool_.claim(spec->name)) return register_claimed(std::move(pooled), done);
-    }
-    std::shared_ptr<kernel_session> kernel;
+    if (!spec) return done({nullptr, false, 404, "no such kernelspec: '" + name + "'"});
+
+    std::optional<create_kernel_result> answer;  // decided under the lock, given outside it
+    std::shared_ptr<kernel_session> fresh;
     {
         std::lock_guard lock(mutex_);
+        auto existing = request.kernel_id.empty() ? kernels_.end() : kernels_.find(request.kernel_id);
         if (stopping_) {
-            done({nullptr, false, 503, "the server is shutting down"});
-            return;
-        }
-        if (!request.kernel_id.empty()) {
-            if (auto it = kernels_.find(request.kernel_id); it != kernels_.end()) {
-                if (it->second->kernelspec_name() != spec->name) {
-                    done({nullptr, false, 409,
+            answer = {nullptr, false, 503, "the server is shutting down"};
+        } else if (existing != kernels_.end()) {
+            // Idempotent create: the same id again is the same kernel, for its owner.
+            const auto& k = existing->second;
+            if (!request.owner.may_use(k->owner()))
+                answer = {nullptr, false, 409, "kernel id " + request.kernel_id + " is taken"};
+            else if (k->kernelspec_name() != spec->name)
+                answer = {nullptr, false, 409,
                           "kernel " + request.kernel_id + " exists with kernelspec '" +
-                              it->second->kernelspec_name() + "'"});
-                    return;
-                }
-                done({it->second, false, 200, {}});
-                return;
+                              k->kernelspec_name() + "'"};
+            else
+                answer = {k, false, 200, {}};
+        } else if (auto refusal = over_limit(request.owner)) {
+            answer = {nullptr, false, 429, *refusal};
+        } else {
+            // A pooled kernel answers already; one asked for with its own id or environment
+            // cannot be pre-started, so it starts fresh. Both happen under the lock, so the
+            // limits hold under concurrent creates.
+            std::shared_ptr<kernel_session> pooled;
+            if (request.kernel_id.empty() && request.env.empty()) pooled = pool_.claim(spec->name);
+            if (pooled) {
+                answer = {pooled, true, 201, {}};
+            } else {
+                std::string id =
+                    request.kernel_id.empty() ? kernelproto::new_uuid() : request.kernel_id;
+                culled_.forget(id);
+                pooled = fresh = std::make_shared<kernel_session>(env_, id, std::move(*spec),
+                                                                  std::move(request.env));
             }
+            pooled->assign_owner(request.owner.name);
+            kernels_.emplace(pooled->id(), pooled);
         }
-        std::string id = request.kernel_id.empty() ? kernelproto::new_uuid() : request.kernel_id;
-        culled_.forget(id);
-        kernel = std::make_shared<kernel_session>(env_, id, std::move(*spec),
-                                                  std::move(request.env));
-        kernels_.emplace(id, kernel);
     }
-    kernel->start([this, kernel, done = std::move(done)](std::string error) {
-        if (error.empty()) {
-            done({kernel, true, 201, {}});
-            return;
-        }
+    if (answer) return done(std::move(*answer));
+    fresh->start([this, fresh, done = std::move(done)](std::string error) {
+        if (error.empty()) return done({fresh, true, 201, {}});
         // A kernel that never became ready is not kept: clean it up, then answer.
-        remove(kernel->id(), [done, error](bool) { done({nullptr, false, 500, error}); });
+        remove(fresh->id(), [done, error](bool) { done({nullptr, false, 500, error}); });
     });
 }
 
-void kernel_manager::register_claimed(std::shared_ptr<kernel_session> kernel,
-                                      const std::function<void(create_kernel_result)>& done) {
-    {
-        std::lock_guard lock(mutex_);
-        if (stopping_) {
-            kernel->shutdown([] {}, "server shutting down");
-            return done({nullptr, false, 503, "the server is shutting down"});
-        }
-        kernels_.emplace(kernel->id(), kernel);
+// Called with mutex_ held. Pending starts are in kernels_ already, so they count.
+std::optional<std::string> kernel_manager::over_limit(const user& who) const {
+    if (max_kernels_ > 0 && kernels_.size() >= max_kernels_)
+        return "the server runs its maximum of " + std::to_string(max_kernels_) + " kernels";
+    if (who.max_kernels > 0) {
+        std::size_t mine = 0;
+        for (const auto& [id, k] : kernels_)
+            if (k->owner() == who.name) ++mine;
+        if (mine >= who.max_kernels)
+            return "user '" + who.name + "' already has " + std::to_string(mine) +
+                   " kernels, the limit";
     }
-    done({std::move(kernel), true, 201, {}});
+    return std::nullopt;
+}
+
+std::shared_ptr<kernel_session> kernel_manager::find_for(const std::string& id,
+                                                         const user& who) const {
+    auto k = find(id);
+    return k && who.may_use(k->owner()) ? k : nullptr;
+}
+
+std::vector<std::shared_ptr<kernel_session>> kernel_manager::list_for(const user& who) const {
+    auto all = list();
+    std::erase_if(all, [&](const auto& k) { return !who.may_use(k->owner()); });
+    return all;
 }
 
 std::shared_ptr<kernel_session> kernel_manager::find(const std::string& id) const {

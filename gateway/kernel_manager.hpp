@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,12 +17,14 @@
 #include "gateway/kernel_culler.hpp"
 #include "gateway/kernel_environment.hpp"
 #include "gateway/kernel_session.hpp"
+#include "gateway/user.hpp"
 #include "gateway/warm_pool.hpp"
 #include "launcher/kernelspec_catalog.hpp"
 
 namespace callisto::gateway {
 
 struct create_kernel_request {
+    user owner;             // who asks; their kernel limit applies
     std::string name;       // kernelspec; empty: the default
     std::string kernel_id;  // empty: a fresh uuid; else idempotent create with this id
     std::map<std::string, std::string> env;  // KERNEL_* variables for the kernel
@@ -30,7 +33,7 @@ struct create_kernel_request {
 struct create_kernel_result {
     std::shared_ptr<kernel_session> kernel;  // null on failure
     bool created = false;                    // false: an existing kernel with this id
-    int http_status = 500;                   // on failure: 400, 404, 409, 500, 503
+    int http_status = 500;                   // on failure: 400, 404, 409, 429, 500, 503
     std::string error;
 };
 
@@ -39,9 +42,10 @@ public:
     using clock_fn = std::function<wall_clock::time_point()>;
 
     // pool_sizes: kernelspec name -> pre-started kernels to keep ready (empty: no pool).
+    // max_kernels: all users together, 0 for no limit (starts still pending count too).
     kernel_manager(kernel_environment& env, const launcher::kernelspec_catalog& catalog,
                    culling_policy culling = {}, std::map<std::string, std::size_t> pool_sizes = {},
-                   clock_fn clock = wall_clock::now);
+                   std::size_t max_kernels = 0, clock_fn clock = wall_clock::now);
 
     // Fills the warm pool and starts the culling timer.
     void start();
@@ -51,6 +55,10 @@ public:
 
     std::shared_ptr<kernel_session> find(const std::string& id) const;
     std::vector<std::shared_ptr<kernel_session>> list() const;
+    // Only what `who` may see: their own kernels, or all for an admin. Others' ids are
+    // answered as if they did not exist.
+    std::shared_ptr<kernel_session> find_for(const std::string& id, const user& who) const;
+    std::vector<std::shared_ptr<kernel_session>> list_for(const user& who) const;
 
     // Shuts the kernel down and forgets it; done(false) when there is no such kernel.
     void remove(const std::string& id, std::function<void(bool found)> done);
@@ -69,12 +77,12 @@ private:
     void start_culling();
     void schedule_cull();
     void shutdown_registered(std::function<void()> done);
-    void register_claimed(std::shared_ptr<kernel_session> kernel,
-                          const std::function<void(create_kernel_result)>& done);
+    std::optional<std::string> over_limit(const user& who) const;
 
     kernel_environment& env_;
     const launcher::kernelspec_catalog& catalog_;
     const culling_policy culling_;
+    const std::size_t max_kernels_;
     const clock_fn clock_;
     culled_kernels culled_;
     warm_pool pool_;

@@ -97,6 +97,16 @@ nlohmann::json kernel_session::model() const {
 
 kernel_state kernel_session::state() const { return state_.load(); }
 
+std::string kernel_session::owner() const {
+    std::lock_guard lock(model_mutex_);
+    return owner_;
+}
+
+void kernel_session::assign_owner(std::string name) {
+    std::lock_guard lock(model_mutex_);
+    owner_ = std::move(name);
+}
+
 kernel_activity kernel_session::activity() const {
     std::lock_guard lock(model_mutex_);
     return {execution_state_, last_activity_, busy_since_, started_at_, connections_};

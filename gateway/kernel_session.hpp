@@ -84,6 +84,10 @@ public:
     // What the culling rules look at. Thread-safe.
     kernel_activity activity() const;
 
+    // The user the kernel belongs to; set once when it is created or claimed from the pool.
+    std::string owner() const;
+    void assign_owner(std::string name);
+
 private:
     class link_listener;
     struct queued_request {
@@ -148,6 +152,7 @@ private:
     const std::chrono::system_clock::time_point started_at_;
     std::size_t connections_ = 0;
     std::string reason_;
+    std::string owner_;
 };
 
 }  // namespace callisto::gateway

@@ -26,15 +26,16 @@ http_response kernels_api::no_such_kernel(const std::string& id) const {
 
 kernels_api::kernels_api(kernel_manager& kernels) : kernels_(kernels) {}
 
-void kernels_api::handle(const route& r, const http_request& req, respond_fn respond) {
+void kernels_api::handle(const route& r, const http_request& req, const user& who,
+                         respond_fn respond) {
     if (r.kind == route_kind::kernels_list) {
         nlohmann::json list = nlohmann::json::array();
-        for (const auto& k : kernels_.list()) list.push_back(k->model());
+        for (const auto& k : kernels_.list_for(who)) list.push_back(k->model());
         return respond(json_response(http::status::ok, list));
     }
-    if (r.kind == route_kind::kernel_create) return create(req, std::move(respond));
+    if (r.kind == route_kind::kernel_create) return create(req, who, std::move(respond));
 
-    auto kernel = is_valid_kernel_id(r.kernel_id) ? kernels_.find(r.kernel_id) : nullptr;
+    auto kernel = is_valid_kernel_id(r.kernel_id) ? kernels_.find_for(r.kernel_id, who) : nullptr;
     if (!kernel) return respond(no_such_kernel(r.kernel_id));
 
     switch (r.kind) {
@@ -65,8 +66,9 @@ void kernels_api::handle(const route& r, const http_request& req, respond_fn res
     }
 }
 
-void kernels_api::create(const http_request& req, respond_fn respond) {
+void kernels_api::create(const http_request& req, const user& who, respond_fn respond) {
     create_kernel_request request;
+    request.owner = who;
     if (!req.body().empty()) {
         auto body = nlohmann::json::parse(req.body(), nullptr, false);
         if (body.is_discarded() || !body.is_object())
@@ -105,8 +107,10 @@ void kernels_api::create(const http_request& req, respond_fn respond) {
     }
     kernels_.create(std::move(request), [respond = std::move(respond)](create_kernel_result r) {
         if (!r.kernel) {
-            return respond(
-                error_response(static_cast<http::status>(r.http_status), r.error));
+            auto res = error_response(static_cast<http::status>(r.http_status), r.error);
+            // At capacity: come back later, and say when, rather than an unexplained refusal.
+            if (r.http_status == 429) res.set(http::field::retry_after, "10");
+            return respond(std::move(res));
         }
         auto res = json_response(r.created ? http::status::created : http::status::ok,
                                  r.kernel->model());

@@ -3,6 +3,7 @@
 
 #include "gateway/api_request.hpp"
 #include "gateway/kernel_manager.hpp"
+#include "gateway/user.hpp"
 
 namespace callisto::gateway {
 
@@ -10,13 +11,14 @@ class kernels_api {
 public:
     explicit kernels_api(kernel_manager& kernels);
 
-    void handle(const route& r, const http_request& req, respond_fn respond);
+    // `who` sees and touches only their own kernels (an admin: all).
+    void handle(const route& r, const http_request& req, const user& who, respond_fn respond);
 
     // 410 Gone for a kernel culled within the retention period, else 404.
     http_response no_such_kernel(const std::string& id) const;
 
 private:
-    void create(const http_request& req, respond_fn respond);
+    void create(const http_request& req, const user& who, respond_fn respond);
 
     kernel_manager& kernels_;
 };

@@ -33,7 +33,10 @@ int main(int argc, char** argv) {
         std::string host = ep.address().is_v6() ? "[" + ep.address().to_string() + "]"
                                                 : ep.address().to_string();
         std::string url = "http://" + host + ":" + std::to_string(ep.port()) + "/";
-        if (!cfg.auth_enabled) {
+        if (!cfg.users_file.empty()) {
+            std::printf("Callisto is serving on %s (users from %s)\n", url.c_str(),
+                        cfg.users_file.c_str());
+        } else if (!cfg.auth_enabled) {
             log.warn("authentication is OFF (--no-auth): anyone who reaches the port runs code");
             std::printf("Callisto is serving on %s\n", url.c_str());
         } else {

@@ -46,10 +46,12 @@ server::server(server_config config, logger log)
       supervisor_(log_.component("supervisor")),
       catalog_(kernel_search_path(config_), log_.component("kernelspecs")),
       kernel_env_{ioc_, reactor_, supervisor_, config_, log_.component("kernel")},
-      kernels_(kernel_env_, catalog_, config_.culling, pool_sizes(config_, catalog_)),
+      kernels_(kernel_env_, catalog_, config_.culling, pool_sizes(config_, catalog_),
+               config_.max_kernels),
       kernels_rest_(kernels_),
       kernelspecs_rest_(catalog_, kernels_.default_kernel_name()),
-      auth_(config_.token),
+      auth_(config_.users_file.empty() ? token_auth(config_.token)
+                                       : token_auth::from_users_file(config_.users_file)),
       services_{config_, auth_, kernels_, kernels_rest_, kernelspecs_rest_, sessions_,
                 log_.component("http")} {
     prepare_runtime_root(config_.runtime_root);

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "gateway/auth.hpp"
 #include "kernelproto/ids.hpp"
 
 namespace callisto::gateway {
@@ -80,6 +81,11 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --ws-ping-interval=SECS   WebSocket keepalive ping interval (default 30)
   --kernel-ready-timeout=SECS  kernel start to first reply (default 60)
   --shutdown-wait=SECS      shutdown_request to SIGTERM (default 5)
+  --users=FILE              users, roles and kernel quotas (JSON; replaces --token):
+                            [{"name": "ana", "token_sha256": "…", "role": "user",
+                              "max_kernels": 4}, …]
+  --hash-token=T            print the token_sha256 of T for a users file, and exit
+  --max-kernels=N           kernels of all users together (default 0: no limit)
   --pool-size=N             pre-started kernels of the default kernelspec (default 1; 0: none)
   --pool=NAME:N             pre-started kernels of kernelspec NAME (repeatable)
   --cull-idle-timeout=SECS  shut down kernels idle this long (default 0: never)
@@ -157,6 +163,15 @@ parse_result parse_server_config(const std::vector<std::string>& args,
             cfg.web_root = value;
         } else if (name == "--max-message-size") {
             if (!parse_size(value, cfg.max_message_bytes)) return bad("a size like 32MiB");
+        } else if (name == "--users") {
+            if (value.empty()) return bad("a users file");
+            cfg.users_file = value;
+        } else if (name == "--hash-token") {
+            if (!valid_token(value)) return bad("8-512 printable characters without spaces");
+            return {std::nullopt, token_auth::token_sha256(value), 0};
+        } else if (name == "--max-kernels") {
+            if (!parse_int(value, cfg.max_kernels, std::size_t{0}, std::size_t{100000}))
+                return bad("a number 0-100000");
         } else if (name == "--pool-size") {
             if (!parse_int(value, cfg.default_pool_size, std::size_t{0}, std::size_t{64}))
                 return bad("a number 0-64");

@@ -37,6 +37,8 @@ struct server_config {
     std::chrono::seconds ws_ping_interval{30};
     std::chrono::milliseconds kernel_ready_timeout{60000};  // spawn -> kernel_info_reply
     culling_policy culling;                                 // off unless a timeout is set
+    std::filesystem::path users_file;                       // users, roles, quotas; else --token
+    std::size_t max_kernels = 0;                            // all users together; 0: no limit
     std::size_t default_pool_size = 1;                      // ready kernels of the default spec
     std::map<std::string, std::size_t> pool_sizes;          // --pool=NAME:N, per kernelspec
     std::chrono::milliseconds shutdown_wait{5000};          // shutdown_request -> SIGTERM

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <thread>
 
 #include "server_process.hpp"
@@ -75,6 +77,25 @@ TEST_CASE("warm pool: creates claim pre-started kernels, the pool refills, none 
     server_process server({"--pool-size=1"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_pool.py"});
     CHECK(server.stop() == 0);
+}
+
+TEST_CASE("users: kernels belong to their owner, admins see all, limits answer 429") {
+    // Tokens ana-token-1, bob-token-1 and root-token-1, stored as their SHA-256.
+    const auto users = std::filesystem::temp_directory_path() /
+                       ("callisto-e2e-users-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(users) << R"([
+      {"name": "ana", "max_kernels": 2,
+       "token_sha256": "5413abcae7f67f869d454a3fd136a2afd8298547e9a6557e08d477431152e363"},
+      {"name": "bob",
+       "token_sha256": "da35348540eea93333fbee67961c2b02777aff29018cbbd343e7b9ac2e259122"},
+      {"name": "root", "role": "admin",
+       "token_sha256": "588ac599344e31258de36ab84603a60430ef29f3d8887381b9aea73e7bdc9a7a"}])";
+    {
+        server_process server({"--users=" + users.string(), "--max-kernels=3"});
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_users.py"});
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove(users);
 }
 
 TEST_CASE("@jupyterlab/services drives callisto unchanged") {

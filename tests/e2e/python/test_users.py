@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""Owners and quotas with real kernels. The server under test runs with --users=FILE where
+FILE holds ana (token ana-token-1, max_kernels 2), bob (bob-token-1) and root (root-token-1,
+admin), and with --max-kernels=3.
+
+  CALLISTO_URL=… /usr/bin/python3 test_users.py
+"""
+
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from e2e_client import KernelWS, api, check, check_eq, run_tests, test  # noqa: E402
+
+ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
+
+
+def create(token):
+    return api("POST", "/api/kernels", {"name": "python3"}, token=token)
+
+
+def delete(token, kernel_id):
+    try:
+        api("DELETE", f"/api/kernels/{kernel_id}", token=token)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def concurrent_creates(token, n):
+    results = []
+    lock = threading.Lock()
+
+    def one():
+        r = create(token)
+        with lock:
+            results.append(r)
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    return results
+
+
+@test
+def test_another_user_cannot_see_or_touch_a_kernel():
+    r = create(ANA)
+    check_eq(r.status, 201, "ana creates")
+    kid = r.json()["id"]
+    try:
+        check(kid in [k["id"] for k in api("GET", "/api/kernels", token=ANA).json()], "ana lists it")
+        check(kid not in [k["id"] for k in api("GET", "/api/kernels", token=BOB).json()],
+              "bob does not list it")
+        for method, path in (("GET", ""), ("DELETE", ""), ("POST", "/interrupt"), ("POST", "/restart")):
+            check_eq(api(method, f"/api/kernels/{kid}{path}", token=BOB).status, 404,
+                     f"bob {method} {path or '/'}")
+        try:
+            KernelWS(kid, token=BOB)
+        except Exception as e:  # noqa: BLE001
+            check("404" in str(e), "bob's WebSocket refused as unknown", e)
+        else:
+            check(False, "bob attached to ana's kernel")
+        check_eq(api("POST", "/api/kernels", {"name": "python3", "kernel_id": kid}, token=BOB).status,
+                 409, "bob cannot take ana's id")
+        with KernelWS(kid, token=ANA) as ws:
+            ws.kernel_info()
+            check_eq(ws.run("x = 41; x + 1").result_text(), "42", "ana runs code")
+    finally:
+        delete(ANA, kid)
+
+
+@test
+def test_admin_sees_and_attaches_to_any_kernel():
+    r = create(ANA)
+    kid = r.json()["id"]
+    try:
+        check(kid in [k["id"] for k in api("GET", "/api/kernels", token=ROOT).json()], "admin lists it")
+        check_eq(api("GET", f"/api/kernels/{kid}", token=ROOT).status, 200, "admin reads it")
+        with KernelWS(kid, token=ROOT) as ws:
+            ws.kernel_info()
+            check_eq(ws.run("6 * 7").result_text(), "42", "admin runs code in it")
+    finally:
+        delete(ANA, kid)
+
+
+@test
+def test_per_user_limit_under_concurrent_creates():
+    results = concurrent_creates(ANA, 4)
+    try:
+        statuses = sorted(r.status for r in results)
+        check_eq(statuses, [201, 201, 429, 429], "two created, two refused")
+        for r in results:
+            if r.status == 429:
+                check(r.headers.get("retry-after"), "429 says when to retry", r.headers)
+                check("limit" in r.json()["message"], "429 explains", r.body)
+    finally:
+        for r in results:
+            if r.status == 201:
+                delete(ANA, r.json()["id"])
+
+
+@test
+def test_server_limit_under_concurrent_creates():
+    results = concurrent_creates(BOB, 5)
+    try:
+        statuses = sorted(r.status for r in results)
+        check_eq(statuses, [201, 201, 201, 429, 429], "three created (server limit), two refused")
+    finally:
+        for r in results:
+            if r.status == 201:
+                delete(BOB, r.json()["id"])
+
+
+@test
+def test_unknown_token_is_refused():
+    check_eq(api("GET", "/api/kernels", token="nobody-token").status, 403, "unknown token")
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests())
