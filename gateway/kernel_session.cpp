@@ -174,6 +174,18 @@ void kernel_session::spawn_process() {
     });
 }
 
+// At most autorestart_limit automatic restarts per autorestart_window, so a kernel that dies
+// at once every time ends as dead instead of looping.
+bool kernel_session::may_auto_restart() {
+    if (env_.config.autorestart_limit == 0) return false;
+    const auto now = std::chrono::steady_clock::now();
+    while (!auto_restarts_.empty() && now - auto_restarts_.front() > env_.config.autorestart_window)
+        auto_restarts_.pop_front();
+    if (auto_restarts_.size() >= env_.config.autorestart_limit) return false;
+    auto_restarts_.push_back(now);
+    return true;
+}
+
 void kernel_session::on_ready_timeout() {
     if (connected_ || ready_waiters_.empty()) return;
     log_.warn("kernel did not answer within the ready timeout; stopping it");
@@ -221,9 +233,25 @@ void kernel_session::on_process_exit(pid_t pid, const launcher::exit_status& sta
     // It died on its own: a crash, a kill from outside, an OOM kill.
     std::string why = "kernel process " + status.describe();
     log_.warn(why);
+    const bool was_running = state_ == kernel_state::running;
     release_process();
     awaiting_reply_.clear();
     queued_.clear();
+    if (was_running && may_auto_restart()) {
+        // Its state is lost either way; a fresh process keeps the kernel id and the clients.
+        log_.info("restarting automatically (" + std::to_string(auto_restarts_.size()) + " of " +
+                  std::to_string(env_.config.autorestart_limit) + " in the window)");
+        set_state(kernel_state::restarting, "restarting", why);
+        broadcast_status("restarting");
+        broadcast(channel::iopub,
+                  kernelproto::make_message(
+                      "stream",
+                      {{"name", "stderr"},
+                       {"text", "Kernel died (" + why + "); restarting it. Its state is lost.\n"}},
+                      session_id_));
+        spawn_process();
+        return;
+    }
     set_state(kernel_state::dead, "dead", why);
     broadcast_status("dead");
     finish_start(why);

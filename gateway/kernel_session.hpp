@@ -102,6 +102,7 @@ private:
     void on_link_connected(transport::link_id link);
     void on_process_exit(pid_t pid, const launcher::exit_status& status);
     void on_ready_timeout();
+    bool may_auto_restart();
     void stop_process(bool restart, std::function<void()> then);
     void release_process();
     void finish_start(std::string error);
@@ -141,6 +142,7 @@ private:
     std::vector<std::weak_ptr<kernel_client>> clients_;
     std::unordered_map<std::string, std::weak_ptr<kernel_client>> awaiting_reply_;
     std::deque<queued_request> queued_;  // client requests held until the kernel is connected
+    std::deque<std::chrono::steady_clock::time_point> auto_restarts_;  // within the window
     std::uint64_t last_seq_ = 0;         // sequence number of the last message relayed
     replay_buffer replay_;
 

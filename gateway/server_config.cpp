@@ -88,6 +88,9 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --max-kernels=N           kernels of all users together (default 0: no limit)
   --pool-size=N             pre-started kernels of the default kernelspec (default 1; 0: none)
   --pool=NAME:N             pre-started kernels of kernelspec NAME (repeatable)
+  --autorestart-limit=N     automatic restarts after a kernel dies, per window (default 3;
+                            0: a dead kernel stays dead)
+  --autorestart-window=SECS the window for --autorestart-limit (default 60)
   --cull-idle-timeout=SECS  shut down kernels idle this long (default 0: never)
   --cull-busy-timeout=SECS  shut down kernels busy this long (default 0: never)
   --kernel-max-lifetime=SECS  shut down kernels this old, whatever they do (default 0: never)
@@ -172,6 +175,13 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         } else if (name == "--max-kernels") {
             if (!parse_int(value, cfg.max_kernels, std::size_t{0}, std::size_t{100000}))
                 return bad("a number 0-100000");
+        } else if (name == "--autorestart-limit") {
+            if (!parse_int(value, cfg.autorestart_limit, std::size_t{0}, std::size_t{1000}))
+                return bad("a number 0-1000");
+        } else if (name == "--autorestart-window") {
+            int secs = 0;
+            if (!parse_int(value, secs, 1, 24 * 3600)) return bad("seconds 1-86400");
+            cfg.autorestart_window = std::chrono::seconds(secs);
         } else if (name == "--pool-size") {
             if (!parse_int(value, cfg.default_pool_size, std::size_t{0}, std::size_t{64}))
                 return bad("a number 0-64");

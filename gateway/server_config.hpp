@@ -36,6 +36,8 @@ struct server_config {
     std::size_t replay_buffer_bytes = 8u << 20;        // per kernel: iopub kept for ?since=
     std::chrono::seconds ws_ping_interval{30};
     std::chrono::milliseconds kernel_ready_timeout{60000};  // spawn -> kernel_info_reply
+    std::size_t autorestart_limit = 3;                      // after unexpected deaths; 0: never
+    std::chrono::seconds autorestart_window{60};            // ... per this many seconds
     culling_policy culling;                                 // off unless a timeout is set
     std::filesystem::path users_file;                       // users, roles, quotas; else --token
     std::size_t max_kernels = 0;                            // all users together; 0: no limit

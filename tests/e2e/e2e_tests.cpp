@@ -98,6 +98,12 @@ TEST_CASE("users: kernels belong to their owner, admins see all, limits answer 4
     std::filesystem::remove(users);
 }
 
+TEST_CASE("auto-restart: a dead kernel comes back a bounded number of times, then stays dead") {
+    server_process server({"--autorestart-limit=2", "--autorestart-window=600"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_autorestart.py"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("@jupyterlab/services drives callisto unchanged") {
     server_process server;
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/services_test.mjs"});
