@@ -63,3 +63,47 @@ TEST_CASE("config --help prints usage and exits 0") {
     CHECK(r.exit_code == 0);
     CHECK(r.message.find("--token") != std::string::npos);
 }
+
+TEST_CASE("config parses the orchestration flags") {
+    auto r = parse({"--cull-idle-timeout=600", "--cull-busy-timeout=3600", "--kernel-max-lifetime=86400",
+                    "--cull-connected", "--cull-interval=30", "--culled-retention=60",
+                    "--pool-size=2", "--pool=R:1", "--max-kernels=40", "--autorestart-limit=0",
+                    "--autorestart-window=120", "--replay-buffer=1MiB", "--users=/etc/callisto/users.json"});
+    REQUIRE(r.config);
+    const auto& c = *r.config;
+    CHECK(c.culling.idle_timeout.count() == 600);
+    CHECK(c.culling.busy_timeout.count() == 3600);
+    CHECK(c.culling.max_lifetime.count() == 86400);
+    CHECK(c.culling.cull_connected);
+    CHECK(c.culling.interval.count() == 30);
+    CHECK(c.culling.retention.count() == 60);
+    CHECK(c.default_pool_size == 2);
+    CHECK(c.pool_sizes.at("R") == 1);
+    CHECK(c.max_kernels == 40);
+    CHECK(c.autorestart_limit == 0);
+    CHECK(c.autorestart_window.count() == 120);
+    CHECK(c.replay_buffer_bytes == 1u << 20);
+    CHECK(c.users_file == "/etc/callisto/users.json");
+}
+
+TEST_CASE("config rejects bad orchestration flags with a message") {
+    for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
+             {"--cull-idle-timeout=-1"}, {"--cull-idle-timeout=soon"}, {"--cull-interval=0"},
+             {"--cull-connected=yes"}, {"--pool=python3"}, {"--pool=:3"}, {"--pool=python3:x"},
+             {"--pool-size=65"}, {"--max-kernels=x"}, {"--autorestart-limit=-2"},
+             {"--autorestart-window=0"}, {"--replay-buffer=1XB"}, {"--users="},
+             {"--hash-token=short"}}) {
+        auto r = parse(bad);
+        CAPTURE(bad[0]);
+        CHECK_FALSE(r.config);
+        CHECK(r.exit_code == 2);
+        CHECK_FALSE(r.message.empty());
+    }
+}
+
+TEST_CASE("config --hash-token prints the SHA-256 for a users file and exits 0") {
+    auto r = parse({"--hash-token=abcdefgh"});
+    CHECK_FALSE(r.config);
+    CHECK(r.exit_code == 0);
+    CHECK(r.message == "9c56cc51b374c3ba189210d5b6d4bf57790d351c96c47c02190ecf1e430635ab");
+}
