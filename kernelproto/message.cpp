@@ -1,5 +1,7 @@
 #include "kernelproto/message.hpp"
 
+#include "kernelproto/json_validator.hpp"
+
 #include <optional>
 #include <stdexcept>
 
@@ -27,11 +29,11 @@ std::string string_field(const nlohmann::json& obj, const char* name) {
 }  // namespace
 
 bool is_json_object(std::string_view text) {
-    // accept() validates without building a DOM; a valid document that starts with '{' is an
-    // object, so checking the first significant character settles the type.
+    // A valid document that starts with '{' is an object, so the first significant character
+    // settles the type; is_valid_json checks the rest without building a DOM.
     const auto first = text.find_first_not_of(" \t\r\n");
     if (first == std::string_view::npos || text[first] != '{') return false;
-    return nlohmann::json::accept(text);
+    return is_valid_json(text);
 }
 
 bool parse_routing_fields(message& msg) {
