@@ -104,6 +104,12 @@ TEST_CASE("auto-restart: a dead kernel comes back a bounded number of times, the
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("keepalive: an idle WebSocket is pinged and stays open") {
+    server_process server({"--ws-ping-interval=1"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_keepalive.py"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("@jupyterlab/services drives callisto unchanged") {
     server_process server;
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/services_test.mjs"});
