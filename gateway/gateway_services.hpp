@@ -6,6 +6,7 @@
 
 #include "common/logger.hpp"
 #include "gateway/auth.hpp"
+#include "gateway/interpreter/interpreter_api.hpp"
 #include "gateway/kernel_manager.hpp"
 #include "gateway/kernels_api.hpp"
 #include "gateway/kernelspec_api.hpp"
@@ -22,6 +23,7 @@ struct gateway_services {
     kernelspec_api& kernelspecs_rest;
     session_registry& sessions;
     logger log;
+    interpreter::interpreter_api& interpreter_rest;
 };
 
 }  // namespace callisto::gateway

@@ -7,6 +7,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "gateway/interpreter/ndjson_stream.hpp"
 #include "gateway/static_files.hpp"
 #include "gateway/websocket_session.hpp"
 
@@ -95,6 +96,24 @@ void http_session::dispatch_request(http_request req) {
                                    "'?token=T'"));
     }
 
+    if (is_interpreter_route(r.kind)) {
+        auto self = shared_from_this();
+        // Only a streamed execution takes the connection; it then closes after the stream.
+        auto take_stream = [this] {
+            auto stream = std::make_shared<interpreter::ndjson_stream>(std::move(stream_));
+            services_.sessions.add(stream);
+            return stream;
+        };
+        return services_.interpreter_rest.handle(
+            r, req, *who,
+            [self](http_response res) {
+                asio::dispatch(self->stream_.get_executor(), [self, res = std::move(res)]() mutable {
+                    self->send(std::move(res));
+                });
+            },
+            take_stream);
+    }
+
     switch (r.kind) {
         case route_kind::api_info:
             return send(json_response(http::status::ok, {{"version", CALLISTO_VERSION},
@@ -148,6 +167,8 @@ void http_session::send(http_response res) {
     if (!keep_alive_) res.keep_alive(false);
     auto shared = std::make_shared<http_response>(std::move(res));
     const bool keep_alive = shared->keep_alive();
+    // The read's deadline may have passed while a long execution ran.
+    stream_.expires_after(request_timeout);
     http::async_write(stream_, *shared,
                       [self = shared_from_this(), shared, keep_alive](beast::error_code ec,
                                                                       std::size_t n) {

@@ -41,7 +41,60 @@ route method_not_allowed(std::string allow) {
     return r;
 }
 
+// /v1/contexts[/{id}[/restart | /executions[/{eid}]]]
+route match_v1(std::string_view method, const std::vector<std::string>& seg, route r) {
+    const std::size_t n = seg.size();
+    if (n < 2 || seg[1] != "contexts" || n > 5) return r;
+    if (n == 2) {
+        if (method == "GET") r.kind = route_kind::contexts_list;
+        else if (method == "POST") r.kind = route_kind::context_create;
+        else return method_not_allowed("GET, POST");
+        return r;
+    }
+    r.context_id = seg[2];
+    if (n == 3) {
+        if (method == "GET") r.kind = route_kind::context_get;
+        else if (method == "DELETE") r.kind = route_kind::context_delete;
+        else return method_not_allowed("GET, DELETE");
+        return r;
+    }
+    if (n == 4 && seg[3] == "restart") {
+        if (method != "POST") return method_not_allowed("POST");
+        r.kind = route_kind::context_restart;
+        return r;
+    }
+    if (seg[3] != "executions") return route{};
+    if (n == 4) {
+        if (method == "GET") r.kind = route_kind::executions_list;
+        else if (method == "POST") r.kind = route_kind::execution_create;
+        else return method_not_allowed("GET, POST");
+        return r;
+    }
+    r.execution_id = seg[4];
+    if (method == "GET") r.kind = route_kind::execution_get;
+    else if (method == "DELETE") r.kind = route_kind::execution_delete;
+    else return method_not_allowed("GET, DELETE");
+    return r;
+}
+
 }  // namespace
+
+bool is_interpreter_route(route_kind kind) {
+    switch (kind) {
+        case route_kind::contexts_list:
+        case route_kind::context_create:
+        case route_kind::context_get:
+        case route_kind::context_delete:
+        case route_kind::context_restart:
+        case route_kind::executions_list:
+        case route_kind::execution_create:
+        case route_kind::execution_get:
+        case route_kind::execution_delete:
+            return true;
+        default:
+            return false;
+    }
+}
 
 bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
     out.clear();
@@ -150,6 +203,7 @@ route match_route(std::string_view method, std::string_view target, bool static_
         }
         return r;
     }
+    if (n >= 1 && seg[0] == "v1") return match_v1(method, seg, std::move(r));
     if (n == 3 && seg[0] == "kernelspecs") {
         if (!get) return method_not_allowed("GET");
         r.kind = route_kind::kernelspec_resource;

@@ -21,11 +21,26 @@ enum class route_kind {
     kernel_restart,       // POST /api/kernels/{id}/restart
     kernel_channels,      // GET /api/kernels/{id}/channels (WebSocket upgrade)
     static_file,          // GET anything else, when a web root is configured
+    // Callisto's own agent-facing API (gateway/interpreter/).
+    contexts_list,        // GET /v1/contexts
+    context_create,       // POST /v1/contexts
+    context_get,          // GET /v1/contexts/{id}
+    context_delete,       // DELETE /v1/contexts/{id}
+    context_restart,      // POST /v1/contexts/{id}/restart
+    executions_list,      // GET /v1/contexts/{id}/executions
+    execution_create,     // POST /v1/contexts/{id}/executions
+    execution_get,        // GET /v1/contexts/{id}/executions/{eid}
+    execution_delete,     // DELETE /v1/contexts/{id}/executions/{eid} (interrupts it)
 };
+
+// The /v1/... routes, which belong to the interpreter API.
+bool is_interpreter_route(route_kind kind);
 
 struct route {
     route_kind kind = route_kind::not_found;
     std::string kernel_id;  // kernel_* routes
+    std::string context_id;    // context_* and execution_* routes
+    std::string execution_id;  // execution_get, execution_delete
     std::string name;       // kernelspec name
     std::string file;       // kernelspec resource or static file path (no leading '/')
     std::string query;      // raw query string without '?'

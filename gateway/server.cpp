@@ -35,6 +35,12 @@ std::map<std::string, std::size_t> pool_sizes(const server_config& config,
     return sizes;
 }
 
+interpreter::interpreter_settings interpreter_settings_for(const server_config& config) {
+    interpreter::interpreter_settings s;
+    s.context_root = config.runtime_root / "contexts";
+    return s;
+}
+
 }  // namespace
 
 server::server(server_config config, logger log)
@@ -50,10 +56,12 @@ server::server(server_config config, logger log)
                config_.max_kernels),
       kernels_rest_(kernels_),
       kernelspecs_rest_(catalog_, kernels_.default_kernel_name()),
+      contexts_(ioc_, kernels_, interpreter_settings_for(config_), log_.component("interpreter")),
+      interpreter_rest_(contexts_),
       auth_(config_.users_file.empty() ? token_auth(config_.token)
                                        : token_auth::from_users_file(config_.users_file)),
       services_{config_, auth_, kernels_, kernels_rest_, kernelspecs_rest_, sessions_,
-                log_.component("http")} {
+                log_.component("http"), interpreter_rest_} {
     prepare_runtime_root(config_.runtime_root);
     if (catalog_.all().empty())
         log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");

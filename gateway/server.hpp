@@ -16,6 +16,8 @@
 #include "common/logger.hpp"
 #include "gateway/auth.hpp"
 #include "gateway/gateway_services.hpp"
+#include "gateway/interpreter/context_registry.hpp"
+#include "gateway/interpreter/interpreter_api.hpp"
 #include "gateway/kernel_manager.hpp"
 #include "gateway/kernels_api.hpp"
 #include "gateway/kernelspec_api.hpp"
@@ -61,6 +63,8 @@ private:
     kernel_manager kernels_;
     kernels_api kernels_rest_;
     kernelspec_api kernelspecs_rest_;
+    interpreter::context_registry contexts_;
+    interpreter::interpreter_api interpreter_rest_;
     token_auth auth_;
     session_registry sessions_;
     gateway_services services_;

@@ -1,0 +1,52 @@
+#pragma once
+// The contexts of the interpreter API: creates each one's kernel through the kernel_manager
+// (so owners, quotas and the warm pool apply), finds them for their owner, removes them.
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gateway/interpreter/context_request.hpp"
+#include "gateway/interpreter/interpreter_context.hpp"
+#include "gateway/interpreter/interpreter_settings.hpp"
+#include "gateway/kernel_manager.hpp"
+#include "gateway/user.hpp"
+
+namespace callisto::gateway::interpreter {
+
+struct create_context_result {
+    std::shared_ptr<interpreter_context> context;  // null on failure
+    int http_status = 500;
+    std::string error;
+};
+
+class context_registry {
+public:
+    context_registry(boost::asio::io_context& ioc, kernel_manager& kernels,
+                     interpreter_settings settings, logger log);
+
+    const interpreter_settings& settings() const { return settings_; }
+
+    // Completion on an arbitrary thread.
+    void create(const context_request& request, const user& owner,
+                std::function<void(create_context_result)> done);
+    // Others' contexts are answered as if they did not exist; admins see all.
+    std::shared_ptr<interpreter_context> find_for(const std::string& id, const user& who) const;
+    std::vector<std::shared_ptr<interpreter_context>> list_for(const user& who) const;
+    // Closes the context, shuts its kernel down and removes its own directory.
+    void remove(const std::shared_ptr<interpreter_context>& context, std::function<void()> done);
+
+private:
+    boost::asio::io_context& ioc_;
+    kernel_manager& kernels_;
+    const interpreter_settings settings_;
+    logger log_;
+    mutable std::mutex mutex_;
+    std::map<std::string, std::shared_ptr<interpreter_context>> contexts_;
+};
+
+}  // namespace callisto::gateway::interpreter

@@ -1,0 +1,31 @@
+#include "gateway/interpreter/context_request.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace callisto::gateway::interpreter {
+
+std::optional<context_request> parse_context_request(std::string_view body, std::string& error) {
+    context_request req;
+    if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return req;
+    auto doc = nlohmann::json::parse(body, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+        error = "request body must be a JSON object";
+        return std::nullopt;
+    }
+    for (auto& [name, value] : doc.items()) {
+        if (name != "kernel") {
+            error = "unknown field '" + name + "'";
+            return std::nullopt;
+        }
+    }
+    if (doc.contains("kernel") && !doc["kernel"].is_null()) {
+        if (!doc["kernel"].is_string() || doc["kernel"].get<std::string>().empty()) {
+            error = "'kernel' must be a kernelspec name";
+            return std::nullopt;
+        }
+        req.kernel = doc["kernel"].get<std::string>();
+    }
+    return req;
+}
+
+}  // namespace callisto::gateway::interpreter

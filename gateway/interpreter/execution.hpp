@@ -1,0 +1,80 @@
+#pragma once
+// One submitted piece of code and everything it produced: a resource that outlives the
+// request that created it. The owning context mutates it on its strand; HTTP handlers read it
+// from any thread, so the state sits behind a mutex.
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gateway/interpreter/execution_request.hpp"
+#include "gateway/interpreter/output_budget.hpp"
+
+namespace callisto::gateway::interpreter {
+
+enum class execution_status { queued, running, ok, error, timeout, interrupted };
+std::string_view to_string(execution_status s);
+
+class execution {
+public:
+    // One event: {"type": "stdout"|"stderr"|"result"|"error"|"end", ...}. `last` on "end".
+    // Called under the execution's lock, in order: sinks only queue the event.
+    using event_sink = std::function<void(const nlohmann::json& event, bool last)>;
+    using steady = std::chrono::steady_clock;
+
+    execution(std::string id, std::string context_id, execution_request request,
+              std::size_t text_budget_bytes);
+
+    const std::string& id() const { return id_; }
+    const execution_request& request() const { return request_; }
+
+    // Mutators, from the context's strand.
+    void mark_started();
+    void add_stream(std::string_view name, std::string_view text);
+    void add_result(nlohmann::json bundle, nlohmann::json metadata);
+    void set_error(std::string name, std::string value, std::vector<std::string> traceback);
+    void set_execution_count(long long n);
+    void note_truncated_result(std::string mime, std::size_t bytes, std::string where);
+    // Once; later calls are ignored. state_preserved only for timeouts and interrupts.
+    void finish(execution_status status, std::optional<bool> state_preserved = std::nullopt);
+
+    execution_status status() const;
+    bool finished() const;
+    nlohmann::json to_json() const;
+    nlohmann::json summary() const;  // without outputs, for listings
+
+    // Receives every later event; when already finished, just the "end" event.
+    void subscribe(event_sink sink);
+
+private:
+    nlohmann::json to_json_locked() const;
+    void emit(const nlohmann::json& event, bool last = false);
+
+    const std::string id_;
+    const std::string context_id_;
+    const execution_request request_;
+    const std::chrono::system_clock::time_point created_at_;
+    const steady::time_point submitted_;
+
+    mutable std::mutex mutex_;
+    execution_status status_ = execution_status::queued;
+    std::optional<steady::time_point> started_;
+    std::optional<steady::time_point> ended_;
+    output_budget stdout_;
+    output_budget stderr_;
+    bool stdout_notice_sent_ = false;
+    bool stderr_notice_sent_ = false;
+    nlohmann::json results_ = nlohmann::json::array();
+    nlohmann::json error_;  // null when none
+    nlohmann::json truncated_results_ = nlohmann::json::array();
+    std::optional<long long> execution_count_;
+    std::optional<bool> state_preserved_;
+    std::vector<event_sink> sinks_;
+};
+
+}  // namespace callisto::gateway::interpreter

@@ -1,0 +1,84 @@
+#include "gateway/interpreter/execution_request.hpp"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+namespace callisto::gateway::interpreter {
+
+namespace {
+
+// Printable ASCII without spaces: keys end up in logs and URLs.
+bool is_valid_key(const std::string& key, std::size_t max_bytes) {
+    if (key.empty() || key.size() > max_bytes) return false;
+    for (unsigned char c : key)
+        if (c <= 0x20 || c >= 0x7f) return false;
+    return true;
+}
+
+}  // namespace
+
+std::optional<execution_request> parse_execution_request(std::string_view body,
+                                                         std::string_view accept,
+                                                         const execution_request_limits& limits,
+                                                         std::string& error) {
+    auto doc = nlohmann::json::parse(body, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+        error = "request body must be a JSON object";
+        return std::nullopt;
+    }
+    static const char* known[] = {"code", "timeout", "idempotency_key", "stream"};
+    for (auto& [name, value] : doc.items()) {
+        bool ok = false;
+        for (const char* k : known) ok = ok || name == k;
+        if (!ok) {
+            error = "unknown field '" + name + "'";
+            return std::nullopt;
+        }
+    }
+    execution_request req;
+    if (!doc.contains("code") || !doc["code"].is_string()) {
+        error = "'code' is required and must be a string";
+        return std::nullopt;
+    }
+    req.code = doc["code"].get<std::string>();
+    if (req.code.size() > limits.max_code_bytes) {
+        error = "'code' is larger than " + std::to_string(limits.max_code_bytes) + " bytes";
+        return std::nullopt;
+    }
+    if (doc.contains("timeout") && !doc["timeout"].is_null()) {
+        const auto& t = doc["timeout"];
+        if (!t.is_number() || t.is_boolean()) {
+            error = "'timeout' must be a number of seconds";
+            return std::nullopt;
+        }
+        const double seconds = t.get<double>();
+        if (!std::isfinite(seconds) || seconds <= 0 ||
+            seconds > static_cast<double>(limits.max_timeout.count())) {
+            error = "'timeout' must be more than 0 and at most " +
+                    std::to_string(limits.max_timeout.count()) + " seconds";
+            return std::nullopt;
+        }
+        req.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
+    }
+    if (doc.contains("idempotency_key") && !doc["idempotency_key"].is_null()) {
+        const auto& k = doc["idempotency_key"];
+        if (!k.is_string() || !is_valid_key(k.get<std::string>(), limits.max_key_bytes)) {
+            error = "'idempotency_key' must be 1 to " + std::to_string(limits.max_key_bytes) +
+                    " printable ASCII characters without spaces";
+            return std::nullopt;
+        }
+        req.idempotency_key = k.get<std::string>();
+    }
+    if (doc.contains("stream") && !doc["stream"].is_null()) {
+        if (!doc["stream"].is_boolean()) {
+            error = "'stream' must be true or false";
+            return std::nullopt;
+        }
+        req.stream = doc["stream"].get<bool>();
+    }
+    if (accept.find("application/x-ndjson") != std::string_view::npos) req.stream = true;
+    return req;
+}
+
+}  // namespace callisto::gateway::interpreter

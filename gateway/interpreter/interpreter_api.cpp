@@ -1,0 +1,143 @@
+#include "gateway/interpreter/interpreter_api.hpp"
+
+#include <boost/beast/http/field.hpp>
+
+namespace callisto::gateway::interpreter {
+
+namespace {
+
+http_response no_such_context(const std::string& id) {
+    return error_response(http::status::not_found, "Context does not exist: " + id);
+}
+
+http_response no_such_execution(const std::string& id) {
+    return error_response(http::status::not_found, "Execution does not exist: " + id);
+}
+
+http_response queue_full(std::size_t limit) {
+    auto res = error_response(http::status::too_many_requests,
+                              "this context already has " + std::to_string(limit) +
+                                  " executions waiting; try again when one has finished");
+    res.set(http::field::retry_after, "1");
+    return res;
+}
+
+std::string line(const nlohmann::json& event) {
+    return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+interpreter_api::interpreter_api(context_registry& contexts) : contexts_(contexts) {}
+
+void interpreter_api::handle(const route& r, const http_request& req, const user& who,
+                             respond_fn respond, const take_stream_fn& take_stream) {
+    if (r.kind == route_kind::contexts_list) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& c : contexts_.list_for(who)) list.push_back(c->model());
+        return respond(json_response(http::status::ok, list));
+    }
+    if (r.kind == route_kind::context_create) return create_context(req, who, std::move(respond));
+
+    auto context = is_valid_kernel_id(r.context_id) ? contexts_.find_for(r.context_id, who) : nullptr;
+    if (!context) return respond(no_such_context(r.context_id));
+
+    switch (r.kind) {
+        case route_kind::context_get:
+            return respond(json_response(http::status::ok, context->model()));
+        case route_kind::context_delete:
+            return contexts_.remove(context, [respond = std::move(respond)] {
+                respond(empty_response(http::status::no_content));
+            });
+        case route_kind::context_restart:
+            return context->restart([respond = std::move(respond), context](std::string error) {
+                respond(error.empty() ? json_response(http::status::ok, context->model())
+                                      : error_response(http::status::internal_server_error,
+                                                       "restart failed: " + error));
+            });
+        case route_kind::executions_list:
+            return context->list([respond = std::move(respond)](nlohmann::json list) {
+                respond(json_response(http::status::ok, list));
+            });
+        case route_kind::execution_create:
+            return create_execution(context, req, std::move(respond), take_stream);
+        case route_kind::execution_get:
+        case route_kind::execution_delete: {
+            if (!is_valid_kernel_id(r.execution_id)) return respond(no_such_execution(r.execution_id));
+            auto answer = [respond = std::move(respond), id = r.execution_id,
+                           del = r.kind == route_kind::execution_delete](std::shared_ptr<execution> e) {
+                if (!e) return respond(no_such_execution(id));
+                const bool done = e->finished();
+                respond(json_response(del && !done ? http::status::accepted : http::status::ok,
+                                      e->to_json()));
+            };
+            if (r.kind == route_kind::execution_get) return context->find(r.execution_id, std::move(answer));
+            return context->interrupt(r.execution_id, std::move(answer));
+        }
+        default:
+            return respond(error_response(http::status::not_found, "not found"));
+    }
+}
+
+void interpreter_api::create_context(const http_request& req, const user& who, respond_fn respond) {
+    std::string error;
+    auto request = parse_context_request(req.body(), error);
+    if (!request) return respond(error_response(http::status::bad_request, error));
+    contexts_.create(*request, who, [respond = std::move(respond)](create_context_result r) {
+        if (!r.context) {
+            auto res = error_response(static_cast<http::status>(r.http_status), r.error);
+            if (r.http_status == 429) res.set(http::field::retry_after, "10");
+            return respond(std::move(res));
+        }
+        auto res = json_response(http::status::created, r.context->model());
+        res.set(http::field::location, "/v1/contexts/" + r.context->id());
+        respond(std::move(res));
+    });
+}
+
+void interpreter_api::create_execution(const std::shared_ptr<interpreter_context>& context,
+                                       const http_request& req, respond_fn respond,
+                                       const take_stream_fn& take_stream) {
+    std::string error;
+    auto request = parse_execution_request(req.body(), req[http::field::accept],
+                                           contexts_.settings().request_limits, error);
+    if (!request) return respond(error_response(http::status::bad_request, error));
+    const std::string location_prefix = "/v1/contexts/" + context->id() + "/executions/";
+
+    if (request->stream) {
+        auto stream = take_stream();
+        context->submit(std::move(*request), [stream, location_prefix,
+                                              limit = contexts_.settings().queue_limit](
+                                                 interpreter_context::submit_result r) {
+            if (r.outcome == interpreter_context::submit_outcome::queue_full)
+                return stream->respond(queue_full(limit));
+            if (!r.exec)
+                return stream->respond(error_response(http::status::conflict, "the context is closed"));
+            stream->begin(http::status::ok, "Location: " + location_prefix + r.exec->id() + "\r\n");
+            stream->write_line(line({{"type", "queued"},
+                                     {"id", r.exec->id()},
+                                     {"repeated", r.outcome == interpreter_context::submit_outcome::repeated}}));
+            r.exec->subscribe([stream](const nlohmann::json& event, bool last) {
+                stream->write_line(line(event));
+                if (last) stream->end();
+            });
+        });
+        return;
+    }
+    context->submit(std::move(*request), [respond = std::move(respond), location_prefix,
+                                          limit = contexts_.settings().queue_limit](
+                                             interpreter_context::submit_result r) {
+        if (r.outcome == interpreter_context::submit_outcome::queue_full)
+            return respond(queue_full(limit));
+        if (!r.exec) return respond(error_response(http::status::conflict, "the context is closed"));
+        r.exec->subscribe([respond, location = location_prefix + r.exec->id()](
+                              const nlohmann::json& event, bool last) {
+            if (!last) return;
+            auto res = json_response(http::status::ok, event["execution"]);
+            res.set(http::field::location, location);
+            respond(std::move(res));
+        });
+    });
+}
+
+}  // namespace callisto::gateway::interpreter

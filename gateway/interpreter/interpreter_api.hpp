@@ -1,0 +1,34 @@
+#pragma once
+// The /v1 routes: Callisto's own API for chat frontends and agents, next to the Jupyter one.
+
+#include <functional>
+#include <memory>
+
+#include "gateway/api_request.hpp"
+#include "gateway/interpreter/context_registry.hpp"
+#include "gateway/interpreter/ndjson_stream.hpp"
+#include "gateway/user.hpp"
+
+namespace callisto::gateway::interpreter {
+
+// Takes the connection over for a streamed answer; called on the connection's strand, from
+// inside handle(), at most once.
+using take_stream_fn = std::function<std::shared_ptr<ndjson_stream>()>;
+
+class interpreter_api {
+public:
+    explicit interpreter_api(context_registry& contexts);
+
+    void handle(const route& r, const http_request& req, const user& who, respond_fn respond,
+                const take_stream_fn& take_stream);
+
+private:
+    void create_context(const http_request& req, const user& who, respond_fn respond);
+    void create_execution(const std::shared_ptr<interpreter_context>& context,
+                          const http_request& req, respond_fn respond,
+                          const take_stream_fn& take_stream);
+
+    context_registry& contexts_;
+};
+
+}  // namespace callisto::gateway::interpreter

@@ -1,0 +1,436 @@
+#include "gateway/interpreter/interpreter_context.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+
+#include "gateway/interpreter/ansi_text.hpp"
+#include "gateway/interpreter/oversized_result.hpp"
+#include "kernelproto/ids.hpp"
+#include "kernelproto/iso_time.hpp"
+#include "kernelproto/websocket_format.hpp"
+
+namespace callisto::gateway::interpreter {
+
+namespace asio = boost::asio;
+using kernelproto::channel;
+
+namespace {
+
+std::size_t value_size(const nlohmann::json& v) {
+    return v.is_string() ? v.get_ref<const std::string&>().size() : v.dump().size();
+}
+
+// Writes bytes to dir/name with O_NOFOLLOW|O_EXCL, so nothing the kernel planted is followed
+// or overwritten. False on any failure.
+bool write_new_file(const std::filesystem::path& dir, const std::string& name,
+                    const std::string& bytes) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec || std::filesystem::is_symlink(dir, ec)) return false;
+    const auto path = dir / name;
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n <= 0) {
+            ::close(fd);
+            ::unlink(path.c_str());
+            return false;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return ::close(fd) == 0;
+}
+
+}  // namespace
+
+interpreter_context::interpreter_context(asio::io_context& ioc, std::string id, std::string owner,
+                                         std::shared_ptr<kernel_session> kernel,
+                                         std::filesystem::path workdir, bool chdir_kernel,
+                                         const interpreter_settings& settings, logger log)
+    : id_(std::move(id)),
+      owner_(std::move(owner)),
+      kernel_(std::move(kernel)),
+      workdir_(std::move(workdir)),
+      chdir_kernel_(chdir_kernel),
+      settings_(settings),
+      session_id_(kernelproto::new_uuid()),
+      created_at_(std::chrono::system_clock::now()),
+      log_(std::move(log)),
+      strand_(asio::make_strand(ioc)),
+      deadline_timer_(strand_),
+      grace_timer_(strand_) {}
+
+nlohmann::json interpreter_context::model() const {
+    auto k = kernel_->model();
+    return {{"id", id_},
+            {"kernel_id", kernel_->id()},
+            {"kernel", kernel_->kernelspec_name()},
+            {"state", k.value("execution_state", "unknown")},
+            {"created_at", kernelproto::format_iso_time(created_at_)},
+            {"queued", waiting_.load()},
+            {"running", running_.load()}};
+}
+
+void interpreter_context::open() {
+    asio::post(strand_, [self = shared_from_this()] {
+        self->kernel_->attach(self);
+        self->send_chdir();
+    });
+}
+
+void interpreter_context::close(std::string reason) {
+    asio::post(strand_, [self = shared_from_this(), reason = std::move(reason)] {
+        if (self->closed_) return;
+        self->kernel_->detach(self.get());
+        self->close_from_kernel_now(reason);
+    });
+}
+
+void interpreter_context::send_chdir() {
+    if (!chdir_kernel_) return;
+    // Silent and outside the history: execution_count stays the user's.
+    const std::string path = nlohmann::json(workdir_.string()).dump();
+    auto msg = kernelproto::make_message(
+        "execute_request",
+        {{"code", "import os as _callisto_os\n_callisto_os.chdir(" + path +
+                      ")\ndel _callisto_os\n"},
+         {"silent", true},
+         {"store_history", false},
+         {"user_expressions", nlohmann::json::object()},
+         {"allow_stdin", false},
+         {"stop_on_error", false}},
+        session_id_);
+    kernel_->submit(weak_from_this(), channel::shell, std::move(msg));
+}
+
+void interpreter_context::submit(execution_request request,
+                                 std::function<void(submit_result)> done) {
+    asio::post(strand_, [self = shared_from_this(), request = std::move(request),
+                         done = std::move(done)]() mutable {
+        if (!request.idempotency_key.empty()) {
+            auto it = self->keys_.find(request.idempotency_key);
+            if (it != self->keys_.end()) {
+                if (auto e = self->executions_.find(it->second); e != self->executions_.end())
+                    return done({submit_outcome::repeated, e->second});
+            }
+        }
+        if (self->closed_) return done({submit_outcome::closed, nullptr});
+        if (self->queue_.size() >= self->settings_.queue_limit)
+            return done({submit_outcome::queue_full, nullptr});
+        auto e = std::make_shared<execution>(kernelproto::new_uuid(), self->id_, std::move(request),
+                                             self->settings_.text_budget_bytes);
+        self->executions_[e->id()] = e;
+        if (!e->request().idempotency_key.empty()) self->keys_[e->request().idempotency_key] = e->id();
+        self->queue_.push_back(e);
+        self->waiting_ = self->queue_.size();
+        done({submit_outcome::accepted, e});
+        if (!self->current_) self->start_next();
+    });
+}
+
+void interpreter_context::find(const std::string& execution_id,
+                               std::function<void(std::shared_ptr<execution>)> done) {
+    asio::post(strand_, [self = shared_from_this(), execution_id, done = std::move(done)] {
+        auto it = self->executions_.find(execution_id);
+        done(it == self->executions_.end() ? nullptr : it->second);
+    });
+}
+
+void interpreter_context::list(std::function<void(nlohmann::json)> done) {
+    asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
+        nlohmann::json out = nlohmann::json::array();
+        for (auto& [id, e] : self->executions_) out.push_back(e->summary());
+        done(std::move(out));
+    });
+}
+
+void interpreter_context::interrupt(const std::string& execution_id,
+                                    std::function<void(std::shared_ptr<execution>)> done) {
+    asio::post(strand_, [self = shared_from_this(), execution_id, done = std::move(done)] {
+        auto it = self->executions_.find(execution_id);
+        if (it == self->executions_.end()) return done(nullptr);
+        auto e = it->second;
+        if (e == self->current_) {
+            if (self->ladder_ == ladder::none) self->begin_interrupt(ladder::client_interrupt);
+        } else if (!e->finished()) {
+            std::erase(self->queue_, e);
+            self->waiting_ = self->queue_.size();
+            e->finish(execution_status::interrupted, true);  // never ran
+            self->remember(e);
+        }
+        done(e);
+    });
+}
+
+void interpreter_context::restart(std::function<void(std::string)> done) {
+    asio::post(strand_, [self = shared_from_this(), done = std::move(done)]() mutable {
+        if (self->current_) {
+            self->ladder_ = ladder::restarting;
+            self->deadline_timer_.cancel();
+            self->grace_timer_.cancel();
+        }
+        self->kernel_->restart([self, done = std::move(done)](std::string error) mutable {
+            asio::post(self->strand_, [self, error, done = std::move(done)] {
+                if (self->current_ && self->ladder_ == ladder::restarting)
+                    self->finish_current(execution_status::interrupted, false);
+                done(error);
+                if (!self->current_) self->start_next();
+            });
+        });
+    });
+}
+
+// ---- running -------------------------------------------------------------------------------
+
+void interpreter_context::start_next() {
+    while (!current_ && !queue_.empty() && !closed_) {
+        auto e = queue_.front();
+        queue_.pop_front();
+        waiting_ = queue_.size();
+        const auto state = kernel_->state();
+        if (state == kernel_state::dead || state == kernel_state::gone ||
+            state == kernel_state::shutting_down) {
+            e->set_error("KernelDead", "the context's kernel is not running: " +
+                                           kernel_->model().value("reason", std::string("dead")),
+                         {});
+            e->finish(execution_status::error);
+            remember(e);
+            continue;
+        }
+        current_ = e;
+        running_ = true;
+        reply_seen_ = idle_seen_ = false;
+        reply_status_.clear();
+        results_seen_ = 0;
+        ladder_ = ladder::none;
+        auto msg = kernelproto::make_message("execute_request",
+                                             {{"code", e->request().code},
+                                              {"silent", false},
+                                              {"store_history", true},
+                                              {"user_expressions", nlohmann::json::object()},
+                                              {"allow_stdin", false},
+                                              {"stop_on_error", true}},
+                                             session_id_);
+        current_msg_id_ = msg.msg_id;
+        e->mark_started();
+        kernel_->submit(weak_from_this(), channel::shell, std::move(msg));
+        if (auto t = e->request().timeout) {
+            deadline_timer_.expires_after(*t);
+            deadline_timer_.async_wait([weak = weak_from_this(), e](boost::system::error_code ec) {
+                if (ec) return;
+                if (auto self = weak.lock(); self && self->current_ == e) self->on_deadline();
+            });
+        }
+    }
+}
+
+void interpreter_context::deliver(std::shared_ptr<const kernelproto::websocket_frame> frame) {
+    asio::post(strand_, [self = shared_from_this(), frame = std::move(frame)] {
+        std::error_code ec;
+        auto cm = kernelproto::from_websocket(frame->data, frame->binary,
+                                              kernelproto::websocket_format::v1, ec);
+        if (ec) {
+            self->log_.warn("undecodable kernel frame: " + ec.message());
+            return;
+        }
+        self->on_kernel_message(cm.ch, cm.msg);
+    });
+}
+
+void interpreter_context::on_kernel_message(channel ch, const kernelproto::message& msg) {
+    if (closed_) return;
+    // Statuses the gateway makes itself (empty parent): the kernel restarted or died.
+    if (ch == channel::iopub && msg.msg_type == "status" && msg.parent_msg_id.empty()) {
+        auto content = nlohmann::json::parse(msg.content, nullptr, false);
+        const std::string state = content.is_object() ? content.value("execution_state", "") : "";
+        if (state == "restarting") {
+            send_chdir();  // queued by the kernel session until the new process answers
+            if (current_ && ladder_ != ladder::restarting) {
+                current_->set_error("KernelRestarted",
+                                    "the kernel restarted while this code ran; its state is lost", {});
+                finish_current(execution_status::error, false);
+                start_next();
+            }
+        } else if (state == "dead" && current_) {
+            current_->set_error("KernelDead", "the kernel died while this code ran", {});
+            finish_current(execution_status::error, false);
+            start_next();
+        }
+        return;
+    }
+    if (!current_ || msg.parent_msg_id != current_msg_id_) return;
+    auto content = nlohmann::json::parse(msg.content, nullptr, false);
+    if (!content.is_object()) return;
+    if (ch == channel::shell && msg.msg_type == "execute_reply") {
+        reply_seen_ = true;
+        reply_status_ = content.value("status", "error");
+        if (content.contains("execution_count") && content["execution_count"].is_number_integer())
+            current_->set_execution_count(content["execution_count"].get<long long>());
+        return maybe_finish();
+    }
+    if (ch == channel::iopub) on_iopub(msg.msg_type, content);
+}
+
+void interpreter_context::on_iopub(const std::string& type, const nlohmann::json& content) {
+    if (type == "stream") {
+        if (content.contains("text") && content["text"].is_string())
+            current_->add_stream(content.value("name", "stdout"),
+                                 content["text"].get_ref<const std::string&>());
+    } else if (type == "execute_result" || type == "display_data") {
+        if (!content.contains("data") || !content["data"].is_object()) return;
+        auto data = cap_bundle(content["data"], results_seen_++);
+        current_->add_result(std::move(data), content.contains("metadata") && content["metadata"].is_object()
+                                                  ? content["metadata"]
+                                                  : nlohmann::json::object());
+        if (type == "execute_result" && content.contains("execution_count") &&
+            content["execution_count"].is_number_integer())
+            current_->set_execution_count(content["execution_count"].get<long long>());
+    } else if (type == "error") {
+        std::vector<std::string> traceback;
+        if (content.contains("traceback") && content["traceback"].is_array())
+            for (const auto& line : content["traceback"])
+                if (line.is_string()) traceback.push_back(strip_ansi(line.get<std::string>()));
+        current_->set_error(strip_ansi(content.value("ename", "")),
+                            strip_ansi(content.value("evalue", "")), std::move(traceback));
+    } else if (type == "status") {
+        if (content.value("execution_state", "") == "idle") {
+            idle_seen_ = true;
+            maybe_finish();
+        }
+    }
+}
+
+nlohmann::json interpreter_context::cap_bundle(const nlohmann::json& data, std::size_t index) {
+    nlohmann::json out = nlohmann::json::object();
+    for (auto& [mime, value] : data.items()) {
+        const std::size_t size = value_size(value);
+        if (size <= settings_.result_cap_bytes) {
+            out[mime] = value;
+            continue;
+        }
+        std::string bytes = value.is_string() ? value.get<std::string>() : value.dump();
+        if (is_base64_mime(mime)) {
+            if (auto decoded = decode_base64(bytes)) bytes = std::move(*decoded);
+        }
+        const std::string name = current_->id() + "-" + std::to_string(index) + file_extension_for(mime);
+        const std::string relative = std::string("callisto-outputs/") + name;
+        if (!workdir_.empty() && write_new_file(workdir_ / "callisto-outputs", name, bytes)) {
+            out[mime] = {{"file", relative}, {"bytes", bytes.size()}};
+            current_->note_truncated_result(mime, size, relative);
+        } else {
+            out[mime] = "[... " + std::to_string(size) +
+                        " bytes dropped: larger than the per-result cap, and the workdir is not "
+                        "writable ...]";
+            current_->note_truncated_result(mime, size, "");
+        }
+    }
+    return out;
+}
+
+void interpreter_context::maybe_finish() {
+    if (!reply_seen_ || !idle_seen_) return;
+    execution_status status = reply_status_ == "ok" ? execution_status::ok : execution_status::error;
+    std::optional<bool> preserved;
+    if (ladder_ == ladder::deadline) {
+        status = execution_status::timeout;
+        preserved = true;
+    } else if (ladder_ == ladder::client_interrupt) {
+        status = execution_status::interrupted;
+        preserved = true;
+    } else if (ladder_ == ladder::restarting) {
+        return;  // the restart decides
+    }
+    finish_current(status, preserved);
+    start_next();
+}
+
+void interpreter_context::finish_current(execution_status status,
+                                         std::optional<bool> state_preserved) {
+    deadline_timer_.cancel();
+    grace_timer_.cancel();
+    auto e = std::move(current_);
+    current_.reset();
+    current_msg_id_.clear();
+    running_ = false;
+    ladder_ = ladder::none;
+    if (!e) return;
+    e->finish(status, state_preserved);
+    remember(e);
+}
+
+void interpreter_context::remember(const std::shared_ptr<execution>& e) {
+    finished_order_.push_back(e->id());
+    while (finished_order_.size() > settings_.finished_kept) {
+        auto it = executions_.find(finished_order_.front());
+        if (it != executions_.end()) {
+            if (!it->second->request().idempotency_key.empty())
+                keys_.erase(it->second->request().idempotency_key);
+            executions_.erase(it);
+        }
+        finished_order_.pop_front();
+    }
+}
+
+// ---- the time limit ladder: interrupt, then restart ------------------------------------------
+
+void interpreter_context::on_deadline() { begin_interrupt(ladder::deadline); }
+
+void interpreter_context::begin_interrupt(ladder why) {
+    ladder_ = why;
+    log_.info(std::string(why == ladder::deadline ? "deadline reached" : "interrupt asked") +
+              " for execution " + current_->id() + "; interrupting");
+    kernel_->interrupt([](std::string) {});
+    grace_timer_.expires_after(settings_.interrupt_grace);
+    grace_timer_.async_wait([weak = weak_from_this(), e = current_](boost::system::error_code ec) {
+        if (ec) return;
+        if (auto self = weak.lock(); self && self->current_ == e) self->on_grace_expired();
+    });
+}
+
+void interpreter_context::on_grace_expired() {
+    const auto status = ladder_ == ladder::deadline ? execution_status::timeout
+                                                    : execution_status::interrupted;
+    log_.warn("execution " + current_->id() + " ignored the interrupt; restarting the kernel");
+    ladder_ = ladder::restarting;
+    kernel_->restart([weak = weak_from_this(), e = current_, status](std::string error) {
+        auto self = weak.lock();
+        if (!self) return;
+        asio::post(self->strand_, [self, e, status, error] {
+            if (self->current_ != e) return;
+            if (!error.empty())
+                e->add_stream("stderr", "[callisto] kernel restart failed: " + error + "\n");
+            self->finish_current(status, false);
+            self->start_next();
+        });
+    });
+}
+
+// ---- closing ---------------------------------------------------------------------------------
+
+void interpreter_context::close_from_kernel(std::string reason) {
+    asio::post(strand_, [self = shared_from_this(), reason = std::move(reason)] {
+        self->close_from_kernel_now(reason);
+    });
+}
+
+void interpreter_context::close_from_kernel_now(const std::string& reason) {
+    if (closed_) return;
+    closed_ = true;
+    auto fail = [&](const std::shared_ptr<execution>& e) {
+        e->set_error("ContextClosed", reason, {});
+        e->finish(execution_status::error, false);
+    };
+    if (current_) {
+        fail(current_);
+        finish_current(execution_status::error, false);
+    }
+    for (auto& e : queue_) fail(e);
+    queue_.clear();
+    waiting_ = 0;
+}
+
+}  // namespace callisto::gateway::interpreter

@@ -1,0 +1,120 @@
+#pragma once
+// A context of the interpreter API: one kernel, one workdir, and the executions submitted to
+// it, run one at a time from a bounded queue. It listens to its kernel as a kernel_client,
+// next to any Jupyter WebSocket clients.
+//
+// Everything mutable lives on the context's strand; deliver() (kernel strand) and the public
+// methods (HTTP threads) post there, and answer through callbacks.
+
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/logger.hpp"
+#include "gateway/interpreter/execution.hpp"
+#include "gateway/interpreter/interpreter_settings.hpp"
+#include "gateway/kernel_client.hpp"
+#include "gateway/kernel_session.hpp"
+
+namespace callisto::gateway::interpreter {
+
+class interpreter_context : public kernel_client,
+                            public std::enable_shared_from_this<interpreter_context> {
+public:
+    enum class submit_outcome { accepted, repeated, queue_full, closed };
+    struct submit_result {
+        submit_outcome outcome;
+        std::shared_ptr<execution> exec;  // accepted, repeated
+    };
+
+    // `workdir` is the context's directory as the gateway sees it; with chdir_kernel the
+    // kernel is told to change into it (after every start), else it already runs there.
+    interpreter_context(boost::asio::io_context& ioc, std::string id, std::string owner,
+                        std::shared_ptr<kernel_session> kernel, std::filesystem::path workdir,
+                        bool chdir_kernel, const interpreter_settings& settings, logger log);
+
+    const std::string& id() const { return id_; }
+    const std::string& owner() const { return owner_; }
+    const std::shared_ptr<kernel_session>& kernel() const { return kernel_; }
+    const std::filesystem::path& workdir() const { return workdir_; }
+    nlohmann::json model() const;  // thread-safe
+
+    // Attaches to the kernel; call once, after construction.
+    void open();
+    // Fails what is queued or running and detaches; the kernel itself is the caller's.
+    void close(std::string reason);
+
+    // `done` runs on the strand, before the execution can produce its first event, so a
+    // subscriber it adds misses nothing.
+    void submit(execution_request request, std::function<void(submit_result)> done);
+    void find(const std::string& execution_id, std::function<void(std::shared_ptr<execution>)> done);
+    void list(std::function<void(nlohmann::json)> done);
+    // Queued: cancelled. Running: interrupted, then restarted after the grace period if it
+    // does not stop. done(nullptr) when there is no such execution.
+    void interrupt(const std::string& execution_id,
+                   std::function<void(std::shared_ptr<execution>)> done);
+    // Restarts the kernel; a running execution ends as "interrupted", state not preserved.
+    void restart(std::function<void(std::string error)> done);
+
+    // kernel_client
+    kernelproto::websocket_format format() const override { return kernelproto::websocket_format::v1; }
+    void deliver(std::shared_ptr<const kernelproto::websocket_frame> frame) override;
+    void close_from_kernel(std::string reason) override;
+
+private:
+    enum class ladder { none, deadline, client_interrupt, restarting };
+
+    void start_next();
+    void close_from_kernel_now(const std::string& reason);
+    void on_kernel_message(kernelproto::channel ch, const kernelproto::message& msg);
+    void on_iopub(const std::string& type, const nlohmann::json& content);
+    void maybe_finish();
+    void finish_current(execution_status status, std::optional<bool> state_preserved);
+    void on_deadline();
+    void begin_interrupt(ladder why);
+    void on_grace_expired();
+    void send_chdir();
+    nlohmann::json cap_bundle(const nlohmann::json& data, std::size_t index);
+    void remember(const std::shared_ptr<execution>& e);
+
+    const std::string id_;
+    const std::string owner_;
+    const std::shared_ptr<kernel_session> kernel_;
+    const std::filesystem::path workdir_;
+    const bool chdir_kernel_;
+    const interpreter_settings& settings_;
+    const std::string session_id_;
+    const std::chrono::system_clock::time_point created_at_;
+    logger log_;
+    boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+    boost::asio::steady_timer deadline_timer_;
+    boost::asio::steady_timer grace_timer_;
+
+    // strand state
+    bool closed_ = false;
+    std::deque<std::shared_ptr<execution>> queue_;
+    std::shared_ptr<execution> current_;
+    std::string current_msg_id_;
+    bool reply_seen_ = false;
+    bool idle_seen_ = false;
+    std::string reply_status_;
+    ladder ladder_ = ladder::none;
+    std::size_t results_seen_ = 0;
+    std::map<std::string, std::shared_ptr<execution>> executions_;
+    std::deque<std::string> finished_order_;  // oldest first, for forgetting beyond the limit
+    std::map<std::string, std::string> keys_;  // idempotency key -> execution id
+
+    std::atomic<std::size_t> waiting_{0};
+    std::atomic<bool> running_{false};
+};
+
+}  // namespace callisto::gateway::interpreter

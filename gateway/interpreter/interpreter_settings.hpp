@@ -1,0 +1,26 @@
+#pragma once
+// The knobs of the interpreter API, with their defaults.
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+
+#include "gateway/interpreter/execution_request.hpp"
+
+namespace callisto::gateway::interpreter {
+
+struct interpreter_settings {
+    std::size_t queue_limit = 16;                 // waiting executions per context; beyond: 429
+    std::size_t text_budget_bytes = 1 << 20;      // per stream (stdout, stderr) per execution
+    std::size_t result_cap_bytes = 5 << 20;       // one MIME value; larger goes to a file
+    std::size_t finished_kept = 256;              // finished executions remembered per context
+    std::chrono::milliseconds interrupt_grace{5000};  // deadline interrupt -> restart
+    execution_request_limits request_limits;
+    // Where the kernels' own workdirs are, seen from the gateway (<root>/<kernel id>, the
+    // sandbox's session workdir). Empty when kernels are not sandboxed: each context then gets
+    // <context_root>/<context id>, and its kernel is told to chdir there.
+    std::filesystem::path kernel_workdir_root;
+    std::filesystem::path context_root;
+};
+
+}  // namespace callisto::gateway::interpreter

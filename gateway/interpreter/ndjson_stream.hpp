@@ -1,0 +1,50 @@
+#pragma once
+// A response of newline-delimited JSON over chunked HTTP/1.1: one event per line, written as
+// it happens. It takes the connection over from the http_session (like a WebSocket upgrade)
+// and closes it after the last chunk. The queue is bounded: a client that reads slower than
+// the events come is disconnected; the execution goes on and can be fetched by id.
+//
+// Every method is thread-safe: the work is posted to the connection's strand.
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include "gateway/json_response.hpp"
+
+namespace callisto::gateway::interpreter {
+
+class ndjson_stream : public std::enable_shared_from_this<ndjson_stream> {
+public:
+    ndjson_stream(boost::beast::tcp_stream&& stream, std::size_t max_queued_bytes = 16 << 20);
+
+    // An ordinary answer instead of the stream (e.g. an error found after the take-over);
+    // only before begin().
+    void respond(http_response res);
+    // The status line and headers of the chunked answer.
+    void begin(http::status status, std::string extra_headers = {});
+    void write_line(std::string line);
+    // The last chunk, then the connection closes.
+    void end();
+    void close();  // server shutdown
+
+private:
+    void enqueue(std::string bytes);
+    void do_write();
+    void on_write(boost::beast::error_code ec, std::size_t bytes);
+    void shut();
+
+    boost::beast::tcp_stream stream_;
+    const std::size_t max_queued_bytes_;
+    std::deque<std::string> queue_;
+    std::size_t queued_bytes_ = 0;
+    bool writing_ = false;
+    bool began_ = false;
+    bool ending_ = false;
+    bool closed_ = false;
+};
+
+}  // namespace callisto::gateway::interpreter

@@ -1,0 +1,279 @@
+// The pure parts of the interpreter API: output caps, ANSI stripping, request validation,
+// base64 and file names for oversized results, and the /v1 routes.
+
+#include <doctest/doctest.h>
+
+#include "gateway/interpreter/ansi_text.hpp"
+#include "gateway/interpreter/context_request.hpp"
+#include "gateway/interpreter/execution.hpp"
+#include "gateway/interpreter/execution_request.hpp"
+#include "gateway/interpreter/output_budget.hpp"
+#include "gateway/interpreter/oversized_result.hpp"
+#include "gateway/router.hpp"
+
+using namespace callisto::gateway;
+using namespace callisto::gateway::interpreter;
+
+namespace {
+const std::string cid = "0f1e2d3c-4b5a-4968-8776-655443322110";
+const std::string eid = "11111111-2222-4333-8444-555555555555";
+
+std::optional<execution_request> parse(std::string_view body, std::string& error,
+                                       std::string_view accept = "") {
+    return parse_execution_request(body, accept, execution_request_limits{}, error);
+}
+}  // namespace
+
+// ---- output budget ---------------------------------------------------------------------------
+
+TEST_CASE("output budget keeps everything that fits") {
+    output_budget b(100);
+    CHECK(b.append("hello ") == "hello ");
+    b.append("world");
+    CHECK(b.str() == "hello world");
+    CHECK(b.truncated_bytes() == 0);
+    CHECK(b.total_bytes() == 11);
+}
+
+TEST_CASE("output budget keeps head and tail with a marker saying how much was cut") {
+    output_budget b(10);
+    std::string all;
+    for (int i = 0; i < 100; ++i) {
+        std::string piece = std::to_string(i % 10);
+        all += piece;
+        b.append(piece);
+    }
+    CHECK(b.total_bytes() == 100);
+    CHECK(b.truncated_bytes() == 90);
+    CHECK(b.str() == all.substr(0, 5) + "\n[... 90 bytes truncated ...]\n" + all.substr(95));
+}
+
+TEST_CASE("output budget handles one piece larger than the whole budget") {
+    output_budget b(8);
+    std::string big(1000, 'x');
+    big.replace(0, 4, "HEAD");
+    big.replace(996, 4, "TAIL");
+    auto shown = b.append(big);
+    CHECK(shown == "HEAD");
+    CHECK(b.head_full());
+    CHECK(b.str() == "HEAD" + output_budget::marker(992) + "TAIL");
+    CHECK(b.append("more").empty());  // the live stream shows the head only
+    CHECK(b.str() == "HEAD" + output_budget::marker(996) + "more");
+}
+
+TEST_CASE("output budget of zero keeps nothing but says how much there was") {
+    output_budget b(0);
+    b.append("abc");
+    CHECK(b.str() == output_budget::marker(3));
+}
+
+// ---- ANSI ------------------------------------------------------------------------------------
+
+TEST_CASE("strip_ansi removes IPython's colour codes from a traceback") {
+    CHECK(strip_ansi("\x1b[0;31mZeroDivisionError\x1b[0m: division by zero") ==
+          "ZeroDivisionError: division by zero");
+    CHECK(strip_ansi("\x1b[1;32m----> 1\x1b[39m 1/0") == "----> 1 1/0");
+}
+
+TEST_CASE("strip_ansi removes OSC sequences and lone escapes, keeps plain text and UTF-8") {
+    CHECK(strip_ansi("a\x1b]8;;http://x\x07link\x1b]8;;\x1b\\b") == "alinkb");
+    CHECK(strip_ansi("x\x1b(By") == "xy");
+    CHECK(strip_ansi("trailing\x1b") == "trailing");
+    CHECK(strip_ansi("cut\x1b[31") == "cut");
+    CHECK(strip_ansi("plain ü ✓") == "plain ü ✓");
+}
+
+// ---- requests --------------------------------------------------------------------------------
+
+TEST_CASE("execution request: the good forms") {
+    std::string error;
+    auto r = parse(R"j({"code": "print(1)"})j", error);
+    REQUIRE(r);
+    CHECK(r->code == "print(1)");
+    CHECK_FALSE(r->timeout);
+    CHECK_FALSE(r->stream);
+    r = parse(R"({"code": "", "timeout": 0.5, "idempotency_key": "k-1", "stream": true})", error);
+    REQUIRE(r);
+    CHECK(r->timeout == std::chrono::milliseconds(500));
+    CHECK(r->idempotency_key == "k-1");
+    CHECK(r->stream);
+    r = parse(R"({"code": "1", "timeout": null, "idempotency_key": null})", error);
+    REQUIRE(r);
+    CHECK_FALSE(r->timeout);
+}
+
+TEST_CASE("execution request: Accept application/x-ndjson asks for the stream") {
+    std::string error;
+    auto r = parse(R"({"code": "1"})", error, "application/x-ndjson");
+    REQUIRE(r);
+    CHECK(r->stream);
+}
+
+TEST_CASE("execution request: every bad form is refused with a sentence") {
+    const char* bad[] = {
+        "",
+        "not json",
+        "[1]",
+        "\"code\"",
+        "{}",
+        R"({"code": 1})",
+        R"({"code": null})",
+        R"({"code": "1", "timeout": "10"})",
+        R"({"code": "1", "timeout": 0})",
+        R"({"code": "1", "timeout": -1})",
+        R"({"code": "1", "timeout": true})",
+        R"({"code": "1", "timeout": 1e12})",
+        R"({"code": "1", "idempotency_key": ""})",
+        R"({"code": "1", "idempotency_key": 5})",
+        R"({"code": "1", "idempotency_key": "has space"})",
+        R"({"code": "1", "idempotency_key": "é"})",
+        R"({"code": "1", "stream": "yes"})",
+        R"({"code": "1", "unknown": 1})",
+    };
+    for (const char* body : bad) {
+        INFO(body);
+        std::string error;
+        CHECK_FALSE(parse(body, error));
+        CHECK_FALSE(error.empty());
+    }
+    std::string error;
+    CHECK_FALSE(parse(R"({"code": "1", "idempotency_key": ")" + std::string(129, 'k') + "\"}", error));
+    execution_request_limits small;
+    small.max_code_bytes = 4;
+    CHECK_FALSE(parse_execution_request(R"({"code": "12345"})", "", small, error));
+    CHECK(error.find("larger") != std::string::npos);
+}
+
+TEST_CASE("context request: empty body, a kernel name, and the bad forms") {
+    std::string error;
+    auto r = parse_context_request("", error);
+    REQUIRE(r);
+    CHECK(r->kernel.empty());
+    r = parse_context_request(R"({"kernel": "python3"})", error);
+    REQUIRE(r);
+    CHECK(r->kernel == "python3");
+    for (const char* body : {"x", "[]", R"({"kernel": 3})", R"({"kernel": ""})", R"({"name": "python3"})"}) {
+        INFO(body);
+        CHECK_FALSE(parse_context_request(body, error));
+    }
+}
+
+// ---- oversized results -----------------------------------------------------------------------
+
+TEST_CASE("base64 decodes what Jupyter sends, line breaks included, and refuses garbage") {
+    CHECK(decode_base64("aGVsbG8=") == std::optional<std::string>("hello"));
+    CHECK(decode_base64("aGVs\nbG8h") == std::optional<std::string>("hello!"));
+    CHECK(decode_base64("") == std::optional<std::string>(""));
+    CHECK_FALSE(decode_base64("aGVsbG8"));   // not a multiple of 4
+    CHECK_FALSE(decode_base64("aG=sbG8="));  // data after padding
+    CHECK_FALSE(decode_base64("a$==")); 
+}
+
+TEST_CASE("oversized results get a file name that says what they are") {
+    CHECK(is_base64_mime("image/png"));
+    CHECK_FALSE(is_base64_mime("image/svg+xml"));
+    CHECK_FALSE(is_base64_mime("text/html"));
+    CHECK(file_extension_for("image/png") == ".png");
+    CHECK(file_extension_for("application/vnd.vegalite.v5+json") == ".json");
+    CHECK(file_extension_for("application/x-whatever") == ".bin");
+}
+
+// ---- execution -------------------------------------------------------------------------------
+
+TEST_CASE("an execution streams events in order and ends once") {
+    execution_request req;
+    req.code = "print(1)";
+    execution e(eid, cid, req, 1 << 20);
+    std::vector<std::string> types;
+    e.subscribe([&](const nlohmann::json& ev, bool) { types.push_back(ev["type"]); });
+    e.mark_started();
+    e.add_stream("stdout", "1\n");
+    e.add_result({{"text/plain", "2"}}, nlohmann::json::object());
+    e.set_error("ValueError", "bad", {"line"});
+    e.finish(execution_status::error);
+    e.finish(execution_status::ok);  // ignored
+    CHECK(types == std::vector<std::string>{"start", "stdout", "result", "error", "end"});
+    auto j = e.to_json();
+    CHECK(j["status"] == "error");
+    CHECK(j["stdout"] == "1\n");
+    CHECK(j["error"]["name"] == "ValueError");
+    CHECK_FALSE(j.contains("state_preserved"));
+}
+
+TEST_CASE("an execution's live stream stops at the budget with one notice; the end has the tail") {
+    execution_request req;
+    execution e(eid, cid, req, 8);
+    int notices = 0;
+    std::string streamed;
+    e.subscribe([&](const nlohmann::json& ev, bool) {
+        if (ev["type"] == "stdout") {
+            if (ev.contains("truncated")) ++notices;
+            else streamed += ev["text"].get<std::string>();
+        }
+    });
+    for (int i = 0; i < 10; ++i) e.add_stream("stdout", "abcdefgh");
+    e.finish(execution_status::ok);
+    CHECK(streamed == "abcd");
+    CHECK(notices == 1);
+    auto j = e.to_json();
+    CHECK(j["truncated"]["stdout_bytes"] == 72);
+    CHECK(j["stdout"] == "abcd" + output_budget::marker(72) + "efgh");
+}
+
+TEST_CASE("subscribing to a finished execution yields just its end") {
+    execution e(eid, cid, {}, 100);
+    e.finish(execution_status::timeout, true);
+    int calls = 0;
+    e.subscribe([&](const nlohmann::json& ev, bool last) {
+        ++calls;
+        CHECK(last);
+        CHECK(ev["execution"]["state_preserved"] == true);
+        CHECK(ev["execution"]["status"] == "timeout");
+    });
+    CHECK(calls == 1);
+}
+
+// ---- routes ----------------------------------------------------------------------------------
+
+TEST_CASE("router maps the /v1 interpreter routes") {
+    CHECK(match_route("GET", "/v1/contexts", false).kind == route_kind::contexts_list);
+    CHECK(match_route("POST", "/v1/contexts/", false).kind == route_kind::context_create);
+    auto g = match_route("GET", "/v1/contexts/" + cid, false);
+    CHECK(g.kind == route_kind::context_get);
+    CHECK(g.context_id == cid);
+    CHECK(match_route("DELETE", "/v1/contexts/" + cid, false).kind == route_kind::context_delete);
+    CHECK(match_route("POST", "/v1/contexts/" + cid + "/restart", false).kind ==
+          route_kind::context_restart);
+    CHECK(match_route("POST", "/v1/contexts/" + cid + "/executions", false).kind ==
+          route_kind::execution_create);
+    CHECK(match_route("GET", "/v1/contexts/" + cid + "/executions", false).kind ==
+          route_kind::executions_list);
+    auto e = match_route("GET", "/v1/contexts/" + cid + "/executions/" + eid + "?token=t", false);
+    CHECK(e.kind == route_kind::execution_get);
+    CHECK(e.execution_id == eid);
+    CHECK(e.query == "token=t");
+    CHECK(match_route("DELETE", "/v1/contexts/" + cid + "/executions/" + eid, false).kind ==
+          route_kind::execution_delete);
+    CHECK(is_interpreter_route(route_kind::execution_get));
+    CHECK_FALSE(is_interpreter_route(route_kind::kernel_get));
+}
+
+TEST_CASE("router answers wrong methods on /v1 with 405 and the allowed ones") {
+    auto r = match_route("PUT", "/v1/contexts", false);
+    CHECK(r.kind == route_kind::method_not_allowed);
+    CHECK(r.allow == "GET, POST");
+    CHECK(match_route("POST", "/v1/contexts/" + cid, false).allow == "GET, DELETE");
+    CHECK(match_route("GET", "/v1/contexts/" + cid + "/restart", false).allow == "POST");
+    CHECK(match_route("PATCH", "/v1/contexts/" + cid + "/executions/" + eid, false).allow ==
+          "GET, DELETE");
+}
+
+TEST_CASE("router refuses unknown and unsafe /v1 paths") {
+    for (const std::string& t : std::vector<std::string>{"/v1", "/v1/", "/v1/other", "/v1/contexts/" + cid + "/nope",
+                                "/v1/contexts/" + cid + "/executions/" + eid + "/more",
+                                "/v1/contexts/..", "/v1/contexts/%2e%2e/executions",
+                                "/v1/contexts/a%2fb", "/v1/contexts/%00", "/v1//contexts"}) {
+        INFO(t);
+        CHECK(match_route("GET", t, false).kind == route_kind::not_found);
+    }
+}
