@@ -143,3 +143,9 @@ TEST_CASE("SIGTERM stops the server in order, leaving no kernel process, socket 
     CHECK(processes_mentioning(runtime).empty());
     CHECK_FALSE(std::filesystem::exists(runtime));
 }
+
+TEST_CASE("interpreter API: aggregated answer, event stream, executions by id, idempotency, queue, deadline ladder, caps") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_interpreter_api.py"});
+    CHECK(server.stop() == 0);
+}

@@ -1,0 +1,377 @@
+"""End-to-end tests of Callisto's own agent-facing API (/v1/contexts, executions):
+the aggregated answer, the NDJSON event stream, executions as resources that outlive
+their request, idempotency keys, the per-context queue, the deadline ladder, output
+caps, and every bad form of every input.
+
+Standard library only. Run against a server (CALLISTO_URL, CALLISTO_TOKEN)."""
+
+import http.client
+import json
+import sys
+import threading
+import time
+import urllib.parse
+
+from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, api, callisto_only, check, check_eq,
+                        poll, run_tests)
+
+# The first kernel start on a loaded machine, and the ladder (deadline + 5 s grace +
+# shutdown escalation + a new kernel), both need room.
+LADDER_TIMEOUT = 90
+
+
+def new_context(body=None):
+    r = api("POST", "/v1/contexts", body if body is not None else {})
+    check_eq(r.status, 201, "create context status")
+    ctx = r.json()
+    check_eq(r.headers.get("location"), "/v1/contexts/" + ctx["id"], "Location")
+    for key in ("id", "kernel_id", "kernel", "state", "created_at"):
+        check(key in ctx, "context model has " + key, ctx)
+    return ctx
+
+
+def delete_context(ctx):
+    r = api("DELETE", "/v1/contexts/" + ctx["id"])
+    check_eq(r.status, 204, "delete context status")
+
+
+def run(ctx, code, **fields):
+    body = {"code": code}
+    body.update(fields)
+    r = api("POST", f"/v1/contexts/{ctx['id']}/executions", body, timeout=LADDER_TIMEOUT + 30)
+    check_eq(r.status, 200, f"execution status for {code[:40]!r}: {r.body[:300]!r}")
+    return r.json()
+
+
+def get_execution(ctx, eid):
+    r = api("GET", f"/v1/contexts/{ctx['id']}/executions/{eid}")
+    check_eq(r.status, 200, "GET execution")
+    return r.json()
+
+
+class Stream:
+    """POST an execution with stream: true and read its NDJSON events one by one."""
+
+    def __init__(self, ctx, code, **fields):
+        url = urllib.parse.urlsplit(BASE_URL)
+        self.conn = http.client.HTTPConnection(url.hostname, url.port, timeout=HTTP_TIMEOUT)
+        body = {"code": code}
+        body.update(fields)
+        self.conn.request("POST", f"/v1/contexts/{ctx['id']}/executions",
+                          body=json.dumps(body).encode(),
+                          headers={"Authorization": f"token {TOKEN}",
+                                   "Content-Type": "application/json",
+                                   "Accept": "application/x-ndjson"})
+        self.resp = self.conn.getresponse()
+
+    def event(self):
+        line = self.resp.readline()
+        if not line:
+            return None
+        check(line.endswith(b"\n"), "an event is one line", line)
+        return json.loads(line)
+
+    def events(self):
+        out = []
+        while True:
+            e = self.event()
+            if e is None:
+                return out
+            out.append(e)
+
+    def close(self):
+        self.conn.close()
+
+
+# --------------------------------------------------------------------------
+
+@callisto_only
+def test_aggregated_answer_has_stdout_a_plot_and_an_error():
+    ctx = new_context({"kernel": "python3"})
+    try:
+        r = run(ctx, "import sys\nprint('hello')\nprint('warn', file=sys.stderr)\n6*7")
+        check_eq(r["status"], "ok", "status")
+        check_eq(r["stdout"], "hello\n", "stdout")
+        check_eq(r["stderr"], "warn\n", "stderr")
+        check_eq(r["results"][0]["data"]["text/plain"], "42", "execute_result")
+        check_eq(r["execution_count"], 1, "execution_count")
+        check(r["error"] is None, "no error", r)
+        for key in ("duration_ms", "queue_ms", "truncated", "id", "created_at"):
+            check(key in r, "execution has " + key, r)
+
+        plot = run(ctx, "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
+                        "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()")
+        check_eq(plot["status"], "ok", "plot status " + json.dumps(plot)[:500])
+        pngs = [res["data"]["image/png"] for res in plot["results"] if "image/png" in res["data"]]
+        check(len(pngs) == 1 and isinstance(pngs[0], str) and pngs[0].startswith("iVBOR"),
+              "one inline PNG", plot["results"])
+
+        err = run(ctx, "def f():\n    return 1 / 0\nf()")
+        check_eq(err["status"], "error", "error status")
+        check_eq(err["error"]["name"], "ZeroDivisionError", "error name")
+        check_eq(err["error"]["value"], "division by zero", "error value")
+        tb = "\n".join(err["error"]["traceback"])
+        check("\x1b" not in tb, "traceback has no ANSI codes", tb)
+        check("return 1 / 0" in tb, "traceback shows the line", tb)
+
+        # State survives between executions of one context.
+        check_eq(run(ctx, "sys.stdout.write('still ' + str(6*7))")["stdout"], "still 42",
+                 "state kept")
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_stream_gives_events_in_order_for_a_long_cell():
+    ctx = new_context()
+    try:
+        s = Stream(ctx, "import time\nfor i in range(5):\n    print(i, flush=True)\n"
+                        "    time.sleep(0.2)\n1/0")
+        check_eq(s.resp.status, 200, "stream status")
+        check_eq(s.resp.getheader("Content-Type"), "application/x-ndjson", "content type")
+        check_eq(s.resp.getheader("Transfer-Encoding"), "chunked", "chunked")
+        events = s.events()
+        s.close()
+        types = [e["type"] for e in events]
+        check_eq(types[:2], ["queued", "start"], "first events")
+        check_eq(types[-2:], ["error", "end"], "last events")
+        text = "".join(e["text"] for e in events if e["type"] == "stdout")
+        check_eq(text, "0\n1\n2\n3\n4\n", "stdout in order")
+        check(types.count("stdout") >= 2, "output arrived in several events", types)
+        end = events[-1]["execution"]
+        check_eq(end["status"], "error", "end status")
+        check_eq(end["stdout"], "0\n1\n2\n3\n4\n", "end carries the whole stdout")
+        check_eq(events[0]["id"], end["id"], "one id throughout")
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_execution_is_fetched_by_id_after_the_client_went_away():
+    ctx = new_context()
+    try:
+        s = Stream(ctx, "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n"
+                        "    time.sleep(0.5)\n'done'")
+        first = s.event()
+        check_eq(first["type"], "queued", "first event")
+        eid = first["id"]
+        s.close()  # gone mid-run
+        running = get_execution(ctx, eid)
+        check(running["status"] in ("queued", "running", "ok"), "status while running", running)
+        done = poll(lambda: (lambda e: e if e["status"] == "ok" else None)(get_execution(ctx, eid)),
+                    30, 0.2, "the execution to finish")
+        check_eq(done["stdout"], "tick 0\ntick 1\ntick 2\n", "all output kept")
+        check_eq(done["results"][0]["data"]["text/plain"], "'done'", "result kept")
+        listing = api("GET", f"/v1/contexts/{ctx['id']}/executions").json()
+        check(any(e["id"] == eid for e in listing), "listed", listing)
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_a_repeated_idempotency_key_runs_once():
+    ctx = new_context()
+    try:
+        run(ctx, "runs = []")
+        a = run(ctx, "runs.append(1)\nlen(runs)", idempotency_key="step-1")
+        b = run(ctx, "runs.append(1)\nlen(runs)", idempotency_key="step-1")
+        check_eq(b["id"], a["id"], "same execution")
+        check_eq(b["results"][0]["data"]["text/plain"], "1", "same answer")
+        check_eq(run(ctx, "len(runs)")["results"][0]["data"]["text/plain"], "1", "ran once")
+        # The same key while the first is still running: still one run.
+        s = Stream(ctx, "import time\ntime.sleep(1)\nruns.append(2)", idempotency_key="step-2")
+        first = s.event()
+        again = run(ctx, "runs.append(2)", idempotency_key="step-2")
+        check_eq(again["id"], first["id"], "same execution while running")
+        s.events()
+        s.close()
+        check_eq(run(ctx, "runs")["results"][0]["data"]["text/plain"], "[1, 2]", "each ran once")
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_executions_on_a_context_run_one_at_a_time_in_order():
+    ctx = new_context()
+    try:
+        run(ctx, "order = []")
+        slow = Stream(ctx, "import time\ntime.sleep(1.5)\norder.append('first')")
+        check_eq(slow.event()["type"], "queued", "first queued")
+        second = run(ctx, "order.append('second')\norder")
+        check_eq(second["results"][0]["data"]["text/plain"], "['first', 'second']", "in order")
+        check(second["queue_ms"] >= 500, "the second waited for the first", second["queue_ms"])
+        slow.events()
+        slow.close()
+
+        # A bounded queue: one running, 16 waiting, the next is refused with 429.
+        blocker = Stream(ctx, "import time\ntime.sleep(3)")
+        check_eq(blocker.event()["type"], "queued", "blocker queued")
+        waiting = []
+        for i in range(16):
+            w = Stream(ctx, f"{i}")
+            check_eq(w.resp.status, 200, f"queued #{i}")
+            check_eq(w.event()["type"], "queued", f"queued event #{i}")
+            waiting.append(w)
+        over = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": "1"})
+        check_eq(over.status, 429, "queue full")
+        check(over.headers.get("retry-after"), "Retry-After", over.headers)
+        check_eq(set(over.json()), {"reason", "message"}, "JSON error")
+        for w in [blocker] + waiting:
+            check_eq(w.events()[-1]["execution"]["status"], "ok", "each finished")
+            w.close()
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_deadline_interrupt_preserves_state():
+    ctx = new_context()
+    try:
+        run(ctx, "kept = 'yes'")
+        r = run(ctx, "while True:\n    pass", timeout=1)
+        check_eq(r["status"], "timeout", "status")
+        check_eq(r["state_preserved"], True, "an interrupt sufficed")
+        check(r["duration_ms"] < 6000, "ended at the interrupt", r["duration_ms"])
+        check_eq(run(ctx, "kept")["results"][0]["data"]["text/plain"], "'yes'", "state kept")
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_deadline_restart_when_sigint_is_ignored():
+    ctx = new_context()
+    try:
+        run(ctx, "kept = 'yes'")
+        r = run(ctx, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                     "while True:\n    pass", timeout=1)
+        check_eq(r["status"], "timeout", "status")
+        check_eq(r["state_preserved"], False, "a restart was needed")
+        after = run(ctx, "'kept' in dir()")
+        check_eq(after["status"], "ok", "the context works after the restart")
+        check_eq(after["results"][0]["data"]["text/plain"], "False", "state is gone")
+        cwd = run(ctx, "import os\nprint(os.listdir('.') is not None)")
+        check_eq(cwd["stdout"], "True\n", "the workdir is still usable")
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_delete_interrupts_a_running_execution():
+    ctx = new_context()
+    try:
+        s = Stream(ctx, "import time\nprint('begun', flush=True)\nwhile True:\n    time.sleep(0.05)")
+        eid = s.event()["id"]
+        while s.event()["type"] != "stdout":
+            pass
+        r = api("DELETE", f"/v1/contexts/{ctx['id']}/executions/{eid}")
+        check_eq(r.status, 202, "interrupt accepted")
+        end = s.events()[-1]["execution"]
+        s.close()
+        check_eq(end["status"], "interrupted", "status")
+        check_eq(end["state_preserved"], True, "state kept")
+        check_eq(end["error"]["name"], "KeyboardInterrupt", "the kernel says why")
+        check_eq(api("DELETE", f"/v1/contexts/{ctx['id']}/executions/{eid}").status, 200,
+                 "deleting a finished execution answers it")
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_a_big_print_is_capped_with_head_tail_and_marker():
+    ctx = new_context()
+    try:
+        r = run(ctx, "import sys\nsys.stdout.write('HEAD' + 'x' * (50 * 1024 * 1024) + 'TAIL')")
+        check_eq(r["status"], "ok", "status")
+        out = r["stdout"]
+        check(out.startswith("HEADxxx"), "head kept", out[:20])
+        check(out.endswith("xxxTAIL"), "tail kept", out[-20:])
+        cut = r["truncated"]["stdout_bytes"]
+        check(cut > 40 * 1024 * 1024, "most was cut", cut)
+        check(f"[... {cut} bytes truncated ...]" in out, "explicit marker", out[512 * 1024 - 10:512 * 1024 + 60])
+        check(len(out) < 2 * 1024 * 1024, "answer stays small", len(out))
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_an_oversized_image_becomes_a_file_reference():
+    ctx = new_context()
+    try:
+        r = run(ctx, "import os\nfrom IPython.display import Image, display\n"
+                     "display(Image(data=b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(6 * 1024 * 1024), format='png'))")
+        check_eq(r["status"], "ok", "status " + json.dumps(r)[:400])
+        ref = r["results"][0]["data"]["image/png"]
+        check(isinstance(ref, dict) and "file" in ref, "a file reference", str(ref)[:200])
+        check_eq(ref["bytes"], 6 * 1024 * 1024 + 8, "decoded size")
+        check_eq(r["truncated"]["results"][0]["moved_to"], ref["file"], "said in truncated")
+        size = run(ctx, f"import os\nos.path.getsize({ref['file']!r})")
+        check_eq(size["results"][0]["data"]["text/plain"], str(6 * 1024 * 1024 + 8),
+                 "the kernel sees the file in its workdir")
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_restart_and_get_and_list_contexts():
+    ctx = new_context()
+    try:
+        run(ctx, "x = 1")
+        r = api("POST", f"/v1/contexts/{ctx['id']}/restart")
+        check_eq(r.status, 200, "restart")
+        check_eq(run(ctx, "'x' in dir()")["results"][0]["data"]["text/plain"], "False", "fresh")
+        got = api("GET", "/v1/contexts/" + ctx["id"]).json()
+        check_eq(got["kernel_id"], ctx["kernel_id"], "same kernel id")
+        check(any(c["id"] == ctx["id"] for c in api("GET", "/v1/contexts").json()), "listed")
+        # The context's kernel is an ordinary kernel of its owner.
+        check_eq(api("GET", "/api/kernels/" + ctx["kernel_id"]).status, 200, "kernel visible")
+    finally:
+        delete_context(ctx)
+    check_eq(api("GET", "/v1/contexts/" + ctx["id"]).status, 404, "deleted context is gone")
+    poll(lambda: api("GET", "/api/kernels/" + ctx["kernel_id"]).status == 404, 30, 0.2,
+         "its kernel to go")
+
+
+@callisto_only
+def test_bad_inputs_get_clear_json_errors():
+    def refused(method, path, body, status, what, **kw):
+        r = api(method, path, body, **kw)
+        check_eq(r.status, status, what + ": " + repr(r.body[:200]))
+        if status != 405 or r.body:
+            check_eq(set(r.json()), {"reason", "message"}, what + " is a JSON error")
+        return r
+
+    for body in ["x", "[1]", {"kernel": 3}, {"kernel": ""}, {"name": "python3"}]:
+        refused("POST", "/v1/contexts", body, 400, f"context body {body!r}")
+    refused("POST", "/v1/contexts", {"kernel": "no-such-kernel"}, 404, "unknown kernelspec")
+    refused("GET", "/v1/contexts", None, 403, "no token", auth=None)
+    refused("GET", "/v1/contexts", None, 403, "wrong token", token="wrong")
+
+    ctx = new_context()
+    try:
+        ex = f"/v1/contexts/{ctx['id']}/executions"
+        for body in ["", "x", "[]", {}, {"code": 1}, {"code": "1", "timeout": 0},
+                     {"code": "1", "timeout": -5}, {"code": "1", "timeout": "10"},
+                     {"code": "1", "timeout": 10 ** 9}, {"code": "1", "stream": "yes"},
+                     {"code": "1", "idempotency_key": ""}, {"code": "1", "idempotency_key": "a b"},
+                     {"code": "1", "idempotency_key": "k" * 200}, {"code": "1", "extra": True}]:
+            refused("POST", ex, body, 400, f"execution body {body!r}")
+        unknown = "00000000-0000-4000-8000-000000000000"
+        refused("GET", f"{ex}/{unknown}", None, 404, "unknown execution")
+        refused("GET", f"{ex}/not-a-uuid", None, 404, "malformed execution id")
+        refused("DELETE", f"{ex}/{unknown}", None, 404, "interrupt unknown execution")
+        refused("GET", f"/v1/contexts/{unknown}", None, 404, "unknown context")
+        refused("POST", f"/v1/contexts/{unknown}/executions", {"code": "1"}, 404,
+                "execution on unknown context")
+        refused("GET", "/v1/contexts/..%2f", None, 404, "traversal in the id")
+        refused("PUT", "/v1/contexts", None, 405, "wrong method on contexts")
+        refused("PATCH", f"/v1/contexts/{ctx['id']}", None, 405, "wrong method on a context")
+        refused("GET", f"/v1/contexts/{ctx['id']}/restart", None, 405, "GET restart")
+        refused("GET", f"/v1/contexts/{ctx['id']}/nothing", None, 404, "unknown sub-resource")
+        # After all that, the context still works.
+        check_eq(run(ctx, "1+1")["results"][0]["data"]["text/plain"], "2", "still works")
+    finally:
+        delete_context(ctx)
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests())
