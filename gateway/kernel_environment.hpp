@@ -6,6 +6,8 @@
 #include "common/logger.hpp"
 #include "gateway/server_config.hpp"
 #include "launcher/process_supervisor.hpp"
+#include "launcher/sandbox.hpp"
+#include "launcher/sandbox_uid_pool.hpp"
 #include "transport/reactor.hpp"
 
 namespace callisto::gateway {
@@ -16,6 +18,9 @@ struct kernel_environment {
     launcher::process_supervisor& supervisor;
     const server_config& config;
     logger log;
+    // Both null with --sandbox=off.
+    const launcher::sandbox* sandbox = nullptr;
+    launcher::sandbox_uid_pool* sandbox_uids = nullptr;
 };
 
 }  // namespace callisto::gateway

@@ -7,6 +7,7 @@
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
 #include "launcher/kernel_command.hpp"
+#include "launcher/sandboxed_kernel.hpp"
 
 namespace callisto::gateway {
 
@@ -137,6 +138,7 @@ void kernel_session::start(result_handler on_ready) {
 
 void kernel_session::spawn_process() {
     connected_ = false;
+    std::shared_ptr<launcher::sandboxed_kernel> boxed;
     try {
         runtime_dir_ = std::make_unique<launcher::kernel_runtime_dir>(
             env_.config.runtime_root, short_dir_name(id_) + "-" + kernelproto::random_hex(3),
@@ -145,13 +147,24 @@ void kernel_session::spawn_process() {
             spec_.name);
         auto command = launcher::kernel_command(spec_, runtime_dir_->connection_file(),
                                                 runtime_dir_->path(), extra_env_);
+        if (env_.sandbox) {
+            // The session's uid and workdir outlive restarts; each start gets its own cgroup.
+            if (!sandbox_)
+                sandbox_ = std::make_unique<launcher::session_sandbox>(
+                    *env_.sandbox, *env_.sandbox_uids, env_.config.workdir_root, id_,
+                    env_.config.limits, spec_);
+            boxed = sandbox_->prepare(command, *runtime_dir_);
+        }
         std::weak_ptr<kernel_session> weak = weak_from_this();
         auto strand = strand_;
-        pid_ = env_.supervisor.spawn(command, [weak, strand](pid_t pid, launcher::exit_status st) {
+        pid_ = env_.supervisor.spawn(boxed ? boxed->command() : command,
+                                     [weak, strand, boxed](pid_t pid, launcher::exit_status st) {
+            if (boxed) st = boxed->judge(st);  // OOM, CPU time: read before the cgroup goes
             asio::post(strand, [weak, pid, st] {
                 if (auto self = weak.lock()) self->on_process_exit(pid, st);
             });
         });
+        if (boxed) boxed->spawned();
     } catch (const std::exception& e) {
         runtime_dir_.reset();
         pid_ = 0;
@@ -159,19 +172,59 @@ void kernel_session::spawn_process() {
         finish_start(reason_);
         return;
     }
-    log_.info("started " + spec_.name + " kernel, pid " + std::to_string(pid_));
-
-    auto listener = std::make_shared<link_listener>(weak_from_this(), strand_);
-    transport::link_options options;
-    options.session_id = session_id_;
-    link_ = env_.reactor.open(runtime_dir_->connection(), listener, options);
-    listener->set_link(*link_);
+    log_.info("started " + spec_.name + " kernel, pid " + std::to_string(pid_) +
+              (boxed ? " (sandboxed as uid " + std::to_string(sandbox_->identity().uid) + ")" : ""));
 
     ready_timer_.expires_after(env_.config.kernel_ready_timeout);
     ready_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
         if (ec) return;
         if (auto self = weak.lock()) self->on_ready_timeout();
     });
+    if (boxed)
+        await_sockets(pid_, std::nullopt);
+    else
+        open_link();
+}
+
+// A sandboxed kernel owns its ipc directory until its sockets exist; only after seal() has
+// taken the directory back and checked each socket may the reactor connect (a kernel could
+// otherwise plant a symlink to a host socket). Polled on the strand: a few lstat calls.
+void kernel_session::await_sockets(pid_t pid,
+                                   std::optional<std::chrono::steady_clock::time_point> sockets_seen) {
+    if (pid_ != pid || !runtime_dir_) return;  // exited, stopped or restarted meanwhile
+    // ipykernel rewrites its connection file just after binding; seal after that, or after
+    // 2 s for kernels that never rewrite it.
+    const auto now = std::chrono::steady_clock::now();
+    if (!sockets_seen && runtime_dir_->ipc_sockets_present()) sockets_seen = now;
+    const bool ready = sockets_seen && (runtime_dir_->connection_file_rewritten() ||
+                                        now - *sockets_seen > std::chrono::seconds(2));
+    if (!ready) {
+        auto timer = std::make_shared<asio::steady_timer>(strand_, std::chrono::milliseconds(5));
+        timer->async_wait([weak = weak_from_this(), timer, pid, sockets_seen](boost::system::error_code ec) {
+            if (ec) return;
+            if (auto self = weak.lock()) self->await_sockets(pid, sockets_seen);
+        });
+        return;
+    }
+    if (auto problem = runtime_dir_->seal(sandbox_->identity().uid); !problem.empty()) {
+        const std::string why = "kernel failed the ipc socket check: " + problem;
+        log_.warn(why);
+        stop_process(false, [self = shared_from_this(), why] {
+            self->set_state(kernel_state::dead, "dead", why);
+            self->broadcast_status("dead");
+            self->finish_start(why);
+        });
+        return;
+    }
+    open_link();
+}
+
+void kernel_session::open_link() {
+    auto listener = std::make_shared<link_listener>(weak_from_this(), strand_);
+    transport::link_options options;
+    options.session_id = session_id_;
+    link_ = env_.reactor.open(runtime_dir_->connection(), listener, options);
+    listener->set_link(*link_);
 }
 
 // At most autorestart_limit automatic restarts per autorestart_window, so a kernel that dies
@@ -254,6 +307,10 @@ void kernel_session::on_process_exit(pid_t pid, const launcher::exit_status& sta
     }
     set_state(kernel_state::dead, "dead", why);
     broadcast_status("dead");
+    // Clients show stderr; the status message alone cannot say why.
+    broadcast(channel::iopub,
+              kernelproto::make_message("stream", {{"name", "stderr"}, {"text", "Kernel died: " + why + "\n"}},
+                                        session_id_));
     finish_start(why);
 }
 
@@ -321,7 +378,10 @@ void kernel_session::interrupt(result_handler on_done) {
             on_done("kernel is not running");
             return;
         }
-        if (self->spec_.interrupt == launcher::interrupt_mode::message && self->link_) {
+        // Sandboxed: signals reach bwrap, not the kernel in its own session and pid namespace.
+        const bool by_message =
+            self->spec_.interrupt == launcher::interrupt_mode::message || self->sandbox_;
+        if (by_message && self->link_) {
             self->env_.reactor.send(
                 *self->link_, channel::control,
                 kernelproto::make_message("interrupt_request", nlohmann::json::object(),

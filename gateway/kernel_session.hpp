@@ -30,6 +30,7 @@
 #include "launcher/kernel_runtime_dir.hpp"
 #include "launcher/kernelspec.hpp"
 #include "launcher/process_supervisor.hpp"
+#include "launcher/session_sandbox.hpp"
 #include "transport/reactor.hpp"
 
 namespace callisto::gateway {
@@ -98,6 +99,8 @@ private:
 
     // All of these run on strand_.
     void spawn_process();
+    void await_sockets(pid_t pid, std::optional<std::chrono::steady_clock::time_point> sockets_seen);
+    void open_link();
     void on_link_message(transport::link_id link, kernelproto::channel ch, kernelproto::message msg);
     void on_link_connected(transport::link_id link);
     void on_process_exit(pid_t pid, const launcher::exit_status& status);
@@ -133,6 +136,7 @@ private:
 
     // strand_ state
     std::unique_ptr<launcher::kernel_runtime_dir> runtime_dir_;
+    std::unique_ptr<launcher::session_sandbox> sandbox_;  // null with --sandbox=off
     pid_t pid_ = 0;
     std::optional<transport::link_id> link_;
     bool connected_ = false;

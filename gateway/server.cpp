@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "gateway/listener.hpp"
+#include "launcher/sandbox_probe.hpp"
 
 namespace callisto::gateway {
 
@@ -20,9 +21,32 @@ std::vector<fs::path> kernel_search_path(const server_config& config) {
     return dirs;
 }
 
-void prepare_runtime_root(const fs::path& root) {
+void prepare_runtime_root(const fs::path& root, bool sandboxed) {
     fs::create_directories(root);
-    fs::permissions(root, fs::perms::owner_all, fs::perm_options::replace);
+    // Sandboxed kernels run as other uids and must traverse it to reach their own 0700 dir.
+    fs::permissions(root, sandboxed ? fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec
+                                    : fs::perms::owner_all,
+                    fs::perm_options::replace);
+}
+
+// Probes the host; throws with the probe's explanation when no safe mode exists.
+std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config, const logger& log) {
+    if (!config.sandbox) {
+        log.warn("**********************************************************************");
+        log.warn("SANDBOX OFF (--sandbox=off): kernel code runs as this user with full");
+        log.warn("network, file and process access. For development only.");
+        log.warn("**********************************************************************");
+        return nullptr;
+    }
+    auto probe = launcher::sandbox_probe::run(config.bwrap, config.sandbox_uid_first);
+    if (!probe.usable())
+        throw std::runtime_error(probe.describe() + " (--sandbox=off disables it, for development only)");
+    log.info(probe.describe());
+    log.info("sandbox limits per kernel: " + config.limits.describe() + "; uids " +
+             std::to_string(config.sandbox_uid_first) + "-" +
+             std::to_string(config.sandbox_uid_first + config.sandbox_uid_count - 1) +
+             "; workdirs under " + config.workdir_root.string());
+    return std::make_unique<launcher::sandbox>(probe.bwrap, probe.cgroups);
 }
 
 // --pool-size applies to the default kernelspec; --pool=NAME:N entries win over it.
@@ -51,7 +75,12 @@ server::server(server_config config, logger log)
       reactor_(log_.component("reactor")),
       supervisor_(log_.component("supervisor")),
       catalog_(kernel_search_path(config_), log_.component("kernelspecs")),
-      kernel_env_{ioc_, reactor_, supervisor_, config_, log_.component("kernel")},
+      sandbox_(make_sandbox(config_, log_.component("sandbox"))),
+      sandbox_uids_(sandbox_ ? std::make_unique<launcher::sandbox_uid_pool>(
+                                   config_.sandbox_uid_first, config_.sandbox_uid_count)
+                             : nullptr),
+      kernel_env_{ioc_, reactor_, supervisor_, config_, log_.component("kernel"), sandbox_.get(),
+                  sandbox_uids_.get()},
       kernels_(kernel_env_, catalog_, config_.culling, pool_sizes(config_, catalog_),
                config_.max_kernels),
       kernels_rest_(kernels_),
@@ -62,7 +91,7 @@ server::server(server_config config, logger log)
                                        : token_auth::from_users_file(config_.users_file)),
       services_{config_, auth_, kernels_, kernels_rest_, kernelspecs_rest_, sessions_,
                 log_.component("http"), interpreter_rest_} {
-    prepare_runtime_root(config_.runtime_root);
+    prepare_runtime_root(config_.runtime_root, sandbox_ != nullptr);
     if (catalog_.all().empty())
         log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
     for (const auto& spec : catalog_.all())

@@ -25,6 +25,8 @@
 #include "gateway/session_registry.hpp"
 #include "launcher/kernelspec_catalog.hpp"
 #include "launcher/process_supervisor.hpp"
+#include "launcher/sandbox.hpp"
+#include "launcher/sandbox_uid_pool.hpp"
 #include "transport/reactor.hpp"
 
 namespace callisto::gateway {
@@ -59,6 +61,8 @@ private:
     transport::reactor reactor_;
     launcher::process_supervisor supervisor_;
     launcher::kernelspec_catalog catalog_;
+    std::unique_ptr<launcher::sandbox> sandbox_;  // null with --sandbox=off
+    std::unique_ptr<launcher::sandbox_uid_pool> sandbox_uids_;
     kernel_environment kernel_env_;
     kernel_manager kernels_;
     kernels_api kernels_rest_;

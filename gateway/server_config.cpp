@@ -1,6 +1,7 @@
 #include "gateway/server_config.hpp"
 
 #include <charconv>
+#include <cstdlib>
 #include <functional>
 #include <sstream>
 #include <unistd.h>
@@ -97,10 +98,24 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --cull-connected          cull kernels even while clients are connected
   --cull-interval=SECS      how often the culling rules are checked (default 60)
   --culled-retention=SECS   how long a culled kernel's id answers 410 Gone (default 3600)
+  --sandbox=on|off          run kernels in the sandbox (default on; off is for development
+                            only: kernel code then runs as the gateway's user)
+  --workdir-root=DIR        per-kernel working directories (default /var/lib/callisto/work)
+  --sandbox-uids=FIRST-LAST uids (and gids) given to sessions (default 60000-60999)
+  --memory-limit=SIZE       per kernel (default 2GiB)
+  --pids-limit=N            processes and threads per kernel (default 256)
+  --cpu-limit=CORES         CPU share per kernel, e.g. 0.5 (default 1)
+  --cpu-time-limit=SECS     CPU seconds per kernel process (default 600)
+  --file-size-limit=SIZE    largest file a kernel may write (default 1GiB)
+  --open-files-limit=N      open files per kernel process (default 1024)
+  --disk-quota=SIZE         total size of a kernel's working directory (default 1GiB)
+  --tmp-size=SIZE           size of the kernel's /tmp and /dev/shm (default 256MiB)
   --log-level=LEVEL         debug, info, warn, error (default info)
   --help                    this text
 
-Sizes take B, KiB, MiB or GiB.
+Sizes take B, KiB, MiB or GiB. A kernelspec may override the limits in kernel.json:
+"metadata": {"callisto": {"limits": {"memory": "4GiB", "pids": 512, "cpu": 2, "cpu_time": 60,
+"file_size": "1GiB", "open_files": 1024, "disk": "2GiB", "tmp": "256MiB"}}}
 )";
 }
 
@@ -208,6 +223,45 @@ parse_result parse_server_config(const std::vector<std::string>& args,
             int secs = 0;
             if (!parse_int(value, secs, 0, 600)) return bad("seconds 0-600");
             cfg.shutdown_wait = std::chrono::seconds(secs);
+        } else if (name == "--sandbox") {
+            if (value != "on" && value != "off") return bad("on or off");
+            cfg.sandbox = value == "on";
+        } else if (name == "--workdir-root") {
+            if (value.empty() || value.front() != '/') return bad("an absolute directory path");
+            cfg.workdir_root = value;
+        } else if (name == "--sandbox-uids") {
+            const auto dash = value.find('-');
+            std::uint32_t first = 0, last = 0;
+            if (dash == std::string::npos ||
+                !parse_int(value.substr(0, dash), first, std::uint32_t{1000}, std::uint32_t{1u << 30}) ||
+                !parse_int(value.substr(dash + 1), last, first, std::uint32_t{1u << 30}))
+                return bad("a range FIRST-LAST of uids from 1000 up");
+            cfg.sandbox_uid_first = first;
+            cfg.sandbox_uid_count = last - first + 1;
+        } else if (name == "--memory-limit" || name == "--file-size-limit" ||
+                   name == "--disk-quota" || name == "--tmp-size") {
+            std::uint64_t bytes = 0;
+            if (!launcher::parse_byte_size(value, bytes)) return bad("a size like 2GiB");
+            auto& field = name == "--memory-limit"      ? cfg.limits.memory_bytes
+                          : name == "--file-size-limit" ? cfg.limits.file_size_bytes
+                          : name == "--disk-quota"      ? cfg.limits.disk_bytes
+                                                        : cfg.limits.tmp_bytes;
+            field = bytes;
+        } else if (name == "--pids-limit") {
+            if (!parse_int(value, cfg.limits.pids, std::uint64_t{8}, std::uint64_t{1u << 22}))
+                return bad("a number 8-4194304");
+        } else if (name == "--open-files-limit") {
+            if (!parse_int(value, cfg.limits.open_files, std::uint64_t{64}, std::uint64_t{1u << 20}))
+                return bad("a number 64-1048576");
+        } else if (name == "--cpu-time-limit") {
+            if (!parse_int(value, cfg.limits.cpu_time_seconds, std::uint64_t{1}, std::uint64_t{1u << 30}))
+                return bad("seconds from 1");
+        } else if (name == "--cpu-limit") {
+            char* end = nullptr;
+            const double cores = std::strtod(value.c_str(), &end);
+            if (value.empty() || end != value.c_str() + value.size() || !(cores >= 0.01) || cores > 1024)
+                return bad("cores 0.01-1024");
+            cfg.limits.cpu_cores = cores;
         } else if (name == "--cull-idle-timeout" || name == "--cull-busy-timeout" ||
                    name == "--kernel-max-lifetime" || name == "--cull-interval" ||
                    name == "--culled-retention") {

@@ -13,6 +13,7 @@
 
 #include "common/logger.hpp"
 #include "gateway/kernel_culler.hpp"
+#include "launcher/sandbox_policy.hpp"
 
 namespace callisto::gateway {
 
@@ -45,6 +46,14 @@ struct server_config {
     std::map<std::string, std::size_t> pool_sizes;          // --pool=NAME:N, per kernelspec
     std::chrono::milliseconds shutdown_wait{5000};          // shutdown_request -> SIGTERM
     std::chrono::milliseconds kill_grace{3000};             // SIGTERM -> SIGKILL
+
+    // The kernel sandbox (launcher/sandbox.hpp). Off only for development.
+    bool sandbox = true;
+    launcher::sandbox_policy limits;                  // defaults; kernelspecs may override
+    std::filesystem::path workdir_root = "/var/lib/callisto/work";  // one dir per kernel
+    std::uint32_t sandbox_uid_first = 60000;          // per-session uids: [first, first+count)
+    std::uint32_t sandbox_uid_count = 1000;
+    std::filesystem::path bwrap = "/usr/bin/bwrap";
 
     log_level log = log_level::info;
 };

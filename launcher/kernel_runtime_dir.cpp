@@ -135,6 +135,11 @@ kernel_runtime_dir::kernel_runtime_dir(const std::filesystem::path& root,
 
         connection_file_ = dir_ / "kernel.json";
         write_private_file(connection_file_, info_.to_json().dump(1) + "\n");
+        // Stamped with mtime 0 so a rewrite is recognisable (a recreated file may well get
+        // the same inode number back).
+        const struct timespec epoch[2] = {{0, 0}, {0, 0}};
+        if (::utimensat(AT_FDCWD, connection_file_.c_str(), epoch, AT_SYMLINK_NOFOLLOW) != 0)
+            fail_errno("utimensat " + connection_file_.string(), errno);
     } catch (...) {
         std::filesystem::remove_all(dir_, ec);
         throw;
@@ -148,6 +153,12 @@ bool kernel_runtime_dir::ipc_sockets_present() const {
         if (::lstat((info_.ip + "-" + std::to_string(port)).c_str(), &st) != 0) return false;
     }
     return true;
+}
+
+bool kernel_runtime_dir::connection_file_rewritten() const {
+    struct stat st {};
+    return ::lstat(connection_file_.c_str(), &st) == 0 &&
+           (st.st_mtim.tv_sec != 0 || st.st_mtim.tv_nsec != 0);
 }
 
 std::string kernel_runtime_dir::seal(uid_t owner) const {

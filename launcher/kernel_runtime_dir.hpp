@@ -30,6 +30,12 @@ public:
     // ipc: true once all five socket paths exist (of any type; seal() checks them).
     bool ipc_sockets_present() const;
 
+    // True once the kernel replaced the connection file we wrote. ipykernel rewrites it
+    // (remove, then create) after binding its sockets, so sealing the directory before that
+    // would make the kernel fail; the caller waits for this, or gives up waiting after a while
+    // for kernels that never rewrite it.
+    bool connection_file_rewritten() const;
+
     // The ipc socket defence, for a kernel running as `owner`: first takes the directory back
     // (root-owned, 0550) so the kernel can no longer add, rename or replace entries, then
     // lstat-checks each socket: a socket (not a symlink to some host socket), owned by

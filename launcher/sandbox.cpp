@@ -109,7 +109,9 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(const spawn_description& inne
                            "--bind", workdir.string(), sandbox_workdir,
                            // At its host path, so the connection file's ipc paths hold inside.
                            "--bind", runtime_dir.string(), runtime_dir.string(),
-                           "--chdir", sandbox_workdir, "--remount-ro", "/",
+                           // /dev is bwrap's own tmpfs: read-only too (the device
+                           // nodes stay usable; /dev/shm is its own capped mount).
+                           "--chdir", sandbox_workdir, "--remount-ro", "/dev", "--remount-ro", "/",
                            "--cap-drop", "ALL", "--seccomp", std::to_string(seccomp_fd), "--"});
         a.insert(a.end(), inner.argv.begin(), inner.argv.end());
 

@@ -149,3 +149,10 @@ TEST_CASE("interpreter API: aggregated answer, event stream, executions by id, i
     run_client(server, {python, source_dir + "/tests/e2e/python/test_interpreter_api.py"});
     CHECK(server.stop() == 0);
 }
+
+TEST_CASE("sandbox escape suite: every attack from kernel code fails and the gateway keeps serving") {
+    // Small limits so the bombs end quickly; see docs/security.md for each attack.
+    server_process server({"--memory-limit=256MiB", "--pids-limit=64", "--disk-quota=64MiB"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_sandbox_escape.py"});
+    CHECK(server.stop() == 0);
+}

@@ -107,3 +107,45 @@ TEST_CASE("config --hash-token prints the SHA-256 for a users file and exits 0")
     CHECK(r.exit_code == 0);
     CHECK(r.message == "9c56cc51b374c3ba189210d5b6d4bf57790d351c96c47c02190ecf1e430635ab");
 }
+
+TEST_CASE("config turns the sandbox on by default with sensible limits") {
+    auto r = parse({});
+    REQUIRE(r.config);
+    CHECK(r.config->sandbox);
+    CHECK(r.config->limits.memory_bytes == 2ull << 30);
+    CHECK(r.config->limits.pids == 256);
+    CHECK(r.config->sandbox_uid_first >= 1000);
+}
+
+TEST_CASE("config takes the sandbox flags and limits") {
+    auto r = parse({"--sandbox=off", "--memory-limit=512MiB", "--pids-limit=64", "--cpu-limit=0.5",
+                    "--cpu-time-limit=30", "--file-size-limit=10MiB", "--open-files-limit=256",
+                    "--disk-quota=100MiB", "--tmp-size=32MiB", "--workdir-root=/srv/work",
+                    "--sandbox-uids=70000-70099"});
+    REQUIRE(r.config);
+    CHECK_FALSE(r.config->sandbox);
+    CHECK(r.config->limits.memory_bytes == 512u << 20);
+    CHECK(r.config->limits.pids == 64);
+    CHECK(r.config->limits.cpu_cores == doctest::Approx(0.5));
+    CHECK(r.config->limits.cpu_time_seconds == 30);
+    CHECK(r.config->limits.file_size_bytes == 10u << 20);
+    CHECK(r.config->limits.open_files == 256);
+    CHECK(r.config->limits.disk_bytes == 100u << 20);
+    CHECK(r.config->limits.tmp_bytes == 32u << 20);
+    CHECK(r.config->workdir_root == "/srv/work");
+    CHECK(r.config->sandbox_uid_first == 70000);
+    CHECK(r.config->sandbox_uid_count == 100);
+}
+
+TEST_CASE("config rejects bad sandbox flags naming the flag") {
+    for (std::string bad : {"--sandbox=maybe", "--memory-limit=2GB", "--pids-limit=0",
+                            "--cpu-limit=0", "--cpu-limit=x", "--sandbox-uids=0-10",
+                            "--sandbox-uids=70000-60000", "--workdir-root=relative",
+                            "--disk-quota=0"}) {
+        auto r = parse({bad});
+        INFO(bad);
+        CHECK_FALSE(r.config);
+        CHECK(r.exit_code == 2);
+        CHECK(r.message.find(bad.substr(0, bad.find('='))) != std::string::npos);
+    }
+}

@@ -49,7 +49,9 @@ struct sandboxed_run {
         const sandbox_identity who{test_uid, test_uid};
         workdir = std::make_unique<session_workdir>(root.path(), "w", who, policy.disk_bytes);
         runtime = std::make_unique<kernel_runtime_dir>(runtime_root.path(), "r", transport_kind::ipc, "t");
-        spawn_description inner{{"/usr/bin/python3", "-c", code}, {{"PATH", "/usr/bin"}}, {}};
+        spawn_description inner;
+        inner.argv = {"/usr/bin/python3", "-c", code};
+        inner.env = {{"PATH", "/usr/bin"}};
         kernel = box.prepare(inner, policy, who, workdir->path(), runtime->path(),
                              runtime->connection_file(), "cltest-" + std::to_string(::getpid()));
         std::mutex mutex;
@@ -184,7 +186,9 @@ TEST_CASE("a sandboxed ipykernel binds its ipc sockets as the session uid, and t
     process_supervisor supervisor({});
     const pid_t pid = supervisor.spawn(kernel->command(), {});
     kernel->spawned();
-    REQUIRE(eventually([&] { return runtime.ipc_sockets_present(); }, std::chrono::seconds(60)));
+    // ipykernel rewrites its connection file after binding; sealing first would break it.
+    REQUIRE(eventually([&] { return runtime.ipc_sockets_present() && runtime.connection_file_rewritten(); },
+                       std::chrono::seconds(60)));
     CHECK(runtime.seal(who.uid) == "");
     struct stat st {};
     REQUIRE(::stat(runtime.path().c_str(), &st) == 0);
