@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Gateway memory: RSS of a fresh Callisto and a fresh jupyter_server (rate limits lifted), idle
+# and with K kernels each with an open WebSocket, with ../shared/bench/gwbench.py mem.
+#
+#   bench/mem_gateways.sh [RUNS] [OUT.jsonl] [K]
+#
+# Each run starts both servers fresh (callisto first, then jupyter_server), one at a time.
+# Needs a built callisto (CALLISTO=path, default build/gateway/callisto).
+set -euo pipefail
+
+RUNS=${1:-2}
+OUT=${2:-}
+K=${3:-20}
+[ -n "$OUT" ] && [ "${OUT#/}" = "$OUT" ] && OUT="$PWD/$OUT"
+cd "$(dirname "$0")/.."
+OUT=${OUT:-bench/results/mem-$(date -u +%Y%m%d-%H%M%S).jsonl}
+mkdir -p "$(dirname "$OUT")"
+CALLISTO=${CALLISTO:-build/gateway/callisto}
+GWBENCH=${GWBENCH:-../shared/bench/gwbench.py}
+PY=/usr/bin/python3
+TOKEN=bench-token-$$
+
+free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+SERVER_PID=
+cleanup() { [ -n "$SERVER_PID" ] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; true; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+stop_server() {
+  kill -TERM "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  SERVER_PID=
+}
+
+wait_up() {
+  for _ in $(seq 1 100); do
+    $PY -c 'import sys,urllib.request; urllib.request.urlopen("http://127.0.0.1:%s/api" % sys.argv[1], timeout=1)' "$1" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "server on port $1 did not come up" >&2; return 1
+}
+
+mem() {  # port pid label
+  echo "$3: $(uptime)" >&2
+  $PY "$GWBENCH" --url "http://127.0.0.1:$1" --token "$TOKEN" --max-seconds 900 \
+      mem -k "$K" --gateway-pid "$2" --label "$3" >>"$OUT" || true
+}
+
+echo "writing $OUT" >&2
+for run in $(seq 1 "$RUNS"); do
+  echo "== run $run/$RUNS" >&2
+  port=$(free_port)
+  "$CALLISTO" --ip=127.0.0.1 --port="$port" --token="$TOKEN" --log-level=warn >/dev/null 2>&1 &
+  SERVER_PID=$!
+  if wait_up "$port"; then mem "$port" "$SERVER_PID" callisto; fi
+  stop_server "$SERVER_PID"
+
+  port=$(free_port); dir=$(mktemp -d)
+  $PY -m jupyter_server --no-browser --allow-root --ServerApp.ip=127.0.0.1 \
+      --ServerApp.port="$port" --ServerApp.token="$TOKEN" --ServerApp.root_dir="$dir" \
+      --ServerApp.iopub_data_rate_limit=0 --ServerApp.iopub_msg_rate_limit=0 >/dev/null 2>&1 &
+  SERVER_PID=$!
+  if wait_up "$port"; then mem "$port" "$SERVER_PID" jupyter_server_nolimit; fi
+  stop_server "$SERVER_PID"
+  rm -rf "$dir"
+done
+$PY "$GWBENCH" summarize --format pivot "$OUT"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One gwbench measurement repeated PAIRS times, alternating Callisto and direct ZeroMQ back to
+# back, so that each pair sees the same machine load. For targets stated relative to direct
+# ZeroMQ (rtt, stream) on a noisy machine.
+#
+#   bench/paired.sh PAIRS OUT.jsonl BENCH [gwbench bench args...]
+#   e.g. bench/paired.sh 10 bench/results/paired-rtt.jsonl rtt -n 300
+#        bench/paired.sh 6 bench/results/paired-big.jsonl stream --mode big --mb 50 --repeat 3
+#
+# One Callisto is started for the whole series (CALLISTO=path, default build/gateway/callisto);
+# each gwbench call starts its own kernel. Set NICE=-10 (as root) to run the gateway, the
+# clients and their kernels at a higher priority than the rest of the machine.
+set -euo pipefail
+
+PAIRS=$1; OUT=$2; shift 2
+[ "${OUT#/}" = "$OUT" ] && OUT="$PWD/$OUT"
+cd "$(dirname "$0")/.."
+mkdir -p "$(dirname "$OUT")"
+CALLISTO=${CALLISTO:-build/gateway/callisto}
+GWBENCH=${GWBENCH:-../shared/bench/gwbench.py}
+PY=/usr/bin/python3
+TOKEN=bench-token-$$
+NICE=${NICE:-0}
+RUN=(nice -n "$NICE")
+TAG=${TAG:-paired}
+
+port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"${RUN[@]}" "$CALLISTO" --ip=127.0.0.1 --port="$port" --token="$TOKEN" --log-level=warn >/dev/null 2>&1 &
+CPID=$!
+trap 'kill -TERM $CPID 2>/dev/null; wait $CPID 2>/dev/null; true' EXIT
+trap 'exit 130' INT TERM
+for _ in $(seq 1 100); do
+  $PY -c 'import sys,urllib.request; urllib.request.urlopen("http://127.0.0.1:%s/api" % sys.argv[1], timeout=1)' "$port" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+for i in $(seq 1 "$PAIRS"); do
+  echo "pair $i/$PAIRS: $(uptime)" >&2
+  # alternate which side goes first, so neither always follows the other
+  if [ $((i % 2)) -eq 1 ]; then order="callisto direct"; else order="direct callisto"; fi
+  for side in $order; do
+    if [ "$side" = callisto ]; then
+      "${RUN[@]}" $PY "$GWBENCH" --url "http://127.0.0.1:$port" --token "$TOKEN" \
+          "$@" --label callisto --variant "$TAG" >>"$OUT" || true
+    else
+      "${RUN[@]}" $PY "$GWBENCH" direct --client raw "$@" --label direct_zmq --variant "$TAG" >>"$OUT" || true
+    fi
+  done
+done
+$PY "$GWBENCH" summarize --format pivot "$OUT"
