@@ -1,5 +1,6 @@
 #include "gateway/http_session.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include <boost/asio/dispatch.hpp>
@@ -41,9 +42,27 @@ void http_session::close() {
 
 void http_session::do_read() {
     parser_.emplace();
-    parser_->body_limit(services_.config.max_request_body_bytes);
+    body_limit_ = services_.config.max_request_body_bytes;
+    // Beast checks Content-Length against the limit while parsing the header: let the largest
+    // limit through there, and apply the route's own in on_header.
+    parser_->body_limit(std::max(body_limit_, services_.interpreter_rest.max_upload_bytes()));
     parser_->header_limit(64 * 1024);
     stream_.expires_after(request_timeout);
+    // The header first: file uploads have a larger body limit of their own.
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&http_session::on_header, shared_from_this()));
+}
+
+void http_session::on_header(beast::error_code ec, std::size_t bytes) {
+    if (ec) return on_read(ec, bytes);
+    const auto& req = parser_->get();
+    if (req.method() == http::verb::put &&
+        match_route("PUT", req.target(), false).kind == route_kind::file_put) {
+        body_limit_ = services_.interpreter_rest.max_upload_bytes();
+    }
+    if (auto length = parser_->content_length(); length && *length > body_limit_)
+        return on_read(http::error::body_limit, 0);
+    parser_->body_limit(body_limit_);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&http_session::on_read, shared_from_this()));
 }
@@ -56,8 +75,7 @@ void http_session::on_read(beast::error_code ec, std::size_t) {
     if (ec == http::error::body_limit) {
         auto res = error_response(http::status::payload_too_large,
                                   "request body is larger than " +
-                                      std::to_string(services_.config.max_request_body_bytes) +
-                                      " bytes");
+                                      std::to_string(body_limit_) + " bytes");
         res.keep_alive(false);
         return send(std::move(res));
     }
@@ -82,6 +100,10 @@ void http_session::dispatch_request(http_request req) {
                           !services_.config.web_root.empty());
     if (r.kind == route_kind::not_found)
         return send(error_response(http::status::not_found, "not found"));
+    if (r.kind == route_kind::bad_v1_path)
+        return send(error_response(http::status::bad_request,
+                                   "invalid path: empty, '.' and '..' segments, encoded '/' and "
+                                   "NUL are refused"));
     if (r.kind == route_kind::method_not_allowed) {
         auto res = error_response(http::status::method_not_allowed, "method not allowed");
         res.set(http::field::allow, r.allow);

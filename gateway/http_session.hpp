@@ -25,6 +25,7 @@ public:
 
 private:
     void do_read();
+    void on_header(boost::beast::error_code ec, std::size_t bytes);
     void on_read(boost::beast::error_code ec, std::size_t bytes);
     void dispatch_request(http_request req);
     void upgrade_to_websocket(const route& r, const user& who, http_request req);
@@ -36,6 +37,7 @@ private:
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
     gateway_services& services_;
     bool keep_alive_ = true;
+    std::size_t body_limit_ = 0;  // of the request being read
 };
 
 }  // namespace callisto::gateway

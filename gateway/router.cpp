@@ -41,10 +41,25 @@ route method_not_allowed(std::string allow) {
     return r;
 }
 
-// /v1/contexts[/{id}[/restart | /executions[/{eid}]]]
+// /v1/contexts[/{id}[/restart | /executions[/{eid}] | /files[/{path...}]]]
 route match_v1(std::string_view method, const std::vector<std::string>& seg, route r) {
     const std::size_t n = seg.size();
-    if (n < 2 || seg[1] != "contexts" || n > 5) return r;
+    if (n < 2 || seg[1] != "contexts") return r;
+    if (n >= 4 && seg[3] == "files") {
+        r.context_id = seg[2];
+        if (n == 4) {
+            if (method != "GET") return method_not_allowed("GET");
+            r.kind = route_kind::files_list;
+            return r;
+        }
+        for (std::size_t i = 4; i < n; ++i) r.file += (i > 4 ? "/" : "") + seg[i];
+        if (method == "GET") r.kind = route_kind::file_get;
+        else if (method == "PUT") r.kind = route_kind::file_put;
+        else if (method == "DELETE") r.kind = route_kind::file_delete;
+        else return method_not_allowed("GET, PUT, DELETE");
+        return r;
+    }
+    if (n > 5) return route{};
     if (n == 2) {
         if (method == "GET") r.kind = route_kind::contexts_list;
         else if (method == "POST") r.kind = route_kind::context_create;
@@ -90,6 +105,10 @@ bool is_interpreter_route(route_kind kind) {
         case route_kind::execution_create:
         case route_kind::execution_get:
         case route_kind::execution_delete:
+        case route_kind::files_list:
+        case route_kind::file_get:
+        case route_kind::file_put:
+        case route_kind::file_delete:
             return true;
         default:
             return false;
@@ -152,7 +171,11 @@ route match_route(std::string_view method, std::string_view target, bool static_
     if (path.empty() || path.front() != '/') return r;
 
     std::vector<std::string> seg;
-    if (!split_path(path, seg)) return r;
+    if (!split_path(path, seg)) {
+        // The agent API says why instead of an unexplained 404.
+        if (path.starts_with("/v1/")) r.kind = route_kind::bad_v1_path;
+        return r;
+    }
     const bool get = method == "GET";
     const bool post = method == "POST";
     const bool del = method == "DELETE";

@@ -31,6 +31,11 @@ enum class route_kind {
     execution_create,     // POST /v1/contexts/{id}/executions
     execution_get,        // GET /v1/contexts/{id}/executions/{eid}
     execution_delete,     // DELETE /v1/contexts/{id}/executions/{eid} (interrupts it)
+    files_list,           // GET /v1/contexts/{id}/files
+    file_get,             // GET /v1/contexts/{id}/files/{path...}
+    file_put,             // PUT /v1/contexts/{id}/files/{path...} (raw body)
+    file_delete,          // DELETE /v1/contexts/{id}/files/{path...}
+    bad_v1_path,          // a /v1 path with an unsafe segment ("..", "%2F", NUL, "//"): 400
 };
 
 // The /v1/... routes, which belong to the interpreter API.
@@ -42,7 +47,7 @@ struct route {
     std::string context_id;    // context_* and execution_* routes
     std::string execution_id;  // execution_get, execution_delete
     std::string name;       // kernelspec name
-    std::string file;       // kernelspec resource or static file path (no leading '/')
+    std::string file;       // kernelspec resource, static file or workdir path (no leading '/')
     std::string query;      // raw query string without '?'
     std::string allow;      // for method_not_allowed: the Allow header value
 };

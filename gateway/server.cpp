@@ -61,6 +61,8 @@ std::map<std::string, std::size_t> pool_sizes(const server_config& config,
 
 interpreter::interpreter_settings interpreter_settings_for(const server_config& config) {
     interpreter::interpreter_settings s;
+    // Sandboxed kernels already run in their session workdir, <workdir_root>/<kernel id>.
+    if (config.sandbox) s.kernel_workdir_root = config.workdir_root;
     s.context_root = config.runtime_root / "contexts";
     return s;
 }

@@ -2,6 +2,8 @@
 
 #include <boost/beast/http/field.hpp>
 
+#include "gateway/interpreter/workdir_files.hpp"
+
 namespace callisto::gateway::interpreter {
 
 namespace {
@@ -20,6 +22,24 @@ http_response queue_full(std::size_t limit) {
                                   " executions waiting; try again when one has finished");
     res.set(http::field::retry_after, "1");
     return res;
+}
+
+std::string content_type_for(std::string_view path) {
+    auto dot = path.rfind('.');
+    std::string_view ext = dot == std::string_view::npos ? "" : path.substr(dot);
+    if (ext == ".png") return "image/png";
+    if (ext == ".jpg" || ext == ".jpeg") return "image/jpeg";
+    if (ext == ".svg") return "image/svg+xml";
+    if (ext == ".csv") return "text/csv";
+    if (ext == ".json") return "application/json";
+    if (ext == ".txt" || ext == ".py" || ext == ".md") return "text/plain; charset=utf-8";
+    if (ext == ".pdf") return "application/pdf";
+    // Never text/html: a downloaded file must not run as a page of this origin.
+    return "application/octet-stream";
+}
+
+http_response file_error_response(const file_error& e) {
+    return error_response(static_cast<http::status>(e.http_status), e.message);
 }
 
 std::string line(const nlohmann::json& event) {
@@ -61,6 +81,11 @@ void interpreter_api::handle(const route& r, const http_request& req, const user
             });
         case route_kind::execution_create:
             return create_execution(context, req, std::move(respond), take_stream);
+        case route_kind::files_list:
+        case route_kind::file_get:
+        case route_kind::file_put:
+        case route_kind::file_delete:
+            return handle_files(r, req, context, std::move(respond));
         case route_kind::execution_get:
         case route_kind::execution_delete: {
             if (!is_valid_kernel_id(r.execution_id)) return respond(no_such_execution(r.execution_id));
@@ -77,6 +102,41 @@ void interpreter_api::handle(const route& r, const http_request& req, const user
         default:
             return respond(error_response(http::status::not_found, "not found"));
     }
+}
+
+void interpreter_api::handle_files(const route& r, const http_request& req,
+                                   const std::shared_ptr<interpreter_context>& context,
+                                   respond_fn respond) {
+    const auto& settings = contexts_.settings();
+    workdir_files files(context->workdir());
+    if (r.kind == route_kind::files_list) {
+        nlohmann::json list;
+        bool truncated = false;
+        if (auto e = files.list(list, settings.max_listed_files, truncated))
+            return respond(file_error_response(*e));
+        return respond(json_response(http::status::ok, {{"files", list}, {"truncated", truncated}}));
+    }
+    if (r.kind == route_kind::file_put) {
+        if (auto e = files.write(r.file, req.body())) return respond(file_error_response(*e));
+        auto res = json_response(http::status::created,
+                                 {{"path", r.file}, {"size", req.body().size()}});
+        res.set(http::field::location, "/v1/contexts/" + context->id() + "/files/" + r.file);
+        return respond(std::move(res));
+    }
+    if (r.kind == route_kind::file_delete) {
+        if (auto e = files.remove(r.file)) return respond(file_error_response(*e));
+        return respond(empty_response(http::status::no_content));
+    }
+    std::string bytes;
+    if (auto e = files.read(r.file, bytes, settings.max_download_bytes))
+        return respond(file_error_response(*e));
+    http_response res{http::status::ok, 11};
+    res.set(http::field::content_type, content_type_for(r.file));
+    res.set(http::field::cache_control, "no-store");
+    res.set("X-Content-Type-Options", "nosniff");
+    res.body() = std::move(bytes);
+    res.prepare_payload();
+    respond(std::move(res));
 }
 
 void interpreter_api::create_context(const http_request& req, const user& who, respond_fn respond) {

@@ -22,7 +22,12 @@ public:
     void handle(const route& r, const http_request& req, const user& who, respond_fn respond,
                 const take_stream_fn& take_stream);
 
+    // The body limit of PUT /v1/contexts/{id}/files/{path}.
+    std::size_t max_upload_bytes() const { return contexts_.settings().max_upload_bytes; }
+
 private:
+    void handle_files(const route& r, const http_request& req,
+                      const std::shared_ptr<interpreter_context>& context, respond_fn respond);
     void create_context(const http_request& req, const user& who, respond_fn respond);
     void create_execution(const std::shared_ptr<interpreter_context>& context,
                           const http_request& req, respond_fn respond,

@@ -16,6 +16,9 @@ struct interpreter_settings {
     std::size_t finished_kept = 256;              // finished executions remembered per context
     std::chrono::milliseconds interrupt_grace{5000};  // deadline interrupt -> restart
     execution_request_limits request_limits;
+    std::size_t max_upload_bytes = 100 << 20;     // PUT .../files/{path}: its own body limit
+    std::size_t max_download_bytes = 100 << 20;
+    std::size_t max_listed_files = 10000;
     // Where the kernels' own workdirs are, seen from the gateway (<root>/<kernel id>, the
     // sandbox's session workdir). Empty when kernels are not sandboxed: each context then gets
     // <context_root>/<context id>, and its kernel is told to chdir there.

@@ -7,6 +7,7 @@ Standard library only. Run against a server (CALLISTO_URL, CALLISTO_TOKEN)."""
 
 import http.client
 import json
+import socket
 import sys
 import threading
 import time
@@ -362,13 +363,114 @@ def test_bad_inputs_get_clear_json_errors():
         refused("GET", f"/v1/contexts/{unknown}", None, 404, "unknown context")
         refused("POST", f"/v1/contexts/{unknown}/executions", {"code": "1"}, 404,
                 "execution on unknown context")
-        refused("GET", "/v1/contexts/..%2f", None, 404, "traversal in the id")
+        refused("GET", "/v1/contexts/..%2f", None, 400, "traversal in the id")
         refused("PUT", "/v1/contexts", None, 405, "wrong method on contexts")
         refused("PATCH", f"/v1/contexts/{ctx['id']}", None, 405, "wrong method on a context")
         refused("GET", f"/v1/contexts/{ctx['id']}/restart", None, 405, "GET restart")
         refused("GET", f"/v1/contexts/{ctx['id']}/nothing", None, 404, "unknown sub-resource")
         # After all that, the context still works.
         check_eq(run(ctx, "1+1")["results"][0]["data"]["text/plain"], "2", "still works")
+    finally:
+        delete_context(ctx)
+
+
+def files_url(ctx, path=""):
+    return f"/v1/contexts/{ctx['id']}/files" + ("/" + path if path else "")
+
+
+@callisto_only
+def test_files_upload_a_csv_read_it_with_pandas_and_download_a_png():
+    ctx = new_context()
+    try:
+        csv = b"city,temp\nOslo,3\nRome,18\nCairo,27\n"
+        r = api("PUT", files_url(ctx, "data/temps.csv"), csv,
+                headers={"Content-Type": "text/csv"})
+        check_eq(r.status, 201, "upload " + repr(r.body[:200]))
+        check_eq(r.json()["size"], len(csv), "size")
+        r = run(ctx, "import pandas as pd\ndf = pd.read_csv('data/temps.csv')\n"
+                     "print(df['temp'].mean())\n"
+                     "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                     "df.plot.bar(x='city', y='temp').get_figure().savefig('chart.png')")
+        check_eq(r["status"], "ok", "pandas and matplotlib ran " + json.dumps(r)[:600])
+        check_eq(r["stdout"], "16.0\n", "pandas read the upload")
+        listing = api("GET", files_url(ctx)).json()
+        paths = {f["path"]: f for f in listing["files"]}
+        check("data/temps.csv" in paths and "chart.png" in paths, "listed", listing)
+        check_eq(paths["data"]["type"], "directory", "directory listed")
+        png = api("GET", files_url(ctx, "chart.png"))
+        check_eq(png.status, 200, "download")
+        check_eq(png.headers.get("content-type"), "image/png", "content type")
+        check(png.body.startswith(b"\x89PNG\r\n\x1a\n"), "a PNG", png.body[:8])
+        check_eq(len(png.body), paths["chart.png"]["size"], "whole file")
+        check_eq(api("GET", files_url(ctx, "data/temps.csv")).body, csv, "CSV round trip")
+        check_eq(api("DELETE", files_url(ctx, "chart.png")).status, 204, "delete")
+        check_eq(api("GET", files_url(ctx, "chart.png")).status, 404, "deleted")
+        # Files outlive a kernel restart.
+        check_eq(api("POST", f"/v1/contexts/{ctx['id']}/restart").status, 200, "restart")
+        check_eq(api("GET", files_url(ctx, "data/temps.csv")).body, csv, "kept over a restart")
+    finally:
+        delete_context(ctx)
+
+
+def raw_request(head):
+    url = urllib.parse.urlsplit(BASE_URL)
+    with socket.create_connection((url.hostname, url.port), timeout=HTTP_TIMEOUT) as s:
+        s.sendall(head)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        status = int(data.split(b" ", 2)[1])
+        return status, data
+
+
+@callisto_only
+def test_refused_file_operations():
+    ctx = new_context()
+    try:
+        def refused(method, path, status, what, body=None):
+            r = api(method, path, body)
+            check_eq(r.status, status, what + ": " + repr(r.body[:200]))
+            check_eq(set(r.json()), {"reason", "message"}, what + " is a JSON error")
+            return r.json()["message"]
+
+        base = files_url(ctx)
+        for path in ["../x", "a/../../etc/passwd", "%2e%2e/x", "a%2fb", "a%00b", "/etc/passwd"]:
+            refused("GET", base + "/" + path, 400, f"traversal {path!r}")
+            refused("PUT", base + "/" + path, 400, f"upload to {path!r}", b"x")
+        for path in ["a%0ab", "a%7f", "a%5cb", "n" * 256]:
+            refused("PUT", base + "/" + path, 400, f"odd name {path[:20]!r}", b"x")
+        # Links the kernel plants are not followed, for reading, writing or deleting.
+        run(ctx, "import os\nos.symlink('/etc', 'etc_link')\nos.symlink('/etc/passwd', 'passwd')\n"
+                 "os.mkdir('dir')\nopen('dir/f', 'w').write('x')")
+        msg = refused("GET", base + "/etc_link/passwd", 400, "through a directory link")
+        check("symbolic link" in msg, "says why", msg)
+        refused("GET", base + "/passwd", 400, "a link to a file")
+        refused("PUT", base + "/etc_link/planted", 400, "upload through a link", b"x")
+        refused("DELETE", base + "/etc_link/hostname", 400, "delete through a link")
+        refused("GET", base + "/missing.txt", 404, "missing file")
+        refused("GET", base + "/dir", 409, "download a directory")
+        refused("PUT", base + "/dir", 409, "overwrite a directory", b"x")
+        refused("DELETE", base + "/dir", 409, "delete a non-empty directory")
+        r = api("POST", base + "/x", b"x")
+        check_eq(r.status, 405, "wrong method")
+        # Oversized upload: refused from its Content-Length, before the body is read.
+        status, data = raw_request(
+            f"PUT {base}/huge.bin HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n"
+            f"Content-Length: {200 * 1024 * 1024}\r\n\r\n".encode())
+        check_eq(status, 413, "oversized upload " + repr(data[:200]))
+        # A body over the ordinary 1 MiB limit is fine for an upload.
+        big = bytes(range(256)) * (8 * 1024)  # 2 MiB
+        check_eq(api("PUT", base + "/big.bin", big).status, 201, "2 MiB upload")
+        check_eq(api("GET", base + "/big.bin").body, big, "2 MiB round trip")
+        # ...but not for other routes.
+        status, _ = raw_request(
+            f"POST /v1/contexts/{ctx['id']}/executions HTTP/1.1\r\nHost: x\r\n"
+            f"Authorization: token {TOKEN}\r\nContent-Length: {2 * 1024 * 1024}\r\n\r\n".encode())
+        check_eq(status, 413, "a large execution body")
+        check_eq(run(ctx, "1")["status"], "ok", "the context still works")
     finally:
         delete_context(ctx)
 

@@ -1,0 +1,266 @@
+#include "gateway/interpreter/workdir_files.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernelproto/ids.hpp"
+
+namespace callisto::gateway::interpreter {
+
+namespace {
+
+class fd_guard {
+public:
+    explicit fd_guard(int fd = -1) : fd_(fd) {}
+    ~fd_guard() { reset(); }
+    fd_guard(const fd_guard&) = delete;
+    fd_guard& operator=(const fd_guard&) = delete;
+    fd_guard(fd_guard&& o) noexcept : fd_(o.release()) {}
+    fd_guard& operator=(fd_guard&& o) noexcept {
+        if (this != &o) {
+            reset();
+            fd_ = o.release();
+        }
+        return *this;
+    }
+    int get() const { return fd_; }
+    int release() {
+        int fd = fd_;
+        fd_ = -1;
+        return fd;
+    }
+    void reset() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+private:
+    int fd_;
+};
+
+std::vector<std::string> components(std::string_view path) {
+    std::vector<std::string> out;
+    std::size_t pos = 0;
+    while (pos <= path.size()) {
+        std::size_t slash = path.find('/', pos);
+        if (slash == std::string_view::npos) slash = path.size();
+        out.emplace_back(path.substr(pos, slash - pos));
+        pos = slash + 1;
+    }
+    return out;
+}
+
+file_error from_errno(int err, std::string_view path, std::string_view what) {
+    const std::string p(path);
+    switch (err) {
+        case ENOENT: return {404, "no such file: " + p};
+        case ELOOP: return {400, "'" + p + "' goes through a symbolic link; links are not followed"};
+        case ENOTDIR: return {409, "a part of '" + p + "' is not a directory"};
+        case EISDIR: return {409, "'" + p + "' is a directory"};
+        case ENOTEMPTY:
+        case EEXIST: return {409, "'" + p + "' is a directory that is not empty"};
+        case ENOSPC:
+        case EDQUOT: return {507, "the context's workdir is full"};
+        case EFBIG: return {413, "the file is larger than the workdir allows"};
+        case ENAMETOOLONG: return {400, "the path is too long"};
+        default: return {500, std::string(what) + " '" + p + "': " + std::strerror(err)};
+    }
+}
+
+}  // namespace
+
+std::optional<std::string> check_relative_path(std::string_view path) {
+    if (path.empty()) return "the path is empty";
+    if (path.size() > 1024) return "the path is longer than 1024 bytes";
+    if (path.front() == '/') return "the path must be relative to the workdir";
+    for (unsigned char c : path) {
+        if (c == 0) return "the path contains a NUL byte";
+        if (c < 0x20 || c == 0x7f) return "the path contains a control character";
+        if (c == '\\') return "the path contains a backslash";
+    }
+    for (const auto& part : components(path)) {
+        if (part.empty()) return "the path has an empty component";
+        if (part == "." || part == "..") return "the path may not contain '.' or '..'";
+        if (part.size() > 255) return "a path component is longer than 255 bytes";
+    }
+    return std::nullopt;
+}
+
+workdir_files::workdir_files(std::filesystem::path root) : root_(std::move(root)) {}
+
+namespace {
+
+struct opened_parent {
+    fd_guard dir;
+    std::string name;  // the last component
+    struct stat root_stat {};
+};
+
+// Opens the directory holding `path`'s last component, never following a link, optionally
+// creating missing directories (owned like the workdir).
+std::optional<file_error> open_parent(const std::filesystem::path& root, std::string_view path,
+                                      bool create, opened_parent& out) {
+    if (auto bad = check_relative_path(path)) return file_error{400, *bad};
+    fd_guard dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dir.get() < 0) return file_error{503, "the context's workdir is not available"};
+    if (::fstat(dir.get(), &out.root_stat) != 0) return file_error{500, "cannot stat the workdir"};
+    auto parts = components(path);
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+        int next = ::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && errno == ENOENT && create) {
+            if (::mkdirat(dir.get(), parts[i].c_str(), 0755) != 0 && errno != EEXIST)
+                return from_errno(errno, path, "mkdir");
+            next = ::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (next >= 0 && ::fchown(next, out.root_stat.st_uid, out.root_stat.st_gid) != 0) {
+                // Not fatal: the gateway may not run as root (no sandbox).
+            }
+        }
+        if (next < 0) {
+            const int err = errno;
+            struct stat st {};
+            // O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR; say what it really is.
+            if (::fstatat(dir.get(), parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISLNK(st.st_mode))
+                return from_errno(ELOOP, path, "open");
+            return from_errno(err, path, "open");
+        }
+        dir = fd_guard(next);
+    }
+    out.dir = std::move(dir);
+    out.name = parts.back();
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<file_error> workdir_files::write(std::string_view path, std::string_view bytes) const {
+    opened_parent parent;
+    if (auto e = open_parent(root_, path, true, parent)) return e;
+    // Into a temporary name, then renamed over: a reader never sees half a file, and an
+    // existing symlink at the name is replaced, never followed.
+    const std::string temp = ".callisto-upload-" + kernelproto::random_hex(8);
+    fd_guard fd(::openat(parent.dir.get(), temp.c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (fd.get() < 0) return from_errno(errno, path, "create");
+    auto fail = [&](int err) {
+        ::unlinkat(parent.dir.get(), temp.c_str(), 0);
+        return from_errno(err, path, "write");
+    };
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return fail(n < 0 ? errno : ENOSPC);
+        done += static_cast<std::size_t>(n);
+    }
+    if (::fchown(fd.get(), parent.root_stat.st_uid, parent.root_stat.st_gid) != 0) {
+        // Not fatal, as above.
+    }
+    if (::close(fd.release()) != 0) return fail(errno);
+    struct stat existing {};
+    if (::fstatat(parent.dir.get(), parent.name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISDIR(existing.st_mode)) {
+        ::unlinkat(parent.dir.get(), temp.c_str(), 0);
+        return file_error{409, "'" + std::string(path) + "' is a directory"};
+    }
+    if (::renameat(parent.dir.get(), temp.c_str(), parent.dir.get(), parent.name.c_str()) != 0)
+        return fail(errno);
+    return std::nullopt;
+}
+
+std::optional<file_error> workdir_files::read(std::string_view path, std::string& out,
+                                              std::size_t max_bytes) const {
+    opened_parent parent;
+    if (auto e = open_parent(root_, path, false, parent)) return e;
+    fd_guard fd(::openat(parent.dir.get(), parent.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    if (fd.get() < 0) return from_errno(errno, path, "open");
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return from_errno(errno, path, "stat");
+    if (S_ISDIR(st.st_mode)) return file_error{409, "'" + std::string(path) + "' is a directory"};
+    if (!S_ISREG(st.st_mode)) return file_error{409, "'" + std::string(path) + "' is not a regular file"};
+    if (static_cast<std::size_t>(st.st_size) > max_bytes)
+        return file_error{413, "the file is larger than " + std::to_string(max_bytes) + " bytes"};
+    out.clear();
+    out.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t done = 0;
+    while (done < out.size()) {
+        ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return from_errno(errno, path, "read");
+        if (n == 0) break;  // shrank meanwhile
+        done += static_cast<std::size_t>(n);
+    }
+    out.resize(done);
+    return std::nullopt;
+}
+
+std::optional<file_error> workdir_files::remove(std::string_view path) const {
+    opened_parent parent;
+    if (auto e = open_parent(root_, path, false, parent)) return e;
+    if (::unlinkat(parent.dir.get(), parent.name.c_str(), 0) == 0) return std::nullopt;
+    if (errno == EISDIR && ::unlinkat(parent.dir.get(), parent.name.c_str(), AT_REMOVEDIR) == 0)
+        return std::nullopt;
+    return from_errno(errno, path, "remove");
+}
+
+namespace {
+
+void walk(int dir_fd, const std::string& prefix, int depth, nlohmann::json& out,
+          std::size_t max_entries, bool& truncated) {
+    int copy = ::dup(dir_fd);
+    if (copy < 0) return;
+    DIR* d = ::fdopendir(copy);
+    if (!d) {
+        ::close(copy);
+        return;
+    }
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) {
+        std::string name = e->d_name;
+        if (name != "." && name != "..") names.push_back(std::move(name));
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    for (const auto& name : names) {
+        if (out.size() >= max_entries) {
+            truncated = true;
+            return;
+        }
+        struct stat st {};
+        if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        const std::string rel = prefix.empty() ? name : prefix + "/" + name;
+        const char* type = S_ISREG(st.st_mode)   ? "file"
+                           : S_ISDIR(st.st_mode) ? "directory"
+                           : S_ISLNK(st.st_mode) ? "symlink"
+                                                 : "other";
+        nlohmann::json entry = {{"path", rel}, {"type", type}};
+        if (S_ISREG(st.st_mode)) entry["size"] = static_cast<std::uint64_t>(st.st_size);
+        out.push_back(std::move(entry));
+        if (S_ISDIR(st.st_mode) && depth < 16) {
+            fd_guard sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            if (sub.get() >= 0) walk(sub.get(), rel, depth + 1, out, max_entries, truncated);
+        }
+    }
+}
+
+}  // namespace
+
+std::optional<file_error> workdir_files::list(nlohmann::json& out, std::size_t max_entries,
+                                              bool& truncated) const {
+    fd_guard dir(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dir.get() < 0) return file_error{503, "the context's workdir is not available"};
+    out = nlohmann::json::array();
+    truncated = false;
+    walk(dir.get(), "", 0, out, max_entries, truncated);
+    return std::nullopt;
+}
+
+}  // namespace callisto::gateway::interpreter

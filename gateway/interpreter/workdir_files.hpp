@@ -1,0 +1,48 @@
+#pragma once
+// Files in a context's workdir, reached only through descriptors opened one component at a
+// time with O_NOFOLLOW below the workdir, so neither ".." nor a symlink the kernel planted
+// leads outside it (a lexical check alone loses that race). Files the gateway creates get the
+// workdir's owner, so the sandboxed kernel can change them like its own.
+//
+// Blocking file I/O: callers keep the sizes bounded.
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace callisto::gateway::interpreter {
+
+struct file_error {
+    int http_status;  // 400, 404, 409, 413, 500, 507
+    std::string message;
+};
+
+// A path relative to the workdir as clients send it ("data/in.csv"): 1-1024 bytes, components
+// of 1-255 bytes, none "", "." or "..", no leading '/', no NUL or control characters, no
+// backslash. Returns the reason when it is refused.
+std::optional<std::string> check_relative_path(std::string_view path);
+
+class workdir_files {
+public:
+    explicit workdir_files(std::filesystem::path root);
+
+    // Creates missing parent directories; replaces an existing regular file.
+    std::optional<file_error> write(std::string_view path, std::string_view bytes) const;
+    std::optional<file_error> read(std::string_view path, std::string& out,
+                                   std::size_t max_bytes) const;
+    // A file, or an empty directory.
+    std::optional<file_error> remove(std::string_view path) const;
+    // [{path, type: file|directory|symlink|other, size}], depth first, at most max_entries
+    // (then "truncated": true in the wrapper the caller builds).
+    std::optional<file_error> list(nlohmann::json& out, std::size_t max_entries,
+                                   bool& truncated) const;
+
+private:
+    const std::filesystem::path root_;
+};
+
+}  // namespace callisto::gateway::interpreter

@@ -1,0 +1,151 @@
+// Files in a context's workdir: what is allowed, and every way out that is refused.
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "gateway/interpreter/workdir_files.hpp"
+#include "gateway/router.hpp"
+
+using namespace callisto::gateway;
+using namespace callisto::gateway::interpreter;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct temp_workdir {
+    fs::path base = fs::temp_directory_path() / ("callisto-wd-" + std::to_string(::getpid()) + "-" +
+                                                 std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+    fs::path root = base / "work";
+    fs::path outside = base / "outside";
+    temp_workdir() {
+        fs::create_directories(root);
+        fs::create_directories(outside);
+        std::ofstream(outside / "secret.txt") << "secret";
+    }
+    ~temp_workdir() {
+        std::error_code ec;
+        fs::remove_all(base, ec);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("check_relative_path accepts ordinary names and refuses every odd form") {
+    for (const char* ok : {"a.csv", "data/in.csv", "x y/ü.txt", ".hidden", "a..b"}) {
+        INFO(ok);
+        CHECK_FALSE(check_relative_path(ok));
+    }
+    for (std::string bad : {std::string(""), std::string("/etc/passwd"), std::string(".."),
+                            std::string("a/../b"), std::string("./a"), std::string("a//b"),
+                            std::string("a/"), std::string("a\\b"), std::string("a\nb"),
+                            std::string("a\x7f"), std::string("a\0b", 3), std::string(256, 'n'),
+                            std::string(1025, 'a')}) {
+        INFO(bad);
+        CHECK(check_relative_path(bad));
+    }
+}
+
+TEST_CASE("workdir files: write, read, list and remove, creating parents") {
+    temp_workdir t;
+    workdir_files files(t.root);
+    CHECK_FALSE(files.write("data/in.csv", "a,b\n1,2\n"));
+    CHECK_FALSE(files.write("data/in.csv", "a,b\n3,4\n"));  // replaced
+    std::string out;
+    REQUIRE_FALSE(files.read("data/in.csv", out, 1 << 20));
+    CHECK(out == "a,b\n3,4\n");
+    nlohmann::json list;
+    bool truncated = true;
+    REQUIRE_FALSE(files.list(list, 100, truncated));
+    CHECK_FALSE(truncated);
+    REQUIRE(list.size() == 2);
+    CHECK(list[0]["path"] == "data");
+    CHECK(list[0]["type"] == "directory");
+    CHECK(list[1]["path"] == "data/in.csv");
+    CHECK(list[1]["size"] == 8);
+    CHECK_FALSE(files.remove("data/in.csv"));
+    CHECK_FALSE(files.remove("data"));
+    CHECK(files.read("data/in.csv", out, 100)->http_status == 404);
+}
+
+TEST_CASE("workdir files: symlinks are never followed, in the middle or at the end") {
+    temp_workdir t;
+    fs::create_directory_symlink(t.outside, t.root / "link");
+    fs::create_symlink(t.outside / "secret.txt", t.root / "secret.txt");
+    workdir_files files(t.root);
+    std::string out;
+    auto e = files.read("link/secret.txt", out, 100);
+    REQUIRE(e);
+    CHECK(e->http_status == 400);
+    CHECK(e->message.find("symbolic link") != std::string::npos);
+    CHECK(files.read("secret.txt", out, 100)->http_status == 400);
+    CHECK(files.write("link/planted.txt", "x"));
+    CHECK_FALSE(fs::exists(t.outside / "planted.txt"));
+    // Writing over a symlink replaces the link; the target is untouched.
+    CHECK_FALSE(files.write("secret.txt", "mine"));
+    std::ifstream in(t.outside / "secret.txt");
+    std::string secret;
+    in >> secret;
+    CHECK(secret == "secret");
+    CHECK_FALSE(fs::is_symlink(t.root / "secret.txt"));
+    CHECK(files.remove("link/secret.txt"));
+    CHECK(fs::exists(t.outside / "secret.txt"));
+    nlohmann::json list;
+    bool truncated = false;
+    REQUIRE_FALSE(files.list(list, 100, truncated));
+    CHECK(list.size() == 2);  // "link" listed as a symlink, not walked
+}
+
+TEST_CASE("workdir files: traversal, directories, size limits and a missing workdir") {
+    temp_workdir t;
+    workdir_files files(t.root);
+    std::string out;
+    CHECK(files.read("../outside/secret.txt", out, 100)->http_status == 400);
+    CHECK(files.write("/etc/x", "x")->http_status == 400);
+    CHECK_FALSE(files.write("big.bin", std::string(1000, 'x')));
+    CHECK(files.read("big.bin", out, 999)->http_status == 413);
+    CHECK_FALSE(files.write("d/f", "x"));
+    CHECK(files.read("d", out, 100)->http_status == 409);
+    CHECK(files.write("d", "x")->http_status == 409);
+    CHECK(files.write("d/f/g", "x")->http_status == 409);  // a file used as a directory
+    CHECK(files.remove("d")->http_status == 409);           // not empty
+    CHECK(files.remove("nothing")->http_status == 404);
+    workdir_files gone(t.base / "missing");
+    nlohmann::json list;
+    bool truncated = false;
+    CHECK(gone.list(list, 10, truncated)->http_status == 503);
+}
+
+TEST_CASE("workdir files: a listing stops at its bound and says so") {
+    temp_workdir t;
+    workdir_files files(t.root);
+    for (int i = 0; i < 5; ++i) REQUIRE_FALSE(files.write("f" + std::to_string(i), "x"));
+    nlohmann::json list;
+    bool truncated = false;
+    REQUIRE_FALSE(files.list(list, 3, truncated));
+    CHECK(list.size() == 3);
+    CHECK(truncated);
+}
+
+TEST_CASE("router maps the /v1 file routes, multi-segment paths included") {
+    const std::string cid = "0f1e2d3c-4b5a-4968-8776-655443322110";
+    const std::string base = "/v1/contexts/" + cid + "/files";
+    CHECK(match_route("GET", base, false).kind == route_kind::files_list);
+    auto put = match_route("PUT", base + "/data/in%20put.csv", false);
+    CHECK(put.kind == route_kind::file_put);
+    CHECK(put.file == "data/in put.csv");
+    CHECK(put.context_id == cid);
+    CHECK(match_route("GET", base + "/a", false).kind == route_kind::file_get);
+    CHECK(match_route("DELETE", base + "/a", false).kind == route_kind::file_delete);
+    CHECK(match_route("POST", base + "/a", false).allow == "GET, PUT, DELETE");
+    CHECK(match_route("PUT", base, false).allow == "GET");
+    for (const std::string& bad : std::vector<std::string>{base + "/../x", base + "/a/%2e%2e/b",
+                                                           base + "/a%2fb", base + "/a%00",
+                                                           base + "//a"}) {
+        INFO(bad);
+        CHECK(match_route("GET", bad, false).kind == route_kind::bad_v1_path);
+    }
+    CHECK(match_route("GET", "/api/kernels/..", false).kind == route_kind::not_found);
+}
