@@ -1,5 +1,6 @@
 #include "gateway/server.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 
@@ -64,6 +65,12 @@ interpreter::interpreter_settings interpreter_settings_for(const server_config& 
     // Sandboxed kernels already run in their session workdir, <workdir_root>/<kernel id>.
     if (config.sandbox) s.kernel_workdir_root = config.workdir_root;
     s.context_root = config.runtime_root / "contexts";
+    s.text_budget_bytes = config.output_budget_bytes;
+    s.result_cap_bytes = config.result_cap_bytes;
+    s.queue_limit = config.execution_queue;
+    s.interrupt_grace = config.interrupt_grace;
+    s.max_upload_bytes = config.upload_limit_bytes;
+    s.max_download_bytes = std::max(s.max_download_bytes, config.upload_limit_bytes);
     return s;
 }
 

@@ -110,6 +110,14 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --open-files-limit=N      open files per kernel process (default 1024)
   --disk-quota=SIZE         total size of a kernel's working directory (default 1GiB)
   --tmp-size=SIZE           size of the kernel's /tmp and /dev/shm (default 256MiB)
+  --output-budget=SIZE      per execution and stream, the text kept (head and tail, with a
+                            marker for the cut) (default 1MiB)
+  --result-cap=SIZE         largest rich result (one MIME value) returned inline; larger ones
+                            go to a file in the context's workdir (default 5MiB)
+  --execution-queue=N       executions waiting per context before 429 (default 16)
+  --interrupt-grace=SECS    after a deadline's interrupt, wait this long before restarting
+                            the kernel (default 5)
+  --upload-limit=SIZE       largest file upload to a context (default 100MiB)
   --log-level=LEVEL         debug, info, warn, error (default info)
   --help                    this text
 
@@ -223,6 +231,21 @@ parse_result parse_server_config(const std::vector<std::string>& args,
             int secs = 0;
             if (!parse_int(value, secs, 0, 600)) return bad("seconds 0-600");
             cfg.shutdown_wait = std::chrono::seconds(secs);
+        } else if (name == "--output-budget") {
+            if (!parse_size(value, cfg.output_budget_bytes) || cfg.output_budget_bytes < 1024)
+                return bad("a size like 1MiB, at least 1KiB");
+        } else if (name == "--result-cap") {
+            if (!parse_size(value, cfg.result_cap_bytes) || cfg.result_cap_bytes < 1024)
+                return bad("a size like 5MiB, at least 1KiB");
+        } else if (name == "--execution-queue") {
+            if (!parse_int(value, cfg.execution_queue, std::size_t{1}, std::size_t{1024}))
+                return bad("a number 1-1024");
+        } else if (name == "--interrupt-grace") {
+            int secs = 0;
+            if (!parse_int(value, secs, 0, 600)) return bad("seconds 0-600");
+            cfg.interrupt_grace = std::chrono::seconds(secs);
+        } else if (name == "--upload-limit") {
+            if (!parse_size(value, cfg.upload_limit_bytes)) return bad("a size like 100MiB");
         } else if (name == "--sandbox") {
             if (value != "on" && value != "off") return bad("on or off");
             cfg.sandbox = value == "on";

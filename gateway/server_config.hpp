@@ -55,6 +55,13 @@ struct server_config {
     std::uint32_t sandbox_uid_count = 1000;
     std::filesystem::path bwrap = "/usr/bin/bwrap";
 
+    // The interpreter API (/v1, gateway/interpreter/).
+    std::size_t output_budget_bytes = 1u << 20;     // per stream per execution: head + tail
+    std::size_t result_cap_bytes = 5u << 20;        // one MIME value; larger goes to a file
+    std::size_t execution_queue = 16;               // waiting executions per context
+    std::chrono::milliseconds interrupt_grace{5000};  // deadline interrupt -> kernel restart
+    std::size_t upload_limit_bytes = 100u << 20;    // PUT /v1/contexts/{id}/files/{path}
+
     log_level log = log_level::info;
 };
 

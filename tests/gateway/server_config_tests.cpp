@@ -149,3 +149,32 @@ TEST_CASE("config rejects bad sandbox flags naming the flag") {
         CHECK(r.message.find(bad.substr(0, bad.find('='))) != std::string::npos);
     }
 }
+
+TEST_CASE("config parses the interpreter API flags") {
+    auto r = parse({"--output-budget=64KiB", "--result-cap=1MiB", "--execution-queue=4",
+                    "--interrupt-grace=2", "--upload-limit=10MiB"});
+    REQUIRE(r.config);
+    const auto& c = *r.config;
+    CHECK(c.output_budget_bytes == 64u << 10);
+    CHECK(c.result_cap_bytes == 1u << 20);
+    CHECK(c.execution_queue == 4);
+    CHECK(c.interrupt_grace == std::chrono::seconds(2));
+    CHECK(c.upload_limit_bytes == 10u << 20);
+    auto d = parse({});
+    REQUIRE(d.config);
+    CHECK(d.config->output_budget_bytes == 1u << 20);
+    CHECK(d.config->execution_queue == 16);
+}
+
+TEST_CASE("config rejects bad interpreter API flags with a message") {
+    for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
+             {"--output-budget=10"}, {"--output-budget=big"}, {"--result-cap=0"},
+             {"--execution-queue=0"}, {"--execution-queue=2000"}, {"--interrupt-grace=-1"},
+             {"--interrupt-grace=601"}, {"--upload-limit=1TB"}}) {
+        auto r = parse(bad);
+        CAPTURE(bad[0]);
+        CHECK_FALSE(r.config);
+        CHECK(r.exit_code == 2);
+        CHECK_FALSE(r.message.empty());
+    }
+}
