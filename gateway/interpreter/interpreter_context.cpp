@@ -206,6 +206,7 @@ void interpreter_context::start_next() {
         reply_seen_ = idle_seen_ = false;
         reply_status_.clear();
         results_seen_ = 0;
+        results_bytes_ = 0;
         ladder_ = ladder::none;
         auto msg = kernelproto::make_message("execute_request",
                                              {{"code", e->request().code},
@@ -308,7 +309,13 @@ nlohmann::json interpreter_context::cap_bundle(const nlohmann::json& data, std::
     nlohmann::json out = nlohmann::json::object();
     for (auto& [mime, value] : data.items()) {
         const std::size_t size = value_size(value);
-        if (size <= settings_.result_cap_bytes) {
+        // Inline while it fits both the per-result cap and what is left of the execution's
+        // budget; a cell that displays a thousand images keeps the gateway's memory bounded.
+        const std::size_t left = settings_.results_budget_bytes > results_bytes_
+                                     ? settings_.results_budget_bytes - results_bytes_
+                                     : 0;
+        if (size <= settings_.result_cap_bytes && size <= left) {
+            results_bytes_ += size;
             out[mime] = value;
             continue;
         }
@@ -323,7 +330,7 @@ nlohmann::json interpreter_context::cap_bundle(const nlohmann::json& data, std::
             current_->note_truncated_result(mime, size, relative);
         } else {
             out[mime] = "[... " + std::to_string(size) +
-                        " bytes dropped: larger than the per-result cap, and the workdir is not "
+                        " bytes dropped: over the result caps, and the workdir is not "
                         "writable ...]";
             current_->note_truncated_result(mime, size, "");
         }

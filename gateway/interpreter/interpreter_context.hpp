@@ -109,6 +109,7 @@ private:
     std::string reply_status_;
     ladder ladder_ = ladder::none;
     std::size_t results_seen_ = 0;
+    std::size_t results_bytes_ = 0;  // inline so far, against results_budget_bytes
     std::map<std::string, std::shared_ptr<execution>> executions_;
     std::deque<std::string> finished_order_;  // oldest first, for forgetting beyond the limit
     std::map<std::string, std::string> keys_;  // idempotency key -> execution id

@@ -13,7 +13,8 @@ struct interpreter_settings {
     std::size_t queue_limit = 16;                 // waiting executions per context; beyond: 429
     std::size_t text_budget_bytes = 1 << 20;      // per stream (stdout, stderr) per execution
     std::size_t result_cap_bytes = 5 << 20;       // one MIME value; larger goes to a file
-    std::size_t finished_kept = 256;              // finished executions remembered per context
+    std::size_t results_budget_bytes = 20 << 20;  // all inline results of one execution
+    std::size_t finished_kept = 64;               // finished executions remembered per context
     std::chrono::milliseconds interrupt_grace{5000};  // deadline interrupt -> restart
     execution_request_limits request_limits;
     std::size_t max_upload_bytes = 100 << 20;     // PUT .../files/{path}: its own body limit

@@ -308,6 +308,15 @@ def test_an_oversized_image_becomes_a_file_reference():
         size = run(ctx, f"import os\nos.path.getsize({ref['file']!r})")
         check_eq(size["results"][0]["data"]["text/plain"], str(6 * 1024 * 1024 + 8),
                  "the kernel sees the file in its workdir")
+        # Each under the per-result cap, together over the execution's 20 MiB: the first stay
+        # inline, the later ones become files.
+        many = run(ctx, "import os\nfrom IPython.display import Image, display\n"
+                        "for i in range(6):\n"
+                        "    display(Image(data=b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(3 * 1024 * 1024), format='png'))")
+        kinds = ["file" if isinstance(res["data"]["image/png"], dict) else "inline"
+                 for res in many["results"]]
+        check_eq(kinds[:4], ["inline"] * 4, "the first four inline")
+        check_eq(kinds[-1], "file", "the last one moved to a file")
     finally:
         delete_context(ctx)
 
