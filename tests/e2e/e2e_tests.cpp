@@ -93,6 +93,9 @@ TEST_CASE("users: kernels belong to their owner, admins see all, limits answer 4
     {
         server_process server({"--users=" + users.string(), "--max-kernels=3"});
         run_client(server, {python, source_dir + "/tests/e2e/python/test_users.py"});
+        // Interpreter contexts are kernels of their owner: private, and within the quota.
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_interpreter_api.py",
+                            "-k", "owner_contexts"});
         CHECK(server.stop() == 0);
     }
     std::filesystem::remove(users);

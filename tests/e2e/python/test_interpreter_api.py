@@ -13,8 +13,8 @@ import threading
 import time
 import urllib.parse
 
-from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, api, callisto_only, check, check_eq,
-                        poll, run_tests)
+from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, SkipTest, api, callisto_only, check,
+                        check_eq, poll, run_tests)
 
 # The first kernel start on a loaded machine, and the ladder (deadline + 5 s grace +
 # shutdown escalation + a new kernel), both need room.
@@ -482,6 +482,46 @@ def test_refused_file_operations():
         check_eq(run(ctx, "1")["status"], "ok", "the context still works")
     finally:
         delete_context(ctx)
+
+
+# Tokens of the users file that e2e_tests.cpp's users case writes.
+ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
+
+
+@callisto_only
+def test_owner_contexts_are_private_and_quotas_apply():
+    if api("GET", "/v1/contexts", token=ANA).status != 200:
+        raise SkipTest("needs the server with the e2e users file")
+    r = api("POST", "/v1/contexts", {}, token=ANA)
+    check_eq(r.status, 201, "ana creates a context")
+    ctx = r.json()
+    try:
+        base = "/v1/contexts/" + ctx["id"]
+        for method, path, body in [("GET", base, None), ("DELETE", base, None),
+                                   ("POST", base + "/executions", {"code": "1"}),
+                                   ("POST", base + "/restart", None),
+                                   ("GET", base + "/files", None),
+                                   ("PUT", base + "/files/x", b"x")]:
+            r = api(method, path, body, token=BOB)
+            check_eq(r.status, 404, f"bob {method} {path[-20:]}")
+        check(all(c["id"] != ctx["id"] for c in api("GET", "/v1/contexts", token=BOB).json()),
+              "bob does not list it")
+        check_eq(api("GET", "/api/kernels/" + ctx["kernel_id"], token=BOB).status, 404,
+                 "nor its kernel")
+        check(any(c["id"] == ctx["id"] for c in api("GET", "/v1/contexts", token=ROOT).json()),
+              "an admin lists it")
+        r = api("POST", base + "/executions", {"code": "21 * 2"}, token=ANA)
+        check_eq(r.json()["results"][0]["data"]["text/plain"], "42", "ana runs code")
+        # ana may have 2 kernels: a second context fits, a third is refused like a kernel.
+        second = api("POST", "/v1/contexts", {}, token=ANA)
+        check_eq(second.status, 201, "second context")
+        third = api("POST", "/v1/contexts", {}, token=ANA)
+        check_eq(third.status, 429, "over ana's quota")
+        check(third.headers.get("retry-after"), "Retry-After", third.headers)
+        check_eq(api("DELETE", "/v1/contexts/" + second.json()["id"], token=ANA).status, 204,
+                 "delete the second")
+    finally:
+        check_eq(api("DELETE", "/v1/contexts/" + ctx["id"], token=ANA).status, 204, "cleanup")
 
 
 if __name__ == "__main__":
