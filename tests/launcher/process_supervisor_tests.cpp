@@ -74,9 +74,9 @@ spawn_description shell(const std::string& script) { return command({"/bin/sh", 
 }  // namespace
 
 TEST_CASE("exit_status describes normal exits and signals") {
-    CHECK(exit_status{1, 0, false}.describe() == "exited with code 1");
-    CHECK(exit_status{-1, SIGKILL, false}.describe() == "killed by signal 9 (SIGKILL)");
-    CHECK(exit_status{-1, SIGSEGV, true}.describe() == "killed by signal 11 (SIGSEGV), core dumped");
+    CHECK(exit_status{1, 0, false, {}}.describe() == "exited with code 1");
+    CHECK(exit_status{-1, SIGKILL, false, {}}.describe() == "killed by signal 9 (SIGKILL)");
+    CHECK(exit_status{-1, SIGSEGV, true, {}}.describe() == "killed by signal 11 (SIGSEGV), core dumped");
 }
 
 TEST_CASE("a child's exit code is reported once, and the child is forgotten") {
