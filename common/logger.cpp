@@ -33,7 +33,7 @@ logger logger::to_stderr(log_level min_level) {
             std::time_t t = system_clock::to_time_t(secs);
             std::tm tm{};
             gmtime_r(&t, &tm);
-            char stamp[40];
+            char stamp[64];  // roomy enough for any int the compiler imagines
             std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
                           tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
                           tm.tm_sec, static_cast<long>(micros));
