@@ -18,6 +18,11 @@ public:
     // One encoded frame, shared between the clients that use the same format.
     virtual void deliver(std::shared_ptr<const kernelproto::websocket_frame> frame) = 0;
 
+    // Clients inside the gateway (the interpreter API) answer true and receive the messages
+    // themselves through deliver_message(), with no WebSocket encoding to undo.
+    virtual bool takes_messages() const { return false; }
+    virtual void deliver_message(kernelproto::channel, std::shared_ptr<const kernelproto::message>) {}
+
     // The kernel is gone (deleted, or the server is stopping): close with this reason.
     virtual void close_from_kernel(std::string reason) = 0;
 };

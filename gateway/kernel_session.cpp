@@ -546,6 +546,10 @@ void kernel_session::broadcast(channel ch, kernelproto::message message) {
             pruned = true;
             continue;
         }
+        if (client->takes_messages()) {
+            client->deliver_message(ch, shared);
+            continue;
+        }
         auto format = client->format();
         auto& frame = encoded[static_cast<int>(format)];
         if (!frame)
@@ -559,6 +563,8 @@ void kernel_session::broadcast(channel ch, kernelproto::message message) {
 void kernel_session::send_to(const std::shared_ptr<kernel_client>& client, channel ch,
                              kernelproto::message msg) {
     stamp_sequence(msg, ++last_seq_);
+    if (client->takes_messages())
+        return client->deliver_message(ch, std::make_shared<const kernelproto::message>(std::move(msg)));
     client->deliver(std::make_shared<const kernelproto::websocket_frame>(
         kernelproto::to_websocket(msg, ch, client->format())));
 }
@@ -574,12 +580,21 @@ void kernel_session::replay_to(const std::shared_ptr<kernel_client>& client, std
                                                 session_id_);
         notice.metadata = nlohmann::json{{"callisto_gap", {{"from", replay.gap_from},
                                                            {"to", replay.gap_to}}}}.dump();
-        client->deliver(std::make_shared<const kernelproto::websocket_frame>(
-            kernelproto::to_websocket(notice, channel::iopub, client->format())));
+        if (client->takes_messages())
+            client->deliver_message(channel::iopub,
+                                    std::make_shared<const kernelproto::message>(std::move(notice)));
+        else
+            client->deliver(std::make_shared<const kernelproto::websocket_frame>(
+                kernelproto::to_websocket(notice, channel::iopub, client->format())));
     }
-    for (const auto& entry : replay.messages)
+    for (const auto& entry : replay.messages) {
+        if (client->takes_messages()) {
+            client->deliver_message(channel::iopub, entry.msg);
+            continue;
+        }
         client->deliver(std::make_shared<const kernelproto::websocket_frame>(
             kernelproto::to_websocket(*entry.msg, channel::iopub, client->format())));
+    }
 }
 
 void kernel_session::broadcast_status(std::string_view execution_state) {

@@ -229,6 +229,14 @@ void interpreter_context::start_next() {
     }
 }
 
+void interpreter_context::deliver_message(channel ch,
+                                          std::shared_ptr<const kernelproto::message> msg) {
+    asio::post(strand_, [self = shared_from_this(), ch, msg = std::move(msg)] {
+        self->on_kernel_message(ch, *msg);
+    });
+}
+
+// Not used while takes_messages() is true; kept correct for any path that encodes anyway.
 void interpreter_context::deliver(std::shared_ptr<const kernelproto::websocket_frame> frame) {
     asio::post(strand_, [self = shared_from_this(), frame = std::move(frame)] {
         std::error_code ec;

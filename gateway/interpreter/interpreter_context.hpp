@@ -65,8 +65,11 @@ public:
     // Restarts the kernel; a running execution ends as "interrupted", state not preserved.
     void restart(std::function<void(std::string error)> done);
 
-    // kernel_client
+    // kernel_client: messages as they are, no WebSocket encoding.
     kernelproto::websocket_format format() const override { return kernelproto::websocket_format::v1; }
+    bool takes_messages() const override { return true; }
+    void deliver_message(kernelproto::channel ch,
+                         std::shared_ptr<const kernelproto::message> msg) override;
     void deliver(std::shared_ptr<const kernelproto::websocket_frame> frame) override;
     void close_from_kernel(std::string reason) override;
 
