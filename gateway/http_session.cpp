@@ -4,6 +4,8 @@
 #include <charconv>
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
@@ -63,6 +65,20 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     if (auto length = parser_->content_length(); length && *length > body_limit_)
         return on_read(http::error::body_limit, 0);
     parser_->body_limit(body_limit_);
+    // curl sends large uploads with "Expect: 100-continue" and waits for the go-ahead.
+    if (beast::iequals(req[http::field::expect], "100-continue") && !parser_->is_done()) {
+        auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+        http::async_write(stream_, *cont,
+                          [self = shared_from_this(), cont](beast::error_code wec, std::size_t n) {
+                              if (wec) return self->on_read(wec, n);
+                              self->read_body();
+                          });
+        return;
+    }
+    read_body();
+}
+
+void http_session::read_body() {
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&http_session::on_read, shared_from_this()));
 }

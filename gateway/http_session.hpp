@@ -26,6 +26,7 @@ public:
 private:
     void do_read();
     void on_header(boost::beast::error_code ec, std::size_t bytes);
+    void read_body();
     void on_read(boost::beast::error_code ec, std::size_t bytes);
     void dispatch_request(http_request req);
     void upgrade_to_websocket(const route& r, const user& who, http_request req);

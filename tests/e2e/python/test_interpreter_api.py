@@ -470,6 +470,20 @@ def test_refused_file_operations():
             f"PUT {base}/huge.bin HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n"
             f"Content-Length: {200 * 1024 * 1024}\r\n\r\n".encode())
         check_eq(status, 413, "oversized upload " + repr(data[:200]))
+        # "Expect: 100-continue" (curl's large uploads) gets the go-ahead, then the body.
+        url = urllib.parse.urlsplit(BASE_URL)
+        with socket.create_connection((url.hostname, url.port), timeout=HTTP_TIMEOUT) as sock:
+            sock.sendall(f"PUT {base}/expect.txt HTTP/1.1\r\nHost: x\r\n"
+                         f"Authorization: token {TOKEN}\r\nContent-Length: 5\r\n"
+                         "Expect: 100-continue\r\n\r\n".encode())
+            interim = sock.recv(4096)
+            check(interim.startswith(b"HTTP/1.1 100 Continue"), "100 Continue first", interim)
+            sock.sendall(b"hello")
+            final = b""
+            while b"\r\n\r\n" not in final:
+                final += sock.recv(4096)
+            check(final.startswith(b"HTTP/1.1 201"), "then 201", final[:100])
+        check_eq(api("GET", base + "/expect.txt").body, b"hello", "expect upload stored")
         # A body over the ordinary 1 MiB limit is fine for an upload.
         big = bytes(range(256)) * (8 * 1024)  # 2 MiB
         check_eq(api("PUT", base + "/big.bin", big).status, 201, "2 MiB upload")
