@@ -537,25 +537,13 @@ void kernel_session::broadcast(channel ch, kernelproto::message message) {
     stamp_sequence(message, ++last_seq_);
     auto shared = std::make_shared<const kernelproto::message>(std::move(message));
     if (ch == channel::iopub) replay_.add(last_seq_, shared);
-    const kernelproto::message& msg = *shared;
-    std::shared_ptr<const kernelproto::websocket_frame> encoded[2];
+    encoded_frames encoded;
     bool pruned = false;
     for (auto& weak : clients_) {
-        auto client = weak.lock();
-        if (!client) {
+        if (auto client = weak.lock())
+            deliver(client, ch, shared, &encoded);
+        else
             pruned = true;
-            continue;
-        }
-        if (client->takes_messages()) {
-            client->deliver_message(ch, shared);
-            continue;
-        }
-        auto format = client->format();
-        auto& frame = encoded[static_cast<int>(format)];
-        if (!frame)
-            frame = std::make_shared<const kernelproto::websocket_frame>(
-                kernelproto::to_websocket(msg, ch, format));
-        client->deliver(frame);
     }
     if (pruned) update_connections();
 }
@@ -563,10 +551,20 @@ void kernel_session::broadcast(channel ch, kernelproto::message message) {
 void kernel_session::send_to(const std::shared_ptr<kernel_client>& client, channel ch,
                              kernelproto::message msg) {
     stamp_sequence(msg, ++last_seq_);
-    if (client->takes_messages())
-        return client->deliver_message(ch, std::make_shared<const kernelproto::message>(std::move(msg)));
-    client->deliver(std::make_shared<const kernelproto::websocket_frame>(
-        kernelproto::to_websocket(msg, ch, client->format())));
+    deliver(client, ch, std::make_shared<const kernelproto::message>(std::move(msg)));
+}
+
+void kernel_session::deliver(const std::shared_ptr<kernel_client>& client, channel ch,
+                             const std::shared_ptr<const kernelproto::message>& msg,
+                             encoded_frames* cache) {
+    if (client->takes_messages()) return client->deliver_message(ch, msg);
+    const auto format = client->format();
+    std::shared_ptr<const kernelproto::websocket_frame> uncached;
+    auto& frame = cache ? (*cache)[static_cast<int>(format)] : uncached;
+    if (!frame)
+        frame = std::make_shared<const kernelproto::websocket_frame>(
+            kernelproto::to_websocket(*msg, ch, format));
+    client->deliver(frame);
 }
 
 void kernel_session::replay_to(const std::shared_ptr<kernel_client>& client, std::uint64_t since) {
@@ -580,21 +578,10 @@ void kernel_session::replay_to(const std::shared_ptr<kernel_client>& client, std
                                                 session_id_);
         notice.metadata = nlohmann::json{{"callisto_gap", {{"from", replay.gap_from},
                                                            {"to", replay.gap_to}}}}.dump();
-        if (client->takes_messages())
-            client->deliver_message(channel::iopub,
-                                    std::make_shared<const kernelproto::message>(std::move(notice)));
-        else
-            client->deliver(std::make_shared<const kernelproto::websocket_frame>(
-                kernelproto::to_websocket(notice, channel::iopub, client->format())));
+        deliver(client, channel::iopub,
+                std::make_shared<const kernelproto::message>(std::move(notice)));
     }
-    for (const auto& entry : replay.messages) {
-        if (client->takes_messages()) {
-            client->deliver_message(channel::iopub, entry.msg);
-            continue;
-        }
-        client->deliver(std::make_shared<const kernelproto::websocket_frame>(
-            kernelproto::to_websocket(*entry.msg, channel::iopub, client->format())));
-    }
+    for (const auto& entry : replay.messages) deliver(client, channel::iopub, entry.msg);
 }
 
 void kernel_session::broadcast_status(std::string_view execution_state) {

@@ -6,6 +6,7 @@
 // they belong to, so a report about a previous process (before a restart) is recognised and
 // ignored. The REST model is also kept behind a small mutex so HTTP handlers read it directly.
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -116,6 +117,12 @@ private:
     void send_to(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
                  kernelproto::message msg);
     void replay_to(const std::shared_ptr<kernel_client>& client, std::uint64_t since);
+    // One message to one client in the form it takes; `cache` shares the encodings between
+    // the clients of one broadcast (one per WebSocket format).
+    using encoded_frames = std::array<std::shared_ptr<const kernelproto::websocket_frame>, 2>;
+    void deliver(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
+                 const std::shared_ptr<const kernelproto::message>& msg,
+                 encoded_frames* cache = nullptr);
     void broadcast_status(std::string_view execution_state);
     void track_activity(const kernelproto::message& msg);
     void set_state(kernel_state s, std::string execution_state, std::string reason = {});
