@@ -383,8 +383,14 @@ def test_restart_clears_state():
         ex = ws.run("x_e2e")
         check_eq(ex.status, "error", "state gone")
         check_eq(ex.reply["content"]["ename"], "NameError", "NameError after restart")
-        ex = ws.run("1+1")
-        check_eq(ex.result_text(), "2", "kernel works after restart")
+        # ipykernel (stop_on_error) may answer a request that arrives just after an error
+        # "aborted"; that is the kernel's call, so the follow-up is retried.
+        for _ in range(3):
+            ex = ws.run("1+1")
+            if ex.status != "aborted":
+                break
+            time.sleep(0.5)
+        check_eq(ex.result_text(), "2", f"kernel works after restart ({ex.status})")
 
 
 def _two_clients(protocol_a, protocol_b):
