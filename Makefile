@@ -7,6 +7,7 @@ JOBS       ?= 2
 BUILD_TYPE ?= RelWithDebInfo
 PORT       ?= 8888
 IP         ?= 127.0.0.1
+ARGS       ?=
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Needed to build and serve.
@@ -21,7 +22,7 @@ TEST_PACKAGES := doctest-dev python3-jupyter-client python3-websocket python3-ju
 .PHONY: run test test-asan build deps deps-test npm-deps clean
 
 run: deps build
-	$(BUILD)/gateway/callisto --ip $(IP) --port $(PORT) --web-root web
+	$(BUILD)/gateway/callisto --ip $(IP) --port $(PORT) --web-root web $(ARGS)
 
 test: deps deps-test npm-deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCALLISTO_BUILD_TESTS=ON
