@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <memory>
 #include <netinet/in.h>
 #include <stdexcept>
@@ -157,8 +158,15 @@ bool kernel_runtime_dir::ipc_sockets_present() const {
 
 bool kernel_runtime_dir::connection_file_rewritten() const {
     struct stat st {};
-    return ::lstat(connection_file_.c_str(), &st) == 0 &&
-           (st.st_mtim.tv_sec != 0 || st.st_mtim.tv_nsec != 0);
+    if (::lstat(connection_file_.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        (st.st_mtim.tv_sec == 0 && st.st_mtim.tv_nsec == 0))
+        return false;
+    // A new mtime only says the rewrite began: jupyter_client creates the file, stats it, then
+    // writes it. Sealing in between made the kernel's stat fail (EACCES) and the kernel exit,
+    // so the rewrite counts as done once the file holds the whole JSON again.
+    std::ifstream in(connection_file_);
+    auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    return doc.is_object() && doc.contains("key") && doc.contains("shell_port");
 }
 
 std::string kernel_runtime_dir::seal(uid_t owner) const {
