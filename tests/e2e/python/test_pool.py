@@ -74,14 +74,15 @@ def test_concurrent_creates_never_share_a_kernel():
         check_eq(errors, [], "every create succeeded")
         ids = [k["id"] for k in results]
         check_eq(len(set(ids)), 3, "three distinct kernels")
-        pids = set()
+        # Each kernel gets its own value first, then every value is read back: kernels that
+        # shared a process (or a namespace) would see the last value written.
         for k in results:
             with KernelWS(k["id"]) as ws:
                 ws.kernel_info()
                 ws.run("secret = %r" % k["id"])
-                pids.add(ws.run("import os; os.getpid(), open('/proc/self/stat').read().split()[21]").result_text())
+        for k in results:
+            with KernelWS(k["id"]) as ws:
                 check_eq(ws.run("secret").result_text(), repr(k["id"]), "own state only")
-        check_eq(len(pids), 3, "three distinct processes")
     finally:
         for k in results:
             delete_kernel(k["id"])
