@@ -21,33 +21,13 @@ PY=/usr/bin/python3
 TOKEN=bench-token-$$
 QUICK=${QUICK:-}   # set to --quick for a fast smoke of the harness
 
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# A server left running by a failed or interrupted round would skew every later figure.
-SERVER_PID=
-cleanup() { [ -n "$SERVER_PID" ] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; true; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-stop_server() {
-  kill -TERM "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
-  SERVER_PID=
-}
+source bench/server_lifecycle.sh
 
 # One JSON line per round boundary (no "headline", so summarize skips it) plus the uptime on stderr.
 record_load() {
   echo "round $1 $2: $(uptime)" >&2
   $PY -c 'import json,os,sys,time; print(json.dumps({"bench": "load", "round": int(sys.argv[1]), "when": sys.argv[2],
     "ts": time.strftime("%Y-%m-%dT%H:%M:%S"), "loadavg": [round(x, 2) for x in os.getloadavg()]}))' "$1" "$2" >>"$OUT"
-}
-
-wait_up() {
-  for _ in $(seq 1 100); do
-    $PY -c 'import sys,urllib.request; urllib.request.urlopen("http://127.0.0.1:%s/api" % sys.argv[1], timeout=1)' "$1" >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "server on port $1 did not come up" >&2; return 1
 }
 
 run_callisto() {
