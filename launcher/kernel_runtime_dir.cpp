@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/unique_fd.hpp"
 #include "kernelproto/ids.hpp"
 
 namespace callisto::launcher {
@@ -28,28 +29,15 @@ constexpr std::size_t max_ipc_path = 107;
     throw std::runtime_error("kernel runtime dir: " + what + ": " + std::strerror(err));
 }
 
-class fd_guard {
-public:
-    explicit fd_guard(int fd) : fd_(fd) {}
-    ~fd_guard() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    fd_guard(const fd_guard&) = delete;
-    fd_guard& operator=(const fd_guard&) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
 
 // Five distinct ports the OS considers free right now. All five sockets stay bound until every
 // port is known, so they differ; after closing them another process may still take one before
 // the kernel binds it (the same race jupyter_client accepts). The ipc transport has no such race.
 std::array<std::uint16_t, 5> pick_free_ports() {
-    std::array<std::unique_ptr<fd_guard>, 5> sockets;
+    std::array<std::unique_ptr<unique_fd>, 5> sockets;
     std::array<std::uint16_t, 5> ports{};
     for (std::size_t i = 0; i < ports.size(); ++i) {
-        sockets[i] = std::make_unique<fd_guard>(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        sockets[i] = std::make_unique<unique_fd>(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
         if (sockets[i]->get() < 0) fail_errno("socket", errno);
         sockaddr_in addr{};
         addr.sin_family = AF_INET;
@@ -67,7 +55,7 @@ std::array<std::uint16_t, 5> pick_free_ports() {
 
 void write_private_file(const std::filesystem::path& file, const std::string& content) {
     // O_EXCL and O_NOFOLLOW: never write the key through something planted in the directory.
-    fd_guard fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    unique_fd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd.get() < 0) fail_errno("create " + file.string(), errno);
     if (::fchmod(fd.get(), 0600) != 0) fail_errno("chmod " + file.string(), errno);
     std::size_t done = 0;

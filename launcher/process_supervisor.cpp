@@ -26,6 +26,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "common/unique_fd.hpp"
+
 namespace callisto::launcher {
 
 std::string exit_status::describe() const {
@@ -74,21 +76,6 @@ const char* stage_text(child_stage stage) {
     return "?";
 }
 
-class fd_guard {
-public:
-    explicit fd_guard(int fd = -1) : fd_(fd) {}
-    ~fd_guard() { reset(); }
-    fd_guard(const fd_guard&) = delete;
-    fd_guard& operator=(const fd_guard&) = delete;
-    int get() const { return fd_; }
-    void reset(int fd = -1) {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = fd;
-    }
-
-private:
-    int fd_;
-};
 
 // Resolved before fork: after fork only async-signal-safe calls are allowed, and execvpe would
 // search the gateway's PATH rather than the child's.
@@ -210,7 +197,7 @@ struct process_supervisor::impl {
     };
 
     logger log_;
-    fd_guard wake_fd_;
+    unique_fd wake_fd_;
     mutable std::mutex mutex_;
     std::deque<request> requests_;    // guarded by mutex_
     std::map<pid_t, child> children_;  // unreaped children, guarded by mutex_
@@ -268,14 +255,14 @@ pid_t process_supervisor::impl::start_child(const spawn_description& what, exit_
         setup.keep_fds.push_back(fd);
     }
 
-    fd_guard devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    unique_fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (devnull.get() < 0)
         throw std::system_error(errno, std::generic_category(), "cannot start " + name + ": /dev/null");
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
         throw std::system_error(errno, std::generic_category(), "cannot start " + name + ": pipe");
-    fd_guard read_end(pipe_fds[0]);
-    fd_guard write_end(pipe_fds[1]);
+    unique_fd read_end(pipe_fds[0]);
+    unique_fd write_end(pipe_fds[1]);
     setup.keep_fds.push_back(write_end.get());
     std::sort(setup.keep_fds.begin(), setup.keep_fds.end());
     setup.keep_fds.erase(std::unique(setup.keep_fds.begin(), setup.keep_fds.end()), setup.keep_fds.end());

@@ -11,40 +11,13 @@
 #include <cstring>
 #include <vector>
 
+#include "common/unique_fd.hpp"
 #include "kernelproto/ids.hpp"
 
 namespace callisto::gateway::interpreter {
 
 namespace {
 
-class fd_guard {
-public:
-    explicit fd_guard(int fd = -1) : fd_(fd) {}
-    ~fd_guard() { reset(); }
-    fd_guard(const fd_guard&) = delete;
-    fd_guard& operator=(const fd_guard&) = delete;
-    fd_guard(fd_guard&& o) noexcept : fd_(o.release()) {}
-    fd_guard& operator=(fd_guard&& o) noexcept {
-        if (this != &o) {
-            reset();
-            fd_ = o.release();
-        }
-        return *this;
-    }
-    int get() const { return fd_; }
-    int release() {
-        int fd = fd_;
-        fd_ = -1;
-        return fd;
-    }
-    void reset() {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-private:
-    int fd_;
-};
 
 std::vector<std::string> components(std::string_view path) {
     std::vector<std::string> out;
@@ -99,7 +72,7 @@ workdir_files::workdir_files(std::filesystem::path root) : root_(std::move(root)
 namespace {
 
 struct opened_parent {
-    fd_guard dir;
+    unique_fd dir;
     std::string name;  // the last component
     struct stat root_stat {};
 };
@@ -109,7 +82,7 @@ struct opened_parent {
 std::optional<file_error> open_parent(const std::filesystem::path& root, std::string_view path,
                                       bool create, opened_parent& out) {
     if (auto bad = check_relative_path(path)) return file_error{400, *bad};
-    fd_guard dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    unique_fd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (dir.get() < 0) return file_error{503, "the context's workdir is not available"};
     if (::fstat(dir.get(), &out.root_stat) != 0) return file_error{500, "cannot stat the workdir"};
     auto parts = components(path);
@@ -132,7 +105,7 @@ std::optional<file_error> open_parent(const std::filesystem::path& root, std::st
                 return from_errno(ELOOP, path, "open");
             return from_errno(err, path, "open");
         }
-        dir = fd_guard(next);
+        dir = unique_fd(next);
     }
     out.dir = std::move(dir);
     out.name = parts.back();
@@ -147,7 +120,7 @@ std::optional<file_error> workdir_files::write(std::string_view path, std::strin
     // Into a temporary name, then renamed over: a reader never sees half a file, and an
     // existing symlink at the name is replaced, never followed.
     const std::string temp = ".callisto-upload-" + kernelproto::random_hex(8);
-    fd_guard fd(::openat(parent.dir.get(), temp.c_str(),
+    unique_fd fd(::openat(parent.dir.get(), temp.c_str(),
                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (fd.get() < 0) return from_errno(errno, path, "create");
     auto fail = [&](int err) {
@@ -180,7 +153,7 @@ std::optional<file_error> workdir_files::read(std::string_view path, std::string
                                               std::size_t max_bytes) const {
     opened_parent parent;
     if (auto e = open_parent(root_, path, false, parent)) return e;
-    fd_guard fd(::openat(parent.dir.get(), parent.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    unique_fd fd(::openat(parent.dir.get(), parent.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
     if (fd.get() < 0) return from_errno(errno, path, "open");
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return from_errno(errno, path, "stat");
@@ -245,7 +218,7 @@ void walk(int dir_fd, const std::string& prefix, int depth, nlohmann::json& out,
         if (S_ISREG(st.st_mode)) entry["size"] = static_cast<std::uint64_t>(st.st_size);
         out.push_back(std::move(entry));
         if (S_ISDIR(st.st_mode) && depth < 16) {
-            fd_guard sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            unique_fd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
             if (sub.get() >= 0) walk(sub.get(), rel, depth + 1, out, max_entries, truncated);
         }
     }
@@ -255,7 +228,7 @@ void walk(int dir_fd, const std::string& prefix, int depth, nlohmann::json& out,
 
 std::optional<file_error> workdir_files::list(nlohmann::json& out, std::size_t max_entries,
                                               bool& truncated) const {
-    fd_guard dir(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    unique_fd dir(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (dir.get() < 0) return file_error{503, "the context's workdir is not available"};
     out = nlohmann::json::array();
     truncated = false;
