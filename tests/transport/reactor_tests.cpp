@@ -63,6 +63,18 @@ std::string stream_text(const kp::message& msg) {
 
 bool connected(const recorded_events& e) { return e.connected == 1; }
 
+// A fake kernel and a reactor link to it that has finished connecting; members are declared
+// in the order the tests tear them down (link, reactor, kernel, directory).
+struct connected_link {
+    temp_dir dir;
+    fake_kernel kernel{dir.path() + "/k", key};
+    reactor r{test_logger()};
+    std::shared_ptr<event_recorder> events = std::make_shared<event_recorder>();
+    link_id id = r.open(kernel.info(), events, fast_options());
+
+    connected_link() { REQUIRE(events->wait_for(connected)); }
+};
+
 }  // namespace
 
 TEST_CASE("a link is connected only after a kernel_info_reply and an iopub message") {
@@ -106,13 +118,7 @@ TEST_CASE("a link is connected only after a kernel_info_reply and an iopub messa
     CHECK(e.threads.size() == 1);
 }
 
-TEST_CASE("replies to the nudges are swallowed while their iopub status is reported") {
-    temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
-    reactor r(test_logger());
-    auto events = std::make_shared<event_recorder>();
-    link_id id = r.open(kernel.info(), events, fast_options());
-    REQUIRE(events->wait_for(connected));
+TEST_CASE_FIXTURE(connected_link, "replies to the nudges are swallowed while their iopub status is reported") {
 
     // A client's own kernel_info_request is not a nudge: its reply is reported.
     kp::message own = kp::make_message("kernel_info_request", nlohmann::json::object(), "s");
@@ -136,13 +142,7 @@ TEST_CASE("replies to the nudges are swallowed while their iopub status is repor
     CHECK(nudge_statuses >= 1);
 }
 
-TEST_CASE("an execute_request round trip reports the stream and the reply with their parent") {
-    temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
-    reactor r(test_logger());
-    auto events = std::make_shared<event_recorder>();
-    link_id id = r.open(kernel.info(), events, fast_options());
-    REQUIRE(events->wait_for(connected));
+TEST_CASE_FIXTURE(connected_link, "an execute_request round trip reports the stream and the reply with their parent") {
 
     kp::message req = execute_request("hello");
     r.send(id, kp::channel::shell, req);
@@ -203,13 +203,7 @@ TEST_CASE("input_request reaches stdin on the routing id shared with shell") {
     }));
 }
 
-TEST_CASE("a badly signed message is counted and reported, and the link keeps working") {
-    temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
-    reactor r(test_logger());
-    auto events = std::make_shared<event_recorder>();
-    link_id id = r.open(kernel.info(), events, fast_options());
-    REQUIRE(events->wait_for(connected));
+TEST_CASE_FIXTURE(connected_link, "a badly signed message is counted and reported, and the link keeps working") {
 
     kernel.publish_badly_signed();
     REQUIRE(events->wait_for([](const recorded_events& e) { return e.bad.size() == 1; }));
@@ -366,13 +360,7 @@ TEST_CASE("one reactor serves 100 links") {
     CHECK(eventually([&] { return r.stats().links == 0; }));
 }
 
-TEST_CASE("a burst of 20000 iopub messages is delivered complete and in order") {
-    temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
-    reactor r(test_logger());
-    auto events = std::make_shared<event_recorder>();
-    link_id id = r.open(kernel.info(), events, fast_options());
-    REQUIRE(events->wait_for(connected));
+TEST_CASE_FIXTURE(connected_link, "a burst of 20000 iopub messages is delivered complete and in order") {
 
     constexpr int burst = 20000;
     kp::message req = execute_request("burst:" + std::to_string(burst));
