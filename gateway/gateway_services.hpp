@@ -10,6 +10,7 @@
 #include "gateway/kernel_manager.hpp"
 #include "gateway/kernels_api.hpp"
 #include "gateway/kernelspec_api.hpp"
+#include "gateway/mcp/mcp_endpoint.hpp"
 #include "gateway/server_config.hpp"
 #include "gateway/session_registry.hpp"
 
@@ -24,6 +25,7 @@ struct gateway_services {
     session_registry& sessions;
     logger log;
     interpreter::interpreter_api& interpreter_rest;
+    mcp::mcp_endpoint& mcp;
 };
 
 }  // namespace callisto::gateway

@@ -47,7 +47,8 @@ void http_session::do_read() {
     body_limit_ = services_.config.max_request_body_bytes;
     // Beast checks Content-Length against the limit while parsing the header: let the largest
     // limit through there, and apply the route's own in on_header.
-    parser_->body_limit(std::max(body_limit_, services_.interpreter_rest.max_upload_bytes()));
+    parser_->body_limit(std::max({body_limit_, services_.interpreter_rest.max_upload_bytes(),
+                                  services_.mcp.max_body_bytes()}));
     parser_->header_limit(64 * 1024);
     stream_.expires_after(request_timeout);
     // The header first: file uploads have a larger body limit of their own.
@@ -61,6 +62,9 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     if (req.method() == http::verb::put &&
         match_route("PUT", req.target(), false).kind == route_kind::file_put) {
         body_limit_ = services_.interpreter_rest.max_upload_bytes();
+    } else if (req.method() == http::verb::post &&
+               match_route("POST", req.target(), false).kind == route_kind::mcp) {
+        body_limit_ = services_.mcp.max_body_bytes();  // upload_file's base64 content
     }
     if (auto length = parser_->content_length(); length && *length > body_limit_)
         return on_read(http::error::body_limit, 0);
@@ -128,6 +132,16 @@ void http_session::dispatch_request(http_request req) {
     // GET /api (the version) and the static web UI are public, as in jupyter_server.
     const bool public_route = r.kind == route_kind::api_info || r.kind == route_kind::static_file;
     auto who = services_.auth.authenticate(req[http::field::authorization], r.query);
+    if (r.kind == route_kind::mcp) {
+        // MCP hosts send bearer tokens and expect 401 with a challenge when it is wrong.
+        if (!who) return send(mcp::mcp_endpoint::unauthorized());
+        auto self = shared_from_this();
+        return services_.mcp.handle(req, *who, [self](http_response res) {
+            asio::dispatch(self->stream_.get_executor(), [self, res = std::move(res)]() mutable {
+                self->send(std::move(res));
+            });
+        });
+    }
     if (!public_route && !who) {
         return send(error_response(http::status::forbidden,
                                    "a valid token is required: 'Authorization: token T' or "

@@ -227,6 +227,11 @@ route match_route(std::string_view method, std::string_view target, bool static_
         return r;
     }
     if (n >= 1 && seg[0] == "v1") return match_v1(method, seg, std::move(r));
+    if (n == 1 && seg[0] == "mcp") {
+        if (!post && !del) return method_not_allowed("POST, DELETE");
+        r.kind = route_kind::mcp;
+        return r;
+    }
     if (n == 3 && seg[0] == "kernelspecs") {
         if (!get) return method_not_allowed("GET");
         r.kind = route_kind::kernelspec_resource;

@@ -35,6 +35,7 @@ enum class route_kind {
     file_get,             // GET /v1/contexts/{id}/files/{path...}
     file_put,             // PUT /v1/contexts/{id}/files/{path...} (raw body)
     file_delete,          // DELETE /v1/contexts/{id}/files/{path...}
+    mcp,                  // POST, DELETE /mcp (gateway/mcp/); GET answers 405: no SSE stream
     bad_v1_path,          // a /v1 path with an unsafe segment ("..", "%2F", NUL, "//"): 400
 };
 

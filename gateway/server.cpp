@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 
 #include "gateway/listener.hpp"
+#include "gateway/mcp/context_tools.hpp"
 #include "launcher/sandbox_probe.hpp"
 
 namespace callisto::gateway {
@@ -74,6 +75,15 @@ interpreter::interpreter_settings interpreter_settings_for(const server_config& 
     return s;
 }
 
+mcp::tool_limits mcp_tool_limits(const interpreter::interpreter_settings& s) {
+    mcp::tool_limits limits;
+    limits.max_code_bytes = s.request_limits.max_code_bytes;
+    // A file travels base64 inside one JSON body: keep that body a sensible size; larger
+    // files go through PUT /v1/contexts/{id}/files/{path}.
+    limits.max_upload_bytes = std::min<std::size_t>(s.max_upload_bytes, 16u << 20);
+    return limits;
+}
+
 }  // namespace
 
 server::server(server_config config, logger log)
@@ -96,10 +106,19 @@ server::server(server_config config, logger log)
       kernelspecs_rest_(catalog_, kernels_.default_kernel_name()),
       contexts_(ioc_, kernels_, interpreter_settings_for(config_), log_.component("interpreter")),
       interpreter_rest_(contexts_),
+      mcp_sessions_(
+          [this](const user& owner, const std::string&) -> std::shared_ptr<mcp::tool_backend> {
+              return std::make_shared<mcp::context_tools>(
+                  contexts_, owner, std::min<std::size_t>(contexts_.settings().max_download_bytes, 16u << 20),
+                  log_.component("mcp"));
+          },
+          mcp::mcp_session_limits{config_.mcp_session_timeout, config_.mcp_max_sessions},
+          log_.component("mcp")),
+      mcp_(mcp_sessions_, mcp_tool_limits(contexts_.settings()), CALLISTO_VERSION),
       auth_(config_.users_file.empty() ? token_auth(config_.token)
                                        : token_auth::from_users_file(config_.users_file)),
       services_{config_, auth_, kernels_, kernels_rest_, kernelspecs_rest_, sessions_,
-                log_.component("http"), interpreter_rest_} {
+                log_.component("http"), interpreter_rest_, mcp_} {
     prepare_runtime_root(config_.runtime_root, sandbox_ != nullptr);
     if (catalog_.all().empty())
         log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
@@ -126,6 +145,7 @@ void server::run() {
     });
     listener_->run();
     kernels_.start();
+    mcp_sessions_.start_expiry(ioc_);
 
     std::vector<std::thread> threads;
     for (int i = 1; i < config_.threads; ++i) threads.emplace_back([this] { ioc_.run(); });
@@ -143,6 +163,8 @@ void server::request_stop() {
 void server::begin_stop() {
     listener_->stop();
     sessions_.close_all();
+    // MCP sessions end with the server: their contexts go before the kernels do.
+    mcp_sessions_.close_all();
     kernels_.shutdown_all([this] { asio::post(ioc_, [this] { finish_stop(); }); });
 }
 

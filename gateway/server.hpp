@@ -21,6 +21,8 @@
 #include "gateway/kernel_manager.hpp"
 #include "gateway/kernels_api.hpp"
 #include "gateway/kernelspec_api.hpp"
+#include "gateway/mcp/mcp_endpoint.hpp"
+#include "gateway/mcp/mcp_session_registry.hpp"
 #include "gateway/server_config.hpp"
 #include "gateway/session_registry.hpp"
 #include "launcher/kernelspec_catalog.hpp"
@@ -69,6 +71,8 @@ private:
     kernelspec_api kernelspecs_rest_;
     interpreter::context_registry contexts_;
     interpreter::interpreter_api interpreter_rest_;
+    mcp::mcp_session_registry mcp_sessions_;
+    mcp::mcp_endpoint mcp_;
     token_auth auth_;
     session_registry sessions_;
     gateway_services services_;

@@ -118,6 +118,9 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --interrupt-grace=SECS    after a deadline's interrupt, wait this long before restarting
                             the kernel (default 5)
   --upload-limit=SIZE       largest file upload to a context (default 100MiB)
+  --mcp-session-timeout=SECS  an MCP session idle this long ends, with its kernel and files
+                            (default 3600; 0: never)
+  --mcp-max-sessions=N      MCP sessions per user; initialize beyond it answers 429 (default 64)
   --log-level=LEVEL         debug, info, warn, error (default info)
   --help                    this text
 
@@ -246,6 +249,13 @@ parse_result parse_server_config(const std::vector<std::string>& args,
             cfg.interrupt_grace = std::chrono::seconds(secs);
         } else if (name == "--upload-limit") {
             if (!parse_size(value, cfg.upload_limit_bytes)) return bad("a size like 100MiB");
+        } else if (name == "--mcp-session-timeout") {
+            int secs = 0;
+            if (!parse_int(value, secs, 0, 7 * 24 * 3600)) return bad("seconds 0-604800");
+            cfg.mcp_session_timeout = std::chrono::seconds(secs);
+        } else if (name == "--mcp-max-sessions") {
+            if (!parse_int(value, cfg.mcp_max_sessions, std::size_t{1}, std::size_t{10000}))
+                return bad("a number 1-10000");
         } else if (name == "--sandbox") {
             if (value != "on" && value != "off") return bad("on or off");
             cfg.sandbox = value == "on";

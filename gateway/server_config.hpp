@@ -62,6 +62,10 @@ struct server_config {
     std::chrono::milliseconds interrupt_grace{5000};  // deadline interrupt -> kernel restart
     std::size_t upload_limit_bytes = 100u << 20;    // PUT /v1/contexts/{id}/files/{path}
 
+    // The MCP endpoint (/mcp, gateway/mcp/).
+    std::chrono::seconds mcp_session_timeout{3600};  // idle sessions end; 0: never
+    std::size_t mcp_max_sessions = 64;                // per user
+
     log_level log = log_level::info;
 };
 

@@ -178,3 +178,23 @@ TEST_CASE("config rejects bad interpreter API flags with a message") {
         CHECK_FALSE(r.message.empty());
     }
 }
+
+TEST_CASE("config parses the MCP flags and rejects their bad forms") {
+    auto r = parse({"--mcp-session-timeout=0", "--mcp-max-sessions=3"});
+    REQUIRE(r.config);
+    CHECK(r.config->mcp_session_timeout == std::chrono::seconds(0));
+    CHECK(r.config->mcp_max_sessions == 3);
+    auto d = parse({});
+    REQUIRE(d.config);
+    CHECK(d.config->mcp_session_timeout == std::chrono::seconds(3600));
+    CHECK(d.config->mcp_max_sessions == 64);
+    for (std::string bad : {"--mcp-session-timeout=-1", "--mcp-session-timeout=1h",
+                            "--mcp-session-timeout=604801", "--mcp-max-sessions=0",
+                            "--mcp-max-sessions=10001", "--mcp-max-sessions=many"}) {
+        auto b = parse({bad});
+        CAPTURE(bad);
+        CHECK_FALSE(b.config);
+        CHECK(b.exit_code == 2);
+        CHECK(b.message.find(bad.substr(0, bad.find('='))) != std::string::npos);
+    }
+}

@@ -1,0 +1,150 @@
+#include "gateway/mcp/context_tools.hpp"
+
+#include "gateway/interpreter/workdir_files.hpp"
+#include "gateway/mcp/tool_content.hpp"
+
+namespace callisto::gateway::mcp {
+
+using interpreter::interpreter_context;
+
+namespace {
+
+nlohmann::json file_error_result(const interpreter::file_error& e) {
+    return text_tool_result(e.message, true);
+}
+
+}  // namespace
+
+context_tools::context_tools(interpreter::context_registry& contexts, user owner,
+                             std::size_t max_read_bytes, logger log)
+    : contexts_(contexts), owner_(std::move(owner)), max_read_bytes_(max_read_bytes), log_(std::move(log)) {}
+
+void context_tools::call(tool_call call, std::function<void(nlohmann::json)> done) {
+    with_context([self = shared_from_this(), call = std::move(call),
+                  done = std::move(done)](context_ptr c, std::string error) mutable {
+        if (!c) return done(text_tool_result(error, true));
+        std::visit(
+            [&](auto& args) {
+                using T = std::decay_t<decltype(args)>;
+                if constexpr (std::is_same_v<T, run_code_args>) self->run_code(c, args, std::move(done));
+                else if constexpr (std::is_same_v<T, restart_context_args>) self->restart(c, std::move(done));
+                else if constexpr (std::is_same_v<T, upload_file_args>) done(self->upload(c, args));
+                else if constexpr (std::is_same_v<T, list_files_args>) done(self->list(c));
+                else done(self->read(c, args));
+            },
+            call);
+    });
+}
+
+void context_tools::with_context(context_fn fn) {
+    {
+        std::unique_lock lock(mutex_);
+        if (closed_) {
+            lock.unlock();
+            return fn(nullptr, "the MCP session has ended");
+        }
+        if (context_) {
+            auto c = context_;
+            lock.unlock();
+            return fn(c, {});
+        }
+        waiting_.push_back(std::move(fn));
+        if (creating_) return;
+        creating_ = true;
+    }
+    contexts_.create({}, owner_, [self = shared_from_this()](interpreter::create_context_result r) {
+        self->on_created(std::move(r));
+    });
+}
+
+void context_tools::on_created(interpreter::create_context_result r) {
+    std::vector<context_fn> waiting;
+    bool orphan = false;
+    {
+        std::lock_guard lock(mutex_);
+        creating_ = false;
+        waiting.swap(waiting_);
+        if (r.context) {
+            if (closed_) orphan = true;  // the session ended while its kernel started
+            else context_ = r.context;
+        }
+    }
+    if (orphan) {
+        contexts_.remove(r.context, [] {});
+        for (auto& fn : waiting) fn(nullptr, "the MCP session has ended");
+        return;
+    }
+    if (r.context) log_.info("context " + r.context->id() + " for the MCP session");
+    const std::string error =
+        r.context ? std::string() : "could not start a Python kernel for this session: " + r.error;
+    for (auto& fn : waiting) fn(r.context, error);
+}
+
+void context_tools::close() {
+    context_ptr c;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_) return;
+        closed_ = true;
+        c = std::move(context_);
+    }
+    // A creation in flight is cleaned up in on_created.
+    if (c) contexts_.remove(c, [] {});
+}
+
+void context_tools::run_code(const context_ptr& c, const run_code_args& a,
+                             std::function<void(nlohmann::json)> done) {
+    interpreter::execution_request request;
+    request.code = a.code;
+    request.timeout = a.timeout;
+    c->submit(std::move(request), [done = std::move(done)](interpreter_context::submit_result r) {
+        if (r.outcome == interpreter_context::submit_outcome::queue_full)
+            return done(text_tool_result(
+                "too many run_code calls are waiting in this session; wait for one to finish", true));
+        if (!r.exec) return done(text_tool_result("the session's context is closed", true));
+        r.exec->subscribe([done](const nlohmann::json& event, bool last) {
+            if (last) done(execution_tool_result(event["execution"]));
+        });
+    });
+}
+
+void context_tools::restart(const context_ptr& c, std::function<void(nlohmann::json)> done) {
+    c->restart([done = std::move(done)](std::string error) {
+        if (!error.empty()) return done(text_tool_result("the restart failed: " + error, true));
+        done(text_tool_result(
+            "the kernel restarted: variables and imports are gone, files in the working "
+            "directory are kept"));
+    });
+}
+
+nlohmann::json context_tools::upload(const context_ptr& c, const upload_file_args& a) const {
+    interpreter::workdir_files files(c->workdir());
+    if (auto e = files.write(a.path, a.bytes)) return file_error_result(*e);
+    return text_tool_result("wrote " + a.path + " (" + std::to_string(a.bytes.size()) +
+                            " bytes) in the working directory");
+}
+
+nlohmann::json context_tools::list(const context_ptr& c) const {
+    interpreter::workdir_files files(c->workdir());
+    nlohmann::json entries;
+    bool truncated = false;
+    if (auto e = files.list(entries, contexts_.settings().max_listed_files, truncated))
+        return file_error_result(*e);
+    return file_list_tool_result(entries, truncated);
+}
+
+nlohmann::json context_tools::read(const context_ptr& c, const read_file_args& a) const {
+    interpreter::workdir_files files(c->workdir());
+    std::string bytes;
+    if (auto e = files.read(a.path, bytes, max_read_bytes_)) {
+        if (e->http_status == 413)
+            return text_tool_result(e->message + "; MCP returns files up to " +
+                                        std::to_string(max_read_bytes_) +
+                                        " bytes: read a part of it with run_code instead",
+                                    true);
+        return file_error_result(*e);
+    }
+    return file_tool_result(a.path, bytes);
+}
+
+}  // namespace callisto::gateway::mcp

@@ -1,0 +1,54 @@
+#pragma once
+// The MCP tools of one session, carried out in an interpreter context of its own: created on
+// the first tool call (so a client that only lists tools costs no kernel), owned by the
+// session's user (owners and kernel quotas apply as for /v1), deleted when the session ends.
+// Everything goes through the interpreter classes: submit() for code, workdir_files for files.
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/logger.hpp"
+#include "gateway/interpreter/context_registry.hpp"
+#include "gateway/mcp/tool_backend.hpp"
+#include "gateway/user.hpp"
+
+namespace callisto::gateway::mcp {
+
+class context_tools : public tool_backend, public std::enable_shared_from_this<context_tools> {
+public:
+    context_tools(interpreter::context_registry& contexts, user owner, std::size_t max_read_bytes,
+                  logger log);
+
+    void call(tool_call call, std::function<void(nlohmann::json)> done) override;
+    void close() override;
+
+private:
+    using context_ptr = std::shared_ptr<interpreter::interpreter_context>;
+    using context_fn = std::function<void(context_ptr, std::string error)>;
+
+    // The session's context, created on first use; concurrent first calls share one creation.
+    void with_context(context_fn fn);
+    void on_created(interpreter::create_context_result r);
+
+    void run_code(const context_ptr& c, const run_code_args& a, std::function<void(nlohmann::json)> done);
+    void restart(const context_ptr& c, std::function<void(nlohmann::json)> done);
+    nlohmann::json upload(const context_ptr& c, const upload_file_args& a) const;
+    nlohmann::json list(const context_ptr& c) const;
+    nlohmann::json read(const context_ptr& c, const read_file_args& a) const;
+
+    interpreter::context_registry& contexts_;
+    const user owner_;
+    const std::size_t max_read_bytes_;
+    logger log_;
+
+    std::mutex mutex_;
+    context_ptr context_;
+    bool creating_ = false;
+    bool closed_ = false;
+    std::vector<context_fn> waiting_;
+};
+
+}  // namespace callisto::gateway::mcp

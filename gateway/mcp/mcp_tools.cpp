@@ -1,0 +1,198 @@
+#include "gateway/mcp/mcp_tools.hpp"
+
+#include <cmath>
+#include <set>
+
+#include "gateway/interpreter/oversized_result.hpp"
+#include "gateway/interpreter/workdir_files.hpp"
+
+namespace callisto::gateway::mcp {
+
+namespace {
+
+const nlohmann::json path_schema = {
+    {"type", "string"},
+    {"description", "A path relative to the working directory, e.g. \"data/input.csv\"."}};
+
+nlohmann::json object_schema(nlohmann::json properties, nlohmann::json required) {
+    return {{"type", "object"},
+            {"properties", std::move(properties)},
+            {"required", std::move(required)},
+            {"additionalProperties", false}};
+}
+
+// Unknown keys are refused: a misspelt "timeout" silently ignored would run without one.
+bool only_known(const nlohmann::json& args, const std::set<std::string>& known, std::string& error) {
+    for (auto& [key, value] : args.items())
+        if (!known.count(key)) {
+            error = "unknown argument \"" + key + "\"";
+            return false;
+        }
+    return true;
+}
+
+bool required_string(const nlohmann::json& args, const char* key, std::string& out,
+                     std::string& error) {
+    if (!args.contains(key)) {
+        error = std::string("missing required argument \"") + key + "\"";
+        return false;
+    }
+    if (!args[key].is_string()) {
+        error = std::string("\"") + key + "\" must be a string";
+        return false;
+    }
+    out = args[key].get<std::string>();
+    return true;
+}
+
+bool checked_path(const nlohmann::json& args, std::string& out, std::string& error) {
+    if (!required_string(args, "path", out, error)) return false;
+    if (auto bad = interpreter::check_relative_path(out)) {
+        error = "\"path\": " + *bad;
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+nlohmann::json tool_definitions(const tool_limits& limits) {
+    const auto max_timeout = limits.max_timeout.count();
+    nlohmann::json tools = nlohmann::json::array();
+    tools.push_back(
+        {{"name", "run_code"},
+         {"title", "Run Python code"},
+         {"description",
+          "Runs Python code in a persistent Jupyter kernel (IPython). Variables, imports and "
+          "files persist between calls of this session. Returns stdout, stderr, the value of "
+          "the last expression, charts (matplotlib figures come back as PNG images) and, on an "
+          "exception, the full traceback. The working directory holds the files of "
+          "upload_file. numpy, pandas and matplotlib are available; there is no network."},
+         {"inputSchema",
+          object_schema({{"code", {{"type", "string"}, {"description", "Python code to run."}}},
+                         {"timeout_seconds",
+                          {{"type", "number"},
+                           {"exclusiveMinimum", 0},
+                           {"maximum", max_timeout},
+                           {"description",
+                            "Time limit (default " + std::to_string(limits.default_timeout.count()) +
+                                "). At the limit the code is interrupted (state kept); if it "
+                                "does not stop, the kernel restarts (state lost)."}}}},
+                        {"code"})}});
+    tools.push_back(
+        {{"name", "upload_file"},
+         {"title", "Upload a file"},
+         {"description",
+          "Writes a file into the working directory of run_code (parent directories are "
+          "created, an existing file is replaced). Up to " +
+              std::to_string(limits.max_upload_bytes) + " bytes."},
+         {"inputSchema",
+          object_schema({{"path", path_schema},
+                         {"content", {{"type", "string"}, {"description", "The file's content."}}},
+                         {"encoding",
+                          {{"type", "string"},
+                           {"enum", {"text", "base64"}},
+                           {"default", "text"},
+                           {"description", "\"text\" (UTF-8, the default) or \"base64\" for binary files."}}}},
+                        {"path", "content"})}});
+    tools.push_back({{"name", "list_files"},
+                     {"title", "List files"},
+                     {"description", "Lists the files in the working directory of run_code, recursively, with sizes."},
+                     {"inputSchema", object_schema(nlohmann::json::object(), nlohmann::json::array())},
+                     {"annotations", {{"readOnlyHint", true}}}});
+    tools.push_back({{"name", "read_file"},
+                     {"title", "Read a file"},
+                     {"description",
+                      "Reads a file from the working directory of run_code: text files as "
+                      "text, images as images, other binary files as a base64 resource."},
+                     {"inputSchema", object_schema({{"path", path_schema}}, {"path"})},
+                     {"annotations", {{"readOnlyHint", true}}}});
+    tools.push_back({{"name", "restart_context"},
+                     {"title", "Restart the Python kernel"},
+                     {"description",
+                      "Restarts the Python kernel: every variable and import is lost, files in "
+                      "the working directory stay. Use it when the kernel is stuck or broken."},
+                     {"inputSchema", object_schema(nlohmann::json::object(), nlohmann::json::array())},
+                     {"annotations", {{"destructiveHint", true}}}});
+    return tools;
+}
+
+std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const tool_limits& limits,
+                                         std::string& error) {
+    if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
+        error = "tools/call needs \"name\": the tool's name";
+        return std::nullopt;
+    }
+    const std::string name = params["name"];
+    nlohmann::json args = nlohmann::json::object();
+    if (params.contains("arguments") && !params["arguments"].is_null()) {
+        if (!params["arguments"].is_object()) {
+            error = "\"arguments\" must be an object";
+            return std::nullopt;
+        }
+        args = params["arguments"];
+    }
+    auto fail = [&](std::string why) {
+        error = name + ": " + why;
+        return std::nullopt;
+    };
+
+    if (name == "run_code") {
+        if (!only_known(args, {"code", "timeout_seconds"}, error)) return fail(error);
+        run_code_args a{{}, limits.default_timeout};
+        if (!required_string(args, "code", a.code, error)) return fail(error);
+        if (a.code.size() > limits.max_code_bytes)
+            return fail("\"code\" is longer than " + std::to_string(limits.max_code_bytes) + " bytes");
+        if (args.contains("timeout_seconds")) {
+            const auto& t = args["timeout_seconds"];
+            if (!t.is_number()) return fail("\"timeout_seconds\" must be a number");
+            const double secs = t.get<double>();
+            if (!std::isfinite(secs) || secs <= 0 ||
+                secs > static_cast<double>(limits.max_timeout.count()))
+                return fail("\"timeout_seconds\" must be above 0 and at most " +
+                            std::to_string(limits.max_timeout.count()));
+            a.timeout = std::chrono::milliseconds(std::max<long long>(1, std::llround(secs * 1000)));
+        }
+        return a;
+    }
+    if (name == "upload_file") {
+        if (!only_known(args, {"path", "content", "encoding"}, error)) return fail(error);
+        upload_file_args a;
+        if (!checked_path(args, a.path, error)) return fail(error);
+        if (!required_string(args, "content", a.bytes, error)) return fail(error);
+        std::string encoding = "text";
+        if (args.contains("encoding")) {
+            if (!args["encoding"].is_string()) return fail("\"encoding\" must be \"text\" or \"base64\"");
+            encoding = args["encoding"].get<std::string>();
+        }
+        if (encoding == "base64") {
+            auto decoded = interpreter::decode_base64(a.bytes);
+            if (!decoded) return fail("\"content\" is not valid base64");
+            a.bytes = std::move(*decoded);
+        } else if (encoding != "text") {
+            return fail("\"encoding\" must be \"text\" or \"base64\"");
+        }
+        if (a.bytes.size() > limits.max_upload_bytes)
+            return fail("the file is larger than " + std::to_string(limits.max_upload_bytes) +
+                        " bytes; upload large files with PUT /v1/contexts/{id}/files/{path}");
+        return a;
+    }
+    if (name == "list_files") {
+        if (!only_known(args, {}, error)) return fail(error);
+        return list_files_args{};
+    }
+    if (name == "read_file") {
+        if (!only_known(args, {"path"}, error)) return fail(error);
+        read_file_args a;
+        if (!checked_path(args, a.path, error)) return fail(error);
+        return a;
+    }
+    if (name == "restart_context") {
+        if (!only_known(args, {}, error)) return fail(error);
+        return restart_context_args{};
+    }
+    error = "unknown tool \"" + name + "\"; tools/list names the tools";
+    return std::nullopt;
+}
+
+}  // namespace callisto::gateway::mcp

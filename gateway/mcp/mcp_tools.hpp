@@ -1,0 +1,48 @@
+#pragma once
+// The tools Callisto offers over MCP: their definitions (names, descriptions, JSON input
+// schemas) and the checking of a tools/call's arguments against them. Pure, so every bad
+// argument is unit-tested.
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+namespace callisto::gateway::mcp {
+
+struct run_code_args {
+    std::string code;
+    std::chrono::milliseconds timeout;
+};
+struct upload_file_args {
+    std::string path;
+    std::string bytes;  // decoded
+};
+struct list_files_args {};
+struct read_file_args {
+    std::string path;
+};
+struct restart_context_args {};
+
+using tool_call = std::variant<run_code_args, upload_file_args, list_files_args, read_file_args,
+                               restart_context_args>;
+
+struct tool_limits {
+    std::size_t max_code_bytes = 1 << 20;
+    std::chrono::seconds default_timeout{120};
+    std::chrono::seconds max_timeout{3600};
+    std::size_t max_upload_bytes = 8 << 20;
+};
+
+// The "tools" array of a tools/list result.
+nlohmann::json tool_definitions(const tool_limits& limits);
+
+// `params` of tools/call: {"name", "arguments"}. On error returns nullopt and a sentence for
+// an invalid-params error (unknown tool, missing or mistyped argument, unknown argument).
+std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const tool_limits& limits,
+                                         std::string& error);
+
+}  // namespace callisto::gateway::mcp
