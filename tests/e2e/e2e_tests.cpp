@@ -119,6 +119,12 @@ TEST_CASE("@jupyterlab/services drives callisto unchanged") {
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("the MCP TypeScript SDK drives /mcp: tools, state, charts, tracebacks, files, session end") {
+    server_process server;
+    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/mcp_test.mjs"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("the web UI runs code in headless Chromium") {
     server_process server({"--web-root=" + source_dir + "/web"});
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/browser/web_ui_test.mjs"});
