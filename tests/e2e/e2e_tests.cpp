@@ -159,6 +159,12 @@ TEST_CASE("interpreter API: aggregated answer, event stream, executions by id, i
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("agent loop (examples/agent_loop.py): a scripted model fixes its bug from the traceback") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_agent_loop.py"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("sandbox escape suite: every attack from kernel code fails and the gateway keeps serving") {
     // Small limits so the bombs end quickly; see docs/security.md for each attack.
     server_process server({"--memory-limit=256MiB", "--pids-limit=64", "--disk-quota=64MiB"});
