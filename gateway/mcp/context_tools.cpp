@@ -19,14 +19,22 @@ context_tools::context_tools(interpreter::context_registry& contexts, user owner
                              std::size_t max_read_bytes, logger log)
     : contexts_(contexts), owner_(std::move(owner)), max_read_bytes_(max_read_bytes), log_(std::move(log)) {}
 
-void context_tools::call(tool_call call, std::function<void(nlohmann::json)> done) {
-    with_context([self = shared_from_this(), call = std::move(call),
+void context_tools::call(const std::string& call_id, tool_call call,
+                         std::function<void(nlohmann::json)> done) {
+    if (std::holds_alternative<run_code_args>(call)) {
+        std::lock_guard lock(mutex_);
+        calls_[call_id] = {};
+    }
+    with_context([self = shared_from_this(), call_id, call = std::move(call),
                   done = std::move(done)](context_ptr c, std::string error) mutable {
-        if (!c) return done(text_tool_result(error, true));
+        if (!c) {
+            self->forget_call(call_id);
+            return done(text_tool_result(error, true));
+        }
         std::visit(
             [&](auto& args) {
                 using T = std::decay_t<decltype(args)>;
-                if constexpr (std::is_same_v<T, run_code_args>) self->run_code(c, args, std::move(done));
+                if constexpr (std::is_same_v<T, run_code_args>) self->run_code(c, call_id, args, std::move(done));
                 else if constexpr (std::is_same_v<T, restart_context_args>) self->restart(c, std::move(done));
                 else if constexpr (std::is_same_v<T, upload_file_args>) done(self->upload(c, args));
                 else if constexpr (std::is_same_v<T, list_files_args>) done(self->list(c));
@@ -92,20 +100,65 @@ void context_tools::close() {
     if (c) contexts_.remove(c, [] {});
 }
 
-void context_tools::run_code(const context_ptr& c, const run_code_args& a,
-                             std::function<void(nlohmann::json)> done) {
+void context_tools::run_code(const context_ptr& c, const std::string& call_id,
+                             const run_code_args& a, std::function<void(nlohmann::json)> done) {
     interpreter::execution_request request;
     request.code = a.code;
     request.timeout = a.timeout;
-    c->submit(std::move(request), [done = std::move(done)](interpreter_context::submit_result r) {
-        if (r.outcome == interpreter_context::submit_outcome::queue_full)
+    c->submit(std::move(request), [self = shared_from_this(), c, call_id,
+                                   done = std::move(done)](interpreter_context::submit_result r) {
+        if (r.outcome == interpreter_context::submit_outcome::queue_full) {
+            self->forget_call(call_id);
             return done(text_tool_result(
                 "too many run_code calls are waiting in this session; wait for one to finish", true));
-        if (!r.exec) return done(text_tool_result("the session's context is closed", true));
-        r.exec->subscribe([done](const nlohmann::json& event, bool last) {
-            if (last) done(execution_tool_result(event["execution"]));
+        }
+        if (!r.exec) {
+            self->forget_call(call_id);
+            return done(text_tool_result("the session's context is closed", true));
+        }
+        self->on_submitted(c, call_id, r.exec->id());
+        r.exec->subscribe([self, call_id, done](const nlohmann::json& event, bool last) {
+            if (!last) return;
+            self->forget_call(call_id);
+            done(execution_tool_result(event["execution"]));
         });
     });
+}
+
+void context_tools::on_submitted(const context_ptr& c, const std::string& call_id,
+                                 const std::string& execution_id) {
+    bool cancelled = false;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = calls_.find(call_id);
+        if (it == calls_.end()) return;
+        it->second.execution_id = execution_id;
+        cancelled = it->second.cancelled;
+    }
+    // Cancelled before the context had it: stop it now (it is cancelled while queued).
+    if (cancelled) c->interrupt(execution_id, [](auto) {});
+}
+
+void context_tools::cancel(const std::string& call_id) {
+    context_ptr c;
+    std::string execution_id;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = calls_.find(call_id);
+        if (it == calls_.end()) return;
+        it->second.cancelled = true;
+        execution_id = it->second.execution_id;
+        c = context_;
+    }
+    if (c && !execution_id.empty()) {
+        log_.info("run_code call " + call_id + " cancelled by the client; interrupting");
+        c->interrupt(execution_id, [](auto) {});
+    }
+}
+
+void context_tools::forget_call(const std::string& call_id) {
+    std::lock_guard lock(mutex_);
+    calls_.erase(call_id);
 }
 
 void context_tools::restart(const context_ptr& c, std::function<void(nlohmann::json)> done) {

@@ -5,6 +5,7 @@
 // Everything goes through the interpreter classes: submit() for code, workdir_files for files.
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,7 +23,9 @@ public:
     context_tools(interpreter::context_registry& contexts, user owner, std::size_t max_read_bytes,
                   logger log);
 
-    void call(tool_call call, std::function<void(nlohmann::json)> done) override;
+    void call(const std::string& call_id, tool_call call,
+              std::function<void(nlohmann::json)> done) override;
+    void cancel(const std::string& call_id) override;
     void close() override;
 
 private:
@@ -33,7 +36,10 @@ private:
     void with_context(context_fn fn);
     void on_created(interpreter::create_context_result r);
 
-    void run_code(const context_ptr& c, const run_code_args& a, std::function<void(nlohmann::json)> done);
+    void run_code(const context_ptr& c, const std::string& call_id, const run_code_args& a,
+                  std::function<void(nlohmann::json)> done);
+    void on_submitted(const context_ptr& c, const std::string& call_id, const std::string& execution_id);
+    void forget_call(const std::string& call_id);
     void restart(const context_ptr& c, std::function<void(nlohmann::json)> done);
     nlohmann::json upload(const context_ptr& c, const upload_file_args& a) const;
     nlohmann::json list(const context_ptr& c) const;
@@ -49,6 +55,12 @@ private:
     bool creating_ = false;
     bool closed_ = false;
     std::vector<context_fn> waiting_;
+    // run_code calls in flight, by call id: cancel() interrupts their execution.
+    struct pending_call {
+        std::string execution_id;  // empty until the context accepted it
+        bool cancelled = false;
+    };
+    std::map<std::string, pending_call> calls_;
 };
 
 }  // namespace callisto::gateway::mcp

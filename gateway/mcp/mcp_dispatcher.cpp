@@ -12,7 +12,7 @@ void dispatch_request(const rpc_message& request, tool_backend& tools, const too
         std::string error;
         auto call = parse_tool_call(request.params, limits, error);
         if (!call) return reply(rpc_error_object(id, rpc_error::invalid_params, error));
-        tools.call(std::move(*call), [id, reply = std::move(reply)](nlohmann::json result) {
+        tools.call(id.dump(), std::move(*call), [id, reply = std::move(reply)](nlohmann::json result) {
             reply(rpc_result(id, std::move(result)));
         });
         return;

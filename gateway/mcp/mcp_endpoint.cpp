@@ -155,7 +155,13 @@ void mcp_endpoint::post(const http_request& req, const user& who, respond_fn res
     if (msg.kind != message_kind::request) {
         if (msg.kind == message_kind::notification && msg.method == "notifications/initialized")
             session->mark_initialized();
-        // Other notifications (cancelled, progress) and responses need nothing from us.
+        // A host gives up on a slow tools/call (its timeout, or the user): interrupt the code
+        // rather than let it hold the session's kernel.
+        if (msg.kind == message_kind::notification && msg.method == "notifications/cancelled" &&
+            msg.params.contains("requestId") &&
+            (msg.params["requestId"].is_string() || msg.params["requestId"].is_number_integer()))
+            session->tools().cancel(msg.params["requestId"].dump());
+        // Other notifications (progress, roots) and responses need nothing from us.
         return respond(empty_response(http::status::accepted));
     }
 

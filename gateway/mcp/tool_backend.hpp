@@ -18,7 +18,12 @@ public:
     virtual ~tool_backend() = default;
     // `done` gets a tool result ({"content", "isError"}); it may run on any thread. Failures
     // of the tool (a missing file, a quota) are results with isError, not exceptions.
-    virtual void call(tool_call call, std::function<void(nlohmann::json result)> done) = 0;
+    // `call_id` is the JSON-RPC request id (as JSON text), the handle of cancel().
+    virtual void call(const std::string& call_id, tool_call call,
+                      std::function<void(nlohmann::json result)> done) = 0;
+    // The client gave up on a call (notifications/cancelled): stop its work if it can. The
+    // call still answers (the client ignores it). Unknown or finished ids are ignored.
+    virtual void cancel(const std::string& call_id) = 0;
     // The session ended: release what the tools hold. Idempotent.
     virtual void close() = 0;
 };

@@ -30,16 +30,20 @@ namespace {
 // Answers every call at once with a text naming the call; remembers what it was asked.
 struct scripted_tools : tool_backend {
     std::vector<tool_call> calls;
+    std::vector<std::string> call_ids;
+    std::vector<std::string> cancelled;
     int closed = 0;
     bool hold = false;  // keep the answer back (a call in flight)
     std::function<void(json)> held;
-    void call(tool_call c, std::function<void(json)> done) override {
+    void call(const std::string& id, tool_call c, std::function<void(json)> done) override {
+        call_ids.push_back(id);
         calls.push_back(c);
         auto answer = text_tool_result("called " + std::to_string(c.index()));
         if (hold) held = [done](json r) { done(std::move(r)); };
         if (hold) return;
         done(answer);
     }
+    void cancel(const std::string& id) override { cancelled.push_back(id); }
     void close() override { ++closed; }
 };
 
@@ -436,6 +440,7 @@ TEST_CASE("dispatcher: ping, tools/list, tools/call and the errors") {
     auto ok = ask(request("tools/call", {{"name", "run_code"}, {"arguments", {{"code", "x = 1"}}}}, 9));
     REQUIRE(tools.calls.size() == 1);
     CHECK(std::get<run_code_args>(tools.calls[0]).code == "x = 1");
+    CHECK(tools.call_ids == std::vector<std::string>{"9"});
     CHECK(ok["result"]["content"][0]["text"] == "called 0");
 }
 
@@ -509,6 +514,34 @@ TEST_CASE("endpoint: notifications and responses are accepted with 202 and no bo
         CHECK(res.result() == http::status::accepted);
         CHECK(res.body().empty());
     }
+}
+
+TEST_CASE("endpoint: notifications/cancelled reaches the tools with the request's id") {
+    endpoint_fixture f;
+    const auto sid = f.initialize();
+    f.backends[0]->hold = true;
+    std::optional<http_response> pending;
+    {
+        http_request req{http::verb::post, "/mcp", 11};
+        req.set(http::field::content_type, "application/json");
+        req.set("Mcp-Session-Id", sid);
+        req.body() = request("tools/call", {{"name", "run_code"}, {"arguments", {{"code", "while True: pass"}}}},
+                             "req-7").dump();
+        f.endpoint.handle(req, ana, [&](http_response r) { pending = std::move(r); });
+    }
+    CHECK(f.backends[0]->call_ids == std::vector<std::string>{"\"req-7\""});
+    auto cancel = [&](json params) {
+        return f.post({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", params}}, sid);
+    };
+    CHECK(cancel({{"requestId", "req-7"}, {"reason", "timeout"}}).result() == http::status::accepted);
+    CHECK(cancel({{"requestId", 12}}).result() == http::status::accepted);
+    // Malformed cancellations are ignored, like any notification we cannot act on.
+    CHECK(cancel({{"requestId", json::array()}}).result() == http::status::accepted);
+    CHECK(cancel(json::object()).result() == http::status::accepted);
+    CHECK(f.backends[0]->cancelled == std::vector<std::string>{"\"req-7\"", "12"});
+    f.backends[0]->held(text_tool_result("interrupted"));
+    REQUIRE(pending);
+    CHECK(body_of(*pending)["id"] == "req-7");
 }
 
 TEST_CASE("endpoint: malformed bodies get 400 with a JSON-RPC error and the session lives on") {

@@ -210,6 +210,31 @@ test('a time limit interrupts and keeps the state; restart_context drops it', as
   });
 });
 
+test('a cancelled call (notifications/cancelled) interrupts the running code', async () => {
+  await withSession(async client => {
+    await run(client, 'z = 7');
+    const before = (await rest('GET', '/v1/contexts')).body;
+    const controller = new AbortController();
+    const slow = client.callTool({ name: 'run_code', arguments: { code: 'import time\nfor _ in range(600): time.sleep(0.1)' } },
+                                 undefined, { timeout: CALL_MS, signal: controller.signal });
+    await sleep(1500);
+    controller.abort('the user gave up');
+    let rejected = false;
+    try { await slow; } catch (e) { rejected = true; }
+    check(rejected, 'the SDK rejects the aborted call');
+    // Without the interrupt this would wait a minute for the loop; the state survives it.
+    const t0 = Date.now();
+    const after = await run(client, 'print(z)');
+    check(text(after).includes('7'), 'state kept after the interrupt', text(after));
+    check(Date.now() - t0 < 30000, 'the next call did not wait for the cancelled one', Date.now() - t0);
+    // The context shows the cancelled execution as interrupted.
+    const statuses = [];
+    for (const ctx of before)
+      for (const e of (await rest('GET', `/v1/contexts/${ctx.id}/executions`)).body) statuses.push(e.status);
+    check(statuses.includes('interrupted'), 'an interrupted execution', statuses);
+  });
+});
+
 test('the session owns a context; ending the session deletes it', async () => {
   const before = (await rest('GET', '/v1/contexts')).body.map(c => c.id);
   const { client, transport } = await connect();
