@@ -96,6 +96,8 @@ TEST_CASE("users: kernels belong to their owner, admins see all, limits answer 4
         // Interpreter contexts are kernels of their owner: private, and within the quota.
         run_client(server, {python, source_dir + "/tests/e2e/python/test_interpreter_api.py",
                             "-k", "owner_contexts"});
+        // MCP sessions are their owner's, and her kernel quota applies to them.
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_mcp_users.py"});
         CHECK(server.stop() == 0);
     }
     std::filesystem::remove(users);
