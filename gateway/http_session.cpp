@@ -11,6 +11,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include "gateway/interpreter/ndjson_stream.hpp"
+#include "gateway/openapi_document.hpp"
 #include "gateway/static_files.hpp"
 #include "gateway/websocket_session.hpp"
 
@@ -129,8 +130,6 @@ void http_session::dispatch_request(http_request req) {
         res.set(http::field::allow, r.allow);
         return send(std::move(res));
     }
-    // GET /api (the version) and the static web UI are public, as in jupyter_server.
-    const bool public_route = r.kind == route_kind::api_info || r.kind == route_kind::static_file;
     auto who = services_.auth.authenticate(req[http::field::authorization], r.query);
     if (r.kind == route_kind::mcp) {
         // MCP hosts send bearer tokens and expect 401 with a challenge when it is wrong.
@@ -142,7 +141,7 @@ void http_session::dispatch_request(http_request req) {
             });
         });
     }
-    if (!public_route && !who) {
+    if (!is_public_route(r.kind) && !who) {
         return send(error_response(http::status::forbidden,
                                    "a valid token is required: 'Authorization: token T' or "
                                    "'?token=T'"));
@@ -170,6 +169,14 @@ void http_session::dispatch_request(http_request req) {
         case route_kind::api_info:
             return send(json_response(http::status::ok, {{"version", CALLISTO_VERSION},
                                                           {"gateway", "callisto"}}));
+        case route_kind::openapi_document: {
+            http_response res{http::status::ok, 11};
+            res.set(http::field::content_type, "application/json");
+            res.set(http::field::cache_control, "no-cache");
+            res.body() = std::string(openapi_document());
+            res.prepare_payload();
+            return send(std::move(res));
+        }
         case route_kind::kernelspecs_list:
         case route_kind::kernelspec_get:
         case route_kind::kernelspec_resource:

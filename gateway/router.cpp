@@ -115,6 +115,49 @@ bool is_interpreter_route(route_kind kind) {
     }
 }
 
+bool is_public_route(route_kind kind) {
+    return kind == route_kind::api_info || kind == route_kind::openapi_document ||
+           kind == route_kind::static_file;
+}
+
+std::string_view to_string(route_kind kind) {
+    // No default: a new kind without a name here is a compiler warning.
+    switch (kind) {
+        case route_kind::not_found: return "not_found";
+        case route_kind::method_not_allowed: return "method_not_allowed";
+        case route_kind::api_info: return "api_info";
+        case route_kind::openapi_document: return "openapi_document";
+        case route_kind::kernelspecs_list: return "kernelspecs_list";
+        case route_kind::kernelspec_get: return "kernelspec_get";
+        case route_kind::kernelspec_resource: return "kernelspec_resource";
+        case route_kind::kernels_list: return "kernels_list";
+        case route_kind::kernel_create: return "kernel_create";
+        case route_kind::kernel_get: return "kernel_get";
+        case route_kind::kernel_delete: return "kernel_delete";
+        case route_kind::kernel_interrupt: return "kernel_interrupt";
+        case route_kind::kernel_restart: return "kernel_restart";
+        case route_kind::kernel_channels: return "kernel_channels";
+        case route_kind::static_file: return "static_file";
+        case route_kind::contexts_list: return "contexts_list";
+        case route_kind::context_create: return "context_create";
+        case route_kind::context_get: return "context_get";
+        case route_kind::context_delete: return "context_delete";
+        case route_kind::context_restart: return "context_restart";
+        case route_kind::executions_list: return "executions_list";
+        case route_kind::execution_create: return "execution_create";
+        case route_kind::execution_get: return "execution_get";
+        case route_kind::execution_delete: return "execution_delete";
+        case route_kind::files_list: return "files_list";
+        case route_kind::file_get: return "file_get";
+        case route_kind::file_put: return "file_put";
+        case route_kind::file_delete: return "file_delete";
+        case route_kind::mcp: return "mcp";
+        case route_kind::bad_v1_path: return "bad_v1_path";
+        case route_kind::route_kind_count: break;
+    }
+    return "unknown";
+}
+
 bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
     out.clear();
     out.reserve(in.size());
@@ -230,6 +273,11 @@ route match_route(std::string_view method, std::string_view target, bool static_
     if (n == 1 && seg[0] == "mcp") {
         if (!post && !del) return method_not_allowed("POST, DELETE");
         r.kind = route_kind::mcp;
+        return r;
+    }
+    if (n == 1 && seg[0] == "openapi.json") {
+        if (!get) return method_not_allowed("GET");
+        r.kind = route_kind::openapi_document;
         return r;
     }
     if (n == 3 && seg[0] == "kernelspecs") {

@@ -10,6 +10,7 @@ enum class route_kind {
     not_found,
     method_not_allowed,
     api_info,             // GET /api
+    openapi_document,     // GET /openapi.json (docs/openapi.json, compiled in)
     kernelspecs_list,     // GET /api/kernelspecs
     kernelspec_get,       // GET /api/kernelspecs/{name}
     kernelspec_resource,  // GET /kernelspecs/{name}/{file}
@@ -37,10 +38,20 @@ enum class route_kind {
     file_delete,          // DELETE /v1/contexts/{id}/files/{path...}
     mcp,                  // POST, DELETE /mcp (gateway/mcp/); GET answers 405: no SSE stream
     bad_v1_path,          // a /v1 path with an unsafe segment ("..", "%2F", NUL, "//"): 400
+    // Add new kinds above this line: route_kind_count must stay last. The OpenAPI test walks
+    // 0..route_kind_count and fails for a route docs/openapi.json does not describe.
+    route_kind_count
 };
+
+// The enumerator's name ("kernel_get"), for logs and test messages.
+std::string_view to_string(route_kind kind);
 
 // The /v1/... routes, which belong to the interpreter API.
 bool is_interpreter_route(route_kind kind);
+
+// Routes answered without a token: GET /api (as jupyter_server), the OpenAPI document, and
+// the static web UI.
+bool is_public_route(route_kind kind);
 
 struct route {
     route_kind kind = route_kind::not_found;

@@ -34,6 +34,18 @@ TEST_CASE("router maps every Kernel Gateway route") {
     CHECK(ch.query == "session_id=abc&token=t");
 }
 
+TEST_CASE("router serves the OpenAPI document at /openapi.json, public, before static files") {
+    CHECK(get("/openapi.json").kind == route_kind::openapi_document);
+    CHECK(match_route("GET", "/openapi.json", true).kind == route_kind::openapi_document);
+    CHECK(match_route("POST", "/openapi.json", true).allow == "GET");
+    CHECK(get("/openapi.json/x").kind == route_kind::not_found);
+    CHECK(is_public_route(route_kind::openapi_document));
+    CHECK(is_public_route(route_kind::api_info));
+    CHECK_FALSE(is_public_route(route_kind::kernels_list));
+    CHECK_FALSE(is_public_route(route_kind::context_create));
+    CHECK(to_string(route_kind::file_put) == "file_put");
+}
+
 TEST_CASE("router answers method not allowed with the allowed methods") {
     auto r = match_route("PUT", "/api/kernels", false);
     CHECK(r.kind == route_kind::method_not_allowed);
