@@ -1,0 +1,273 @@
+// docs/openapi.json (the copy compiled into the server) checked against the router: every
+// documented operation reaches a real route, and every route is documented. A route added to
+// route_kind without documentation fails here, by name.
+
+#include "gateway/openapi_document.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "gateway/router.hpp"
+
+using namespace callisto::gateway;
+using json = nlohmann::json;
+
+namespace {
+
+const json& document() {
+    static const json doc = json::parse(openapi_document(), nullptr, false);
+    return doc;
+}
+
+const std::set<std::string> http_methods = {"get",     "put",  "post",  "delete",
+                                            "options", "head", "patch", "trace"};
+
+// Kinds that are not endpoints: answers for paths and methods that match nothing, the web UI
+// (a configured directory, not an API), and refused /v1 paths.
+bool is_endpoint(route_kind kind) {
+    return kind != route_kind::not_found && kind != route_kind::method_not_allowed &&
+           kind != route_kind::static_file && kind != route_kind::bad_v1_path &&
+           kind != route_kind::route_kind_count;
+}
+
+// A local reference ("#/components/parameters/kernel_id") followed; nullptr if it dangles.
+const json* resolve(const json& node) {
+    const json* at = &node;
+    for (int hops = 0; at->is_object() && at->contains("$ref"); ++hops) {
+        const auto& ref = at->at("$ref");
+        if (hops > 8 || !ref.is_string()) return nullptr;
+        const std::string text = ref.get<std::string>();
+        if (text.rfind("#/", 0) != 0) return nullptr;
+        const json::json_pointer pointer(text.substr(1));
+        if (!document().contains(pointer)) return nullptr;
+        at = &document().at(pointer);
+    }
+    return at;
+}
+
+struct operation {
+    std::string method;    // upper case, as on the wire
+    std::string path;      // as documented: "/api/kernels/{kernel_id}"
+    std::string target;    // with every {parameter} replaced by its example
+    std::vector<std::pair<std::string, std::string>> path_values;  // name, example
+    const json* spec = nullptr;
+    std::string problem;   // why target could not be built
+    std::string name() const { return method + " " + path; }
+};
+
+std::string upper(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+    return s;
+}
+
+// Path parameters by name: the path item's, overridden by the operation's (OpenAPI's rule).
+std::map<std::string, const json*> path_parameters(const json& item, const json& op) {
+    std::map<std::string, const json*> out;
+    for (const json* list : {&item, &op}) {
+        if (!list->contains("parameters")) continue;
+        for (const auto& p : list->at("parameters")) {
+            const json* param = resolve(p);
+            if (param && param->value("in", "") == "path") out[param->value("name", "")] = param;
+        }
+    }
+    return out;
+}
+
+std::vector<operation> operations() {
+    std::vector<operation> out;
+    const json& doc = document();
+    if (!doc.is_object() || !doc.contains("paths") || !doc["paths"].is_object()) return out;
+    for (const auto& [path, item] : doc["paths"].items()) {
+        for (const auto& [method, op] : item.items()) {
+            if (!http_methods.count(method)) continue;
+            operation o;
+            o.method = upper(method);
+            o.path = path;
+            o.spec = &op;
+            auto params = path_parameters(item, op);
+            // Fill each {name} with the parameter's example.
+            std::size_t pos = 0;
+            while (pos < path.size()) {
+                const auto open = path.find('{', pos);
+                if (open == std::string::npos) {
+                    o.target += path.substr(pos);
+                    break;
+                }
+                const auto close = path.find('}', open);
+                o.target += path.substr(pos, open - pos);
+                const std::string name = path.substr(open + 1, close - open - 1);
+                auto it = params.find(name);
+                if (it == params.end()) {
+                    o.problem = "{" + name + "} is not a declared path parameter";
+                } else if (!it->second->contains("example") ||
+                           !(*it->second)["example"].is_string()) {
+                    o.problem = "path parameter {" + name + "} has no string example";
+                } else {
+                    const std::string value = (*it->second)["example"].get<std::string>();
+                    o.target += value;
+                    o.path_values.emplace_back(name, value);
+                }
+                pos = close == std::string::npos ? path.size() : close + 1;
+            }
+            out.push_back(std::move(o));
+        }
+    }
+    return out;
+}
+
+route route_of(const operation& o) { return match_route(o.method, o.target, false); }
+
+void collect_refs(const json& node, const std::string& where, std::vector<std::string>& dangling) {
+    if (node.is_object()) {
+        if (node.contains("$ref") && !resolve(node)) dangling.push_back(where + ": " + node["$ref"].dump());
+        for (const auto& [key, value] : node.items()) collect_refs(value, where + "/" + key, dangling);
+    } else if (node.is_array()) {
+        for (std::size_t i = 0; i < node.size(); ++i)
+            collect_refs(node[i], where + "/" + std::to_string(i), dangling);
+    }
+}
+
+std::set<std::string> split_allow(const std::string& allow) {
+    std::set<std::string> out;
+    std::istringstream in(allow);
+    for (std::string m; std::getline(in, m, ',');) {
+        m.erase(0, m.find_first_not_of(' '));
+        out.insert(m);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("the OpenAPI document is JSON with openapi, info and paths, and every $ref resolves") {
+    const json& doc = document();
+    REQUIRE_MESSAGE(!doc.is_discarded(), "docs/openapi.json is not valid JSON");
+    REQUIRE(doc.is_object());
+    REQUIRE(doc.contains("openapi"));
+    CHECK(doc["openapi"].get<std::string>().rfind("3.", 0) == 0);
+    REQUIRE(doc.contains("info"));
+    CHECK(doc.at("info").at("title").is_string());
+    CHECK(doc.at("info").at("version").is_string());
+    REQUIRE(doc.contains("paths"));
+    CHECK(doc["paths"].size() >= 10);
+    std::vector<std::string> dangling;
+    collect_refs(doc, "#", dangling);
+    for (const auto& d : dangling) CHECK_MESSAGE(false, "unresolved $ref at " << d);
+}
+
+TEST_CASE("every documented operation is routed to a real route, its parameters where they belong") {
+    const auto ops = operations();
+    REQUIRE(ops.size() >= 20);
+    std::set<std::string> ids;
+    for (const auto& o : ops) {
+        INFO(o.name());
+        CHECK_MESSAGE(o.problem.empty(), o.name() << ": " << o.problem);
+        if (!o.problem.empty()) continue;
+        const route r = route_of(o);
+        CHECK_MESSAGE(is_endpoint(r.kind), o.name() << " (as " << o.target << ") is routed to "
+                                                    << to_string(r.kind) << ", not to an endpoint");
+        // Each example comes back out of the route in the field its handler reads.
+        for (const auto& [name, value] : o.path_values) {
+            const bool found = value == r.kernel_id || value == r.context_id ||
+                               value == r.execution_id || value == r.name || value == r.file;
+            CHECK_MESSAGE(found, o.name() << ": {" << name << "} = '" << value
+                                          << "' is not what the router extracted");
+            const json* param = path_parameters(document().at("paths").at(o.path), *o.spec)[name];
+            if (param->contains("schema") && param->at("schema").value("format", "") == "uuid")
+                CHECK_MESSAGE(is_valid_kernel_id(value),
+                              o.name() << ": {" << name << "} example is not a lower-case UUID");
+        }
+        if (r.kind == route_kind::file_get || r.kind == route_kind::file_put ||
+            r.kind == route_kind::file_delete)
+            CHECK_MESSAGE(r.file.find('/') != std::string::npos,
+                          o.name() << ": the file path example should be nested (a/b/c)");
+        REQUIRE_MESSAGE(o.spec->contains("operationId"), o.name() << " has no operationId");
+        CHECK_MESSAGE(ids.insert(o.spec->at("operationId").get<std::string>()).second,
+                      o.name() << ": operationId used twice");
+    }
+}
+
+TEST_CASE("every route kind is described by at least one documented operation") {
+    std::set<route_kind> documented;
+    for (const auto& o : operations())
+        if (o.problem.empty()) documented.insert(route_of(o).kind);
+    for (int i = 0; i < static_cast<int>(route_kind::route_kind_count); ++i) {
+        const auto kind = static_cast<route_kind>(i);
+        if (!is_endpoint(kind)) continue;
+        CHECK_MESSAGE(documented.count(kind),
+                      "route_kind::" << to_string(kind) << " has no operation in docs/openapi.json");
+    }
+}
+
+TEST_CASE("each documented path allows exactly the documented methods") {
+    std::map<std::string, std::set<std::string>> methods;
+    std::map<std::string, std::string> targets;
+    for (const auto& o : operations()) {
+        if (!o.problem.empty()) continue;
+        methods[o.path].insert(o.method);
+        targets[o.path] = o.target;
+    }
+    for (const auto& [path, documented] : methods) {
+        // A method no route uses: the router answers 405 and lists what the path supports.
+        const route r = match_route("PROPFIND", targets[path], false);
+        REQUIRE_MESSAGE(r.kind == route_kind::method_not_allowed, path);
+        CHECK_MESSAGE(split_allow(r.allow) == documented,
+                      path << ": the router allows '" << r.allow << "', the document differs");
+    }
+}
+
+TEST_CASE("exactly the public routes are documented without a token") {
+    for (const auto& o : operations()) {
+        if (!o.problem.empty()) continue;
+        const bool open = o.spec->contains("security") && o.spec->at("security").empty();
+        const bool forbidden_documented = o.spec->at("responses").contains("403");
+        const route r = route_of(o);
+        const std::string why = open ? " is documented public, but the server wants a token"
+                                     : " needs no token, but the document asks for one";
+        CHECK_MESSAGE(open == is_public_route(r.kind), o.name() << why);
+        CHECK_MESSAGE(forbidden_documented == !open, o.name() << ": 403 documented iff a token is needed");
+    }
+}
+
+TEST_CASE("every operation documents a success, JSON error bodies, Location and Retry-After") {
+    for (const auto& o : operations()) {
+        REQUIRE_MESSAGE(o.spec->contains("responses"), o.name() << " has no responses");
+        bool success = false;
+        for (const auto& [code, ref] : o.spec->at("responses").items()) {
+            INFO(o.name() << " " << code);
+            const json* res = resolve(ref);
+            REQUIRE(res);
+            CHECK_MESSAGE(res->contains("description"), o.name() << " " << code << " has no description");
+            if (code[0] == '1' || code[0] == '2') success = true;
+            if (code[0] == '4' || code[0] == '5') {
+                // {"reason", "message"} (or the culled variant), always as JSON.
+                const json content = res->value("content", json::object());
+                CHECK_MESSAGE(content.contains("application/json"),
+                              o.name() << " " << code << " should be a JSON error body");
+                if (content.contains("application/json")) {
+                    const json* schema = resolve(content.at("application/json").at("schema"));
+                    REQUIRE(schema);
+                    const json required = schema->value("required", json::array());
+                    for (const char* field : {"reason", "message"})
+                        CHECK_MESSAGE(std::find(required.begin(), required.end(), field) !=
+                                          required.end(),
+                                      o.name() << " " << code << ": the error body lacks " << field);
+                }
+            }
+            const json headers = res->value("headers", json::object());
+            if (code == "201")
+                CHECK_MESSAGE(headers.contains("Location"), o.name() << " 201 should document Location");
+            if (code == "429")
+                CHECK_MESSAGE(headers.contains("Retry-After"),
+                              o.name() << " 429 should document Retry-After");
+        }
+        CHECK_MESSAGE(success, o.name() << " documents no success response");
+    }
+}
