@@ -2,8 +2,8 @@
 http.client, and a kernel WebSocket client speaking both the legacy JSON format
 and the v1.kernel.websocket.jupyter.org subprotocol.
 
-Standard library plus `websocket` (websocket-client) only, so the tests run with
-Debian's /usr/bin/python3 and no pytest.
+Standard library plus `websocket` (websocket-client), and `jsonschema` for the OpenAPI
+checks, so the tests run with Debian's /usr/bin/python3 and no pytest.
 
 Environment:
   CALLISTO_URL         http://127.0.0.1:PORT of the server under test
@@ -208,6 +208,84 @@ def http_request(method, path, body=None, auth="header", token=None, headers=Non
 
 def api(method, path, body=None, **kw):
     return http_request(method, path, body=body, **kw)
+
+
+# --------------------------------------------------------------------------
+# The OpenAPI document (GET /openapi.json): answers checked against it
+# --------------------------------------------------------------------------
+
+SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+OPENAPI_FILE = os.path.join(SOURCE_DIR, "docs", "openapi.json")
+_openapi = None
+
+
+def openapi_document():
+    """The document the server serves (fetched once, public)."""
+    global _openapi
+    if _openapi is None:
+        r = http_request("GET", "/openapi.json", auth=None)
+        check_eq(r.status, 200, "GET /openapi.json")
+        _openapi = r.json()
+    return _openapi
+
+
+def check_schema(instance, schema, what):
+    """Validate instance against a schema of the served document (JSON Schema 2020-12, as
+    OpenAPI 3.1 uses); schema is a component name or a schema object."""
+    import jsonschema  # python3-jsonschema; only the OpenAPI checks need it
+    doc = openapi_document()
+    if isinstance(schema, str):
+        schema = {"$ref": "#/components/schemas/" + schema}
+    validator = jsonschema.Draft202012Validator(
+        schema, resolver=jsonschema.RefResolver.from_schema(doc),
+        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
+    if errors:
+        raise AssertionError(f"{what} does not match the OpenAPI document: " + "; ".join(
+            f"at {'/'.join(map(str, e.path)) or '(root)'}: {e.message[:300]}" for e in errors[:5]))
+
+
+def openapi_resolve(node):
+    """Follow local $refs ("#/components/...") in the served document."""
+    doc = openapi_document()
+    while isinstance(node, dict) and "$ref" in node:
+        target = doc
+        for part in node["$ref"][2:].split("/"):
+            target = target[part.replace("~1", "/").replace("~0", "~")]
+        node = target
+    return node
+
+
+def check_documented(method, path_template, r):
+    """The answer r to METHOD path_template is one the document describes: its status is
+    listed, its content type is one of the status's, a JSON or NDJSON body matches the
+    schema, and Location / Retry-After are there when documented. Returns r."""
+    what = f"{method} {path_template} -> {r.status}"
+    doc = openapi_document()
+    check(path_template in doc["paths"], f"{path_template} is documented")
+    op = doc["paths"][path_template].get(method.lower())
+    check(op is not None, f"{method} {path_template} is documented")
+    res = op["responses"].get(str(r.status))
+    check(res is not None, f"{what}: status not listed in the OpenAPI document",
+          sorted(op["responses"]), r.body[:300])
+    res = openapi_resolve(res)
+    content = res.get("content")
+    if not content:
+        check_eq(r.body, b"", f"{what}: documented without a body")
+    else:
+        ctype = r.headers.get("content-type", "").split(";")[0].strip()
+        check(ctype in content, f"{what}: content type {ctype!r} not documented", sorted(content))
+        schema = content[ctype].get("schema")
+        if ctype == "application/json":
+            check_schema(json.loads(r.body), schema, what)
+        elif ctype == "application/x-ndjson":
+            for line in r.body.decode().splitlines():
+                check_schema(json.loads(line), schema, what + " event")
+    for header in ("Location", "Retry-After"):
+        if header in res.get("headers", {}):
+            check(header.lower() in r.headers, f"{what}: documented header {header} missing",
+                  r.headers)
+    return r
 
 
 def create_kernel(name=KERNEL_NAME, body=None):

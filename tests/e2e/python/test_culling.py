@@ -13,8 +13,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    KernelWS, api, check, check_eq, create_kernel, delete_kernel, parse_iso, poll, run_tests,
-    test,
+    KernelWS, api, check, check_documented, check_eq, create_kernel, delete_kernel, parse_iso,
+    poll, run_tests, test,
 )
 
 IDLE_TIMEOUT = 3
@@ -30,12 +30,23 @@ def test_idle_kernel_is_culled_and_answers_410():
     try:
         poll(lambda: is_gone(k["id"]), 30, 0.25, "kernel culled")
         r = api("GET", f"/api/kernels/{k['id']}")
+        check_documented("GET", "/api/kernels/{kernel_id}", r)
         body = r.json()
         check_eq(body.get("reason"), "culled", "410 reason")
         parse_iso(body["culled_at"])
         check("idle for" in body.get("message", ""), "message says why", body)
         check_eq(api("DELETE", f"/api/kernels/{k['id']}").status, 410, "DELETE of a culled id")
         check_eq(api("POST", f"/api/kernels/{k['id']}/restart").status, 410, "restart")
+        for method, path in (("DELETE", "/api/kernels/{kernel_id}"),
+                             ("POST", "/api/kernels/{kernel_id}/interrupt"),
+                             ("POST", "/api/kernels/{kernel_id}/restart"),
+                             ("GET", "/api/kernels/{kernel_id}/channels")):
+            upgrade = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+                       "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+            r = api(method, path.replace("{kernel_id}", k["id"]),
+                    headers=upgrade if path.endswith("channels") else None)
+            check_eq(r.status, 410, f"{method} {path} of a culled id")
+            check_documented(method, path, r)
         ids = [m["id"] for m in api("GET", "/api/kernels").json()]
         check(k["id"] not in ids, "culled kernel not listed")
     finally:

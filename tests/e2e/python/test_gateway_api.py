@@ -17,9 +17,9 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    EXEC_TIMEOUT, KERNEL_NAME, KernelWS, api, callisto_only, check, check_eq, check_header,
-    create_kernel, delete_kernel, get_kernel, http_request, is_callisto, kernel,
-    kill_kernel_process,
+    EXEC_TIMEOUT, KERNEL_NAME, OPENAPI_FILE, V1_PROTOCOL, KernelWS, api, callisto_only, check,
+    check_documented, check_eq, check_header, create_kernel, delete_kernel, get_kernel,
+    http_request, is_callisto, kernel, kill_kernel_process,
     parse_iso, poll, run_tests, test,
 )
 
@@ -236,6 +236,94 @@ def test_idempotent_create_with_kernel_id():
             check_eq(ex.result_text(), "2", "kernel works")
         check_eq(api("DELETE", f"/api/kernels/{kid}").status, 204, "DELETE")
         check_eq(api("GET", f"/api/kernels/{kid}").status, 404, "gone")
+    finally:
+        delete_kernel(kid)
+
+
+# --------------------------------------------------------------------------
+# The OpenAPI document: served as in the repository, and true to the answers
+# --------------------------------------------------------------------------
+
+@callisto_only
+def test_openapi_document_served():
+    with open(OPENAPI_FILE, "rb") as f:
+        source = f.read()
+    for auth in (None, "header"):  # public, like GET /api; a token does no harm
+        r = http_request("GET", "/openapi.json", auth=auth)
+        check_eq(r.status, 200, f"GET /openapi.json (auth {auth})")
+        check_eq(r.headers.get("content-type"), "application/json", "content type")
+        check(r.body == source, "the served document is docs/openapi.json byte for byte",
+              len(r.body), len(source))
+    doc = r.json()
+    check(doc["openapi"].startswith("3."), "an OpenAPI 3 document", doc["openapi"])
+    for path in ("/api/kernels", "/api/kernels/{kernel_id}/channels", "/v1/contexts",
+                 "/openapi.json"):
+        check(path in doc["paths"], f"{path} documented", sorted(doc["paths"]))
+    r = http_request("POST", "/openapi.json", body=b"", auth=None)
+    check_eq(r.status, 405, "POST /openapi.json")
+    check_eq(r.headers.get("allow"), "GET", "Allow")
+
+
+def _upgrade(kernel_id, query="", protocols=None, upgrade=True):
+    """A raw WebSocket handshake (or a plain GET): the HTTP answer, then the socket closes."""
+    headers = {}
+    if upgrade:
+        headers = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+                   "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    if protocols:
+        headers["Sec-WebSocket-Protocol"] = protocols
+    # http.client reads no body after a 1xx status: the WebSocket is simply closed.
+    return http_request("GET", f"/api/kernels/{kernel_id}/channels{query}", headers=headers,
+                        timeout=EXEC_TIMEOUT)
+
+
+@callisto_only
+def test_openapi_describes_kernel_gateway_answers():
+    check_documented("GET", "/api", http_request("GET", "/api", auth=None))
+    specs = check_documented("GET", "/api/kernelspecs", api("GET", "/api/kernelspecs")).json()
+    check_documented("GET", "/api/kernelspecs/{kernel_name}", api("GET", f"/api/kernelspecs/{KERNEL_NAME}"))
+    check_documented("GET", "/api/kernelspecs/{kernel_name}", api("GET", "/api/kernelspecs/nope-e2e"))
+    for path in list(specs["kernelspecs"][KERNEL_NAME]["resources"].values())[:2]:
+        check_documented("GET", "/kernelspecs/{kernel_name}/{resource}", api("GET", path))
+    check_documented("GET", "/kernelspecs/{kernel_name}/{resource}",
+                     api("GET", f"/kernelspecs/{KERNEL_NAME}/no-such-file.png"))
+    check_documented("GET", "/api/kernels", http_request("GET", "/api/kernels", auth=None))
+    check_documented("POST", "/api/kernels", api("POST", "/api/kernels", "{not json"))
+    check_documented("POST", "/api/kernels", api("POST", "/api/kernels", {"name": 3}))
+    check_documented("POST", "/api/kernels", api("POST", "/api/kernels", {"name": "nope-e2e"}))
+    kid = str(uuid.uuid4())
+    try:
+        r = check_documented("POST", "/api/kernels", api("POST", "/api/kernels", {"kernel_id": kid}))
+        check_eq(r.status, 201, "created")
+        r = check_documented("POST", "/api/kernels", api("POST", "/api/kernels", {"kernel_id": kid}))
+        check_eq(r.status, 200, "the same id again")
+        check_documented("GET", "/api/kernels", api("GET", "/api/kernels"))
+        check_documented("GET", "/api/kernels/{kernel_id}", api("GET", f"/api/kernels/{kid}"))
+        r = check_documented("POST", "/api/kernels/{kernel_id}/interrupt",
+                             api("POST", f"/api/kernels/{kid}/interrupt"))
+        check_eq(r.status, 204, "interrupt")
+        r = check_documented("POST", "/api/kernels/{kernel_id}/restart",
+                             api("POST", f"/api/kernels/{kid}/restart"))
+        check_eq(r.status, 200, "restart")
+        r = check_documented("GET", "/api/kernels/{kernel_id}/channels", _upgrade(kid, upgrade=False))
+        check_eq(r.status, 400, "channels without Upgrade")
+        r = check_documented("GET", "/api/kernels/{kernel_id}/channels", _upgrade(kid, "?since=abc"))
+        check_eq(r.status, 400, "since that is not a number")
+        r = check_documented("GET", "/api/kernels/{kernel_id}/channels",
+                             _upgrade(kid, "?session_id=s1", protocols=f"x, {V1_PROTOCOL}"))
+        check_eq(r.status, 101, "upgrade offering v1")
+        check_eq(r.headers.get("sec-websocket-protocol"), V1_PROTOCOL, "v1 selected")
+        r = check_documented("GET", "/api/kernels/{kernel_id}/channels", _upgrade(kid))
+        check_eq(r.status, 101, "legacy upgrade")
+        check("sec-websocket-protocol" not in r.headers, "no subprotocol for legacy", r.headers)
+        r = check_documented("DELETE", "/api/kernels/{kernel_id}", api("DELETE", f"/api/kernels/{kid}"))
+        check_eq(r.status, 204, "delete")
+        for method, path in (("GET", "/api/kernels/{kernel_id}"), ("DELETE", "/api/kernels/{kernel_id}"),
+                             ("POST", "/api/kernels/{kernel_id}/interrupt"),
+                             ("POST", "/api/kernels/{kernel_id}/restart")):
+            r = check_documented(method, path, api(method, path.replace("{kernel_id}", kid)))
+            check_eq(r.status, 404, f"{method} {path} after delete")
+        check_documented("GET", "/api/kernels/{kernel_id}/channels", _upgrade(kid))
     finally:
         delete_kernel(kid)
 

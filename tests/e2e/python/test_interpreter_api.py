@@ -14,7 +14,7 @@ import time
 import urllib.parse
 
 from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, SkipTest, api, callisto_only, check,
-                        check_eq, poll, run_tests)
+                        check_documented, check_eq, check_schema, poll, run_tests)
 
 # The first kernel start on a loaded machine, and the ladder (deadline + 5 s grace +
 # shutdown escalation + a new kernel), both need room.
@@ -215,6 +215,7 @@ def test_executions_on_a_context_run_one_at_a_time_in_order():
             waiting.append(w)
         over = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": "1"})
         check_eq(over.status, 429, "queue full")
+        check_documented("POST", "/v1/contexts/{context_id}/executions", over)
         check(over.headers.get("retry-after"), "Retry-After", over.headers)
         check_eq(set(over.json()), {"reason", "message"}, "JSON error")
         for w in [blocker] + waiting:
@@ -531,11 +532,90 @@ def test_owner_contexts_are_private_and_quotas_apply():
         check_eq(second.status, 201, "second context")
         third = api("POST", "/v1/contexts", {}, token=ANA)
         check_eq(third.status, 429, "over ana's quota")
+        check_documented("POST", "/v1/contexts", third)
         check(third.headers.get("retry-after"), "Retry-After", third.headers)
         check_eq(api("DELETE", "/v1/contexts/" + second.json()["id"], token=ANA).status, 204,
                  "delete the second")
     finally:
         check_eq(api("DELETE", "/v1/contexts/" + ctx["id"], token=ANA).status, 204, "cleanup")
+
+
+@callisto_only
+def test_openapi_describes_interpreter_answers():
+    """Every /v1 route once, with its common answers, checked against GET /openapi.json:
+    status listed, body matching the schema, Location and Retry-After present."""
+    C, CI = "/v1/contexts", "/v1/contexts/{context_id}"
+    E, EI = CI + "/executions", CI + "/executions/{execution_id}"
+    F, FP = CI + "/files", CI + "/files/{path}"
+    check_documented("GET", C, api("GET", C, auth=None))
+    check_documented("POST", C, api("POST", C, {"kernels": "python3"}))
+    check_documented("POST", C, api("POST", C, {"kernel": "no-such-kernelspec-e2e"}))
+    r = check_documented("POST", C, api("POST", C, {"kernel": None}))
+    check_eq(r.status, 201, "create")
+    ctx = r.json()
+    cid = ctx["id"]
+    base = f"{C}/{cid}"
+    try:
+        check_documented("GET", C, api("GET", C))
+        check_documented("GET", CI, api("GET", base))
+        check_documented("GET", CI, api("GET", f"{C}/{ctx['kernel_id']}"))  # a kernel id: 404
+        ok = check_documented("POST", E, api("POST", base + "/executions",
+                                             {"code": "print('hi')\n6 * 7", "idempotency_key": "k-1"}))
+        check_eq(ok.json()["status"], "ok", "ok execution")
+        check_documented("POST", E, api("POST", base + "/executions", {"code": "1/0", "timeout": 30}))
+        check_documented("POST", E, api("POST", base + "/executions", {"code": "1", "timeout": 0}))
+        check_documented("POST", E, api("POST", base + "/executions", {"cod": "1"}))
+        check_documented("POST", E, api("POST", f"{C}/{ctx['kernel_id']}/executions", {"code": "1"}))
+        # The stream: every line an event of the document, the last an end with the execution.
+        streamed = check_documented("POST", E, api(
+            "POST", base + "/executions",
+            {"code": "import sys\nprint('out')\nprint('err', file=sys.stderr)\n"
+                     "from IPython.display import display, HTML\ndisplay(HTML('<b>x</b>'))\n"
+                     "raise ValueError('v')"},
+            headers={"Accept": "application/x-ndjson"}))
+        types = [json.loads(line)["type"] for line in streamed.body.decode().splitlines()]
+        for t in ("queued", "start", "stdout", "stderr", "result", "error", "end"):
+            check(t in types, f"the stream has a {t} event", types)
+        check_documented("GET", E, api("GET", base + "/executions"))
+        eid = ok.json()["id"]
+        check_documented("GET", EI, api("GET", f"{base}/executions/{eid}"))
+        r = check_documented("DELETE", EI, api("DELETE", f"{base}/executions/{eid}"))
+        check_eq(r.status, 200, "DELETE of a finished execution")
+        check_documented("GET", EI, api("GET", f"{base}/executions/{cid}"))  # unknown: 404
+        sleeper = Stream(ctx, "import time\ntime.sleep(20)")
+        queued = sleeper.event()
+        check_schema(queued, "ExecutionEvent", "queued event")
+        r = check_documented("DELETE", EI, api("DELETE", f"{base}/executions/{queued['id']}"))
+        check_eq(r.status, 202, "DELETE of a running execution")
+        sleeper.events()
+        sleeper.close()
+
+        r = check_documented("PUT", FP, api("PUT", base + "/files/data/2026/report.csv", b"a,b\n1,2\n"))
+        check_eq(r.status, 201, "upload")
+        r = check_documented("GET", FP, api("GET", base + "/files/data/2026/report.csv"))
+        check_eq(r.body, b"a,b\n1,2\n", "download")
+        check_documented("GET", FP, api("GET", base + "/files/data/missing.csv"))
+        check_documented("GET", FP, api("GET", base + "/files/data"))  # a directory: 409
+        check_documented("GET", FP, api("GET", base + "/files/a%5Cb"))  # a backslash: 400
+        check_documented("PUT", FP, api("PUT", base + "/files/data", b"x"))  # a directory: 409
+        check_documented("DELETE", FP, api("DELETE", base + "/files/data"))  # not empty: 409
+        r = check_documented("GET", F, api("GET", base + "/files"))
+        check(any(f["path"] == "data/2026/report.csv" for f in r.json()["files"]), "listed", r.json())
+        r = check_documented("DELETE", FP, api("DELETE", base + "/files/data/2026/report.csv"))
+        check_eq(r.status, 204, "delete file")
+        check_documented("DELETE", FP, api("DELETE", base + "/files/data/2026/report.csv"))  # 404
+
+        r = check_documented("POST", CI + "/restart", api("POST", base + "/restart"))
+        check_eq(r.status, 200, "restart")
+        r = check_documented("DELETE", CI, api("DELETE", base))
+        check_eq(r.status, 204, "delete")
+        for method, path in (("GET", CI), ("DELETE", CI), ("POST", CI + "/restart"), ("GET", E),
+                             ("GET", F), ("GET", FP), ("PUT", FP), ("DELETE", FP)):
+            target = path.replace("{context_id}", cid).replace("{path}", "a/b")
+            r = check_documented(method, path, api(method, target, b"x" if method == "PUT" else None))
+            check_eq(r.status, 404, f"{method} {path} after delete")
+    finally:
+        api("DELETE", base)
 
 
 if __name__ == "__main__":

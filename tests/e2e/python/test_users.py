@@ -12,7 +12,9 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from e2e_client import KernelWS, api, check, check_eq, run_tests, test  # noqa: E402
+from e2e_client import (  # noqa: E402
+    KernelWS, api, check, check_documented, check_eq, run_tests, test,
+)
 
 ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
 
@@ -93,6 +95,7 @@ def test_per_user_limit_under_concurrent_creates():
         statuses = sorted(r.status for r in results)
         check_eq(statuses, [201, 201, 429, 429], "two created, two refused")
         for r in results:
+            check_documented("POST", "/api/kernels", r)
             if r.status == 429:
                 check(r.headers.get("retry-after"), "429 says when to retry", r.headers)
                 check("limit" in r.json()["message"], "429 explains", r.body)
