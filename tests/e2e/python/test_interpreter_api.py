@@ -618,5 +618,45 @@ def test_openapi_describes_interpreter_answers():
         api("DELETE", base)
 
 
+@callisto_only
+def test_openapi_describes_mcp_answers():
+    """/mcp's transport answers, checked against GET /openapi.json."""
+    json_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+    def mcp(method, body=None, session=None, headers=None, **kw):
+        h = dict(json_headers)
+        if session:
+            h["Mcp-Session-Id"] = session
+        h.update(headers or {})
+        data = json.dumps(body).encode() if isinstance(body, dict) else body
+        r = api(method, "/mcp", data if data is not None else (b"" if method == "POST" else None),
+                headers=h, **kw)
+        return check_documented(method, "/mcp", r)
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "e2e", "version": "1"}}}
+    check_eq(mcp("POST", init, auth=None).status, 401, "no token")
+    check_eq(mcp("POST", b"{not json").status, 400, "not JSON")
+    check_eq(mcp("POST", init, headers={"Content-Type": "text/plain"}).status, 415, "not JSON type")
+    check_eq(mcp("POST", init, headers={"Accept": "text/html"}).status, 406, "Accept")
+    check_eq(mcp("POST", init, headers={"Origin": "http://evil.example"}).status, 403, "Origin")
+    r = mcp("POST", init)
+    check_eq(r.status, 200, "initialize")
+    session = r.headers.get("mcp-session-id")
+    check(session, "initialize answers Mcp-Session-Id", r.headers)
+    try:
+        tools = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        check_eq(mcp("POST", tools).status, 400, "no session id")
+        check_eq(mcp("POST", tools, session="no-such-session").status, 404, "unknown session")
+        check_eq(mcp("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                     session=session).status, 202, "notification")
+        check_eq(mcp("POST", tools, session=session).status, 200, "tools/list")
+        check_eq(mcp("DELETE", headers={"Content-Type": ""}).status, 400, "DELETE without session")
+    finally:
+        check_eq(mcp("DELETE", session=session).status, 204, "end the session")
+    check_eq(mcp("DELETE", session=session).status, 404, "ended")
+
+
 if __name__ == "__main__":
     sys.exit(run_tests())
