@@ -127,6 +127,12 @@ TEST_CASE("the MCP TypeScript SDK drives /mcp: tools, state, charts, tracebacks,
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("the served OpenAPI document passes an independent OpenAPI 3.1 validator") {
+    server_process server;
+    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/openapi_test.mjs"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("the web UI runs code in headless Chromium") {
     server_process server({"--web-root=" + source_dir + "/web"});
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/browser/web_ui_test.mjs"});
