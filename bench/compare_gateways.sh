@@ -6,6 +6,8 @@
 #
 # Needs a built callisto (CALLISTO=path, default build/gateway/callisto). Each round starts
 # every server fresh. Prints the pivot summary at the end; the raw JSON lines stay in OUT.
+# Callisto runs with its WebSocket output caps lifted (CALLISTO_ARGS replaces those flags), as
+# jupyter_server runs without its rate limits: the stream benchmarks print 50 MB per cell.
 set -euo pipefail
 
 ROUNDS=${1:-3}
@@ -32,7 +34,8 @@ record_load() {
 
 run_callisto() {
   local port; port=$(free_port)
-  "$CALLISTO" --ip=127.0.0.1 --port="$port" --token="$TOKEN" --log-level=warn "$@" >/dev/null 2>&1 &
+  "$CALLISTO" --ip=127.0.0.1 --port="$port" --token="$TOKEN" --log-level=warn \
+  ${CALLISTO_ARGS---ws-output-limit=0 --ws-rich-output-limit=0} "$@" >/dev/null 2>&1 &
   local pid=$!
   SERVER_PID=$pid
   wait_up "$port" || { stop_server "$pid"; return 0; }

@@ -8,7 +8,9 @@
 #        bench/paired.sh 6 bench/results/paired-big.jsonl stream --mode big --mb 50 --repeat 3
 #
 # One Callisto is started for the whole series (CALLISTO=path, default build/gateway/callisto);
-# each gwbench call starts its own kernel. Set NICE=-10 (as root) to run the gateway, the
+# each gwbench call starts its own kernel. The WebSocket output caps are lifted (as the
+# comparison lifts jupyter_server's rate limits): the stream benchmarks print 50 MB per cell.
+# CALLISTO_ARGS replaces those flags (e.g. CALLISTO_ARGS= for a build that predates them). Set NICE=-10 (as root) to run the gateway, the
 # clients and their kernels at a higher priority than the rest of the machine.
 set -euo pipefail
 
@@ -25,7 +27,8 @@ RUN=(nice -n "$NICE")
 TAG=${TAG:-paired}
 
 port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"${RUN[@]}" "$CALLISTO" --ip=127.0.0.1 --port="$port" --token="$TOKEN" --log-level=warn >/dev/null 2>&1 &
+"${RUN[@]}" "$CALLISTO" --ip=127.0.0.1 --port="$port" --token="$TOKEN" --log-level=warn \
+  ${CALLISTO_ARGS---ws-output-limit=0 --ws-rich-output-limit=0} >/dev/null 2>&1 &
 CPID=$!
 trap 'kill -TERM $CPID 2>/dev/null; wait $CPID 2>/dev/null; true' EXIT
 trap 'exit 130' INT TERM

@@ -4,8 +4,10 @@
 
 #include <boost/asio/post.hpp>
 
+#include "gateway/output_cap_notice.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
+#include "kernelproto/stream_truncation.hpp"
 #include "launcher/kernel_command.hpp"
 #include "launcher/sandboxed_kernel.hpp"
 
@@ -76,6 +78,8 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       ready_timer_(strand_),
       stop_timer_(strand_),
       replay_(env.config.replay_buffer_bytes),
+      output_cap_(output_limits{env.config.ws_output_limit_bytes,
+                                env.config.ws_rich_output_limit_bytes}),
       last_activity_(std::chrono::system_clock::now()),
       started_at_(last_activity_) {}
 
@@ -138,6 +142,7 @@ void kernel_session::start(result_handler on_ready) {
 
 void kernel_session::spawn_process() {
     connected_ = false;
+    output_cap_.reset();  // the executions of a previous process are over
     std::shared_ptr<launcher::sandboxed_kernel> boxed;
     try {
         runtime_dir_ = std::make_unique<launcher::kernel_runtime_dir>(
@@ -495,10 +500,11 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
                                      kernelproto::message msg) {
     if (link_ != link) return;  // from a previous process
     switch (ch) {
-        case channel::iopub:
-            track_activity(msg);
-            broadcast(ch, std::move(msg));
+        case channel::iopub: {
+            const std::string execution_state = track_activity(msg);
+            relay_iopub(std::move(msg), execution_state);
             return;
+        }
         case channel::shell:
         case channel::control: {
             auto it = awaiting_reply_.find(msg.parent_msg_id);
@@ -518,7 +524,7 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
     }
 }
 
-void kernel_session::track_activity(const kernelproto::message& msg) {
+std::string kernel_session::track_activity(const kernelproto::message& msg) {
     std::string state;
     if (msg.msg_type == "status") {
         auto content = nlohmann::json::parse(msg.content, nullptr, false);
@@ -528,22 +534,73 @@ void kernel_session::track_activity(const kernelproto::message& msg) {
     }
     std::lock_guard lock(model_mutex_);
     last_activity_ = std::chrono::system_clock::now();
-    if (state.empty() || state_ != kernel_state::running) return;
+    if (state.empty() || state_ != kernel_state::running) return state;
     if (state == "busy" && execution_state_ != "busy") busy_since_ = last_activity_;
     execution_state_ = state;
+    return state;
 }
 
-void kernel_session::broadcast(channel ch, kernelproto::message message) {
-    stamp_sequence(message, ++last_seq_);
+void kernel_session::relay_iopub(kernelproto::message msg, std::string_view execution_state) {
+    if (!output_cap_.enabled()) return broadcast(channel::iopub, std::move(msg));
+    if (execution_state == "idle") {
+        // What the execution lost is said before its idle, which clients take as the end.
+        for (const auto& s : output_cap_.on_idle(msg.parent_msg_id)) {
+            const bool own = s.parent == msg.parent_msg_id;
+            broadcast(channel::iopub,
+                      dropped_output_summary(s, output_cap_.limits(),
+                                             own ? std::string_view(msg.parent_header) : "{}",
+                                             s.parent, session_id_),
+                      audience::websockets);
+        }
+        return broadcast(channel::iopub, std::move(msg));
+    }
+    const output_kind kind = classify_output(msg.msg_type);
+    if (kind == output_kind::other) return broadcast(channel::iopub, std::move(msg));
+
+    std::size_t bytes = msg.content.size();
+    for (const auto& b : msg.buffers) bytes += b.size();
+    const auto verdict = output_cap_.on_output(msg.parent_msg_id, kind, bytes);
+    using action = output_cap::verdict::action;
+    if (verdict.what == action::pass) return broadcast(channel::iopub, std::move(msg));
+
+    std::optional<kernelproto::message> shown;
+    if (verdict.what == action::truncate) {
+        if (auto cut = kernelproto::truncate_stream_text(msg.content, verdict.keep_bytes)) {
+            shown.emplace();
+            shown->header = msg.header;
+            shown->parent_header = msg.parent_header;
+            shown->metadata = msg.metadata;
+            shown->content = std::move(*cut);
+            shown->msg_id = msg.msg_id;
+            shown->msg_type = msg.msg_type;
+            shown->session = msg.session;
+            shown->parent_msg_id = msg.parent_msg_id;
+        }
+    }
+    std::optional<kernelproto::message> notice;
+    if (verdict.announce)
+        notice = limit_reached_notice(kind, output_cap_.limits(), msg.parent_header,
+                                      msg.parent_msg_id, session_id_);
+    broadcast(channel::iopub, std::move(msg), audience::in_gateway);
+    if (shown) broadcast(channel::iopub, std::move(*shown), audience::websockets);
+    if (notice) broadcast(channel::iopub, std::move(*notice), audience::websockets);
+}
+
+void kernel_session::broadcast(channel ch, kernelproto::message message, audience to) {
+    if (to != audience::in_gateway) stamp_sequence(message, ++last_seq_);
     auto shared = std::make_shared<const kernelproto::message>(std::move(message));
-    if (ch == channel::iopub) replay_.add(last_seq_, shared);
+    if (ch == channel::iopub && to != audience::in_gateway) replay_.add(last_seq_, shared);
     encoded_frames encoded;
     bool pruned = false;
     for (auto& weak : clients_) {
-        if (auto client = weak.lock())
-            deliver(client, ch, shared, &encoded);
-        else
+        auto client = weak.lock();
+        if (!client) {
             pruned = true;
+            continue;
+        }
+        if (to != audience::everyone && client->takes_messages() != (to == audience::in_gateway))
+            continue;
+        deliver(client, ch, shared, &encoded);
     }
     if (pruned) update_connections();
 }

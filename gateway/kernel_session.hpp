@@ -26,6 +26,7 @@
 #include "gateway/kernel_client.hpp"
 #include "gateway/kernel_culler.hpp"
 #include "gateway/kernel_environment.hpp"
+#include "gateway/output_cap.hpp"
 #include "gateway/replay_buffer.hpp"
 #include "kernelproto/message.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
@@ -112,8 +113,15 @@ private:
     void finish_start(std::string error);
     void forward(const std::weak_ptr<kernel_client>& from, kernelproto::channel ch,
                  kernelproto::message msg);
+    // A kernel's iopub message, through the output caps of the WebSocket clients.
+    void relay_iopub(kernelproto::message msg, std::string_view execution_state);
+    // Who a broadcast reaches: WebSocket clients (and the replay buffer) see capped output;
+    // clients inside the gateway (the interpreter API) apply their own budgets to all of it.
+    enum class audience { everyone, websockets, in_gateway };
     // Both stamp the message with the kernel's next sequence number; iopub is kept for replay.
-    void broadcast(kernelproto::channel ch, kernelproto::message msg);
+    // A broadcast to in_gateway clients only is not stamped (it is not replayed).
+    void broadcast(kernelproto::channel ch, kernelproto::message msg,
+                   audience to = audience::everyone);
     void send_to(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
                  kernelproto::message msg);
     void replay_to(const std::shared_ptr<kernel_client>& client, std::uint64_t since);
@@ -124,7 +132,8 @@ private:
                  const std::shared_ptr<const kernelproto::message>& msg,
                  encoded_frames* cache = nullptr);
     void broadcast_status(std::string_view execution_state);
-    void track_activity(const kernelproto::message& msg);
+    // Returns the execution_state of a status message ("" for other messages).
+    std::string track_activity(const kernelproto::message& msg);
     void set_state(kernel_state s, std::string execution_state, std::string reason = {});
     void update_connections();
 
@@ -156,6 +165,7 @@ private:
     std::deque<std::chrono::steady_clock::time_point> auto_restarts_;  // within the window
     std::uint64_t last_seq_ = 0;         // sequence number of the last message relayed
     replay_buffer replay_;
+    output_cap output_cap_;  // WebSocket clients' per-execution output limits
 
     // model, read from any thread
     mutable std::mutex model_mutex_;

@@ -41,6 +41,15 @@ bool parse_size(const std::string& text, std::size_t& out) {
     return true;
 }
 
+// A size, or "0" for no limit; a limit below 1KiB would cut everything and is refused.
+bool parse_limit(const std::string& text, std::size_t& out) {
+    if (text == "0") {
+        out = 0;
+        return true;
+    }
+    return parse_size(text, out) && out >= 1024;
+}
+
 bool parse_log_level(const std::string& text, log_level& out) {
     if (text == "debug") out = log_level::debug;
     else if (text == "info") out = log_level::info;
@@ -79,6 +88,9 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --client-queue=SIZE       per-WebSocket send queue before the client is dropped (default 256MiB)
   --replay-buffer=SIZE      per-kernel iopub output kept for clients reconnecting with
                             ?since=SEQ (default 8MiB)
+  --ws-output-limit=SIZE    per execution, the stdout/stderr bytes sent to Jupyter WebSocket
+                            clients; the rest is dropped with a notice (default 8MiB; 0: none)
+  --ws-rich-output-limit=SIZE  the same for display data and results (default 64MiB; 0: none)
   --ws-ping-interval=SECS   WebSocket keepalive ping interval (default 30)
   --kernel-ready-timeout=SECS  kernel start to first reply (default 60)
   --shutdown-wait=SECS      shutdown_request to SIGTERM (default 5)
@@ -220,6 +232,12 @@ parse_result parse_server_config(const std::vector<std::string>& args,
             cfg.pool_sizes[value.substr(0, colon)] = size;
         } else if (name == "--replay-buffer") {
             if (!parse_size(value, cfg.replay_buffer_bytes)) return bad("a size like 8MiB");
+        } else if (name == "--ws-output-limit") {
+            if (!parse_limit(value, cfg.ws_output_limit_bytes))
+                return bad("a size like 8MiB, at least 1KiB, or 0 for no limit");
+        } else if (name == "--ws-rich-output-limit") {
+            if (!parse_limit(value, cfg.ws_rich_output_limit_bytes))
+                return bad("a size like 64MiB, at least 1KiB, or 0 for no limit");
         } else if (name == "--client-queue") {
             if (!parse_size(value, cfg.client_send_queue_bytes)) return bad("a size like 256MiB");
         } else if (name == "--ws-ping-interval") {

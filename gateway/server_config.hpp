@@ -35,6 +35,9 @@ struct server_config {
     std::size_t max_request_body_bytes = 1u << 20;   // one REST request body
     std::size_t client_send_queue_bytes = 256u << 20;  // per WebSocket, before it is closed
     std::size_t replay_buffer_bytes = 8u << 20;        // per kernel: iopub kept for ?since=
+    // Jupyter WebSocket clients, per execution (gateway/output_cap.hpp); 0: unlimited.
+    std::size_t ws_output_limit_bytes = 8u << 20;        // stdout + stderr
+    std::size_t ws_rich_output_limit_bytes = 64u << 20;  // display_data, execute_result, ...
     std::chrono::seconds ws_ping_interval{30};
     std::chrono::milliseconds kernel_ready_timeout{60000};  // spawn -> kernel_info_reply
     std::size_t autorestart_limit = 3;                      // after unexpected deaths; 0: never

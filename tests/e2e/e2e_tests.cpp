@@ -73,6 +73,12 @@ TEST_CASE("replay: output dropped from a small replay buffer is announced as a g
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("output caps: a runaway cell is cut for WebSocket clients with a notice; the kernel keeps working") {
+    server_process server({"--ws-output-limit=1MiB", "--ws-rich-output-limit=2MiB"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_output_limits.py"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("warm pool: creates claim pre-started kernels, the pool refills, none is shared") {
     server_process server({"--pool-size=1"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_pool.py"});

@@ -198,3 +198,34 @@ TEST_CASE("config parses the MCP flags and rejects their bad forms") {
         CHECK(b.message.find(bad.substr(0, bad.find('='))) != std::string::npos);
     }
 }
+
+TEST_CASE("config parses the WebSocket output limits; 0 means none") {
+    auto d = parse({});
+    REQUIRE(d.config);
+    CHECK(d.config->ws_output_limit_bytes == 8u << 20);
+    CHECK(d.config->ws_rich_output_limit_bytes == 64u << 20);
+    auto r = parse({"--ws-output-limit=1MiB", "--ws-rich-output-limit", "1024"});
+    REQUIRE(r.config);
+    CHECK(r.config->ws_output_limit_bytes == 1u << 20);
+    CHECK(r.config->ws_rich_output_limit_bytes == 1024);
+    auto off = parse({"--ws-output-limit=0", "--ws-rich-output-limit=0"});
+    REQUIRE(off.config);
+    CHECK(off.config->ws_output_limit_bytes == 0);
+    CHECK(off.config->ws_rich_output_limit_bytes == 0);
+}
+
+TEST_CASE("config rejects bad WebSocket output limits naming the flag") {
+    for (std::string bad : {"--ws-output-limit=1023", "--ws-output-limit=-1",
+                            "--ws-output-limit=8MB", "--ws-output-limit=", "--ws-output-limit=00",
+                            "--ws-output-limit=0KiB", "--ws-rich-output-limit=lots",
+                            "--ws-rich-output-limit=2TiB", "--ws-rich-output-limit=10"}) {
+        auto r = parse({bad});
+        CAPTURE(bad);
+        CHECK_FALSE(r.config);
+        CHECK(r.exit_code == 2);
+        CHECK(r.message.find(bad.substr(0, bad.find('='))) != std::string::npos);
+    }
+    auto missing = parse({"--ws-output-limit"});
+    CHECK_FALSE(missing.config);
+    CHECK(missing.exit_code == 2);
+}
