@@ -15,6 +15,7 @@ namespace callisto::gateway {
 struct culled_kernel {
     wall_clock::time_point culled_at;
     std::string reason;
+    std::string owner;  // only they (and admins) learn that the id was culled
 };
 
 class culled_kernels {

@@ -205,7 +205,7 @@ void http_session::upgrade_to_websocket(const route& r, const user& who, http_re
     // Only the owner, or an admin attaching to debug, reaches a kernel's channels.
     auto kernel =
         is_valid_kernel_id(r.kernel_id) ? services_.kernels.find_for(r.kernel_id, who) : nullptr;
-    if (!kernel) return send(services_.kernels_rest.no_such_kernel(r.kernel_id));
+    if (!kernel) return send(services_.kernels_rest.no_such_kernel(r.kernel_id, who));
     std::optional<std::uint64_t> since;
     if (auto text = query_param(r.query, "since"); !text.empty()) {
         std::uint64_t value = 0;

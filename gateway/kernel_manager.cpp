@@ -62,7 +62,7 @@ std::size_t kernel_manager::cull_once() {
         auto reason = cull_reason(kernel->activity(), now, culling_);
         if (!reason) continue;
         env_.log.info("culling kernel " + kernel->id() + ": " + *reason);
-        culled_.record(kernel->id(), {now, *reason}, now);
+        culled_.record(kernel->id(), {now, *reason, kernel->owner()}, now);
         ++culled;
         kernel->shutdown(
             [this, kernel] {
@@ -75,8 +75,11 @@ std::size_t kernel_manager::cull_once() {
     return culled;
 }
 
-std::optional<culled_kernel> kernel_manager::culled(const std::string& id) const {
-    return culled_.find(id, clock_());
+std::optional<culled_kernel> kernel_manager::culled_for(const std::string& id,
+                                                        const user& who) const {
+    auto entry = culled_.find(id, clock_());
+    if (!entry || !who.may_use(entry->owner)) return std::nullopt;
+    return entry;
 }
 
 std::string kernel_manager::default_kernel_name() const {

@@ -70,8 +70,9 @@ public:
 
     // Applies the culling rules once; returns how many kernels it began to cull.
     std::size_t cull_once();
-    // A kernel culled within the retention period: its id answers 410 Gone.
-    std::optional<culled_kernel> culled(const std::string& id) const;
+    // A kernel of `who` (any, for an admin) culled within the retention period: its id
+    // answers 410 Gone. Others' culled ids stay unknown, as their live ones are.
+    std::optional<culled_kernel> culled_for(const std::string& id, const user& who) const;
 
 private:
     void start_culling();

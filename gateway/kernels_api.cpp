@@ -13,8 +13,8 @@ bool allowed_kernel_env(const std::string& name) { return name.rfind("KERNEL_", 
 
 }  // namespace
 
-http_response kernels_api::no_such_kernel(const std::string& id) const {
-    if (auto culled = kernels_.culled(id)) {
+http_response kernels_api::no_such_kernel(const std::string& id, const user& who) const {
+    if (auto culled = kernels_.culled_for(id, who)) {
         // Gone, not unknown: the client learns when and why, for the retention period.
         return json_response(http::status::gone,
                              {{"reason", "culled"},
@@ -36,15 +36,15 @@ void kernels_api::handle(const route& r, const http_request& req, const user& wh
     if (r.kind == route_kind::kernel_create) return create(req, who, std::move(respond));
 
     auto kernel = is_valid_kernel_id(r.kernel_id) ? kernels_.find_for(r.kernel_id, who) : nullptr;
-    if (!kernel) return respond(no_such_kernel(r.kernel_id));
+    if (!kernel) return respond(no_such_kernel(r.kernel_id, who));
 
     switch (r.kind) {
         case route_kind::kernel_get:
             return respond(json_response(http::status::ok, kernel->model()));
         case route_kind::kernel_delete:
-            kernels_.remove(r.kernel_id, [this, respond = std::move(respond),
-                                          id = r.kernel_id](bool found) {
-                respond(found ? empty_response(http::status::no_content) : no_such_kernel(id));
+            kernels_.remove(r.kernel_id, [this, respond = std::move(respond), id = r.kernel_id,
+                                          who](bool found) {
+                respond(found ? empty_response(http::status::no_content) : no_such_kernel(id, who));
             });
             return;
         case route_kind::kernel_interrupt:

@@ -15,7 +15,7 @@ public:
     void handle(const route& r, const http_request& req, const user& who, respond_fn respond);
 
     // 410 Gone for a kernel culled within the retention period, else 404.
-    http_response no_such_kernel(const std::string& id) const;
+    http_response no_such_kernel(const std::string& id, const user& who) const;
 
 private:
     void create(const http_request& req, const user& who, respond_fn respond);

@@ -17,6 +17,21 @@ namespace {
 const std::string python = CALLISTO_TEST_PYTHON;
 const std::string source_dir = CALLISTO_SOURCE_DIR;
 
+// Users ana (token ana-token-1, max_kernels 2), bob (bob-token-1) and root (root-token-1,
+// admin), stored as the SHA-256 of their tokens. Removed by the caller.
+std::filesystem::path write_users_file(const std::string& tag) {
+    const auto users = std::filesystem::temp_directory_path() /
+                       ("callisto-e2e-" + tag + "-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(users) << R"([
+      {"name": "ana", "max_kernels": 2,
+       "token_sha256": "5413abcae7f67f869d454a3fd136a2afd8298547e9a6557e08d477431152e363"},
+      {"name": "bob",
+       "token_sha256": "da35348540eea93333fbee67961c2b02777aff29018cbbd343e7b9ac2e259122"},
+      {"name": "root", "role": "admin",
+       "token_sha256": "588ac599344e31258de36ab84603a60430ef29f3d8887381b9aea73e7bdc9a7a"}])";
+    return users;
+}
+
 void run_client(server_process& server, std::vector<std::string> argv, int timeout_s = 900) {
     auto result = run_command(argv, {{"CALLISTO_URL", server.url()},
                                      {"CALLISTO_TOKEN", server.token()}},
@@ -60,6 +75,18 @@ TEST_CASE("culling with --cull-connected: attached clients get a notice before t
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("culling with users: a culled id answers 410 to its owner and admins, 404 to others") {
+    const auto users = write_users_file("culled-users");
+    {
+        server_process server({"--users=" + users.string(), "--cull-idle-timeout=3",
+                               "--cull-interval=1"});
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_culling.py", "-k",
+                            "culled_id_is_private"});
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove(users);
+}
+
 TEST_CASE("replay: a client reconnecting with ?since= gets the output it missed, in order") {
     server_process server;
     run_client(server, {python, source_dir + "/tests/e2e/python/test_replay.py", "-k", "growing",
@@ -86,16 +113,7 @@ TEST_CASE("warm pool: creates claim pre-started kernels, the pool refills, none 
 }
 
 TEST_CASE("users: kernels belong to their owner, admins see all, limits answer 429") {
-    // Tokens ana-token-1, bob-token-1 and root-token-1, stored as their SHA-256.
-    const auto users = std::filesystem::temp_directory_path() /
-                       ("callisto-e2e-users-" + std::to_string(::getpid()) + ".json");
-    std::ofstream(users) << R"([
-      {"name": "ana", "max_kernels": 2,
-       "token_sha256": "5413abcae7f67f869d454a3fd136a2afd8298547e9a6557e08d477431152e363"},
-      {"name": "bob",
-       "token_sha256": "da35348540eea93333fbee67961c2b02777aff29018cbbd343e7b9ac2e259122"},
-      {"name": "root", "role": "admin",
-       "token_sha256": "588ac599344e31258de36ab84603a60430ef29f3d8887381b9aea73e7bdc9a7a"}])";
+    const auto users = write_users_file("users");
     {
         server_process server({"--users=" + users.string(), "--max-kernels=3"});
         run_client(server, {python, source_dir + "/tests/e2e/python/test_users.py"});

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Culling with real kernels. The server under test must run with
 --cull-idle-timeout=3 --cull-interval=1 (and, for test_connected_client_gets_notice only,
---cull-connected):
+--cull-connected; for test_culled_id_is_private_to_its_owner only, --users with the users of
+test_users.py):
 
   CALLISTO_URL=… CALLISTO_TOKEN=… /usr/bin/python3 test_culling.py [-k NAME]
 """
@@ -51,6 +52,24 @@ def test_idle_kernel_is_culled_and_answers_410():
         check(k["id"] not in ids, "culled kernel not listed")
     finally:
         delete_kernel(k["id"])
+
+
+@test
+def test_culled_id_is_private_to_its_owner():
+    ana, bob, root = "ana-token-1", "bob-token-1", "root-token-1"
+    r = api("POST", "/api/kernels", {"name": "python3"}, token=ana)
+    check_eq(r.status, 201, "ana creates")
+    kid = r.json()["id"]
+    try:
+        poll(lambda: api("GET", f"/api/kernels/{kid}", token=ana).status == 410, 30, 0.25,
+             "ana's kernel culled")
+        # bob must not learn that the id existed: the same 404 as for any unknown id.
+        for method, path in (("GET", ""), ("DELETE", ""), ("POST", "/restart")):
+            check_eq(api(method, f"/api/kernels/{kid}{path}", token=bob).status, 404,
+                     f"bob {method} {path or '/'} of ana's culled kernel")
+        check_eq(api("GET", f"/api/kernels/{kid}", token=root).status, 410, "admin sees 410")
+    finally:
+        api("DELETE", f"/api/kernels/{kid}", token=ana)
 
 
 @test
