@@ -23,6 +23,11 @@ public:
     virtual bool takes_messages() const { return false; }
     virtual void deliver_message(kernelproto::channel, std::shared_ptr<const kernelproto::message>) {}
 
+    // Whether it shows in the kernel model's `connections`, which the culling rules read as
+    // "someone is watching": true for WebSockets; false for the interpreter API's contexts,
+    // which are always attached and idle between their owner's calls.
+    virtual bool counts_as_connection() const { return true; }
+
     // The kernel is gone (deleted, or the server is stopping): close with this reason.
     virtual void close_from_kernel(std::string reason) = 0;
 };

@@ -11,11 +11,12 @@ namespace callisto::gateway {
 kernel_manager::kernel_manager(kernel_environment& env,
                                const launcher::kernelspec_catalog& catalog, culling_policy culling,
                                std::map<std::string, std::size_t> pool_sizes,
-                               std::size_t max_kernels, clock_fn clock)
+                               std::size_t max_kernels, kernel_reuse reuse, clock_fn clock)
     : env_(env),
       catalog_(catalog),
       culling_(culling),
       max_kernels_(max_kernels),
+      reuse_(reuse),
       clock_(std::move(clock)),
       culled_(culling.retention),
       pool_(env.ioc, catalog, std::move(pool_sizes),
@@ -25,7 +26,8 @@ kernel_manager::kernel_manager(kernel_environment& env,
                                                         std::map<std::string, std::string>{});
             },
             env.log.component("pool")),
-      cull_timer_(boost::asio::make_strand(env.ioc)) {}
+      cull_timer_(boost::asio::make_strand(env.ioc)),
+      kept_(reuse.kept_per_user) {}
 
 void kernel_manager::start() {
     pool_.start();
@@ -67,8 +69,7 @@ std::size_t kernel_manager::cull_once() {
         kernel->shutdown(
             [this, kernel] {
                 std::lock_guard lock(mutex_);
-                auto it = kernels_.find(kernel->id());
-                if (it != kernels_.end() && it->second == kernel) kernels_.erase(it);
+                forget_locked(kernel);
             },
             "kernel culled: " + *reason);
     }
@@ -95,6 +96,7 @@ void kernel_manager::create(create_kernel_request request,
 
     std::optional<create_kernel_result> answer;  // decided under the lock, given outside it
     std::shared_ptr<kernel_session> fresh;
+    std::vector<std::shared_ptr<kernel_session>> evicted;  // kept kernels that gave way
     {
         std::lock_guard lock(mutex_);
         auto existing = request.kernel_id.empty() ? kernels_.end() : kernels_.find(request.kernel_id);
@@ -111,7 +113,7 @@ void kernel_manager::create(create_kernel_request request,
                               k->kernelspec_name() + "'"};
             else
                 answer = {k, false, 200, {}};
-        } else if (auto refusal = over_limit(request.owner)) {
+        } else if (evicted = make_room(request.owner); auto refusal = over_limit(request.owner)) {
             answer = {nullptr, false, 429, *refusal};
         } else {
             // A pooled kernel answers already; one asked for with its own id or environment
@@ -131,6 +133,10 @@ void kernel_manager::create(create_kernel_request request,
             pooled->assign_owner(request.owner.name);
             kernels_.emplace(pooled->id(), pooled);
         }
+    }
+    for (auto& k : evicted) {
+        env_.log.info("kernel " + k->id() + " was kept for reuse; it gives way to a new kernel");
+        k->shutdown([] {}, "kept kernel shut down to make room");
     }
     if (answer) return done(std::move(*answer));
     fresh->start([this, fresh, done = std::move(done)](std::string error) {
@@ -153,6 +159,62 @@ std::optional<std::string> kernel_manager::over_limit(const user& who) const {
                    " kernels, the limit";
     }
     return std::nullopt;
+}
+
+std::vector<std::shared_ptr<kernel_session>> kernel_manager::make_room(const user& who) {
+    std::vector<std::shared_ptr<kernel_session>> out;
+    while (over_limit(who)) {
+        const bool server_full = max_kernels_ > 0 && kernels_.size() >= max_kernels_;
+        // The server's limit: anyone's kept kernel gives way; the user's own: only theirs.
+        auto victim = kept_.evict(server_full ? std::string{} : who.name);
+        if (!victim) break;
+        auto it = kernels_.find(victim->id);
+        if (it == kernels_.end()) continue;
+        out.push_back(it->second);
+        kernels_.erase(it);
+    }
+    return out;
+}
+
+void kernel_manager::forget_locked(const std::shared_ptr<kernel_session>& kernel) {
+    auto it = kernels_.find(kernel->id());
+    if (it != kernels_.end() && it->second == kernel) kernels_.erase(it);
+    kept_.forget(kernel->id());
+}
+
+bool kernel_manager::keep(const std::shared_ptr<kernel_session>& kernel, std::size_t uses) {
+    const auto now = clock_();
+    if (kernel->state() != kernel_state::running) return false;
+    const auto activity = kernel->activity();
+    if (!may_reuse(uses, activity.started_at, now, reuse_.limits)) return false;
+    std::lock_guard lock(mutex_);
+    if (stopping_ || kernels_.find(kernel->id()) == kernels_.end()) return false;
+    return kept_.put({kernel->id(), kernel->owner(), kernel->kernelspec_name(), uses,
+                      activity.started_at, now});
+}
+
+kept_claim kernel_manager::claim_kept(const user& owner, const std::string& kernelspec) {
+    const std::string name = kernelspec.empty() ? default_kernel_name() : kernelspec;
+    std::vector<std::shared_ptr<kernel_session>> spent;  // died or aged while kept
+    kept_claim claim;
+    {
+        std::lock_guard lock(mutex_);
+        while (auto k = kept_.take(owner.name, name)) {
+            auto it = kernels_.find(k->id);
+            if (it == kernels_.end()) continue;  // culled or deleted meanwhile
+            auto kernel = it->second;
+            if (kernel->state() != kernel_state::running ||
+                !may_reuse(k->uses, k->started_at, clock_(), reuse_.limits)) {
+                kernels_.erase(it);
+                spent.push_back(std::move(kernel));
+                continue;
+            }
+            claim = {std::move(kernel), k->uses};
+            break;
+        }
+    }
+    for (auto& k : spent) k->shutdown([] {}, "kept kernel past its recycling limits");
+    return claim;
 }
 
 std::shared_ptr<kernel_session> kernel_manager::find_for(const std::string& id,
@@ -190,8 +252,7 @@ void kernel_manager::remove(const std::string& id, std::function<void(bool)> don
     kernel->shutdown([this, kernel, done = std::move(done)] {
         {
             std::lock_guard lock(mutex_);
-            auto it = kernels_.find(kernel->id());
-            if (it != kernels_.end() && it->second == kernel) kernels_.erase(it);
+            forget_locked(kernel);
         }
         done(true);
     });

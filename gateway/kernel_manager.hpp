@@ -16,6 +16,8 @@
 #include "gateway/culled_kernels.hpp"
 #include "gateway/kernel_culler.hpp"
 #include "gateway/kernel_environment.hpp"
+#include "gateway/kernel_keep.hpp"
+#include "gateway/kernel_policy.hpp"
 #include "gateway/kernel_session.hpp"
 #include "gateway/user.hpp"
 #include "gateway/warm_pool.hpp"
@@ -37,6 +39,11 @@ struct create_kernel_result {
     std::string error;
 };
 
+struct kept_claim {
+    std::shared_ptr<kernel_session> kernel;  // null: none kept
+    std::size_t uses = 0;                    // contexts or one-shot runs it served before
+};
+
 class kernel_manager {
 public:
     using clock_fn = std::function<wall_clock::time_point()>;
@@ -45,7 +52,8 @@ public:
     // max_kernels: all users together, 0 for no limit (starts still pending count too).
     kernel_manager(kernel_environment& env, const launcher::kernelspec_catalog& catalog,
                    culling_policy culling = {}, std::map<std::string, std::size_t> pool_sizes = {},
-                   std::size_t max_kernels = 0, clock_fn clock = wall_clock::now);
+                   std::size_t max_kernels = 0, kernel_reuse reuse = {},
+                   clock_fn clock = wall_clock::now);
 
     // Fills the warm pool and starts the culling timer.
     void start();
@@ -59,6 +67,15 @@ public:
     // answered as if they did not exist.
     std::shared_ptr<kernel_session> find_for(const std::string& id, const user& who) const;
     std::vector<std::shared_ptr<kernel_session>> list_for(const user& who) const;
+
+    // The reuse policy. keep(): an idle kernel its owner finished with, already reset by the
+    // caller, waits for their next claim_kept(); false when the recycling limits or the keep's
+    // size say no, and the caller removes it. Kept kernels stay registered (they are real
+    // processes, listed and culled like any other) but give way when a limit is reached.
+    bool keep(const std::shared_ptr<kernel_session>& kernel, std::size_t uses);
+    // A kept, idle kernel of this owner and kernelspec ("" : the default), or a null kernel.
+    kept_claim claim_kept(const user& owner, const std::string& kernelspec);
+    const recycling_limits& recycling() const { return reuse_.limits; }
 
     // Shuts the kernel down and forgets it; done(false) when there is no such kernel.
     void remove(const std::string& id, std::function<void(bool found)> done);
@@ -79,17 +96,23 @@ private:
     void schedule_cull();
     void shutdown_registered(std::function<void()> done);
     std::optional<std::string> over_limit(const user& who) const;
+    // Called with mutex_ held: unregisters kept kernels until `who` is within the limits;
+    // returns them for shutting down outside the lock.
+    std::vector<std::shared_ptr<kernel_session>> make_room(const user& who);
+    void forget_locked(const std::shared_ptr<kernel_session>& kernel);
 
     kernel_environment& env_;
     const launcher::kernelspec_catalog& catalog_;
     const culling_policy culling_;
     const std::size_t max_kernels_;
+    const kernel_reuse reuse_;
     const clock_fn clock_;
     culled_kernels culled_;
     warm_pool pool_;
     boost::asio::steady_timer cull_timer_;
     mutable std::mutex mutex_;
     std::map<std::string, std::shared_ptr<kernel_session>> kernels_;
+    kernel_keep kept_;
     bool stopping_ = false;
 };
 

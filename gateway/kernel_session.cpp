@@ -1,5 +1,6 @@
 #include "gateway/kernel_session.hpp"
 
+#include <algorithm>
 #include <csignal>
 
 #include <boost/asio/post.hpp>
@@ -126,8 +127,12 @@ void kernel_session::set_state(kernel_state s, std::string execution_state, std:
 
 void kernel_session::update_connections() {
     std::erase_if(clients_, [](const auto& w) { return w.expired(); });
+    const auto n = std::count_if(clients_.begin(), clients_.end(), [](const auto& w) {
+        auto c = w.lock();
+        return c && c->counts_as_connection();
+    });
     std::lock_guard lock(model_mutex_);
-    connections_ = clients_.size();
+    connections_ = static_cast<std::size_t>(n);
 }
 
 // ---- lifecycle -------------------------------------------------------------------------------

@@ -72,6 +72,8 @@ interpreter::interpreter_settings interpreter_settings_for(const server_config& 
     s.interrupt_grace = config.interrupt_grace;
     s.max_upload_bytes = config.upload_limit_bytes;
     s.max_download_bytes = std::max(s.max_download_bytes, config.upload_limit_bytes);
+    s.default_policy = config.default_policy;
+    s.culled_retention = config.culling.retention;
     return s;
 }
 
@@ -101,7 +103,7 @@ server::server(server_config config, logger log)
       kernel_env_{ioc_, reactor_, supervisor_, config_, log_.component("kernel"), sandbox_.get(),
                   sandbox_uids_.get()},
       kernels_(kernel_env_, catalog_, config_.culling, pool_sizes(config_, catalog_),
-               config_.max_kernels),
+               config_.max_kernels, config_.reuse),
       kernels_rest_(kernels_),
       kernelspecs_rest_(catalog_, kernels_.default_kernel_name()),
       contexts_(ioc_, kernels_, interpreter_settings_for(config_), log_.component("interpreter")),

@@ -101,6 +101,14 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --max-kernels=N           kernels of all users together (default 0: no limit)
   --pool-size=N             pre-started kernels of the default kernelspec (default 1; 0: none)
   --pool=NAME:N             pre-started kernels of kernelspec NAME (repeatable)
+  --kernel-policy=reuse|fresh  what a context or one-shot execution that names no policy
+                            gets (default reuse): reuse keeps a finished context's kernel,
+                            reset, for its owner's next one; fresh always starts from a kernel
+                            no one used and destroys it afterwards
+  --recycle-max-uses=N      contexts or one-shot runs one kernel serves under reuse
+                            (default 20; 0: no limit)
+  --recycle-max-lifetime=SECS  a kernel older than this is not reused (default 3600; 0: any)
+  --kept-kernels=N          reset kernels kept per user for reuse (default 2; 0: none)
   --autorestart-limit=N     automatic restarts after a kernel dies, per window (default 3;
                             0: a dead kernel stays dead)
   --autorestart-window=SECS the window for --autorestart-limit (default 60)
@@ -213,6 +221,21 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         } else if (name == "--max-kernels") {
             if (!parse_int(value, cfg.max_kernels, std::size_t{0}, std::size_t{100000}))
                 return bad("a number 0-100000");
+        } else if (name == "--kernel-policy") {
+            auto policy = parse_kernel_policy(value);
+            if (!policy) return bad("reuse or fresh");
+            cfg.default_policy = *policy;
+        } else if (name == "--recycle-max-uses") {
+            if (!parse_int(value, cfg.reuse.limits.max_uses, std::size_t{0},
+                           std::size_t{1000000}))
+                return bad("a number 0-1000000");
+        } else if (name == "--recycle-max-lifetime") {
+            int secs = 0;
+            if (!parse_int(value, secs, 0, 366 * 24 * 3600)) return bad("seconds (0: any age)");
+            cfg.reuse.limits.max_lifetime = std::chrono::seconds(secs);
+        } else if (name == "--kept-kernels") {
+            if (!parse_int(value, cfg.reuse.kept_per_user, std::size_t{0}, std::size_t{64}))
+                return bad("a number 0-64");
         } else if (name == "--autorestart-limit") {
             if (!parse_int(value, cfg.autorestart_limit, std::size_t{0}, std::size_t{1000}))
                 return bad("a number 0-1000");

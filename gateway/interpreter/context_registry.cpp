@@ -1,7 +1,8 @@
 #include "gateway/interpreter/context_registry.hpp"
 
-#include <sys/stat.h>
+#include <boost/asio/post.hpp>
 
+#include "gateway/interpreter/kernel_reset.hpp"
 #include "kernelproto/ids.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -10,15 +11,17 @@ namespace fs = std::filesystem;
 
 context_registry::context_registry(boost::asio::io_context& ioc, kernel_manager& kernels,
                                    interpreter_settings settings, logger log)
-    : ioc_(ioc), kernels_(kernels), settings_(std::move(settings)), log_(std::move(log)) {}
+    : ioc_(ioc),
+      kernels_(kernels),
+      settings_(std::move(settings)),
+      log_(std::move(log)),
+      culled_(settings_.culled_retention) {}
 
 void context_registry::create(const context_request& request, const user& owner,
                               std::function<void(create_context_result)> done) {
-    create_kernel_request kr;
-    kr.owner = owner;
-    kr.name = request.kernel;
-    kernels_.create(std::move(kr), [this, owner_name = owner.name,
-                                    done = std::move(done)](create_kernel_result r) {
+    const kernel_policy policy = request.policy.value_or(settings_.default_policy);
+    auto open_context = [this, owner_name = owner.name, policy, one_shot = request.one_shot,
+                         done = std::move(done)](create_kernel_result r, std::size_t uses) {
         if (!r.kernel) return done({nullptr, r.http_status, r.error});
         const std::string id = kernelproto::new_uuid();
         fs::path workdir;
@@ -38,15 +41,32 @@ void context_registry::create(const context_request& request, const user& owner,
             chdir_kernel = true;
         }
         auto context = std::make_shared<interpreter_context>(
-            ioc_, id, owner_name, r.kernel, workdir, chdir_kernel, settings_,
+            ioc_, id, owner_name, r.kernel, workdir, chdir_kernel,
+            context_options{policy, one_shot, uses}, settings_,
             log_.component("context " + id.substr(0, 8)));
-        context->open();
+        context->on_kernel_gone([this, weak = std::weak_ptr(context)](std::string reason) {
+            if (auto c = weak.lock()) forget(c, reason);
+        });
         {
             std::lock_guard lock(mutex_);
             contexts_[id] = context;
         }
-        log_.info("context " + id + " on kernel " + r.kernel->id() + " for " + owner_name);
+        context->open();
+        log_.info("context " + id + " (" + std::string(to_string(policy)) + (one_shot ? ", one-shot" : "") +
+                  ") on kernel " + r.kernel->id() + " (use " + std::to_string(uses) + ") for " +
+                  owner_name);
         done({context, 201, {}});
+    };
+
+    if (policy == kernel_policy::reuse) {
+        if (auto kept = kernels_.claim_kept(owner, request.kernel); kept.kernel)
+            return open_context({kept.kernel, false, 200, {}}, kept.uses + 1);
+    }
+    create_kernel_request kr;
+    kr.owner = owner;
+    kr.name = request.kernel;
+    kernels_.create(std::move(kr), [open_context = std::move(open_context)](create_kernel_result r) {
+        open_context(std::move(r), 1);
     });
 }
 
@@ -66,21 +86,87 @@ std::vector<std::shared_ptr<interpreter_context>> context_registry::list_for(con
     return out;
 }
 
+std::optional<culled_kernel> context_registry::culled_for(const std::string& id,
+                                                          const user& who) const {
+    auto entry = culled_.find(id, wall_clock::now());
+    if (!entry || !who.may_use(entry->owner)) return std::nullopt;
+    return entry;
+}
+
 void context_registry::remove(const std::shared_ptr<interpreter_context>& context,
                               std::function<void()> done) {
     {
         std::lock_guard lock(mutex_);
         contexts_.erase(context->id());
     }
+    const bool busy = context->busy();  // before close() fails what is queued
     context->close("the context was deleted");
-    const bool own_dir = settings_.kernel_workdir_root.empty();
-    kernels_.remove(context->kernel()->id(), [context, own_dir, done = std::move(done)](bool) {
-        if (own_dir) {
-            std::error_code ec;
-            fs::remove_all(context->workdir(), ec);
-        }
-        done();
-    });
+    if (busy) {
+        kernels_.remove(context->kernel()->id(), [this, context, done = std::move(done)](bool) {
+            remove_own_dir(context);
+            done();
+        });
+        return;
+    }
+    release_kernel(context, std::move(done));
+}
+
+void context_registry::remove_later(const std::shared_ptr<interpreter_context>& context) {
+    boost::asio::post(ioc_, [this, context] { remove(context, [] {}); });
+}
+
+void context_registry::release_kernel(const std::shared_ptr<interpreter_context>& context,
+                                      std::function<void()> done) {
+    auto kernel = context->kernel();
+    auto destroy = [this, context, kernel](std::function<void()> then) {
+        kernels_.remove(kernel->id(), [this, context, then = std::move(then)](bool) {
+            remove_own_dir(context);
+            then();
+        });
+    };
+    if (context->options().policy != kernel_policy::reuse ||
+        kernel->activity().execution_state != "idle" ||
+        !may_reuse(context->options().kernel_uses, kernel->activity().started_at,
+                   wall_clock::now(), kernels_.recycling()))
+        return destroy(std::move(done));
+    // The context is answered as deleted at once; the kernel is offered again only when the
+    // reset has run.
+    remove_own_dir(context);
+    done();
+    const bool sandboxed = !settings_.kernel_workdir_root.empty();
+    kernel_reset::run(ioc_, kernel, sandboxed ? "/work" : settings_.context_root.string(),
+                      sandboxed, settings_.reset_timeout,
+                      [this, context, kernel, destroy](bool ok) {
+                          if (ok && kernels_.keep(kernel, context->options().kernel_uses)) {
+                              log_.info("kernel " + kernel->id() + " reset and kept for " +
+                                        context->owner());
+                              return;
+                          }
+                          if (!ok) log_.warn("kernel " + kernel->id() + " did not reset; destroying it");
+                          destroy([] {});
+                      });
+}
+
+void context_registry::forget(const std::shared_ptr<interpreter_context>& context,
+                              const std::string& reason) {
+    {
+        std::lock_guard lock(mutex_);
+        auto it = contexts_.find(context->id());
+        if (it == contexts_.end() || it->second != context) return;
+        contexts_.erase(it);
+    }
+    const user owner{context->owner()};
+    if (auto culled = kernels_.culled_for(context->kernel()->id(), owner))
+        culled_.record(context->id(), *culled, culled->culled_at);
+    log_.info("context " + context->id() + " closed with its kernel: " + reason);
+    remove_own_dir(context);
+}
+
+void context_registry::remove_own_dir(const std::shared_ptr<interpreter_context>& context) const {
+    // Sandboxed contexts use their kernel's session workdir, which goes with the kernel.
+    if (!settings_.kernel_workdir_root.empty()) return;
+    std::error_code ec;
+    fs::remove_all(context->workdir(), ec);
 }
 
 }  // namespace callisto::gateway::interpreter

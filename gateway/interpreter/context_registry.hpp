@@ -1,6 +1,8 @@
 #pragma once
 // The contexts of the interpreter API: creates each one's kernel through the kernel_manager
-// (so owners, quotas and the warm pool apply), finds them for their owner, removes them.
+// (so owners, quotas, the warm pool and the reuse policy apply), finds them for their owner,
+// removes them, and forgets them when their kernel goes away underneath (deleted through the
+// Jupyter API, culled: such ids then answer 410 for the culling retention period).
 
 #include <filesystem>
 #include <functional>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway/culled_kernels.hpp"
 #include "gateway/interpreter/context_request.hpp"
 #include "gateway/interpreter/interpreter_context.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
@@ -37,14 +40,25 @@ public:
     // Others' contexts are answered as if they did not exist; admins see all.
     std::shared_ptr<interpreter_context> find_for(const std::string& id, const user& who) const;
     std::vector<std::shared_ptr<interpreter_context>> list_for(const user& who) const;
-    // Closes the context, shuts its kernel down and removes its own directory.
+    // A context of `who` whose kernel was culled within the retention period.
+    std::optional<culled_kernel> culled_for(const std::string& id, const user& who) const;
+    // Closes the context and removes its own directory; its kernel is kept for the owner
+    // (reuse policy, within the recycling limits, idle) or shut down.
     void remove(const std::shared_ptr<interpreter_context>& context, std::function<void()> done);
+    // The same, posted: for callers that hold locks (an execution's event sinks).
+    void remove_later(const std::shared_ptr<interpreter_context>& context);
 
 private:
+    void forget(const std::shared_ptr<interpreter_context>& context, const std::string& reason);
+    void release_kernel(const std::shared_ptr<interpreter_context>& context,
+                        std::function<void()> done);
+    void remove_own_dir(const std::shared_ptr<interpreter_context>& context) const;
+
     boost::asio::io_context& ioc_;
     kernel_manager& kernels_;
     const interpreter_settings settings_;
     logger log_;
+    culled_kernels culled_;
     mutable std::mutex mutex_;
     std::map<std::string, std::shared_ptr<interpreter_context>> contexts_;
 };

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/interpreter/context_fields.hpp"
+
 namespace callisto::gateway::interpreter {
 
 std::optional<context_request> parse_context_request(std::string_view body, std::string& error) {
@@ -13,18 +15,12 @@ std::optional<context_request> parse_context_request(std::string_view body, std:
         return std::nullopt;
     }
     for (auto& [name, value] : doc.items()) {
-        if (name != "kernel") {
+        if (!is_context_field(name)) {
             error = "unknown field '" + name + "'";
             return std::nullopt;
         }
     }
-    if (doc.contains("kernel") && !doc["kernel"].is_null()) {
-        if (!doc["kernel"].is_string() || doc["kernel"].get<std::string>().empty()) {
-            error = "'kernel' must be a kernelspec name";
-            return std::nullopt;
-        }
-        req.kernel = doc["kernel"].get<std::string>();
-    }
+    if (!read_context_fields(doc, req, error)) return std::nullopt;
     return req;
 }
 

@@ -5,10 +5,14 @@
 #include <string>
 #include <string_view>
 
+#include "gateway/kernel_policy.hpp"
+
 namespace callisto::gateway::interpreter {
 
 struct context_request {
-    std::string kernel;  // kernelspec name; empty: the default
+    std::string kernel;                   // kernelspec name; empty: the default
+    std::optional<kernel_policy> policy;  // none: the server's --kernel-policy
+    bool one_shot = false;                // set by POST /v1/executions, never by a body
 };
 
 // An empty body means all defaults. On error returns nullopt and a sentence in `error`.

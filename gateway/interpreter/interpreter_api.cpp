@@ -3,6 +3,7 @@
 #include <boost/beast/http/field.hpp>
 
 #include "gateway/interpreter/workdir_files.hpp"
+#include "kernelproto/iso_time.hpp"
 
 namespace callisto::gateway::interpreter {
 
@@ -46,6 +47,14 @@ std::string line(const nlohmann::json& event) {
     return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+http_response context_gone(const std::string& id, const culled_kernel& culled) {
+    return json_response(http::status::gone,
+                         {{"reason", "culled"},
+                          {"culled_at", kernelproto::format_iso_time(culled.culled_at)},
+                          {"message", "Context " + id + " was culled with its kernel: " +
+                                          culled.reason}});
+}
+
 }  // namespace
 
 interpreter_api::interpreter_api(context_registry& contexts) : contexts_(contexts) {}
@@ -60,7 +69,12 @@ void interpreter_api::handle(const route& r, const http_request& req, const user
     if (r.kind == route_kind::context_create) return create_context(req, who, std::move(respond));
 
     auto context = is_valid_kernel_id(r.context_id) ? contexts_.find_for(r.context_id, who) : nullptr;
-    if (!context) return respond(no_such_context(r.context_id));
+    if (!context) {
+        if (auto culled = is_valid_kernel_id(r.context_id) ? contexts_.culled_for(r.context_id, who)
+                                                           : std::nullopt)
+            return respond(context_gone(r.context_id, *culled));
+        return respond(no_such_context(r.context_id));
+    }
 
     switch (r.kind) {
         case route_kind::context_get:

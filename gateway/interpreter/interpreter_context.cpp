@@ -50,12 +50,14 @@ bool write_new_file(const std::filesystem::path& dir, const std::string& name,
 interpreter_context::interpreter_context(asio::io_context& ioc, std::string id, std::string owner,
                                          std::shared_ptr<kernel_session> kernel,
                                          std::filesystem::path workdir, bool chdir_kernel,
+                                         context_options options,
                                          const interpreter_settings& settings, logger log)
     : id_(std::move(id)),
       owner_(std::move(owner)),
       kernel_(std::move(kernel)),
       workdir_(std::move(workdir)),
       chdir_kernel_(chdir_kernel),
+      options_(options),
       settings_(settings),
       session_id_(kernelproto::new_uuid()),
       created_at_(std::chrono::system_clock::now()),
@@ -71,6 +73,9 @@ nlohmann::json interpreter_context::model() const {
             {"kernel", kernel_->kernelspec_name()},
             {"state", k.value("execution_state", "unknown")},
             {"created_at", kernelproto::format_iso_time(created_at_)},
+            {"policy", to_string(options_.policy)},
+            {"one_shot", options_.one_shot},
+            {"kernel_uses", options_.kernel_uses},
             {"queued", waiting_.load()},
             {"running", running_.load()}};
 }
@@ -333,13 +338,15 @@ nlohmann::json interpreter_context::cap_bundle(const nlohmann::json& data, std::
         }
         const std::string name = current_->id() + "-" + std::to_string(index) + file_extension_for(mime);
         const std::string relative = std::string("callisto-outputs/") + name;
-        if (!workdir_.empty() && write_new_file(workdir_ / "callisto-outputs", name, bytes)) {
+        if (!options_.one_shot && !workdir_.empty() &&
+            write_new_file(workdir_ / "callisto-outputs", name, bytes)) {
             out[mime] = {{"file", relative}, {"bytes", bytes.size()}};
             current_->note_truncated_result(mime, size, relative);
         } else {
-            out[mime] = "[... " + std::to_string(size) +
-                        " bytes dropped: over the result caps, and the workdir is not "
-                        "writable ...]";
+            out[mime] = "[... " + std::to_string(size) + " bytes dropped: over the result caps, " +
+                        (options_.one_shot ? "and a one-shot execution keeps no files"
+                                           : "and the workdir is not writable") +
+                        "; use a context to get it as a file ...]";
             current_->note_truncated_result(mime, size, "");
         }
     }
@@ -428,7 +435,9 @@ void interpreter_context::on_grace_expired() {
 
 void interpreter_context::close_from_kernel(std::string reason) {
     asio::post(strand_, [self = shared_from_this(), reason = std::move(reason)] {
+        if (self->closed_) return;  // closed by its owner first: not news to anyone
         self->close_from_kernel_now(reason);
+        if (self->on_kernel_gone_) self->on_kernel_gone_(reason);
     });
 }
 

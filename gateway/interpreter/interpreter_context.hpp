@@ -23,9 +23,17 @@
 #include "gateway/interpreter/execution.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
 #include "gateway/kernel_client.hpp"
+#include "gateway/kernel_policy.hpp"
 #include "gateway/kernel_session.hpp"
 
 namespace callisto::gateway::interpreter {
+
+// How a context came to be, and what becomes of its kernel afterwards.
+struct context_options {
+    kernel_policy policy = kernel_policy::reuse;
+    bool one_shot = false;        // made for one POST /v1/executions; keeps no files
+    std::size_t kernel_uses = 1;  // contexts or one-shot runs its kernel served, this one too
+};
 
 class interpreter_context : public kernel_client,
                             public std::enable_shared_from_this<interpreter_context> {
@@ -40,14 +48,21 @@ public:
     // kernel is told to change into it (after every start), else it already runs there.
     interpreter_context(boost::asio::io_context& ioc, std::string id, std::string owner,
                         std::shared_ptr<kernel_session> kernel, std::filesystem::path workdir,
-                        bool chdir_kernel, const interpreter_settings& settings, logger log);
+                        bool chdir_kernel, context_options options,
+                        const interpreter_settings& settings, logger log);
 
     const std::string& id() const { return id_; }
     const std::string& owner() const { return owner_; }
     const std::shared_ptr<kernel_session>& kernel() const { return kernel_; }
     const std::filesystem::path& workdir() const { return workdir_; }
+    const context_options& options() const { return options_; }
     nlohmann::json model() const;  // thread-safe
+    // Something queued or running (thread-safe): the kernel is not fit to be kept.
+    bool busy() const { return running_ || waiting_ > 0; }
 
+    // Called once when the kernel goes away under the context (deleted through /api/kernels,
+    // culled, the server stopping), not when close() is called. Set before open().
+    void on_kernel_gone(std::function<void(std::string reason)> fn) { on_kernel_gone_ = std::move(fn); }
     // Attaches to the kernel; call once, after construction.
     void open();
     // Fails what is queued or running and detaches; the kernel itself is the caller's.
@@ -68,6 +83,7 @@ public:
     // kernel_client: messages as they are, no WebSocket encoding.
     kernelproto::websocket_format format() const override { return kernelproto::websocket_format::v1; }
     bool takes_messages() const override { return true; }
+    bool counts_as_connection() const override { return false; }
     void deliver_message(kernelproto::channel ch,
                          std::shared_ptr<const kernelproto::message> msg) override;
     void deliver(std::shared_ptr<const kernelproto::websocket_frame> frame) override;
@@ -94,6 +110,8 @@ private:
     const std::shared_ptr<kernel_session> kernel_;
     const std::filesystem::path workdir_;
     const bool chdir_kernel_;
+    const context_options options_;
+    std::function<void(std::string)> on_kernel_gone_;
     const interpreter_settings& settings_;
     const std::string session_id_;
     const std::chrono::system_clock::time_point created_at_;

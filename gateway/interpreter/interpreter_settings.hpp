@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "gateway/interpreter/execution_request.hpp"
+#include "gateway/kernel_policy.hpp"
 
 namespace callisto::gateway::interpreter {
 
@@ -25,6 +26,10 @@ struct interpreter_settings {
     // <context_root>/<context id>, and its kernel is told to chdir there.
     std::filesystem::path kernel_workdir_root;
     std::filesystem::path context_root;
+    kernel_policy default_policy = kernel_policy::reuse;  // when a request names none
+    std::chrono::seconds culled_retention{3600};          // contexts whose kernel was culled: 410
+    std::chrono::milliseconds reset_timeout{10000};       // a kept kernel's reset must answer
+    std::size_t oneshot_kept = 1024;  // finished one-shot executions remembered, all users
 };
 
 }  // namespace callisto::gateway::interpreter

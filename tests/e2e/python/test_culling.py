@@ -55,6 +55,24 @@ def test_idle_kernel_is_culled_and_answers_410():
 
 
 @test
+def test_context_culled_with_its_kernel_answers_410():
+    r = api("POST", "/v1/contexts", {})
+    check_eq(r.status, 201, "context created")
+    ctx = r.json()
+    try:
+        poll(lambda: api("GET", "/v1/contexts/" + ctx["id"]).status == 410, 30, 0.25,
+             "context culled with its idle kernel")
+        body = api("GET", "/v1/contexts/" + ctx["id"]).json()
+        check_eq(body.get("reason"), "culled", "410 reason")
+        parse_iso(body["culled_at"])
+        check_eq(api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": "1"}).status, 410,
+                 "executing in a culled context")
+        check(ctx["id"] not in [c["id"] for c in api("GET", "/v1/contexts").json()], "not listed")
+    finally:
+        api("DELETE", "/v1/contexts/" + ctx["id"])
+
+
+@test
 def test_culled_id_is_private_to_its_owner():
     ana, bob, root = "ana-token-1", "bob-token-1", "root-token-1"
     r = api("POST", "/api/kernels", {"name": "python3"}, token=ana)

@@ -324,7 +324,7 @@ def test_an_oversized_image_becomes_a_file_reference():
 
 @callisto_only
 def test_restart_and_get_and_list_contexts():
-    ctx = new_context()
+    ctx = new_context({"policy": "fresh"})  # its kernel goes with it (reuse: test_policies.py)
     try:
         run(ctx, "x = 1")
         r = api("POST", f"/v1/contexts/{ctx['id']}/restart")

@@ -1,0 +1,61 @@
+#pragma once
+// Resets a kernel before it is kept for its owner's next context: closes figures, empties the
+// workdir (the kernel does it, as the sandbox's user, so nothing it planted can redirect the
+// deletion) but for IPython's open history database and the font caches in .ipython and
+// .cache (the workdir is the sandbox's HOME; deleting an open SQLite file makes every later
+// cell print an error), changes into it, and clears the namespace with IPython's reset in a
+// new history session (the execution count starts at 1 again). What reset cannot undo —
+// imported modules, environment changes, threads — is why reuse never crosses owners.
+//
+// The kernel is offered to anyone only once the reset has answered: files uploaded for the
+// next context must not be wiped by a reset still queued in front of its first execution.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "gateway/kernel_client.hpp"
+#include "gateway/kernel_session.hpp"
+#include "kernelproto/message.hpp"
+
+namespace callisto::gateway::interpreter {
+
+// The kernel changes into `workdir` (as it sees it) before the reset, which needs a current
+// directory that exists; with `wipe` it empties it first. Unsandboxed kernels leave their
+// context's own directory, which the gateway removes, for a directory that stays.
+kernelproto::message make_reset_request(const std::string& workdir, bool wipe,
+                                        const std::string& session);
+
+class kernel_reset : public kernel_client, public std::enable_shared_from_this<kernel_reset> {
+public:
+    // done(true) once the kernel answered the reset with "ok"; done(false) on an error reply
+    // or no answer within `timeout`. Runs on the kernel's or a timer's thread.
+    static void run(boost::asio::io_context& ioc, const std::shared_ptr<kernel_session>& kernel,
+                    const std::string& workdir, bool wipe, std::chrono::milliseconds timeout,
+                    std::function<void(bool ok)> done);
+
+    kernel_reset(boost::asio::io_context& ioc, std::function<void(bool)> done);
+
+    kernelproto::websocket_format format() const override { return kernelproto::websocket_format::v1; }
+    bool takes_messages() const override { return true; }
+    bool counts_as_connection() const override { return false; }
+    void deliver_message(kernelproto::channel ch,
+                         std::shared_ptr<const kernelproto::message> msg) override;
+    void deliver(std::shared_ptr<const kernelproto::websocket_frame>) override {}
+    void close_from_kernel(std::string) override { finish(false); }
+
+private:
+    void finish(bool ok);
+
+    boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+    boost::asio::steady_timer timer_;
+    std::string msg_id_;
+    std::function<void(bool)> done_;  // strand; empty once called
+};
+
+}  // namespace callisto::gateway::interpreter
