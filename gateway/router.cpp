@@ -41,9 +41,26 @@ route method_not_allowed(std::string allow) {
     return r;
 }
 
+// /v1/executions[/{eid}]: one-shot executions, each in a context of its own.
+route match_v1_oneshot(std::string_view method, const std::vector<std::string>& seg, route r) {
+    const std::size_t n = seg.size();
+    if (n == 2) {
+        if (method != "POST") return method_not_allowed("POST");
+        r.kind = route_kind::oneshot_create;
+        return r;
+    }
+    if (n != 3) return route{};
+    r.execution_id = seg[2];
+    if (method == "GET") r.kind = route_kind::oneshot_get;
+    else if (method == "DELETE") r.kind = route_kind::oneshot_delete;
+    else return method_not_allowed("GET, DELETE");
+    return r;
+}
+
 // /v1/contexts[/{id}[/restart | /executions[/{eid}] | /files[/{path...}]]]
 route match_v1(std::string_view method, const std::vector<std::string>& seg, route r) {
     const std::size_t n = seg.size();
+    if (n >= 2 && seg[1] == "executions") return match_v1_oneshot(method, seg, std::move(r));
     if (n < 2 || seg[1] != "contexts") return r;
     if (n >= 4 && seg[3] == "files") {
         r.context_id = seg[2];
@@ -109,6 +126,9 @@ bool is_interpreter_route(route_kind kind) {
         case route_kind::file_get:
         case route_kind::file_put:
         case route_kind::file_delete:
+        case route_kind::oneshot_create:
+        case route_kind::oneshot_get:
+        case route_kind::oneshot_delete:
             return true;
         default:
             return false;
@@ -151,6 +171,9 @@ std::string_view to_string(route_kind kind) {
         case route_kind::file_get: return "file_get";
         case route_kind::file_put: return "file_put";
         case route_kind::file_delete: return "file_delete";
+        case route_kind::oneshot_create: return "oneshot_create";
+        case route_kind::oneshot_get: return "oneshot_get";
+        case route_kind::oneshot_delete: return "oneshot_delete";
         case route_kind::mcp: return "mcp";
         case route_kind::bad_v1_path: return "bad_v1_path";
         case route_kind::route_kind_count: break;

@@ -36,6 +36,9 @@ enum class route_kind {
     file_get,             // GET /v1/contexts/{id}/files/{path...}
     file_put,             // PUT /v1/contexts/{id}/files/{path...} (raw body)
     file_delete,          // DELETE /v1/contexts/{id}/files/{path...}
+    oneshot_create,       // POST /v1/executions (one-shot: a context of its own, by policy)
+    oneshot_get,          // GET /v1/executions/{eid}
+    oneshot_delete,       // DELETE /v1/executions/{eid} (interrupts it)
     mcp,                  // POST, DELETE /mcp (gateway/mcp/); GET answers 405: no SSE stream
     bad_v1_path,          // a /v1 path with an unsafe segment ("..", "%2F", NUL, "//"): 400
     // Add new kinds above this line: route_kind_count must stay last. The OpenAPI test walks
@@ -57,7 +60,7 @@ struct route {
     route_kind kind = route_kind::not_found;
     std::string kernel_id;  // kernel_* routes
     std::string context_id;    // context_* and execution_* routes
-    std::string execution_id;  // execution_get, execution_delete
+    std::string execution_id;  // execution_get, execution_delete, oneshot_get, oneshot_delete
     std::string name;       // kernelspec name
     std::string file;       // kernelspec resource, static file or workdir path (no leading '/')
     std::string query;      // raw query string without '?'

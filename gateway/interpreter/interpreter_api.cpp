@@ -2,6 +2,7 @@
 
 #include <boost/beast/http/field.hpp>
 
+#include "gateway/interpreter/oneshot_request.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
 #include "kernelproto/iso_time.hpp"
 
@@ -47,6 +48,14 @@ std::string line(const nlohmann::json& event) {
     return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// The answer to a repeated idempotency key: the first run's result when it has ended, else
+// where to find it.
+http_response repeated_answer(const std::shared_ptr<execution>& e, const std::string& location) {
+    auto res = json_response(e->finished() ? http::status::ok : http::status::accepted, e->to_json());
+    res.set(http::field::location, location);
+    return res;
+}
+
 http_response context_gone(const std::string& id, const culled_kernel& culled) {
     return json_response(http::status::gone,
                          {{"reason", "culled"},
@@ -57,7 +66,8 @@ http_response context_gone(const std::string& id, const culled_kernel& culled) {
 
 }  // namespace
 
-interpreter_api::interpreter_api(context_registry& contexts) : contexts_(contexts) {}
+interpreter_api::interpreter_api(context_registry& contexts)
+    : contexts_(contexts), oneshots_(contexts.settings().oneshot_kept) {}
 
 void interpreter_api::handle(const route& r, const http_request& req, const user& who,
                              respond_fn respond, const take_stream_fn& take_stream) {
@@ -67,6 +77,10 @@ void interpreter_api::handle(const route& r, const http_request& req, const user
         return respond(json_response(http::status::ok, list));
     }
     if (r.kind == route_kind::context_create) return create_context(req, who, std::move(respond));
+    if (r.kind == route_kind::oneshot_create)
+        return create_oneshot(req, who, std::move(respond), take_stream);
+    if (r.kind == route_kind::oneshot_get || r.kind == route_kind::oneshot_delete)
+        return handle_oneshot(r, who, std::move(respond));
 
     auto context = is_valid_kernel_id(r.context_id) ? contexts_.find_for(r.context_id, who) : nullptr;
     if (!context) {
@@ -176,36 +190,97 @@ void interpreter_api::create_execution(const std::shared_ptr<interpreter_context
     auto request = parse_execution_request(req.body(), req[http::field::accept],
                                            contexts_.settings().request_limits, error);
     if (!request) return respond(error_response(http::status::bad_request, error));
-    const std::string location_prefix = "/v1/contexts/" + context->id() + "/executions/";
+    auto stream = request->stream ? take_stream() : nullptr;
+    submit_and_answer(context, std::move(*request),
+                      "/v1/contexts/" + context->id() + "/executions/", std::move(respond),
+                      std::move(stream));
+}
 
-    if (request->stream) {
-        auto stream = take_stream();
-        context->submit(std::move(*request), [stream, location_prefix,
-                                              limit = contexts_.settings().queue_limit](
-                                                 interpreter_context::submit_result r) {
-            if (r.outcome == interpreter_context::submit_outcome::queue_full)
-                return stream->respond(queue_full(limit));
-            if (!r.exec)
-                return stream->respond(error_response(http::status::conflict, "the context is closed"));
-            stream->begin(http::status::ok, "Location: " + location_prefix + r.exec->id() + "\r\n");
-            stream->write_line(line({{"type", "queued"},
-                                     {"id", r.exec->id()},
-                                     {"repeated", r.outcome == interpreter_context::submit_outcome::repeated}}));
+void interpreter_api::create_oneshot(const http_request& req, const user& who, respond_fn respond,
+                                     const take_stream_fn& take_stream) {
+    std::string error;
+    auto request = parse_oneshot_request(req.body(), req[http::field::accept],
+                                         contexts_.settings().request_limits, error);
+    if (!request) return respond(error_response(http::status::bad_request, error));
+    const std::string key = request->execution.idempotency_key;
+    if (!key.empty()) {
+        auto claim = oneshots_.claim_key(who.name, key);
+        if (claim.state == oneshot_executions::key_state::known)
+            return respond(repeated_answer(claim.exec, "/v1/executions/" + claim.exec->id()));
+        if (claim.state == oneshot_executions::key_state::reserved) {
+            auto res = error_response(http::status::conflict,
+                                      "an execution with this idempotency key is starting; "
+                                      "ask again in a moment");
+            res.set(http::field::retry_after, "1");
+            return respond(std::move(res));
+        }
+    }
+    // The connection is taken now, on its strand: the context may take seconds to start.
+    auto stream = request->execution.stream ? take_stream() : nullptr;
+    if (stream) respond = [stream](http_response res) { stream->respond(std::move(res)); };
+    contexts_.create(request->context, who, [this, owner = who.name, key,
+                                             exec_request = std::move(request->execution),
+                                             respond = std::move(respond),
+                                             stream](create_context_result r) mutable {
+        if (!r.context) {
+            if (!key.empty()) oneshots_.release_key(owner, key);
+            auto res = error_response(static_cast<http::status>(r.http_status), r.error);
+            if (r.http_status == 429) res.set(http::field::retry_after, "10");
+            return respond(std::move(res));
+        }
+        auto context = r.context;
+        submit_and_answer(
+            context, std::move(exec_request), "/v1/executions/", respond, std::move(stream),
+            [this, owner, context](const std::shared_ptr<execution>& e) {
+                oneshots_.add(owner, e, context);
+                // The context goes as soon as the execution has ended; its kernel is kept
+                // or destroyed by the policy. Posted: sinks run under the execution's lock.
+                e->subscribe([this, context](const nlohmann::json&, bool last) {
+                    if (last) contexts_.remove_later(context);
+                });
+            });
+    });
+}
+
+void interpreter_api::handle_oneshot(const route& r, const user& who, respond_fn respond) {
+    auto found = is_valid_kernel_id(r.execution_id) ? oneshots_.find_for(r.execution_id, who)
+                                                    : std::nullopt;
+    if (!found) return respond(no_such_execution(r.execution_id));
+    auto context = found->context.lock();
+    if (r.kind == route_kind::oneshot_get || found->exec->finished() || !context)
+        return respond(json_response(http::status::ok, found->exec->to_json()));
+    context->interrupt(found->exec->id(), [respond = std::move(respond)](std::shared_ptr<execution> e) {
+        if (!e) return respond(error_response(http::status::not_found, "execution ended"));
+        respond(json_response(e->finished() ? http::status::ok : http::status::accepted, e->to_json()));
+    });
+}
+
+void interpreter_api::submit_and_answer(
+    const std::shared_ptr<interpreter_context>& context, execution_request request,
+    std::string location_prefix, respond_fn respond, std::shared_ptr<ndjson_stream> stream,
+    std::function<void(const std::shared_ptr<execution>&)> on_accepted) {
+    context->submit(std::move(request), [respond = std::move(respond), stream = std::move(stream),
+                                         location_prefix = std::move(location_prefix),
+                                         on_accepted = std::move(on_accepted),
+                                         limit = contexts_.settings().queue_limit](
+                                            interpreter_context::submit_result r) {
+        auto answer = stream ? respond_fn([stream](http_response res) { stream->respond(std::move(res)); })
+                             : respond;
+        if (r.outcome == interpreter_context::submit_outcome::queue_full) return answer(queue_full(limit));
+        if (!r.exec) return answer(error_response(http::status::conflict, "the context is closed"));
+        const std::string location = location_prefix + r.exec->id();
+        const bool repeated = r.outcome == interpreter_context::submit_outcome::repeated;
+        if (!repeated && on_accepted) on_accepted(r.exec);
+        if (stream) {
+            stream->begin(http::status::ok, "Location: " + location + "\r\n");
+            stream->write_line(line({{"type", "queued"}, {"id", r.exec->id()}, {"repeated", repeated}}));
             r.exec->subscribe([stream](const nlohmann::json& event, bool last) {
                 stream->write_line(line(event));
                 if (last) stream->end();
             });
-        });
-        return;
-    }
-    context->submit(std::move(*request), [respond = std::move(respond), location_prefix,
-                                          limit = contexts_.settings().queue_limit](
-                                             interpreter_context::submit_result r) {
-        if (r.outcome == interpreter_context::submit_outcome::queue_full)
-            return respond(queue_full(limit));
-        if (!r.exec) return respond(error_response(http::status::conflict, "the context is closed"));
-        r.exec->subscribe([respond, location = location_prefix + r.exec->id()](
-                              const nlohmann::json& event, bool last) {
+            return;
+        }
+        r.exec->subscribe([respond, location](const nlohmann::json& event, bool last) {
             if (!last) return;
             auto res = json_response(http::status::ok, event["execution"]);
             res.set(http::field::location, location);

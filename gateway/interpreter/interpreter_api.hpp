@@ -7,6 +7,7 @@
 #include "gateway/api_request.hpp"
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/ndjson_stream.hpp"
+#include "gateway/interpreter/oneshot_executions.hpp"
 #include "gateway/user.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -32,8 +33,18 @@ private:
     void create_execution(const std::shared_ptr<interpreter_context>& context,
                           const http_request& req, respond_fn respond,
                           const take_stream_fn& take_stream);
+    void create_oneshot(const http_request& req, const user& who, respond_fn respond,
+                        const take_stream_fn& take_stream);
+    void handle_oneshot(const route& r, const user& who, respond_fn respond);
+    // Submits to the context and answers with one JSON document at the end, or with the
+    // NDJSON stream when `stream` is set. on_accepted runs first for a new execution.
+    void submit_and_answer(
+        const std::shared_ptr<interpreter_context>& context, execution_request request,
+        std::string location_prefix, respond_fn respond, std::shared_ptr<ndjson_stream> stream,
+        std::function<void(const std::shared_ptr<execution>&)> on_accepted = {});
 
     context_registry& contexts_;
+    oneshot_executions oneshots_;
 };
 
 }  // namespace callisto::gateway::interpreter

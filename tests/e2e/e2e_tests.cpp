@@ -127,6 +127,12 @@ TEST_CASE("users: kernels belong to their owner, admins see all, limits answer 4
     std::filesystem::remove(users);
 }
 
+TEST_CASE("kernel policies: reuse keeps state and resets kept kernels, fresh never shares, one-shot runs, recycling limits") {
+    server_process server({"--recycle-max-uses=2"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_policies.py"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("auto-restart: a dead kernel comes back a bounded number of times, then stays dead") {
     server_process server({"--autorestart-limit=2", "--autorestart-window=600"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_autorestart.py"});
