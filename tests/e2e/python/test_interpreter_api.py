@@ -619,6 +619,25 @@ def test_openapi_describes_interpreter_answers():
 
 
 @callisto_only
+def test_openapi_describes_one_shot_answers():
+    """POST /v1/executions and its execution by id, checked against GET /openapi.json."""
+    X, XI = "/v1/executions", "/v1/executions/{execution_id}"
+    check_documented("POST", X, api("POST", X, {"code": "1"}, auth=None))
+    check_documented("POST", X, api("POST", X, {"cod": "1"}))
+    check_documented("POST", X, api("POST", X, {"code": "1", "kernel": "no-such-kernelspec-e2e"}))
+    r = check_documented("POST", X, api("POST", X, {"code": "print('one')\n6 * 7"}, timeout=LADDER_TIMEOUT))
+    check_eq(r.status, 200, "one-shot run")
+    eid = r.json()["id"]
+    check_eq(check_documented("GET", XI, api("GET", f"{X}/{eid}")).status, 200, "GET it later")
+    check_eq(check_documented("DELETE", XI, api("DELETE", f"{X}/{eid}")).status, 200, "finished")
+    check_eq(check_documented("GET", XI, api("GET", f"{X}/{r.json()['context_id']}")).status, 404,
+             "unknown id")
+    streamed = check_documented("POST", X, api("POST", X, {"code": "print('s')", "stream": True},
+                                               timeout=LADDER_TIMEOUT))
+    check(streamed.body.decode().splitlines()[-1].find('"end"') > 0, "the stream ends with end")
+
+
+@callisto_only
 def test_openapi_describes_mcp_answers():
     """/mcp's transport answers, checked against GET /openapi.json."""
     json_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
