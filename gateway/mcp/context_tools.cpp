@@ -31,6 +31,17 @@ void context_tools::call(const std::string& call_id, tool_call call,
             self->forget_call(call_id);
             return done(text_tool_result(error, true));
         }
+        std::string notice;
+        {
+            std::lock_guard lock(self->mutex_);
+            notice.swap(self->notice_);
+        }
+        if (!notice.empty())
+            done = [notice, done = std::move(done)](nlohmann::json result) {
+                result["content"].insert(result["content"].begin(),
+                                         nlohmann::json{{"type", "text"}, {"text", notice}});
+                done(std::move(result));
+            };
         std::visit(
             [&](auto& args) {
                 using T = std::decay_t<decltype(args)>;
@@ -45,11 +56,19 @@ void context_tools::call(const std::string& call_id, tool_call call,
 }
 
 void context_tools::with_context(context_fn fn) {
+    context_ptr stale;
     {
         std::unique_lock lock(mutex_);
         if (closed_) {
             lock.unlock();
             return fn(nullptr, "the MCP session has ended");
+        }
+        if (context_ && context_->kernel()->state() == kernel_state::gone) {
+            stale = std::move(context_);
+            context_.reset();
+            notice_ = "[callisto] this session's previous Python kernel is gone (" +
+                      stale->kernel()->model().value("reason", std::string("shut down")) +
+                      "); a new one was started: variables and files from earlier calls are lost.";
         }
         if (context_) {
             auto c = context_;
@@ -59,6 +78,10 @@ void context_tools::with_context(context_fn fn) {
         waiting_.push_back(std::move(fn));
         if (creating_) return;
         creating_ = true;
+    }
+    if (stale) {
+        log_.info("context " + stale->id() + " lost its kernel; replacing it");
+        contexts_.remove(stale, [] {});
     }
     contexts_.create({}, owner_, [self = shared_from_this()](interpreter::create_context_result r) {
         self->on_created(std::move(r));

@@ -2,6 +2,8 @@
 // The MCP tools of one session, carried out in an interpreter context of its own: created on
 // the first tool call (so a client that only lists tools costs no kernel), owned by the
 // session's user (owners and kernel quotas apply as for /v1), deleted when the session ends.
+// A context whose kernel is gone (culled, or shut down by an admin) is replaced by a new
+// one on the next call, and the model is told its state is lost.
 // Everything goes through the interpreter classes: submit() for code, workdir_files for files.
 
 #include <functional>
@@ -55,6 +57,8 @@ private:
     bool creating_ = false;
     bool closed_ = false;
     std::vector<context_fn> waiting_;
+    // Said once, with the next result, when a culled or dead kernel was replaced.
+    std::string notice_;
     // run_code calls in flight, by call id: cancel() interrupts their execution.
     struct pending_call {
         std::string execution_id;  // empty until the context accepted it
