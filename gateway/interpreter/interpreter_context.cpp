@@ -219,7 +219,12 @@ void interpreter_context::start_next() {
                                               {"store_history", true},
                                               {"user_expressions", nlohmann::json::object()},
                                               {"allow_stdin", false},
-                                              {"stop_on_error", true}},
+                                              // One request at a time reaches the kernel, so
+                                              // there is no queue for stop_on_error to abort;
+                                              // with it, ipykernel aborts the NEXT request when
+                                              // it arrives before the abort window closes (a
+                                              // race after every error or interrupt).
+                                              {"stop_on_error", false}},
                                              session_id_);
         current_msg_id_ = msg.msg_id;
         e->mark_started();
