@@ -88,8 +88,7 @@ TEST_CASE("culling with users: a culled id answers 410 to its owner and admins, 
 }
 
 TEST_CASE("culling: an MCP session whose kernel was culled gets a new one, and says so") {
-    // The session's context is attached to its kernel: only --cull-connected culls it.
-    server_process server({"--cull-idle-timeout=3", "--cull-interval=1", "--cull-connected"});
+    server_process server({"--cull-idle-timeout=3", "--cull-interval=1"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_mcp_culled.py"});
     CHECK(server.stop() == 0);
 }

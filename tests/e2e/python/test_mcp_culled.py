@@ -2,8 +2,7 @@
 """An MCP session whose kernel was culled gets a new one on its next call, and the model is
 told that its state is lost (instead of every later call failing on a dead kernel).
 
-The server runs with --cull-idle-timeout=3 --cull-interval=1 --cull-connected (the
-context is attached to its kernel).
+The server runs with --cull-idle-timeout=3 --cull-interval=1.
 
   CALLISTO_URL=… /usr/bin/python3 test_mcp_culled.py
 """

@@ -31,8 +31,13 @@ def contexts(token):
 def test_a_session_is_its_owners_only():
     ana = Session(ANA)
     try:
-        text, err = ana.tool("run_code", code="secret = 'ana'; open('mine.txt', 'w').write('x')")
-        check(not err, "ana runs code", text)
+        # Kernels of ana's contexts from earlier suites count against her quota while the
+        # reuse policy resets them (then they are kept, and give way): retry in that window.
+        def first_call():
+            text, err = ana.tool("run_code", code="secret = 'ana'; open('mine.txt', 'w').write('x')")
+            check(not err or "limit" in text, "ana runs code", text)
+            return not err
+        poll(first_call, 60, interval=0.5, what="ana's first call within her quota")
         ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
         for token in (BOB, ROOT):
             r = ana.post(ping, token=token)
@@ -58,24 +63,22 @@ def test_a_session_is_its_owners_only():
     check_eq(contexts(ANA), [], "ana's context went with the session")
 
 
-def kernels_of(token):
-    r = api("GET", "/api/kernels", token=token)
-    check_eq(r.status, 200, "list kernels")
-    return r.json()
-
-
 @callisto_only
 def test_the_owners_kernel_quota_applies_to_her_session():
-    # Kernels of ended sessions finish shutting down in the background; they count till then.
-    for token in (ANA, BOB):
-        poll(lambda: not kernels_of(token), 60, what="earlier kernels gone")
     kernels = []
     session = Session(ANA)
     try:
-        for _ in range(2):  # ana's limit
+        # Up to ana's limit of 2 live kernels. Kernels of her ended contexts are reset in the
+        # background and then kept for her (and give way to new ones): retry the 429s of that
+        # window.
+        def start_kernel():
             r = api("POST", "/api/kernels", {"name": "python3"}, token=ANA)
-            check_eq(r.status, 201, "ana starts a kernel")
-            kernels.append(r.json()["id"])
+            check(r.status in (201, 429), "ana starts a kernel", r.status, r.body[:200])
+            if r.status == 201:
+                kernels.append(r.json()["id"])
+            return r.status == 201
+        for _ in range(2):
+            poll(start_kernel, 60, interval=0.5, what="a kernel within ana's quota")
         text, err = session.tool("run_code", code="1 + 1")
         check(err, "no kernel left for the session: a tool error", text)
         check("limit" in text, "saying why", text)
