@@ -138,7 +138,7 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --interrupt-grace=SECS    after a deadline's interrupt, wait this long before restarting
                             the kernel (default 5)
   --upload-limit=SIZE       largest file upload to a context (default 100MiB)
-  --mcp-session-timeout=SECS  an MCP session idle this long ends, with its kernel and files
+  --mcp-session-timeout=SECS  an MCP session idle this long ends and its context is deleted
                             (default 3600; 0: never)
   --mcp-max-sessions=N      MCP sessions per user; initialize beyond it answers 429 (default 64)
   --log-level=LEVEL         debug, info, warn, error (default info)
