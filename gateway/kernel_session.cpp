@@ -625,7 +625,7 @@ void kernel_session::deliver(const std::shared_ptr<kernel_client>& client, chann
     auto& frame = cache ? (*cache)[static_cast<int>(format)] : uncached;
     if (!frame)
         frame = std::make_shared<const kernelproto::websocket_frame>(
-            kernelproto::to_websocket(*msg, ch, format));
+            kernelproto::to_websocket(msg, ch, format));
     client->deliver(frame);
 }
 

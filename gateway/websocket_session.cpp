@@ -142,13 +142,13 @@ void websocket_session::deliver(std::shared_ptr<const kernelproto::websocket_fra
 
 void websocket_session::enqueue(std::shared_ptr<const kernelproto::websocket_frame> frame) {
     if (closing_) return;
-    if (queued_bytes_ + frame->data.size() > config_.client_send_queue_bytes) {
+    if (queued_bytes_ + frame->size() > config_.client_send_queue_bytes) {
         log_.warn("client reads too slowly; closing its WebSocket");
         return start_close(websocket::close_code::policy_error,
                            "send queue exceeded " +
                                std::to_string(config_.client_send_queue_bytes) + " bytes");
     }
-    queued_bytes_ += frame->data.size();
+    queued_bytes_ += frame->size();
     queue_.push_back(std::move(frame));
     if (!writing_ && accepted_) do_write();
 }
@@ -157,7 +157,11 @@ void websocket_session::do_write() {
     writing_ = true;
     const auto& frame = *queue_.front();
     ws_.binary(frame.binary);
-    ws_.async_write(asio::buffer(frame.data),
+    // A gather write: the frame's pieces go to the socket from where they are (for a kernel's
+    // big output, the buffer it was received in). The queue keeps the frame alive meanwhile.
+    write_buffers_.clear();
+    for (auto piece : frame.pieces()) write_buffers_.emplace_back(piece.data(), piece.size());
+    ws_.async_write(write_buffers_,
                     beast::bind_front_handler(&websocket_session::on_write, shared_from_this()));
 }
 
@@ -170,7 +174,7 @@ void websocket_session::on_write(beast::error_code ec, std::size_t) {
         queued_bytes_ = 0;
         return;
     }
-    queued_bytes_ -= queue_.front()->data.size();
+    queued_bytes_ -= queue_.front()->size();
     queue_.pop_front();
     if (closing_) return do_close();
     if (!queue_.empty()) do_write();

@@ -10,6 +10,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include <boost/asio/buffer.hpp>
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -67,6 +70,7 @@ private:
 
     std::deque<std::shared_ptr<const kernelproto::websocket_frame>> queue_;
     std::size_t queued_bytes_ = 0;
+    std::vector<boost::asio::const_buffer> write_buffers_;  // the frame being written
     bool writing_ = false;
     bool accepted_ = false;
     bool closing_ = false;

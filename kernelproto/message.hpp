@@ -11,6 +11,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "kernelproto/payload.hpp"
+
 namespace callisto::kernelproto {
 
 struct message {
@@ -18,8 +20,8 @@ struct message {
     std::string header = "{}";            // serialized JSON object
     std::string parent_header = "{}";     // serialized JSON object, "{}" when there is none
     std::string metadata = "{}";
-    std::string content = "{}";
-    std::vector<std::string> buffers;
+    payload content = "{}";               // can be many MB: may view the received frame
+    std::vector<payload> buffers;
 
     // Parsed from header / parent_header when the message is decoded or made.
     std::string msg_id;

@@ -1,6 +1,7 @@
 #include "kernelproto/websocket_format.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -79,56 +80,80 @@ std::string json_string(std::string_view s) {
 
 // ---- kernel -> client ---------------------------------------------------------------------
 
+// The frame under construction. With an owner, the message's parts are referenced (the frame
+// keeps the message alive); without one, everything is copied.
+class frame_builder {
+public:
+    explicit frame_builder(std::shared_ptr<const void> owner) : owner_(std::move(owner)) {}
+
+    void glue(std::string_view bytes) { frame_.append(bytes); }
+    void part(std::string_view bytes) {
+        if (owner_) frame_.append_ref(bytes);
+        else frame_.append(bytes);
+    }
+    void frame(const websocket_frame& other) { frame_.append_frame(other); }
+    websocket_frame finish(bool binary) {
+        frame_.binary = binary;
+        frame_.keep(std::move(owner_));
+        return std::move(frame_);
+    }
+
+private:
+    std::shared_ptr<const void> owner_;
+    websocket_frame frame_;
+};
+
 // The message as one JSON object, spliced from the raw parts in Session.deserialize's key
 // order; "buffers" only in the text form, as jupyter_server's binary form pops it.
-std::string legacy_json(const message& msg, channel ch, bool with_buffers_key) {
-    std::string out;
-    out.reserve(msg.header.size() + msg.parent_header.size() + msg.metadata.size() +
-                msg.content.size() + msg.msg_id.size() + msg.msg_type.size() + 128);
-    out += R"({"header":)";
-    out += msg.header;
-    out += R"(,"msg_id":)";
-    out += json_string(msg.msg_id);
-    out += R"(,"msg_type":)";
-    out += json_string(msg.msg_type);
-    out += R"(,"parent_header":)";
-    out += msg.parent_header;
-    out += R"(,"metadata":)";
-    out += msg.metadata;
-    out += R"(,"content":)";
-    out += msg.content;
-    if (with_buffers_key) out += R"(,"buffers":[])";
-    out += R"(,"channel":")";
-    out += to_string(ch);
-    out += R"("})";
-    return out;
+void legacy_json(const message& msg, channel ch, bool with_buffers_key, frame_builder& out) {
+    out.glue(R"({"header":)");
+    out.part(msg.header);
+    out.glue(R"(,"msg_id":)");
+    out.glue(json_string(msg.msg_id));
+    out.glue(R"(,"msg_type":)");
+    out.glue(json_string(msg.msg_type));
+    out.glue(R"(,"parent_header":)");
+    out.part(msg.parent_header);
+    out.glue(R"(,"metadata":)");
+    out.part(msg.metadata);
+    out.glue(R"(,"content":)");
+    out.part(msg.content);
+    if (with_buffers_key) out.glue(R"(,"buffers":[])");
+    out.glue(R"(,"channel":")");
+    out.glue(to_string(ch));
+    out.glue(R"("})");
 }
 
-websocket_frame to_legacy(const message& msg, channel ch) {
-    if (msg.buffers.empty()) return {legacy_json(msg, ch, true), false};
-
+websocket_frame to_legacy(const message& msg, channel ch, std::shared_ptr<const void> owner) {
+    if (msg.buffers.empty()) {
+        frame_builder out(std::move(owner));
+        legacy_json(msg, ch, true, out);
+        return out.finish(false);
+    }
     // jupyter_server's serialize_binary_message: u32 BE nbufs, u32 BE start offset of each part.
-    const std::string body = legacy_json(msg, ch, false);
+    frame_builder body(owner);
+    legacy_json(msg, ch, false, body);
+    const websocket_frame json_part = body.finish(false);
     const std::size_t nbufs = 1 + msg.buffers.size();
-    std::size_t total = 4 * (nbufs + 1) + body.size();
-    for (const auto& b : msg.buffers) total += b.size();
 
-    std::string out;
-    out.reserve(total);
-    put_u32_be(out, static_cast<std::uint32_t>(nbufs));
+    std::string table;
+    table.reserve(4 * (nbufs + 1));
+    put_u32_be(table, static_cast<std::uint32_t>(nbufs));
     std::size_t offset = 4 * (nbufs + 1);
-    put_u32_be(out, static_cast<std::uint32_t>(offset));
-    offset += body.size();
+    put_u32_be(table, static_cast<std::uint32_t>(offset));
+    offset += json_part.size();
     for (const auto& b : msg.buffers) {
-        put_u32_be(out, static_cast<std::uint32_t>(offset));
+        put_u32_be(table, static_cast<std::uint32_t>(offset));
         offset += b.size();
     }
-    out += body;
-    for (const auto& b : msg.buffers) out += b;
-    return {std::move(out), true};
+    frame_builder out(std::move(owner));
+    out.glue(table);
+    out.frame(json_part);
+    for (const auto& b : msg.buffers) out.part(b);
+    return out.finish(true);
 }
 
-websocket_frame to_v1(const message& msg, channel ch) {
+websocket_frame to_v1(const message& msg, channel ch, std::shared_ptr<const void> owner) {
     // jupyter_server's serialize_msg_to_ws_v1: u64 LE count, then count u64 LE offsets (start of
     // the channel, start of each part, end of the frame), then the bytes.
     const std::string_view channel_name = to_string(ch);
@@ -137,22 +162,21 @@ websocket_frame to_v1(const message& msg, channel ch) {
 
     const std::uint64_t count = 1 + parts.size() + 1;
     std::uint64_t offset = 8 * (1 + count);
-    std::size_t total = static_cast<std::size_t>(offset) + channel_name.size();
-    for (auto p : parts) total += p.size();
-
-    std::string out;
-    out.reserve(total);
-    put_u64_le(out, count);
-    put_u64_le(out, offset);
+    std::string table;
+    table.reserve(static_cast<std::size_t>(offset) + channel_name.size());
+    put_u64_le(table, count);
+    put_u64_le(table, offset);
     offset += channel_name.size();
-    put_u64_le(out, offset);
+    put_u64_le(table, offset);
     for (auto p : parts) {
         offset += p.size();
-        put_u64_le(out, offset);
+        put_u64_le(table, offset);
     }
-    out += channel_name;
-    for (auto p : parts) out += p;
-    return {std::move(out), true};
+    table += channel_name;
+    frame_builder out(std::move(owner));
+    out.glue(table);
+    for (auto p : parts) out.part(p);
+    return out.finish(true);
 }
 
 // ---- client -> kernel ---------------------------------------------------------------------
@@ -188,7 +212,7 @@ std::optional<wire_error> take_channel(std::string_view name, bool present, clie
 }
 
 // The legacy JSON body (the text frame, or part 0 of the binary frame).
-client_message from_legacy_json(std::string_view text, std::vector<std::string> buffers,
+client_message from_legacy_json(std::string_view text, std::vector<payload> buffers,
                                 std::error_code& ec) {
     client_message cm;
     if (!is_valid_utf8(text)) return fail(std::move(cm), ec, wire_error::invalid_utf8);
@@ -211,7 +235,8 @@ client_message from_legacy_json(std::string_view text, std::vector<std::string> 
 
     // A missing part is an empty object, as clients that omit metadata expect; a present part
     // must be an object.
-    std::string* const targets[] = {&cm.msg.parent_header, &cm.msg.metadata, &cm.msg.content};
+    std::string content;
+    std::string* const targets[] = {&cm.msg.parent_header, &cm.msg.metadata, &content};
     const char* const names[] = {"parent_header", "metadata", "content"};
     for (std::size_t i = 0; i < 3; ++i) {
         const auto it = doc.find(names[i]);
@@ -227,6 +252,7 @@ client_message from_legacy_json(std::string_view text, std::vector<std::string> 
                 cm.msg.parent_msg_id = pid->get<std::string>();
         }
     }
+    cm.msg.content = std::move(content);
     cm.msg.buffers = std::move(buffers);
     ec.clear();
     return cm;
@@ -250,9 +276,9 @@ client_message from_legacy_binary(std::string_view data, std::error_code& ec) {
         const std::uint64_t stop = i + 1 < nbufs ? starts[i + 1] : data.size();
         return data.substr(starts[i], stop - starts[i]);
     };
-    std::vector<std::string> buffers;
+    std::vector<payload> buffers;
     buffers.reserve(nbufs - 1);
-    for (std::uint64_t i = 1; i < nbufs; ++i) buffers.emplace_back(part(i));
+    for (std::uint64_t i = 1; i < nbufs; ++i) buffers.emplace_back(std::string(part(i)));
     return from_legacy_json(part(0), std::move(buffers), ec);
 }
 
@@ -308,7 +334,14 @@ client_message from_v1(std::string_view data, std::error_code& ec) {
 }  // namespace
 
 websocket_frame to_websocket(const message& msg, channel ch, websocket_format format) {
-    return format == websocket_format::v1 ? to_v1(msg, ch) : to_legacy(msg, ch);
+    return format == websocket_format::v1 ? to_v1(msg, ch, nullptr) : to_legacy(msg, ch, nullptr);
+}
+
+websocket_frame to_websocket(std::shared_ptr<const message> msg, channel ch,
+                             websocket_format format) {
+    const message& m = *msg;
+    return format == websocket_format::v1 ? to_v1(m, ch, std::move(msg))
+                                          : to_legacy(m, ch, std::move(msg));
 }
 
 client_message from_websocket(std::string_view data, bool binary, websocket_format format,

@@ -4,7 +4,9 @@
 // delimiter, at least 5 frames after it, signature length, signature (constant time), only then
 // the JSON, then the required header fields.
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -17,7 +19,15 @@ inline constexpr std::string_view delimiter = "<IDS|MSG>";
 
 std::vector<std::string> encode(const message& msg, const hmac_signer& signer);
 
-// On failure sets ec and returns an empty message. Frames are moved from.
+// On failure sets ec and returns an empty message. Frames are moved from: content and buffers
+// keep viewing the frames they came in (no copy of a large output).
+message decode(std::vector<payload>&& frames, const hmac_signer& signer, std::error_code& ec);
+// The same, with the content's JSON check supplied by the caller, who may have started it
+// alongside the signature check (a 50 MB content takes about as long to validate as to
+// authenticate). It is asked only after the signature verified; its answer decides as
+// is_json_object's would.
+message decode(std::vector<payload>&& frames, const hmac_signer& signer, std::error_code& ec,
+               const std::function<bool(std::string_view)>& content_is_object);
 message decode(std::vector<std::string>&& frames, const hmac_signer& signer, std::error_code& ec);
 
 }  // namespace callisto::kernelproto

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <system_error>
@@ -31,7 +32,8 @@ namespace {
 
 namespace kp = callisto::kernelproto;
 using clock_type = std::chrono::steady_clock;
-using frames_t = std::vector<std::string>;
+using frames_t = std::vector<std::string>;  // to send
+using received_t = std::vector<kp::payload>;  // received: large frames are views of ZeroMQ's
 
 // Messages read from one socket per poll round before the others get their turn, so one
 // flooding kernel cannot starve the rest.
@@ -100,15 +102,26 @@ struct kernel_link {
 
 enum class send_result { sent, would_block, failed };
 
+// Frames from this size on are kept as ZeroMQ received them and relayed from there; smaller
+// ones are copied, which is cheaper than sharing them.
+constexpr std::size_t keep_frame_bytes = 64 * 1024;
+
 // Reads one multipart message without blocking; false when none is waiting.
-bool recv_frames(zmq::socket_t& socket, frames_t& frames, std::size_t& bytes) {
+bool recv_frames(zmq::socket_t& socket, received_t& frames, std::size_t& bytes) {
     frames.clear();
     zmq::message_t part;
     if (!socket.recv(part, zmq::recv_flags::dontwait)) return false;
     for (;;) {
         bytes += part.size();
-        frames.push_back(part.to_string());
-        if (!part.more()) return true;
+        const bool more = part.more();
+        if (part.size() >= keep_frame_bytes) {
+            auto kept = std::make_shared<zmq::message_t>(std::move(part));  // part: empty again
+            const std::string_view view(kept->data<char>(), kept->size());
+            frames.emplace_back(std::move(kept), view);
+        } else {
+            frames.emplace_back(std::string(part.data<char>(), part.size()));
+        }
+        if (!more) return true;
         // ZMQ delivers multipart messages atomically: the remaining parts are already here.
         if (!socket.recv(part, zmq::recv_flags::dontwait)) return true;
     }
@@ -124,6 +137,35 @@ send_result send_frames(zmq::socket_t& socket, const frames_t& frames) {
             return i == 0 ? send_result::would_block : send_result::failed;
     }
     return send_result::sent;
+}
+
+// A content from this size on is validated on a helper thread while this thread checks the
+// signature: the two take about as long each (~1 ms per MB), and the relay of a big output
+// waits for both. The validator is a non-allocating scanner; its verdict counts only once the
+// signature has verified, so nothing unauthenticated is accepted.
+constexpr std::size_t parallel_check_bytes = 1u << 20;
+
+kp::message decode_received(received_t&& frames, const kp::hmac_signer& signer,
+                           std::error_code& ec) {
+    const auto delim = std::find(frames.begin(), frames.end(), kp::delimiter);
+    if (!signer.enabled() || std::distance(delim, frames.end()) < 6 ||
+        (delim + 5)->size() < parallel_check_bytes)
+        return kp::decode(std::move(frames), signer, ec);
+    const std::string_view content = *(delim + 5);  // the frames outlive the check
+    std::future<bool> check;
+    try {
+        check = std::async(std::launch::async, [content] { return kp::is_json_object(content); });
+    } catch (const std::system_error&) {
+        return kp::decode(std::move(frames), signer, ec);  // no thread to spare: in turn
+    }
+    std::optional<bool> verdict;
+    auto content_is_object = [&](std::string_view) {
+        verdict = check.get();
+        return *verdict;
+    };
+    kp::message msg = kp::decode(std::move(frames), signer, ec, content_is_object);
+    if (!verdict) check.wait();  // decode failed before asking; the view must not outlive it
+    return msg;
 }
 
 }  // namespace
@@ -460,7 +502,7 @@ private:
 
     void on_readable(kernel_link& l, kp::channel ch) {
         zmq::socket_t& socket = l.sockets[index_of(ch)];
-        frames_t frames;
+        received_t frames;
         for (int n = 0; n < drain_cap && !l.closed; ++n) {
             std::size_t bytes = 0;
             try {
@@ -472,7 +514,7 @@ private:
             messages_in_.fetch_add(1, std::memory_order_relaxed);
             bytes_in_.fetch_add(bytes, std::memory_order_relaxed);
             std::error_code ec;
-            kp::message msg = kp::decode(std::move(frames), l.signer, ec);
+            kp::message msg = decode_received(std::move(frames), l.signer, ec);
             if (ec) {
                 on_bad_message(l, ch, ec);
                 continue;

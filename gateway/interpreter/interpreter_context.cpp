@@ -250,7 +250,7 @@ void interpreter_context::deliver_message(channel ch,
 void interpreter_context::deliver(std::shared_ptr<const kernelproto::websocket_frame> frame) {
     asio::post(strand_, [self = shared_from_this(), frame = std::move(frame)] {
         std::error_code ec;
-        auto cm = kernelproto::from_websocket(frame->data, frame->binary,
+        auto cm = kernelproto::from_websocket(frame->str(), frame->binary,
                                               kernelproto::websocket_format::v1, ec);
         if (ec) {
             self->log_.warn("undecodable kernel frame: " + ec.message());

@@ -54,12 +54,12 @@ TEST_CASE("decoders survive thousands of mutated and random inputs") {
     msg.buffers = {"buf0", std::string(3, '\0')};
 
     const std::string seeds[] = {
-        kp::to_websocket(msg, kp::channel::shell, kp::websocket_format::v1).data,
-        kp::to_websocket(msg, kp::channel::iopub, kp::websocket_format::legacy).data,
+        kp::to_websocket(msg, kp::channel::shell, kp::websocket_format::v1).str(),
+        kp::to_websocket(msg, kp::channel::iopub, kp::websocket_format::legacy).str(),
         [&] {
             auto m = msg;
             m.buffers.clear();
-            return kp::to_websocket(m, kp::channel::shell, kp::websocket_format::legacy).data;
+            return kp::to_websocket(m, kp::channel::shell, kp::websocket_format::legacy).str();
         }(),
     };
     std::size_t accepted = 0;

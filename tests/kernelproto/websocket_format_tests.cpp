@@ -107,18 +107,18 @@ TEST_CASE("legacy text frame splices the raw parts in jupyter_server's key order
     msg.content = R"({"execution_state": "idle"})";
     const auto frame = kp::to_websocket(msg, channel::iopub, websocket_format::legacy);
     CHECK_FALSE(frame.binary);
-    CHECK(frame.data ==
+    CHECK(frame.str() ==
           R"({"header":{"msg_id":"i","msg_type":"t"},"msg_id":"i","msg_type":"t",)"
           R"("parent_header":{"msg_id": "p"},"metadata":{},"content":{"execution_state": "idle"},)"
           R"("buffers":[],"channel":"iopub"})");
-    CHECK(json::accept(frame.data));
+    CHECK(json::accept(frame.str()));
 }
 
 TEST_CASE("legacy text frame escapes msg_id and msg_type") {
     kp::message msg = tiny_message();
     msg.msg_id = "a\"b\\c";
     const auto frame = kp::to_websocket(msg, channel::shell, websocket_format::legacy);
-    const json j = json::parse(frame.data);
+    const json j = json::parse(frame.str());
     CHECK(j["msg_id"] == "a\"b\\c");
 }
 
@@ -133,7 +133,7 @@ TEST_CASE("legacy binary frame has jupyter_server's u32 big-endian offset table"
     const auto b = static_cast<std::uint32_t>(body.size());
     const std::string expected =
         u32be(3) + u32be(16) + u32be(16 + b) + u32be(16 + b + 2) + body + "AB" + "CDE";
-    CHECK(frame.data == expected);
+    CHECK(frame.str() == expected);
 }
 
 TEST_CASE("v1 frame matches jupyter_server's serialize_msg_to_ws_v1 byte for byte") {
@@ -147,15 +147,15 @@ TEST_CASE("v1 frame matches jupyter_server's serialize_msg_to_ws_v1 byte for byt
         "0700000000000000400000000000000045000000000000006200000000000000640000000000000066000000"
         "0000000068000000000000006a000000000000007368656c6c7b226d73675f6964223a2269222c226d7367"
         "5f74797065223a2274227d7b7d7b7d7b7d4142");
-    CHECK(frame.data.size() == 106);
-    CHECK(frame.data == python);
+    CHECK(frame.size() == 106);
+    CHECK(frame.str() == python);
 }
 
 TEST_CASE("v1 frame without buffers has six offsets ending at the frame end") {
     const auto frame = kp::to_websocket(tiny_message(), channel::iopub, websocket_format::v1);
     const std::string expected = u64le(6) + u64le(56) + u64le(61) + u64le(90) + u64le(92) +
                                  u64le(94) + u64le(96) + "iopub" + tiny_header + "{}{}{}";
-    CHECK(frame.data == expected);
+    CHECK(frame.str() == expected);
 }
 
 // ---- round trips ------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ TEST_CASE("v1 round trips kernel to client to parse with raw bytes and buffers")
     for (channel ch : kp::all_channels) {
         const auto frame = kp::to_websocket(msg, ch, websocket_format::v1);
         std::error_code ec;
-        const auto cm = parse(frame.data, true, websocket_format::v1, ec);
+        const auto cm = parse(frame.str(), true, websocket_format::v1, ec);
         REQUIRE_FALSE(ec);
         CHECK(cm.ch == ch);
         CHECK(cm.msg.header == msg.header);
@@ -192,7 +192,7 @@ TEST_CASE("legacy binary round trips with buffers") {
     const auto frame = kp::to_websocket(msg, channel::shell, websocket_format::legacy);
     REQUIRE(frame.binary);
     std::error_code ec;
-    const auto cm = parse(frame.data, true, websocket_format::legacy, ec);
+    const auto cm = parse(frame.str(), true, websocket_format::legacy, ec);
     REQUIRE_FALSE(ec);
     CHECK(cm.ch == channel::shell);
     CHECK(cm.msg.msg_id == "i");
@@ -205,7 +205,7 @@ TEST_CASE("legacy text round trips kernel to client to parse") {
     msg.content = R"({"name": "stdout", "text": "hé\n"})";
     const auto frame = kp::to_websocket(msg, channel::stdin_, websocket_format::legacy);
     std::error_code ec;
-    const auto cm = parse(frame.data, false, websocket_format::legacy, ec);
+    const auto cm = parse(frame.str(), false, websocket_format::legacy, ec);
     REQUIRE_FALSE(ec);
     CHECK(cm.ch == channel::stdin_);
     CHECK(json::parse(cm.msg.content) == json::parse(msg.content));
@@ -442,7 +442,7 @@ TEST_CASE("legacy binary from_websocket rejects malformed offset tables") {
     std::error_code ec;
     const auto cm = parse(good, true, websocket_format::legacy, ec);
     REQUIRE_FALSE(ec);
-    CHECK(cm.msg.buffers == std::vector<std::string>{"BUF"});
+    CHECK(cm.msg.buffers == std::vector<kp::payload>{"BUF"});
 
     CHECK(error_of(std::string("\x00\x00\x01", 3), true, websocket_format::legacy) ==
           wire_error::bad_offsets);

@@ -277,3 +277,86 @@ TEST_CASE("decode reads a kernel_info_reply recorded from a real ipykernel") {
     // And the recorded frames fail with any other key.
     CHECK(decode_error(frames, kp::hmac_signer("wrong")) == wire_error::bad_signature);
 }
+
+// ---- frames as payloads (the reactor's zero-copy path) --------------------------------------
+
+namespace {
+std::vector<kp::payload> as_views(const frames_t& frames, std::shared_ptr<const void> owner) {
+    std::vector<kp::payload> out;
+    for (const auto& f : frames) out.emplace_back(owner, std::string_view(f));
+    return out;
+}
+}  // namespace
+
+TEST_CASE("decode keeps viewed content and buffers as views of the received frames") {
+    const kp::hmac_signer signer("key");
+    kp::message original = sample_message();
+    original.content = R"({"text": ")" + std::string(200000, 'x') + "\"}";
+    auto frames = std::make_shared<frames_t>(kp::encode(original, signer));
+    std::error_code ec;
+    auto msg = kp::decode(as_views(*frames, frames), signer, ec);
+    REQUIRE_FALSE(ec);
+    CHECK(msg.content.is_view());
+    CHECK(msg.content.data() == (*frames)[7].data());
+    CHECK(msg.buffers.size() == 2);
+    CHECK(msg.buffers[0].is_view());
+    CHECK(msg.content == original.content);
+    CHECK(msg.buffers == original.buffers);
+    CHECK(msg.identities == original.identities);
+    CHECK(msg.header == original.header);
+    // The message keeps the frames alive.
+    std::weak_ptr<frames_t> weak = frames;
+    frames.reset();
+    CHECK_FALSE(weak.expired());
+    CHECK(msg.content.size() == original.content.size());
+}
+
+TEST_CASE("decode asks the caller's content check only after the signature verified") {
+    const kp::hmac_signer signer("key");
+    int asked = 0;
+    auto check = [&](std::string_view content) {
+        ++asked;
+        return kp::is_json_object(content);
+    };
+    std::error_code ec;
+    auto good = signed_frames(signer);
+    kp::decode(as_views(good, nullptr), signer, ec, check);
+    CHECK_FALSE(ec);
+    CHECK(asked == 1);
+
+    auto tampered = signed_frames(signer);
+    tampered[5] = R"({"code": "other"})";
+    kp::decode(as_views(tampered, nullptr), signer, ec, check);
+    CHECK(ec == wire_error::bad_signature);
+    CHECK(asked == 1);  // never asked about bytes that did not verify
+
+    // The check's verdict decides: a "no" is malformed JSON, whatever the bytes.
+    kp::decode(as_views(signed_frames(signer), nullptr), signer, ec,
+               [](std::string_view) { return false; });
+    CHECK(ec == wire_error::malformed_json);
+}
+
+TEST_CASE("payload reads like a string, owned or viewed") {
+    kp::payload owned = "abc";
+    CHECK_FALSE(owned.is_view());
+    CHECK(owned == "abc");
+    CHECK(owned == std::string("abc"));
+    CHECK(owned == std::string_view("abc"));
+    CHECK(std::string("abc") == owned);
+    CHECK(owned.size() == 3);
+    CHECK(std::string(owned.begin(), owned.end()) == "abc");
+    auto bytes = std::make_shared<std::string>("{\"a\": 1}");
+    kp::payload view(bytes, *bytes);
+    CHECK(view.is_view());
+    CHECK(view.data() == bytes->data());
+    CHECK(nlohmann::json::parse(view)["a"] == 1);
+    kp::payload copy = view;  // copies share the owner
+    CHECK(copy.data() == bytes->data());
+    view = std::string("owned again");
+    CHECK_FALSE(view.is_view());
+    CHECK(view == "owned again");
+    CHECK_FALSE(copy == owned);
+    kp::payload empty;
+    CHECK(empty.empty());
+    CHECK(empty == "");
+}

@@ -441,3 +441,25 @@ TEST_CASE("stop() is idempotent, joins, and later calls are ignored") {
     CHECK(kernel.execute_requests() == 0);
     r.reset();  // the destructor stops again
 }
+
+TEST_CASE_FIXTURE(connected_link, "a 3 MB output arrives intact through the kept-frame path") {
+    // Echoed as one stream message: its content frame is kept as ZeroMQ received it and
+    // validated alongside the signature check.
+    std::string code;
+    for (int i = 0; code.size() < (3u << 20); ++i) code += "line " + std::to_string(i) + " é\n";
+    kp::message req = execute_request(code);
+    r.send(id, kp::channel::shell, req);
+    REQUIRE(events->wait_for([&](const recorded_events& e) {
+        return e.count(kp::channel::shell, "execute_reply", req.msg_id) == 1;
+    }));
+    auto e = events->snapshot();
+    bool seen = false;
+    for (const auto& [c, msg] : e.messages) {
+        if (msg.msg_type != "stream" || msg.parent_msg_id != req.msg_id) continue;
+        seen = true;
+        CHECK(msg.content.is_view());
+        CHECK(stream_text(msg) == code);
+    }
+    CHECK(seen);
+    CHECK(r.stats().bad_messages == 0);
+}
