@@ -16,7 +16,7 @@ std::optional<kept_kernel> kernel_keep::take(const std::string& owner,
                                              const std::string& kernelspec) {
     // Newest first: the most recently used kernel is the least likely to be culled soon.
     auto it = std::find_if(kept_.rbegin(), kept_.rend(), [&](const kept_kernel& e) {
-        return e.owner == owner && e.kernelspec == kernelspec;
+        return e.ready && e.owner == owner && e.kernelspec == kernelspec;
     });
     if (it == kept_.rend()) return std::nullopt;
     kept_kernel k = std::move(*it);
@@ -32,6 +32,13 @@ std::optional<kept_kernel> kernel_keep::evict(const std::string& owner) {
     kept_kernel k = std::move(*it);
     kept_.erase(it);
     return k;
+}
+
+bool kernel_keep::mark_ready(const std::string& id) {
+    auto it = std::find_if(kept_.begin(), kept_.end(), [&](const kept_kernel& e) { return e.id == id; });
+    if (it == kept_.end()) return false;
+    it->ready = true;
+    return true;
 }
 
 void kernel_keep::forget(const std::string& id) {

@@ -19,6 +19,8 @@ struct kept_kernel {
     std::size_t uses = 0;  // contexts or one-shot runs it has served
     std::chrono::system_clock::time_point started_at;
     std::chrono::system_clock::time_point kept_at;
+    // False while its reset runs: not handed out yet, but already able to give way.
+    bool ready = true;
 };
 
 class kernel_keep {
@@ -28,7 +30,10 @@ public:
 
     // False when the owner already has per_owner kernels waiting: shut this one down instead.
     bool put(kept_kernel k);
-    // The most recently kept kernel of this owner and kernelspec, removed from the keep.
+    // The reset answered: from now on take() may hand it out. False when it is no longer
+    // here (it gave way meanwhile).
+    bool mark_ready(const std::string& id);
+    // The most recently kept ready kernel of this owner and kernelspec, removed from the keep.
     std::optional<kept_kernel> take(const std::string& owner, const std::string& kernelspec);
     // The owner's longest-waiting kernel (any kernelspec), or anyone's when owner is empty:
     // what gives way when a limit is reached.

@@ -190,7 +190,12 @@ bool kernel_manager::keep(const std::shared_ptr<kernel_session>& kernel, std::si
     std::lock_guard lock(mutex_);
     if (stopping_ || kernels_.find(kernel->id()) == kernels_.end()) return false;
     return kept_.put({kernel->id(), kernel->owner(), kernel->kernelspec_name(), uses,
-                      activity.started_at, now});
+                      activity.started_at, now, false});
+}
+
+bool kernel_manager::kept_ready(const std::shared_ptr<kernel_session>& kernel) {
+    std::lock_guard lock(mutex_);
+    return kept_.mark_ready(kernel->id());
 }
 
 kept_claim kernel_manager::claim_kept(const user& owner, const std::string& kernelspec) {

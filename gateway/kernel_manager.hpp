@@ -68,11 +68,14 @@ public:
     std::shared_ptr<kernel_session> find_for(const std::string& id, const user& who) const;
     std::vector<std::shared_ptr<kernel_session>> list_for(const user& who) const;
 
-    // The reuse policy. keep(): an idle kernel its owner finished with, already reset by the
-    // caller, waits for their next claim_kept(); false when the recycling limits or the keep's
-    // size say no, and the caller removes it. Kept kernels stay registered (they are real
-    // processes, listed and culled like any other) but give way when a limit is reached.
+    // The reuse policy. keep(): an idle kernel its owner finished with enters the keep while
+    // the caller resets it; false when the recycling limits or the keep's size say no, and
+    // the caller removes it. kept_ready(): the reset answered, the kernel waits for its
+    // owner's next claim_kept(); false when it gave way meanwhile (it is being shut down).
+    // Kept kernels stay registered (they are real processes, listed and culled like any
+    // other) but give way, resetting or ready, when a limit is reached.
     bool keep(const std::shared_ptr<kernel_session>& kernel, std::size_t uses);
+    bool kept_ready(const std::shared_ptr<kernel_session>& kernel);
     // A kept, idle kernel of this owner and kernelspec ("" : the default), or a null kernel.
     kept_claim claim_kept(const user& owner, const std::string& kernelspec);
     const recycling_limits& recycling() const { return reuse_.limits; }

@@ -130,20 +130,21 @@ void context_registry::release_kernel(const std::shared_ptr<interpreter_context>
                    wall_clock::now(), kernels_.recycling()))
         return destroy(std::move(done));
     // The context is answered as deleted at once; the kernel is offered again only when the
-    // reset has run.
+    // reset has run. Meanwhile it sits in the keep, so a create hitting a limit can have it.
     remove_own_dir(context);
     done();
+    if (!kernels_.keep(kernel, context->options().kernel_uses)) return destroy([] {});
     const bool sandboxed = !settings_.kernel_workdir_root.empty();
     kernel_reset::run(ioc_, kernel, sandboxed ? "/work" : settings_.context_root.string(),
                       sandboxed, settings_.reset_timeout,
                       [this, context, kernel, destroy](bool ok) {
-                          if (ok && kernels_.keep(kernel, context->options().kernel_uses)) {
+                          if (!ok) {
+                              log_.warn("kernel " + kernel->id() + " did not reset; destroying it");
+                              return destroy([] {});
+                          }
+                          if (kernels_.kept_ready(kernel))
                               log_.info("kernel " + kernel->id() + " reset and kept for " +
                                         context->owner());
-                              return;
-                          }
-                          if (!ok) log_.warn("kernel " + kernel->id() + " did not reset; destroying it");
-                          destroy([] {});
                       });
 }
 

@@ -55,6 +55,20 @@ TEST_CASE("kernel keep hands a kernel back only to its owner, for its kernelspec
     CHECK(keep.size() == 0);
 }
 
+TEST_CASE("kernel keep hands out a resetting kernel only once it is ready, but lets it give way") {
+    kernel_keep keep(2);
+    auto k = kept("k1", "ana");
+    k.ready = false;
+    CHECK(keep.put(k));
+    CHECK_FALSE(keep.take("ana", "python3"));  // its reset has not answered
+    CHECK(keep.mark_ready("k1"));
+    CHECK(keep.take("ana", "python3")->id == "k1");
+    k.id = "k2";
+    CHECK(keep.put(k));
+    CHECK(keep.evict("ana")->id == "k2");      // a limit may take it while it resets
+    CHECK_FALSE(keep.mark_ready("k2"));        // then the reset's end finds it gone
+}
+
 TEST_CASE("kernel keep is bounded per owner and refuses a kernel it already holds") {
     kernel_keep keep(1);
     CHECK(keep.put(kept("k1", "ana")));
