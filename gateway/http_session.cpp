@@ -10,6 +10,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "gateway/interpreter/events_session.hpp"
 #include "gateway/interpreter/ndjson_stream.hpp"
 #include "gateway/openapi_document.hpp"
 #include "gateway/static_files.hpp"
@@ -60,12 +61,12 @@ void http_session::do_read() {
 void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     if (ec) return on_read(ec, bytes);
     const auto& req = parser_->get();
-    if (req.method() == http::verb::put &&
-        match_route("PUT", req.target(), false).kind == route_kind::file_put) {
-        body_limit_ = services_.interpreter_rest.max_upload_bytes();
-    } else if (req.method() == http::verb::post &&
-               match_route("POST", req.target(), false).kind == route_kind::mcp) {
-        body_limit_ = services_.mcp.max_body_bytes();  // upload_file's base64 content
+    if (req.method() == http::verb::put || req.method() == http::verb::post) {
+        const auto kind = match_route(req.method_string(), req.target(), false).kind;
+        if (kind == route_kind::file_put || kind == route_kind::files_upload)
+            body_limit_ = services_.interpreter_rest.max_upload_bytes();
+        else if (kind == route_kind::mcp)
+            body_limit_ = services_.mcp.max_body_bytes();  // upload_file's base64 content
     }
     if (auto length = parser_->content_length(); length && *length > body_limit_)
         return on_read(http::error::body_limit, 0);
@@ -147,6 +148,7 @@ void http_session::dispatch_request(http_request req) {
                                    "'?token=T'"));
     }
 
+    if (r.kind == route_kind::context_events) return upgrade_to_events(r, *who, std::move(req));
     if (is_interpreter_route(r.kind)) {
         auto self = shared_from_this();
         // Only a streamed execution takes the connection; it then closes after the stream.
@@ -217,6 +219,22 @@ void http_session::upgrade_to_websocket(const route& r, const user& who, http_re
     }
     auto ws = std::make_shared<websocket_session>(std::move(stream_), std::move(kernel),
                                                   services_.config, services_.log, since);
+    services_.sessions.add(ws);
+    ws->run(std::move(req));
+}
+
+void http_session::upgrade_to_events(const route& r, const user& who, http_request req) {
+    // The owner check first, as for the REST routes: others learn nothing, not even that it
+    // speaks WebSocket.
+    auto context = services_.interpreter_rest.find_context(r.context_id, who);
+    if (!context)
+        return send(error_response(http::status::not_found, "Context does not exist: " + r.context_id));
+    if (!beast::websocket::is_upgrade(req))
+        return send(error_response(http::status::bad_request,
+                                   "this endpoint speaks WebSocket only (Upgrade: websocket)"));
+    auto ws = std::make_shared<interpreter::events_session>(
+        std::move(stream_), std::move(context), services_.interpreter_rest.settings(),
+        services_.config, services_.log);
     services_.sessions.add(ws);
     ws->run(std::move(req));
 }

@@ -30,6 +30,7 @@ private:
     void on_read(boost::beast::error_code ec, std::size_t bytes);
     void dispatch_request(http_request req);
     void upgrade_to_websocket(const route& r, const user& who, http_request req);
+    void upgrade_to_events(const route& r, const user& who, http_request req);
     void send(http_response res);
     void on_write(bool keep_alive, boost::beast::error_code ec, std::size_t bytes);
 

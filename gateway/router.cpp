@@ -57,7 +57,7 @@ route match_v1_oneshot(std::string_view method, const std::vector<std::string>& 
     return r;
 }
 
-// /v1/contexts[/{id}[/restart | /executions[/{eid}] | /files[/{path...}]]]
+// /v1/contexts[/{id}[/restart | /events | /executions[/{eid}] | /files[/{path...}]]]
 route match_v1(std::string_view method, const std::vector<std::string>& seg, route r) {
     const std::size_t n = seg.size();
     if (n >= 2 && seg[1] == "executions") return match_v1_oneshot(method, seg, std::move(r));
@@ -65,8 +65,9 @@ route match_v1(std::string_view method, const std::vector<std::string>& seg, rou
     if (n >= 4 && seg[3] == "files") {
         r.context_id = seg[2];
         if (n == 4) {
-            if (method != "GET") return method_not_allowed("GET");
-            r.kind = route_kind::files_list;
+            if (method == "GET") r.kind = route_kind::files_list;
+            else if (method == "POST") r.kind = route_kind::files_upload;
+            else return method_not_allowed("GET, POST");
             return r;
         }
         for (std::size_t i = 4; i < n; ++i) r.file += (i > 4 ? "/" : "") + seg[i];
@@ -93,6 +94,11 @@ route match_v1(std::string_view method, const std::vector<std::string>& seg, rou
     if (n == 4 && seg[3] == "restart") {
         if (method != "POST") return method_not_allowed("POST");
         r.kind = route_kind::context_restart;
+        return r;
+    }
+    if (n == 4 && seg[3] == "events") {
+        if (method != "GET") return method_not_allowed("GET");
+        r.kind = route_kind::context_events;
         return r;
     }
     if (seg[3] != "executions") return route{};
@@ -123,6 +129,8 @@ bool is_interpreter_route(route_kind kind) {
         case route_kind::execution_get:
         case route_kind::execution_delete:
         case route_kind::files_list:
+        case route_kind::files_upload:
+        case route_kind::context_events:
         case route_kind::file_get:
         case route_kind::file_put:
         case route_kind::file_delete:

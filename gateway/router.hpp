@@ -32,7 +32,9 @@ enum class route_kind {
     execution_create,     // POST /v1/contexts/{id}/executions
     execution_get,        // GET /v1/contexts/{id}/executions/{eid}
     execution_delete,     // DELETE /v1/contexts/{id}/executions/{eid} (interrupts it)
+    context_events,       // GET /v1/contexts/{id}/events (WebSocket upgrade)
     files_list,           // GET /v1/contexts/{id}/files
+    files_upload,         // POST /v1/contexts/{id}/files (multipart/form-data)
     file_get,             // GET /v1/contexts/{id}/files/{path...}
     file_put,             // PUT /v1/contexts/{id}/files/{path...} (raw body)
     file_delete,          // DELETE /v1/contexts/{id}/files/{path...}

@@ -142,13 +142,32 @@ nlohmann::json execution::summary() const {
             {"created_at", kernelproto::format_iso_time(created_at_)}};
 }
 
-void execution::subscribe(event_sink sink) {
+void execution::subscribe(event_sink sink, bool from_start) {
     std::lock_guard lock(mutex_);
+    if (from_start) replay_locked(sink);
     if (ended_) {
         sink({{"type", "end"}, {"execution", to_json_locked()}}, true);
         return;
     }
     sinks_.push_back(std::move(sink));
+}
+
+void execution::replay_locked(const event_sink& sink) const {
+    if (!started_) return;
+    sink({{"type", "start"}, {"id", id_}, {"queue_ms", ms_between(submitted_, *started_)}}, false);
+    for (const auto* name : {"stdout", "stderr"}) {
+        const auto& budget = std::string_view(name) == "stdout" ? stdout_ : stderr_;
+        if (budget.total_bytes() == 0) continue;
+        nlohmann::json ev = {{"type", name}, {"text", budget.str()}, {"replayed", true}};
+        if (budget.truncated_bytes() > 0) ev["truncated"] = true;
+        sink(ev, false);
+    }
+    for (const auto& r : results_)
+        sink({{"type", "result"}, {"data", r["data"]}, {"metadata", r["metadata"]}}, false);
+    if (!error_.is_null())
+        sink({{"type", "error"}, {"name", error_["name"]}, {"value", error_["value"]},
+              {"traceback", error_["traceback"]}},
+             false);
 }
 
 void execution::emit(const nlohmann::json& event, bool last) {

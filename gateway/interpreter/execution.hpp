@@ -48,11 +48,14 @@ public:
     nlohmann::json to_json() const;
     nlohmann::json summary() const;  // without outputs, for listings
 
-    // Receives every later event; when already finished, just the "end" event.
-    void subscribe(event_sink sink);
+    // Receives every later event; when already finished, just the "end" event. With
+    // `from_start`, first what happened so far as remembered: "start" (once started), then the
+    // kept stdout and stderr (head, marker, tail), each result and the error, in that order.
+    void subscribe(event_sink sink, bool from_start = false);
 
 private:
     nlohmann::json to_json_locked() const;
+    void replay_locked(const event_sink& sink) const;
     void emit(const nlohmann::json& event, bool last = false);
 
     const std::string id_;

@@ -27,10 +27,21 @@ std::optional<execution_request> parse_execution_request(std::string_view body,
         error = "request body must be a JSON object";
         return std::nullopt;
     }
-    static const char* known[] = {"code", "timeout", "idempotency_key", "stream"};
+    return execution_request_from_json(doc, accept, limits, error);
+}
+
+std::optional<execution_request> execution_request_from_json(
+    const nlohmann::json& doc, std::string_view accept, const execution_request_limits& limits,
+    std::string& error, std::initializer_list<std::string_view> also_allowed) {
+    if (!doc.is_object()) {
+        error = "the request must be a JSON object";
+        return std::nullopt;
+    }
+    static const char* known[] = {"code", "timeout", "idempotency_key", "stream", "env", "keep_ansi"};
     for (auto& [name, value] : doc.items()) {
         bool ok = false;
         for (const char* k : known) ok = ok || name == k;
+        for (auto k : also_allowed) ok = ok || name == k;
         if (!ok) {
             error = "unknown field '" + name + "'";
             return std::nullopt;
@@ -76,6 +87,18 @@ std::optional<execution_request> parse_execution_request(std::string_view body,
             return std::nullopt;
         }
         req.stream = doc["stream"].get<bool>();
+    }
+    if (doc.contains("keep_ansi") && !doc["keep_ansi"].is_null()) {
+        if (!doc["keep_ansi"].is_boolean()) {
+            error = "'keep_ansi' must be true or false";
+            return std::nullopt;
+        }
+        req.keep_ansi = doc["keep_ansi"].get<bool>();
+    }
+    if (doc.contains("env") && !doc["env"].is_null()) {
+        auto env = parse_env(doc["env"], limits.env, error);
+        if (!env) return std::nullopt;
+        req.env = std::move(*env);
     }
     if (accept.find("application/x-ndjson") != std::string_view::npos) req.stream = true;
     return req;

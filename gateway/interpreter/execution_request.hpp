@@ -3,9 +3,14 @@
 // is unit-tested.
 
 #include <chrono>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "gateway/interpreter/execution_env.hpp"
 
 namespace callisto::gateway::interpreter {
 
@@ -14,12 +19,15 @@ struct execution_request {
     std::optional<std::chrono::milliseconds> timeout;  // none: no deadline
     std::string idempotency_key;                        // empty: none
     bool stream = false;                                // NDJSON events instead of one answer
+    env_vars env;           // set for this execution only, then restored
+    bool keep_ansi = false;  // tracebacks with their ANSI colour codes
 };
 
 struct execution_request_limits {
     std::size_t max_code_bytes = 1 << 20;
     std::chrono::seconds max_timeout{24 * 3600};
     std::size_t max_key_bytes = 128;
+    env_limits env;
 };
 
 // On error returns nullopt and a sentence for the client in `error`.
@@ -28,5 +36,11 @@ std::optional<execution_request> parse_execution_request(std::string_view body,
                                                          std::string_view accept,
                                                          const execution_request_limits& limits,
                                                          std::string& error);
+
+// The same fields from a parsed JSON object; members named in `also_allowed` are skipped
+// instead of refused as unknown (the WebSocket's "type", for instance).
+std::optional<execution_request> execution_request_from_json(
+    const nlohmann::json& doc, std::string_view accept, const execution_request_limits& limits,
+    std::string& error, std::initializer_list<std::string_view> also_allowed = {});
 
 }  // namespace callisto::gateway::interpreter

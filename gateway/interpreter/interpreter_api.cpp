@@ -1,12 +1,16 @@
 #include "gateway/interpreter/interpreter_api.hpp"
 
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
+#include "gateway/interpreter/multipart_form.hpp"
 #include "gateway/interpreter/oneshot_request.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
 #include "kernelproto/iso_time.hpp"
 
 namespace callisto::gateway::interpreter {
+
+namespace beast = boost::beast;
 
 namespace {
 
@@ -110,6 +114,7 @@ void interpreter_api::handle(const route& r, const http_request& req, const user
         case route_kind::execution_create:
             return create_execution(context, req, std::move(respond), take_stream);
         case route_kind::files_list:
+        case route_kind::files_upload:
         case route_kind::file_get:
         case route_kind::file_put:
         case route_kind::file_delete:
@@ -151,6 +156,7 @@ void interpreter_api::handle_files(const route& r, const http_request& req,
         res.set(http::field::location, "/v1/contexts/" + context->id() + "/files/" + r.file);
         return respond(std::move(res));
     }
+    if (r.kind == route_kind::files_upload) return upload_form(req, context, std::move(respond));
     if (r.kind == route_kind::file_delete) {
         if (auto e = files.remove(r.file)) return respond(file_error_response(*e));
         return respond(empty_response(http::status::no_content));
@@ -165,6 +171,28 @@ void interpreter_api::handle_files(const route& r, const http_request& req,
     res.body() = std::move(bytes);
     res.prepare_payload();
     respond(std::move(res));
+}
+
+void interpreter_api::upload_form(const http_request& req,
+                                  const std::shared_ptr<interpreter_context>& context,
+                                  respond_fn respond) {
+    const auto content_type = req[http::field::content_type];
+    if (!beast::iequals(content_type.substr(0, content_type.find(';')), "multipart/form-data"))
+        return respond(error_response(http::status::unsupported_media_type,
+                                      "POST a multipart/form-data form of files, or PUT the raw "
+                                      "bytes to /v1/contexts/{id}/files/{path}"));
+    std::string error;
+    auto files = parse_upload_form(req.body(), content_type, multipart_limits{}, error);
+    if (!files) return respond(error_response(http::status::bad_request, error));
+    std::vector<workdir_files::file_to_write> writes;
+    nlohmann::json written = nlohmann::json::array();
+    for (const auto& f : *files) {
+        writes.push_back({f.path, f.content});
+        written.push_back({{"path", f.path}, {"size", f.content.size()}});
+    }
+    if (auto e = workdir_files(context->workdir()).write_all(writes))
+        return respond(file_error_response(*e));
+    respond(json_response(http::status::created, {{"files", written}}));
 }
 
 void interpreter_api::create_context(const http_request& req, const user& who, respond_fn respond) {

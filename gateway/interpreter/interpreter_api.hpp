@@ -23,12 +23,20 @@ public:
     void handle(const route& r, const http_request& req, const user& who, respond_fn respond,
                 const take_stream_fn& take_stream);
 
-    // The body limit of PUT /v1/contexts/{id}/files/{path}.
+    // The caller's context (an admin: any), or null for a malformed or unknown id.
+    std::shared_ptr<interpreter_context> find_context(const std::string& id, const user& who) const {
+        return is_valid_kernel_id(id) ? contexts_.find_for(id, who) : nullptr;
+    }
+    const interpreter_settings& settings() const { return contexts_.settings(); }
+
+    // The body limit of PUT /v1/contexts/{id}/files/{path} and of POST .../files (a form).
     std::size_t max_upload_bytes() const { return contexts_.settings().max_upload_bytes; }
 
 private:
     void handle_files(const route& r, const http_request& req,
                       const std::shared_ptr<interpreter_context>& context, respond_fn respond);
+    void upload_form(const http_request& req, const std::shared_ptr<interpreter_context>& context,
+                     respond_fn respond);
     void create_context(const http_request& req, const user& who, respond_fn respond);
     void create_execution(const std::shared_ptr<interpreter_context>& context,
                           const http_request& req, respond_fn respond,

@@ -97,18 +97,21 @@ void interpreter_context::close(std::string reason) {
 
 void interpreter_context::send_chdir() {
     if (!chdir_kernel_) return;
-    // Silent and outside the history: execution_count stays the user's.
     const std::string path = nlohmann::json(workdir_.string()).dump();
-    auto msg = kernelproto::make_message(
-        "execute_request",
-        {{"code", "import os as _callisto_os\n_callisto_os.chdir(" + path +
-                      ")\ndel _callisto_os\n"},
-         {"silent", true},
-         {"store_history", false},
-         {"user_expressions", nlohmann::json::object()},
-         {"allow_stdin", false},
-         {"stop_on_error", false}},
-        session_id_);
+    send_silent("import os as _callisto_os\n_callisto_os.chdir(" + path + ")\ndel _callisto_os\n");
+}
+
+void interpreter_context::send_silent(std::string code) {
+    // Silent and outside the history: execution_count stays the user's, and nothing of it
+    // reaches an execution (its replies have their own parent).
+    auto msg = kernelproto::make_message("execute_request",
+                                         {{"code", std::move(code)},
+                                          {"silent", true},
+                                          {"store_history", false},
+                                          {"user_expressions", nlohmann::json::object()},
+                                          {"allow_stdin", false},
+                                          {"stop_on_error", false}},
+                                         session_id_);
     kernel_->submit(weak_from_this(), channel::shell, std::move(msg));
 }
 
@@ -223,11 +226,14 @@ void interpreter_context::start_next() {
                                               // there is no queue for stop_on_error to abort;
                                               // with it, ipykernel aborts the NEXT request when
                                               // it arrives before the abort window closes (a
-                                              // race after every error or interrupt).
+                                              // race after every error or interrupt), the env
+                                              // restore included.
                                               {"stop_on_error", false}},
                                              session_id_);
         current_msg_id_ = msg.msg_id;
         e->mark_started();
+        // The shell channel keeps order: the variables are set before the code runs.
+        if (!e->request().env.empty()) send_silent(env_apply_code(e->request().env));
         kernel_->submit(weak_from_this(), channel::shell, std::move(msg));
         if (auto t = e->request().timeout) {
             deadline_timer_.expires_after(*t);
@@ -309,12 +315,15 @@ void interpreter_context::on_iopub(const std::string& type, const nlohmann::json
             content["execution_count"].is_number_integer())
             current_->set_execution_count(content["execution_count"].get<long long>());
     } else if (type == "error") {
+        // Plain text unless the client asked for the colours (a terminal-like frontend).
+        const bool raw = current_->request().keep_ansi;
+        auto text = [raw](std::string s) { return raw ? s : strip_ansi(s); };
         std::vector<std::string> traceback;
         if (content.contains("traceback") && content["traceback"].is_array())
             for (const auto& line : content["traceback"])
-                if (line.is_string()) traceback.push_back(strip_ansi(line.get<std::string>()));
-        current_->set_error(strip_ansi(content.value("ename", "")),
-                            strip_ansi(content.value("evalue", "")), std::move(traceback));
+                if (line.is_string()) traceback.push_back(text(line.get<std::string>()));
+        current_->set_error(text(content.value("ename", "")), text(content.value("evalue", "")),
+                            std::move(traceback));
     } else if (type == "status") {
         if (content.value("execution_state", "") == "idle") {
             idle_seen_ = true;
@@ -385,6 +394,9 @@ void interpreter_context::finish_current(execution_status status,
     running_ = false;
     ladder_ = ladder::none;
     if (!e) return;
+    // After the reply, not queued behind the code: stop_on_error would abort it when the code
+    // fails. Harmless after a restart (nothing remembered, nothing restored).
+    if (!e->request().env.empty() && !closed_) send_silent(env_restore_code());
     e->finish(status, state_preserved);
     remember(e);
 }

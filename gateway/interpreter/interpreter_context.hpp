@@ -102,6 +102,7 @@ private:
     void begin_interrupt(ladder why);
     void on_grace_expired();
     void send_chdir();
+    void send_silent(std::string code);
     nlohmann::json cap_bundle(const nlohmann::json& data, std::size_t index);
     void remember(const std::shared_ptr<execution>& e);
 

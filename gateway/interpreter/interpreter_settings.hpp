@@ -21,6 +21,8 @@ struct interpreter_settings {
     std::size_t max_upload_bytes = 100 << 20;     // PUT .../files/{path}: its own body limit
     std::size_t max_download_bytes = 100 << 20;
     std::size_t max_listed_files = 10000;
+    // One message on the events WebSocket: code (1 MiB) and env (256 KiB), JSON-escaped.
+    std::size_t max_socket_message_bytes = 4 << 20;
     // Where the kernels' own workdirs are, seen from the gateway (<root>/<kernel id>, the
     // sandbox's session workdir). Empty when kernels are not sandboxed: each context then gets
     // <context_root>/<context id>, and its kernel is told to chdir there.

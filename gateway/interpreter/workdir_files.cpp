@@ -115,16 +115,35 @@ std::optional<file_error> open_parent(const std::filesystem::path& root, std::st
 }  // namespace
 
 std::optional<file_error> workdir_files::write(std::string_view path, std::string_view bytes) const {
+    return write_all({{path, bytes}});
+}
+
+namespace {
+
+// A file written under a temporary name next to where it goes.
+struct staged_file {
     opened_parent parent;
-    if (auto e = open_parent(root_, path, true, parent)) return e;
-    // Into a temporary name, then renamed over: a reader never sees half a file, and an
-    // existing symlink at the name is replaced, never followed.
-    const std::string temp = ".callisto-upload-" + kernelproto::random_hex(8);
-    unique_fd fd(::openat(parent.dir.get(), temp.c_str(),
-                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    std::string temp;
+    std::string_view path;
+};
+
+void discard(std::vector<staged_file>& staged) {
+    for (auto& s : staged) ::unlinkat(s.parent.dir.get(), s.temp.c_str(), 0);
+    staged.clear();
+}
+
+std::optional<file_error> stage(const std::filesystem::path& root, std::string_view path,
+                                std::string_view bytes, staged_file& out) {
+    if (auto e = open_parent(root, path, true, out.parent)) return e;
+    out.path = path;
+    // A reader never sees half a file, and an existing symlink at the name is replaced by the
+    // rename, never followed.
+    out.temp = ".callisto-upload-" + kernelproto::random_hex(8);
+    unique_fd fd(::openat(out.parent.dir.get(), out.temp.c_str(),
+                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (fd.get() < 0) return from_errno(errno, path, "create");
     auto fail = [&](int err) {
-        ::unlinkat(parent.dir.get(), temp.c_str(), 0);
+        ::unlinkat(out.parent.dir.get(), out.temp.c_str(), 0);
         return from_errno(err, path, "write");
     };
     std::size_t done = 0;
@@ -134,18 +153,46 @@ std::optional<file_error> workdir_files::write(std::string_view path, std::strin
         if (n <= 0) return fail(n < 0 ? errno : ENOSPC);
         done += static_cast<std::size_t>(n);
     }
-    if (::fchown(fd.get(), parent.root_stat.st_uid, parent.root_stat.st_gid) != 0) {
-        // Not fatal, as above.
+    if (::fchown(fd.get(), out.parent.root_stat.st_uid, out.parent.root_stat.st_gid) != 0) {
+        // Not fatal: the gateway may not run as root (no sandbox).
     }
     if (::close(fd.release()) != 0) return fail(errno);
-    struct stat existing {};
-    if (::fstatat(parent.dir.get(), parent.name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISDIR(existing.st_mode)) {
-        ::unlinkat(parent.dir.get(), temp.c_str(), 0);
-        return file_error{409, "'" + std::string(path) + "' is a directory"};
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<file_error> workdir_files::write_all(const std::vector<file_to_write>& files) const {
+    std::vector<staged_file> staged;
+    staged.reserve(files.size());
+    for (const auto& f : files) {
+        staged.emplace_back();
+        if (auto e = stage(root_, f.path, f.bytes, staged.back())) {
+            staged.pop_back();  // its temporary file is gone already
+            discard(staged);
+            return e;
+        }
     }
-    if (::renameat(parent.dir.get(), temp.c_str(), parent.dir.get(), parent.name.c_str()) != 0)
-        return fail(errno);
+    for (const auto& s : staged) {
+        struct stat existing {};
+        if (::fstatat(s.parent.dir.get(), s.parent.name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(existing.st_mode)) {
+            const std::string p(s.path);
+            discard(staged);
+            return file_error{409, "'" + p + "' is a directory"};
+        }
+    }
+    for (std::size_t i = 0; i < staged.size(); ++i) {
+        auto& s = staged[i];
+        if (::renameat(s.parent.dir.get(), s.temp.c_str(), s.parent.dir.get(), s.parent.name.c_str()) != 0) {
+            auto e = from_errno(errno, s.path, "rename");
+            std::vector<staged_file> rest(std::make_move_iterator(staged.begin() + static_cast<std::ptrdiff_t>(i)),
+                                          std::make_move_iterator(staged.end()));
+            discard(rest);
+            if (i > 0) e.message += " (" + std::to_string(i) + " earlier files of the request were written)";
+            return e;
+        }
+    }
     return std::nullopt;
 }
 

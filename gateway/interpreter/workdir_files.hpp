@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +33,15 @@ public:
 
     // Creates missing parent directories; replaces an existing regular file.
     std::optional<file_error> write(std::string_view path, std::string_view bytes) const;
+    // Several files, as nearly all-or-nothing as a file system allows: each is written to a
+    // temporary name first, and only when all are written (and none would replace a
+    // directory) are they renamed into place. A failure before the renames leaves no file
+    // changed (missing parent directories may have been created).
+    struct file_to_write {
+        std::string_view path;
+        std::string_view bytes;
+    };
+    std::optional<file_error> write_all(const std::vector<file_to_write>& files) const;
     std::optional<file_error> read(std::string_view path, std::string& out,
                                    std::size_t max_bytes) const;
     // A file, or an empty directory.

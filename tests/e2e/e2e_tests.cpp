@@ -197,7 +197,7 @@ TEST_CASE("SIGTERM stops the server in order, leaving no kernel process, socket 
     CHECK_FALSE(std::filesystem::exists(runtime));
 }
 
-TEST_CASE("interpreter API: aggregated answer, event stream, executions by id, idempotency, queue, deadline ladder, caps") {
+TEST_CASE("interpreter API: aggregated answer, event stream, executions by id, idempotency, queue, deadline ladder, caps, env, ANSI, events WebSocket, multipart uploads") {
     server_process server;
     run_client(server, {python, source_dir + "/tests/e2e/python/test_interpreter_api.py"});
     CHECK(server.stop() == 0);
@@ -206,6 +206,12 @@ TEST_CASE("interpreter API: aggregated answer, event stream, executions by id, i
 TEST_CASE("agent loop (examples/agent_loop.py): a scripted model fixes its bug from the traceback") {
     server_process server;
     run_client(server, {python, source_dir + "/tests/e2e/python/test_agent_loop.py"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE("interpreter API: multipart uploads from Node's own FormData and fetch, read by pandas") {
+    server_process server;
+    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/upload_form_test.mjs"});
     CHECK(server.stop() == 0);
 }
 

@@ -5,7 +5,9 @@
 
 #include "gateway/interpreter/ansi_text.hpp"
 #include "gateway/interpreter/context_request.hpp"
+#include "gateway/interpreter/events_message.hpp"
 #include "gateway/interpreter/execution.hpp"
+#include "gateway/interpreter/execution_env.hpp"
 #include "gateway/interpreter/execution_request.hpp"
 #include "gateway/interpreter/output_budget.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
@@ -144,6 +146,100 @@ TEST_CASE("execution request: every bad form is refused with a sentence") {
     CHECK(error.find("larger") != std::string::npos);
 }
 
+TEST_CASE("execution request: env is parsed, sorted by name, and keep_ansi is a boolean") {
+    std::string error;
+    auto r = parse(R"({"code": "1", "env": {"B_VAR": "two", "A": "", "x_1": "ü ✓ \n\"q\""}, "keep_ansi": true})",
+                   error);
+    REQUIRE(r);
+    CHECK(r->keep_ansi);
+    CHECK(r->env == env_vars{{"A", ""}, {"B_VAR", "two"}, {"x_1", "ü ✓ \n\"q\""}});
+    r = parse(R"({"code": "1", "env": {}, "keep_ansi": null})", error);
+    REQUIRE(r);
+    CHECK(r->env.empty());
+    CHECK_FALSE(r->keep_ansi);
+    r = parse(R"({"code": "1", "env": null})", error);
+    REQUIRE(r);
+    CHECK(r->env.empty());
+}
+
+TEST_CASE("execution request: every bad form of env and keep_ansi is refused with a sentence") {
+    const std::string bad[] = {
+        R"({"code": "1", "keep_ansi": "yes"})",
+        R"({"code": "1", "keep_ansi": 1})",
+        R"({"code": "1", "env": []})",
+        R"({"code": "1", "env": "A=1"})",
+        R"({"code": "1", "env": {"": "x"}})",
+        R"({"code": "1", "env": {"A=B": "x"}})",
+        R"({"code": "1", "env": {"A B": "x"}})",
+        R"({"code": "1", "env": {"1A": "x"}})",
+        R"({"code": "1", "env": {"A-B": "x"}})",
+        R"({"code": "1", "env": {"A\u0000B": "x"}})",
+        R"({"code": "1", "env": {"Ä": "x"}})",
+        R"({"code": "1", "env": {"A": 1}})",
+        R"({"code": "1", "env": {"A": null}})",
+        R"({"code": "1", "env": {"A": ["x"]}})",
+        R"({"code": "1", "env": {"A": "x\u0000y"}})",
+        R"({"code": "1", "env": {"LD_PRELOAD": "/tmp/x.so"}})",
+        R"({"code": "1", "env": {"LD_LIBRARY_PATH": "/tmp"}})",
+        R"({"code": "1", "env": {"PYTHONPATH": "/tmp"}})",
+        R"({"code": "1", "env": {"PYTHONSTARTUP": "x"}})",
+        R"({"code": "1", "env": {"JPY_PARENT_PID": "1"}})",
+        R"({"code": "1", "env": {"JUPYTER_PATH": "/tmp"}})",
+        R"({"code": "1", "env": {"CALLISTO_TOKEN": "x"}})",
+        R"({"code": "1", "env": {"PATH": "/tmp"}})",
+        R"({"code": "1", "env": {"HOME": "/"}})",
+        R"({"code": "1", "env": {"TMPDIR": "/"}})",
+        R"({"code": "1", "env": {"IPYTHONDIR": "/"}})",
+        R"({"code": "1", "env": {"OK": "1", "LD_AUDIT": "x"}})",
+        R"({"code": "1", "env": {"A": ")" + std::string(32 * 1024 + 1, 'v') + R"("}})",
+        R"({"code": "1", "env": {")" + std::string(129, 'N') + R"(": "x"}})",
+    };
+    for (const auto& body : bad) {
+        INFO(body.substr(0, 120));
+        std::string error;
+        CHECK_FALSE(parse(body, error));
+        CHECK_FALSE(error.empty());
+    }
+    std::string error;
+    CHECK_FALSE(parse(R"({"code": "1", "env": {"LD_PRELOAD": "x"}})", error));
+    CHECK(error.find("LD_") != std::string::npos);
+    CHECK_FALSE(parse(R"({"code": "1", "env": {"A=B": "x"}})", error));
+    CHECK(error.find("not a valid environment variable name") != std::string::npos);
+
+    nlohmann::json many = nlohmann::json::object();
+    for (int i = 0; i < 65; ++i) many["V" + std::to_string(i)] = "x";
+    CHECK_FALSE(parse(nlohmann::json({{"code", "1"}, {"env", many}}).dump(), error));
+    CHECK(error.find("more than 64") != std::string::npos);
+    nlohmann::json big = nlohmann::json::object();
+    for (int i = 0; i < 9; ++i) big["V" + std::to_string(i)] = std::string(30 * 1024, 'x');
+    CHECK_FALSE(parse(nlohmann::json({{"code", "1"}, {"env", big}}).dump(), error));
+    CHECK(error.find("larger than") != std::string::npos);
+}
+
+TEST_CASE("execution request from a JSON object skips the fields the caller allows") {
+    std::string error;
+    auto doc = nlohmann::json::parse(R"({"type": "execute", "code": "1", "env": {"A": "1"}})");
+    CHECK_FALSE(execution_request_from_json(doc, "", execution_request_limits{}, error));
+    CHECK(error.find("'type'") != std::string::npos);
+    auto r = execution_request_from_json(doc, "", execution_request_limits{}, error, {"type"});
+    REQUIRE(r);
+    CHECK(r->env.size() == 1);
+    CHECK_FALSE(execution_request_from_json(nlohmann::json::array(), "", execution_request_limits{}, error));
+}
+
+TEST_CASE("env code: sets the names as Python literals and restores from what it saved") {
+    auto code = env_apply_code({{"A", "x\"y\\z\n"}, {"EMOJI", "😀"}});
+    CHECK(code.find(R"("A": "x\"y\\z\n")") != std::string::npos);
+    CHECK(code.find("\"EMOJI\": \"😀\"") != std::string::npos);  // UTF-8, not surrogates
+    CHECK(code.find("_callisto_saved_env") != std::string::npos);
+    CHECK(code.find('\n') == code.size() - 1);  // one line: no line of the user's shifts
+    auto restore = env_restore_code();
+    CHECK(restore.find("pop('_callisto_saved_env', {})") != std::string::npos);
+    CHECK_FALSE(check_env_name("MY_VAR_2", env_limits{}));
+    CHECK_FALSE(check_env_name("_x", env_limits{}));
+    CHECK_FALSE(check_env_name("LD", env_limits{}));  // only the LD_ prefix is the loader's
+}
+
 TEST_CASE("context request: empty body, a kernel name, and the bad forms") {
     std::string error;
     auto r = parse_context_request("", error);
@@ -233,6 +329,91 @@ TEST_CASE("subscribing to a finished execution yields just its end") {
     CHECK(calls == 1);
 }
 
+TEST_CASE("following an execution from its start replays what it remembers, then goes live") {
+    execution e(eid, cid, {}, 8);
+    e.mark_started();
+    e.add_stream("stdout", "abcdefghijkl");  // over the budget: head, marker, tail
+    e.add_stream("stderr", "w");
+    e.add_result({{"text/plain", "1"}}, nlohmann::json::object());
+    std::vector<nlohmann::json> seen;
+    e.subscribe([&](const nlohmann::json& ev, bool) { seen.push_back(ev); }, true);
+    REQUIRE(seen.size() == 4);
+    CHECK(seen[0]["type"] == "start");
+    CHECK(seen[1]["type"] == "stdout");
+    CHECK(seen[1]["text"] == "abcd" + output_budget::marker(4) + "ijkl");
+    CHECK(seen[1]["truncated"] == true);
+    CHECK(seen[2]["text"] == "w");
+    CHECK(seen[3]["type"] == "result");
+    e.set_error("E", "v", {});
+    e.finish(execution_status::error);
+    REQUIRE(seen.size() == 6);
+    CHECK(seen[4]["type"] == "error");
+    CHECK(seen[5]["type"] == "end");
+
+    std::vector<std::string> types;
+    e.subscribe([&](const nlohmann::json& ev, bool) { types.push_back(ev["type"]); }, true);
+    CHECK(types == std::vector<std::string>{"start", "stdout", "stderr", "result", "error", "end"});
+    types.clear();
+    execution queued(eid, cid, {}, 8);
+    queued.subscribe([&](const nlohmann::json& ev, bool) { types.push_back(ev["type"]); }, true);
+    CHECK(types.empty());  // nothing happened yet
+}
+
+// ---- the events WebSocket's messages -----------------------------------------------------------
+
+TEST_CASE("events messages: execute, follow and interrupt, with an optional request_id") {
+    std::string error, rid;
+    auto c = parse_events_command(R"({"type": "execute", "code": "1", "timeout": 2, "env": {"A": "b"}, "request_id": "r1"})",
+                                  {}, error, rid);
+    REQUIRE(c);
+    CHECK(c->type == events_command::kind::execute);
+    CHECK(c->request.code == "1");
+    CHECK(c->request.env.size() == 1);
+    CHECK(c->request_id == "r1");
+    c = parse_events_command(R"({"type": "follow", "execution_id": ")" + eid + "\"}", {}, error, rid);
+    REQUIRE(c);
+    CHECK(c->type == events_command::kind::follow);
+    CHECK(c->execution_id == eid);
+    CHECK(rid.empty());
+    c = parse_events_command(R"({"type": "interrupt", "execution_id": ")" + eid + "\"}", {}, error, rid);
+    REQUIRE(c);
+    CHECK(c->type == events_command::kind::interrupt);
+}
+
+TEST_CASE("events messages: every bad form is refused with a sentence") {
+    const std::string bad[] = {
+        "",
+        "not json",
+        "[]",
+        "\"execute\"",
+        "{}",
+        R"({"type": 1})",
+        R"({"type": "run", "code": "1"})",
+        R"({"type": "execute"})",
+        R"({"type": "execute", "code": 5})",
+        R"({"type": "execute", "code": "1", "timeout": -1})",
+        R"({"type": "execute", "code": "1", "env": {"LD_PRELOAD": "x"}})",
+        R"({"type": "execute", "code": "1", "bogus": 1})",
+        R"({"type": "follow"})",
+        R"({"type": "follow", "execution_id": 3})",
+        R"({"type": "follow", "execution_id": "not-an-id"})",
+        R"({"type": "interrupt", "execution_id": ")" + eid + R"(", "code": "1"})",
+        R"({"type": "execute", "code": "1", "request_id": ""})",
+        R"({"type": "execute", "code": "1", "request_id": "has space"})",
+        R"({"type": "execute", "code": "1", "request_id": 7})",
+    };
+    for (const auto& text : bad) {
+        INFO(text);
+        std::string error, rid;
+        CHECK_FALSE(parse_events_command(text, {}, error, rid));
+        CHECK_FALSE(error.empty());
+    }
+    std::string error, rid;
+    CHECK_FALSE(parse_events_command(R"({"type": "execute", "request_id": "r9"})", {}, error, rid));
+    CHECK(rid == "r9");  // the refusal can name the request
+    CHECK(error.find("'code'") != std::string::npos);
+}
+
 // ---- routes ----------------------------------------------------------------------------------
 
 TEST_CASE("router maps the /v1 interpreter routes") {
@@ -254,6 +435,8 @@ TEST_CASE("router maps the /v1 interpreter routes") {
     CHECK(e.query == "token=t");
     CHECK(match_route("DELETE", "/v1/contexts/" + cid + "/executions/" + eid, false).kind ==
           route_kind::execution_delete);
+    CHECK(match_route("GET", "/v1/contexts/" + cid + "/events", false).kind == route_kind::context_events);
+    CHECK(match_route("POST", "/v1/contexts/" + cid + "/events", false).allow == "GET");
     CHECK(is_interpreter_route(route_kind::execution_get));
     CHECK_FALSE(is_interpreter_route(route_kind::kernel_get));
 }

@@ -118,6 +118,39 @@ TEST_CASE("workdir files: traversal, directories, size limits and a missing work
     CHECK(gone.list(list, 10, truncated)->http_status == 503);
 }
 
+namespace {
+bool has_temp_files(const fs::path& root) {
+    for (auto& e : fs::recursive_directory_iterator(root))
+        if (e.path().filename().string().starts_with(".callisto-upload-")) return true;
+    return false;
+}
+}  // namespace
+
+TEST_CASE("workdir files: write_all writes every file, or none when one is refused") {
+    temp_workdir t;
+    workdir_files files(t.root);
+    REQUIRE_FALSE(files.write_all({{"a.csv", "1"}, {"sub/b.csv", "2"}}));
+    std::string out;
+    REQUIRE_FALSE(files.read("sub/b.csv", out, 100));
+    CHECK(out == "2");
+
+    REQUIRE_FALSE(files.write("keep.txt", "old"));
+    fs::create_directories(t.root / "adir");
+    fs::create_directory_symlink(t.outside, t.root / "link");
+    // The second file would replace a directory, go through a link, or is a bad path: the
+    // first, already written under a temporary name, is not put in place either.
+    for (std::string_view second : {"adir", "link/x", "../x", "keep.txt/y"}) {
+        INFO(second);
+        auto e = files.write_all({{"keep.txt", "new"}, {second, "2"}});
+        REQUIRE(e);
+        CHECK(e->http_status >= 400);
+        REQUIRE_FALSE(files.read("keep.txt", out, 100));
+        CHECK(out == "old");
+        CHECK_FALSE(has_temp_files(t.root));
+    }
+    CHECK_FALSE(fs::exists(t.outside / "x"));
+}
+
 TEST_CASE("workdir files: a listing stops at its bound and says so") {
     temp_workdir t;
     workdir_files files(t.root);
@@ -140,7 +173,8 @@ TEST_CASE("router maps the /v1 file routes, multi-segment paths included") {
     CHECK(match_route("GET", base + "/a", false).kind == route_kind::file_get);
     CHECK(match_route("DELETE", base + "/a", false).kind == route_kind::file_delete);
     CHECK(match_route("POST", base + "/a", false).allow == "GET, PUT, DELETE");
-    CHECK(match_route("PUT", base, false).allow == "GET");
+    CHECK(match_route("POST", base, false).kind == route_kind::files_upload);
+    CHECK(match_route("PUT", base, false).allow == "GET, POST");
     for (const std::string& bad : std::vector<std::string>{base + "/../x", base + "/a/%2e%2e/b",
                                                            base + "/a%2fb", base + "/a%00",
                                                            base + "//a"}) {

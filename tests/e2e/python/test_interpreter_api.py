@@ -13,6 +13,8 @@ import threading
 import time
 import urllib.parse
 
+import websocket  # websocket-client
+
 from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, SkipTest, api, callisto_only, check,
                         check_documented, check_eq, check_schema, poll, run_tests)
 
@@ -384,6 +386,115 @@ def test_bad_inputs_get_clear_json_errors():
         delete_context(ctx)
 
 
+@callisto_only
+def test_env_is_set_for_one_execution_and_restored_after():
+    ctx = new_context()
+    try:
+        run(ctx, "import os, subprocess\nos.environ['KEPT'] = 'before'")
+        env = {"API_KEY": "s3cret ü \"q\"", "KEPT": "during", "EMPTY": ""}
+        r = run(ctx, "print(os.environ['API_KEY'])\nprint(os.environ['KEPT'])\n"
+                     "print(repr(os.environ['EMPTY']))\n"
+                     "print(subprocess.run(['sh', '-c', 'echo $API_KEY'], capture_output=True,"
+                     " text=True).stdout, end='')", env=env)
+        check_eq(r["status"], "ok", "status " + json.dumps(r)[:400])
+        check_eq(r["stdout"], "s3cret ü \"q\"\nduring\n''\ns3cret ü \"q\"\n",
+                 "os.environ and a subprocess see the values")
+        check_eq(r["execution_count"], 2, "the silent requests do not count")
+        after = run(ctx, "print(os.environ.get('API_KEY'), os.environ['KEPT'], 'EMPTY' in os.environ)")
+        check_eq(after["stdout"], "None before False\n", "previous values restored, new ones gone")
+
+        # Restored after an error too, and the traceback is the user's own: line 2, cell code.
+        err = run(ctx, "x = 1\nraise ValueError(os.environ['API_KEY'])", env={"API_KEY": "k"})
+        check_eq(err["status"], "error", "error status")
+        check_eq(err["error"]["value"], "k", "the code saw the variable")
+        tb = "\n".join(err["error"]["traceback"])
+        check("----> 2 raise ValueError" in tb, "the line number is the user's", tb)
+        check("_callisto" not in tb and "lambda" not in tb, "no wrapper in the traceback", tb)
+        check_eq(run(ctx, "print(os.environ.get('API_KEY'))")["stdout"], "None\n",
+                 "restored after an error")
+
+        # ...and after an interrupt.
+        s = Stream(ctx, "import time\nprint(os.environ['API_KEY'], flush=True)\ntime.sleep(60)",
+                   env={"API_KEY": "int"})
+        eid = s.event()["id"]
+        while True:
+            e = s.event()
+            if e["type"] == "stdout":
+                check_eq(e["text"], "int\n", "set while running")
+                break
+        check_eq(api("DELETE", f"/v1/contexts/{ctx['id']}/executions/{eid}").status, 202,
+                 "interrupt")
+        check_eq(s.events()[-1]["execution"]["status"], "interrupted", "interrupted")
+        s.close()
+        check_eq(run(ctx, "print(os.environ.get('API_KEY'))")["stdout"], "None\n",
+                 "restored after an interrupt")
+        # The user's own variables survive executions with env.
+        check_eq(run(ctx, "print('x' in dir(), '_callisto_saved_env' in dir())")["stdout"],
+                 "True False\n", "no names left in the user's namespace")
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_the_execution_queued_behind_an_error_runs():
+    # The context sends the next execution the moment the failed one ends: ipykernel's
+    # stop_on_error would answer it "aborted" (and the env restore with it).
+    ctx = new_context()
+    try:
+        for i in range(5):
+            failing = Stream(ctx, "raise ValueError('boom')", env={"ROUND": str(i)})
+            check_eq(failing.event()["type"], "queued", "failing queued")
+            nxt = run(ctx, "import os\nprint(os.environ.get('ROUND'))")
+            check_eq(nxt["status"], "ok", f"round {i}: the next one ran " + json.dumps(nxt)[:300])
+            check_eq(nxt["stdout"], "None\n", f"round {i}: env restored")
+            check_eq(failing.events()[-1]["execution"]["status"], "error", "the first failed")
+            failing.close()
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_bad_env_is_refused_and_nothing_runs():
+    ctx = new_context()
+    try:
+        ex = f"/v1/contexts/{ctx['id']}/executions"
+        for env, says in [({"LD_PRELOAD": "/tmp/x.so"}, "LD_"), ({"PYTHONPATH": "/tmp"}, "PYTHON"),
+                          ({"PATH": "/tmp"}, "sandbox"), ({"A=B": "x"}, "not a valid"),
+                          ({"": "x"}, "empty"), ({"1X": "x"}, "not a valid"),
+                          ({"A": 1}, "must be a string"), ({"A": "x\u0000"}, "NUL"),
+                          ({"A": "v" * 40000}, "longer than"), ("A=1", "object"),
+                          ({f"V{i}": "x" for i in range(65)}, "more than 64")]:
+            r = api("POST", ex, {"code": "ran = True", "env": env})
+            check_eq(r.status, 400, f"env {str(env)[:40]!r}: {r.body[:200]!r}")
+            check(says in r.json()["message"], f"says why for {str(env)[:40]!r}", r.json())
+        for bad in ["yes", 1]:
+            check_eq(api("POST", ex, {"code": "1", "keep_ansi": bad}).status, 400,
+                     f"keep_ansi {bad!r}")
+        check_eq(run(ctx, "'ran' in dir()")["results"][0]["data"]["text/plain"], "False",
+                 "no refused request ran")
+    finally:
+        delete_context(ctx)
+
+
+@callisto_only
+def test_keep_ansi_keeps_the_traceback_colours():
+    ctx = new_context()
+    try:
+        plain = run(ctx, "1/0")
+        check("\x1b[" not in "".join(plain["error"]["traceback"]), "stripped by default",
+              plain["error"])
+        raw = run(ctx, "1/0", keep_ansi=True)
+        tb = "".join(raw["error"]["traceback"])
+        check("\x1b[" in tb, "colours kept with keep_ansi", tb[:300])
+        check_eq(raw["error"]["name"], "ZeroDivisionError", "the name has no codes")
+        s = Stream(ctx, "1/0", keep_ansi=True)
+        err = [e for e in s.events() if e["type"] == "error"]
+        s.close()
+        check("\x1b[" in "".join(err[0]["traceback"]), "the stream keeps them too", err)
+    finally:
+        delete_context(ctx)
+
+
 def files_url(ctx, path=""):
     return f"/v1/contexts/{ctx['id']}/files" + ("/" + path if path else "")
 
@@ -499,6 +610,232 @@ def test_refused_file_operations():
         delete_context(ctx)
 
 
+def form_part(headers, body):
+    return b"--B0UND\r\n" + headers + b"\r\n\r\n" + body + b"\r\n"
+
+
+def form_file(filename, body, name=b"file"):
+    return form_part(b'Content-Disposition: form-data; name="' + name + b'"; filename="' +
+                     filename + b'"\r\nContent-Type: text/csv', body)
+
+
+FORM_END = b"--B0UND--\r\n"
+FORM_TYPE = "multipart/form-data; boundary=B0UND"
+
+
+@callisto_only
+def test_multipart_upload_hand_built_forms_and_every_refusal():
+    ctx = new_context()
+    try:
+        base = files_url(ctx)
+
+        def post(body, content_type=FORM_TYPE):
+            return api("POST", base, body, headers={"Content-Type": content_type})
+
+        csv = b"x,y\r\n1,2\r\n3,4\r\n"
+        r = post(b"preamble\r\n" + form_file(b"in.csv", csv) +
+                 form_file(b"sub/two.csv", b"a\n5\n", b"other") + FORM_END + b"epilogue")
+        check_eq(r.status, 201, "upload " + repr(r.body[:300]))
+        check_eq(r.json()["files"], [{"path": "in.csv", "size": len(csv)},
+                                     {"path": "sub/two.csv", "size": 4}], "answer")
+        out = run(ctx, "import pandas as pd\nprint(pd.read_csv('in.csv')['y'].sum(), "
+                       "pd.read_csv('sub/two.csv')['a'][0])")
+        check_eq(out["stdout"], "6 5\n", "pandas reads both")
+
+        good = form_file(b"ok.csv", b"1")
+        refusals = [
+            (FORM_TYPE, good.replace(b"B0UND", b"OTHER") + b"--OTHER--\r\n", 400, "boundary"),
+            ("multipart/form-data", good + FORM_END, 400, "no boundary"),
+            ("multipart/form-data; boundary=" + "b" * 71, good + FORM_END, 400, "boundary"),
+            (FORM_TYPE, good, 400, "closing boundary"),
+            (FORM_TYPE, form_part(b"Content-Type: text/csv", b"x") + FORM_END, 400,
+             "no Content-Disposition"),
+            (FORM_TYPE, form_part(b"", b"x") + FORM_END, 400, "no Content-Disposition"),
+            (FORM_TYPE, form_part(b'Content-Disposition: form-data; name="f"', b"x") + FORM_END,
+             400, "unknown form field"),
+            (FORM_TYPE, form_file(b"", b"x") + FORM_END, 400, "empty filename"),
+            (FORM_TYPE, good + form_file(b"../x.csv", b"x") + FORM_END, 400, "'.' or '..'"),
+            (FORM_TYPE, form_file(b"/etc/cron.d/x", b"x") + FORM_END, 400, "relative"),
+            (FORM_TYPE, form_file(b"a\\\\b.csv", b"x") + FORM_END, 400, "backslash"),
+            (FORM_TYPE, form_file(b"a\x00b.csv", b"x") + FORM_END, 400, "NUL"),
+            (FORM_TYPE, good + form_file(b"ok.csv", b"2") + FORM_END, 400, "two files"),
+            (FORM_TYPE, form_part(b"Content-Disposition: form-data; name=\"f\"; filename=\"a\"\r\n"
+                                  b"X-Big: " + b"h" * 10000, b"x") + FORM_END, 400, "headers"),
+            (FORM_TYPE, FORM_END, 400, "no file"),
+            (FORM_TYPE, b"", 400, "boundary"),
+            ("application/json", b"{}", 415, "multipart/form-data"),
+        ]
+        for content_type, body, status, says in refusals:
+            r = post(body, content_type)
+            check_eq(r.status, status, f"{body[:60]!r}: {r.body[:200]!r}")
+            check(says in r.json()["message"], f"says why for {body[:60]!r}", r.json())
+        names = {f["path"] for f in api("GET", base).json()["files"] if not f["path"].startswith(".")}
+        check_eq(names, {"in.csv", "sub", "sub/two.csv"}, "no refused form wrote anything")
+
+        # Same body limit as PUT: refused from the Content-Length, before the body.
+        status, data = raw_request(
+            f"POST {base} HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n"
+            f"Content-Type: {FORM_TYPE}\r\nContent-Length: {200 * 1024 * 1024}\r\n\r\n".encode())
+        check_eq(status, 413, "oversized form " + repr(data[:200]))
+        # Larger than the ordinary 1 MiB request limit is fine.
+        big = bytes(range(256)) * (8 * 1024)
+        r = post(form_file(b"big.bin", big) + FORM_END)
+        check_eq(r.status, 201, "2 MiB form " + repr(r.body[:200]))
+        check_eq(api("GET", base + "/big.bin").body, big, "2 MiB round trip")
+        check_eq(api("POST", base, b"x", token="wrong").status, 403, "token needed")
+    finally:
+        delete_context(ctx)
+
+
+def events_ws(ctx, token=TOKEN):
+    url = urllib.parse.urlsplit(BASE_URL)
+    return websocket.create_connection(
+        f"ws://{url.netloc}/v1/contexts/{ctx['id']}/events",
+        header=[f"Authorization: token {token}"], timeout=HTTP_TIMEOUT)
+
+
+def receive(ws):
+    opcode, data = ws.recv_data()
+    check_eq(opcode, websocket.ABNF.OPCODE_TEXT, "a JSON text message")
+    return json.loads(data)
+
+
+def receive_until_end(ws, eid):
+    """Events of one execution until its end (other messages are kept aside)."""
+    events, others = [], []
+    while True:
+        m = receive(ws)
+        if m.get("execution_id") == eid and m["type"] not in ("queued", "following", "interrupting"):
+            events.append(m)
+            if m["type"] == "end":
+                return events, others
+        else:
+            others.append(m)
+
+
+@callisto_only
+def test_events_websocket_streams_a_long_cell_in_order():
+    ctx = new_context()
+    ws = events_ws(ctx)
+    try:
+        ws.send(json.dumps({"type": "execute", "request_id": "r-1",
+                            "code": "import time, os\nfor i in range(5):\n    print(i, flush=True)\n"
+                                    "    time.sleep(0.2)\nprint(os.environ['WS_VAR'])\n1/0",
+                            "env": {"WS_VAR": "from-ws"}}))
+        queued = receive(ws)
+        check_eq(queued["type"], "queued", "first message")
+        check_eq(queued["request_id"], "r-1", "request_id echoed")
+        eid = queued["execution_id"]
+        check_eq(queued["id"], eid, "id and execution_id agree")
+        events, others = receive_until_end(ws, eid)
+        check_eq(others, [], "nothing else arrived")
+        types = [e["type"] for e in events]
+        check_eq(types[0], "start", "start first")
+        check_eq(types[-2:], ["error", "end"], "error, then end")
+        check(types.count("stdout") >= 2, "output in several events", types)
+        text = "".join(e["text"] for e in events if e["type"] == "stdout")
+        check_eq(text, "0\n1\n2\n3\n4\nfrom-ws\n", "stdout in order, env applied")
+        end = events[-1]["execution"]
+        check_eq(end["status"], "error", "end status")
+        check_eq(end["id"], eid, "the end carries the whole execution")
+        check("\x1b" not in "".join(end["error"]["traceback"]), "ANSI stripped by default")
+        # The socket stays usable: a second execution on it.
+        ws.send(json.dumps({"type": "execute", "code": "6*7", "keep_ansi": True}))
+        eid2 = receive(ws)["execution_id"]
+        events, _ = receive_until_end(ws, eid2)
+        check_eq(events[-1]["execution"]["results"][0]["data"]["text/plain"], "42", "result")
+    finally:
+        ws.close()
+        delete_context(ctx)
+
+
+@callisto_only
+def test_events_websocket_follows_an_execution_submitted_over_rest_and_interrupts_it():
+    ctx = new_context()
+    ws = events_ws(ctx)
+    try:
+        s = Stream(ctx, "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n"
+                        "    time.sleep(0.4)\n'done'")
+        eid = s.event()["id"]
+        while s.event()["type"] != "stdout":
+            pass  # it has begun and printed: the follower must get that from the beginning
+        ws.send(json.dumps({"type": "follow", "execution_id": eid}))
+        check_eq(receive(ws)["type"], "following", "follow acknowledged")
+        events, _ = receive_until_end(ws, eid)
+        s.close()
+        check_eq(events[0]["type"], "start", "replayed from the start")
+        text = "".join(e["text"] for e in events if e["type"] == "stdout")
+        check_eq(text, "tick 0\ntick 1\ntick 2\n", "everything, replayed and live, once")
+        check_eq(events[-1]["execution"]["status"], "ok", "ended ok")
+        # Following a finished execution: its remembered events and the end.
+        ws.send(json.dumps({"type": "follow", "execution_id": eid}))
+        check_eq(receive(ws)["type"], "following", "follow a finished one")
+        events, _ = receive_until_end(ws, eid)
+        check_eq([e["type"] for e in events], ["start", "stdout", "result", "end"], "replay")
+
+        # Interrupt over the socket.
+        ws.send(json.dumps({"type": "execute", "code": "import time\nprint('go', flush=True)\n"
+                                                       "time.sleep(60)"}))
+        eid = receive(ws)["execution_id"]
+        while receive(ws)["type"] != "stdout":
+            pass
+        ws.send(json.dumps({"type": "interrupt", "execution_id": eid, "request_id": "stop"}))
+        events, others = receive_until_end(ws, eid)
+        check_eq(events[-1]["execution"]["status"], "interrupted", "interrupted")
+        check(any(o["type"] == "interrupting" and o["request_id"] == "stop" for o in others),
+              "interrupt acknowledged", others)
+    finally:
+        ws.close()
+        delete_context(ctx)
+
+
+@callisto_only
+def test_events_websocket_bad_messages_get_errors_and_the_socket_stays():
+    ctx = new_context()
+    ws = events_ws(ctx)
+    try:
+        unknown = "00000000-0000-4000-8000-000000000000"
+        bad = ["not json", "[]", "{}", json.dumps({"type": "run"}),
+               json.dumps({"type": "execute"}), json.dumps({"type": "execute", "code": 1}),
+               json.dumps({"type": "execute", "code": "1", "env": {"LD_PRELOAD": "x"}}),
+               json.dumps({"type": "execute", "code": "1", "extra": 1}),
+               json.dumps({"type": "follow"}), json.dumps({"type": "follow", "execution_id": "x"}),
+               json.dumps({"type": "follow", "execution_id": unknown}),
+               json.dumps({"type": "interrupt", "execution_id": unknown})]
+        for text in bad:
+            ws.send(text)
+            m = receive(ws)
+            check_eq(m["type"], "error", f"answer to {text!r}")
+            check(m["message"], f"says why for {text!r}", m)
+        ws.send(json.dumps({"type": "execute", "request_id": "named"}))
+        check_eq(receive(ws).get("request_id"), "named", "the error names the request")
+        ws.send_binary(b"\x00\x01")
+        check("binary" in receive(ws)["message"], "binary frames refused")
+        ws.send("x" * (5 * 1024 * 1024))
+        check("larger than" in receive(ws)["message"], "oversized message refused")
+        # Still open and working.
+        ws.send(json.dumps({"type": "execute", "code": "'alive'"}))
+        eid = receive(ws)["execution_id"]
+        events, _ = receive_until_end(ws, eid)
+        check_eq(events[-1]["execution"]["results"][0]["data"]["text/plain"], "'alive'", "works")
+    finally:
+        ws.close()
+        delete_context(ctx)
+    # An unknown or deleted context, no token, or a plain GET: refused before any upgrade.
+    for token, status in [(TOKEN, 404), ("wrong-token", 403)]:
+        try:
+            events_ws(ctx, token=token)
+            raise AssertionError("the upgrade should have been refused")
+        except websocket.WebSocketBadStatusException as e:
+            check_eq(e.status_code, status, f"upgrade with token {token[:5]}")
+    ctx2 = new_context()
+    try:
+        check_eq(api("GET", f"/v1/contexts/{ctx2['id']}/events").status, 400, "plain GET")
+        check_eq(api("POST", f"/v1/contexts/{ctx2['id']}/events", {}).status, 405, "POST")
+    finally:
+        delete_context(ctx2)
+
+
 # Tokens of the users file that e2e_tests.cpp's users case writes.
 ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
 
@@ -519,6 +856,14 @@ def test_owner_contexts_are_private_and_quotas_apply():
                                    ("PUT", base + "/files/x", b"x")]:
             r = api(method, path, body, token=BOB)
             check_eq(r.status, 404, f"bob {method} {path[-20:]}")
+        check_eq(api("POST", base + "/files", b"x", token=BOB,
+                     headers={"Content-Type": "multipart/form-data; boundary=b"}).status, 404,
+                 "bob uploads a form")
+        try:
+            events_ws(ctx, token=BOB)
+            raise AssertionError("bob opened ana's events socket")
+        except websocket.WebSocketBadStatusException as e:
+            check_eq(e.status_code, 404, "bob's events socket")
         check(all(c["id"] != ctx["id"] for c in api("GET", "/v1/contexts", token=BOB).json()),
               "bob does not list it")
         check_eq(api("GET", "/api/kernels/" + ctx["kernel_id"], token=BOB).status, 404,
