@@ -158,7 +158,7 @@ void http_session::dispatch_request(http_request req) {
             return stream;
         };
         return services_.interpreter_rest.handle(
-            r, req, *who,
+            r, std::move(req), *who,
             [self](http_response res) {
                 asio::dispatch(self->stream_.get_executor(), [self, res = std::move(res)]() mutable {
                     self->send(std::move(res));

@@ -182,6 +182,8 @@ std::string_view to_string(route_kind kind) {
         case route_kind::oneshot_create: return "oneshot_create";
         case route_kind::oneshot_get: return "oneshot_get";
         case route_kind::oneshot_delete: return "oneshot_delete";
+        case route_kind::files_upload: return "files_upload";
+        case route_kind::context_events: return "context_events";
         case route_kind::mcp: return "mcp";
         case route_kind::bad_v1_path: return "bad_v1_path";
         case route_kind::route_kind_count: break;

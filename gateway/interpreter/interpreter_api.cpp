@@ -1,5 +1,6 @@
 #include "gateway/interpreter/interpreter_api.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
@@ -73,7 +74,9 @@ http_response context_gone(const std::string& id, const culled_kernel& culled) {
 interpreter_api::interpreter_api(context_registry& contexts)
     : contexts_(contexts), oneshots_(contexts.settings().oneshot_kept) {}
 
-void interpreter_api::handle(const route& r, const http_request& req, const user& who,
+interpreter_api::~interpreter_api() { file_pool_.join(); }
+
+void interpreter_api::handle(const route& r, http_request req, const user& who,
                              respond_fn respond, const take_stream_fn& take_stream) {
     if (r.kind == route_kind::contexts_list) {
         nlohmann::json list = nlohmann::json::array();
@@ -118,7 +121,10 @@ void interpreter_api::handle(const route& r, const http_request& req, const user
         case route_kind::file_get:
         case route_kind::file_put:
         case route_kind::file_delete:
-            return handle_files(r, req, context, std::move(respond));
+            return boost::asio::post(file_pool_, [this, r, req = std::move(req), context,
+                                                  respond = std::move(respond)]() mutable {
+                handle_files(r, req, context, std::move(respond));
+            });
         case route_kind::execution_get:
         case route_kind::execution_delete: {
             if (!is_valid_kernel_id(r.execution_id)) return respond(no_such_execution(r.execution_id));
@@ -192,7 +198,10 @@ void interpreter_api::upload_form(const http_request& req,
     }
     if (auto e = workdir_files(context->workdir()).write_all(writes))
         return respond(file_error_response(*e));
-    respond(json_response(http::status::created, {{"files", written}}));
+    auto res = json_response(http::status::created, {{"files", written}});
+    // One Location for a 201, as PUT gives: the first file's (most forms carry one).
+    res.set(http::field::location, "/v1/contexts/" + context->id() + "/files/" + files->front().path);
+    respond(std::move(res));
 }
 
 void interpreter_api::create_context(const http_request& req, const user& who, respond_fn respond) {

@@ -4,6 +4,8 @@
 #include <functional>
 #include <memory>
 
+#include <boost/asio/thread_pool.hpp>
+
 #include "gateway/api_request.hpp"
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/ndjson_stream.hpp"
@@ -19,8 +21,9 @@ using take_stream_fn = std::function<std::shared_ptr<ndjson_stream>()>;
 class interpreter_api {
 public:
     explicit interpreter_api(context_registry& contexts);
+    ~interpreter_api();
 
-    void handle(const route& r, const http_request& req, const user& who, respond_fn respond,
+    void handle(const route& r, http_request req, const user& who, respond_fn respond,
                 const take_stream_fn& take_stream);
 
     // The caller's context (an admin: any), or null for a malformed or unknown id.
@@ -33,6 +36,8 @@ public:
     std::size_t max_upload_bytes() const { return contexts_.settings().max_upload_bytes; }
 
 private:
+    // Runs on file_pool_: reads and writes of up to --upload-limit bytes block, and must not
+    // hold up the I/O threads that serve every other client.
     void handle_files(const route& r, const http_request& req,
                       const std::shared_ptr<interpreter_context>& context, respond_fn respond);
     void upload_form(const http_request& req, const std::shared_ptr<interpreter_context>& context,
@@ -53,6 +58,7 @@ private:
 
     context_registry& contexts_;
     oneshot_executions oneshots_;
+    boost::asio::thread_pool file_pool_{2};
 };
 
 }  // namespace callisto::gateway::interpreter

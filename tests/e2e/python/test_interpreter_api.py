@@ -950,12 +950,40 @@ def test_openapi_describes_interpreter_answers():
         check_eq(r.status, 204, "delete file")
         check_documented("DELETE", FP, api("DELETE", base + "/files/data/2026/report.csv"))  # 404
 
+        form = form_file(b"form/a.csv", b"a\n1\n") + FORM_END
+        r = check_documented("POST", F, api("POST", base + "/files", form,
+                                            headers={"Content-Type": FORM_TYPE}))
+        check_eq(r.status, 201, "form upload")
+        check_documented("POST", F, api("POST", base + "/files", form_file(b"../x", b"1") + FORM_END,
+                                        headers={"Content-Type": FORM_TYPE}))  # 400
+        check_documented("POST", F, api("POST", base + "/files", b"x",
+                                        headers={"Content-Type": "text/plain"}))  # 415
+        r = check_documented("POST", E, api("POST", base + "/executions",
+                                            {"code": "import os\nos.environ['E']", "env": {"E": "1"},
+                                             "keep_ansi": True}))
+        check_eq(r.json()["results"][0]["data"]["text/plain"], "'1'", "env")
+        check_documented("POST", E, api("POST", base + "/executions",
+                                        {"code": "1", "env": {"LD_PRELOAD": "x"}}))  # 400
+        check_documented("GET", CI + "/events", api("GET", base + "/events"))  # not an upgrade: 400
+        ws = events_ws(ctx)
+        try:
+            ws.send(json.dumps({"type": "execute", "code": "print(1)\n1/0"}))
+            ws.send("not json")
+            seen = []
+            while not seen or seen[-1]["type"] != "end":
+                seen.append(receive(ws))
+                check_schema(seen[-1], "EventsServerMessage", "events message")
+            check(any(m["type"] == "error" and "message" in m for m in seen), "a refusal", seen)
+        finally:
+            ws.close()
+
         r = check_documented("POST", CI + "/restart", api("POST", base + "/restart"))
         check_eq(r.status, 200, "restart")
         r = check_documented("DELETE", CI, api("DELETE", base))
         check_eq(r.status, 204, "delete")
         for method, path in (("GET", CI), ("DELETE", CI), ("POST", CI + "/restart"), ("GET", E),
-                             ("GET", F), ("GET", FP), ("PUT", FP), ("DELETE", FP)):
+                             ("GET", F), ("GET", FP), ("PUT", FP), ("DELETE", FP), ("POST", F),
+                             ("GET", CI + "/events")):
             target = path.replace("{context_id}", cid).replace("{path}", "a/b")
             r = check_documented(method, path, api(method, target, b"x" if method == "PUT" else None))
             check_eq(r.status, 404, f"{method} {path} after delete")
