@@ -433,6 +433,13 @@ def test_env_is_set_for_one_execution_and_restored_after():
                  "True False\n", "no names left in the user's namespace")
     finally:
         delete_context(ctx)
+    # One-shot executions take env too.
+    r = api("POST", "/v1/executions", {"code": "import os\nprint(os.environ['ONE'])",
+                                        "env": {"ONE": "shot"}, "policy": "fresh"}, timeout=120)
+    check_eq(r.status, 200, "one-shot with env " + repr(r.body[:300]))
+    check_eq(r.json()["stdout"], "shot\n", "the one-shot saw its env")
+    check_eq(api("POST", "/v1/executions", {"code": "1", "env": {"LD_PRELOAD": "x"}}).status, 400,
+             "a one-shot's env is checked the same way")
 
 
 @callisto_only
