@@ -676,8 +676,10 @@ def test_multipart_upload_hand_built_forms_and_every_refusal():
             r = post(body, content_type)
             check_eq(r.status, status, f"{body[:60]!r}: {r.body[:200]!r}")
             check(says in r.json()["message"], f"says why for {body[:60]!r}", r.json())
-        names = {f["path"] for f in api("GET", base).json()["files"] if not f["path"].startswith(".")}
-        check_eq(names, {"in.csv", "sub", "sub/two.csv"}, "no refused form wrote anything")
+        names = {f["path"] for f in api("GET", base).json()["files"]}
+        check({"in.csv", "sub/two.csv"} <= names, "the good form's files are there", names)
+        check(not names & {"ok.csv", "x.csv", "a", "a\\b.csv", "escape.csv"},
+              "no refused form wrote anything", names)
 
         # Same body limit as PUT: refused from the Content-Length, before the body.
         status, data = raw_request(
