@@ -19,6 +19,7 @@ public:
     }
 
     int get() const { return fd_; }
+    explicit operator bool() const { return fd_ >= 0; }
     // Gives the descriptor up without closing it.
     int release() {
         const int fd = fd_;

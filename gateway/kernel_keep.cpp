@@ -45,6 +45,11 @@ void kernel_keep::forget(const std::string& id) {
     std::erase_if(kept_, [&](const kept_kernel& e) { return e.id == id; });
 }
 
+std::size_t kernel_keep::count(const std::string& owner) const {
+    return static_cast<std::size_t>(std::count_if(
+        kept_.begin(), kept_.end(), [&](const kept_kernel& e) { return e.owner == owner; }));
+}
+
 bool kernel_keep::contains(const std::string& id) const {
     return std::any_of(kept_.begin(), kept_.end(), [&](const kept_kernel& e) { return e.id == id; });
 }

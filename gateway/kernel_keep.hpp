@@ -41,6 +41,7 @@ public:
     // A kept kernel that went away by other means (culled, deleted): forget it.
     void forget(const std::string& id);
     bool contains(const std::string& id) const;
+    std::size_t count(const std::string& owner) const;
     std::size_t size() const { return kept_.size(); }
 
 private:

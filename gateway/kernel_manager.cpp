@@ -148,8 +148,7 @@ void kernel_manager::create(create_kernel_request request,
 
 // Called with mutex_ held. Pending starts are in kernels_ already, so they count.
 std::optional<std::string> kernel_manager::over_limit(const user& who) const {
-    if (max_kernels_ > 0 && kernels_.size() >= max_kernels_)
-        return "the server runs its maximum of " + std::to_string(max_kernels_) + " kernels";
+    // The user's own limit first: when both apply, it is the one they can do something about.
     if (who.max_kernels > 0) {
         std::size_t mine = 0;
         for (const auto& [id, k] : kernels_)
@@ -158,15 +157,25 @@ std::optional<std::string> kernel_manager::over_limit(const user& who) const {
             return "user '" + who.name + "' already has " + std::to_string(mine) +
                    " kernels, the limit";
     }
+    if (max_kernels_ > 0 && kernels_.size() >= max_kernels_)
+        return "the server runs its maximum of " + std::to_string(max_kernels_) +
+               " kernels, the limit";
     return std::nullopt;
 }
 
 std::vector<std::shared_ptr<kernel_session>> kernel_manager::make_room(const user& who) {
     std::vector<std::shared_ptr<kernel_session>> out;
+    if (!over_limit(who)) return out;
+    // Only when giving way makes the create possible: a refusal must not cost anyone a kernel.
+    std::size_t mine = 0;
+    for (const auto& [id, k] : kernels_)
+        if (k->owner() == who.name) ++mine;
+    if (who.max_kernels > 0 && mine - kept_.count(who.name) >= who.max_kernels) return out;
+    if (max_kernels_ > 0 && kernels_.size() - kept_.size() >= max_kernels_) return out;
     while (over_limit(who)) {
-        const bool server_full = max_kernels_ > 0 && kernels_.size() >= max_kernels_;
-        // The server's limit: anyone's kept kernel gives way; the user's own: only theirs.
-        auto victim = kept_.evict(server_full ? std::string{} : who.name);
+        // The user's own kept kernels first; for the server's limit, then anyone's.
+        auto victim = kept_.evict(who.name);
+        if (!victim) victim = kept_.evict();
         if (!victim) break;
         auto it = kernels_.find(victim->id);
         if (it == kernels_.end()) continue;

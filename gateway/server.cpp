@@ -165,7 +165,9 @@ void server::request_stop() {
 void server::begin_stop() {
     listener_->stop();
     sessions_.close_all();
-    // MCP sessions end with the server: their contexts go before the kernels do.
+    // MCP sessions end with the server: their contexts go before the kernels do, and their
+    // kernels are shut down rather than reset for a reuse that will not come.
+    contexts_.stop();
     mcp_sessions_.close_all();
     kernels_.shutdown_all([this] { asio::post(ioc_, [this] { finish_stop(); }); });
 }

@@ -96,8 +96,12 @@ std::optional<culled_kernel> context_registry::culled_for(const std::string& id,
 void context_registry::remove(const std::shared_ptr<interpreter_context>& context,
                               std::function<void()> done) {
     {
+        // Once: two DELETEs racing, or a DELETE racing a one-shot's own removal, must not
+        // release the kernel twice (a second reset could wipe its next context).
         std::lock_guard lock(mutex_);
-        contexts_.erase(context->id());
+        auto it = contexts_.find(context->id());
+        if (it == contexts_.end() || it->second != context) return done();
+        contexts_.erase(it);
     }
     const bool busy = context->busy();  // before close() fails what is queued
     context->close("the context was deleted");
@@ -124,27 +128,27 @@ void context_registry::release_kernel(const std::shared_ptr<interpreter_context>
             then();
         });
     };
-    if (context->options().policy != kernel_policy::reuse ||
+    if (stopping_ || context->options().policy != kernel_policy::reuse ||
         kernel->activity().execution_state != "idle" ||
         !may_reuse(context->options().kernel_uses, kernel->activity().started_at,
                    wall_clock::now(), kernels_.recycling()))
         return destroy(std::move(done));
-    // The context is answered as deleted at once; the kernel is offered again only when the
-    // reset has run. Meanwhile it sits in the keep, so a create hitting a limit can have it.
+    // In the keep while it resets (not handed out, but able to give way to a limit), and
+    // answered as deleted once the reset has run: the owner's next context gets it.
     remove_own_dir(context);
-    done();
-    if (!kernels_.keep(kernel, context->options().kernel_uses)) return destroy([] {});
+    if (!kernels_.keep(kernel, context->options().kernel_uses)) return destroy(std::move(done));
     const bool sandboxed = !settings_.kernel_workdir_root.empty();
     kernel_reset::run(ioc_, kernel, sandboxed ? "/work" : settings_.context_root.string(),
                       sandboxed, settings_.reset_timeout,
-                      [this, context, kernel, destroy](bool ok) {
+                      [this, context, kernel, destroy, done = std::move(done)](bool ok) mutable {
                           if (!ok) {
                               log_.warn("kernel " + kernel->id() + " did not reset; destroying it");
-                              return destroy([] {});
+                              return destroy(std::move(done));
                           }
                           if (kernels_.kept_ready(kernel))
                               log_.info("kernel " + kernel->id() + " reset and kept for " +
                                         context->owner());
+                          done();
                       });
 }
 

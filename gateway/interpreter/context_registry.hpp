@@ -4,6 +4,7 @@
 // removes them, and forgets them when their kernel goes away underneath (deleted through the
 // Jupyter API, culled: such ids then answer 410 for the culling retention period).
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -47,6 +48,8 @@ public:
     void remove(const std::shared_ptr<interpreter_context>& context, std::function<void()> done);
     // The same, posted: for callers that hold locks (an execution's event sinks).
     void remove_later(const std::shared_ptr<interpreter_context>& context);
+    // The server is stopping: kernels of removed contexts are shut down, not reset and kept.
+    void stop() { stopping_ = true; }
 
 private:
     void forget(const std::shared_ptr<interpreter_context>& context, const std::string& reason);
@@ -61,6 +64,7 @@ private:
     culled_kernels culled_;
     mutable std::mutex mutex_;
     std::map<std::string, std::shared_ptr<interpreter_context>> contexts_;
+    std::atomic<bool> stopping_{false};
 };
 
 }  // namespace callisto::gateway::interpreter

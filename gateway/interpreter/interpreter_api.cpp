@@ -72,7 +72,7 @@ http_response context_gone(const std::string& id, const culled_kernel& culled) {
 }  // namespace
 
 interpreter_api::interpreter_api(context_registry& contexts)
-    : contexts_(contexts), oneshots_(contexts.settings().oneshot_kept) {}
+    : contexts_(contexts), oneshots_(contexts.settings().oneshot_kept, contexts.settings().oneshot_kept_per_user) {}
 
 interpreter_api::~interpreter_api() { file_pool_.join(); }
 
@@ -275,6 +275,12 @@ void interpreter_api::create_oneshot(const http_request& req, const user& who, r
                 e->subscribe([this, context](const nlohmann::json&, bool last) {
                     if (last) contexts_.remove_later(context);
                 });
+            },
+            // Closed before the run began (its kernel culled or deleted meanwhile, the server
+            // stopping): neither the key nor the context may outlive the refusal.
+            [this, owner, key, context] {
+                if (!key.empty()) oneshots_.release_key(owner, key);
+                contexts_.remove_later(context);
             });
     });
 }
@@ -295,16 +301,22 @@ void interpreter_api::handle_oneshot(const route& r, const user& who, respond_fn
 void interpreter_api::submit_and_answer(
     const std::shared_ptr<interpreter_context>& context, execution_request request,
     std::string location_prefix, respond_fn respond, std::shared_ptr<ndjson_stream> stream,
-    std::function<void(const std::shared_ptr<execution>&)> on_accepted) {
+    std::function<void(const std::shared_ptr<execution>&)> on_accepted,
+    std::function<void()> on_refused) {
     context->submit(std::move(request), [respond = std::move(respond), stream = std::move(stream),
                                          location_prefix = std::move(location_prefix),
                                          on_accepted = std::move(on_accepted),
+                                         on_refused = std::move(on_refused),
                                          limit = contexts_.settings().queue_limit](
                                             interpreter_context::submit_result r) {
         auto answer = stream ? respond_fn([stream](http_response res) { stream->respond(std::move(res)); })
                              : respond;
-        if (r.outcome == interpreter_context::submit_outcome::queue_full) return answer(queue_full(limit));
-        if (!r.exec) return answer(error_response(http::status::conflict, "the context is closed"));
+        if (r.outcome == interpreter_context::submit_outcome::queue_full || !r.exec) {
+            if (on_refused) on_refused();
+            if (r.exec == nullptr && r.outcome != interpreter_context::submit_outcome::queue_full)
+                return answer(error_response(http::status::conflict, "the context is closed"));
+            return answer(queue_full(limit));
+        }
         const std::string location = location_prefix + r.exec->id();
         const bool repeated = r.outcome == interpreter_context::submit_outcome::repeated;
         if (!repeated && on_accepted) on_accepted(r.exec);

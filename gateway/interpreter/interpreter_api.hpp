@@ -50,11 +50,13 @@ private:
                         const take_stream_fn& take_stream);
     void handle_oneshot(const route& r, const user& who, respond_fn respond);
     // Submits to the context and answers with one JSON document at the end, or with the
-    // NDJSON stream when `stream` is set. on_accepted runs first for a new execution.
+    // NDJSON stream when `stream` is set. on_accepted runs first for a new execution,
+    // on_refused when the context would not take it (closed, queue full).
     void submit_and_answer(
         const std::shared_ptr<interpreter_context>& context, execution_request request,
         std::string location_prefix, respond_fn respond, std::shared_ptr<ndjson_stream> stream,
-        std::function<void(const std::shared_ptr<execution>&)> on_accepted = {});
+        std::function<void(const std::shared_ptr<execution>&)> on_accepted = {},
+        std::function<void()> on_refused = {});
 
     context_registry& contexts_;
     oneshot_executions oneshots_;

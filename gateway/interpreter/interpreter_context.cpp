@@ -1,10 +1,12 @@
 #include "gateway/interpreter/interpreter_context.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
 
+#include "common/unique_fd.hpp"
 #include "gateway/interpreter/ansi_text.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
 #include "kernelproto/ids.hpp"
@@ -22,27 +24,34 @@ std::size_t value_size(const nlohmann::json& v) {
     return v.is_string() ? v.get_ref<const std::string&>().size() : v.dump().size();
 }
 
-// Writes bytes to dir/name with O_NOFOLLOW|O_EXCL, so nothing the kernel planted is followed
-// or overwritten. False on any failure.
-bool write_new_file(const std::filesystem::path& dir, const std::string& name,
-                    const std::string& bytes) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec || std::filesystem::is_symlink(dir, ec)) return false;
-    const auto path = dir / name;
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) return false;
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-        ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (n <= 0) {
-            ::close(fd);
-            ::unlink(path.c_str());
-            return false;
-        }
-        done += static_cast<std::size_t>(n);
+// Writes bytes to workdir/subdir/name, never following a link the kernel planted (each step
+// opened with O_NOFOLLOW relative to the last) nor overwriting (O_EXCL), and owned like the
+// workdir: the kernel's own user must be able to delete it (a kept kernel's reset empties the
+// workdir as that user). False on any failure.
+bool write_new_file(const std::filesystem::path& workdir, const char* subdir,
+                    const std::string& name, const std::string& bytes) {
+    unique_fd root(::open(workdir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st {};
+    if (!root || ::fstat(root.get(), &st) != 0) return false;
+    if (::mkdirat(root.get(), subdir, 0755) == 0) {
+        unique_fd made(::openat(root.get(), subdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!made || ::fchown(made.get(), st.st_uid, st.st_gid) != 0) return false;
+    } else if (errno != EEXIST) {
+        return false;
     }
-    return ::close(fd) == 0;
+    unique_fd dir(::openat(root.get(), subdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir) return false;
+    unique_fd fd(::openat(dir.get(), name.c_str(),
+                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!fd) return false;
+    bool ok = ::fchown(fd.get(), st.st_uid, st.st_gid) == 0;
+    for (std::size_t done = 0; ok && done < bytes.size();) {
+        ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+        ok = n > 0;
+        if (ok) done += static_cast<std::size_t>(n);
+    }
+    if (!ok) ::unlinkat(dir.get(), name.c_str(), 0);
+    return ok;
 }
 
 }  // namespace
@@ -353,7 +362,7 @@ nlohmann::json interpreter_context::cap_bundle(const nlohmann::json& data, std::
         const std::string name = current_->id() + "-" + std::to_string(index) + file_extension_for(mime);
         const std::string relative = std::string("callisto-outputs/") + name;
         if (!options_.one_shot && !workdir_.empty() &&
-            write_new_file(workdir_ / "callisto-outputs", name, bytes)) {
+            write_new_file(workdir_, "callisto-outputs", name, bytes)) {
             out[mime] = {{"file", relative}, {"bytes", bytes.size()}};
             current_->note_truncated_result(mime, size, relative);
         } else {

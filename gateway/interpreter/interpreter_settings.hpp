@@ -31,7 +31,8 @@ struct interpreter_settings {
     kernel_policy default_policy = kernel_policy::reuse;  // when a request names none
     std::chrono::seconds culled_retention{3600};          // contexts whose kernel was culled: 410
     std::chrono::milliseconds reset_timeout{10000};       // a kept kernel's reset must answer
-    std::size_t oneshot_kept = 1024;  // finished one-shot executions remembered, all users
+    std::size_t oneshot_kept = 1024;          // one-shot executions remembered, all users
+    std::size_t oneshot_kept_per_user = 64;   // and of one user
 };
 
 }  // namespace callisto::gateway::interpreter

@@ -49,6 +49,10 @@ void kernel_reset::run(asio::io_context& ioc, const std::shared_ptr<kernel_sessi
                        const std::string& workdir, bool wipe, std::chrono::milliseconds timeout,
                        std::function<void(bool ok)> done) {
     auto self = std::make_shared<kernel_reset>(ioc, std::move(done));
+    self->kernel_ = kernel;
+    // Attached (as no connection) so that a kernel shut down meanwhile, by a limit or the
+    // server stopping, ends the wait at once instead of at the timeout.
+    kernel->attach(self);
     auto request = make_reset_request(workdir, wipe, kernelproto::new_uuid());
     self->msg_id_ = request.msg_id;
     asio::post(self->strand_, [self, timeout] {
@@ -57,7 +61,6 @@ void kernel_reset::run(asio::io_context& ioc, const std::shared_ptr<kernel_sessi
             if (!ec) self->finish(false);
         });
     });
-    // The reply comes back to `self` alone: it is not attached, so it sees no iopub.
     kernel->submit(self, kernelproto::channel::shell, std::move(request));
 }
 
@@ -76,6 +79,7 @@ void kernel_reset::finish(bool ok) {
         return asio::post(strand_, [self = shared_from_this(), ok] { self->finish(ok); });
     timer_.cancel();
     if (!done_) return;
+    kernel_->detach(this);
     auto done = std::move(done_);
     done_ = nullptr;
     done(ok);

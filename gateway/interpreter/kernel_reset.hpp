@@ -52,6 +52,7 @@ public:
 private:
     void finish(bool ok);
 
+    std::shared_ptr<kernel_session> kernel_;  // attached until finish(): its shutdown ends the wait
     boost::asio::strand<boost::asio::io_context::executor_type> strand_;
     boost::asio::steady_timer timer_;
     std::string msg_id_;

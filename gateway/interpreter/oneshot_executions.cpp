@@ -1,5 +1,7 @@
 #include "gateway/interpreter/oneshot_executions.hpp"
 
+#include <algorithm>
+
 namespace callisto::gateway::interpreter {
 
 namespace {
@@ -32,15 +34,28 @@ void oneshot_executions::add(const std::string& owner, const std::shared_ptr<exe
     by_id_[e->id()] = {owner, {e, context}};
     order_.push_back(e->id());
     if (const auto& key = e->request().idempotency_key; !key.empty()) keys_[key_of(owner, key)] = e->id();
-    while (order_.size() > max_kept_) {
-        auto it = by_id_.find(order_.front());
-        if (it != by_id_.end()) {
-            if (const auto& key = it->second.value.exec->request().idempotency_key; !key.empty())
-                keys_.erase(key_of(it->second.owner, key));
-            by_id_.erase(it);
-        }
-        order_.pop_front();
+    std::size_t mine = 0;
+    for (const auto& id : order_)
+        if (auto it = by_id_.find(id); it != by_id_.end() && it->second.owner == owner) ++mine;
+    if (mine > max_per_owner_) {
+        // This owner's oldest goes.
+        auto at = std::find_if(order_.begin(), order_.end(), [&](const std::string& id) {
+            auto it = by_id_.find(id);
+            return it != by_id_.end() && it->second.owner == owner;
+        });
+        forget_locked(at);
     }
+    while (order_.size() > max_kept_) forget_locked(order_.begin());
+}
+
+void oneshot_executions::forget_locked(std::deque<std::string>::iterator at) {
+    if (at == order_.end()) return;
+    if (auto it = by_id_.find(*at); it != by_id_.end()) {
+        if (const auto& key = it->second.value.exec->request().idempotency_key; !key.empty())
+            keys_.erase(key_of(it->second.owner, key));
+        by_id_.erase(it);
+    }
+    order_.erase(at);
 }
 
 std::optional<oneshot_executions::entry> oneshot_executions::find_for(const std::string& id,

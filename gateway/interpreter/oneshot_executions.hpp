@@ -19,7 +19,10 @@ namespace callisto::gateway::interpreter {
 
 class oneshot_executions {
 public:
-    explicit oneshot_executions(std::size_t max_kept) : max_kept_(max_kept) {}
+    // max_kept: all users together; max_per_owner: one user's flood must not push out the
+    // others' results and idempotency keys.
+    oneshot_executions(std::size_t max_kept, std::size_t max_per_owner)
+        : max_kept_(max_kept), max_per_owner_(max_per_owner) {}
 
     enum class key_state { free, reserved, known };
     struct key_claim {
@@ -46,7 +49,10 @@ private:
         std::string owner;
         entry value;
     };
+    void forget_locked(std::deque<std::string>::iterator at);
+
     const std::size_t max_kept_;
+    const std::size_t max_per_owner_;
     mutable std::mutex mutex_;
     std::map<std::string, record> by_id_;
     std::deque<std::string> order_;  // oldest first

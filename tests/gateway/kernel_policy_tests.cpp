@@ -85,6 +85,8 @@ TEST_CASE("kernel keep gives way: the owner's oldest first, or anyone's; forgets
     keep.put(kept("a1", "ana"));
     keep.put(kept("b1", "bob"));
     keep.put(kept("a2", "ana"));
+    CHECK(keep.count("ana") == 2);
+    CHECK(keep.count("carl") == 0);
     CHECK(keep.evict("ana")->id == "a1");
     CHECK_FALSE(keep.evict("carl"));
     CHECK(keep.evict()->id == "b1");

@@ -90,7 +90,7 @@ TEST_CASE("router maps the one-shot routes and answers wrong methods with 405") 
 }
 
 TEST_CASE("one-shot index: owners see their own, admins all, others nothing") {
-    oneshot_executions index(10);
+    oneshot_executions index(10, 10);
     auto e = make_execution(eid);
     index.add("ana", e, nullptr);
     CHECK(index.find_for(eid, user{"ana"})->exec == e);
@@ -101,7 +101,7 @@ TEST_CASE("one-shot index: owners see their own, admins all, others nothing") {
 }
 
 TEST_CASE("one-shot index: an idempotency key is reserved, then known, per owner") {
-    oneshot_executions index(10);
+    oneshot_executions index(10, 10);
     CHECK(index.claim_key("ana", "k").state == oneshot_executions::key_state::free);
     CHECK(index.claim_key("ana", "k").state == oneshot_executions::key_state::reserved);
     CHECK(index.claim_key("bob", "k").state == oneshot_executions::key_state::free);
@@ -115,8 +115,20 @@ TEST_CASE("one-shot index: an idempotency key is reserved, then known, per owner
     CHECK(index.claim_key("bob", "k").state == oneshot_executions::key_state::free);
 }
 
+TEST_CASE("one-shot index: one user's flood pushes out only their own oldest") {
+    oneshot_executions index(100, 2);
+    index.add("bob", make_execution("b1", "kb"), nullptr);
+    index.add("ana", make_execution("a1"), nullptr);
+    index.add("ana", make_execution("a2"), nullptr);
+    index.add("ana", make_execution("a3"), nullptr);
+    CHECK_FALSE(index.find_for("a1", user{"ana"}));
+    CHECK(index.find_for("a2", user{"ana"}));
+    CHECK(index.find_for("b1", user{"bob"}));
+    CHECK(index.claim_key("bob", "kb").state == oneshot_executions::key_state::known);
+}
+
 TEST_CASE("one-shot index is bounded: the oldest are forgotten with their keys") {
-    oneshot_executions index(2);
+    oneshot_executions index(2, 2);
     index.add("ana", make_execution("e1", "k1"), nullptr);
     index.add("ana", make_execution("e2"), nullptr);
     index.add("ana", make_execution("e3"), nullptr);

@@ -2,7 +2,9 @@
 """Kernel policies with real kernels: reuse (a context keeps its state; a finished context's
 kernel is reset and kept for its owner's next one, within the recycling limits) and fresh (a
 kernel no one used, destroyed afterwards); one-shot executions under both; contexts that lose
-their kernel. The server under test runs with --recycle-max-uses=2 --pool-size=1.
+their kernel. The server under test runs with --recycle-max-uses=2 (and the default warm pool
+of 1). Tests that count on which kernel a context gets first drop the kernels earlier tests
+left kept.
 
   CALLISTO_URL=… CALLISTO_TOKEN=… /usr/bin/python3 test_policies.py [-k NAME]
 """
@@ -62,6 +64,13 @@ def kernel_gone(kid):
     return kid not in kernel_ids()
 
 
+def drop_kept_kernels():
+    """Deletes the caller's kernels that back no context: the ones kept for reuse."""
+    in_use = {c["kernel_id"] for c in api("GET", "/v1/contexts").json()}
+    for kid in kernel_ids() - in_use:
+        api("DELETE", "/api/kernels/" + kid, timeout=TIMEOUT)
+
+
 def result_text(out):
     for r in out.get("results", []):
         if "text/plain" in r.get("data", {}):
@@ -105,9 +114,16 @@ def test_fresh_context_never_sees_another_contexts_variables():
 
 @test
 def test_reuse_kernel_is_reset_and_kept_for_the_owners_next_context():
+    drop_kept_kernels()
     a = new_context(policy="reuse")
+    check_eq(a["kernel_uses"], 1, "a kernel no one used")
     run(a, "secret = 42\nimport matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
-           "plt.figure()\nopen('left-behind.txt', 'w').write('x')\nopen('.hidden', 'w').write('x')\nos_dir = __import__('os').getcwd()")
+           "plt.figure()\nopen('left-behind.txt', 'w').write('x')\nopen('.hidden', 'w').write('x')\n"
+           "import os; os.makedirs('sub/dir', exist_ok=True); open('sub/dir/f', 'w').write('x')")
+    # A result over --result-cap is written by the gateway into callisto-outputs/.
+    out = run(a, "from IPython.display import display\n"
+                 "display({'text/plain': 'x' * (6 << 20)}, raw=True)")
+    check(isinstance(out["results"][0]["data"]["text/plain"], dict), "moved to a file", out)
     delete_context(a)
     check(a["kernel_id"] in kernel_ids(), "the kernel is kept, not destroyed")
     b = new_context(policy="reuse")
@@ -131,7 +147,9 @@ def test_reuse_kernel_is_reset_and_kept_for_the_owners_next_context():
 @test
 def test_recycling_limit_destroys_a_kernel_that_served_enough():
     # --recycle-max-uses=2: the second context on a kernel is its last.
+    drop_kept_kernels()
     a = new_context(policy="reuse")
+    check_eq(a["kernel_uses"], 1, "first use")
     delete_context(a)
     b = new_context(policy="reuse")
     try:
@@ -177,10 +195,18 @@ def test_oneshot_fresh_runs_alone_and_leaves_nothing():
 
 @test
 def test_oneshot_reuse_starts_clean_on_a_kept_kernel():
-    first = oneshot("leak = 'one-shot state'; print('first')", policy="reuse")
+    drop_kept_kernels()
+    # id(sys) names the kernel process: equal only when the same kernel ran both.
+    probe = "import sys; print(id(sys), globals().get('leak'))"
+    first = oneshot("leak = 'one-shot state'\n" + probe, policy="reuse")
     check(first["status"] == "ok", "first ran", first)
-    second = oneshot("print(globals().get('leak'))", policy="reuse")
-    check(second["stdout"] == "None\n", "no state from the previous one-shot", second)
+    process = first["stdout"].split()[0]
+    # The kernel is kept once its reset has answered, just after the answer: ask a few times.
+    for _ in range(20):
+        second = oneshot(probe, policy="reuse")
+        if second["stdout"].split()[0] == process:
+            break
+    check_eq(second["stdout"], process + " None\n", "the same kernel, without the earlier state")
 
 
 @test
