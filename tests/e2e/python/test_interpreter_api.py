@@ -302,14 +302,14 @@ def test_an_oversized_image_becomes_a_file_reference():
     ctx = new_context()
     try:
         r = run(ctx, "import os\nfrom IPython.display import Image, display\n"
-                     "display(Image(data=b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(6 * 1024 * 1024), format='png'))")
+                     "display(Image(data=b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(20 * 1024 * 1024), format='png'))")
         check_eq(r["status"], "ok", "status " + json.dumps(r)[:400])
         ref = r["results"][0]["data"]["image/png"]
         check(isinstance(ref, dict) and "file" in ref, "a file reference", str(ref)[:200])
-        check_eq(ref["bytes"], 6 * 1024 * 1024 + 8, "decoded size")
+        check_eq(ref["bytes"], 20 * 1024 * 1024 + 8, "decoded size")
         check_eq(r["truncated"]["results"][0]["moved_to"], ref["file"], "said in truncated")
         size = run(ctx, f"import os\nos.path.getsize({ref['file']!r})")
-        check_eq(size["results"][0]["data"]["text/plain"], str(6 * 1024 * 1024 + 8),
+        check_eq(size["results"][0]["data"]["text/plain"], str(20 * 1024 * 1024 + 8),
                  "the kernel sees the file in its workdir")
         # Each under the per-result cap, together over the execution's 20 MiB: the first stay
         # inline, the later ones become files.
