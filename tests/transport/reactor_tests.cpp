@@ -449,8 +449,11 @@ TEST_CASE_FIXTURE(connected_link, "a 3 MB output arrives intact through the kept
     for (int i = 0; code.size() < (3u << 20); ++i) code += "line " + std::to_string(i) + " é\n";
     kp::message req = execute_request(code);
     r.send(id, kp::channel::shell, req);
+    // Shell and iopub are separate sockets with no order between them (and a big iopub
+    // content is validated on a helper thread): wait for both the reply and the output.
     REQUIRE(events->wait_for([&](const recorded_events& e) {
-        return e.count(kp::channel::shell, "execute_reply", req.msg_id) == 1;
+        return e.count(kp::channel::shell, "execute_reply", req.msg_id) == 1 &&
+               e.count(kp::channel::iopub, "stream", req.msg_id) >= 1;
     }));
     auto e = events->snapshot();
     bool seen = false;
