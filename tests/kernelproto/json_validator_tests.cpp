@@ -69,3 +69,22 @@ TEST_CASE("json validator agrees with nlohmann on mutated documents") {
     }
     CHECK(compared > 10000);
 }
+
+// The string scan reads eight bytes at a time: every byte that ends a plain run must be found at
+// every offset within a word, and at the very end of the text.
+TEST_CASE("json validator finds what ends a plain string run at every offset of a word") {
+    for (std::size_t pad = 0; pad < 20; ++pad) {
+        const std::string run(pad, 'x');
+        CAPTURE(pad);
+        CHECK(is_valid_json("\"" + run + "\""));
+        CHECK(is_valid_json("[\"" + run + "\\n" + run + "\",1]"));
+        CHECK(is_valid_json("\"" + run + "\xc3\xa9" + run + "\""));
+        CHECK(is_valid_json("\"" + run + "\x7f" + run + "\""));  // DEL is allowed raw
+        CHECK_FALSE(is_valid_json("\"" + run));                   // unterminated
+        CHECK_FALSE(is_valid_json("\"" + run + "\x1f" + run + "\""));
+        CHECK_FALSE(is_valid_json("\"" + run + std::string(1, '\0') + run + "\""));
+        CHECK_FALSE(is_valid_json("\"" + run + "\xc3" + run + "\""));  // truncated sequence
+        CHECK_FALSE(is_valid_json("\"" + run + "\\q" + run + "\""));
+        CHECK_FALSE(is_valid_json("\"" + run + "\"" + run + "\""));  // text after the value
+    }
+}
