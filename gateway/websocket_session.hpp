@@ -1,32 +1,27 @@
 #pragma once
-// One client WebSocket on /api/kernels/{id}/channels.
-//
-// Reads frames in pieces so an oversized message is discarded and answered with an error
-// instead of tearing the connection down; writes from a queue bounded in bytes (a client that
-// reads too slowly is closed with a reason rather than growing the gateway's memory).
+// One client WebSocket on /api/kernels/{id}/channels: Jupyter messages in both directions, in
+// the format the client's subprotocol chose. The socket mechanics (size limit, bounded send
+// queue, pings, close) are the channel's; this relays between it and the kernel session.
 
 #include <cstddef>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
+#include <string_view>
 
-#include <boost/asio/buffer.hpp>
-
-#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/websocket/stream.hpp>
 
 #include "common/logger.hpp"
 #include "gateway/api_request.hpp"
 #include "gateway/kernel_client.hpp"
 #include "gateway/kernel_session.hpp"
 #include "gateway/server_config.hpp"
+#include "gateway/websocket_channel.hpp"
 
 namespace callisto::gateway {
 
 class websocket_session : public kernel_client,
+                          public websocket_handler,
                           public std::enable_shared_from_this<websocket_session> {
 public:
     // `since`: replay the kernel's output after this sequence number first (?since=SEQ).
@@ -46,36 +41,16 @@ public:
     void close_from_kernel(std::string reason) override;
 
 private:
-    void on_accept(boost::beast::error_code ec);
-    void do_read();
-    void on_read(boost::beast::error_code ec, std::size_t bytes);
-    void handle_message(bool binary);
+    void on_open() override;
+    void on_message(std::string_view data, bool binary) override;
+    void on_oversized_message(std::size_t bytes, std::size_t limit) override;
     void reject(std::string_view reason, const kernelproto::message* rejected);
-    void enqueue(std::shared_ptr<const kernelproto::websocket_frame> frame);
-    void do_write();
-    void on_write(boost::beast::error_code ec, std::size_t bytes);
-    void start_close(boost::beast::websocket::close_code code, std::string reason);
-    void do_close();
 
-    boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
+    websocket_channel channel_;
     std::shared_ptr<kernel_session> kernel_;
-    const server_config& config_;
     logger log_;
     kernelproto::websocket_format format_ = kernelproto::websocket_format::legacy;
     std::optional<std::uint64_t> since_;
-
-    boost::beast::flat_buffer read_buffer_;
-    std::size_t message_bytes_ = 0;
-    bool discarding_ = false;
-
-    std::deque<std::shared_ptr<const kernelproto::websocket_frame>> queue_;
-    std::size_t queued_bytes_ = 0;
-    std::vector<boost::asio::const_buffer> write_buffers_;  // the frame being written
-    bool writing_ = false;
-    bool accepted_ = false;
-    bool closing_ = false;
-    bool close_sent_ = false;
-    boost::beast::websocket::close_reason close_reason_;
 };
 
 }  // namespace callisto::gateway
