@@ -3,24 +3,22 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/interpreter/context_fields.hpp"
+#include "gateway/interpreter/json_body.hpp"
 
 namespace callisto::gateway::interpreter {
 
 std::optional<context_request> parse_context_request(std::string_view body, std::string& error) {
     context_request req;
     if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return req;
-    auto doc = nlohmann::json::parse(body, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) {
-        error = "request body must be a JSON object";
-        return std::nullopt;
-    }
-    for (auto& [name, value] : doc.items()) {
+    auto doc = parse_json_body(body, error);
+    if (!doc) return std::nullopt;
+    for (auto& [name, value] : doc->items()) {
         if (!is_context_field(name)) {
             error = "unknown field '" + name + "'";
             return std::nullopt;
         }
     }
-    if (!read_context_fields(doc, req, error)) return std::nullopt;
+    if (!read_context_fields(*doc, req, error)) return std::nullopt;
     return req;
 }
 

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/interpreter/json_body.hpp"
+
 namespace callisto::gateway::interpreter {
 
 namespace {
@@ -22,12 +24,9 @@ std::optional<execution_request> parse_execution_request(std::string_view body,
                                                          std::string_view accept,
                                                          const execution_request_limits& limits,
                                                          std::string& error) {
-    auto doc = nlohmann::json::parse(body, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) {
-        error = "request body must be a JSON object";
-        return std::nullopt;
-    }
-    return execution_request_from_json(doc, accept, limits, error);
+    auto doc = parse_json_body(body, error);
+    if (!doc) return std::nullopt;
+    return execution_request_from_json(*doc, accept, limits, error);
 }
 
 std::optional<execution_request> execution_request_from_json(
