@@ -17,10 +17,6 @@ OUT=${2:-}
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results/compare-$(date -u +%Y%m%d-%H%M%S).jsonl}
 mkdir -p "$(dirname "$OUT")"
-CALLISTO=${CALLISTO:-build/gateway/callisto}
-GWBENCH=${GWBENCH:-../shared/bench/gwbench.py}
-PY=/usr/bin/python3
-TOKEN=bench-token-$$
 QUICK=${QUICK:-}   # set to --quick for a fast smoke of the harness
 
 source bench/server_lifecycle.sh
@@ -34,10 +30,8 @@ record_load() {
 
 run_callisto() {
   local port; port=$(free_port)
-  "$CALLISTO" --ip=127.0.0.1 --port="$port" --token="$TOKEN" --log-level=warn \
-  ${CALLISTO_ARGS---ws-output-limit=0 --ws-rich-output-limit=0} "$@" >/dev/null 2>&1 &
-  local pid=$!
-  SERVER_PID=$pid
+  start_callisto "$port" ${CALLISTO_ARGS---ws-output-limit=0 --ws-rich-output-limit=0}
+  local pid=$SERVER_PID
   wait_up "$port" || { stop_server "$pid"; return 0; }
   $PY "$GWBENCH" --url "http://127.0.0.1:$port" --token "$TOKEN" --max-seconds 1200 \
       all $QUICK --gateway-pid "$pid" --label callisto >>"$OUT" || true
@@ -46,11 +40,8 @@ run_callisto() {
 
 run_jupyter_server() {
   local port dir; port=$(free_port); dir=$(mktemp -d)
-  $PY -m jupyter_server --no-browser --allow-root --ServerApp.ip=127.0.0.1 \
-      --ServerApp.port="$port" --ServerApp.token="$TOKEN" --ServerApp.root_dir="$dir" \
-      --ServerApp.iopub_data_rate_limit=0 --ServerApp.iopub_msg_rate_limit=0 >/dev/null 2>&1 &
-  local pid=$!
-  SERVER_PID=$pid
+  start_jupyter_server "$port" "$dir"
+  local pid=$SERVER_PID
   wait_up "$port" || { stop_server "$pid"; rm -rf "$dir"; return 0; }
   $PY "$GWBENCH" --url "http://127.0.0.1:$port" --token "$TOKEN" --max-seconds 1200 \
       all $QUICK --gateway-pid "$pid" --label jupyter_server_nolimit >>"$OUT" || true

@@ -15,11 +15,6 @@ K=${3:-20}
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results/mem-$(date -u +%Y%m%d-%H%M%S).jsonl}
 mkdir -p "$(dirname "$OUT")"
-CALLISTO=${CALLISTO:-build/gateway/callisto}
-GWBENCH=${GWBENCH:-../shared/bench/gwbench.py}
-PY=/usr/bin/python3
-TOKEN=bench-token-$$
-
 source bench/server_lifecycle.sh
 
 mem() {  # port pid label
@@ -32,16 +27,12 @@ echo "writing $OUT" >&2
 for run in $(seq 1 "$RUNS"); do
   echo "== run $run/$RUNS" >&2
   port=$(free_port)
-  "$CALLISTO" --ip=127.0.0.1 --port="$port" --token="$TOKEN" --log-level=warn >/dev/null 2>&1 &
-  SERVER_PID=$!
+  start_callisto "$port"
   if wait_up "$port"; then mem "$port" "$SERVER_PID" callisto; fi
   stop_server "$SERVER_PID"
 
   port=$(free_port); dir=$(mktemp -d)
-  $PY -m jupyter_server --no-browser --allow-root --ServerApp.ip=127.0.0.1 \
-      --ServerApp.port="$port" --ServerApp.token="$TOKEN" --ServerApp.root_dir="$dir" \
-      --ServerApp.iopub_data_rate_limit=0 --ServerApp.iopub_msg_rate_limit=0 >/dev/null 2>&1 &
-  SERVER_PID=$!
+  start_jupyter_server "$port" "$dir"
   if wait_up "$port"; then mem "$port" "$SERVER_PID" jupyter_server_nolimit; fi
   stop_server "$SERVER_PID"
   rm -rf "$dir"

@@ -18,24 +18,12 @@ PAIRS=$1; OUT=$2; shift 2
 [ "${OUT#/}" = "$OUT" ] && OUT="$PWD/$OUT"
 cd "$(dirname "$0")/.."
 mkdir -p "$(dirname "$OUT")"
-CALLISTO=${CALLISTO:-build/gateway/callisto}
-GWBENCH=${GWBENCH:-../shared/bench/gwbench.py}
-PY=/usr/bin/python3
-TOKEN=bench-token-$$
-NICE=${NICE:-0}
-RUN=(nice -n "$NICE")
+source bench/server_lifecycle.sh
 TAG=${TAG:-paired}
 
-port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"${RUN[@]}" "$CALLISTO" --ip=127.0.0.1 --port="$port" --token="$TOKEN" --log-level=warn \
-  ${CALLISTO_ARGS---ws-output-limit=0 --ws-rich-output-limit=0} >/dev/null 2>&1 &
-CPID=$!
-trap 'kill -TERM $CPID 2>/dev/null; wait $CPID 2>/dev/null; true' EXIT
-trap 'exit 130' INT TERM
-for _ in $(seq 1 100); do
-  $PY -c 'import sys,urllib.request; urllib.request.urlopen("http://127.0.0.1:%s/api" % sys.argv[1], timeout=1)' "$port" >/dev/null 2>&1 && break
-  sleep 0.1
-done
+port=$(free_port)
+start_callisto "$port" ${CALLISTO_ARGS---ws-output-limit=0 --ws-rich-output-limit=0}
+wait_up "$port"
 
 for i in $(seq 1 "$PAIRS"); do
   echo "pair $i/$PAIRS: $(uptime)" >&2
