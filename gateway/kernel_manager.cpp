@@ -122,6 +122,7 @@ void kernel_manager::create(create_kernel_request request,
             std::shared_ptr<kernel_session> pooled;
             if (request.kernel_id.empty() && request.env.empty()) pooled = pool_.claim(spec->name);
             if (pooled) {
+                pooled->mark_claimed();
                 answer = {pooled, true, 201, {}};
             } else {
                 std::string id =
@@ -223,6 +224,7 @@ kept_claim kernel_manager::claim_kept(const user& owner, const std::string& kern
                 spent.push_back(std::move(kernel));
                 continue;
             }
+            kernel->mark_claimed();
             claim = {std::move(kernel), k->uses};
             break;
         }

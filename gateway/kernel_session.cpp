@@ -113,6 +113,11 @@ void kernel_session::assign_owner(std::string name) {
     owner_ = std::move(name);
 }
 
+void kernel_session::mark_claimed() {
+    std::lock_guard lock(model_mutex_);
+    last_activity_ = std::chrono::system_clock::now();
+}
+
 kernel_activity kernel_session::activity() const {
     std::lock_guard lock(model_mutex_);
     return {execution_state_, last_activity_, busy_since_, started_at_, connections_};

@@ -91,6 +91,11 @@ public:
     std::string owner() const;
     void assign_owner(std::string name);
 
+    // Handed to a client (claimed from the warm pool or the kept kernels): that counts as
+    // activity, so the idle culler does not take a kernel someone has just been given, before
+    // its first request, for the time it sat waiting. Thread-safe.
+    void mark_claimed();
+
 private:
     class link_listener;
     struct queued_request {

@@ -4,6 +4,7 @@
   CALLISTO_URL=… CALLISTO_TOKEN=… /usr/bin/python3 test_pool.py
 """
 
+import datetime
 import os
 import sys
 import threading
@@ -47,6 +48,29 @@ def test_create_claims_a_prestarted_kernel_and_the_pool_refills():
     # After a claim the pool starts a replacement in the background.
     again = poll(lambda: created_before_request()[0] or None, 60, 3, "a refilled kernel")
     check(again, "the pool refilled")
+
+
+def seconds_of(iso):
+    return datetime.datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+@test
+def test_a_claimed_kernel_counts_as_just_used():
+    # A pooled kernel may have waited longer than the idle-cull timeout: its last_activity
+    # must be the claim, or the culler could take it before the client's first request.
+    def claim_after_idle():
+        time.sleep(2)
+        t0 = time.time()
+        k = create_kernel()
+        try:
+            pooled = process_age(k["id"]) > time.time() - t0
+            return (k, t0) if pooled else None
+        finally:
+            delete_kernel(k["id"])
+    k, t0 = poll(claim_after_idle, 60, 1, "a kernel claimed from the pool")
+    check(seconds_of(k["last_activity"]) >= t0 - 0.01,
+          "last_activity is the claim, not the pooled process's start", k)
 
 
 @test
