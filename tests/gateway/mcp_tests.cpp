@@ -8,6 +8,7 @@
 #include <atomic>
 #include <map>
 #include <set>
+#include <utility>
 
 #include <boost/beast/http/field.hpp>
 
@@ -35,6 +36,9 @@ struct scripted_tools : tool_backend {
     int closed = 0;
     bool hold = false;  // keep the answer back (a call in flight)
     std::function<void(json)> held;
+    // Answers the held call once, and lets go of its callback as a real backend does (it holds
+    // the session: kept, it would be a cycle).
+    void answer_held(json result) { std::exchange(held, {})(std::move(result)); }
     void call(const std::string& id, tool_call c, std::function<void(json)> done) override {
         call_ids.push_back(id);
         calls.push_back(c);
@@ -539,7 +543,7 @@ TEST_CASE("endpoint: notifications/cancelled reaches the tools with the request'
     CHECK(cancel({{"requestId", json::array()}}).result() == http::status::accepted);
     CHECK(cancel(json::object()).result() == http::status::accepted);
     CHECK(f.backends[0]->cancelled == std::vector<std::string>{"\"req-7\"", "12"});
-    f.backends[0]->held(text_tool_result("interrupted"));
+    f.backends[0]->answer_held(text_tool_result("interrupted"));
     REQUIRE(pending);
     CHECK(body_of(*pending)["id"] == "req-7");
 }
@@ -632,7 +636,7 @@ TEST_CASE("registry: idle sessions expire and close their tools; busy ones stay"
     CHECK(f.backends[1]->closed == 0);
     CHECK(f.post(request("ping"), idle).result() == http::status::not_found);
     // The call ends; the idle time counts from then.
-    f.backends[1]->held(text_tool_result("done"));
+    f.backends[1]->answer_held(text_tool_result("done"));
     REQUIRE(pending);
     CHECK(pending->result() == http::status::ok);
     f.clock.advance(std::chrono::seconds(300));
