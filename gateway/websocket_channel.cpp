@@ -48,7 +48,10 @@ void websocket_channel::on_accept(beast::error_code ec) {
         return;
     }
     accepted_ = true;
-    if (closing_) return do_close();  // closed while the handshake was under way
+    if (closing_) {  // closed while the handshake was under way
+        if (drain_ && !queue_.empty()) return do_write();  // on_write closes after the last
+        return do_close();
+    }
     handler_->on_open();
     if (!queue_.empty() && !writing_) do_write();
     do_read();
@@ -128,18 +131,20 @@ void websocket_channel::on_write(beast::error_code ec, std::size_t) {
     }
     queued_bytes_ -= queue_.front()->size();
     queue_.pop_front();
-    if (closing_) return do_close();
+    if (closing_ && !(drain_ && !queue_.empty())) return do_close();
     if (!queue_.empty()) do_write();
 }
 
 // ---- closing ---------------------------------------------------------------------------------
 
-void websocket_channel::close(websocket::close_code code, std::string reason) {
+void websocket_channel::close(websocket::close_code code, std::string reason, bool drain) {
     if (closing_) return;
     closing_ = true;
+    drain_ = drain;
     if (reason.size() > max_close_reason) reason.resize(max_close_reason);
     close_reason_ = websocket::close_reason(code, reason);
-    // A write in progress finishes first (Beast allows one at a time); the rest is dropped.
+    // A write in progress finishes first (Beast allows one at a time); then the queue is
+    // written (drain) or dropped, and the close frame goes.
     if (!writing_) do_close();
 }
 

@@ -66,9 +66,9 @@ class websocket_channel {
 
     // Queues a frame; frames sent before the accept completes leave once it has.
     void send(std::shared_ptr<const kernelproto::websocket_frame> frame);
-    // Closes after the write in progress; queued frames are dropped. The reason is cut to fit a
-    // control frame.
-    void close(boost::beast::websocket::close_code code, std::string reason);
+    // Closes after the write in progress; queued frames are dropped, or with `drain` written
+    // first. Nothing sent afterwards is queued. The reason is cut to fit a control frame.
+    void close(boost::beast::websocket::close_code code, std::string reason, bool drain = false);
 
   private:
     void on_accept(boost::beast::error_code ec);
@@ -96,6 +96,7 @@ class websocket_channel {
     bool writing_ = false;
     bool accepted_ = false;
     bool closing_ = false;
+    bool drain_ = false;  // closing after the queue is written
     bool close_sent_ = false;
     boost::beast::websocket::close_reason close_reason_;
 };

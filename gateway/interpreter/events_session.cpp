@@ -31,6 +31,17 @@ events_session::events_session(beast::tcp_stream&& stream,
       log_(std::move(log)) {}
 
 void events_session::run(http_request upgrade) {
+    // Told after the context's executions have ended: their "end" events are queued here
+    // first, and the close waits for them.
+    close_watcher_ = std::make_shared<const interpreter_context::close_watcher>(
+        [weak = weak_from_this()](const std::string& reason) {
+            auto self = weak.lock();
+            if (!self) return;
+            asio::post(self->channel_.get_executor(), [self, reason] {
+                self->channel_.close(websocket::close_code::normal, reason, true);
+            });
+        });
+    context_->watch_close(close_watcher_);
     channel_.accept(std::move(upgrade), "", weak_from_this(), *this);
 }
 

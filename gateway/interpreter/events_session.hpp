@@ -7,7 +7,8 @@
 //
 // It subscribes to executions exactly as the NDJSON stream does (execution::subscribe); the
 // sinks only post here. The socket mechanics (size limit, bounded send queue, pings, close) are
-// the channel's, as for the kernel WebSocket.
+// the channel's, as for the kernel WebSocket. When the context closes (deleted, culled, its
+// kernel gone), the socket closes too, after the events already on their way, with the reason.
 
 #include <cstddef>
 #include <memory>
@@ -50,6 +51,7 @@ private:
 
     websocket_channel channel_;
     const std::shared_ptr<interpreter_context> context_;
+    std::shared_ptr<const interpreter_context::close_watcher> close_watcher_;
     const interpreter_settings& settings_;
     logger log_;
 };

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <utility>
+
 #include <boost/asio/post.hpp>
 
 #include "common/unique_fd.hpp"
@@ -467,9 +469,21 @@ void interpreter_context::close_from_kernel(std::string reason) {
     });
 }
 
+void interpreter_context::watch_close(std::weak_ptr<const close_watcher> watcher) {
+    asio::post(strand_, [self = shared_from_this(), watcher = std::move(watcher)]() mutable {
+        if (self->closed_) {
+            if (auto w = watcher.lock()) (*w)(self->close_reason_);
+            return;
+        }
+        std::erase_if(self->close_watchers_, [](const auto& w) { return w.expired(); });
+        self->close_watchers_.push_back(std::move(watcher));
+    });
+}
+
 void interpreter_context::close_from_kernel_now(const std::string& reason) {
     if (closed_) return;
     closed_ = true;
+    close_reason_ = reason;
     auto fail = [&](const std::shared_ptr<execution>& e) {
         e->set_error("ContextClosed", reason, {});
         e->finish(execution_status::error, false);
@@ -481,6 +495,8 @@ void interpreter_context::close_from_kernel_now(const std::string& reason) {
     for (auto& e : queue_) fail(e);
     queue_.clear();
     waiting_ = 0;
+    for (auto& watcher : std::exchange(close_watchers_, {}))
+        if (auto w = watcher.lock()) (*w)(reason);
 }
 
 }  // namespace callisto::gateway::interpreter

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -63,6 +64,12 @@ public:
     // Called once when the kernel goes away under the context (deleted through /api/kernels,
     // culled, the server stopping), not when close() is called. Set before open().
     void on_kernel_gone(std::function<void(std::string reason)> fn) { on_kernel_gone_ = std::move(fn); }
+    // Told once, on the strand, when the context closes for any reason (deleted, culled, its
+    // kernel gone, the server stopping), after its executions have ended; at once if it has
+    // closed already. For the sockets that follow it: the context holds the watcher weakly, so
+    // a socket that went away leaves nothing behind.
+    using close_watcher = std::function<void(const std::string& reason)>;
+    void watch_close(std::weak_ptr<const close_watcher> watcher);
     // Attaches to the kernel; call once, after construction.
     void open();
     // Fails what is queued or running and detaches; the kernel itself is the caller's.
@@ -113,6 +120,8 @@ private:
     const bool chdir_kernel_;
     const context_options options_;
     std::function<void(std::string)> on_kernel_gone_;
+    std::vector<std::weak_ptr<const close_watcher>> close_watchers_;  // strand
+    std::string close_reason_;                                        // strand
     const interpreter_settings& settings_;
     const std::string session_id_;
     const std::chrono::system_clock::time_point created_at_;

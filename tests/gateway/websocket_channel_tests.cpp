@@ -216,6 +216,24 @@ TEST_CASE("websocket channel close carries its code and a reason cut to fit a co
     link.session->send({"after the close"});  // dropped, nothing breaks
 }
 
+TEST_CASE("websocket channel can close after writing what is queued, refusing what comes later") {
+    loopback link({1024, 7u << 20, std::chrono::seconds(30)});
+    const std::string big(3u << 20, 'q');  // still being written when the close is asked for
+    asio::post(link.session->channel.get_executor(), [s = link.session, big] {
+        s->channel.send(std::make_shared<const websocket_frame>(big));
+        s->channel.send(std::make_shared<const websocket_frame>(std::string("last")));
+        s->channel.close(websocket::close_code::normal, "context deleted", true);
+        s->channel.send(std::make_shared<const websocket_frame>(std::string("too late")));
+    });
+    CHECK(link.read().size() == big.size());
+    CHECK(link.read() == "last");
+    beast::flat_buffer buffer;
+    beast::error_code ec;
+    link.client.read(buffer, ec);
+    CHECK(ec == websocket::error::closed);
+    CHECK(std::string(link.client.reason().reason) == "context deleted");
+}
+
 TEST_CASE("websocket channel closed before its handshake finished closes right after it") {
     loopback link(small, "", [](recording_session& s) {
         s.channel.close(websocket::close_code::normal, "kernel gone");

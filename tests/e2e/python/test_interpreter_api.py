@@ -799,6 +799,36 @@ def test_events_websocket_follows_an_execution_submitted_over_rest_and_interrupt
 
 
 @callisto_only
+def test_events_websocket_closes_with_its_context_after_the_last_events():
+    ctx = new_context()
+    ws = events_ws(ctx)
+    try:
+        ws.send(json.dumps({"type": "execute", "code": "import time\nprint('go', flush=True)\n"
+                                                       "time.sleep(60)"}))
+        eid = receive(ws)["execution_id"]
+        while receive(ws)["type"] != "stdout":
+            pass
+        delete_context(ctx)
+        events, _ = receive_until_end(ws, eid)
+        check_eq(events[-1]["execution"]["status"], "error", "the running execution ended")
+        opcode, data = ws.recv_data(control_frame=True)
+        check_eq(opcode, websocket.ABNF.OPCODE_CLOSE, "then the socket closes")
+        check_eq(int.from_bytes(data[:2], "big"), 1000, "a normal close")
+        check_eq(data[2:].decode(), "the context was deleted", "with the reason")
+    finally:
+        ws.close()
+    # With nothing running, the socket closes as soon as its context goes.
+    ctx = new_context()
+    ws = events_ws(ctx)
+    try:
+        delete_context(ctx)
+        opcode, data = ws.recv_data(control_frame=True)
+        check_eq(opcode, websocket.ABNF.OPCODE_CLOSE, "closed with its context")
+    finally:
+        ws.close()
+
+
+@callisto_only
 def test_events_websocket_bad_messages_get_errors_and_the_socket_stays():
     ctx = new_context()
     ws = events_ws(ctx)
