@@ -38,6 +38,10 @@ void http_session::run() {
 
 void http_session::close() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+        if (self->answering_) {
+            self->stopping_ = true;
+            return;
+        }
         beast::error_code ec;
         self->stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
         self->stream_.close();
@@ -113,6 +117,7 @@ void http_session::on_read(beast::error_code ec, std::size_t) {
         }
         return;
     }
+    answering_ = true;
     dispatch_request(parser_->release());
 }
 
@@ -241,7 +246,7 @@ void http_session::upgrade_to_events(const route& r, const user& who, http_reque
 
 void http_session::send(http_response res) {
     res.set(http::field::server, "callisto");
-    if (!keep_alive_) res.keep_alive(false);
+    if (!keep_alive_ || stopping_) res.keep_alive(false);
     auto shared = std::make_shared<http_response>(std::move(res));
     const bool keep_alive = shared->keep_alive();
     // The read's deadline may have passed while a long execution ran.
@@ -254,8 +259,9 @@ void http_session::send(http_response res) {
 }
 
 void http_session::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
+    answering_ = false;  // only now: a close() meanwhile must not cut the answer short
     if (ec) return;
-    if (!keep_alive) {
+    if (!keep_alive || stopping_) {
         stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
         return;
     }

@@ -21,7 +21,10 @@ public:
     http_session(boost::asio::ip::tcp::socket&& socket, gateway_services& services);
 
     void run();
-    void close();  // server shutdown; thread-safe
+    // Server shutdown; thread-safe. An idle connection closes now; one whose request is being
+    // answered (an execution, a tool call, a kernel start) closes after that answer, which the
+    // stopping server makes come soon (executions fail as their contexts close).
+    void close();
 
 private:
     void do_read();
@@ -39,6 +42,8 @@ private:
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
     gateway_services& services_;
     bool keep_alive_ = true;
+    bool answering_ = false;  // a request was read and its answer is not written yet
+    bool stopping_ = false;   // close after that answer
     std::size_t body_limit_ = 0;  // of the request being read
 };
 

@@ -173,6 +173,7 @@ void server::begin_stop() {
 }
 
 void server::finish_stop() {
+    contexts_.remove_all();  // their kernels are gone; their directories go now
     // No kernel is left; what remains are client connections finishing their close.
     sessions_.close_all();
     boost::system::error_code ignored;

@@ -93,6 +93,25 @@ std::optional<culled_kernel> context_registry::culled_for(const std::string& id,
     return entry;
 }
 
+void context_registry::stop() {
+    stopping_ = true;
+    std::vector<std::shared_ptr<interpreter_context>> open;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& [id, context] : contexts_) open.push_back(context);
+    }
+    for (auto& context : open) context->close("the server is stopping");
+}
+
+void context_registry::remove_all() {
+    std::map<std::string, std::shared_ptr<interpreter_context>> all;
+    {
+        std::lock_guard lock(mutex_);
+        all.swap(contexts_);
+    }
+    for (auto& [id, context] : all) remove_own_dir(context);
+}
+
 void context_registry::remove(const std::shared_ptr<interpreter_context>& context,
                               std::function<void()> done) {
     {

@@ -48,8 +48,12 @@ public:
     void remove(const std::shared_ptr<interpreter_context>& context, std::function<void()> done);
     // The same, posted: for callers that hold locks (an execution's event sinks).
     void remove_later(const std::shared_ptr<interpreter_context>& context);
-    // The server is stopping: kernels of removed contexts are shut down, not reset and kept.
-    void stop() { stopping_ = true; }
+    // The server is stopping: every context closes, so what is queued or running ends now
+    // with "the server is stopping" (its waiting clients get that answer before their
+    // connections close), and kernels of removed contexts are shut down, not reset and kept.
+    void stop();
+    // Once the kernels are gone: the contexts go, with their own directories.
+    void remove_all();
 
 private:
     void forget(const std::shared_ptr<interpreter_context>& context, const std::string& reason);

@@ -34,7 +34,8 @@ std::filesystem::path write_users_file(const std::string& tag) {
 
 void run_client(server_process& server, std::vector<std::string> argv, int timeout_s = 900) {
     auto result = run_command(argv, {{"CALLISTO_URL", server.url()},
-                                     {"CALLISTO_TOKEN", server.token()}},
+                                     {"CALLISTO_TOKEN", server.token()},
+                                     {"CALLISTO_PID", std::to_string(server.pid())}},
                               timeout_s);
     INFO("client output:\n" << result.output);
     INFO("server log:\n" << server.log());
@@ -195,6 +196,12 @@ TEST_CASE("SIGTERM stops the server in order, leaving no kernel process, socket 
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     CHECK(processes_mentioning(runtime).empty());
     CHECK_FALSE(std::filesystem::exists(runtime));
+}
+
+TEST_CASE("SIGTERM answers the requests in flight (an execution, an MCP tool call) before closing") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_stop_answers.py"});
+    CHECK(server.stop() == 0);  // the client stopped it; this collects its exit status
 }
 
 TEST_CASE("interpreter API: aggregated answer, event stream, executions by id, idempotency, queue, deadline ladder, caps, env, ANSI, events WebSocket, multipart uploads") {
