@@ -3,6 +3,7 @@
 #include <boost/beast/http/field.hpp>
 
 #include "kernelproto/iso_time.hpp"
+#include "kernelproto/untrusted_json.hpp"
 
 namespace callisto::gateway {
 
@@ -70,10 +71,12 @@ void kernels_api::create(const http_request& req, const user& who, respond_fn re
     create_kernel_request request;
     request.owner = who;
     if (!req.body().empty()) {
-        auto body = nlohmann::json::parse(req.body(), nullptr, false);
-        if (body.is_discarded() || !body.is_object())
+        auto parsed = kernelproto::parse_untrusted_json(req.body());
+        auto& body = parsed.value;
+        if (!parsed.ok() || !body.is_object())
             return respond(error_response(http::status::bad_request,
-                                          "request body must be a JSON object"));
+                                          "request body must be a JSON object" +
+                                              (parsed.ok() ? "" : " (" + parsed.problem() + ")")));
         if (body.contains("name")) {
             if (!body["name"].is_string() && !body["name"].is_null())
                 return respond(error_response(http::status::bad_request, "'name' must be a string"));

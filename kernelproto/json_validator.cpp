@@ -26,11 +26,11 @@ public:
         : p_(reinterpret_cast<const unsigned char*>(text.data())), end_(p_ + text.size()),
           max_depth_(max_depth) {}
 
-    bool run() {
+    json_check run() {
         skip_space();
-        if (!value()) return false;
+        if (!value()) return too_deep_ ? json_check::too_deep : json_check::malformed;
         skip_space();
-        return p_ == end_;
+        return p_ == end_ ? json_check::valid : json_check::malformed;
     }
 
 private:
@@ -141,7 +141,10 @@ private:
             if (p_ == end_) return false;
             const unsigned char c = *p_;
             if (c == '{' || c == '[') {
-                if (open.size() >= max_depth_) return false;
+                if (open.size() >= max_depth_) {
+                    too_deep_ = true;
+                    return false;
+                }
                 open.push_back(c);
                 ++p_;
                 skip_space();
@@ -194,11 +197,12 @@ private:
     const unsigned char* p_;
     const unsigned char* end_;
     std::size_t max_depth_;
+    bool too_deep_ = false;
 };
 
 }  // namespace
 
-bool is_valid_json(std::string_view text, std::size_t max_depth) {
+json_check check_json(std::string_view text, std::size_t max_depth) {
     return validator(text, max_depth).run();
 }
 

@@ -9,6 +9,7 @@
 
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
+#include "kernelproto/untrusted_json.hpp"
 
 namespace callisto::kernelproto {
 
@@ -16,9 +17,9 @@ namespace {
 
 // Parses text and returns it only when it is a JSON object; never throws.
 std::optional<nlohmann::json> parse_object(std::string_view text) {
-    auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) return std::nullopt;
-    return j;
+    auto parsed = parse_untrusted_json(text);
+    if (!parsed.ok() || !parsed.value.is_object()) return std::nullopt;
+    return std::move(parsed.value);
 }
 
 std::string string_field(const nlohmann::json& obj, const char* name) {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernelproto/untrusted_json.hpp"
 #include "kernelproto/wire_error.hpp"
 
 namespace callisto::kernelproto {
@@ -216,9 +217,10 @@ client_message from_legacy_json(std::string_view text, std::vector<payload> buff
                                 std::error_code& ec) {
     client_message cm;
     if (!is_valid_utf8(text)) return fail(std::move(cm), ec, wire_error::invalid_utf8);
-    const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded() || !doc.is_object())
-        return fail(std::move(cm), ec, wire_error::malformed_json);
+    const parsed_json parsed = parse_untrusted_json(text);
+    if (parsed.status == json_check::too_deep) return fail(std::move(cm), ec, wire_error::too_deep);
+    const json& doc = parsed.value;
+    if (!parsed.ok() || !doc.is_object()) return fail(std::move(cm), ec, wire_error::malformed_json);
 
     // Header first, so any later error can still be addressed to the client's request.
     const auto header = doc.find("header");
@@ -304,9 +306,10 @@ client_message from_v1(std::string_view data, std::error_code& ec) {
     // Header first (it is small and gives the routing fields), then the channel, then the
     // parts that are relayed as bytes and only validated.
     const std::string_view header_text = part(1);
-    const json header = json::parse(header_text, nullptr, /*allow_exceptions=*/false);
-    if (header.is_discarded()) return fail(std::move(cm), ec, wire_error::malformed_json);
-    if (auto e = take_header(header, cm)) return fail(std::move(cm), ec, *e);
+    const parsed_json header = parse_untrusted_json(header_text);
+    if (header.status == json_check::too_deep) return fail(std::move(cm), ec, wire_error::too_deep);
+    if (!header.ok()) return fail(std::move(cm), ec, wire_error::malformed_json);
+    if (auto e = take_header(header.value, cm)) return fail(std::move(cm), ec, *e);
     cm.msg.header = std::string(header_text);  // keep the client's bytes, not our dump
 
     const std::string_view channel_name = part(0);
@@ -316,8 +319,11 @@ client_message from_v1(std::string_view data, std::error_code& ec) {
     const std::string_view parent = part(2), metadata = part(3), content = part(4);
     if (!is_json_object(metadata) || !is_json_object(content))
         return fail(std::move(cm), ec, wire_error::malformed_json);
-    const json parent_doc = json::parse(parent, nullptr, /*allow_exceptions=*/false);
-    if (parent_doc.is_discarded() || !parent_doc.is_object())
+    const parsed_json parent_parsed = parse_untrusted_json(parent);
+    if (parent_parsed.status == json_check::too_deep)
+        return fail(std::move(cm), ec, wire_error::too_deep);
+    const json& parent_doc = parent_parsed.value;
+    if (!parent_parsed.ok() || !parent_doc.is_object())
         return fail(std::move(cm), ec, wire_error::malformed_json);
     const auto pid = parent_doc.find("msg_id");
     if (pid != parent_doc.end() && pid->is_string()) cm.msg.parent_msg_id = pid->get<std::string>();

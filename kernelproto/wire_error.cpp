@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "kernelproto/json_validator.hpp"
+
 namespace callisto::kernelproto {
 
 namespace {
@@ -34,6 +36,9 @@ class wire_category_impl final : public std::error_category {
                 return "unknown channel name";
             case wire_error::invalid_utf8:
                 return "text frame is not valid UTF-8";
+            case wire_error::too_deep:
+                return "a JSON part is nested deeper than " + std::to_string(max_json_depth) +
+                       " levels";
         }
         return "unknown wire error";
     }

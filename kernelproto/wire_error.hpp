@@ -20,6 +20,8 @@ enum class wire_error {
     missing_channel,
     unknown_channel,
     invalid_utf8,
+    // Either side
+    too_deep,                // a JSON part nests deeper than max_json_depth
 };
 
 const std::error_category& wire_category();

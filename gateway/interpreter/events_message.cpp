@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/router.hpp"
+#include "kernelproto/untrusted_json.hpp"
 
 namespace callisto::gateway::interpreter {
 
@@ -21,9 +22,11 @@ std::optional<events_command> parse_events_command(std::string_view text,
                                                    const execution_request_limits& limits,
                                                    std::string& error, std::string& request_id) {
     request_id.clear();
-    auto doc = nlohmann::json::parse(text, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) {
+    auto parsed = kernelproto::parse_untrusted_json(text);
+    auto& doc = parsed.value;
+    if (!parsed.ok() || !doc.is_object()) {
         error = "a message must be a JSON object with a \"type\"";
+        if (!parsed.ok()) error += " (" + parsed.problem() + ")";
         return std::nullopt;
     }
     events_command cmd;

@@ -14,6 +14,7 @@
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
 #include "kernelproto/websocket_format.hpp"
+#include "kernelproto/untrusted_json.hpp"
 
 namespace callisto::gateway::interpreter {
 
@@ -281,7 +282,7 @@ void interpreter_context::on_kernel_message(channel ch, const kernelproto::messa
     if (closed_) return;
     // Statuses the gateway makes itself (empty parent): the kernel restarted or died.
     if (ch == channel::iopub && msg.msg_type == "status" && msg.parent_msg_id.empty()) {
-        auto content = nlohmann::json::parse(msg.content, nullptr, false);
+        auto content = kernelproto::parse_untrusted_json(msg.content).value;
         const std::string state = content.is_object() ? content.value("execution_state", "") : "";
         if (state == "restarting") {
             send_chdir();  // queued by the kernel session until the new process answers
@@ -299,7 +300,7 @@ void interpreter_context::on_kernel_message(channel ch, const kernelproto::messa
         return;
     }
     if (!current_ || msg.parent_msg_id != current_msg_id_) return;
-    auto content = nlohmann::json::parse(msg.content, nullptr, false);
+    auto content = kernelproto::parse_untrusted_json(msg.content).value;
     if (!content.is_object()) return;
     if (ch == channel::shell && msg.msg_type == "execute_reply") {
         reply_seen_ = true;

@@ -1,14 +1,17 @@
 #include "gateway/interpreter/json_body.hpp"
 
+#include "kernelproto/untrusted_json.hpp"
+
 namespace callisto::gateway::interpreter {
 
 std::optional<nlohmann::json> parse_json_body(std::string_view body, std::string& error) {
-    auto doc = nlohmann::json::parse(body, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) {
+    auto parsed = kernelproto::parse_untrusted_json(body);
+    if (!parsed.ok() || !parsed.value.is_object()) {
         error = "request body must be a JSON object";
+        if (!parsed.ok()) error += " (" + parsed.problem() + ")";
         return std::nullopt;
     }
-    return doc;
+    return std::move(parsed.value);
 }
 
 }  // namespace callisto::gateway::interpreter

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernelproto/ids.hpp"
+#include "kernelproto/untrusted_json.hpp"
 
 namespace callisto::gateway::interpreter {
 
@@ -69,7 +70,7 @@ void kernel_reset::deliver_message(kernelproto::channel ch,
     if (ch != kernelproto::channel::shell || msg->msg_type != "execute_reply" ||
         msg->parent_msg_id != msg_id_)
         return;
-    auto content = nlohmann::json::parse(msg->content, nullptr, false);
+    auto content = kernelproto::parse_untrusted_json(msg->content).value;
     const bool ok = content.is_object() && content.value("status", "") == "ok";
     asio::post(strand_, [self = shared_from_this(), ok] { self->finish(ok); });
 }

@@ -1,5 +1,7 @@
 #include "gateway/mcp/json_rpc.hpp"
 
+#include "kernelproto/untrusted_json.hpp"
+
 namespace callisto::gateway::mcp {
 
 namespace {
@@ -21,8 +23,9 @@ bool valid_id(const nlohmann::json& id) {
 }  // namespace
 
 rpc_message parse_rpc_message(std::string_view body) {
-    auto doc = nlohmann::json::parse(body, nullptr, false);
-    if (doc.is_discarded()) return invalid(rpc_error::parse_error, "the body is not valid JSON");
+    auto parsed = kernelproto::parse_untrusted_json(body);
+    if (!parsed.ok()) return invalid(rpc_error::parse_error, "the body is " + parsed.problem());
+    auto& doc = parsed.value;
     if (doc.is_array())
         return invalid(rpc_error::invalid_request,
                        "JSON-RPC batches are not supported (MCP 2025-06-18 removed them): send "

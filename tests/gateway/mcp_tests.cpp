@@ -142,6 +142,16 @@ TEST_CASE("json-rpc: a malformed body is a parse error") {
     }
 }
 
+TEST_CASE("json-rpc: tools/call arguments nested 100,000 deep are a parse error, not a crash") {
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    const std::string body = R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":)"
+                             R"({"name":"run_code","arguments":{"code":)" + deep + "}}}";
+    auto m = parse_rpc_message(body);
+    CHECK(m.kind == message_kind::invalid);
+    CHECK(m.error_code == rpc_error::parse_error);
+    CHECK(m.error == "the body is nested deeper than 1000 levels");
+}
+
 TEST_CASE("json-rpc: batches are refused with a sentence saying so") {
     for (std::string body : {"[]", R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])"}) {
         auto m = parse_rpc_message(body);

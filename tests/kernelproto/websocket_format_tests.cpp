@@ -279,6 +279,28 @@ TEST_CASE("from_websocket rejects JSON that does not parse or is not an object")
     }
 }
 
+TEST_CASE("from_websocket refuses JSON nested too deep, in every format, without recursing") {
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    // Legacy text frame: deep inside the content.
+    std::string text = legacy_text(client_request());
+    const std::string code_field = "\"code\":\"1+1\"";
+    REQUIRE(text.find(code_field) != std::string::npos);
+    text.replace(text.find(code_field), code_field.size(), "\"x\":" + deep);
+    CHECK(error_of(text, false, websocket_format::legacy) == wire_error::too_deep);
+    // v1: a deep header, and a deep parent header.
+    const std::string header = R"({"msg_id":"m","msg_type":"execute_request","x":)" + deep + "}";
+    CHECK(error_of(v1_from_parts({"shell", header, "{}", "{}", "{}"}), true, websocket_format::v1) ==
+          wire_error::too_deep);
+    const std::string parent = "{\"x\":" + deep + "}";
+    CHECK(error_of(v1_from_parts({"shell", tiny_header, parent, "{}", "{}"}), true,
+                   websocket_format::v1) == wire_error::too_deep);
+    // v1 content and metadata are relayed as bytes, validated only: refused all the same.
+    CHECK(error_of(v1_from_parts({"shell", tiny_header, "{}", "{}", parent}), true,
+                   websocket_format::v1) == wire_error::malformed_json);
+    CHECK(std::error_code(wire_error::too_deep).message() ==
+          "a JSON part is nested deeper than 1000 levels");
+}
+
 TEST_CASE("from_websocket rejects a header without string msg_id or msg_type") {
     json j = client_request();
     j["header"].erase("msg_type");
