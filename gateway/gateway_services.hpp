@@ -6,6 +6,8 @@
 
 #include "common/logger.hpp"
 #include "gateway/auth.hpp"
+#include "gateway/body_budget.hpp"
+#include "gateway/connection_limiter.hpp"
 #include "gateway/interpreter/interpreter_api.hpp"
 #include "gateway/kernel_manager.hpp"
 #include "gateway/kernels_api.hpp"
@@ -23,6 +25,8 @@ struct gateway_services {
     kernels_api& kernels_rest;
     kernelspec_api& kernelspecs_rest;
     session_registry& sessions;
+    connection_limiter& connections;
+    body_budget& request_bodies;
     logger log;
     interpreter::interpreter_api& interpreter_rest;
     mcp::mcp_endpoint& mcp;

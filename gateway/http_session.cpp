@@ -23,10 +23,14 @@ namespace beast = boost::beast;
 
 namespace {
 constexpr auto request_timeout = std::chrono::seconds(60);
-}
+// After an answer sent without reading the request's body: how long the rest is read and
+// dropped, so the client reads the answer instead of a connection reset.
+constexpr auto linger_timeout = std::chrono::seconds(2);
+}  // namespace
 
-http_session::http_session(asio::ip::tcp::socket&& socket, gateway_services& services)
-    : stream_(std::move(socket)), services_(services) {}
+http_session::http_session(asio::ip::tcp::socket&& socket, gateway_services& services,
+                           connection_limiter::slot slot)
+    : stream_(std::move(socket)), services_(services), slot_(std::move(slot)) {}
 
 void http_session::run() {
     // Interactive round trips must not wait for Nagle's algorithm (40 ms per message).
@@ -56,7 +60,10 @@ void http_session::do_read() {
     parser_->body_limit(std::max({body_limit_, services_.interpreter_rest.max_upload_bytes(),
                                   services_.mcp.max_body_bytes()}));
     parser_->header_limit(64 * 1024);
-    stream_.expires_after(request_timeout);
+    // A connection that opens and sends nothing gets little time: idle sockets are what an
+    // attacker holding every slot would use.
+    if (first_request_) stream_.expires_after(services_.config.header_timeout);
+    else stream_.expires_after(request_timeout);
     // The header first: file uploads have a larger body limit of their own.
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&http_session::on_header, shared_from_this()));
@@ -64,17 +71,34 @@ void http_session::do_read() {
 
 void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     if (ec) return on_read(ec, bytes);
+    first_request_ = false;
+    stream_.expires_after(request_timeout);
     const auto& req = parser_->get();
-    if (req.method() == http::verb::put || req.method() == http::verb::post) {
-        const auto kind = match_route(req.method_string(), req.target(), false).kind;
-        if (kind == route_kind::file_put || kind == route_kind::files_upload)
-            body_limit_ = services_.interpreter_rest.max_upload_bytes();
-        else if (kind == route_kind::mcp)
-            body_limit_ = services_.mcp.max_body_bytes();  // upload_file's base64 content
-    }
-    if (auto length = parser_->content_length(); length && *length > body_limit_)
-        return on_read(http::error::body_limit, 0);
+    // Who sends it and where it goes are known from the header alone: nothing of the body is
+    // read (or buffered, or acknowledged with 100 Continue) for a request that will be refused.
+    route_ = match_route(req.method_string(), req.target(), !services_.config.web_root.empty());
+    who_ = services_.auth.authenticate(req[http::field::authorization], route_.query);
+    if (auto refusal = refuse_before_body()) return send(std::move(*refusal));
+
+    if (route_.kind == route_kind::file_put || route_.kind == route_kind::files_upload)
+        body_limit_ = services_.interpreter_rest.max_upload_bytes();
+    else if (route_.kind == route_kind::mcp)
+        body_limit_ = services_.mcp.max_body_bytes();  // upload_file's base64 content
+    const auto length = parser_->content_length();
+    if (length && *length > body_limit_) return on_read(http::error::body_limit, 0);
     parser_->body_limit(body_limit_);
+    // The body's bytes count against the server's budget until the answer is written. A
+    // chunked body may grow to the route's limit, so that much is reserved.
+    const std::size_t expected = length ? static_cast<std::size_t>(*length)
+                                 : parser_->chunked() ? body_limit_
+                                                      : 0;
+    if (expected > 0 && !services_.request_bodies.try_reserve(expected, body_reservation_)) {
+        auto res = error_response(http::status::service_unavailable,
+                                  "the server is receiving as many request bodies as it takes at "
+                                  "once (--max-body-in-flight); retry shortly");
+        res.set(http::field::retry_after, "1");
+        return send(std::move(res));
+    }
     // curl sends large uploads with "Expect: 100-continue" and waits for the go-ahead.
     if (beast::iequals(req[http::field::expect], "100-continue") && !parser_->is_done()) {
         auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
@@ -86,6 +110,24 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
         return;
     }
     read_body();
+}
+
+std::optional<http_response> http_session::refuse_before_body() {
+    if (is_public_route(route_.kind) || who_) return std::nullopt;
+    switch (route_.kind) {
+        // Unknown paths answer the same with or without a token (after the body, as before).
+        case route_kind::not_found:
+        case route_kind::bad_v1_path:
+        case route_kind::method_not_allowed:
+            return std::nullopt;
+        // MCP hosts send bearer tokens and expect 401 with a challenge when it is wrong.
+        case route_kind::mcp:
+            return mcp::mcp_endpoint::unauthorized();
+        default:
+            return error_response(http::status::forbidden,
+                                  "a valid token is required: 'Authorization: token T' or "
+                                  "'?token=T'");
+    }
 }
 
 void http_session::read_body() {
@@ -123,8 +165,7 @@ void http_session::on_read(beast::error_code ec, std::size_t) {
 
 void http_session::dispatch_request(http_request req) {
     keep_alive_ = req.keep_alive();
-    route r = match_route(req.method_string(), req.target(),
-                          !services_.config.web_root.empty());
+    const route r = std::move(route_);
     if (r.kind == route_kind::not_found)
         return send(error_response(http::status::not_found, "not found"));
     if (r.kind == route_kind::bad_v1_path)
@@ -136,10 +177,9 @@ void http_session::dispatch_request(http_request req) {
         res.set(http::field::allow, r.allow);
         return send(std::move(res));
     }
-    auto who = services_.auth.authenticate(req[http::field::authorization], r.query);
+    // Refused in on_header when the route needs a token and it was missing or wrong.
+    const std::optional<user> who = std::move(who_);
     if (r.kind == route_kind::mcp) {
-        // MCP hosts send bearer tokens and expect 401 with a challenge when it is wrong.
-        if (!who) return send(mcp::mcp_endpoint::unauthorized());
         auto self = shared_from_this();
         return services_.mcp.handle(req, *who, [self](http_response res) {
             asio::dispatch(self->stream_.get_executor(), [self, res = std::move(res)]() mutable {
@@ -147,18 +187,14 @@ void http_session::dispatch_request(http_request req) {
             });
         });
     }
-    if (!is_public_route(r.kind) && !who) {
-        return send(error_response(http::status::forbidden,
-                                   "a valid token is required: 'Authorization: token T' or "
-                                   "'?token=T'"));
-    }
 
     if (r.kind == route_kind::context_events) return upgrade_to_events(r, *who, std::move(req));
     if (is_interpreter_route(r.kind)) {
         auto self = shared_from_this();
         // Only a streamed execution takes the connection; it then closes after the stream.
         auto take_stream = [this] {
-            auto stream = std::make_shared<interpreter::ndjson_stream>(std::move(stream_));
+            auto stream =
+                std::make_shared<interpreter::ndjson_stream>(std::move(stream_), std::move(slot_));
             services_.sessions.add(stream);
             return stream;
         };
@@ -223,7 +259,8 @@ void http_session::upgrade_to_websocket(const route& r, const user& who, http_re
         since = value;
     }
     auto ws = std::make_shared<websocket_session>(std::move(stream_), std::move(kernel),
-                                                  services_.config, services_.log, since);
+                                                  services_.config, services_.log, since,
+                                                  std::move(slot_));
     services_.sessions.add(ws);
     ws->run(std::move(req));
 }
@@ -239,14 +276,16 @@ void http_session::upgrade_to_events(const route& r, const user& who, http_reque
                                    "this endpoint speaks WebSocket only (Upgrade: websocket)"));
     auto ws = std::make_shared<interpreter::events_session>(
         std::move(stream_), std::move(context), services_.interpreter_rest.settings(),
-        services_.config, services_.log);
+        services_.config, services_.log, std::move(slot_));
     services_.sessions.add(ws);
     ws->run(std::move(req));
 }
 
 void http_session::send(http_response res) {
     res.set(http::field::server, "callisto");
-    if (!keep_alive_ || stopping_) res.keep_alive(false);
+    // An answer given before the body was read ends the connection: the rest of the body is
+    // not a request.
+    if (!keep_alive_ || stopping_ || !parser_->is_done()) res.keep_alive(false);
     auto shared = std::make_shared<http_response>(std::move(res));
     const bool keep_alive = shared->keep_alive();
     // The read's deadline may have passed while a long execution ran.
@@ -260,12 +299,28 @@ void http_session::send(http_response res) {
 
 void http_session::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
     answering_ = false;  // only now: a close() meanwhile must not cut the answer short
+    body_reservation_.reset();  // the handler is done with the body
     if (ec) return;
     if (!keep_alive || stopping_) {
         stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+        // Closing with unread bytes makes the kernel send a reset, which can destroy the
+        // answer before the client reads it (nginx's lingering close).
+        if (!parser_->is_done()) {
+            stream_.expires_after(linger_timeout);
+            buffer_.clear();
+            discard_input();
+        }
         return;
     }
     do_read();
+}
+
+// Reads and drops until the client closes or the linger deadline passes.
+void http_session::discard_input() {
+    stream_.async_read_some(buffer_.prepare(16 * 1024),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                if (!ec) self->discard_input();
+                            });
 }
 
 }  // namespace callisto::gateway

@@ -11,6 +11,7 @@
 #include "kernelproto/stream_truncation.hpp"
 #include "launcher/kernel_command.hpp"
 #include "launcher/sandboxed_kernel.hpp"
+#include "kernelproto/untrusted_json.hpp"
 
 namespace callisto::gateway {
 
@@ -32,12 +33,16 @@ std::string short_dir_name(const std::string& kernel_id) { return kernel_id.subs
 class kernel_session::link_listener : public transport::link_events {
 public:
     link_listener(std::weak_ptr<kernel_session> session,
-                  asio::strand<asio::io_context::executor_type> strand)
-        : session_(std::move(session)), strand_(std::move(strand)) {}
+                  asio::strand<asio::io_context::executor_type> strand,
+                  std::shared_ptr<message_budget> inbound)
+        : session_(std::move(session)), strand_(std::move(strand)), inbound_(std::move(inbound)) {}
 
     void set_link(transport::link_id id) { link_ = id; }
 
+    bool admit(channel, std::size_t bytes) override { return inbound_->admit(bytes); }
+
     void on_message(channel ch, kernelproto::message msg) override {
+        msg.lease = inbound_->lease(message_bytes(msg));
         asio::post(strand_, [s = session_, link = link_.load(), ch, m = std::move(msg)]() mutable {
             if (auto self = s.lock()) self->on_link_message(link, ch, std::move(m));
         });
@@ -62,8 +67,16 @@ public:
     }
 
 private:
+    static std::size_t message_bytes(const kernelproto::message& m) {
+        std::size_t n = m.header.size() + m.parent_header.size() + m.metadata.size() +
+                        m.content.size();
+        for (const auto& b : m.buffers) n += b.size();
+        return n;
+    }
+
     std::weak_ptr<kernel_session> session_;
     asio::strand<asio::io_context::executor_type> strand_;
+    std::shared_ptr<message_budget> inbound_;
     std::atomic<transport::link_id> link_{0};
 };
 
@@ -78,6 +91,7 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       strand_(asio::make_strand(env.ioc)),
       ready_timer_(strand_),
       stop_timer_(strand_),
+      inbound_(std::make_shared<message_budget>(env.config.kernel_buffer_bytes)),
       replay_(env.config.replay_buffer_bytes),
       output_cap_(output_limits{env.config.ws_output_limit_bytes,
                                 env.config.ws_rich_output_limit_bytes}),
@@ -235,9 +249,10 @@ void kernel_session::await_sockets(pid_t pid,
 }
 
 void kernel_session::open_link() {
-    auto listener = std::make_shared<link_listener>(weak_from_this(), strand_);
+    auto listener = std::make_shared<link_listener>(weak_from_this(), strand_, inbound_);
     transport::link_options options;
     options.session_id = session_id_;
+    options.max_part_bytes = env_.config.kernel_message_limit_bytes;
     link_ = env_.reactor.open(runtime_dir_->connection(), listener, options);
     listener->set_link(*link_);
 }
@@ -509,6 +524,7 @@ void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel c
 void kernel_session::on_link_message(transport::link_id link, channel ch,
                                      kernelproto::message msg) {
     if (link_ != link) return;  // from a previous process
+    report_dropped(msg);
     switch (ch) {
         case channel::iopub: {
             const std::string execution_state = track_activity(msg);
@@ -534,10 +550,23 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
     }
 }
 
+void kernel_session::report_dropped(const kernelproto::message& next) {
+    const auto dropped = inbound_->take_dropped();
+    if (dropped.messages == 0) return;
+    log_.warn("the kernel sent output faster than it could be passed on: dropped " +
+              std::to_string(dropped.messages) + " messages (" + human_bytes(dropped.bytes) +
+              "); " + human_bytes(inbound_->held_bytes()) + " of its messages held");
+    // Addressed to the execution the next message belongs to, which is most likely the one
+    // that flooded; a server-made message has no parent, and the notice then has none either.
+    broadcast(channel::iopub,
+              flood_dropped_notice(dropped.messages, dropped.bytes, inbound_->budget_bytes(),
+                                   next.parent_header, next.parent_msg_id, session_id_));
+}
+
 std::string kernel_session::track_activity(const kernelproto::message& msg) {
     std::string state;
     if (msg.msg_type == "status") {
-        auto content = nlohmann::json::parse(msg.content, nullptr, false);
+        auto content = kernelproto::parse_untrusted_json(msg.content).value;
         if (content.is_object() && content.contains("execution_state") &&
             content["execution_state"].is_string())
             state = content["execution_state"].get<std::string>();

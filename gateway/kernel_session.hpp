@@ -26,6 +26,7 @@
 #include "gateway/kernel_client.hpp"
 #include "gateway/kernel_culler.hpp"
 #include "gateway/kernel_environment.hpp"
+#include "gateway/message_budget.hpp"
 #include "gateway/output_cap.hpp"
 #include "gateway/replay_buffer.hpp"
 #include "kernelproto/message.hpp"
@@ -137,6 +138,8 @@ private:
                  const std::shared_ptr<const kernelproto::message>& msg,
                  encoded_frames* cache = nullptr);
     void broadcast_status(std::string_view execution_state);
+    // Tells every client when messages were dropped for being over the kernel's budget.
+    void report_dropped(const kernelproto::message& next);
     // Returns the execution_state of a status message ("" for other messages).
     std::string track_activity(const kernelproto::message& msg);
     void set_state(kernel_state s, std::string execution_state, std::string reason = {});
@@ -169,6 +172,7 @@ private:
     std::deque<queued_request> queued_;  // client requests held until the kernel is connected
     std::deque<std::chrono::steady_clock::time_point> auto_restarts_;  // within the window
     std::uint64_t last_seq_ = 0;         // sequence number of the last message relayed
+    std::shared_ptr<message_budget> inbound_;  // shared with the link listener and the leases
     replay_buffer replay_;
     output_cap output_cap_;  // WebSocket clients' per-execution output limits
 

@@ -1,5 +1,7 @@
 // callisto: the Jupyter-compatible kernel gateway. See README.md.
 
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -10,6 +12,36 @@
 #include "gateway/server.hpp"
 
 extern char** environ;
+
+namespace {
+
+// Every connection and every kernel costs descriptors: take all the hard limit allows (the
+// soft default of 1024, or 512 on some hosts, is reached by a few hundred idle sockets), and
+// keep the connection cap to half of it, so kernels, files and the reserve descriptor the
+// listener refuses with always have room. Returns a line for the log, or "".
+std::string fit_open_files(callisto::gateway::server_config& cfg) {
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0) return "";
+    std::string said;
+    if (nofile.rlim_cur < nofile.rlim_max) {
+        const rlim_t before = nofile.rlim_cur;
+        nofile.rlim_cur = nofile.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &nofile) == 0)
+            said = "open files limit raised from " + std::to_string(before) + " to " +
+                   std::to_string(nofile.rlim_max);
+        else ::getrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    const auto room = static_cast<std::size_t>(nofile.rlim_cur / 2);
+    if (nofile.rlim_cur != RLIM_INFINITY && (cfg.max_connections == 0 || cfg.max_connections > room)) {
+        cfg.max_connections = room;
+        said += std::string(said.empty() ? "" : "; ") + "--max-connections lowered to " +
+                std::to_string(room) + ", half the open files limit (" +
+                std::to_string(nofile.rlim_cur) + ")";
+    }
+    return said;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     using namespace callisto;
@@ -26,6 +58,7 @@ int main(int argc, char** argv) {
     }
     std::signal(SIGPIPE, SIG_IGN);
     auto log = logger::to_stderr(parsed.config->log).component("callisto");
+    if (auto said = fit_open_files(*parsed.config); !said.empty()) log.info(said);
     try {
         gateway::server server(*parsed.config, log);
         const auto& cfg = server.config();

@@ -89,4 +89,17 @@ kernelproto::message dropped_output_summary(const output_cap::summary& summary,
                           session);
 }
 
+kernelproto::message flood_dropped_notice(std::uint64_t messages, std::uint64_t bytes,
+                                          std::size_t budget, std::string_view parent_header,
+                                          std::string_view parent_msg_id, std::string_view session) {
+    std::string text = "\n[callisto] " + std::to_string(messages) + " kernel message" +
+                       (messages == 1 ? "" : "s") + " (" + human_bytes(bytes) +
+                       ") dropped: the kernel sent output faster than it could be passed on (" +
+                       human_bytes(budget) + " held per kernel, --kernel-buffer)\n";
+    return stderr_message(std::move(text),
+                          {{"reason", "kernel_flood"}, {"dropped_messages", messages},
+                           {"dropped_bytes", bytes}},
+                          parent_header, parent_msg_id, session);
+}
+
 }  // namespace callisto::gateway

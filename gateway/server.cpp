@@ -119,7 +119,11 @@ server::server(server_config config, logger log)
       mcp_(mcp_sessions_, mcp_tool_limits(contexts_.settings()), CALLISTO_VERSION),
       auth_(config_.users_file.empty() ? token_auth(config_.token)
                                        : token_auth::from_users_file(config_.users_file)),
-      services_{config_, auth_, kernels_, kernels_rest_, kernelspecs_rest_, sessions_,
+      connections_(config_.max_connections, config_.max_connections_per_address),
+      request_bodies_(config_.max_body_bytes_in_flight),
+      trimmer_(ioc_, std::chrono::seconds(10)),
+      services_{config_,   auth_,           kernels_,         kernels_rest_,
+                kernelspecs_rest_, sessions_, connections_, request_bodies_,
                 log_.component("http"), interpreter_rest_, mcp_} {
     prepare_runtime_root(config_.runtime_root, sandbox_ != nullptr);
     if (catalog_.all().empty())
@@ -148,6 +152,7 @@ void server::run() {
     listener_->run();
     kernels_.start();
     mcp_sessions_.start_expiry(ioc_);
+    trimmer_.start();
 
     std::vector<std::thread> threads;
     for (int i = 1; i < config_.threads; ++i) threads.emplace_back([this] { ioc_.run(); });
@@ -164,6 +169,7 @@ void server::request_stop() {
 
 void server::begin_stop() {
     listener_->stop();
+    trimmer_.stop();
     sessions_.close_all();
     // MCP sessions end with the server: their contexts go before the kernels do, and their
     // kernels are shut down rather than reset for a reuse that will not come.

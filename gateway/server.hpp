@@ -23,6 +23,7 @@
 #include "gateway/kernelspec_api.hpp"
 #include "gateway/mcp/mcp_endpoint.hpp"
 #include "gateway/mcp/mcp_session_registry.hpp"
+#include "gateway/memory_trimmer.hpp"
 #include "gateway/server_config.hpp"
 #include "gateway/session_registry.hpp"
 #include "launcher/kernelspec_catalog.hpp"
@@ -75,6 +76,9 @@ private:
     mcp::mcp_endpoint mcp_;
     token_auth auth_;
     session_registry sessions_;
+    connection_limiter connections_;
+    body_budget request_bodies_;
+    memory_trimmer trimmer_;
     gateway_services services_;
     std::shared_ptr<listener> listener_;
     std::atomic<bool> stopping_{false};

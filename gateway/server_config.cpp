@@ -88,10 +88,26 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --client-queue=SIZE       per-WebSocket send queue before the client is dropped (default 256MiB)
   --replay-buffer=SIZE      per-kernel iopub output kept for clients reconnecting with
                             ?since=SEQ (default 8MiB)
+  --client-input-queue=SIZE per WebSocket, the bytes of its messages waiting for a kernel
+                            that is not reading; past it messages are refused with an error
+                            (default 64MiB; 0: no limit)
+  --kernel-buffer=SIZE      per kernel, the bytes of its messages the gateway holds (queued,
+                            being relayed, kept for replay); past it the kernel's large
+                            messages are dropped and its clients told (default 128MiB; 0: none)
+  --kernel-message-limit=SIZE  largest message part a kernel may send; a larger one drops the
+                            kernel's connection, which reconnects (default 64MiB)
   --ws-output-limit=SIZE    per execution, the stdout/stderr bytes sent to Jupyter WebSocket
                             clients; the rest is dropped with a notice (default 8MiB; 0: none)
   --ws-rich-output-limit=SIZE  the same for display data and results (default 64MiB; 0: none)
   --ws-ping-interval=SECS   WebSocket keepalive ping interval (default 30)
+  --max-connections=N       open client connections in all (default 10000; 0: no limit)
+  --max-connections-per-address=N  open connections from one client address (default 1000;
+                            0: no limit; behind a proxy every client has the proxy's address)
+  --header-timeout=SECS     a new connection must send its first request header within this
+                            (default 10)
+  --max-body-in-flight=SIZE request bodies being received or held, all connections together;
+                            past it a request is refused 503 with Retry-After (default 256MiB;
+                            0: no limit)
   --kernel-ready-timeout=SECS  kernel start to first reply (default 60)
   --shutdown-wait=SECS      shutdown_request to SIGTERM (default 5)
   --users=FILE              users, roles and kernel quotas (JSON; replaces --token):
@@ -263,6 +279,30 @@ parse_result parse_server_config(const std::vector<std::string>& args,
                 return bad("a size like 64MiB, at least 1KiB, or 0 for no limit");
         } else if (name == "--client-queue") {
             if (!parse_size(value, cfg.client_send_queue_bytes)) return bad("a size like 256MiB");
+        } else if (name == "--client-input-queue") {
+            if (!parse_limit(value, cfg.client_input_queue_bytes))
+                return bad("a size like 64MiB, at least 1KiB, or 0 for no limit");
+        } else if (name == "--kernel-buffer") {
+            if (!parse_limit(value, cfg.kernel_buffer_bytes))
+                return bad("a size like 128MiB, at least 1KiB, or 0 for no limit");
+        } else if (name == "--kernel-message-limit") {
+            if (!parse_size(value, cfg.kernel_message_limit_bytes) ||
+                cfg.kernel_message_limit_bytes < (64u << 10))
+                return bad("a size like 64MiB, at least 64KiB");
+        } else if (name == "--max-connections") {
+            if (!parse_int(value, cfg.max_connections, std::size_t{0}, std::size_t{1000000}))
+                return bad("a number 0-1000000");
+        } else if (name == "--max-connections-per-address") {
+            if (!parse_int(value, cfg.max_connections_per_address, std::size_t{0},
+                           std::size_t{1000000}))
+                return bad("a number 0-1000000");
+        } else if (name == "--header-timeout") {
+            int secs = 0;
+            if (!parse_int(value, secs, 1, 3600)) return bad("seconds 1-3600");
+            cfg.header_timeout = std::chrono::seconds(secs);
+        } else if (name == "--max-body-in-flight") {
+            if (!parse_limit(value, cfg.max_body_bytes_in_flight))
+                return bad("a size like 256MiB, at least 1KiB, or 0 for no limit");
         } else if (name == "--ws-ping-interval") {
             int secs = 0;
             if (!parse_int(value, secs, 1, 3600)) return bad("seconds 1-3600");

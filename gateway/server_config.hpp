@@ -34,8 +34,15 @@ struct server_config {
 
     std::size_t max_message_bytes = 32u << 20;       // one WebSocket message from a client
     std::size_t max_request_body_bytes = 1u << 20;   // one REST request body
+    std::size_t max_body_bytes_in_flight = 256u << 20;  // all request bodies together; 0: none
+    std::size_t max_connections = 10000;             // client connections in all; 0: no limit
+    std::size_t max_connections_per_address = 1000;  // ... from one client address; 0: none
+    std::chrono::seconds header_timeout{10};         // a new connection's first request header
     std::size_t client_send_queue_bytes = 256u << 20;  // per WebSocket, before it is closed
+    std::size_t client_input_queue_bytes = 64u << 20;  // per WebSocket, waiting for its kernel
     std::size_t replay_buffer_bytes = 8u << 20;        // per kernel: iopub kept for ?since=
+    std::size_t kernel_buffer_bytes = 128u << 20;       // per kernel: its messages held; 0: none
+    std::size_t kernel_message_limit_bytes = 64u << 20;  // one message part from a kernel
     // Jupyter WebSocket clients, per execution (gateway/output_cap.hpp); 0: unlimited.
     std::size_t ws_output_limit_bytes = 8u << 20;        // stdout + stderr
     std::size_t ws_rich_output_limit_bytes = 64u << 20;  // display_data, execute_result, ...

@@ -16,8 +16,9 @@ constexpr std::size_t max_close_reason = 120;  // a close frame carries at most 
 }  // namespace
 
 websocket_channel::websocket_channel(beast::tcp_stream&& stream, limits socket_limits, logger log,
-                                     std::string name)
+                                     std::string name, connection_limiter::slot slot)
     : ws_(std::move(stream)),
+      slot_(std::move(slot)),
       limits_(socket_limits),
       log_(std::move(log)),
       name_(std::move(name)) {}

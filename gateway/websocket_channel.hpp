@@ -27,6 +27,7 @@
 #include <boost/beast/websocket/stream.hpp>
 
 #include "common/logger.hpp"
+#include "gateway/connection_limiter.hpp"
 #include "gateway/api_request.hpp"
 #include "kernelproto/websocket_frame.hpp"
 
@@ -53,9 +54,10 @@ class websocket_channel {
 
     using executor_type = boost::beast::tcp_stream::executor_type;
 
-    // `name` prefixes the log lines ("websocket", "events websocket").
+    // `name` prefixes the log lines ("websocket", "events websocket"). `slot` is the
+    // connection's place under the connection limits, held until the channel goes.
     websocket_channel(boost::beast::tcp_stream&& stream, limits socket_limits, logger log,
-                      std::string name);
+                      std::string name, connection_limiter::slot slot = {});
 
     executor_type get_executor() { return ws_.get_executor(); }
 
@@ -80,6 +82,7 @@ class websocket_channel {
     std::shared_ptr<void> keep_alive() const { return owner_.lock(); }
 
     boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
+    connection_limiter::slot slot_;
     const limits limits_;
     logger log_;
     const std::string name_;

@@ -5,6 +5,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include "gateway/client_frame_errors.hpp"
+#include "gateway/output_cap_notice.hpp"
 
 namespace callisto::gateway {
 
@@ -33,10 +34,12 @@ bool offers_v1(std::string_view header) {
 websocket_session::websocket_session(beast::tcp_stream&& stream,
                                      std::shared_ptr<kernel_session> kernel,
                                      const server_config& config, logger log,
-                                     std::optional<std::uint64_t> since)
+                                     std::optional<std::uint64_t> since,
+                                     connection_limiter::slot slot)
     : channel_(std::move(stream),
                {config.max_message_bytes, config.client_send_queue_bytes, config.ws_ping_interval},
-               log, "websocket"),
+               log, "websocket", std::move(slot)),
+      outbound_(config.client_input_queue_bytes),
       kernel_(std::move(kernel)),
       log_(std::move(log)),
       since_(since) {}
@@ -64,6 +67,14 @@ void websocket_session::on_message(std::string_view text, bool binary) {
     }
     if (incoming.ch == kernelproto::channel::iopub)
         return reject("clients cannot send on the iopub channel", &incoming.msg);
+    // Bytes on their way to a kernel that is not reading (busy, stopped) wait in the gateway:
+    // each connection may have only so many waiting.
+    if (!outbound_.admit(text.size()))
+        return reject("the kernel is not taking input as fast as this connection sends it: " +
+                          human_bytes(outbound_.held_bytes()) +
+                          " already wait for it (--client-input-queue); this message was discarded",
+                      &incoming.msg);
+    incoming.msg.lease = outbound_.lease(text.size());
     kernel_->submit(weak_from_this(), incoming.ch, std::move(incoming.msg));
 }
 

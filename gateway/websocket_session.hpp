@@ -15,6 +15,7 @@
 #include "gateway/api_request.hpp"
 #include "gateway/kernel_client.hpp"
 #include "gateway/kernel_session.hpp"
+#include "gateway/message_budget.hpp"
 #include "gateway/server_config.hpp"
 #include "gateway/websocket_channel.hpp"
 
@@ -27,7 +28,8 @@ public:
     // `since`: replay the kernel's output after this sequence number first (?since=SEQ).
     websocket_session(boost::beast::tcp_stream&& stream, std::shared_ptr<kernel_session> kernel,
                       const server_config& config, logger log,
-                      std::optional<std::uint64_t> since = std::nullopt);
+                      std::optional<std::uint64_t> since = std::nullopt,
+                      connection_limiter::slot slot = {});
     ~websocket_session() override;
 
     // Accepts the upgrade (choosing the v1 subprotocol when offered) and starts relaying.
@@ -47,6 +49,7 @@ private:
     void reject(std::string_view reason, const kernelproto::message* rejected);
 
     websocket_channel channel_;
+    message_budget outbound_;  // this client's messages not yet handed to ZeroMQ
     std::shared_ptr<kernel_session> kernel_;
     logger log_;
     kernelproto::websocket_format format_ = kernelproto::websocket_format::legacy;

@@ -5,6 +5,7 @@
 // message to a client never re-serialises it (the v1 WebSocket format copies them as bytes,
 // the legacy JSON format splices them). The few header fields routing needs are parsed once.
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,10 @@ struct message {
     std::string msg_type;
     std::string session;
     std::string parent_msg_id;  // empty when the parent header is empty
+
+    // Lives as long as the message and every shared copy of it: how a receiver counts the
+    // bytes it holds of a sender's messages (gateway/kernel_inflow.hpp). Empty by default.
+    std::shared_ptr<const void> lease;
 };
 
 // Fills msg_id, msg_type, session and parent_msg_id from the serialized parts.

@@ -2,6 +2,7 @@
 // What the reactor reports about one kernel link. Every call arrives on the reactor thread:
 // implementations must not block; they post the work to their own executor (the kernel's strand).
 
+#include <cstddef>
 #include <system_error>
 
 #include "kernelproto/channel.hpp"
@@ -12,6 +13,10 @@ namespace callisto::transport {
 class link_events {
 public:
     virtual ~link_events() = default;
+
+    // Asked before a message of `bytes` (all its frames) is verified or decoded: false drops it
+    // unread, which costs next to nothing, so the reactor always outpaces a flooding kernel.
+    virtual bool admit(kernelproto::channel, std::size_t /*bytes*/) { return true; }
 
     // A decoded, signature-checked message from the kernel. Replies to the reactor's own
     // slow-joiner kernel_info_requests are swallowed and never reported.

@@ -42,6 +42,15 @@ constexpr int drain_cap = 256;
 // Messages waiting for a full DEALER pipe, per link and channel. Far above anything a client
 // sends in a burst; past it the gateway is not reading its own backpressure, so drop and say so.
 constexpr std::size_t pending_cap = 100'000;
+// Messages ZeroMQ may hold per receiving socket. Few: ZeroMQ reads its socket whenever its
+// pipe has room, faster than the reactor verifies big messages, so a large mark lets a kernel
+// park gigabytes in the gateway. A burst beyond it waits in the kernel's own send pipe (its
+// memory, under its limits) until the reactor reads on.
+constexpr int receive_hwm = 2;
+// Replies, input requests: far smaller than output by nature.
+constexpr std::size_t max_reply_part_bytes = 16u << 20;
+// Messages ZeroMQ may hold per sending socket before they wait in the reactor's queue.
+constexpr int send_hwm = 8;
 
 // Bad messages from one link that are logged at warn before only every 1000th is.
 constexpr std::uint64_t bad_log_burst = 10;
@@ -80,7 +89,13 @@ struct kernel_link {
 
     std::array<zmq::socket_t, socket_count> sockets;  // indexed by channel
     zmq::socket_t heartbeat;
-    std::array<std::deque<frames_t>, socket_count> pending;
+    // A message waiting for a full DEALER pipe, with the sender's lease on its bytes
+    // (kernelproto::message::lease), which ends once ZeroMQ has taken the frames.
+    struct outgoing {
+        frames_t frames;
+        std::shared_ptr<const void> lease;
+    };
+    std::array<std::deque<outgoing>, socket_count> pending;
 
     // Slow-joiner nudge.
     std::unordered_set<std::string> nudge_ids;
@@ -230,6 +245,7 @@ struct reactor::impl {
         s.messages_out = messages_out_.load();
         s.bytes_in = bytes_in_.load();
         s.bad_messages = bad_messages_.load();
+        s.messages_refused = messages_refused_.load();
         s.links = links_open_.load();
         s.zmq_errors = zmq_errors_.load();
         s.sends_dropped = sends_dropped_.load();
@@ -371,7 +387,7 @@ private:
             sends_dropped_.fetch_add(1);
             return;
         }
-        queue_or_send(l, c.ch, std::move(frames));
+        queue_or_send(l, c.ch, std::move(frames), std::move(c.msg.lease));
     }
 
     void execute(close_command& c) {
@@ -384,12 +400,23 @@ private:
 
     void connect_sockets(kernel_link& l) {
         using kp::channel;
+        // What ZeroMQ holds per socket is bounded by receive_hwm messages of at most the
+        // part size limit (bytes held further on are the link events' to bound, see admit()).
+        const auto part_limit = [&](std::size_t cap) {
+            const std::size_t limit = l.options.max_part_bytes;
+            return limit ? static_cast<std::int64_t>(cap ? std::min(limit, cap) : limit)
+                         : std::int64_t{-1};
+        };
+        const auto max_part = part_limit(0);
+        const auto max_reply_part = part_limit(max_reply_part_bytes);
         for (channel ch : {channel::shell, channel::control, channel::stdin_}) {
             zmq::socket_t s(ctx_, zmq::socket_type::dealer);
             s.set(zmq::sockopt::linger, 0);
-            // Never drop a reply on our side; the reactor reads eagerly and the gateway's
-            // bounded queues are where backpressure is decided.
-            s.set(zmq::sockopt::rcvhwm, 0);
+            s.set(zmq::sockopt::rcvhwm, receive_hwm);
+            s.set(zmq::sockopt::maxmsgsize, max_reply_part);
+            // Few messages in ZeroMQ's own send pipe: the rest wait in `pending`, where their
+            // senders' leases still count them (a stopped kernel reads nothing).
+            s.set(zmq::sockopt::sndhwm, send_hwm);
             // ipykernel sends input_request to the identity the shell request came from.
             if (ch != channel::control) s.set(zmq::sockopt::routing_id, l.session);
             s.connect(l.info.endpoint(ch));
@@ -397,8 +424,8 @@ private:
         }
         zmq::socket_t sub(ctx_, zmq::socket_type::sub);
         sub.set(zmq::sockopt::linger, 0);
-        // The gateway side never drops iopub; the kernel's PUB HWM is the kernel's business.
-        sub.set(zmq::sockopt::rcvhwm, 0);
+        sub.set(zmq::sockopt::rcvhwm, receive_hwm);
+        sub.set(zmq::sockopt::maxmsgsize, max_part);
         sub.set(zmq::sockopt::subscribe, "");
         sub.connect(l.info.endpoint(channel::iopub));
         l.sockets[index_of(channel::iopub)] = std::move(sub);
@@ -513,6 +540,12 @@ private:
             }
             messages_in_.fetch_add(1, std::memory_order_relaxed);
             bytes_in_.fetch_add(bytes, std::memory_order_relaxed);
+            bool admitted = true;
+            notify(l, [&](link_events& e) { admitted = e.admit(ch, bytes); });
+            if (!admitted) {
+                messages_refused_.fetch_add(1, std::memory_order_relaxed);
+                continue;
+            }
             std::error_code ec;
             kp::message msg = decode_received(std::move(frames), l.signer, ec);
             if (ec) {
@@ -552,7 +585,8 @@ private:
 
     // ---- sending ----
 
-    void queue_or_send(kernel_link& l, kp::channel ch, frames_t frames) {
+    void queue_or_send(kernel_link& l, kp::channel ch, frames_t frames,
+                       std::shared_ptr<const void> lease = {}) {
         auto& queue = l.pending[index_of(ch)];
         // Behind earlier messages still waiting, to keep the order per channel.
         if (queue.empty()) {
@@ -571,7 +605,7 @@ private:
         if (queue.empty())
             log_.debug(l.name() + ": " + std::string(kp::to_string(ch)) +
                        " pipe full, queueing in the reactor");
-        queue.push_back(std::move(frames));
+        queue.push_back({std::move(frames), std::move(lease)});
     }
 
     send_result try_send(kernel_link& l, kp::channel ch, const frames_t& frames) {
@@ -589,7 +623,7 @@ private:
     void flush_pending(kernel_link& l, kp::channel ch) {
         auto& queue = l.pending[index_of(ch)];
         while (!queue.empty()) {
-            if (try_send(l, ch, queue.front()) == send_result::would_block) return;
+            if (try_send(l, ch, queue.front().frames) == send_result::would_block) return;
             queue.pop_front();
         }
     }
@@ -688,6 +722,7 @@ private:
     std::atomic<std::uint64_t> messages_out_{0};
     std::atomic<std::uint64_t> bytes_in_{0};
     std::atomic<std::uint64_t> bad_messages_{0};
+    std::atomic<std::uint64_t> messages_refused_{0};
     std::atomic<std::uint64_t> links_open_{0};
     std::atomic<std::uint64_t> zmq_errors_{0};
     std::atomic<std::uint64_t> sends_dropped_{0};

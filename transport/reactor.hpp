@@ -31,6 +31,9 @@ struct link_options {
     std::chrono::milliseconds heartbeat_interval{3000};
     // No pong within this time is a missed beat; the REQ socket is then recreated (Lazy Pirate).
     std::chrono::milliseconds heartbeat_timeout{3000};
+    // Largest message part accepted from the kernel (ZMQ_MAXMSGSIZE: a larger one makes ZeroMQ
+    // drop the connection, which then reconnects). 0: no limit.
+    std::size_t max_part_bytes = 0;
 };
 
 struct reactor_stats {
@@ -38,6 +41,8 @@ struct reactor_stats {
     std::uint64_t messages_out = 0;
     std::uint64_t bytes_in = 0;
     std::uint64_t bad_messages = 0;
+    // Messages the link's events refused (admit() false), dropped unread.
+    std::uint64_t messages_refused = 0;
     std::uint64_t links = 0;
     // ZMQ calls that failed (logged; the reactor keeps running).
     std::uint64_t zmq_errors = 0;

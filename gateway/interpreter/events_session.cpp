@@ -21,11 +21,11 @@ std::string text_of(const nlohmann::json& message) {
 events_session::events_session(beast::tcp_stream&& stream,
                                std::shared_ptr<interpreter_context> context,
                                const interpreter_settings& settings, const server_config& config,
-                               logger log)
+                               logger log, connection_limiter::slot slot)
     : channel_(std::move(stream),
                {settings.max_socket_message_bytes, config.client_send_queue_bytes,
                 config.ws_ping_interval},
-               log, "events websocket"),
+               log, "events websocket", std::move(slot)),
       context_(std::move(context)),
       settings_(settings),
       log_(std::move(log)) {}

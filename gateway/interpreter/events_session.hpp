@@ -31,7 +31,8 @@ class events_session : public websocket_handler,
                        public std::enable_shared_from_this<events_session> {
 public:
     events_session(boost::beast::tcp_stream&& stream, std::shared_ptr<interpreter_context> context,
-                   const interpreter_settings& settings, const server_config& config, logger log);
+                   const interpreter_settings& settings, const server_config& config, logger log,
+                   connection_limiter::slot slot = {});
 
     void run(http_request upgrade);
     void close();  // server shutdown; thread-safe

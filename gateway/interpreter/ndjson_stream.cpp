@@ -21,8 +21,9 @@ std::string hex(std::size_t n) {
 }
 }  // namespace
 
-ndjson_stream::ndjson_stream(beast::tcp_stream&& stream, std::size_t max_queued_bytes)
-    : stream_(std::move(stream)), max_queued_bytes_(max_queued_bytes) {
+ndjson_stream::ndjson_stream(beast::tcp_stream&& stream, connection_limiter::slot slot,
+                             std::size_t max_queued_bytes)
+    : stream_(std::move(stream)), slot_(std::move(slot)), max_queued_bytes_(max_queued_bytes) {
     stream_.expires_never();
 }
 

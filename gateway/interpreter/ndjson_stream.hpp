@@ -13,13 +13,15 @@
 
 #include <boost/beast/core/tcp_stream.hpp>
 
+#include "gateway/connection_limiter.hpp"
 #include "gateway/json_response.hpp"
 
 namespace callisto::gateway::interpreter {
 
 class ndjson_stream : public std::enable_shared_from_this<ndjson_stream> {
 public:
-    ndjson_stream(boost::beast::tcp_stream&& stream, std::size_t max_queued_bytes = 16 << 20);
+    ndjson_stream(boost::beast::tcp_stream&& stream, connection_limiter::slot slot = {},
+                  std::size_t max_queued_bytes = 16 << 20);
 
     // An ordinary answer instead of the stream (e.g. an error found after the take-over);
     // only before begin().
@@ -38,6 +40,7 @@ private:
     void shut();
 
     boost::beast::tcp_stream stream_;
+    connection_limiter::slot slot_;  // the connection's place under the connection limits
     const std::size_t max_queued_bytes_;
     std::deque<std::string> queue_;
     std::size_t queued_bytes_ = 0;

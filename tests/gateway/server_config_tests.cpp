@@ -46,7 +46,10 @@ TEST_CASE("config rejects every bad form with a message naming the flag") {
              {"--port=70000"}, {"--port=abc"}, {"--port="}, {"--port"}, {"--threads=0"},
              {"--token=short"}, {"--token=has space in it"}, {"--transport=udp"},
              {"--max-message-size=12XB"}, {"--max-message-size=0"}, {"--log-level=loud"},
-             {"--frobnicate=1"}, {"positional"}, {"--no-auth=yes"}, {"--ws-ping-interval=0"}}) {
+             {"--frobnicate=1"}, {"positional"}, {"--no-auth=yes"}, {"--ws-ping-interval=0"},
+             {"--max-connections=-1"}, {"--max-connections-per-address=x"}, {"--header-timeout=0"},
+             {"--max-body-in-flight=10"}, {"--kernel-buffer=1B"}, {"--kernel-message-limit=1KiB"},
+             {"--client-input-queue=big"}}) {
         auto r = parse(bad);
         CAPTURE(bad[0]);
         CHECK_FALSE(r.config);
@@ -228,4 +231,23 @@ TEST_CASE("config rejects bad WebSocket output limits naming the flag") {
     auto missing = parse({"--ws-output-limit"});
     CHECK_FALSE(missing.config);
     CHECK(missing.exit_code == 2);
+}
+
+TEST_CASE("config reads the hardening limits") {
+    auto c = parse({"--max-connections=50", "--max-connections-per-address=5", "--header-timeout=3",
+                    "--max-body-in-flight=64MiB", "--kernel-buffer=32MiB",
+                    "--kernel-message-limit=8MiB", "--client-input-queue=0"})
+                 .config;
+    REQUIRE(c);
+    CHECK(c->max_connections == 50);
+    CHECK(c->max_connections_per_address == 5);
+    CHECK(c->header_timeout == std::chrono::seconds(3));
+    CHECK(c->max_body_bytes_in_flight == (64u << 20));
+    CHECK(c->kernel_buffer_bytes == (32u << 20));
+    CHECK(c->kernel_message_limit_bytes == (8u << 20));
+    CHECK(c->client_input_queue_bytes == 0);
+    auto defaults = parse({}).config;
+    REQUIRE(defaults);
+    CHECK(defaults->max_body_bytes_in_flight == (256u << 20));
+    CHECK(defaults->kernel_buffer_bytes == (128u << 20));
 }
