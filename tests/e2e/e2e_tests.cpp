@@ -2,7 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -226,5 +230,41 @@ TEST_CASE("sandbox escape suite: every attack from kernel code fails and the gat
     // Small limits so the bombs end quickly; see docs/security.md for each attack.
     server_process server({"--memory-limit=256MiB", "--pids-limit=64", "--disk-quota=64MiB"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_sandbox_escape.py"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE("hardening: deep JSON, bodies without a token, the body budget, connection limits") {
+    // A soft open-files limit below the hard one, for the server to raise.
+    rlimit saved{};
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    rlimit low = saved;
+    low.rlim_cur = std::min<rlim_t>(1024, saved.rlim_max);
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+    std::optional<server_process> server;
+    try {
+        server.emplace(std::vector<std::string>{"--max-body-in-flight=8MiB", "--header-timeout=2",
+                                                "--max-connections-per-address=40"});
+    } catch (...) {
+        ::setrlimit(RLIMIT_NOFILE, &saved);
+        throw;
+    }
+    ::setrlimit(RLIMIT_NOFILE, &saved);
+    run_client(*server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k", "nested",
+                         "-k", "token", "-k", "unauthenticated", "-k", "in_flight", "-k", "open_files", "-k",
+                         "header_timeout", "-k", "one_address"});
+    CHECK(server->stop() == 0);
+}
+
+TEST_CASE("hardening: past the connection cap (open files limit 256) clients are refused at once") {
+    server_process server({}, {"/usr/bin/prlimit", "--nofile=256:256"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k",
+                        "connection_cap"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE("hardening: a flooding kernel and a client outrunning its kernel cannot grow the gateway") {
+    server_process server({"--memory-limit=512MiB"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k",
+                        "kernel_resending", "-k", "client_sending"});
     CHECK(server.stop() == 0);
 }

@@ -157,7 +157,8 @@ int http_request(int port, const std::string& method, const std::string& target,
     return std::atoi(response.substr(9, 3).c_str());
 }
 
-server_process::server_process(std::vector<std::string> extra_args) {
+server_process::server_process(std::vector<std::string> extra_args,
+                               std::vector<std::string> command_prefix) {
     port_ = free_port();
     token_ = "e2e-token-" + std::to_string(::getpid()) + "-" + std::to_string(port_);
     runtime_dir_ = "/tmp/cle2e-" + std::to_string(port_);
@@ -166,6 +167,7 @@ server_process::server_process(std::vector<std::string> extra_args) {
                                      "--port=" + std::to_string(port_), "--token=" + token_,
                                      "--runtime-dir=" + runtime_dir_.string()};
     for (auto& a : extra_args) argv.push_back(a);
+    argv.insert(argv.begin(), command_prefix.begin(), command_prefix.end());
     int fd = ::open(log_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     pid_ = spawn(argv, {}, fd);
     ::close(fd);

@@ -27,7 +27,10 @@ int http_request(int port, const std::string& method, const std::string& target,
 
 class server_process {
 public:
-    explicit server_process(std::vector<std::string> extra_args = {});
+    // `command_prefix` runs before the binary, e.g. {"/usr/bin/prlimit", "--nofile=256:256"};
+    // it must exec the binary in its own process, so pid() stays the server's.
+    explicit server_process(std::vector<std::string> extra_args = {},
+                            std::vector<std::string> command_prefix = {});
     ~server_process();  // SIGKILL if still running
 
     int port() const { return port_; }
