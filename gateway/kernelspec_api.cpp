@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "gateway/content_headers.hpp"
 #include "gateway/static_files.hpp"
 
 namespace callisto::gateway {
@@ -47,7 +48,11 @@ void kernelspec_api::handle(const route& r, const http_request&, const respond_f
             if (!spec)
                 return respond(error_response(http::status::not_found,
                                               "Kernel spec " + r.name + " not found"));
-            respond(serve_file(spec->resource_dir, r.file));
+            auto res = serve_file(spec->resource_dir, r.file);
+            // Logos and kernel.js load through <img> and <script>, which ignore these; opened
+            // as a page, an SVG or HTML file there must not run as this origin.
+            if (res.result() == http::status::ok) set_untrusted_file_headers(res, r.file);
+            respond(std::move(res));
             return;
         }
         default:

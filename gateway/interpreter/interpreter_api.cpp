@@ -4,6 +4,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
+#include "gateway/content_headers.hpp"
 #include "gateway/interpreter/multipart_form.hpp"
 #include "gateway/interpreter/oneshot_request.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
@@ -41,7 +42,8 @@ std::string content_type_for(std::string_view path) {
     if (ext == ".json") return "application/json";
     if (ext == ".txt" || ext == ".py" || ext == ".md") return "text/plain; charset=utf-8";
     if (ext == ".pdf") return "application/pdf";
-    // Never text/html: a downloaded file must not run as a page of this origin.
+    // Never text/html: a downloaded file must not run as a page of this origin (and every
+    // active or unknown type goes as an attachment in a sandbox: set_untrusted_file_headers).
     return "application/octet-stream";
 }
 
@@ -173,7 +175,8 @@ void interpreter_api::handle_files(const route& r, const http_request& req,
     http_response res{http::status::ok, 11};
     res.set(http::field::content_type, content_type_for(r.file));
     res.set(http::field::cache_control, "no-store");
-    res.set("X-Content-Type-Options", "nosniff");
+    // Kernel code wrote it: it may be an SVG or HTML page with a script (issue 10).
+    set_untrusted_file_headers(res, r.file);
     res.body() = std::move(bytes);
     res.prepare_payload();
     respond(std::move(res));

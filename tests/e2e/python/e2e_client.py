@@ -259,7 +259,8 @@ def openapi_resolve(node):
 def check_documented(method, path_template, r):
     """The answer r to METHOD path_template is one the document describes: its status is
     listed, its content type is one of the status's, a JSON or NDJSON body matches the
-    schema, and Location / Retry-After are there when documented. Returns r."""
+    schema, Location / Retry-After and required headers are there when documented, and a
+    header documented with a const has that value. Returns r."""
     what = f"{method} {path_template} -> {r.status}"
     doc = openapi_document()
     check(path_template in doc["paths"], f"{path_template} is documented")
@@ -281,10 +282,19 @@ def check_documented(method, path_template, r):
         elif ctype == "application/x-ndjson":
             for line in r.body.decode().splitlines():
                 check_schema(json.loads(line), schema, what + " event")
-    for header in ("Location", "Retry-After"):
-        if header in res.get("headers", {}):
+    for header, spec in res.get("headers", {}).items():
+        if header in ("Location", "Retry-After"):
             check(header.lower() in r.headers, f"{what}: documented header {header} missing",
                   r.headers)
+        # Required headers (the security headers) are always sent; one documented with a
+        # single value has it.
+        spec = openapi_resolve(spec)
+        if spec.get("required"):
+            check(header.lower() in r.headers, f"{what}: required header {header} missing",
+                  r.headers)
+        const = spec.get("schema", {}).get("const")
+        if const is not None and header.lower() in r.headers:
+            check_eq(r.headers[header.lower()], const, f"{what}: documented header {header}")
     return r
 
 

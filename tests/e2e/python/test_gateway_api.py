@@ -80,6 +80,23 @@ def test_kernelspec_logo_resource():
     check(r.body.startswith(b"\x89PNG\r\n\x1a\n"), "body is a PNG", r.body[:16])
 
 
+@callisto_only
+def test_kernelspec_resources_never_run_as_a_page():
+    # <img> and <script> ignore these headers; opened as a page, an SVG must not run here.
+    res = api("GET", "/api/kernelspecs").json()["kernelspecs"][KERNEL_NAME]["resources"]
+    check(res, "the kernelspec has resources", res)
+    for name, path in res.items():
+        r = http_request("GET", path)
+        check_eq(r.status, 200, f"GET {path}")
+        csp = r.headers.get("content-security-policy", "")
+        check("sandbox" in csp and "default-src 'none'" in csp, f"{path}: a CSP sandbox", r.headers)
+        check_eq(r.headers.get("x-content-type-options"), "nosniff", f"{path}: nosniff")
+        check_eq(r.headers.get("referrer-policy"), "no-referrer", f"{path}: no Referer")
+        active = not r.headers.get("content-type", "").startswith("image/png")
+        check(r.headers.get("content-disposition", "").startswith("attachment;") == active,
+              f"{path}: an attachment exactly when active", r.headers)
+
+
 @test
 def test_kernel_lifecycle_rest():
     model = create_kernel()

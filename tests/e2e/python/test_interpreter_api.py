@@ -529,6 +529,7 @@ def test_files_upload_a_csv_read_it_with_pandas_and_download_a_png():
         check_eq(png.status, 200, "download")
         check_eq(png.headers.get("content-type"), "image/png", "content type")
         check(png.body.startswith(b"\x89PNG\r\n\x1a\n"), "a PNG", png.body[:8])
+        check("content-disposition" not in png.headers, "a PNG shows inline", png.headers)
         check_eq(len(png.body), paths["chart.png"]["size"], "whole file")
         check_eq(api("GET", files_url(ctx, "data/temps.csv")).body, csv, "CSV round trip")
         check_eq(api("DELETE", files_url(ctx, "chart.png")).status, 204, "delete")
@@ -536,6 +537,57 @@ def test_files_upload_a_csv_read_it_with_pandas_and_download_a_png():
         # Files outlive a kernel restart.
         check_eq(api("POST", f"/v1/contexts/{ctx['id']}/restart").status, 200, "restart")
         check_eq(api("GET", files_url(ctx, "data/temps.csv")).body, csv, "kept over a restart")
+    finally:
+        delete_context(ctx)
+
+
+ACTIVE_FILES = {
+    # An SVG's script runs when the SVG is opened as a page: it could read a ?token= from its
+    # own URL, or the web UI's sessionStorage, and drive the API as the user.
+    "x.svg": '<svg xmlns="http://www.w3.org/2000/svg"><script>'
+             'fetch("/api/kernels?" + location.search.slice(1))</script></svg>',
+    "page.html": "<!doctype html><script>document.title = location.search</script>",
+    "data.xml": '<?xml version="1.0"?><x:script xmlns:x="http://www.w3.org/1999/xhtml">1</x:script>',
+    "app.js": "alert(1)",
+    "no-extension": "<html><script>alert(1)</script></html>",
+}
+
+
+def check_untrusted_file_headers(r, what):
+    csp = r.headers.get("content-security-policy", "")
+    check("sandbox" in csp and "default-src 'none'" in csp, what + ": a CSP sandbox", r.headers)
+    check_eq(r.headers.get("x-content-type-options"), "nosniff", what + ": nosniff")
+    check_eq(r.headers.get("referrer-policy"), "no-referrer", what + ": no Referer")
+
+
+@callisto_only
+def test_kernel_written_svg_and_html_download_as_attachments_in_a_sandbox():
+    ctx = new_context()
+    try:
+        r = run(ctx, "import json\nfor name, text in json.loads(%r).items():\n"
+                     "    open(name, 'w').write(text)\n"
+                     "open('notes.txt', 'w').write('<script>alert(1)</script>')" %
+                     json.dumps(ACTIVE_FILES))
+        check_eq(r["status"], "ok", "the kernel wrote the files " + json.dumps(r)[:400])
+        for name in ACTIVE_FILES:
+            # ?token= is how such a link would carry the token; it gets the same headers.
+            for auth in ("header", "query"):
+                what = f"GET {name} (token in the {auth})"
+                f = api("GET", files_url(ctx, name), auth=auth)
+                check_eq(f.status, 200, what)
+                check_eq(f.body, ACTIVE_FILES[name].encode(), what + ": the bytes")
+                check_documented("GET", "/v1/contexts/{context_id}/files/{path}", f)
+                check(not f.headers.get("content-type", "").startswith("text/html"),
+                      what + ": never text/html", f.headers)
+                check_eq(f.headers.get("content-disposition"),
+                         f"attachment; filename=\"{name}\"; filename*=UTF-8''{name}",
+                         what + ": an attachment")
+                check_untrusted_file_headers(f, what)
+        # Plain text stays viewable inline (as text), still sandboxed and never sniffed.
+        f = api("GET", files_url(ctx, "notes.txt"))
+        check(f.headers.get("content-type", "").startswith("text/plain"), "text", f.headers)
+        check("content-disposition" not in f.headers, "text is inline", f.headers)
+        check_untrusted_file_headers(f, "notes.txt")
     finally:
         delete_context(ctx)
 
