@@ -8,6 +8,14 @@ namespace callisto::gateway {
 
 namespace {
 
+// The same as web/index.html's <meta> policy, plus frame-ancestors, which a <meta> cannot set.
+// Both are enforced; keep them equal. style-src needs 'unsafe-inline' for the <style> in the
+// srcdoc frames of kernel HTML, which inherit this policy.
+constexpr std::string_view web_ui_csp =
+    "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; "
+    "style-src 'self' 'unsafe-inline'; script-src 'self'; frame-src 'self' about:; "
+    "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 std::string_view media_type(std::string_view content_type) {
     auto end = content_type.find(';');
     auto type = content_type.substr(0, end);
@@ -61,6 +69,12 @@ void set_untrusted_file_headers(http_response& res, std::string_view path) {
     res.set("Content-Security-Policy", untrusted_file_csp);
     if (!renders_passively(res[http::field::content_type]))
         res.set(http::field::content_disposition, attachment_disposition(path));
+}
+
+void set_web_ui_headers(http_response& res) {
+    set_common(res);
+    res.set("Content-Security-Policy", web_ui_csp);
+    res.set(http::field::x_frame_options, "DENY");
 }
 
 }  // namespace callisto::gateway

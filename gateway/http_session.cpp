@@ -10,6 +10,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "gateway/content_headers.hpp"
 #include "gateway/interpreter/events_session.hpp"
 #include "gateway/interpreter/ndjson_stream.hpp"
 #include "gateway/openapi_document.hpp"
@@ -227,9 +228,12 @@ void http_session::dispatch_request(http_request req) {
                 r, req, [this](http_response res) { send(std::move(res)); });
         case route_kind::kernel_channels:
             return upgrade_to_websocket(r, *who, std::move(req));
-        case route_kind::static_file:
-            return send(serve_file(services_.config.web_root, r.file.empty() ? "index.html"
-                                                                             : r.file));
+        case route_kind::static_file: {
+            auto res = serve_file(services_.config.web_root,
+                                  r.file.empty() ? "index.html" : r.file);
+            set_web_ui_headers(res);
+            return send(std::move(res));
+        }
         default: {
             // Kernel handlers may answer later from another thread: hop back to this strand.
             auto self = shared_from_this();
@@ -283,6 +287,9 @@ void http_session::upgrade_to_events(const route& r, const user& who, http_reque
 
 void http_session::send(http_response res) {
     res.set(http::field::server, "callisto");
+    // Every answer: no content sniffing, and a URL with ?token= never leaves as a Referer.
+    res.set("X-Content-Type-Options", "nosniff");
+    res.set("Referrer-Policy", "no-referrer");
     // An answer given before the body was read ends the connection: the rest of the body is
     // not a request.
     if (!keep_alive_ || stopping_ || !parser_->is_done()) res.keep_alive(false);

@@ -53,3 +53,15 @@ TEST_CASE("the attachment filename cannot break out of its quotes; UTF-8 goes pe
           "attachment; filename=\"r__sum__ 1.txt\"; filename*=UTF-8''r%C3%A9sum%C3%A9%201.txt");
     CHECK(attachment_disposition("dir/") == "attachment");
 }
+
+TEST_CASE("the web UI gets a CSP that forbids framing, nosniff and no Referer") {
+    auto res = file_of_type("text/html; charset=utf-8");
+    set_web_ui_headers(res);
+    const std::string csp(res["Content-Security-Policy"]);
+    CHECK(csp.find("script-src 'self'") != std::string::npos);
+    CHECK(csp.find("frame-ancestors 'none'") != std::string::npos);
+    CHECK(res[http::field::x_frame_options] == "DENY");
+    CHECK(res["X-Content-Type-Options"] == "nosniff");
+    CHECK(res["Referrer-Policy"] == "no-referrer");
+    CHECK(res.find(http::field::content_disposition) == res.end());
+}

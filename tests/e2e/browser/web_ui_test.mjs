@@ -138,6 +138,13 @@ async function main() {
   await test('the page loads, takes the token from the URL and hides it', async () => {
     const res = await page.goto(`${BASE_URL}/?token=${encodeURIComponent(TOKEN)}`);
     check(res && res.status() === 200, 'GET / answers 200', res && res.status());
+    // The first load carries ?token=: no Referer may take it anywhere, and no one may frame
+    // the page. The CSP header must allow all the page uses: a violation is a console error.
+    const h = res.headers();
+    check(h['referrer-policy'] === 'no-referrer', 'Referrer-Policy: no-referrer', h);
+    check(h['x-content-type-options'] === 'nosniff', 'nosniff', h);
+    check((h['content-security-policy'] || '').includes("frame-ancestors 'none'"),
+          'a CSP header that forbids framing', h);
     await page.locator('#app').waitFor({ state: 'visible' });
     check(!page.url().includes('token'), 'the token is stripped from the address bar', page.url());
     const stored = await page.evaluate(() => sessionStorage.getItem('callisto.token'));
