@@ -157,6 +157,10 @@ struct child_setup {
         if (::setgroups(0, nullptr) != 0) fail(child_stage::setgroups);
         if (setup.gid && ::setresgid(*setup.gid, *setup.gid, *setup.gid) != 0) fail(child_stage::setgid);
         if (setup.uid && ::setresuid(*setup.uid, *setup.uid, *setup.uid) != 0) fail(child_stage::setuid);
+        // A new effective uid or gid clears the parent-death signal (prctl(2)): without this a
+        // sandboxed kernel outlived a gateway that died before bwrap's --die-with-parent ran.
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(child_stage::pdeathsig);
+        if (::getppid() != parent) ::_exit(127);
     }
     if (cwd && ::chdir(cwd) != 0) fail(child_stage::chdir);
 

@@ -262,9 +262,12 @@ TEST_CASE("the destructor kills children still running and still reports their e
     CHECK(::kill(pid, 0) != 0);  // reaped: the pid no longer exists
 }
 
-TEST_CASE("children die with the gateway (PR_SET_PDEATHSIG)") {
-    // A helper process plays the gateway: it starts a supervisor, spawns a sleeper, reports the
-    // sleeper's pid and exits without cleaning up. The sleeper must be SIGKILLed by the kernel.
+namespace {
+
+// A helper process plays the gateway: it starts a supervisor, spawns `what`, reports the
+// child's pid and exits without cleaning up. True when the child then dies (SIGKILLed by the
+// kernel as its parent-death signal).
+bool child_dies_with_its_gateway(const spawn_description& what) {
     int report[2];
     REQUIRE(::pipe(report) == 0);
     const pid_t gateway = ::fork();
@@ -272,21 +275,39 @@ TEST_CASE("children die with the gateway (PR_SET_PDEATHSIG)") {
     if (gateway == 0) {
         ::close(report[0]);
         auto* supervisor = new process_supervisor({});  // leaked on purpose: no destructor runs
-        pid_t pid = supervisor->spawn(command({"sleep", "600"}), {});
+        pid_t pid = supervisor->spawn(what, {});
         [[maybe_unused]] auto n = ::write(report[1], &pid, sizeof pid);
         ::_exit(0);
     }
     ::close(report[1]);
-    pid_t sleeper = 0;
-    const auto n = ::read(report[0], &sleeper, sizeof sleeper);
+    pid_t child = 0;
+    const auto n = ::read(report[0], &child, sizeof child);
     ::close(report[0]);
     ::waitpid(gateway, nullptr, 0);
-    REQUIRE(n == static_cast<ssize_t>(sizeof sleeper));
-
+    REQUIRE(n == static_cast<ssize_t>(sizeof child));
     // Orphans are reaped by init or a subreaper, which may be slow; a zombie counts as dead.
-    const auto stat_file = std::filesystem::path("/proc") / std::to_string(sleeper) / "stat";
-    CHECK(eventually([&] {
+    const auto stat_file = std::filesystem::path("/proc") / std::to_string(child) / "stat";
+    const bool died = eventually([&] {
         const auto stat = read_file(stat_file);
         return stat.empty() || stat.find(") Z ") != std::string::npos;
-    }));
+    });
+    if (!died) ::kill(child, SIGKILL);
+    return died;
+}
+
+}  // namespace
+
+TEST_CASE("children running as another uid die with the gateway too (setresuid clears PDEATHSIG)") {
+    if (::geteuid() != 0) {
+        MESSAGE("skipped: changing uid needs root");
+        return;
+    }
+    auto what = command({"sleep", "600"});
+    what.uid = 65534;  // nobody, as a sandboxed kernel runs as its session uid
+    what.gid = 65534;
+    CHECK(child_dies_with_its_gateway(what));
+}
+
+TEST_CASE("children die with the gateway (PR_SET_PDEATHSIG)") {
+    CHECK(child_dies_with_its_gateway(command({"sleep", "600"})));
 }
