@@ -8,6 +8,7 @@
 
 #include "gateway/listener.hpp"
 #include "gateway/mcp/context_tools.hpp"
+#include "launcher/leftover_reaper.hpp"
 #include "launcher/sandbox_probe.hpp"
 
 namespace callisto::gateway {
@@ -32,7 +33,8 @@ void prepare_runtime_root(const fs::path& root, bool sandboxed) {
 }
 
 // Probes the host; throws with the probe's explanation when no safe mode exists.
-std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config, const logger& log) {
+std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
+                                                const launcher::instance_lock* lock, const logger& log) {
     if (!config.sandbox) {
         log.warn("**********************************************************************");
         log.warn("SANDBOX OFF (--sandbox=off): kernel code runs as this user with full");
@@ -48,7 +50,28 @@ std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config, con
              std::to_string(config.sandbox_uid_first) + "-" +
              std::to_string(config.sandbox_uid_first + config.sandbox_uid_count - 1) +
              "; workdirs under " + config.workdir_root.string());
-    return std::make_unique<launcher::sandbox>(probe.bwrap, probe.cgroups);
+    return std::make_unique<launcher::sandbox>(probe.bwrap, probe.cgroups, lock ? lock->tag() : "");
+}
+
+// A previous instance on this workdir root that died without cleaning up (SIGKILL, a crash)
+// left its kernels, workdir mounts, cgroups and runtime root; the lock says it is gone.
+void reap_leftovers(const server_config& config, const launcher::instance_lock& lock,
+                    const launcher::sandbox& box, const logger& log) {
+    launcher::leftover_scope scope;
+    scope.workdir_root = lock.root();
+    scope.uid_first = config.sandbox_uid_first;
+    scope.uid_count = config.sandbox_uid_count;
+    scope.cgroups = box.cgroups();
+    scope.tag = lock.tag();
+    scope.runtime_root = lock.previous_runtime_root();
+    const auto report = launcher::leftover_reaper(scope).reap();
+    log.info("leftovers of earlier instances on " + lock.root().string() + " (tag " + lock.tag() +
+             "): " + report.describe());
+    if (!report.problems.empty()) {
+        std::string all;
+        for (const auto& p : report.problems) all += (all.empty() ? "" : "; ") + p;
+        log.warn("not reaped: " + all);
+    }
 }
 
 // --pool-size applies to the default kernelspec; --pool=NAME:N entries win over it.
@@ -91,12 +114,14 @@ mcp::tool_limits mcp_tool_limits(const interpreter::interpreter_settings& s) {
 server::server(server_config config, logger log)
     : config_(std::move(config)),
       log_(std::move(log)),
+      workdir_lock_(config_.sandbox ? std::make_unique<launcher::instance_lock>(config_.workdir_root)
+                                    : nullptr),
       work_(asio::make_work_guard(ioc_)),
       signals_(ioc_, SIGINT, SIGTERM),
       reactor_(log_.component("reactor")),
       supervisor_(log_.component("supervisor")),
       catalog_(kernel_search_path(config_), log_.component("kernelspecs")),
-      sandbox_(make_sandbox(config_, log_.component("sandbox"))),
+      sandbox_(make_sandbox(config_, workdir_lock_.get(), log_.component("sandbox"))),
       sandbox_uids_(sandbox_ ? std::make_unique<launcher::sandbox_uid_pool>(
                                    config_.sandbox_uid_first, config_.sandbox_uid_count)
                              : nullptr),
@@ -125,7 +150,9 @@ server::server(server_config config, logger log)
       services_{config_,   auth_,           kernels_,         kernels_rest_,
                 kernelspecs_rest_, sessions_, connections_, request_bodies_,
                 log_.component("http"), interpreter_rest_, mcp_} {
+    if (workdir_lock_) reap_leftovers(config_, *workdir_lock_, *sandbox_, log_.component("sandbox"));
     prepare_runtime_root(config_.runtime_root, sandbox_ != nullptr);
+    if (workdir_lock_) workdir_lock_->claim_runtime_root(config_.runtime_root);
     if (catalog_.all().empty())
         log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
     for (const auto& spec : catalog_.all())

@@ -26,6 +26,7 @@
 #include "gateway/memory_trimmer.hpp"
 #include "gateway/server_config.hpp"
 #include "gateway/session_registry.hpp"
+#include "launcher/instance_lock.hpp"
 #include "launcher/kernelspec_catalog.hpp"
 #include "launcher/process_supervisor.hpp"
 #include "launcher/sandbox.hpp"
@@ -58,6 +59,9 @@ private:
 
     const server_config config_;
     logger log_;
+    // Held for the server's life (sandboxed only): the workdir root is this instance's, and
+    // what a dead previous instance left there is reaped at start.
+    std::unique_ptr<launcher::instance_lock> workdir_lock_;
     boost::asio::io_context ioc_;
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
     boost::asio::signal_set signals_;

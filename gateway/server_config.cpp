@@ -136,8 +136,11 @@ Serves the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.
   --culled-retention=SECS   how long a culled kernel's id answers 410 Gone (default 3600)
   --sandbox=on|off          run kernels in the sandbox (default on; off is for development
                             only: kernel code then runs as the gateway's user)
-  --workdir-root=DIR        per-kernel working directories (default /var/lib/callisto/work)
-  --sandbox-uids=FIRST-LAST uids (and gids) given to sessions (default 60000-60999)
+  --workdir-root=DIR        per-kernel working directories (default /var/lib/callisto/work);
+                            one instance per root: it is locked, and what a crashed instance
+                            left there is reaped at start
+  --sandbox-uids=FIRST-LAST uids (and gids) given to sessions (default 60000-60999); give
+                            each instance on a host its own range
   --memory-limit=SIZE       per kernel (default 2GiB)
   --pids-limit=N            processes and threads per kernel (default 256)
   --cpu-limit=CORES         CPU share per kernel, e.g. 0.5 (default 1)

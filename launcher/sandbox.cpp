@@ -51,8 +51,8 @@ unsigned long rl(std::uint64_t v) { return static_cast<unsigned long>(v); }
 
 }  // namespace
 
-sandbox::sandbox(std::filesystem::path bwrap, cgroup_layout cgroups)
-    : bwrap_(std::move(bwrap)), cgroups_(std::move(cgroups)) {}
+sandbox::sandbox(std::filesystem::path bwrap, cgroup_layout cgroups, std::string cgroup_tag)
+    : bwrap_(std::move(bwrap)), cgroups_(std::move(cgroups)), cgroup_tag_(std::move(cgroup_tag)) {}
 
 std::shared_ptr<sandboxed_kernel> sandbox::prepare(const spawn_description& inner,
                                                    const sandbox_policy& policy,
@@ -78,7 +78,8 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(const spawn_description& inne
 
     std::unique_ptr<kernel_cgroup> cgroup;
     if (cgroups_.version != cgroup_version::none)
-        cgroup = std::make_unique<kernel_cgroup>(cgroups_, name, policy);
+        cgroup = std::make_unique<kernel_cgroup>(cgroups_, cgroup_tag_.empty() ? name : cgroup_tag_ + "-" + name,
+                                                 policy);
 
     const int seccomp_fd = seccomp_.make_fd();
     spawn_description out;

@@ -29,8 +29,10 @@ inline constexpr const char* sandbox_workdir = "/work";
 
 class sandbox {
 public:
-    // Compiles the seccomp filter. Throws std::runtime_error.
-    sandbox(std::filesystem::path bwrap, cgroup_layout cgroups);
+    // Compiles the seccomp filter. Throws std::runtime_error. Kernels' cgroups are named
+    // "<cgroup_tag>-<name>" (just <name> without a tag): the tag says whose they are, so the
+    // next start reaps only its own (instance_lock, leftover_reaper).
+    sandbox(std::filesystem::path bwrap, cgroup_layout cgroups, std::string cgroup_tag = {});
 
     // Prepares one kernel start: creates its cgroup, writes its passwd/group files into the
     // runtime dir and hands the runtime dir and connection file to the session uid.
@@ -50,6 +52,7 @@ public:
 private:
     std::filesystem::path bwrap_;
     cgroup_layout cgroups_;
+    std::string cgroup_tag_;
     seccomp_filter seccomp_;
 };
 

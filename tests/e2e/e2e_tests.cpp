@@ -9,6 +9,7 @@
 #include <optional>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <unistd.h>
 #include <thread>
 
@@ -36,11 +37,12 @@ std::filesystem::path write_users_file(const std::string& tag) {
     return users;
 }
 
-void run_client(server_process& server, std::vector<std::string> argv, int timeout_s = 900) {
-    auto result = run_command(argv, {{"CALLISTO_URL", server.url()},
-                                     {"CALLISTO_TOKEN", server.token()},
-                                     {"CALLISTO_PID", std::to_string(server.pid())}},
-                              timeout_s);
+void run_client(server_process& server, std::vector<std::string> argv, int timeout_s = 900,
+                std::map<std::string, std::string> env = {}) {
+    env["CALLISTO_URL"] = server.url();
+    env["CALLISTO_TOKEN"] = server.token();
+    env["CALLISTO_PID"] = std::to_string(server.pid());
+    auto result = run_command(argv, env, timeout_s);
     INFO("client output:\n" << result.output);
     INFO("server log:\n" << server.log());
     CHECK_FALSE(result.timed_out);
@@ -200,6 +202,41 @@ TEST_CASE("SIGTERM stops the server in order, leaving no kernel process, socket 
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     CHECK(processes_mentioning(runtime).empty());
     CHECK_FALSE(std::filesystem::exists(runtime));
+}
+
+TEST_CASE("after a SIGKILL the next start on the same workdir root reaps the kernels, tmpfs mounts, cgroups and runtime root left behind") {
+    const std::string root = "/tmp/cle2e-reap-" + std::to_string(::getpid());
+    const std::string state = root + ".json";
+    // Its own uids, so the stand-ins the client plants touch no other test's kernels.
+    const std::vector<std::string> args = {"--workdir-root=" + root, "--sandbox-uids=61000-61099",
+                                           "--pool-size=0"};
+    const std::string script = source_dir + "/tests/e2e/python/test_crash_leftovers.py";
+    {
+        server_process first(args);
+        run_client(first, {python, script, "-k", "before"}, 300, {{"CALLISTO_E2E_STATE", state}});
+        first.crash();
+    }
+    {
+        server_process second(args);
+        INFO("server log:\n" << second.log());
+        CHECK(second.log().find("leftovers of earlier instances on " + root) != std::string::npos);
+        CHECK(second.log().find("killed") != std::string::npos);
+        run_client(second, {python, script, "-k", "after"}, 300, {{"CALLISTO_E2E_STATE", state}});
+
+        // While it runs, the root is its own: a second instance refuses to start and says why.
+        std::string refusal;
+        try {
+            server_process third(args);
+        } catch (const std::exception& e) {
+            refusal = e.what();
+        }
+        CHECK(refusal.find("another callisto instance is running with --workdir-root=" + root) !=
+              std::string::npos);
+        CHECK(second.stop() == 0);
+    }
+    std::error_code ec;
+    std::filesystem::remove(state, ec);
+    std::filesystem::remove_all(root, ec);
 }
 
 TEST_CASE("SIGTERM answers the requests in flight (an execution, an MCP tool call) before closing") {

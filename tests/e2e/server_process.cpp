@@ -1,5 +1,6 @@
 #include "server_process.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
@@ -10,6 +11,7 @@
 #include <poll.h>
 #include <sstream>
 #include <stdexcept>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
@@ -166,6 +168,13 @@ server_process::server_process(std::vector<std::string> extra_args,
     std::vector<std::string> argv = {CALLISTO_BINARY, "--ip=127.0.0.1",
                                      "--port=" + std::to_string(port_), "--token=" + token_,
                                      "--runtime-dir=" + runtime_dir_.string()};
+    const bool has_workdir_root = std::any_of(extra_args.begin(), extra_args.end(), [](const std::string& a) {
+        return a.rfind("--workdir-root=", 0) == 0;
+    });
+    if (!has_workdir_root) {
+        own_workdir_root_ = "/tmp/cle2e-" + std::to_string(port_) + "-work";
+        argv.push_back("--workdir-root=" + own_workdir_root_.string());
+    }
     for (auto& a : extra_args) argv.push_back(a);
     argv.insert(argv.begin(), command_prefix.begin(), command_prefix.end());
     int fd = ::open(log_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -185,10 +194,22 @@ server_process::server_process(std::vector<std::string> extra_args,
 }
 
 server_process::~server_process() {
-    if (pid_ > 0) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
+    crash();
+    if (!own_workdir_root_.empty()) {
+        // After a clean stop only the lock's files are left; after a kill, detach what is
+        // still mounted there before removing anything.
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(own_workdir_root_, ec))
+            ::umount2(entry.path().c_str(), MNT_DETACH);
+        fs::remove_all(own_workdir_root_, ec);
     }
+}
+
+void server_process::crash() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
 }
 
 std::string server_process::log() const {

@@ -27,6 +27,8 @@ int http_request(int port, const std::string& method, const std::string& target,
 
 class server_process {
 public:
+    // Each server gets its own --runtime-dir and, unless extra_args has one, --workdir-root:
+    // an instance locks its workdir root, so servers of tests run side by side must not share.
     // `command_prefix` runs before the binary, e.g. {"/usr/bin/prlimit", "--nofile=256:256"};
     // it must exec the binary in its own process, so pid() stays the server's.
     explicit server_process(std::vector<std::string> extra_args = {},
@@ -42,12 +44,15 @@ public:
 
     // SIGTERM, then wait; the exit code, or -1 when it did not exit within timeout_s.
     int stop(int timeout_s = 60);
+    // SIGKILL, as a crash: nothing of the server's own cleanup runs.
+    void crash();
 
 private:
     pid_t pid_ = -1;
     int port_ = 0;
     std::string token_;
     std::filesystem::path runtime_dir_;
+    std::filesystem::path own_workdir_root_;  // when the test gave none: removed at the end
     std::filesystem::path log_file_;
 };
 

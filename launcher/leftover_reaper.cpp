@@ -1,0 +1,348 @@
+#include "launcher/leftover_reaper.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <poll.h>
+#include <set>
+#include <sstream>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <thread>
+#include <unistd.h>
+
+#include "common/unique_fd.hpp"
+#include "launcher/instance_lock.hpp"
+
+namespace callisto::launcher {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string read_file(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+// Strictly below: "/a/b/c" is below "/a/b", "/a/bc" and "/a/b" are not.
+bool is_below(std::string_view path, const fs::path& root) {
+    std::string prefix = root.string();
+    if (prefix.empty() || prefix.back() != '/') prefix += '/';
+    return path.size() > prefix.size() && path.substr(0, prefix.size()) == prefix;
+}
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string unescape_octal(std::string_view s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        auto octal = [&](std::size_t k) { return k < s.size() && s[k] >= '0' && s[k] <= '7'; };
+        if (s[i] == '\\' && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
+            out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+            i += 3;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> split_nul(const std::string& s) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start < s.size()) {
+        auto end = s.find('\0', start);
+        if (end == std::string::npos) end = s.size();
+        out.push_back(s.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
+std::optional<uid_t> real_uid(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("Uid:", 0) != 0) continue;
+        std::istringstream fields(line.substr(4));
+        unsigned long uid = 0;
+        if (fields >> uid) return static_cast<uid_t>(uid);
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+int open_pidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+bool pidfd_kill(int pidfd) {
+    return ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0 || errno == ESRCH;
+}
+
+// The processes killed so far, each held by a pidfd: what we checked is what we signalled,
+// and poll() on the pidfd says when it has exited.
+class kill_list {
+public:
+    // Opens a pidfd, then asks `is_ours` (which reads /proc/<pid>): a pid recycled before the
+    // pidfd was opened is checked as the new process it now is.
+    template <class Predicate>
+    void kill_if(pid_t pid, Predicate is_ours) {
+        if (pid <= 1 || pid == ::getpid() || killed_.count(pid)) return;
+        unique_fd fd(open_pidfd(pid));
+        if (!fd || !is_ours(pid)) return;
+        if (pidfd_kill(fd.get())) killed_.emplace(pid, std::move(fd));
+    }
+
+    std::size_t size() const { return killed_.size(); }
+
+    // Waits until every killed process has exited; returns those that have not.
+    std::vector<pid_t> wait(std::chrono::milliseconds limit) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        std::vector<pid_t> left;
+        for (auto& [pid, fd] : killed_) {
+            pollfd p{fd.get(), POLLIN, 0};
+            for (;;) {
+                const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now())
+                                    .count();
+                const int n = ::poll(&p, 1, static_cast<int>(std::max<long long>(ms, 0)));
+                if (n > 0 || (n < 0 && errno != EINTR) || ms <= 0) break;
+            }
+            if (!(p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) left.push_back(pid);
+        }
+        return left;
+    }
+
+private:
+    std::map<pid_t, unique_fd> killed_;
+};
+
+std::vector<pid_t> cgroup_procs(const fs::path& dir) {
+    std::vector<pid_t> pids;
+    std::ifstream in(dir / "cgroup.procs");
+    long pid = 0;
+    while (in >> pid) pids.push_back(static_cast<pid_t>(pid));
+    return pids;
+}
+
+std::vector<fs::path> hierarchies(const cgroup_layout& layout) {
+    std::vector<fs::path> out;
+    auto add = [&](const fs::path& p) {
+        if (!p.empty() && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    };
+    if (layout.version == cgroup_version::v2) add(layout.v2_root);
+    if (layout.version == cgroup_version::v1) {
+        add(layout.v1_memory);
+        add(layout.v1_pids);
+        add(layout.v1_cpu);
+    }
+    return out;
+}
+
+std::string plural(std::size_t n, const std::string& one, const std::string& many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
+
+bool reap_report::nothing_reaped() const {
+    return processes == 0 && mounts == 0 && workdirs == 0 && cgroups == 0 && !runtime_root;
+}
+
+std::string reap_report::describe() const {
+    std::vector<std::string> parts;
+    if (processes) parts.push_back("killed " + plural(processes, "process", "processes"));
+    if (mounts) parts.push_back("unmounted " + plural(mounts, "workdir tmpfs", "workdir tmpfs"));
+    if (workdirs) parts.push_back("removed " + plural(workdirs, "workdir", "workdirs"));
+    if (cgroups) parts.push_back("removed " + plural(cgroups, "cgroup", "cgroups"));
+    if (runtime_root) parts.push_back("removed runtime root " + runtime_root->string());
+    if (parts.empty()) return "nothing to reap";
+    std::string out;
+    for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+    return out;
+}
+
+leftover_reaper::leftover_reaper(leftover_scope scope) : scope_(std::move(scope)) {}
+
+std::vector<mount_entry> leftover_reaper::mounts_below(std::string_view mountinfo, const fs::path& root) {
+    std::vector<mount_entry> out;
+    std::istringstream in{std::string(mountinfo)};
+    std::string line;
+    // "36 35 0:30 / /var/lib/callisto/work/<id> rw,nosuid,nodev shared:1 - tmpfs callisto-work rw,size=..."
+    while (std::getline(in, line)) {
+        const auto dash = line.find(" - ");
+        if (dash == std::string::npos) continue;
+        std::istringstream head(line.substr(0, dash)), tail(line.substr(dash + 3));
+        std::string id, parent, devno, mount_root, mount_point, fstype, source;
+        if (!(head >> id >> parent >> devno >> mount_root >> mount_point)) continue;
+        tail >> fstype >> source;
+        auto point = unescape_octal(mount_point);
+        if (!is_below(point, root)) continue;
+        out.push_back({point, fstype, unescape_octal(source)});
+    }
+    std::stable_sort(out.begin(), out.end(), [](const mount_entry& a, const mount_entry& b) {
+        return a.mount_point.string().size() > b.mount_point.string().size();
+    });
+    return out;
+}
+
+bool leftover_reaper::is_leftover_process(const leftover_scope& scope, uid_t uid,
+                                          const std::vector<std::string>& argv) {
+    if (scope.uid_count == 0 || uid < scope.uid_first || uid - scope.uid_first >= scope.uid_count)
+        return false;
+    return std::any_of(argv.begin(), argv.end(), [&](const std::string& arg) {
+        return is_below(arg, scope.workdir_root) ||
+               (scope.runtime_root && is_below(arg, *scope.runtime_root));
+    });
+}
+
+bool leftover_reaper::is_kernel_id(std::string_view name) {
+    if (name.size() != 36) return false;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        const char c = name[i];
+        if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    return true;
+}
+
+std::vector<fs::path> leftover_reaper::tagged_cgroups(const leftover_scope& scope) {
+    std::vector<fs::path> out;
+    if (scope.tag.empty()) return out;
+    const std::string prefix = scope.tag + "-";
+    for (const auto& hierarchy : hierarchies(scope.cgroups)) {
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(hierarchy / scope.cgroups.parent, ec)) {
+            const auto name = entry.path().filename().string();
+            if (name.rfind(prefix, 0) == 0 && entry.is_directory(ec) && !entry.is_symlink(ec))
+                out.push_back(entry.path());
+        }
+    }
+    return out;
+}
+
+reap_report leftover_reaper::reap() const {
+    reap_report report;
+    const auto& root = scope_.workdir_root;
+
+    // 1. Processes: the kernels' (in our cgroups), and any of our uids working on our paths.
+    kill_list killed;
+    const auto cgroups = tagged_cgroups(scope_);
+    for (int round = 0; round < 3; ++round) {
+        const auto before = killed.size();
+        for (const auto& dir : cgroups) {
+            const std::string member = scope_.cgroups.parent + "/" + dir.filename().string();
+            for (pid_t pid : cgroup_procs(dir))
+                killed.kill_if(pid, [&](pid_t p) {
+                    return read_file("/proc/" + std::to_string(p) + "/cgroup").find(member) != std::string::npos;
+                });
+        }
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+            const auto name = entry.path().filename().string();
+            if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+            killed.kill_if(static_cast<pid_t>(std::stol(name)), [&](pid_t p) {
+                const auto uid = real_uid(p);
+                return uid && is_leftover_process(
+                                  scope_, *uid, split_nul(read_file(entry.path() / "cmdline")));
+            });
+        }
+        if (killed.size() == before) break;  // nothing new (a dying sandbox forks no more)
+    }
+    report.processes = killed.size();
+    for (pid_t pid : killed.wait(5s))
+        report.problems.push_back("process " + std::to_string(pid) + " did not exit after SIGKILL");
+
+    // 2. cgroups: empty once their processes are gone; the kernel may need a moment to let go.
+    for (const auto& dir : cgroups) {
+        int rc = -1;
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            rc = ::rmdir(dir.c_str());
+            if (rc == 0 || errno != EBUSY) break;
+            std::this_thread::sleep_for(20ms);
+        }
+        if (rc == 0 || errno == ENOENT)
+            ++report.cgroups;
+        else
+            report.problems.push_back("cgroup " + dir.string() + ": " + std::strerror(errno));
+    }
+
+    // 3. The workdirs' tmpfs mounts: <root>/<kernel id>, "callisto-work" (session_workdir).
+    std::set<fs::path> unmounted;
+    for (const auto& m : mounts_below(read_file("/proc/self/mountinfo"), root)) {
+        const bool ours = m.mount_point.parent_path() == root &&
+                          is_kernel_id(m.mount_point.filename().string()) && m.fstype == "tmpfs" &&
+                          m.source == "callisto-work";
+        if (!ours) continue;  // reported below when its directory is not removed
+        if (::umount2(m.mount_point.c_str(), MNT_DETACH) == 0) {
+            ++report.mounts;
+            unmounted.insert(m.mount_point);
+        } else {
+            report.problems.push_back("umount " + m.mount_point.string() + ": " + std::strerror(errno));
+        }
+    }
+
+    // 4. The workdirs themselves. Never remove_all across a mount point: it would empty
+    // whatever is mounted there.
+    const auto still_mounted = mounts_below(read_file("/proc/self/mountinfo"), root);
+    auto holds_a_mount = [&](const fs::path& dir) {
+        return std::any_of(still_mounted.begin(), still_mounted.end(), [&](const mount_entry& m) {
+            return m.mount_point == dir || is_below(m.mount_point.string(), dir);
+        });
+    };
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+        const auto name = entry.path().filename().string();
+        if (instance_lock::is_own_file(name)) continue;
+        const auto& dir = entry.path();
+        struct stat st {};
+        const bool is_dir = ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+        if (!is_kernel_id(name) || !is_dir) {
+            report.problems.push_back("left " + dir.string() + ": not a session workdir");
+            continue;
+        }
+        if (holds_a_mount(dir)) {
+            report.problems.push_back("left " + dir.string() + ": something is still mounted there");
+            continue;
+        }
+        const bool owned = st.st_uid >= scope_.uid_first && st.st_uid - scope_.uid_first < scope_.uid_count;
+        std::error_code rm;
+        if (unmounted.count(dir) || owned) {
+            fs::remove_all(dir, rm);
+        } else if (::rmdir(dir.c_str()) != 0) {  // only if empty: not provably ours otherwise
+            report.problems.push_back("left " + dir.string() + ": not empty and owned by uid " +
+                                      std::to_string(st.st_uid) + ", outside the sandbox range");
+            continue;
+        }
+        if (rm)
+            report.problems.push_back("remove " + dir.string() + ": " + rm.message());
+        else
+            ++report.workdirs;
+    }
+
+    // 5. The previous runtime root: connection files, ipc sockets, context directories.
+    if (const auto& runtime = scope_.runtime_root; runtime && fs::exists(*runtime, ec)) {
+        if (!instance_lock::runtime_root_marked(*runtime, scope_.tag)) {
+            report.problems.push_back("left " + runtime->string() + ": not marked as this instance's runtime root");
+        } else if (!mounts_below(read_file("/proc/self/mountinfo"), *runtime).empty()) {
+            report.problems.push_back("left " + runtime->string() + ": something is mounted below it");
+        } else {
+            std::error_code rm;
+            fs::remove_all(*runtime, rm);
+            if (rm)
+                report.problems.push_back("remove " + runtime->string() + ": " + rm.message());
+            else
+                report.runtime_root = *runtime;
+        }
+    }
+    return report;
+}
+
+}  // namespace callisto::launcher
