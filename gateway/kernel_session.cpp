@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "gateway/output_cap_notice.hpp"
+#include "gateway/server_status.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
 #include "kernelproto/stream_truncation.hpp"
@@ -240,7 +241,7 @@ void kernel_session::await_sockets(pid_t pid,
         log_.warn(why);
         stop_process(false, [self = shared_from_this(), why] {
             self->set_state(kernel_state::dead, "dead", why);
-            self->broadcast_status("dead");
+            self->broadcast_status("dead", why);
             self->finish_start(why);
         });
         return;
@@ -276,7 +277,7 @@ void kernel_session::on_ready_timeout() {
                       std::to_string(env_.config.kernel_ready_timeout.count() / 1000) + " s";
     stop_process(false, [self = shared_from_this(), why] {
         self->set_state(kernel_state::dead, "dead", why);
-        self->broadcast_status("dead");
+        self->broadcast_status("dead", why);
         self->finish_start(why);
     });
 }
@@ -325,7 +326,7 @@ void kernel_session::on_process_exit(pid_t pid, const launcher::exit_status& sta
         log_.info("restarting automatically (" + std::to_string(auto_restarts_.size()) + " of " +
                   std::to_string(env_.config.autorestart_limit) + " in the window)");
         set_state(kernel_state::restarting, "restarting", why);
-        broadcast_status("restarting");
+        broadcast_status("restarting", why);
         broadcast(channel::iopub,
                   kernelproto::make_message(
                       "stream",
@@ -336,7 +337,7 @@ void kernel_session::on_process_exit(pid_t pid, const launcher::exit_status& sta
         return;
     }
     set_state(kernel_state::dead, "dead", why);
-    broadcast_status("dead");
+    broadcast_status("dead", why);
     // Clients show stderr; the status message alone cannot say why.
     broadcast(channel::iopub,
               kernelproto::make_message("stream", {{"name", "stderr"}, {"text", "Kernel died: " + why + "\n"}},
@@ -680,11 +681,8 @@ void kernel_session::replay_to(const std::shared_ptr<kernel_client>& client, std
     for (const auto& entry : replay.messages) deliver(client, channel::iopub, entry.msg);
 }
 
-void kernel_session::broadcast_status(std::string_view execution_state) {
-    // Server-made status messages carry an empty parent header, as jupyter_server's do.
-    broadcast(channel::iopub,
-              kernelproto::make_message("status", {{"execution_state", execution_state}},
-                                        session_id_));
+void kernel_session::broadcast_status(std::string_view execution_state, const std::string& reason) {
+    broadcast(channel::iopub, make_server_status(execution_state, session_id_, reason));
 }
 
 }  // namespace callisto::gateway

@@ -137,7 +137,8 @@ private:
     void deliver(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
                  const std::shared_ptr<const kernelproto::message>& msg,
                  encoded_frames* cache = nullptr);
-    void broadcast_status(std::string_view execution_state);
+    // With the cause of a death as `reason` (server_status.hpp).
+    void broadcast_status(std::string_view execution_state, const std::string& reason = {});
     // Tells every client when messages were dropped for being over the kernel's budget.
     void report_dropped(const kernelproto::message& next);
     // Returns the execution_state of a status message ("" for other messages).

@@ -11,6 +11,7 @@
 #include "common/unique_fd.hpp"
 #include "gateway/interpreter/ansi_text.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
+#include "gateway/server_status.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
 #include "kernelproto/websocket_format.hpp"
@@ -284,16 +285,20 @@ void interpreter_context::on_kernel_message(channel ch, const kernelproto::messa
     if (ch == channel::iopub && msg.msg_type == "status" && msg.parent_msg_id.empty()) {
         auto content = kernelproto::parse_untrusted_json(msg.content).value;
         const std::string state = content.is_object() ? content.value("execution_state", "") : "";
+        // The cause ("kernel process killed: out of memory (limit 512MiB)") goes in the
+        // evalue; the ename stays the stable kind.
+        const std::string why = server_status_reason(msg);
+        const std::string cause = why.empty() ? "" : " (" + why + ")";
         if (state == "restarting") {
             send_chdir();  // queued by the kernel session until the new process answers
             if (current_ && ladder_ != ladder::restarting) {
                 current_->set_error("KernelRestarted",
-                                    "the kernel restarted while this code ran; its state is lost", {});
+                                    "the kernel restarted while this code ran; its state is lost" + cause, {});
                 finish_current(execution_status::error, false);
                 start_next();
             }
         } else if (state == "dead" && current_) {
-            current_->set_error("KernelDead", "the kernel died while this code ran", {});
+            current_->set_error("KernelDead", "the kernel died while this code ran" + cause, {});
             finish_current(execution_status::error, false);
             start_next();
         }

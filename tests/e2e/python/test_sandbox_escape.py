@@ -216,6 +216,27 @@ def test_memory_bomb_dies_with_a_reason():
 
 
 @test
+def test_memory_bomb_through_the_interpreter_api_says_why():
+    # The kernel restarts on its own; the execution it ended must name the OOM kill, not
+    # only the server log.
+    r = api("POST", "/v1/contexts", {})
+    check_eq(r.status, 201, "create context")
+    ctx = r.json()
+    try:
+        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
+                {"code": "chunks = []\nwhile True:\n    chunks.append(bytearray(64 << 20))\n"},
+                timeout=180)
+        check_eq(r.status, 200, f"execution answered ({r.body[:300]!r})")
+        ex = r.json()
+        check_eq(ex["status"], "error", f"execution status ({ex!r})")
+        check(ex["error"]["name"] in ("KernelRestarted", "KernelDead"), "a stable kind", ex["error"])
+        check("out of memory (limit 256MiB)" in ex["error"]["value"], "the error names the OOM kill",
+              ex["error"]["value"])
+    finally:
+        api("DELETE", "/v1/contexts/" + ctx["id"])
+
+
+@test
 def test_filling_the_disk_stops_at_the_quota():
     with kernel() as k, KernelWS(k["id"]) as ws:
         r = run_json(ws, """
