@@ -75,6 +75,7 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     first_request_ = false;
     stream_.expires_after(request_timeout);
     const auto& req = parser_->get();
+    keep_alive_ = req.keep_alive();  // an answer may be given before the body is read
     // Who sends it and where it goes are known from the header alone: nothing of the body is
     // read (or buffered, or acknowledged with 100 Continue) for a request that will be refused.
     route_ = match_route(req.method_string(), req.target(), !services_.config.web_root.empty());
@@ -286,6 +287,7 @@ void http_session::upgrade_to_events(const route& r, const user& who, http_reque
 }
 
 void http_session::send(http_response res) {
+    answering_ = true;  // also for answers given from on_header
     res.set(http::field::server, "callisto");
     // Every answer: no content sniffing, and a URL with ?token= never leaves as a Referer.
     res.set("X-Content-Type-Options", "nosniff");

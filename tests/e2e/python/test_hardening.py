@@ -189,6 +189,14 @@ def test_a_body_without_a_token_is_refused_before_it_is_read():
     answer = read_answer(s)
     s.close()
     check_eq(status_of(answer), 401, f"MCP refused: {answer[:200]!r}")
+
+    # A request without a body, refused the same way, keeps the client's Connection choice.
+    s = connect()
+    s.sendall(b"GET /api/kernels HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    answer = read_answer(s)
+    s.close()
+    check_eq(status_of(answer), 403, f"GET refused: {answer[:200]!r}")
+    check(b"Connection: close" in answer, "closes as the client asked", answer[:300])
     still_serving()
 
 
