@@ -251,3 +251,30 @@ TEST_CASE("config reads the hardening limits") {
     CHECK(defaults->max_body_bytes_in_flight == (256u << 20));
     CHECK(defaults->kernel_buffer_bytes == (128u << 20));
 }
+
+TEST_CASE("config --help lists exactly the options the parser knows") {
+    const std::string usage = usage_text();
+    std::size_t listed = 0;
+    for (std::size_t at = usage.find("\n  --"); at != std::string::npos;
+         at = usage.find("\n  --", at + 1)) {
+        const auto end = usage.find_first_of("= \n", at + 3);
+        const std::string flag = usage.substr(at + 3, end - at - 3);
+        CAPTURE(flag);
+        ++listed;
+        // Known: whatever else is wrong with an empty value, it is not an unknown option.
+        auto r = parse({flag + "="});
+        CHECK(r.message.find("unknown option") == std::string::npos);
+    }
+    CHECK(listed > 60);
+    CHECK(parse({"--no-such-flag=1"}).message.find("unknown option --no-such-flag") !=
+          std::string::npos);
+}
+
+TEST_CASE("config refuses an option swallowed as the value of the one before it") {
+    auto r = parse({"--token", "--port=0"});
+    CHECK_FALSE(r.config);
+    CHECK(r.message == "--token needs a value (--port=0 is an option)");
+    CHECK(parse({"--port"}).message == "--port needs a value");
+    CHECK(parse({"--no-auth=yes"}).message == "--no-auth takes no value");
+    CHECK(parse({"-h"}).exit_code == 0);
+}
