@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
+#include "common/unique_fd.hpp"
 #include "kernelproto/hmac_signer.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/wire_codec.hpp"
@@ -187,8 +188,8 @@ kp::message decode_received(received_t&& frames, const kp::hmac_signer& signer,
 
 struct reactor::impl {
     explicit impl(logger log) : log_(log.component("transport")) {
-        wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (wake_fd_ < 0)
+        wake_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+        if (!wake_fd_)
             throw std::system_error(errno, std::generic_category(), "reactor: eventfd");
         // Five sockets per kernel: the default limit (1023) would cap us near 200 kernels.
         try {
@@ -200,10 +201,7 @@ struct reactor::impl {
         thread_id_ = thread_.get_id();
     }
 
-    ~impl() {
-        stop();
-        ::close(wake_fd_);
-    }
+    ~impl() { stop(); }
 
     // ---- called from any thread ----
 
@@ -270,12 +268,12 @@ private:
     void wake() {
         std::uint64_t one = 1;
         // EAGAIN means the counter is already non-zero: the thread will wake anyway.
-        [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+        [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof one);
     }
 
     void drain_wake_fd() {
         std::uint64_t value = 0;
-        [[maybe_unused]] auto n = ::read(wake_fd_, &value, sizeof value);
+        [[maybe_unused]] auto n = ::read(wake_fd_.get(), &value, sizeof value);
     }
 
     // ---- reactor thread ----
@@ -449,7 +447,7 @@ private:
                           std::vector<std::pair<kernel_link*, std::size_t>>& owners) {
         items.clear();
         owners.clear();
-        items.push_back(zmq_pollitem_t{nullptr, wake_fd_, ZMQ_POLLIN, 0});
+        items.push_back(zmq_pollitem_t{nullptr, wake_fd_.get(), ZMQ_POLLIN, 0});
         for (auto& [id, link] : links_) {
             if (link->closed || link->failed) continue;
             for (std::size_t i = 0; i < socket_count; ++i) {
@@ -705,7 +703,7 @@ private:
 
     logger log_;
     zmq::context_t ctx_;
-    int wake_fd_ = -1;
+    unique_fd wake_fd_;  // stop() joins the thread before the destructor closes it
 
     std::mutex mutex_;  // guards commands_ and stopping_
     std::deque<command> commands_;
