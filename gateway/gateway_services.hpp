@@ -12,6 +12,7 @@
 #include "gateway/kernel_manager.hpp"
 #include "gateway/kernels_api.hpp"
 #include "gateway/kernelspec_api.hpp"
+#include "gateway/readiness.hpp"
 #include "gateway/mcp/mcp_endpoint.hpp"
 #include "gateway/server_config.hpp"
 #include "gateway/session_registry.hpp"
@@ -27,6 +28,7 @@ struct gateway_services {
     session_registry& sessions;
     connection_limiter& connections;
     body_budget& request_bodies;
+    const readiness& ready;
     logger log;
     interpreter::interpreter_api& interpreter_rest;
     mcp::mcp_endpoint& mcp;

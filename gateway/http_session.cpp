@@ -214,6 +214,13 @@ void http_session::dispatch_request(http_request req) {
         case route_kind::api_info:
             return send(json_response(http::status::ok, {{"version", CALLISTO_VERSION},
                                                           {"gateway", "callisto"}}));
+        case route_kind::healthz:
+            return send(json_response(http::status::ok, {{"status", "ok"}}));
+        case route_kind::readyz: {
+            auto report = services_.ready.check();
+            return send(json_response(
+                report.ready ? http::status::ok : http::status::service_unavailable, report.body));
+        }
         case route_kind::openapi_document: {
             http_response res{http::status::ok, 11};
             res.set(http::field::content_type, "application/json");

@@ -88,6 +88,9 @@ public:
 
     std::string default_kernel_name() const;
 
+    // The warm pool has been full once since start (see warm_pool::filled_once).
+    bool pool_filled_once() const { return pool_.filled_once(); }
+
     // Applies the culling rules once; returns how many kernels it began to cull.
     std::size_t cull_once();
     // A kernel of `who` (any, for an admin) culled within the retention period: its id

@@ -145,6 +145,7 @@ bool is_interpreter_route(route_kind kind) {
 
 bool is_public_route(route_kind kind) {
     return kind == route_kind::api_info || kind == route_kind::openapi_document ||
+           kind == route_kind::healthz || kind == route_kind::readyz ||
            kind == route_kind::static_file;
 }
 
@@ -155,6 +156,8 @@ std::string_view to_string(route_kind kind) {
         case route_kind::method_not_allowed: return "method_not_allowed";
         case route_kind::api_info: return "api_info";
         case route_kind::openapi_document: return "openapi_document";
+        case route_kind::healthz: return "healthz";
+        case route_kind::readyz: return "readyz";
         case route_kind::kernelspecs_list: return "kernelspecs_list";
         case route_kind::kernelspec_get: return "kernelspec_get";
         case route_kind::kernelspec_resource: return "kernelspec_resource";
@@ -311,6 +314,11 @@ route match_route(std::string_view method, std::string_view target, bool static_
     if (n == 1 && seg[0] == "openapi.json") {
         if (!get) return method_not_allowed("GET");
         r.kind = route_kind::openapi_document;
+        return r;
+    }
+    if (n == 1 && (seg[0] == "healthz" || seg[0] == "readyz")) {
+        if (!get) return method_not_allowed("GET");
+        r.kind = seg[0] == "healthz" ? route_kind::healthz : route_kind::readyz;
         return r;
     }
     if (n == 3 && seg[0] == "kernelspecs") {

@@ -11,6 +11,8 @@ enum class route_kind {
     method_not_allowed,
     api_info,             // GET /api
     openapi_document,     // GET /openapi.json (docs/openapi.json, compiled in)
+    healthz,              // GET /healthz: the process and its event loop answer
+    readyz,               // GET /readyz: ready for new users (gateway/readiness.hpp)
     kernelspecs_list,     // GET /api/kernelspecs
     kernelspec_get,       // GET /api/kernelspecs/{name}
     kernelspec_resource,  // GET /kernelspecs/{name}/{file}
@@ -54,8 +56,8 @@ std::string_view to_string(route_kind kind);
 // The /v1/... routes, which belong to the interpreter API.
 bool is_interpreter_route(route_kind kind);
 
-// Routes answered without a token: GET /api (as jupyter_server), the OpenAPI document, and
-// the static web UI.
+// Routes answered without a token: GET /api (as jupyter_server), the OpenAPI document, the
+// health and readiness probes (load balancers carry no token), and the static web UI.
 bool is_public_route(route_kind kind);
 
 struct route {

@@ -147,9 +147,11 @@ server::server(server_config config, logger log)
       connections_(config_.max_connections, config_.max_connections_per_address),
       request_bodies_(config_.max_body_bytes_in_flight),
       trimmer_(ioc_, std::chrono::seconds(10)),
-      services_{config_,   auth_,           kernels_,         kernels_rest_,
+      readiness_(kernels_, sandbox_ != nullptr),
+      drain_timer_(ioc_),
+      services_{config_,           auth_,     kernels_,     kernels_rest_,
                 kernelspecs_rest_, sessions_, connections_, request_bodies_,
-                log_.component("http"), interpreter_rest_, mcp_} {
+                readiness_,        log_.component("http"), interpreter_rest_, mcp_} {
     if (workdir_lock_) reap_leftovers(config_, *workdir_lock_, *sandbox_, log_.component("sandbox"));
     prepare_runtime_root(config_.runtime_root, sandbox_ != nullptr);
     if (workdir_lock_) workdir_lock_->claim_runtime_root(config_.runtime_root);
@@ -170,12 +172,7 @@ server::~server() {
 asio::ip::tcp::endpoint server::local_endpoint() const { return listener_->local_endpoint(); }
 
 void server::run() {
-    signals_.async_wait([this](boost::system::error_code ec, int sig) {
-        if (ec) return;
-        log_.info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
-                  "; shutting down");
-        request_stop();
-    });
+    wait_for_signal();
     listener_->run();
     kernels_.start();
     mcp_sessions_.start_expiry(ioc_);
@@ -189,6 +186,30 @@ void server::run() {
     log_.info("stopped");
 }
 
+void server::wait_for_signal() {
+    signals_.async_wait([this](boost::system::error_code ec, int sig) {
+        if (!ec) on_signal(sig);
+    });
+}
+
+void server::on_signal(int sig) {
+    const std::string name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    // First not ready for --drain-seconds, so a load balancer sends new users elsewhere while
+    // the connected ones finish; a second signal stops at once.
+    if (config_.drain_seconds.count() > 0 && !readiness_.draining()) {
+        log_.info("received " + name + "; not ready (draining) for " +
+                  std::to_string(config_.drain_seconds.count()) + " s, then shutting down");
+        readiness_.begin_drain();
+        drain_timer_.expires_after(config_.drain_seconds);
+        drain_timer_.async_wait([this](boost::system::error_code ec) {
+            if (!ec) request_stop();
+        });
+        return wait_for_signal();
+    }
+    log_.info("received " + name + "; shutting down");
+    request_stop();
+}
+
 void server::request_stop() {
     if (stopping_.exchange(true)) return;
     asio::post(ioc_, [this] { begin_stop(); });
@@ -197,6 +218,8 @@ void server::request_stop() {
 void server::begin_stop() {
     listener_->stop();
     trimmer_.stop();
+    drain_timer_.cancel();
+    readiness_.begin_drain();
     sessions_.close_all();
     // MCP sessions end with the server: their contexts go before the kernels do, and their
     // kernels are shut down rather than reset for a reuse that will not come.

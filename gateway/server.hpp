@@ -12,6 +12,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "common/logger.hpp"
 #include "gateway/auth.hpp"
@@ -24,6 +25,7 @@
 #include "gateway/mcp/mcp_endpoint.hpp"
 #include "gateway/mcp/mcp_session_registry.hpp"
 #include "gateway/memory_trimmer.hpp"
+#include "gateway/readiness.hpp"
 #include "gateway/server_config.hpp"
 #include "gateway/session_registry.hpp"
 #include "launcher/instance_lock.hpp"
@@ -54,6 +56,8 @@ public:
     void request_stop();  // thread-safe, idempotent
 
 private:
+    void wait_for_signal();
+    void on_signal(int sig);
     void begin_stop();
     void finish_stop();
 
@@ -83,6 +87,8 @@ private:
     connection_limiter connections_;
     body_budget request_bodies_;
     memory_trimmer trimmer_;
+    readiness readiness_;
+    boost::asio::steady_timer drain_timer_;
     gateway_services services_;
     std::shared_ptr<listener> listener_;
     std::atomic<bool> stopping_{false};

@@ -312,6 +312,15 @@ const std::vector<option>& options() {
         c.kernel_ready_timeout = std::chrono::seconds(secs);
         return {};
      }},
+    {"--drain-seconds", "SECS",
+     "at SIGTERM, first answer /readyz 503 for this long, so a load balancer\n"
+     "sends new users elsewhere, then stop (default 0; a second SIGTERM stops at once)",
+     [](const std::string& value, parse_state& st) -> std::string {
+        int secs = 0;
+        if (!parse_int(value, secs, 0, 3600)) return "seconds 0-3600";
+        st.cfg.drain_seconds = std::chrono::seconds(secs);
+        return {};
+     }},
     {"--shutdown-wait", "SECS",
      "shutdown_request to SIGTERM (default 5)",
      [](const std::string& value, parse_state& st) -> std::string {

@@ -59,6 +59,7 @@ struct server_config {
     std::map<std::string, std::size_t> pool_sizes;          // --pool=NAME:N, per kernelspec
     std::chrono::milliseconds shutdown_wait{5000};          // shutdown_request -> SIGTERM
     std::chrono::milliseconds kill_grace{3000};             // SIGTERM -> SIGKILL
+    std::chrono::seconds drain_seconds{0};  // at SIGTERM, not ready this long before stopping
 
     // The kernel sandbox (launcher/sandbox.hpp). Off only for development.
     bool sandbox = true;

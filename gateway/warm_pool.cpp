@@ -66,6 +66,9 @@ void warm_pool::on_started(const std::string& kernelspec, std::shared_ptr<kernel
         } else if (error.empty()) {
             s.failures_in_a_row = 0;
             s.ready.push_back(kernel);
+            filled_once_ = filled_once_ || std::all_of(slots_.begin(), slots_.end(), [](const auto& kv) {
+                return kv.second.ready.size() >= kv.second.target;
+            });
             return;
         } else {
             failures = ++s.failures_in_a_row;
@@ -128,6 +131,11 @@ void warm_pool::shutdown(std::function<void()> done) {
         k->shutdown([remaining, shared_done] {
             if (--*remaining == 0) (*shared_done)();
         }, "server shutting down");
+}
+
+bool warm_pool::filled_once() const {
+    std::lock_guard lock(mutex_);
+    return filled_once_ || slots_.empty();
 }
 
 }  // namespace callisto::gateway

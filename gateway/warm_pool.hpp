@@ -39,6 +39,10 @@ public:
 
     std::size_t ready(const std::string& kernelspec) const;
 
+    // True once every kernelspec's pool has held its target at the same time (at once with no
+    // pool): start-up is over. Claims emptying it later do not make it false again.
+    bool filled_once() const;
+
 private:
     struct slot {
         std::size_t target = 0;
@@ -57,6 +61,7 @@ private:
     mutable std::mutex mutex_;
     std::map<std::string, slot> slots_;
     bool stopping_ = false;
+    bool filled_once_ = false;
 };
 
 }  // namespace callisto::gateway

@@ -305,3 +305,9 @@ TEST_CASE("hardening: a flooding kernel and a client outrunning its kernel canno
                         "kernel_resending", "-k", "client_sending"});
     CHECK(server.stop() == 0);
 }
+
+TEST_CASE("health: /healthz and /readyz need no token; SIGTERM drains readiness, then stops") {
+    server_process server({"--drain-seconds=4"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_health.py"});
+    CHECK(server.stop() == 0);
+}

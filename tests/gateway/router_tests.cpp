@@ -34,6 +34,16 @@ TEST_CASE("router maps every Kernel Gateway route") {
     CHECK(ch.query == "session_id=abc&token=t");
 }
 
+TEST_CASE("router serves the health and readiness probes, public, before static files") {
+    CHECK(match_route("GET", "/healthz", true).kind == route_kind::healthz);
+    CHECK(match_route("GET", "/readyz", true).kind == route_kind::readyz);
+    CHECK(get("/readyz/").kind == route_kind::readyz);
+    CHECK(match_route("POST", "/healthz", false).allow == "GET");
+    CHECK(is_public_route(route_kind::healthz));
+    CHECK(is_public_route(route_kind::readyz));
+    CHECK(to_string(route_kind::readyz) == "readyz");
+}
+
 TEST_CASE("router serves the OpenAPI document at /openapi.json, public, before static files") {
     CHECK(get("/openapi.json").kind == route_kind::openapi_document);
     CHECK(match_route("GET", "/openapi.json", true).kind == route_kind::openapi_document);
