@@ -32,6 +32,36 @@ void prepare_runtime_root(const fs::path& root, bool sandboxed) {
                     fs::perm_options::replace);
 }
 
+// A --kernel-dir that does not exist or a --default-kernel no directory provides is a typo:
+// refused at start, naming what exists, instead of failing at the first kernel.
+void check_kernel_options(const server_config& config, const launcher::kernelspec_catalog& catalog) {
+    for (const auto& dir : config.kernel_dirs)
+        if (!fs::is_directory(dir))
+            throw std::runtime_error("--kernel-dir=" + dir.string() + ": no such directory");
+    if (config.default_kernel.empty() || catalog.find(config.default_kernel)) return;
+    std::string names;
+    for (const auto& spec : catalog.all()) names += (names.empty() ? "" : ", ") + spec.name;
+    throw std::runtime_error("--default-kernel=" + config.default_kernel +
+                             ": no such kernelspec (found: " + (names.empty() ? "none" : names) +
+                             ")");
+}
+
+// Binds the listening socket; a failure names the address and the way out.
+std::shared_ptr<listener> make_listener(asio::io_context& ioc, const server_config& config,
+                                        gateway_services& services) {
+    const std::string where = config.ip + ":" + std::to_string(config.port);
+    try {
+        const auto address = asio::ip::make_address(config.ip);
+        return std::make_shared<listener>(ioc, asio::ip::tcp::endpoint(address, config.port),
+                                          services);
+    } catch (const boost::system::system_error& e) {
+        throw std::runtime_error("cannot listen on " + where + ": " + e.code().message() +
+                                 (e.code() == asio::error::address_in_use
+                                      ? " (another server there? --port=0 picks a free port)"
+                                      : ""));
+    }
+}
+
 // Probes the host; throws with the probe's explanation when no safe mode exists.
 std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
                                                 const launcher::instance_lock* lock, const logger& log) {
@@ -152,6 +182,9 @@ server::server(server_config config, logger log)
       services_{config_,           auth_,     kernels_,     kernels_rest_,
                 kernelspecs_rest_, sessions_, connections_, request_bodies_,
                 readiness_,        log_.component("http"), interpreter_rest_, mcp_} {
+    check_kernel_options(config_, catalog_);
+    // Bound before anything is written: a taken port leaves no runtime directory behind.
+    listener_ = make_listener(ioc_, config_, services_);
     if (workdir_lock_) reap_leftovers(config_, *workdir_lock_, *sandbox_, log_.component("sandbox"));
     prepare_runtime_root(config_.runtime_root, sandbox_ != nullptr);
     if (workdir_lock_) workdir_lock_->claim_runtime_root(config_.runtime_root);
@@ -159,9 +192,6 @@ server::server(server_config config, logger log)
         log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
     for (const auto& spec : catalog_.all())
         log_.info("kernelspec " + spec.name + " from " + spec.resource_dir.string());
-    auto address = asio::ip::make_address(config_.ip);
-    listener_ = std::make_shared<listener>(ioc_, asio::ip::tcp::endpoint(address, config_.port),
-                                           services_);
 }
 
 server::~server() {

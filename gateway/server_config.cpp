@@ -7,6 +7,8 @@
 #include <sstream>
 #include <string_view>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "gateway/auth.hpp"
 #include "kernelproto/ids.hpp"
@@ -114,8 +116,13 @@ const std::vector<option>& options() {
      "address to listen on (default 127.0.0.1)",
      [](const std::string& value, parse_state& st) -> std::string {
         auto& c = st.cfg;
-        if (value.empty()) return "an IP address";
-        c.ip = value;
+        // "localhost" is what people type; the listener wants an address.
+        const std::string ip = value == "localhost" ? "127.0.0.1" : value;
+        unsigned char scratch[sizeof(in6_addr)];
+        if (::inet_pton(AF_INET, ip.c_str(), scratch) != 1 &&
+            ::inet_pton(AF_INET6, ip.c_str(), scratch) != 1)
+            return "an IP address such as 127.0.0.1, 0.0.0.0 or ::1 (or localhost)";
+        c.ip = ip;
         return {};
      }},
     {"--port", "N",
@@ -581,6 +588,11 @@ const std::vector<option>& options() {
      [](const std::string& value, parse_state& st) -> std::string {
         auto& c = st.cfg;
         if (!parse_log_level(value, c.log)) return "debug, info, warn or error";
+        return {};
+     }},
+    {"--version", nullptr, "print the version and exit",
+     [](const std::string&, parse_state& st) -> std::string {
+        st.exit_now = parse_result{std::nullopt, std::string("callisto ") + CALLISTO_VERSION, 0};
         return {};
      }},
     {"--help", nullptr, "this text",

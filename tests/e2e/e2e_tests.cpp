@@ -311,3 +311,36 @@ TEST_CASE("health: /healthz and /readyz need no token; SIGTERM drains readiness,
     run_client(server, {python, source_dir + "/tests/e2e/python/test_health.py"});
     CHECK(server.stop() == 0);
 }
+
+TEST_CASE("start-up refuses a mistyped kernelspec, a missing kernel dir and a taken port, leaving nothing") {
+    const std::string runtime = "/tmp/cle2e-refused-" + std::to_string(::getpid());
+    auto start = [&](std::vector<std::string> args) {
+        std::vector<std::string> argv = {CALLISTO_BINARY, "--port=0", "--token=refusal-token-1",
+                                         "--runtime-dir=" + runtime,
+                                         "--workdir-root=" + runtime + "-work"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return run_command(argv, {}, 60);
+    };
+    auto r = start({"--default-kernel=pyhton3"});
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("--default-kernel=pyhton3: no such kernelspec (found: ") != std::string::npos);
+    CHECK(r.output.find("python3") != std::string::npos);
+
+    r = start({"--kernel-dir=/nonexistent/kernels"});
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("--kernel-dir=/nonexistent/kernels: no such directory") != std::string::npos);
+
+    server_process holder;  // holds a port
+    r = start({"--port=" + std::to_string(holder.port())});
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("cannot listen on 127.0.0.1:" + std::to_string(holder.port())) !=
+          std::string::npos);
+    CHECK(r.output.find("--port=0 picks a free port") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(runtime));
+    CHECK(holder.stop() == 0);
+    std::error_code ec;
+    std::filesystem::remove_all(runtime + "-work", ec);
+}

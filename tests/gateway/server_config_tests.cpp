@@ -278,3 +278,19 @@ TEST_CASE("config refuses an option swallowed as the value of the one before it"
     CHECK(parse({"--no-auth=yes"}).message == "--no-auth takes no value");
     CHECK(parse({"-h"}).exit_code == 0);
 }
+
+TEST_CASE("config takes localhost for the loopback address and refuses what is not an address") {
+    CHECK(parse({"--ip=localhost"}).config->ip == "127.0.0.1");
+    CHECK(parse({"--ip=::1"}).config->ip == "::1");
+    CHECK(parse({"--ip=0.0.0.0"}).config->ip == "0.0.0.0");
+    auto r = parse({"--ip=example.com"});
+    CHECK_FALSE(r.config);
+    CHECK(r.message.find("expected an IP address") != std::string::npos);
+}
+
+TEST_CASE("config --version prints the version and exits 0") {
+    auto r = parse({"--version"});
+    CHECK_FALSE(r.config);
+    CHECK(r.exit_code == 0);
+    CHECK(r.message.rfind("callisto ", 0) == 0);
+}
