@@ -153,7 +153,11 @@ void interpreter_api::handle_files(const route& r, const http_request& req,
     if (r.kind == route_kind::files_list) {
         nlohmann::json list;
         bool truncated = false;
-        if (auto e = files.list(list, settings.max_listed_files, truncated))
+        const auto hidden = query_param(r.query, "hidden");
+        if (!hidden.empty() && hidden != "true" && hidden != "false")
+            return respond(error_response(http::status::bad_request,
+                                          "'hidden' must be true or false"));
+        if (auto e = files.list(list, settings.max_listed_files, hidden == "true", truncated))
             return respond(file_error_response(*e));
         return respond(json_response(http::status::ok, {{"files", list}, {"truncated", truncated}}));
     }

@@ -234,7 +234,7 @@ std::optional<file_error> workdir_files::remove(std::string_view path) const {
 namespace {
 
 void walk(int dir_fd, const std::string& prefix, int depth, nlohmann::json& out,
-          std::size_t max_entries, bool& truncated) {
+          std::size_t max_entries, bool include_hidden, bool& truncated) {
     int copy = ::dup(dir_fd);
     if (copy < 0) return;
     DIR* d = ::fdopendir(copy);
@@ -245,7 +245,9 @@ void walk(int dir_fd, const std::string& prefix, int depth, nlohmann::json& out,
     std::vector<std::string> names;
     while (dirent* e = ::readdir(d)) {
         std::string name = e->d_name;
-        if (name != "." && name != "..") names.push_back(std::move(name));
+        // Dot entries are the kernel's own (.cache, .ipython, .config, .local): shown on request.
+        if (name != "." && name != ".." && (include_hidden || name.front() != '.'))
+            names.push_back(std::move(name));
     }
     ::closedir(d);
     std::sort(names.begin(), names.end());
@@ -266,7 +268,8 @@ void walk(int dir_fd, const std::string& prefix, int depth, nlohmann::json& out,
         out.push_back(std::move(entry));
         if (S_ISDIR(st.st_mode) && depth < 16) {
             unique_fd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-            if (sub.get() >= 0) walk(sub.get(), rel, depth + 1, out, max_entries, truncated);
+            if (sub.get() >= 0)
+                walk(sub.get(), rel, depth + 1, out, max_entries, include_hidden, truncated);
         }
     }
 }
@@ -274,12 +277,12 @@ void walk(int dir_fd, const std::string& prefix, int depth, nlohmann::json& out,
 }  // namespace
 
 std::optional<file_error> workdir_files::list(nlohmann::json& out, std::size_t max_entries,
-                                              bool& truncated) const {
+                                              bool include_hidden, bool& truncated) const {
     unique_fd dir(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (dir.get() < 0) return file_error{503, "the context's workdir is not available"};
     out = nlohmann::json::array();
     truncated = false;
-    walk(dir.get(), "", 0, out, max_entries, truncated);
+    walk(dir.get(), "", 0, out, max_entries, include_hidden, truncated);
     return std::nullopt;
 }
 

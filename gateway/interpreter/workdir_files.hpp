@@ -47,9 +47,10 @@ public:
     // A file, or an empty directory.
     std::optional<file_error> remove(std::string_view path) const;
     // [{path, type: file|directory|symlink|other, size}], depth first, at most max_entries
-    // (then "truncated": true in the wrapper the caller builds).
+    // (then "truncated": true in the wrapper the caller builds). Names starting with '.' (and
+    // what is under them) only with include_hidden.
     std::optional<file_error> list(nlohmann::json& out, std::size_t max_entries,
-                                   bool& truncated) const;
+                                   bool include_hidden, bool& truncated) const;
 
 private:
     const std::filesystem::path root_;

@@ -48,7 +48,7 @@ void context_tools::call(const std::string& call_id, tool_call call,
                 if constexpr (std::is_same_v<T, run_code_args>) self->run_code(c, call_id, args, std::move(done));
                 else if constexpr (std::is_same_v<T, restart_context_args>) self->restart(c, std::move(done));
                 else if constexpr (std::is_same_v<T, upload_file_args>) done(self->upload(c, args));
-                else if constexpr (std::is_same_v<T, list_files_args>) done(self->list(c));
+                else if constexpr (std::is_same_v<T, list_files_args>) done(self->list(c, args));
                 else done(self->read(c, args));
             },
             call);
@@ -200,11 +200,12 @@ nlohmann::json context_tools::upload(const context_ptr& c, const upload_file_arg
                             " bytes) in the working directory");
 }
 
-nlohmann::json context_tools::list(const context_ptr& c) const {
+nlohmann::json context_tools::list(const context_ptr& c, const list_files_args& a) const {
     interpreter::workdir_files files(c->workdir());
     nlohmann::json entries;
     bool truncated = false;
-    if (auto e = files.list(entries, contexts_.settings().max_listed_files, truncated))
+    if (auto e = files.list(entries, contexts_.settings().max_listed_files, a.include_hidden,
+                            truncated))
         return file_error_result(*e);
     return file_list_tool_result(entries, truncated);
 }

@@ -44,7 +44,7 @@ private:
     void forget_call(const std::string& call_id);
     void restart(const context_ptr& c, std::function<void(nlohmann::json)> done);
     nlohmann::json upload(const context_ptr& c, const upload_file_args& a) const;
-    nlohmann::json list(const context_ptr& c) const;
+    nlohmann::json list(const context_ptr& c, const list_files_args& a) const;
     nlohmann::json read(const context_ptr& c, const read_file_args& a) const;
 
     interpreter::context_registry& contexts_;

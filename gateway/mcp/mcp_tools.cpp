@@ -98,7 +98,12 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
     tools.push_back({{"name", "list_files"},
                      {"title", "List files"},
                      {"description", "Lists the files in the working directory of run_code, recursively, with sizes."},
-                     {"inputSchema", object_schema(nlohmann::json::object(), nlohmann::json::array())},
+                     {"inputSchema",
+                      object_schema({{"include_hidden",
+                                      {{"type", "boolean"},
+                                       {"default", false},
+                                       {"description", "Also list dot-files and dot-directories (the kernel's .cache, .ipython, .config)."}}}},
+                                    nlohmann::json::array())},
                      {"annotations", {{"readOnlyHint", true}}}});
     tools.push_back({{"name", "read_file"},
                      {"title", "Read a file"},
@@ -178,8 +183,13 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
         return a;
     }
     if (name == "list_files") {
-        if (!only_known(args, {}, error)) return fail(error);
-        return list_files_args{};
+        if (!only_known(args, {"include_hidden"}, error)) return fail(error);
+        list_files_args a;
+        if (args.contains("include_hidden")) {
+            if (!args["include_hidden"].is_boolean()) return fail("\"include_hidden\" must be true or false");
+            a.include_hidden = args["include_hidden"].get<bool>();
+        }
+        return a;
     }
     if (name == "read_file") {
         if (!only_known(args, {"path"}, error)) return fail(error);

@@ -21,7 +21,9 @@ struct upload_file_args {
     std::string path;
     std::string bytes;  // decoded
 };
-struct list_files_args {};
+struct list_files_args {
+    bool include_hidden = false;  // the kernel's dot-directories (.cache, .ipython, ...)
+};
 struct read_file_args {
     std::string path;
 };

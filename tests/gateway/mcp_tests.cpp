@@ -277,6 +277,12 @@ TEST_CASE("tools/call arguments: the good forms") {
     CHECK(std::holds_alternative<list_files_args>(parse_ok({{"name", "list_files"}})));
     CHECK(std::holds_alternative<list_files_args>(
         parse_ok({{"name", "list_files"}, {"arguments", json::object()}})));
+    CHECK(std::get<list_files_args>(
+              parse_ok({{"name", "list_files"}, {"arguments", {{"include_hidden", true}}}}))
+              .include_hidden);
+    CHECK_FALSE(std::get<list_files_args>(parse_ok({{"name", "list_files"}})).include_hidden);
+    CHECK(parse_fails({{"name", "list_files"}, {"arguments", {{"include_hidden", "yes"}}}})
+              .find("true or false") != std::string::npos);
     CHECK(std::get<read_file_args>(parse_ok({{"name", "read_file"}, {"arguments", {{"path", "out.png"}}}})).path ==
           "out.png");
     CHECK(std::holds_alternative<restart_context_args>(parse_ok({{"name", "restart_context"}})));

@@ -58,7 +58,7 @@ TEST_CASE("workdir files: write, read, list and remove, creating parents") {
     CHECK(out == "a,b\n3,4\n");
     nlohmann::json list;
     bool truncated = true;
-    REQUIRE_FALSE(files.list(list, 100, truncated));
+    REQUIRE_FALSE(files.list(list, 100, true, truncated));
     CHECK_FALSE(truncated);
     REQUIRE(list.size() == 2);
     CHECK(list[0]["path"] == "data");
@@ -94,7 +94,7 @@ TEST_CASE("workdir files: symlinks are never followed, in the middle or at the e
     CHECK(fs::exists(t.outside / "secret.txt"));
     nlohmann::json list;
     bool truncated = false;
-    REQUIRE_FALSE(files.list(list, 100, truncated));
+    REQUIRE_FALSE(files.list(list, 100, true, truncated));
     CHECK(list.size() == 2);  // "link" listed as a symlink, not walked
 }
 
@@ -115,7 +115,7 @@ TEST_CASE("workdir files: traversal, directories, size limits and a missing work
     workdir_files gone(t.base / "missing");
     nlohmann::json list;
     bool truncated = false;
-    CHECK(gone.list(list, 10, truncated)->http_status == 503);
+    CHECK(gone.list(list, 10, false, truncated)->http_status == 503);
 }
 
 namespace {
@@ -157,7 +157,7 @@ TEST_CASE("workdir files: a listing stops at its bound and says so") {
     for (int i = 0; i < 5; ++i) REQUIRE_FALSE(files.write("f" + std::to_string(i), "x"));
     nlohmann::json list;
     bool truncated = false;
-    REQUIRE_FALSE(files.list(list, 3, truncated));
+    REQUIRE_FALSE(files.list(list, 3, true, truncated));
     CHECK(list.size() == 3);
     CHECK(truncated);
 }
@@ -182,4 +182,20 @@ TEST_CASE("router maps the /v1 file routes, multi-segment paths included") {
         CHECK(match_route("GET", bad, false).kind == route_kind::bad_v1_path);
     }
     CHECK(match_route("GET", "/api/kernels/..", false).kind == route_kind::not_found);
+}
+
+TEST_CASE("workdir files: the kernel's dot-directories are listed only when asked for") {
+    temp_workdir t;
+    workdir_files files(t.root);
+    REQUIRE_FALSE(files.write("sales.csv", "a\n"));
+    REQUIRE_FALSE(files.write(".cache/matplotlib/fontlist.json", "{}"));
+    REQUIRE_FALSE(files.write("out/.hidden", "x"));
+    nlohmann::json list;
+    bool truncated = false;
+    REQUIRE_FALSE(files.list(list, 100, false, truncated));
+    std::vector<std::string> paths;
+    for (const auto& e : list) paths.push_back(e["path"]);
+    CHECK(paths == std::vector<std::string>{"out", "sales.csv"});
+    REQUIRE_FALSE(files.list(list, 100, true, truncated));
+    CHECK(list.size() == 6);  // .cache, .cache/matplotlib, its file, out, out/.hidden, sales.csv
 }

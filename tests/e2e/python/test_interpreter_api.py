@@ -525,6 +525,14 @@ def test_files_upload_a_csv_read_it_with_pandas_and_download_a_png():
         paths = {f["path"]: f for f in listing["files"]}
         check("data/temps.csv" in paths and "chart.png" in paths, "listed", listing)
         check_eq(paths["data"]["type"], "directory", "directory listed")
+        # The kernel's own dot-directories only when asked for (a kernel writes .ipython etc.).
+        run(ctx, "import os; os.makedirs('.cache/x', exist_ok=True); open('.cache/x/f', 'w').close()")
+        check(not any(p.split("/")[0].startswith(".") for p in
+                      (f["path"] for f in api("GET", files_url(ctx)).json()["files"])),
+              "no dot entries by default")
+        hidden = api("GET", files_url(ctx) + "?hidden=true").json()["files"]
+        check(".cache/x/f" in {f["path"] for f in hidden}, "dot entries with ?hidden=true", hidden)
+        check_eq(api("GET", files_url(ctx) + "?hidden=maybe").status, 400, "bad ?hidden")
         png = api("GET", files_url(ctx, "chart.png"))
         check_eq(png.status, 200, "download")
         check_eq(png.headers.get("content-type"), "image/png", "content type")
