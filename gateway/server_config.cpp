@@ -89,6 +89,42 @@ struct option {
     apply_fn apply;
 };
 
+// Whole seconds into a duration field (seconds or milliseconds), within [min, max].
+template <class Duration>
+apply_fn seconds_into(Duration server_config::*field, int min, int max, std::string expected) {
+    return [=](const std::string& value, parse_state& st) -> std::string {
+        int secs = 0;
+        if (!parse_int(value, secs, min, max)) return expected;
+        st.cfg.*field = std::chrono::seconds(secs);
+        return {};
+    };
+}
+
+// A whole number into a field, within [min, max].
+apply_fn number_into(std::size_t server_config::*field, std::size_t min, std::size_t max,
+                     std::string expected) {
+    return [=](const std::string& value, parse_state& st) -> std::string {
+        if (!parse_int(value, st.cfg.*field, min, max)) return expected;
+        return {};
+    };
+}
+
+// A size ("32MiB") into a field.
+apply_fn size_into(std::size_t server_config::*field, std::string expected) {
+    return [=](const std::string& value, parse_state& st) -> std::string {
+        if (!parse_size(value, st.cfg.*field)) return expected;
+        return {};
+    };
+}
+
+// A size of at least 1KiB, or 0 for no limit, into a field.
+apply_fn limit_into(std::size_t server_config::*field, std::string expected) {
+    return [=](const std::string& value, parse_state& st) -> std::string {
+        if (!parse_limit(value, st.cfg.*field)) return expected;
+        return {};
+    };
+}
+
 // Seconds into one of the culling policy's durations; min 0 means 0 disables the rule.
 apply_fn culling_seconds(std::chrono::seconds culling_policy::*field, int min) {
     return [field, min](const std::string& value, parse_state& st) -> std::string {
@@ -196,46 +232,26 @@ const std::vector<option>& options() {
      }},
     {"--max-message-size", "SIZE",
      "largest WebSocket message from a client (default 32MiB)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_size(value, c.max_message_bytes)) return "a size like 32MiB";
-        return {};
-     }},
+     size_into(&server_config::max_message_bytes, "a size like 32MiB")},
     {"--client-queue", "SIZE",
      "per-WebSocket send queue before the client is dropped (default 256MiB)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_size(value, c.client_send_queue_bytes)) return "a size like 256MiB";
-        return {};
-     }},
+     size_into(&server_config::client_send_queue_bytes, "a size like 256MiB")},
     {"--replay-buffer", "SIZE",
      "per-kernel iopub output kept for clients reconnecting with\n"
      "?since=SEQ (default 8MiB)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_size(value, c.replay_buffer_bytes)) return "a size like 8MiB";
-        return {};
-     }},
+     size_into(&server_config::replay_buffer_bytes, "a size like 8MiB")},
     {"--client-input-queue", "SIZE",
      "per WebSocket, the bytes of its messages waiting for a kernel\n"
      "that is not reading; past it messages are refused with an error\n"
      "(default 64MiB; 0: no limit)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_limit(value, c.client_input_queue_bytes))
-            return "a size like 64MiB, at least 1KiB, or 0 for no limit";
-        return {};
-     }},
+     limit_into(&server_config::client_input_queue_bytes,
+                 "a size like 64MiB, at least 1KiB, or 0 for no limit")},
     {"--kernel-buffer", "SIZE",
      "per kernel, the bytes of its messages the gateway holds (queued,\n"
      "being relayed, kept for replay); past it the kernel's large\n"
      "messages are dropped and its clients told (default 128MiB; 0: none)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_limit(value, c.kernel_buffer_bytes))
-            return "a size like 128MiB, at least 1KiB, or 0 for no limit";
-        return {};
-     }},
+     limit_into(&server_config::kernel_buffer_bytes,
+                 "a size like 128MiB, at least 1KiB, or 0 for no limit")},
     {"--kernel-message-limit", "SIZE",
      "largest message part a kernel may send; a larger one drops the\n"
      "kernel's connection, which reconnects (default 64MiB)",
@@ -249,94 +265,43 @@ const std::vector<option>& options() {
     {"--ws-output-limit", "SIZE",
      "per execution, the stdout/stderr bytes sent to Jupyter WebSocket\n"
      "clients; the rest is dropped with a notice (default 8MiB; 0: none)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_limit(value, c.ws_output_limit_bytes))
-            return "a size like 8MiB, at least 1KiB, or 0 for no limit";
-        return {};
-     }},
+     limit_into(&server_config::ws_output_limit_bytes,
+                 "a size like 8MiB, at least 1KiB, or 0 for no limit")},
     {"--ws-rich-output-limit", "SIZE",
      "the same for display data and results (default 64MiB; 0: none)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_limit(value, c.ws_rich_output_limit_bytes))
-            return "a size like 64MiB, at least 1KiB, or 0 for no limit";
-        return {};
-     }},
+     limit_into(&server_config::ws_rich_output_limit_bytes,
+                 "a size like 64MiB, at least 1KiB, or 0 for no limit")},
     {"--ws-ping-interval", "SECS",
      "WebSocket keepalive ping interval (default 30)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        int secs = 0;
-        if (!parse_int(value, secs, 1, 3600)) return "seconds 1-3600";
-        c.ws_ping_interval = std::chrono::seconds(secs);
-        return {};
-     }},
+     seconds_into(&server_config::ws_ping_interval, 1, 3600, "seconds 1-3600")},
     {"--max-connections", "N",
      "open client connections in all (default 10000; 0: no limit)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.max_connections, std::size_t{0}, std::size_t{1000000}))
-            return "a number 0-1000000";
-        return {};
-     }},
+     number_into(&server_config::max_connections, 0, 1000000, "a number 0-1000000")},
     {"--max-connections-per-address", "N",
      "open connections from one client address (default 1000;\n"
      "0: no limit; behind a proxy every client has the proxy's address)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.max_connections_per_address, std::size_t{0},
-                       std::size_t{1000000}))
-            return "a number 0-1000000";
-        return {};
-     }},
+     number_into(&server_config::max_connections_per_address, 0, 1000000, "a number 0-1000000")},
     {"--header-timeout", "SECS",
      "a new connection must send its first request header within this\n"
      "(default 10)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        int secs = 0;
-        if (!parse_int(value, secs, 1, 3600)) return "seconds 1-3600";
-        c.header_timeout = std::chrono::seconds(secs);
-        return {};
-     }},
+     seconds_into(&server_config::header_timeout, 1, 3600, "seconds 1-3600")},
     {"--max-body-in-flight", "SIZE",
      "request bodies being received or held, all connections together;\n"
      "past it a request is refused 503 with Retry-After (default 256MiB;\n"
      "0: no limit)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_limit(value, c.max_body_bytes_in_flight))
-            return "a size like 256MiB, at least 1KiB, or 0 for no limit";
-        return {};
-     }},
+     limit_into(&server_config::max_body_bytes_in_flight,
+                 "a size like 256MiB, at least 1KiB, or 0 for no limit")},
     {"--kernel-ready-timeout", "SECS",
      "kernel start to first reply (default 60)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        int secs = 0;
-        if (!parse_int(value, secs, 1, 3600)) return "seconds 1-3600";
-        c.kernel_ready_timeout = std::chrono::seconds(secs);
-        return {};
-     }},
+     seconds_into(&server_config::kernel_ready_timeout, 1, 3600, "seconds 1-3600")},
     {"--drain-seconds", "SECS",
-     "at SIGTERM, first answer /readyz 503 for this long, so a load balancer\n"
-     "sends new users elsewhere, then stop (default 0; a second SIGTERM stops at once)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        int secs = 0;
-        if (!parse_int(value, secs, 0, 3600)) return "seconds 0-3600";
-        st.cfg.drain_seconds = std::chrono::seconds(secs);
-        return {};
-     }},
+     "at SIGTERM, answer /readyz 503 this long first (a load balancer\n"
+     "then sends new users elsewhere), then stop; a second SIGTERM\n"
+     "stops at once (default 0)",
+     seconds_into(&server_config::drain_seconds, 0, 3600, "seconds 0-3600")},
     {"--shutdown-wait", "SECS",
      "shutdown_request to SIGTERM (default 5)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        int secs = 0;
-        if (!parse_int(value, secs, 0, 600)) return "seconds 0-600";
-        c.shutdown_wait = std::chrono::seconds(secs);
-        return {};
-     }},
+     seconds_into(&server_config::shutdown_wait, 0, 600, "seconds 0-600")},
     {"--users", "FILE",
      "users, roles and kernel quotas (JSON; replaces --token):\n"
      "[{\"name\": \"ana\", \"token_sha256\": \"…\", \"role\": \"user\",\n"
@@ -356,20 +321,10 @@ const std::vector<option>& options() {
      }},
     {"--max-kernels", "N",
      "kernels of all users together (default 0: no limit)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.max_kernels, std::size_t{0}, std::size_t{100000}))
-            return "a number 0-100000";
-        return {};
-     }},
+     number_into(&server_config::max_kernels, 0, 100000, "a number 0-100000")},
     {"--pool-size", "N",
      "pre-started kernels of the default kernelspec (default 1; 0: none)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.default_pool_size, std::size_t{0}, std::size_t{64}))
-            return "a number 0-64";
-        return {};
-     }},
+     number_into(&server_config::default_pool_size, 0, 64, "a number 0-64")},
     {"--pool", "NAME:N",
      "pre-started kernels of kernelspec NAME (repeatable)",
      [](const std::string& value, parse_state& st) -> std::string {
@@ -424,31 +379,25 @@ const std::vector<option>& options() {
     {"--autorestart-limit", "N",
      "automatic restarts after a kernel dies, per window (default 3;\n"
      "0: a dead kernel stays dead)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.autorestart_limit, std::size_t{0}, std::size_t{1000}))
-            return "a number 0-1000";
-        return {};
-     }},
+     number_into(&server_config::autorestart_limit, 0, 1000, "a number 0-1000")},
     {"--autorestart-window", "SECS",
      "the window for --autorestart-limit (default 60)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        int secs = 0;
-        if (!parse_int(value, secs, 1, 24 * 3600)) return "seconds 1-86400";
-        c.autorestart_window = std::chrono::seconds(secs);
-        return {};
-     }},
-    {"--cull-idle-timeout", "SECS", "shut down kernels idle this long (default 0: never)", culling_seconds(&culling_policy::idle_timeout, 0)},
-    {"--cull-busy-timeout", "SECS", "shut down kernels busy this long (default 0: never)", culling_seconds(&culling_policy::busy_timeout, 0)},
-    {"--kernel-max-lifetime", "SECS", "shut down kernels this old, whatever they do (default 0: never)", culling_seconds(&culling_policy::max_lifetime, 0)},
+     seconds_into(&server_config::autorestart_window, 1, 24 * 3600, "seconds 1-86400")},
+    {"--cull-idle-timeout", "SECS", "shut down kernels idle this long (default 0: never)",
+     culling_seconds(&culling_policy::idle_timeout, 0)},
+    {"--cull-busy-timeout", "SECS", "shut down kernels busy this long (default 0: never)",
+     culling_seconds(&culling_policy::busy_timeout, 0)},
+    {"--kernel-max-lifetime", "SECS", "shut down kernels this old, whatever they do (default 0: never)",
+     culling_seconds(&culling_policy::max_lifetime, 0)},
     {"--cull-connected", nullptr, "cull kernels even while clients are connected",
      [](const std::string&, parse_state& st) -> std::string {
         st.cfg.culling.cull_connected = true;
         return {};
      }},
-    {"--cull-interval", "SECS", "how often the culling rules are checked (default 60)", culling_seconds(&culling_policy::interval, 1)},
-    {"--culled-retention", "SECS", "how long a culled kernel's id answers 410 Gone (default 3600)", culling_seconds(&culling_policy::retention, 0)},
+    {"--cull-interval", "SECS", "how often the culling rules are checked (default 60)",
+     culling_seconds(&culling_policy::interval, 1)},
+    {"--culled-retention", "SECS", "how long a culled kernel's id answers 410 Gone (default 3600)",
+     culling_seconds(&culling_policy::retention, 0)},
     {"--sandbox", "on|off",
      "run kernels in the sandbox (default on; off is for development\n"
      "only: kernel code then runs as the gateway's user)",
@@ -483,7 +432,8 @@ const std::vector<option>& options() {
         c.sandbox_uid_count = last - first + 1;
         return {};
      }},
-    {"--memory-limit", "SIZE", "per kernel (default 2GiB)", kernel_limit_size(&launcher::sandbox_policy::memory_bytes)},
+    {"--memory-limit", "SIZE", "per kernel (default 2GiB)",
+     kernel_limit_size(&launcher::sandbox_policy::memory_bytes)},
     {"--pids-limit", "N",
      "processes and threads per kernel (default 256)",
      [](const std::string& value, parse_state& st) -> std::string {
@@ -511,7 +461,8 @@ const std::vector<option>& options() {
             return "seconds from 1";
         return {};
      }},
-    {"--file-size-limit", "SIZE", "largest file a kernel may write (default 1GiB)", kernel_limit_size(&launcher::sandbox_policy::file_size_bytes)},
+    {"--file-size-limit", "SIZE", "largest file a kernel may write (default 1GiB)",
+     kernel_limit_size(&launcher::sandbox_policy::file_size_bytes)},
     {"--open-files-limit", "N",
      "open files per kernel process (default 1024)",
      [](const std::string& value, parse_state& st) -> std::string {
@@ -520,8 +471,10 @@ const std::vector<option>& options() {
             return "a number 64-1048576";
         return {};
      }},
-    {"--disk-quota", "SIZE", "total size of a kernel's working directory (default 1GiB)", kernel_limit_size(&launcher::sandbox_policy::disk_bytes)},
-    {"--tmp-size", "SIZE", "size of the kernel's /tmp and /dev/shm (default 256MiB)", kernel_limit_size(&launcher::sandbox_policy::tmp_bytes)},
+    {"--disk-quota", "SIZE", "total size of a kernel's working directory (default 1GiB)",
+     kernel_limit_size(&launcher::sandbox_policy::disk_bytes)},
+    {"--tmp-size", "SIZE", "size of the kernel's /tmp and /dev/shm (default 256MiB)",
+     kernel_limit_size(&launcher::sandbox_policy::tmp_bytes)},
     {"--output-budget", "SIZE",
      "per execution and stream, the text kept (head and tail, with a\n"
      "marker for the cut) (default 1MiB)",
@@ -542,47 +495,21 @@ const std::vector<option>& options() {
      }},
     {"--execution-queue", "N",
      "executions waiting per context before 429 (default 16)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.execution_queue, std::size_t{1}, std::size_t{1024}))
-            return "a number 1-1024";
-        return {};
-     }},
+     number_into(&server_config::execution_queue, 1, 1024, "a number 1-1024")},
     {"--interrupt-grace", "SECS",
      "after a deadline's interrupt, wait this long before restarting\n"
      "the kernel (default 5)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        int secs = 0;
-        if (!parse_int(value, secs, 0, 600)) return "seconds 0-600";
-        c.interrupt_grace = std::chrono::seconds(secs);
-        return {};
-     }},
+     seconds_into(&server_config::interrupt_grace, 0, 600, "seconds 0-600")},
     {"--upload-limit", "SIZE",
      "largest file upload to a context (default 100MiB)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_size(value, c.upload_limit_bytes)) return "a size like 100MiB";
-        return {};
-     }},
+     size_into(&server_config::upload_limit_bytes, "a size like 100MiB")},
     {"--mcp-session-timeout", "SECS",
      "an MCP session idle this long ends and its context is deleted\n"
      "(default 3600; 0: never)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        int secs = 0;
-        if (!parse_int(value, secs, 0, 7 * 24 * 3600)) return "seconds 0-604800";
-        c.mcp_session_timeout = std::chrono::seconds(secs);
-        return {};
-     }},
+     seconds_into(&server_config::mcp_session_timeout, 0, 7 * 24 * 3600, "seconds 0-604800")},
     {"--mcp-max-sessions", "N",
      "MCP sessions per user; initialize beyond it answers 429 (default 64)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.mcp_max_sessions, std::size_t{1}, std::size_t{10000}))
-            return "a number 1-10000";
-        return {};
-     }},
+     number_into(&server_config::mcp_max_sessions, 1, 10000, "a number 1-10000")},
     {"--log-level", "LEVEL",
      "debug, info, warn, error (default info)",
      [](const std::string& value, parse_state& st) -> std::string {
