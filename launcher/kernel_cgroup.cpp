@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "launcher/process_kill_list.hpp"
+
 namespace callisto::launcher {
 
 namespace {
@@ -98,8 +100,17 @@ kernel_cgroup::kernel_cgroup(const cgroup_layout& layout, const std::string& nam
 }
 
 kernel_cgroup::~kernel_cgroup() {
-    // Once bwrap (the supervised process) was reaped its pid namespace is empty, so the
-    // directories are too; a retry covers exiting tasks the kernel has not released yet.
+    // Once bwrap (the supervised process) was reaped its sandbox normally died with it. Not
+    // when bwrap was killed while still setting up (a kernel stopped as it started): its
+    // sandbox child then outlives it with parent 1. Whatever is left in the cgroup is that.
+    if (!dirs_.empty()) {
+        process_kill_list killed;
+        const std::string member = layout_.parent + "/" + dirs_.front().filename().string();
+        for (pid_t pid : cgroup_procs(dirs_.front()))
+            killed.kill_if(pid, [&](pid_t p) { return process_in_cgroup(p, member); });
+        killed.wait(std::chrono::seconds(2));
+    }
+    // A retry covers exiting tasks the kernel has not released yet.
     for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it)
         for (int attempt = 0; attempt < 20 && ::rmdir(it->c_str()) != 0 && errno == EBUSY; ++attempt)
             ::usleep(5000);

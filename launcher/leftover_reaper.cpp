@@ -18,6 +18,7 @@
 
 #include "common/unique_fd.hpp"
 #include "launcher/instance_lock.hpp"
+#include "launcher/process_kill_list.hpp"
 
 namespace callisto::launcher {
 
@@ -78,58 +79,6 @@ std::optional<uid_t> real_uid(pid_t pid) {
         return std::nullopt;
     }
     return std::nullopt;
-}
-
-int open_pidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
-
-bool pidfd_kill(int pidfd) {
-    return ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0 || errno == ESRCH;
-}
-
-// The processes killed so far, each held by a pidfd: what we checked is what we signalled,
-// and poll() on the pidfd says when it has exited.
-class kill_list {
-public:
-    // Opens a pidfd, then asks `is_ours` (which reads /proc/<pid>): a pid recycled before the
-    // pidfd was opened is checked as the new process it now is.
-    template <class Predicate>
-    void kill_if(pid_t pid, Predicate is_ours) {
-        if (pid <= 1 || pid == ::getpid() || killed_.count(pid)) return;
-        unique_fd fd(open_pidfd(pid));
-        if (!fd || !is_ours(pid)) return;
-        if (pidfd_kill(fd.get())) killed_.emplace(pid, std::move(fd));
-    }
-
-    std::size_t size() const { return killed_.size(); }
-
-    // Waits until every killed process has exited; returns those that have not.
-    std::vector<pid_t> wait(std::chrono::milliseconds limit) {
-        const auto deadline = std::chrono::steady_clock::now() + limit;
-        std::vector<pid_t> left;
-        for (auto& [pid, fd] : killed_) {
-            pollfd p{fd.get(), POLLIN, 0};
-            for (;;) {
-                const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    deadline - std::chrono::steady_clock::now())
-                                    .count();
-                const int n = ::poll(&p, 1, static_cast<int>(std::max<long long>(ms, 0)));
-                if (n > 0 || (n < 0 && errno != EINTR) || ms <= 0) break;
-            }
-            if (!(p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) left.push_back(pid);
-        }
-        return left;
-    }
-
-private:
-    std::map<pid_t, unique_fd> killed_;
-};
-
-std::vector<pid_t> cgroup_procs(const fs::path& dir) {
-    std::vector<pid_t> pids;
-    std::ifstream in(dir / "cgroup.procs");
-    long pid = 0;
-    while (in >> pid) pids.push_back(static_cast<pid_t>(pid));
-    return pids;
 }
 
 std::vector<fs::path> hierarchies(const cgroup_layout& layout) {
@@ -233,16 +182,14 @@ reap_report leftover_reaper::reap() const {
     const auto& root = scope_.workdir_root;
 
     // 1. Processes: the kernels' (in our cgroups), and any of our uids working on our paths.
-    kill_list killed;
+    process_kill_list killed;
     const auto cgroups = tagged_cgroups(scope_);
     for (int round = 0; round < 3; ++round) {
         const auto before = killed.size();
         for (const auto& dir : cgroups) {
             const std::string member = scope_.cgroups.parent + "/" + dir.filename().string();
             for (pid_t pid : cgroup_procs(dir))
-                killed.kill_if(pid, [&](pid_t p) {
-                    return read_file("/proc/" + std::to_string(p) + "/cgroup").find(member) != std::string::npos;
-                });
+                killed.kill_if(pid, [&](pid_t p) { return process_in_cgroup(p, member); });
         }
         std::error_code ec;
         for (const auto& entry : fs::directory_iterator("/proc", ec)) {
