@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -225,6 +226,16 @@ int server_process::stop(int timeout_s) {
     int status = 0;
     if (!wait_exit(pid_, timeout_s, status)) return -1;
     pid_ = -1;
+    // A stopped server leaves no kernel behind (sandboxed ones are reparented to 1 if they
+    // escape their bwrap): anything still naming its runtime directory is an orphan.
+    const std::string mine = runtime_dir_.string() + "/";
+    for (int i = 0; i < 50 && !processes_mentioning(mine).empty(); ++i)
+        std::this_thread::sleep_for(milliseconds(100));
+    if (auto left = processes_mentioning(mine); !left.empty()) {
+        std::fprintf(stderr, "server_process: %zu process(es) outlived the server, e.g. pid %d\n",
+                     left.size(), static_cast<int>(left.front()));
+        return -2;
+    }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

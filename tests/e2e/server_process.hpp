@@ -42,7 +42,8 @@ public:
     pid_t pid() const { return pid_; }
     std::string log() const;
 
-    // SIGTERM, then wait; the exit code, or -1 when it did not exit within timeout_s.
+    // SIGTERM, then wait; the exit code, -1 when it did not exit within timeout_s, or -2 when
+    // a process naming its runtime directory (an orphaned kernel) outlived it.
     int stop(int timeout_s = 60);
     // SIGKILL, as a crash: nothing of the server's own cleanup runs.
     void crash();
