@@ -155,16 +155,28 @@ TEST_CASE("a child runs in its own process group, with exactly the given env, cw
     CHECK(read_file(proc / "environ") == std::string("ONLY_THIS=yes\0PATH=/usr/bin:/bin\0", 33));
     CHECK(std::filesystem::read_symlink(proc / "cwd") == tmp.path());
     CHECK(std::filesystem::read_symlink(proc / "fd" / "0") == "/dev/null");
-    // The dynamic loader of the new program opens its libraries for a moment (fd 3 shows up
-    // for a few milliseconds); a leaked fd would stay. So: only 0, 1, 2 once that has settled.
+    // The dynamic loader of the new program opens its libraries for a moment (fd 3 ->
+    // libc.so.6); a leaked fd would stay. So the fds are checked once `sleep` sleeps: its
+    // state is S only in nanosleep, long after the loader is done. (Waiting only for "0, 1, 2"
+    // could catch the moment before the loader opened libc, and then see it open.)
     auto open_fds = [&] {
         std::set<std::string> fds;
         for (const auto& entry : std::filesystem::directory_iterator(proc / "fd"))
             fds.insert(entry.path().filename().string());
         return fds;
     };
+    auto sleeping = [&] {
+        const std::string stat = read_file(proc / "stat");
+        const auto close = stat.rfind(')');
+        return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'S';
+    };
     const std::set<std::string> standard{"0", "1", "2"};
-    for (int i = 0; i < 100 && open_fds() != standard; ++i) std::this_thread::sleep_for(20ms);
+    for (int i = 0; i < 250 && !(sleeping() && open_fds() == standard); ++i)
+        std::this_thread::sleep_for(20ms);
+    std::string seen_fds;
+    for (const auto& fd : open_fds())
+        seen_fds += fd + " -> " + std::filesystem::read_symlink(proc / "fd" / fd).string() + "; ";
+    INFO("the child's fds: " << seen_fds);
     CHECK(open_fds() == standard);
 
     supervisor.terminate(pid, 20s);
