@@ -5,26 +5,26 @@
 #include <memory>
 
 #include "common/logger.hpp"
-#include "gateway/auth.hpp"
-#include "gateway/body_budget.hpp"
-#include "gateway/connection_limiter.hpp"
+#include "gateway/token_auth.hpp"
+#include "gateway/http/body_budget.hpp"
+#include "gateway/http/connection_limiter.hpp"
 #include "gateway/interpreter/interpreter_api.hpp"
-#include "gateway/kernel_manager.hpp"
-#include "gateway/kernels_api.hpp"
-#include "gateway/kernelspec_api.hpp"
+#include "gateway/kernels/kernel_manager.hpp"
+#include "gateway/jupyter_api/kernels_api.hpp"
+#include "gateway/jupyter_api/kernelspec_api.hpp"
 #include "gateway/readiness.hpp"
 #include "gateway/mcp/mcp_endpoint.hpp"
 #include "gateway/server_config.hpp"
-#include "gateway/session_registry.hpp"
+#include "gateway/http/session_registry.hpp"
 
 namespace callisto::gateway {
 
 struct gateway_services {
     const server_config& config;
     const token_auth& auth;
-    kernel_manager& kernels;
-    kernels_api& kernels_rest;
-    kernelspec_api& kernelspecs_rest;
+    kernels::kernel_manager& kernels;
+    jupyter_api::kernels_api& kernels_rest;
+    jupyter_api::kernelspec_api& kernelspecs_rest;
     session_registry& sessions;
     connection_limiter& connections;
     body_budget& request_bodies;

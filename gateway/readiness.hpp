@@ -8,13 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gateway/kernel_manager.hpp"
+#include "gateway/kernels/kernel_manager.hpp"
 
 namespace callisto::gateway {
 
 class readiness {
 public:
-    readiness(const kernel_manager& kernels, bool sandboxed)
+    readiness(const kernels::kernel_manager& kernels, bool sandboxed)
         : kernels_(kernels), sandboxed_(sandboxed) {}
 
     // From now on not ready: a proxy stops sending new users while those connected finish.
@@ -45,7 +45,7 @@ public:
     }
 
 private:
-    const kernel_manager& kernels_;
+    const kernels::kernel_manager& kernels_;
     const bool sandboxed_;
     std::atomic<bool> draining_{false};
 };

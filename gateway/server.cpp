@@ -6,7 +6,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include "gateway/listener.hpp"
+#include "gateway/http/listener.hpp"
 #include "gateway/mcp/context_tools.hpp"
 #include "launcher/leftover_reaper.hpp"
 #include "launcher/sandbox_probe.hpp"
@@ -114,6 +114,26 @@ std::map<std::string, std::size_t> pool_sizes(const server_config& config,
     return sizes;
 }
 
+kernels::kernel_settings kernel_settings_for(const server_config& config) {
+    kernels::kernel_settings s;
+    s.default_kernel = config.default_kernel;
+    s.runtime_root = config.runtime_root;
+    s.ipc_transport = config.ipc_transport;
+    s.workdir_root = config.workdir_root;
+    s.limits = config.limits;
+    s.replay_buffer_bytes = config.replay_buffer_bytes;
+    s.kernel_buffer_bytes = config.kernel_buffer_bytes;
+    s.kernel_message_limit_bytes = config.kernel_message_limit_bytes;
+    s.ws_output_limit_bytes = config.ws_output_limit_bytes;
+    s.ws_rich_output_limit_bytes = config.ws_rich_output_limit_bytes;
+    s.kernel_ready_timeout = config.kernel_ready_timeout;
+    s.autorestart_limit = config.autorestart_limit;
+    s.autorestart_window = config.autorestart_window;
+    s.shutdown_wait = config.shutdown_wait;
+    s.kill_grace = config.kill_grace;
+    return s;
+}
+
 interpreter::interpreter_settings interpreter_settings_for(const server_config& config) {
     interpreter::interpreter_settings s;
     // Sandboxed kernels already run in their session workdir, <workdir_root>/<kernel id>.
@@ -155,8 +175,8 @@ server::server(server_config config, logger log)
       sandbox_uids_(sandbox_ ? std::make_unique<launcher::sandbox_uid_pool>(
                                    config_.sandbox_uid_first, config_.sandbox_uid_count)
                              : nullptr),
-      kernel_env_{ioc_, reactor_, supervisor_, config_, log_.component("kernel"), sandbox_.get(),
-                  sandbox_uids_.get()},
+      kernel_env_{ioc_, reactor_, supervisor_, kernel_settings_for(config_), log_.component("kernel"),
+                  sandbox_.get(), sandbox_uids_.get()},
       kernels_(kernel_env_, catalog_, config_.culling, pool_sizes(config_, catalog_),
                config_.max_kernels, config_.reuse),
       kernels_rest_(kernels_),

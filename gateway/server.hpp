@@ -15,19 +15,19 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "common/logger.hpp"
-#include "gateway/auth.hpp"
+#include "gateway/token_auth.hpp"
 #include "gateway/gateway_services.hpp"
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/interpreter_api.hpp"
-#include "gateway/kernel_manager.hpp"
-#include "gateway/kernels_api.hpp"
-#include "gateway/kernelspec_api.hpp"
+#include "gateway/kernels/kernel_manager.hpp"
+#include "gateway/jupyter_api/kernels_api.hpp"
+#include "gateway/jupyter_api/kernelspec_api.hpp"
 #include "gateway/mcp/mcp_endpoint.hpp"
 #include "gateway/mcp/mcp_session_registry.hpp"
 #include "gateway/memory_trimmer.hpp"
 #include "gateway/readiness.hpp"
 #include "gateway/server_config.hpp"
-#include "gateway/session_registry.hpp"
+#include "gateway/http/session_registry.hpp"
 #include "launcher/instance_lock.hpp"
 #include "launcher/kernelspec_catalog.hpp"
 #include "launcher/process_supervisor.hpp"
@@ -74,10 +74,10 @@ private:
     launcher::kernelspec_catalog catalog_;
     std::unique_ptr<launcher::sandbox> sandbox_;  // null with --sandbox=off
     std::unique_ptr<launcher::sandbox_uid_pool> sandbox_uids_;
-    kernel_environment kernel_env_;
-    kernel_manager kernels_;
-    kernels_api kernels_rest_;
-    kernelspec_api kernelspecs_rest_;
+    kernels::kernel_environment kernel_env_;
+    kernels::kernel_manager kernels_;
+    jupyter_api::kernels_api kernels_rest_;
+    jupyter_api::kernelspec_api kernelspecs_rest_;
     interpreter::context_registry contexts_;
     interpreter::interpreter_api interpreter_rest_;
     mcp::mcp_session_registry mcp_sessions_;

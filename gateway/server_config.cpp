@@ -10,7 +10,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "gateway/auth.hpp"
+#include "gateway/token_auth.hpp"
 #include "kernelproto/ids.hpp"
 
 namespace callisto::gateway {
@@ -126,7 +126,7 @@ apply_fn limit_into(std::size_t server_config::*field, std::string expected) {
 }
 
 // Seconds into one of the culling policy's durations; min 0 means 0 disables the rule.
-apply_fn culling_seconds(std::chrono::seconds culling_policy::*field, int min) {
+apply_fn culling_seconds(std::chrono::seconds kernels::culling_policy::*field, int min) {
     return [field, min](const std::string& value, parse_state& st) -> std::string {
         int secs = 0;
         if (!parse_int(value, secs, min, 366 * 24 * 3600))
@@ -344,7 +344,7 @@ const std::vector<option>& options() {
      "no one used and destroys it afterwards",
      [](const std::string& value, parse_state& st) -> std::string {
         auto& c = st.cfg;
-        auto policy = parse_kernel_policy(value);
+        auto policy = kernels::parse_kernel_policy(value);
         if (!policy) return "reuse or fresh";
         c.default_policy = *policy;
         return {};
@@ -384,20 +384,20 @@ const std::vector<option>& options() {
      "the window for --autorestart-limit (default 60)",
      seconds_into(&server_config::autorestart_window, 1, 24 * 3600, "seconds 1-86400")},
     {"--cull-idle-timeout", "SECS", "shut down kernels idle this long (default 0: never)",
-     culling_seconds(&culling_policy::idle_timeout, 0)},
+     culling_seconds(&kernels::culling_policy::idle_timeout, 0)},
     {"--cull-busy-timeout", "SECS", "shut down kernels busy this long (default 0: never)",
-     culling_seconds(&culling_policy::busy_timeout, 0)},
+     culling_seconds(&kernels::culling_policy::busy_timeout, 0)},
     {"--kernel-max-lifetime", "SECS", "shut down kernels this old, whatever they do (default 0: never)",
-     culling_seconds(&culling_policy::max_lifetime, 0)},
+     culling_seconds(&kernels::culling_policy::max_lifetime, 0)},
     {"--cull-connected", nullptr, "cull kernels even while clients are connected",
      [](const std::string&, parse_state& st) -> std::string {
         st.cfg.culling.cull_connected = true;
         return {};
      }},
     {"--cull-interval", "SECS", "how often the culling rules are checked (default 60)",
-     culling_seconds(&culling_policy::interval, 1)},
+     culling_seconds(&kernels::culling_policy::interval, 1)},
     {"--culled-retention", "SECS", "how long a culled kernel's id answers 410 Gone (default 3600)",
-     culling_seconds(&culling_policy::retention, 0)},
+     culling_seconds(&kernels::culling_policy::retention, 0)},
     {"--sandbox", "on|off",
      "run kernels in the sandbox (default on; off is for development\n"
      "only: kernel code then runs as the gateway's user)",

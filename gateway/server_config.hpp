@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/logger.hpp"
-#include "gateway/kernel_culler.hpp"
-#include "gateway/kernel_policy.hpp"
+#include "gateway/kernels/culling_policy.hpp"
+#include "gateway/kernels/kernel_policy.hpp"
 #include "launcher/sandbox_policy.hpp"
 
 namespace callisto::gateway {
@@ -50,11 +50,11 @@ struct server_config {
     std::chrono::milliseconds kernel_ready_timeout{60000};  // spawn -> kernel_info_reply
     std::size_t autorestart_limit = 3;                      // after unexpected deaths; 0: never
     std::chrono::seconds autorestart_window{60};            // ... per this many seconds
-    culling_policy culling;                                 // off unless a timeout is set
+    kernels::culling_policy culling;                                 // off unless a timeout is set
     std::filesystem::path users_file;                       // users, roles, quotas; else --token
     std::size_t max_kernels = 0;                            // all users together; 0: no limit
-    kernel_policy default_policy = kernel_policy::reuse;    // when a request names none
-    kernel_reuse reuse;                                     // recycling limits, kept kernels
+    kernels::kernel_policy default_policy = kernels::kernel_policy::reuse;    // when a request names none
+    kernels::kernel_reuse reuse;                                     // recycling limits, kept kernels
     std::size_t default_pool_size = 1;                      // ready kernels of the default spec
     std::map<std::string, std::size_t> pool_sizes;          // --pool=NAME:N, per kernelspec
     std::chrono::milliseconds shutdown_wait{5000};          // shutdown_request -> SIGTERM

@@ -14,7 +14,7 @@ bool read_context_fields(const nlohmann::json& doc, context_request& out, std::s
     }
     if (doc.contains("policy") && !doc["policy"].is_null()) {
         auto policy = doc["policy"].is_string()
-                          ? parse_kernel_policy(doc["policy"].get<std::string>())
+                          ? kernels::parse_kernel_policy(doc["policy"].get<std::string>())
                           : std::nullopt;
         if (!policy) {
             error = "'policy' must be \"reuse\" or \"fresh\"";

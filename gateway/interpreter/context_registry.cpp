@@ -9,7 +9,7 @@ namespace callisto::gateway::interpreter {
 
 namespace fs = std::filesystem;
 
-context_registry::context_registry(boost::asio::io_context& ioc, kernel_manager& kernels,
+context_registry::context_registry(boost::asio::io_context& ioc, kernels::kernel_manager& kernels,
                                    interpreter_settings settings, logger log)
     : ioc_(ioc),
       kernels_(kernels),
@@ -19,9 +19,9 @@ context_registry::context_registry(boost::asio::io_context& ioc, kernel_manager&
 
 void context_registry::create(const context_request& request, const user& owner,
                               std::function<void(create_context_result)> done) {
-    const kernel_policy policy = request.policy.value_or(settings_.default_policy);
+    const kernels::kernel_policy policy = request.policy.value_or(settings_.default_policy);
     auto open_context = [this, owner_name = owner.name, policy, one_shot = request.one_shot,
-                         done = std::move(done)](create_kernel_result r, std::size_t uses) {
+                         done = std::move(done)](kernels::create_kernel_result r, std::size_t uses) {
         if (!r.kernel) return done({nullptr, r.http_status, r.error});
         const std::string id = kernelproto::new_uuid();
         fs::path workdir;
@@ -58,14 +58,14 @@ void context_registry::create(const context_request& request, const user& owner,
         done({context, 201, {}});
     };
 
-    if (policy == kernel_policy::reuse) {
+    if (policy == kernels::kernel_policy::reuse) {
         if (auto kept = kernels_.claim_kept(owner, request.kernel); kept.kernel)
             return open_context({kept.kernel, false, 200, {}}, kept.uses + 1);
     }
-    create_kernel_request kr;
+    kernels::create_kernel_request kr;
     kr.owner = owner;
     kr.name = request.kernel;
-    kernels_.create(std::move(kr), [open_context = std::move(open_context)](create_kernel_result r) {
+    kernels_.create(std::move(kr), [open_context = std::move(open_context)](kernels::create_kernel_result r) {
         open_context(std::move(r), 1);
     });
 }
@@ -86,9 +86,9 @@ std::vector<std::shared_ptr<interpreter_context>> context_registry::list_for(con
     return out;
 }
 
-std::optional<culled_kernel> context_registry::culled_for(const std::string& id,
+std::optional<kernels::culled_kernel> context_registry::culled_for(const std::string& id,
                                                           const user& who) const {
-    auto entry = culled_.find(id, wall_clock::now());
+    auto entry = culled_.find(id, kernels::wall_clock::now());
     if (!entry || !who.may_use(entry->owner)) return std::nullopt;
     return entry;
 }
@@ -147,10 +147,10 @@ void context_registry::release_kernel(const std::shared_ptr<interpreter_context>
             then();
         });
     };
-    if (stopping_ || context->options().policy != kernel_policy::reuse ||
+    if (stopping_ || context->options().policy != kernels::kernel_policy::reuse ||
         kernel->activity().execution_state != "idle" ||
-        !may_reuse(context->options().kernel_uses, kernel->activity().started_at,
-                   wall_clock::now(), kernels_.recycling()))
+        !kernels::may_reuse(context->options().kernel_uses, kernel->activity().started_at,
+                   kernels::wall_clock::now(), kernels_.recycling()))
         return destroy(std::move(done));
     // In the keep while it resets (not handed out, but able to give way to a limit), and
     // answered as deleted once the reset has run: the owner's next context gets it.

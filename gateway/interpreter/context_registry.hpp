@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "gateway/culled_kernels.hpp"
+#include "gateway/kernels/culled_kernels.hpp"
 #include "gateway/interpreter/context_request.hpp"
 #include "gateway/interpreter/interpreter_context.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
-#include "gateway/kernel_manager.hpp"
+#include "gateway/kernels/kernel_manager.hpp"
 #include "gateway/user.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -30,7 +30,7 @@ struct create_context_result {
 
 class context_registry {
 public:
-    context_registry(boost::asio::io_context& ioc, kernel_manager& kernels,
+    context_registry(boost::asio::io_context& ioc, kernels::kernel_manager& kernels,
                      interpreter_settings settings, logger log);
 
     const interpreter_settings& settings() const { return settings_; }
@@ -42,7 +42,7 @@ public:
     std::shared_ptr<interpreter_context> find_for(const std::string& id, const user& who) const;
     std::vector<std::shared_ptr<interpreter_context>> list_for(const user& who) const;
     // A context of `who` whose kernel was culled within the retention period.
-    std::optional<culled_kernel> culled_for(const std::string& id, const user& who) const;
+    std::optional<kernels::culled_kernel> culled_for(const std::string& id, const user& who) const;
     // Closes the context and removes its own directory; its kernel is kept for the owner
     // (reuse policy, within the recycling limits, idle) or shut down.
     void remove(const std::shared_ptr<interpreter_context>& context, std::function<void()> done);
@@ -62,10 +62,10 @@ private:
     void remove_own_dir(const std::shared_ptr<interpreter_context>& context) const;
 
     boost::asio::io_context& ioc_;
-    kernel_manager& kernels_;
+    kernels::kernel_manager& kernels_;
     const interpreter_settings settings_;
     logger log_;
-    culled_kernels culled_;
+    kernels::culled_kernels culled_;
     mutable std::mutex mutex_;
     std::map<std::string, std::shared_ptr<interpreter_context>> contexts_;
     std::atomic<bool> stopping_{false};

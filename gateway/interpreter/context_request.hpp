@@ -5,13 +5,13 @@
 #include <string>
 #include <string_view>
 
-#include "gateway/kernel_policy.hpp"
+#include "gateway/kernels/kernel_policy.hpp"
 
 namespace callisto::gateway::interpreter {
 
 struct context_request {
     std::string kernel;                   // kernelspec name; empty: the default
-    std::optional<kernel_policy> policy;  // none: the server's --kernel-policy
+    std::optional<kernels::kernel_policy> policy;  // none: the server's --kernel-policy
     bool one_shot = false;                // set by POST /v1/executions, never by a body
 };
 

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gateway/router.hpp"
+#include "gateway/http/router.hpp"
 #include "kernelproto/untrusted_json.hpp"
 
 namespace callisto::gateway::interpreter {

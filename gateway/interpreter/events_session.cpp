@@ -1,4 +1,5 @@
 #include "gateway/interpreter/events_session.hpp"
+#include "gateway/http/beast.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -7,8 +8,6 @@
 namespace callisto::gateway::interpreter {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace websocket = beast::websocket;
 
 namespace {
 

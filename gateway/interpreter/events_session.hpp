@@ -19,11 +19,11 @@
 #include <nlohmann/json.hpp>
 
 #include "common/logger.hpp"
-#include "gateway/api_request.hpp"
+#include "gateway/http/http_message.hpp"
 #include "gateway/interpreter/events_message.hpp"
 #include "gateway/interpreter/interpreter_context.hpp"
 #include "gateway/server_config.hpp"
-#include "gateway/websocket_channel.hpp"
+#include "gateway/http/websocket_channel.hpp"
 
 namespace callisto::gateway::interpreter {
 

@@ -4,7 +4,8 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
-#include "gateway/content_headers.hpp"
+#include "gateway/http/beast.hpp"
+#include "gateway/http/content_headers.hpp"
 #include "gateway/interpreter/multipart_form.hpp"
 #include "gateway/interpreter/oneshot_request.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
@@ -12,7 +13,6 @@
 
 namespace callisto::gateway::interpreter {
 
-namespace beast = boost::beast;
 
 namespace {
 
@@ -63,7 +63,7 @@ http_response repeated_answer(const std::shared_ptr<execution>& e, const std::st
     return res;
 }
 
-http_response context_gone(const std::string& id, const culled_kernel& culled) {
+http_response context_gone(const std::string& id, const kernels::culled_kernel& culled) {
     return json_response(http::status::gone,
                          {{"reason", "culled"},
                           {"culled_at", kernelproto::format_iso_time(culled.culled_at)},

@@ -6,7 +6,7 @@
 
 #include <boost/asio/thread_pool.hpp>
 
-#include "gateway/api_request.hpp"
+#include "gateway/http/http_message.hpp"
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/ndjson_stream.hpp"
 #include "gateway/interpreter/oneshot_executions.hpp"

@@ -11,7 +11,7 @@
 #include "common/unique_fd.hpp"
 #include "gateway/interpreter/ansi_text.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
-#include "gateway/server_status.hpp"
+#include "gateway/kernels/server_status.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
 #include "kernelproto/websocket_format.hpp"
@@ -61,7 +61,7 @@ bool write_new_file(const std::filesystem::path& workdir, const char* subdir,
 }  // namespace
 
 interpreter_context::interpreter_context(asio::io_context& ioc, std::string id, std::string owner,
-                                         std::shared_ptr<kernel_session> kernel,
+                                         std::shared_ptr<kernels::kernel_session> kernel,
                                          std::filesystem::path workdir, bool chdir_kernel,
                                          context_options options,
                                          const interpreter_settings& settings, logger log)
@@ -213,8 +213,8 @@ void interpreter_context::start_next() {
         queue_.pop_front();
         waiting_ = queue_.size();
         const auto state = kernel_->state();
-        if (state == kernel_state::dead || state == kernel_state::gone ||
-            state == kernel_state::shutting_down) {
+        if (state == kernels::kernel_state::dead || state == kernels::kernel_state::gone ||
+            state == kernels::kernel_state::shutting_down) {
             e->set_error("KernelDead", "the context's kernel is not running: " +
                                            kernel_->model().value("reason", std::string("dead")),
                          {});
@@ -287,7 +287,7 @@ void interpreter_context::on_kernel_message(channel ch, const kernelproto::messa
         const std::string state = content.is_object() ? content.value("execution_state", "") : "";
         // The cause ("kernel process killed: out of memory (limit 512MiB)") goes in the
         // evalue; the ename stays the stable kind.
-        const std::string why = server_status_reason(msg);
+        const std::string why = kernels::server_status_reason(msg);
         const std::string cause = why.empty() ? "" : " (" + why + ")";
         if (state == "restarting") {
             send_chdir();  // queued by the kernel session until the new process answers

@@ -23,20 +23,20 @@
 #include "common/logger.hpp"
 #include "gateway/interpreter/execution.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
-#include "gateway/kernel_client.hpp"
-#include "gateway/kernel_policy.hpp"
-#include "gateway/kernel_session.hpp"
+#include "gateway/kernels/kernel_client.hpp"
+#include "gateway/kernels/kernel_policy.hpp"
+#include "gateway/kernels/kernel_session.hpp"
 
 namespace callisto::gateway::interpreter {
 
 // How a context came to be, and what becomes of its kernel afterwards.
 struct context_options {
-    kernel_policy policy = kernel_policy::reuse;
+    kernels::kernel_policy policy = kernels::kernel_policy::reuse;
     bool one_shot = false;        // made for one POST /v1/executions; keeps no files
     std::size_t kernel_uses = 1;  // contexts or one-shot runs its kernel served, this one too
 };
 
-class interpreter_context : public kernel_client,
+class interpreter_context : public kernels::kernel_client,
                             public std::enable_shared_from_this<interpreter_context> {
 public:
     enum class submit_outcome { accepted, repeated, queue_full, closed };
@@ -48,13 +48,13 @@ public:
     // `workdir` is the context's directory as the gateway sees it; with chdir_kernel the
     // kernel is told to change into it (after every start), else it already runs there.
     interpreter_context(boost::asio::io_context& ioc, std::string id, std::string owner,
-                        std::shared_ptr<kernel_session> kernel, std::filesystem::path workdir,
+                        std::shared_ptr<kernels::kernel_session> kernel, std::filesystem::path workdir,
                         bool chdir_kernel, context_options options,
                         const interpreter_settings& settings, logger log);
 
     const std::string& id() const { return id_; }
     const std::string& owner() const { return owner_; }
-    const std::shared_ptr<kernel_session>& kernel() const { return kernel_; }
+    const std::shared_ptr<kernels::kernel_session>& kernel() const { return kernel_; }
     const std::filesystem::path& workdir() const { return workdir_; }
     const context_options& options() const { return options_; }
     nlohmann::json model() const;  // thread-safe
@@ -115,7 +115,7 @@ private:
 
     const std::string id_;
     const std::string owner_;
-    const std::shared_ptr<kernel_session> kernel_;
+    const std::shared_ptr<kernels::kernel_session> kernel_;
     const std::filesystem::path workdir_;
     const bool chdir_kernel_;
     const context_options options_;

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "gateway/interpreter/execution_request.hpp"
-#include "gateway/kernel_policy.hpp"
+#include "gateway/kernels/kernel_policy.hpp"
 
 namespace callisto::gateway::interpreter {
 
@@ -28,7 +28,7 @@ struct interpreter_settings {
     // <context_root>/<context id>, and its kernel is told to chdir there.
     std::filesystem::path kernel_workdir_root;
     std::filesystem::path context_root;
-    kernel_policy default_policy = kernel_policy::reuse;  // when a request names none
+    kernels::kernel_policy default_policy = kernels::kernel_policy::reuse;  // when a request names none
     std::chrono::seconds culled_retention{3600};          // contexts whose kernel was culled: 410
     std::chrono::milliseconds reset_timeout{10000};       // a kept kernel's reset must answer
     std::size_t oneshot_kept = 1024;          // one-shot executions remembered, all users

@@ -46,7 +46,7 @@ kernelproto::message make_reset_request(const std::string& workdir, bool wipe,
 kernel_reset::kernel_reset(asio::io_context& ioc, std::function<void(bool)> done)
     : strand_(asio::make_strand(ioc)), timer_(strand_), done_(std::move(done)) {}
 
-void kernel_reset::run(asio::io_context& ioc, const std::shared_ptr<kernel_session>& kernel,
+void kernel_reset::run(asio::io_context& ioc, const std::shared_ptr<kernels::kernel_session>& kernel,
                        const std::string& workdir, bool wipe, std::chrono::milliseconds timeout,
                        std::function<void(bool ok)> done) {
     auto self = std::make_shared<kernel_reset>(ioc, std::move(done));

@@ -1,4 +1,5 @@
 #include "gateway/interpreter/ndjson_stream.hpp"
+#include "gateway/http/beast.hpp"
 
 #include <sstream>
 
@@ -9,7 +10,6 @@
 namespace callisto::gateway::interpreter {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
 
 namespace {
 constexpr auto write_timeout = std::chrono::seconds(60);

@@ -13,8 +13,8 @@
 
 #include <boost/beast/core/tcp_stream.hpp>
 
-#include "gateway/connection_limiter.hpp"
-#include "gateway/json_response.hpp"
+#include "gateway/http/connection_limiter.hpp"
+#include "gateway/http/json_response.hpp"
 
 namespace callisto::gateway::interpreter {
 

@@ -63,7 +63,7 @@ void context_tools::with_context(context_fn fn) {
             lock.unlock();
             return fn(nullptr, "the MCP session has ended");
         }
-        if (context_ && context_->kernel()->state() == kernel_state::gone) {
+        if (context_ && context_->kernel()->state() == kernels::kernel_state::gone) {
             stale = std::move(context_);
             context_.reset();
             notice_ = "[callisto] this session's previous Python kernel is gone (" +

@@ -3,13 +3,13 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
+#include "gateway/http/beast.hpp"
 #include "gateway/mcp/json_rpc.hpp"
 #include "gateway/mcp/mcp_dispatcher.hpp"
 #include "gateway/mcp/mcp_protocol.hpp"
 
 namespace callisto::gateway::mcp {
 
-namespace beast = boost::beast;
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <string>
 
-#include "gateway/api_request.hpp"
+#include "gateway/http/http_message.hpp"
 #include "gateway/mcp/mcp_session_registry.hpp"
 #include "gateway/mcp/mcp_tools.hpp"
 #include "gateway/user.hpp"

@@ -1,4 +1,4 @@
-#include "gateway/body_budget.hpp"
+#include "gateway/http/body_budget.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "gateway/client_frame_errors.hpp"
+#include "gateway/jupyter_api/client_frame_errors.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "gateway/connection_limiter.hpp"
+#include "gateway/http/connection_limiter.hpp"
 
 #include <vector>
 

@@ -4,7 +4,7 @@
 
 #include <boost/beast/http/field.hpp>
 
-#include "gateway/content_headers.hpp"
+#include "gateway/http/content_headers.hpp"
 
 using namespace callisto::gateway;
 

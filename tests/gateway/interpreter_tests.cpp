@@ -11,7 +11,7 @@
 #include "gateway/interpreter/execution_request.hpp"
 #include "gateway/interpreter/output_budget.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
-#include "gateway/router.hpp"
+#include "gateway/http/router.hpp"
 
 using namespace callisto::gateway;
 using namespace callisto::gateway::interpreter;

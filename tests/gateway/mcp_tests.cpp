@@ -20,7 +20,7 @@
 #include "gateway/mcp/mcp_session_registry.hpp"
 #include "gateway/mcp/mcp_tools.hpp"
 #include "gateway/mcp/tool_content.hpp"
-#include "gateway/router.hpp"
+#include "gateway/http/router.hpp"
 
 using namespace callisto::gateway;
 using namespace callisto::gateway::mcp;

@@ -6,7 +6,7 @@
 #include "gateway/interpreter/context_request.hpp"
 #include "gateway/interpreter/oneshot_executions.hpp"
 #include "gateway/interpreter/oneshot_request.hpp"
-#include "gateway/router.hpp"
+#include "gateway/http/router.hpp"
 
 using namespace callisto::gateway;
 using namespace callisto::gateway::interpreter;
@@ -31,7 +31,7 @@ TEST_CASE("context request takes a policy, and refuses unknown ones") {
     std::string error;
     auto r = parse_context_request(R"({"kernel": "python3", "policy": "fresh"})", error);
     REQUIRE(r);
-    CHECK(r->policy == kernel_policy::fresh);
+    CHECK(r->policy == kernels::kernel_policy::fresh);
     CHECK_FALSE(r->one_shot);
     r = parse_context_request(R"({"policy": null})", error);
     REQUIRE(r);
@@ -51,7 +51,7 @@ TEST_CASE("one-shot request: the execution's fields plus kernel and policy") {
                    error);
     REQUIRE(r);
     CHECK(r->context.one_shot);
-    CHECK(r->context.policy == kernel_policy::fresh);
+    CHECK(r->context.policy == kernels::kernel_policy::fresh);
     CHECK(r->context.kernel == "python3");
     CHECK(r->execution.code == "print(1)");
     CHECK(r->execution.timeout == std::chrono::milliseconds(2000));

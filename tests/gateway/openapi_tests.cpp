@@ -2,7 +2,7 @@
 // documented operation reaches a real route, and every route is documented. A route added to
 // route_kind without documentation fails here, by name.
 
-#include "gateway/openapi_document.hpp"
+#include "gateway/http/openapi_document.hpp"
 
 #include <algorithm>
 #include <map>
@@ -14,7 +14,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
-#include "gateway/router.hpp"
+#include "gateway/http/router.hpp"
 
 using namespace callisto::gateway;
 using json = nlohmann::json;

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 using namespace callisto::gateway;
+using namespace std::chrono_literals;
 
 namespace {
 parse_result parse(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
@@ -293,4 +294,33 @@ TEST_CASE("config --version prints the version and exits 0") {
     CHECK_FALSE(r.config);
     CHECK(r.exit_code == 0);
     CHECK(r.message.rfind("callisto ", 0) == 0);
+}
+
+TEST_CASE("config parses the kernel policy and recycling flags") {
+    auto d = parse({}).config;
+    REQUIRE(d);
+    CHECK(d->default_policy == kernels::kernel_policy::reuse);
+    CHECK(d->reuse.limits.max_uses == 20);
+    CHECK(d->reuse.limits.max_lifetime == 3600s);
+    CHECK(d->reuse.kept_per_user == 2);
+    auto c = parse({"--kernel-policy=fresh", "--recycle-max-uses=0", "--recycle-max-lifetime=90",
+                    "--kept-kernels=0"})
+                 .config;
+    REQUIRE(c);
+    CHECK(c->default_policy == kernels::kernel_policy::fresh);
+    CHECK(c->reuse.limits.max_uses == 0);
+    CHECK(c->reuse.limits.max_lifetime == 90s);
+    CHECK(c->reuse.kept_per_user == 0);
+}
+
+TEST_CASE("config rejects bad kernel policy and recycling flags, naming the flag") {
+    for (std::string bad : {"--kernel-policy=", "--kernel-policy=always", "--recycle-max-uses=-1",
+                            "--recycle-max-uses=many", "--recycle-max-lifetime=-5",
+                            "--recycle-max-lifetime=1h", "--kept-kernels=65", "--kept-kernels="}) {
+        auto r = parse({bad});
+        CAPTURE(bad);
+        CHECK_FALSE(r.config);
+        CHECK(r.exit_code == 2);
+        CHECK(r.message.find(bad.substr(0, bad.find('='))) != std::string::npos);
+    }
 }

@@ -1,7 +1,7 @@
 // The shared WebSocket mechanics, against a real Beast client over loopback: the server side
 // runs on its own thread, the client is synchronous on the test's.
 
-#include "gateway/websocket_channel.hpp"
+#include "gateway/http/websocket_channel.hpp"
 
 #include <future>
 #include <mutex>

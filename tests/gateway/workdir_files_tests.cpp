@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "gateway/interpreter/workdir_files.hpp"
-#include "gateway/router.hpp"
+#include "gateway/http/router.hpp"
 
 using namespace callisto::gateway;
 using namespace callisto::gateway::interpreter;

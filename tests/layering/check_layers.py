@@ -2,8 +2,9 @@
 """Fails when an #include points up the layers (docs/architecture.md, "Layers").
 
 Arrows only point down: kernelproto is pure (no sockets, threads or Asio), transport owns
-ZeroMQ but knows no HTTP, launcher knows neither, and only gateway sees everything. Each rule
-names the folder, the project folders it may include, and the outside headers it must not.
+ZeroMQ but knows no HTTP, launcher knows neither, and only gateway sees everything. Inside the
+gateway, the kernels layer knows no HTTP and the APIs do not reach into the composition root.
+Each rule names the folder, what of ours it may include, and the outside headers it must not.
 
   /usr/bin/python3 tests/layering/check_layers.py [SOURCE_DIR]
 """
@@ -12,32 +13,51 @@ import pathlib
 import re
 import sys
 
+LOWER = ("launcher/", "transport/", "kernelproto/", "common/")
 RULES = {
-    # folder: (project folders it may include, forbidden outside include prefixes)
-    "common": ({"common"}, ("boost/", "zmq", "nlohmann/")),
-    "kernelproto": ({"kernelproto", "common"}, ("boost/", "zmq")),
-    "transport": ({"transport", "kernelproto", "common"}, ("boost/beast", "boost/asio")),
-    "launcher": ({"launcher", "kernelproto", "common"}, ("boost/", "zmq")),
-    "gateway": ({"gateway", "launcher", "transport", "kernelproto", "common"}, ()),
+    # folder: (what of ours it may include, as path prefixes; outside include prefixes it
+    # must not use). A file follows the most specific folder that holds it.
+    "common": (("common/",), ("boost/", "zmq", "nlohmann/")),
+    "kernelproto": (("kernelproto/", "common/"), ("boost/", "zmq")),
+    "transport": (("transport/", "kernelproto/", "common/"), ("boost/beast", "boost/asio")),
+    "launcher": (("launcher/", "kernelproto/", "common/"), ("boost/", "zmq")),
+    "gateway": (("gateway/",) + LOWER, ()),
+    # The kernels' lifecycle knows Asio but no HTTP: the APIs sit on top of it.
+    "gateway/kernels": (("gateway/kernels/", "gateway/user.hpp") + LOWER, ("boost/beast",)),
+    "gateway/jupyter_api": (("gateway/jupyter_api/", "gateway/http/", "gateway/kernels/",
+                             "gateway/user.hpp", "gateway/server_config.hpp") + LOWER, ()),
+    "gateway/interpreter": (("gateway/interpreter/", "gateway/http/", "gateway/kernels/",
+                             "gateway/user.hpp", "gateway/server_config.hpp") + LOWER, ()),
+    "gateway/mcp": (("gateway/mcp/", "gateway/interpreter/", "gateway/http/",
+                     "gateway/user.hpp") + LOWER, ()),
 }
 # Public headers of transport keep ZeroMQ out (design: zmq.hpp is a private dependency).
 PRIVATE_IN_HEADERS = {"transport": ("zmq",)}
+TOP = {"common", "kernelproto", "transport", "launcher", "gateway"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
 
 
+def rule_for(where):
+    """The most specific rule whose folder holds the file at `where` (a relative path)."""
+    folders = [f for f in RULES if where.as_posix().startswith(f + "/")]
+    return max(folders, key=len) if folders else None
+
+
 def check(root):
     problems = []
-    for folder, (allowed, forbidden) in RULES.items():
-        for path in sorted((root / folder).rglob("*")):
+    for top in sorted(TOP):
+        for path in sorted((root / top).rglob("*")):
             if path.suffix not in (".hpp", ".cpp", ".h"):
                 continue
+            where = path.relative_to(root)
+            folder = rule_for(where)
+            allowed, forbidden = RULES[folder]
             for quote, target in INCLUDE.findall(path.read_text(errors="replace")):
-                where = path.relative_to(root)
                 if quote == '"':
-                    top = target.split("/", 1)[0]
-                    if "/" in target and top in RULES and top not in allowed:
-                        problems.append(f"{where}: includes {target} ({folder} may not use {top})")
+                    ours = "/" in target and target.split("/", 1)[0] in TOP
+                    if ours and not target.startswith(allowed):
+                        problems.append(f"{where}: includes {target} ({folder} may not)")
                     continue
                 if any(target.startswith(p) for p in forbidden):
                     problems.append(f"{where}: includes <{target}> ({folder} must not)")

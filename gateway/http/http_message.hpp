@@ -1,0 +1,17 @@
+#pragma once
+// What a REST handler receives and how it answers. Handlers may answer later, from any thread.
+
+#include <functional>
+
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "gateway/http/json_response.hpp"
+#include "gateway/http/router.hpp"
+
+namespace callisto::gateway {
+
+using http_request = http::request<http::string_body>;
+using respond_fn = std::function<void(http_response)>;
+
+}  // namespace callisto::gateway

@@ -1,0 +1,52 @@
+#include "gateway/http/static_files.hpp"
+
+#include <fstream>
+#include <iterator>
+
+#include <boost/beast/http/field.hpp>
+
+namespace callisto::gateway {
+
+namespace fs = std::filesystem;
+
+std::string_view mime_type(const fs::path& file) {
+    const std::string ext = file.extension().string();
+    if (ext == ".html" || ext == ".htm") return "text/html; charset=utf-8";
+    if (ext == ".js" || ext == ".mjs") return "text/javascript; charset=utf-8";
+    if (ext == ".css") return "text/css; charset=utf-8";
+    if (ext == ".json") return "application/json";
+    if (ext == ".png") return "image/png";
+    if (ext == ".svg") return "image/svg+xml";
+    if (ext == ".ico") return "image/x-icon";
+    if (ext == ".txt") return "text/plain; charset=utf-8";
+    return "application/octet-stream";
+}
+
+http_response serve_file(const fs::path& root, const std::string& relative, std::size_t max_bytes) {
+    std::error_code ec;
+    const fs::path base = fs::canonical(root, ec);
+    if (ec) return error_response(http::status::not_found, "no such file");
+    const fs::path target = fs::weakly_canonical(base / relative, ec);
+    if (ec) return error_response(http::status::not_found, "no such file");
+    // The resolved path must stay under the root: no "..", no symlink leading out.
+    auto [root_end, _] = std::mismatch(base.begin(), base.end(), target.begin(), target.end());
+    if (root_end != base.end()) return error_response(http::status::not_found, "no such file");
+    if (!fs::is_regular_file(target, ec))
+        return error_response(http::status::not_found, "no such file: " + relative);
+    auto size = fs::file_size(target, ec);
+    if (ec || size > max_bytes)
+        return error_response(http::status::payload_too_large, "file too large to serve");
+
+    std::ifstream in(target, std::ios::binary);
+    std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof())
+        return error_response(http::status::internal_server_error, "could not read file");
+    http_response res{http::status::ok, 11};
+    res.set(http::field::content_type, mime_type(target));
+    res.set(http::field::cache_control, "max-age=3600");
+    res.body() = std::move(body);
+    res.prepare_payload();
+    return res;
+}
+
+}  // namespace callisto::gateway

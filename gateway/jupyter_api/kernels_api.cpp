@@ -1,0 +1,125 @@
+#include "gateway/jupyter_api/kernels_api.hpp"
+
+#include <boost/beast/http/field.hpp>
+
+#include "kernelproto/iso_time.hpp"
+#include "kernelproto/untrusted_json.hpp"
+
+namespace callisto::gateway::jupyter_api {
+
+namespace {
+
+// Kernel Gateway passes only KERNEL_-prefixed variables from the request to the kernel.
+bool allowed_kernel_env(const std::string& name) { return name.rfind("KERNEL_", 0) == 0; }
+
+}  // namespace
+
+http_response kernels_api::no_such_kernel(const std::string& id, const user& who) const {
+    if (auto culled = kernels_.culled_for(id, who)) {
+        // Gone, not unknown: the client learns when and why, for the retention period.
+        return json_response(http::status::gone,
+                             {{"reason", "culled"},
+                              {"culled_at", kernelproto::format_iso_time(culled->culled_at)},
+                              {"message", "Kernel " + id + " was culled: " + culled->reason}});
+    }
+    return error_response(http::status::not_found, "Kernel does not exist: " + id);
+}
+
+kernels_api::kernels_api(kernels::kernel_manager& kernels) : kernels_(kernels) {}
+
+void kernels_api::handle(const route& r, const http_request& req, const user& who,
+                         respond_fn respond) {
+    if (r.kind == route_kind::kernels_list) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& k : kernels_.list_for(who)) list.push_back(k->model());
+        return respond(json_response(http::status::ok, list));
+    }
+    if (r.kind == route_kind::kernel_create) return create(req, who, std::move(respond));
+
+    auto kernel = is_valid_kernel_id(r.kernel_id) ? kernels_.find_for(r.kernel_id, who) : nullptr;
+    if (!kernel) return respond(no_such_kernel(r.kernel_id, who));
+
+    switch (r.kind) {
+        case route_kind::kernel_get:
+            return respond(json_response(http::status::ok, kernel->model()));
+        case route_kind::kernel_delete:
+            kernels_.remove(r.kernel_id, [this, respond = std::move(respond), id = r.kernel_id,
+                                          who](bool found) {
+                respond(found ? empty_response(http::status::no_content) : no_such_kernel(id, who));
+            });
+            return;
+        case route_kind::kernel_interrupt:
+            kernel->interrupt([respond = std::move(respond)](std::string error) {
+                respond(error.empty() ? empty_response(http::status::no_content)
+                                      : error_response(http::status::conflict, error));
+            });
+            return;
+        case route_kind::kernel_restart:
+            kernel->restart([respond = std::move(respond), kernel](std::string error) {
+                respond(error.empty()
+                            ? json_response(http::status::ok, kernel->model())
+                            : error_response(http::status::internal_server_error,
+                                             "restart failed: " + error));
+            });
+            return;
+        default:
+            return respond(error_response(http::status::not_found, "not found"));
+    }
+}
+
+void kernels_api::create(const http_request& req, const user& who, respond_fn respond) {
+    kernels::create_kernel_request request;
+    request.owner = who;
+    if (!req.body().empty()) {
+        auto parsed = kernelproto::parse_untrusted_json(req.body());
+        auto& body = parsed.value;
+        if (!parsed.ok() || !body.is_object())
+            return respond(error_response(http::status::bad_request,
+                                          "request body must be a JSON object" +
+                                              (parsed.ok() ? "" : " (" + parsed.problem() + ")")));
+        if (body.contains("name")) {
+            if (!body["name"].is_string() && !body["name"].is_null())
+                return respond(error_response(http::status::bad_request, "'name' must be a string"));
+            if (body["name"].is_string()) request.name = body["name"].get<std::string>();
+        }
+        if (body.contains("env")) {
+            if (!body["env"].is_object())
+                return respond(error_response(http::status::bad_request, "'env' must be an object"));
+            for (auto& [key, value] : body["env"].items()) {
+                if (!value.is_string())
+                    return respond(error_response(http::status::bad_request,
+                                                  "env value for '" + key + "' must be a string"));
+                if (allowed_kernel_env(key)) request.env[key] = value.get<std::string>();
+            }
+        }
+        // The client may choose the id (Kernel Gateway reads env.KERNEL_ID; "kernel_id" too),
+        // which makes create idempotent.
+        std::string chosen;
+        if (body.contains("kernel_id")) {
+            if (!body["kernel_id"].is_string())
+                return respond(error_response(http::status::bad_request,
+                                              "'kernel_id' must be a string"));
+            chosen = body["kernel_id"].get<std::string>();
+        } else if (auto it = request.env.find("KERNEL_ID"); it != request.env.end()) {
+            chosen = it->second;
+        }
+        if (!chosen.empty() && !is_valid_kernel_id(chosen))
+            return respond(error_response(http::status::bad_request,
+                                          "'kernel_id' must be a lower-case UUID"));
+        request.kernel_id = chosen;
+    }
+    kernels_.create(std::move(request), [respond = std::move(respond)](kernels::create_kernel_result r) {
+        if (!r.kernel) {
+            auto res = error_response(static_cast<http::status>(r.http_status), r.error);
+            // At capacity: come back later, and say when, rather than an unexplained refusal.
+            if (r.http_status == 429) res.set(http::field::retry_after, "10");
+            return respond(std::move(res));
+        }
+        auto res = json_response(r.created ? http::status::created : http::status::ok,
+                                 r.kernel->model());
+        res.set(http::field::location, "/api/kernels/" + r.kernel->id());
+        respond(std::move(res));
+    });
+}
+
+}  // namespace callisto::gateway::jupyter_api

@@ -1,0 +1,59 @@
+#pragma once
+// One client WebSocket on /api/kernels/{id}/channels: Jupyter messages in both directions, in
+// the format the client's subprotocol chose. The socket mechanics (size limit, bounded send
+// queue, pings, close) are the channel's; this relays between it and the kernel session.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include "common/logger.hpp"
+#include "gateway/http/http_message.hpp"
+#include "gateway/kernels/kernel_client.hpp"
+#include "gateway/kernels/kernel_session.hpp"
+#include "gateway/kernels/message_budget.hpp"
+#include "gateway/server_config.hpp"
+#include "gateway/http/websocket_channel.hpp"
+
+namespace callisto::gateway::jupyter_api {
+
+class websocket_session : public kernels::kernel_client,
+                          public websocket_handler,
+                          public std::enable_shared_from_this<websocket_session> {
+public:
+    // `since`: replay the kernel's output after this sequence number first (?since=SEQ).
+    websocket_session(boost::beast::tcp_stream&& stream, std::shared_ptr<kernels::kernel_session> kernel,
+                      const server_config& config, logger log,
+                      std::optional<std::uint64_t> since = std::nullopt,
+                      connection_limiter::slot slot = {});
+    ~websocket_session() override;
+
+    // Accepts the upgrade (choosing the v1 subprotocol when offered) and starts relaying.
+    void run(http_request upgrade);
+
+    // Server shutdown: close with 1001 and this reason. Thread-safe.
+    void close(std::string reason = "server shutting down");
+
+    kernelproto::websocket_format format() const override { return format_; }
+    void deliver(std::shared_ptr<const kernelproto::websocket_frame> frame) override;
+    void close_from_kernel(std::string reason) override;
+
+private:
+    void on_open() override;
+    void on_message(std::string_view data, bool binary) override;
+    void on_oversized_message(std::size_t bytes, std::size_t limit) override;
+    void reject(std::string_view reason, const kernelproto::message* rejected);
+
+    websocket_channel channel_;
+    kernels::message_budget outbound_;  // this client's messages not yet handed to ZeroMQ
+    std::shared_ptr<kernels::kernel_session> kernel_;
+    logger log_;
+    kernelproto::websocket_format format_ = kernelproto::websocket_format::legacy;
+    std::optional<std::uint64_t> since_;
+};
+
+}  // namespace callisto::gateway::jupyter_api

@@ -1,0 +1,26 @@
+#pragma once
+// The shared services every kernel_session uses, owned by the server and outliving all kernels.
+
+#include <boost/asio/io_context.hpp>
+
+#include "common/logger.hpp"
+#include "gateway/kernels/kernel_settings.hpp"
+#include "launcher/process_supervisor.hpp"
+#include "launcher/sandbox.hpp"
+#include "launcher/sandbox_uid_pool.hpp"
+#include "transport/reactor.hpp"
+
+namespace callisto::gateway::kernels {
+
+struct kernel_environment {
+    boost::asio::io_context& ioc;
+    transport::reactor& reactor;
+    launcher::process_supervisor& supervisor;
+    kernel_settings settings;
+    logger log;
+    // Both null with --sandbox=off.
+    const launcher::sandbox* sandbox = nullptr;
+    launcher::sandbox_uid_pool* sandbox_uids = nullptr;
+};
+
+}  // namespace callisto::gateway::kernels

@@ -1,0 +1,688 @@
+#include "gateway/kernels/kernel_session.hpp"
+
+#include <algorithm>
+#include <csignal>
+
+#include <boost/asio/post.hpp>
+
+#include "gateway/kernels/output_cap_notice.hpp"
+#include "gateway/kernels/server_status.hpp"
+#include "kernelproto/ids.hpp"
+#include "kernelproto/iso_time.hpp"
+#include "kernelproto/stream_truncation.hpp"
+#include "launcher/kernel_command.hpp"
+#include "launcher/sandboxed_kernel.hpp"
+#include "kernelproto/untrusted_json.hpp"
+
+namespace callisto::gateway::kernels {
+
+namespace asio = boost::asio;
+using kernelproto::channel;
+
+namespace {
+
+// Bounds on what one kernel holds for its clients.
+constexpr std::size_t max_queued_requests = 1024;     // while the kernel is not yet connected
+constexpr std::size_t max_awaiting_replies = 100000;  // requests in flight
+
+std::string short_dir_name(const std::string& kernel_id) { return kernel_id.substr(0, 8); }
+
+}  // namespace
+
+// Receives the reactor's reports on the reactor thread and posts them to the session's strand.
+// Holds the session weakly: a late report about a session already gone is dropped.
+class kernel_session::link_listener : public transport::link_events {
+public:
+    link_listener(std::weak_ptr<kernel_session> session,
+                  asio::strand<asio::io_context::executor_type> strand,
+                  std::shared_ptr<message_budget> inbound)
+        : session_(std::move(session)), strand_(std::move(strand)), inbound_(std::move(inbound)) {}
+
+    void set_link(transport::link_id id) { link_ = id; }
+
+    bool admit(channel, std::size_t bytes) override { return inbound_->admit(bytes); }
+
+    void on_message(channel ch, kernelproto::message msg) override {
+        msg.lease = inbound_->lease(message_bytes(msg));
+        asio::post(strand_, [s = session_, link = link_.load(), ch, m = std::move(msg)]() mutable {
+            if (auto self = s.lock()) self->on_link_message(link, ch, std::move(m));
+        });
+    }
+    void on_connected() override {
+        asio::post(strand_, [s = session_, link = link_.load()] {
+            if (auto self = s.lock()) self->on_link_connected(link);
+        });
+    }
+    void on_heartbeat(bool beating) override {
+        asio::post(strand_, [s = session_, beating] {
+            if (auto self = s.lock())
+                self->log_.debug(beating ? "heartbeat resumed" : "heartbeat missed");
+        });
+    }
+    void on_bad_message(channel ch, std::error_code ec) override {
+        asio::post(strand_, [s = session_, ch, ec] {
+            if (auto self = s.lock())
+                self->log_.warn("dropped a bad message on " +
+                                std::string(kernelproto::to_string(ch)) + ": " + ec.message());
+        });
+    }
+
+private:
+    static std::size_t message_bytes(const kernelproto::message& m) {
+        std::size_t n = m.header.size() + m.parent_header.size() + m.metadata.size() +
+                        m.content.size();
+        for (const auto& b : m.buffers) n += b.size();
+        return n;
+    }
+
+    std::weak_ptr<kernel_session> session_;
+    asio::strand<asio::io_context::executor_type> strand_;
+    std::shared_ptr<message_budget> inbound_;
+    std::atomic<transport::link_id> link_{0};
+};
+
+kernel_session::kernel_session(kernel_environment& env, std::string id, launcher::kernelspec spec,
+                               std::map<std::string, std::string> extra_env)
+    : env_(env),
+      id_(std::move(id)),
+      spec_(std::move(spec)),
+      extra_env_(std::move(extra_env)),
+      session_id_(kernelproto::new_uuid()),
+      log_(env.log.component("kernel " + id_.substr(0, 8))),
+      strand_(asio::make_strand(env.ioc)),
+      ready_timer_(strand_),
+      stop_timer_(strand_),
+      inbound_(std::make_shared<message_budget>(env.settings.kernel_buffer_bytes)),
+      replay_(env.settings.replay_buffer_bytes),
+      output_cap_(output_limits{env.settings.ws_output_limit_bytes,
+                                env.settings.ws_rich_output_limit_bytes}),
+      last_activity_(std::chrono::system_clock::now()),
+      started_at_(last_activity_) {}
+
+kernel_session::~kernel_session() {
+    // shutdown() normally ran; this is the last line of defence against leaked processes.
+    if (link_) env_.reactor.close(*link_);
+    if (pid_ > 0) env_.supervisor.signal_group(pid_, SIGKILL);
+}
+
+nlohmann::json kernel_session::model() const {
+    std::lock_guard lock(model_mutex_);
+    nlohmann::json m = {{"id", id_},
+                        {"name", spec_.name},
+                        {"last_activity", kernelproto::format_iso_time(last_activity_)},
+                        {"execution_state", execution_state_},
+                        {"connections", connections_}};
+    if (!reason_.empty()) m["reason"] = reason_;
+    return m;
+}
+
+kernel_state kernel_session::state() const { return state_.load(); }
+
+std::string kernel_session::owner() const {
+    std::lock_guard lock(model_mutex_);
+    return owner_;
+}
+
+void kernel_session::assign_owner(std::string name) {
+    std::lock_guard lock(model_mutex_);
+    owner_ = std::move(name);
+}
+
+void kernel_session::mark_claimed() {
+    std::lock_guard lock(model_mutex_);
+    last_activity_ = std::chrono::system_clock::now();
+}
+
+kernel_activity kernel_session::activity() const {
+    std::lock_guard lock(model_mutex_);
+    return {execution_state_, last_activity_, busy_since_, started_at_, connections_};
+}
+
+void kernel_session::set_state(kernel_state s, std::string execution_state, std::string reason) {
+    state_ = s;
+    std::lock_guard lock(model_mutex_);
+    execution_state_ = std::move(execution_state);
+    reason_ = std::move(reason);
+}
+
+void kernel_session::update_connections() {
+    std::erase_if(clients_, [](const auto& w) { return w.expired(); });
+    const auto n = std::count_if(clients_.begin(), clients_.end(), [](const auto& w) {
+        auto c = w.lock();
+        return c && c->counts_as_connection();
+    });
+    std::lock_guard lock(model_mutex_);
+    connections_ = static_cast<std::size_t>(n);
+}
+
+// ---- lifecycle -------------------------------------------------------------------------------
+
+void kernel_session::start(result_handler on_ready) {
+    asio::post(strand_, [self = shared_from_this(), on_ready = std::move(on_ready)]() mutable {
+        self->ready_waiters_.push_back(std::move(on_ready));
+        self->set_state(kernel_state::starting, "starting");
+        self->spawn_process();
+    });
+}
+
+void kernel_session::spawn_process() {
+    connected_ = false;
+    output_cap_.reset();  // the executions of a previous process are over
+    std::shared_ptr<launcher::sandboxed_kernel> boxed;
+    try {
+        runtime_dir_ = std::make_unique<launcher::kernel_runtime_dir>(
+            env_.settings.runtime_root, short_dir_name(id_) + "-" + kernelproto::random_hex(3),
+            env_.settings.ipc_transport ? launcher::transport_kind::ipc
+                                      : launcher::transport_kind::tcp,
+            spec_.name);
+        auto command = launcher::kernel_command(spec_, runtime_dir_->connection_file(),
+                                                runtime_dir_->path(), extra_env_);
+        if (env_.sandbox) {
+            // The session's uid and workdir outlive restarts; each start gets its own cgroup.
+            if (!sandbox_)
+                sandbox_ = std::make_unique<launcher::session_sandbox>(
+                    *env_.sandbox, *env_.sandbox_uids, env_.settings.workdir_root, id_,
+                    env_.settings.limits, spec_);
+            boxed = sandbox_->prepare(command, *runtime_dir_);
+        }
+        std::weak_ptr<kernel_session> weak = weak_from_this();
+        auto strand = strand_;
+        pid_ = env_.supervisor.spawn(boxed ? boxed->command() : command,
+                                     [weak, strand, boxed](pid_t pid, launcher::exit_status st) {
+            if (boxed) st = boxed->judge(st);  // OOM, CPU time: read before the cgroup goes
+            asio::post(strand, [weak, pid, st] {
+                if (auto self = weak.lock()) self->on_process_exit(pid, st);
+            });
+        });
+        if (boxed) boxed->spawned();
+    } catch (const std::exception& e) {
+        runtime_dir_.reset();
+        pid_ = 0;
+        set_state(kernel_state::dead, "dead", std::string("kernel failed to start: ") + e.what());
+        finish_start(reason_);
+        return;
+    }
+    log_.info("started " + spec_.name + " kernel, pid " + std::to_string(pid_) +
+              (boxed ? " (sandboxed as uid " + std::to_string(sandbox_->identity().uid) + ")" : ""));
+
+    ready_timer_.expires_after(env_.settings.kernel_ready_timeout);
+    ready_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+        if (ec) return;
+        if (auto self = weak.lock()) self->on_ready_timeout();
+    });
+    if (boxed)
+        await_sockets(pid_, std::nullopt);
+    else
+        open_link();
+}
+
+// A sandboxed kernel owns its ipc directory until its sockets exist; only after seal() has
+// taken the directory back and checked each socket may the reactor connect (a kernel could
+// otherwise plant a symlink to a host socket). Polled on the strand: a few lstat calls.
+void kernel_session::await_sockets(pid_t pid,
+                                   std::optional<std::chrono::steady_clock::time_point> sockets_seen) {
+    if (pid_ != pid || !runtime_dir_) return;  // exited, stopped or restarted meanwhile
+    // ipykernel rewrites its connection file just after binding; seal after that, or after
+    // 2 s for kernels that never rewrite it.
+    const auto now = std::chrono::steady_clock::now();
+    if (!sockets_seen && runtime_dir_->ipc_sockets_present()) sockets_seen = now;
+    const bool ready = sockets_seen && (runtime_dir_->connection_file_rewritten() ||
+                                        now - *sockets_seen > std::chrono::seconds(2));
+    if (!ready) {
+        auto timer = std::make_shared<asio::steady_timer>(strand_, std::chrono::milliseconds(5));
+        timer->async_wait([weak = weak_from_this(), timer, pid, sockets_seen](boost::system::error_code ec) {
+            if (ec) return;
+            if (auto self = weak.lock()) self->await_sockets(pid, sockets_seen);
+        });
+        return;
+    }
+    if (auto problem = runtime_dir_->seal(sandbox_->identity().uid); !problem.empty()) {
+        const std::string why = "kernel failed the ipc socket check: " + problem;
+        log_.warn(why);
+        stop_process(false, [self = shared_from_this(), why] {
+            self->set_state(kernel_state::dead, "dead", why);
+            self->broadcast_status("dead", why);
+            self->finish_start(why);
+        });
+        return;
+    }
+    open_link();
+}
+
+void kernel_session::open_link() {
+    auto listener = std::make_shared<link_listener>(weak_from_this(), strand_, inbound_);
+    transport::link_options options;
+    options.session_id = session_id_;
+    options.max_part_bytes = env_.settings.kernel_message_limit_bytes;
+    link_ = env_.reactor.open(runtime_dir_->connection(), listener, options);
+    listener->set_link(*link_);
+}
+
+// At most autorestart_limit automatic restarts per autorestart_window, so a kernel that dies
+// at once every time ends as dead instead of looping.
+bool kernel_session::may_auto_restart() {
+    if (env_.settings.autorestart_limit == 0) return false;
+    const auto now = std::chrono::steady_clock::now();
+    while (!auto_restarts_.empty() && now - auto_restarts_.front() > env_.settings.autorestart_window)
+        auto_restarts_.pop_front();
+    if (auto_restarts_.size() >= env_.settings.autorestart_limit) return false;
+    auto_restarts_.push_back(now);
+    return true;
+}
+
+void kernel_session::on_ready_timeout() {
+    if (connected_ || ready_waiters_.empty()) return;
+    log_.warn("kernel did not answer within the ready timeout; stopping it");
+    std::string why = "kernel did not answer kernel_info_request within " +
+                      std::to_string(env_.settings.kernel_ready_timeout.count() / 1000) + " s";
+    stop_process(false, [self = shared_from_this(), why] {
+        self->set_state(kernel_state::dead, "dead", why);
+        self->broadcast_status("dead", why);
+        self->finish_start(why);
+    });
+}
+
+void kernel_session::on_link_connected(transport::link_id link) {
+    if (link_ != link || connected_) return;
+    connected_ = true;
+    ready_timer_.cancel();
+    if (state_ == kernel_state::starting || state_ == kernel_state::restarting) {
+        set_state(kernel_state::running, "idle");
+    }
+    while (!queued_.empty()) {
+        auto q = std::move(queued_.front());
+        queued_.pop_front();
+        forward(q.from, q.ch, std::move(q.msg));
+    }
+    finish_start({});
+}
+
+void kernel_session::finish_start(std::string error) {
+    auto waiters = std::move(ready_waiters_);
+    ready_waiters_.clear();
+    if (!error.empty()) queued_.clear();
+    for (auto& w : waiters) w(error);
+}
+
+void kernel_session::on_process_exit(pid_t pid, const launcher::exit_status& status) {
+    if (pid != pid_) return;
+    pid_ = 0;
+    if (on_process_gone_) {  // we asked it to stop
+        stop_timer_.cancel();
+        auto then = std::move(on_process_gone_);
+        on_process_gone_ = nullptr;
+        then();
+        return;
+    }
+    // It died on its own: a crash, a kill from outside, an OOM kill.
+    std::string why = "kernel process " + status.describe();
+    log_.warn(why);
+    const bool was_running = state_ == kernel_state::running;
+    release_process();
+    awaiting_reply_.clear();
+    queued_.clear();
+    if (was_running && may_auto_restart()) {
+        // Its state is lost either way; a fresh process keeps the kernel id and the clients.
+        log_.info("restarting automatically (" + std::to_string(auto_restarts_.size()) + " of " +
+                  std::to_string(env_.settings.autorestart_limit) + " in the window)");
+        set_state(kernel_state::restarting, "restarting", why);
+        broadcast_status("restarting", why);
+        broadcast(channel::iopub,
+                  kernelproto::make_message(
+                      "stream",
+                      {{"name", "stderr"},
+                       {"text", "Kernel died (" + why + "); restarting it. Its state is lost.\n"}},
+                      session_id_));
+        spawn_process();
+        return;
+    }
+    set_state(kernel_state::dead, "dead", why);
+    broadcast_status("dead", why);
+    // Clients show stderr; the status message alone cannot say why.
+    broadcast(channel::iopub,
+              kernelproto::make_message("stream", {{"name", "stderr"}, {"text", "Kernel died: " + why + "\n"}},
+                                        session_id_));
+    finish_start(why);
+}
+
+void kernel_session::release_process() {
+    ready_timer_.cancel();
+    if (link_) env_.reactor.close(*link_);
+    link_.reset();
+    connected_ = false;
+    runtime_dir_.reset();
+}
+
+void kernel_session::stop_process(bool restart, std::function<void()> then) {
+    if (pid_ <= 0) {
+        release_process();
+        then();
+        return;
+    }
+    on_process_gone_ = [self = shared_from_this(), then = std::move(then)] {
+        self->release_process();
+        then();
+    };
+    const pid_t pid = pid_;
+    if (link_ && connected_) {
+        auto request = kernelproto::make_message("shutdown_request", {{"restart", restart}},
+                                                 session_id_);
+        env_.reactor.send(*link_, channel::control, std::move(request));
+        stop_timer_.expires_after(env_.settings.shutdown_wait);
+    } else {
+        stop_timer_.expires_after(std::chrono::milliseconds(0));
+    }
+    stop_timer_.async_wait([weak = weak_from_this(), pid](boost::system::error_code ec) {
+        if (ec) return;
+        auto self = weak.lock();
+        if (!self || self->pid_ != pid) return;
+        self->log_.info("kernel did not exit after shutdown_request; sending SIGTERM");
+        self->env_.supervisor.terminate(pid, self->env_.settings.kill_grace);
+    });
+}
+
+void kernel_session::restart(result_handler on_done) {
+    asio::post(strand_, [self = shared_from_this(), on_done = std::move(on_done)]() mutable {
+        if (self->state_ == kernel_state::shutting_down || self->state_ == kernel_state::gone) {
+            on_done("kernel is shutting down");
+            return;
+        }
+        if (self->state_ == kernel_state::restarting || self->state_ == kernel_state::starting) {
+            self->ready_waiters_.push_back(std::move(on_done));
+            return;
+        }
+        self->log_.info("restarting");
+        self->ready_waiters_.push_back(std::move(on_done));
+        self->set_state(kernel_state::restarting, "restarting");
+        self->broadcast_status("restarting");
+        self->awaiting_reply_.clear();
+        self->stop_process(true, [self] {
+            if (self->state_ != kernel_state::restarting) return;
+            self->spawn_process();
+        });
+    });
+}
+
+void kernel_session::interrupt(result_handler on_done) {
+    asio::post(strand_, [self = shared_from_this(), on_done = std::move(on_done)] {
+        if (self->pid_ <= 0 || self->state_ != kernel_state::running) {
+            on_done("kernel is not running");
+            return;
+        }
+        // Sandboxed: signals reach bwrap, not the kernel in its own session and pid namespace.
+        const bool by_message =
+            self->spec_.interrupt == launcher::interrupt_mode::message || self->sandbox_;
+        if (by_message && self->link_) {
+            self->env_.reactor.send(
+                *self->link_, channel::control,
+                kernelproto::make_message("interrupt_request", nlohmann::json::object(),
+                                          self->session_id_));
+        } else {
+            self->env_.supervisor.signal_group(self->pid_, SIGINT);
+        }
+        on_done({});
+    });
+}
+
+void kernel_session::shutdown(std::function<void()> on_done, std::string reason) {
+    asio::post(strand_, [self = shared_from_this(), on_done = std::move(on_done),
+                         reason = std::move(reason)]() mutable {
+        if (self->state_ == kernel_state::gone) {
+            on_done();
+            return;
+        }
+        self->shutdown_waiters_.push_back(std::move(on_done));
+        if (self->state_ == kernel_state::shutting_down) return;
+        self->log_.info("shutting down: " + reason);
+        self->set_state(kernel_state::shutting_down, "dead", reason);
+        self->finish_start("kernel was shut down");
+        self->broadcast_status("dead");
+        self->stop_process(false, [self, reason] {
+            for (auto& weak : self->clients_)
+                if (auto c = weak.lock()) c->close_from_kernel(reason);
+            self->clients_.clear();
+            self->update_connections();
+            self->awaiting_reply_.clear();
+            self->queued_.clear();
+            self->state_ = kernel_state::gone;
+            auto waiters = std::move(self->shutdown_waiters_);
+            self->shutdown_waiters_.clear();
+            for (auto& w : waiters) w();
+        });
+    });
+}
+
+// ---- clients -------------------------------------------------------------------------------
+
+void kernel_session::attach(const std::shared_ptr<kernel_client>& client,
+                            std::optional<std::uint64_t> since) {
+    asio::post(strand_, [self = shared_from_this(), weak = std::weak_ptr(client), since] {
+        auto c = weak.lock();
+        if (!c) return;
+        if (self->state_ == kernel_state::gone || self->state_ == kernel_state::shutting_down) {
+            c->close_from_kernel("kernel shut down");
+            return;
+        }
+        // On the strand, nothing is broadcast between the replay and joining the clients.
+        if (since) self->replay_to(c, *since);
+        self->clients_.push_back(weak);
+        self->update_connections();
+        if (self->state_ == kernel_state::dead) self->send_to(c, channel::iopub,
+            kernelproto::make_message("status", {{"execution_state", "dead"}}, self->session_id_));
+    });
+}
+
+void kernel_session::detach(const kernel_client* client) {
+    asio::post(strand_, [self = shared_from_this(), client] {
+        std::erase_if(self->clients_, [client](const auto& w) {
+            auto c = w.lock();
+            return !c || c.get() == client;
+        });
+        self->update_connections();
+    });
+}
+
+void kernel_session::submit(std::weak_ptr<kernel_client> from, channel ch,
+                            kernelproto::message msg) {
+    asio::post(strand_, [self = shared_from_this(), from = std::move(from), ch,
+                         m = std::move(msg)]() mutable {
+        switch (self->state_) {
+            case kernel_state::running:
+                self->forward(from, ch, std::move(m));
+                return;
+            case kernel_state::starting:
+            case kernel_state::restarting:
+                if (self->queued_.size() < max_queued_requests) {
+                    self->queued_.push_back({std::move(from), ch, std::move(m)});
+                    return;
+                }
+                self->log_.warn("request queue full while the kernel starts; dropping " +
+                                m.msg_type);
+                return;
+            default:
+                self->log_.debug("dropping " + m.msg_type + ": kernel is not running");
+                return;
+        }
+    });
+}
+
+void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel ch,
+                             kernelproto::message msg) {
+    if (!link_) return;
+    if (ch == channel::shell || ch == channel::control) {
+        if (awaiting_reply_.size() >= max_awaiting_replies)
+            std::erase_if(awaiting_reply_, [](const auto& kv) { return kv.second.expired(); });
+        if (awaiting_reply_.size() >= max_awaiting_replies) {
+            log_.warn("too many requests in flight; dropping " + msg.msg_type);
+            return;
+        }
+        awaiting_reply_[msg.msg_id] = from;
+    }
+    msg.identities.clear();
+    env_.reactor.send(*link_, ch, std::move(msg));
+}
+
+void kernel_session::on_link_message(transport::link_id link, channel ch,
+                                     kernelproto::message msg) {
+    if (link_ != link) return;  // from a previous process
+    report_dropped(msg);
+    switch (ch) {
+        case channel::iopub: {
+            const std::string execution_state = track_activity(msg);
+            relay_iopub(std::move(msg), execution_state);
+            return;
+        }
+        case channel::shell:
+        case channel::control: {
+            auto it = awaiting_reply_.find(msg.parent_msg_id);
+            if (it == awaiting_reply_.end()) return;  // our own request, or its client left
+            auto client = it->second.lock();
+            awaiting_reply_.erase(it);
+            if (client) send_to(client, ch, std::move(msg));
+            return;
+        }
+        case channel::stdin_: {
+            // input_request: to the client whose execute_request is waiting for input.
+            auto it = awaiting_reply_.find(msg.parent_msg_id);
+            if (it == awaiting_reply_.end()) return;
+            if (auto client = it->second.lock()) send_to(client, ch, std::move(msg));
+            return;
+        }
+    }
+}
+
+void kernel_session::report_dropped(const kernelproto::message& next) {
+    const auto dropped = inbound_->take_dropped();
+    if (dropped.messages == 0) return;
+    log_.warn("the kernel sent output faster than it could be passed on: dropped " +
+              std::to_string(dropped.messages) + " messages (" + human_bytes(dropped.bytes) +
+              "); " + human_bytes(inbound_->held_bytes()) + " of its messages held");
+    // Addressed to the execution the next message belongs to, which is most likely the one
+    // that flooded; a server-made message has no parent, and the notice then has none either.
+    broadcast(channel::iopub,
+              flood_dropped_notice(dropped.messages, dropped.bytes, inbound_->budget_bytes(),
+                                   next.parent_header, next.parent_msg_id, session_id_));
+}
+
+std::string kernel_session::track_activity(const kernelproto::message& msg) {
+    std::string state;
+    if (msg.msg_type == "status") {
+        auto content = kernelproto::parse_untrusted_json(msg.content).value;
+        if (content.is_object() && content.contains("execution_state") &&
+            content["execution_state"].is_string())
+            state = content["execution_state"].get<std::string>();
+    }
+    std::lock_guard lock(model_mutex_);
+    last_activity_ = std::chrono::system_clock::now();
+    if (state.empty() || state_ != kernel_state::running) return state;
+    if (state == "busy" && execution_state_ != "busy") busy_since_ = last_activity_;
+    execution_state_ = state;
+    return state;
+}
+
+void kernel_session::relay_iopub(kernelproto::message msg, std::string_view execution_state) {
+    if (!output_cap_.enabled()) return broadcast(channel::iopub, std::move(msg));
+    if (execution_state == "idle") {
+        // What the execution lost is said before its idle, which clients take as the end.
+        for (const auto& s : output_cap_.on_idle(msg.parent_msg_id)) {
+            const bool own = s.parent == msg.parent_msg_id;
+            broadcast(channel::iopub,
+                      dropped_output_summary(s, output_cap_.limits(),
+                                             own ? std::string_view(msg.parent_header) : "{}",
+                                             s.parent, session_id_),
+                      audience::websockets);
+        }
+        return broadcast(channel::iopub, std::move(msg));
+    }
+    const output_kind kind = classify_output(msg.msg_type);
+    if (kind == output_kind::other) return broadcast(channel::iopub, std::move(msg));
+
+    std::size_t bytes = msg.content.size();
+    for (const auto& b : msg.buffers) bytes += b.size();
+    const auto verdict = output_cap_.on_output(msg.parent_msg_id, kind, bytes);
+    using action = output_cap::verdict::action;
+    if (verdict.what == action::pass) return broadcast(channel::iopub, std::move(msg));
+
+    std::optional<kernelproto::message> shown;
+    if (verdict.what == action::truncate) {
+        if (auto cut = kernelproto::truncate_stream_text(msg.content, verdict.keep_bytes)) {
+            shown.emplace();
+            shown->header = msg.header;
+            shown->parent_header = msg.parent_header;
+            shown->metadata = msg.metadata;
+            shown->content = std::move(*cut);
+            shown->msg_id = msg.msg_id;
+            shown->msg_type = msg.msg_type;
+            shown->session = msg.session;
+            shown->parent_msg_id = msg.parent_msg_id;
+        }
+    }
+    std::optional<kernelproto::message> notice;
+    if (verdict.announce)
+        notice = limit_reached_notice(kind, output_cap_.limits(), msg.parent_header,
+                                      msg.parent_msg_id, session_id_);
+    broadcast(channel::iopub, std::move(msg), audience::in_gateway);
+    if (shown) broadcast(channel::iopub, std::move(*shown), audience::websockets);
+    if (notice) broadcast(channel::iopub, std::move(*notice), audience::websockets);
+}
+
+void kernel_session::broadcast(channel ch, kernelproto::message message, audience to) {
+    if (to != audience::in_gateway) stamp_sequence(message, ++last_seq_);
+    auto shared = std::make_shared<const kernelproto::message>(std::move(message));
+    if (ch == channel::iopub && to != audience::in_gateway) replay_.add(last_seq_, shared);
+    encoded_frames encoded;
+    bool pruned = false;
+    for (auto& weak : clients_) {
+        auto client = weak.lock();
+        if (!client) {
+            pruned = true;
+            continue;
+        }
+        if (to != audience::everyone && client->takes_messages() != (to == audience::in_gateway))
+            continue;
+        deliver(client, ch, shared, &encoded);
+    }
+    if (pruned) update_connections();
+}
+
+void kernel_session::send_to(const std::shared_ptr<kernel_client>& client, channel ch,
+                             kernelproto::message msg) {
+    stamp_sequence(msg, ++last_seq_);
+    deliver(client, ch, std::make_shared<const kernelproto::message>(std::move(msg)));
+}
+
+void kernel_session::deliver(const std::shared_ptr<kernel_client>& client, channel ch,
+                             const std::shared_ptr<const kernelproto::message>& msg,
+                             encoded_frames* cache) {
+    if (client->takes_messages()) return client->deliver_message(ch, msg);
+    const auto format = client->format();
+    std::shared_ptr<const kernelproto::websocket_frame> uncached;
+    auto& frame = cache ? (*cache)[static_cast<int>(format)] : uncached;
+    if (!frame)
+        frame = std::make_shared<const kernelproto::websocket_frame>(
+            kernelproto::to_websocket(msg, ch, format));
+    client->deliver(frame);
+}
+
+void kernel_session::replay_to(const std::shared_ptr<kernel_client>& client, std::uint64_t since) {
+    auto replay = replay_.since(since, last_seq_);
+    if (replay.has_gap()) {
+        // Said as stderr so every client shows it; metadata carries the range for programs.
+        const std::string text = "[callisto] output " + std::to_string(replay.gap_from) + "-" +
+                                 std::to_string(replay.gap_to) +
+                                 " was dropped from the replay buffer; what follows is complete\n";
+        auto notice = kernelproto::make_message("stream", {{"name", "stderr"}, {"text", text}},
+                                                session_id_);
+        notice.metadata = nlohmann::json{{"callisto_gap", {{"from", replay.gap_from},
+                                                           {"to", replay.gap_to}}}}.dump();
+        deliver(client, channel::iopub,
+                std::make_shared<const kernelproto::message>(std::move(notice)));
+    }
+    for (const auto& entry : replay.messages) deliver(client, channel::iopub, entry.msg);
+}
+
+void kernel_session::broadcast_status(std::string_view execution_state, const std::string& reason) {
+    broadcast(channel::iopub, make_server_status(execution_state, session_id_, reason));
+}
+
+}  // namespace callisto::gateway::kernels

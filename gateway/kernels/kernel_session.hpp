@@ -1,0 +1,191 @@
+#pragma once
+// One kernel: its process, its ZMQ link, its attached clients and its lifecycle.
+//
+// Everything mutable lives on the session's strand. The reactor and the process supervisor
+// report from their own threads; their reports are posted here, tagged with the link id or pid
+// they belong to, so a report about a previous process (before a restart) is recognised and
+// ignored. The REST model is also kept behind a small mutex so HTTP handlers read it directly.
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gateway/kernels/kernel_client.hpp"
+#include "gateway/kernels/culling_policy.hpp"
+#include "gateway/kernels/kernel_environment.hpp"
+#include "gateway/kernels/message_budget.hpp"
+#include "gateway/kernels/output_cap.hpp"
+#include "gateway/kernels/replay_buffer.hpp"
+#include "kernelproto/message.hpp"
+#include "launcher/kernel_runtime_dir.hpp"
+#include "launcher/kernelspec.hpp"
+#include "launcher/process_supervisor.hpp"
+#include "launcher/session_sandbox.hpp"
+#include "transport/reactor.hpp"
+
+namespace callisto::gateway::kernels {
+
+enum class kernel_state {
+    starting,       // process spawned, waiting for the first kernel_info_reply
+    running,        // connected; execution_state tells idle/busy
+    restarting,     // old process going, new one coming
+    shutting_down,  // DELETE or server stop in progress
+    dead,           // the process exited on its own; the model says why
+    gone,           // shut down and cleaned up
+};
+
+class kernel_session : public std::enable_shared_from_this<kernel_session> {
+public:
+    // "" on success, else a sentence saying what failed.
+    using result_handler = std::function<void(std::string error)>;
+
+    kernel_session(kernel_environment& env, std::string id, launcher::kernelspec spec,
+                   std::map<std::string, std::string> extra_env);
+    ~kernel_session();
+
+    const std::string& id() const { return id_; }
+    const std::string& kernelspec_name() const { return spec_.name; }
+
+    // Spawns the process and waits until it answers; on_ready fires once.
+    void start(result_handler on_ready);
+    // Stops the process (shutdown_request with restart=true, then signals) and starts a new one
+    // with a fresh connection file; clients stay attached and see iopub status "restarting".
+    void restart(result_handler on_done);
+    // SIGINT to the kernel's process group, or interrupt_request when the kernelspec says
+    // interrupt_mode "message".
+    void interrupt(result_handler on_done);
+    // shutdown_request, then SIGTERM after shutdown_wait, then SIGKILL after kill_grace; closes
+    // the clients (telling them `reason`) and removes every file. Safe to call in any state,
+    // more than once.
+    void shutdown(std::function<void()> on_done, std::string reason = "kernel shut down");
+
+    // With `since`, the client first receives the iopub output after that sequence number that
+    // the replay buffer still holds, and a notice for any part it no longer holds.
+    void attach(const std::shared_ptr<kernel_client>& client,
+                std::optional<std::uint64_t> since = std::nullopt);
+    void detach(const kernel_client* client);
+    // A client's message: replies on shell/control and input requests on stdin go back to the
+    // client that asked; iopub goes to every client.
+    void submit(std::weak_ptr<kernel_client> from, kernelproto::channel ch,
+                kernelproto::message msg);
+
+    // {id, name, last_activity, execution_state, connections[, reason]}. Thread-safe.
+    nlohmann::json model() const;
+    kernel_state state() const;
+    // What the culling rules look at. Thread-safe.
+    kernel_activity activity() const;
+
+    // The user the kernel belongs to; set once when it is created or claimed from the pool.
+    std::string owner() const;
+    void assign_owner(std::string name);
+
+    // Handed to a client (claimed from the warm pool or the kept kernels): that counts as
+    // activity, so the idle culler does not take a kernel someone has just been given, before
+    // its first request, for the time it sat waiting. Thread-safe.
+    void mark_claimed();
+
+private:
+    class link_listener;
+    struct queued_request {
+        std::weak_ptr<kernel_client> from;
+        kernelproto::channel ch;
+        kernelproto::message msg;
+    };
+
+    // All of these run on strand_.
+    void spawn_process();
+    void await_sockets(pid_t pid, std::optional<std::chrono::steady_clock::time_point> sockets_seen);
+    void open_link();
+    void on_link_message(transport::link_id link, kernelproto::channel ch, kernelproto::message msg);
+    void on_link_connected(transport::link_id link);
+    void on_process_exit(pid_t pid, const launcher::exit_status& status);
+    void on_ready_timeout();
+    bool may_auto_restart();
+    void stop_process(bool restart, std::function<void()> then);
+    void release_process();
+    void finish_start(std::string error);
+    void forward(const std::weak_ptr<kernel_client>& from, kernelproto::channel ch,
+                 kernelproto::message msg);
+    // A kernel's iopub message, through the output caps of the WebSocket clients.
+    void relay_iopub(kernelproto::message msg, std::string_view execution_state);
+    // Who a broadcast reaches: WebSocket clients (and the replay buffer) see capped output;
+    // clients inside the gateway (the interpreter API) apply their own budgets to all of it.
+    enum class audience { everyone, websockets, in_gateway };
+    // Both stamp the message with the kernel's next sequence number; iopub is kept for replay.
+    // A broadcast to in_gateway clients only is not stamped (it is not replayed).
+    void broadcast(kernelproto::channel ch, kernelproto::message msg,
+                   audience to = audience::everyone);
+    void send_to(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
+                 kernelproto::message msg);
+    void replay_to(const std::shared_ptr<kernel_client>& client, std::uint64_t since);
+    // One message to one client in the form it takes; `cache` shares the encodings between
+    // the clients of one broadcast (one per WebSocket format).
+    using encoded_frames = std::array<std::shared_ptr<const kernelproto::websocket_frame>, 2>;
+    void deliver(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
+                 const std::shared_ptr<const kernelproto::message>& msg,
+                 encoded_frames* cache = nullptr);
+    // With the cause of a death as `reason` (server_status.hpp).
+    void broadcast_status(std::string_view execution_state, const std::string& reason = {});
+    // Tells every client when messages were dropped for being over the kernel's budget.
+    void report_dropped(const kernelproto::message& next);
+    // Returns the execution_state of a status message ("" for other messages).
+    std::string track_activity(const kernelproto::message& msg);
+    void set_state(kernel_state s, std::string execution_state, std::string reason = {});
+    void update_connections();
+
+    kernel_environment& env_;
+    const std::string id_;
+    const launcher::kernelspec spec_;
+    const std::map<std::string, std::string> extra_env_;
+    const std::string session_id_;  // our ZMQ session and routing identity
+    logger log_;
+    boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+    boost::asio::steady_timer ready_timer_;
+    boost::asio::steady_timer stop_timer_;
+
+    // Written on strand_ only; atomic so REST handlers can read it.
+    std::atomic<kernel_state> state_ = kernel_state::starting;
+
+    // strand_ state
+    std::unique_ptr<launcher::kernel_runtime_dir> runtime_dir_;
+    std::unique_ptr<launcher::session_sandbox> sandbox_;  // null with --sandbox=off
+    pid_t pid_ = 0;
+    std::optional<transport::link_id> link_;
+    bool connected_ = false;
+    std::vector<result_handler> ready_waiters_;
+    std::function<void()> on_process_gone_;
+    std::vector<std::function<void()>> shutdown_waiters_;
+    std::vector<std::weak_ptr<kernel_client>> clients_;
+    std::unordered_map<std::string, std::weak_ptr<kernel_client>> awaiting_reply_;
+    std::deque<queued_request> queued_;  // client requests held until the kernel is connected
+    std::deque<std::chrono::steady_clock::time_point> auto_restarts_;  // within the window
+    std::uint64_t last_seq_ = 0;         // sequence number of the last message relayed
+    std::shared_ptr<message_budget> inbound_;  // shared with the link listener and the leases
+    replay_buffer replay_;
+    output_cap output_cap_;  // WebSocket clients' per-execution output limits
+
+    // model, read from any thread
+    mutable std::mutex model_mutex_;
+    std::string execution_state_ = "starting";
+    std::chrono::system_clock::time_point last_activity_;
+    std::chrono::system_clock::time_point busy_since_;
+    const std::chrono::system_clock::time_point started_at_;
+    std::size_t connections_ = 0;
+    std::string reason_;
+    std::string owner_;
+};
+
+}  // namespace callisto::gateway::kernels

@@ -1,0 +1,103 @@
+#include "gateway/token_auth.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+
+#include <doctest/doctest.h>
+
+using callisto::gateway::token_auth;
+
+namespace {
+
+bool accepts(const token_auth& auth, std::string_view header, std::string_view query) {
+    return auth.authenticate(header, query).has_value();
+}
+
+struct users_file {
+    std::filesystem::path path;
+    explicit users_file(const std::string& text) {
+        path = std::filesystem::temp_directory_path() /
+               ("callisto-users-" + std::to_string(::getpid()) + "-" +
+                std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".json");
+        std::ofstream(path) << text;
+    }
+    ~users_file() { std::filesystem::remove(path); }
+};
+
+}  // namespace
+
+TEST_CASE("auth accepts the token in the Authorization header or the query") {
+    token_auth auth("s3cret-token");
+    CHECK(accepts(auth, "token s3cret-token", ""));
+    CHECK(accepts(auth, "Bearer s3cret-token", ""));
+    CHECK(accepts(auth, "", "session_id=x&token=s3cret-token"));
+    auto who = auth.authenticate("token s3cret-token", "");
+    REQUIRE(who);
+    CHECK(who->admin);
+}
+
+TEST_CASE("auth refuses missing, wrong and near-miss tokens") {
+    token_auth auth("s3cret-token");
+    CHECK_FALSE(accepts(auth, "", ""));
+    CHECK_FALSE(accepts(auth, "token wrong", ""));
+    CHECK_FALSE(accepts(auth, "token s3cret-toke", ""));
+    CHECK_FALSE(accepts(auth, "token s3cret-token2", ""));
+    CHECK_FALSE(accepts(auth, "s3cret-token", ""));  // no scheme
+    CHECK_FALSE(accepts(auth, "Basic s3cret-token", ""));
+    CHECK_FALSE(accepts(auth, "token ", "token="));
+    CHECK_FALSE(accepts(auth, "", "tokens=s3cret-token"));
+}
+
+TEST_CASE("auth with an empty token lets everything through") {
+    token_auth auth("");
+    CHECK_FALSE(auth.enabled());
+    CHECK(accepts(auth, "", ""));
+}
+
+TEST_CASE("token_sha256 is the hex SHA-256 of the token") {
+    CHECK(token_auth::token_sha256("abc") ==
+          "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST_CASE("a users file maps each token to its user, role and quota") {
+    users_file f(R"([{"name": "ana", "token_sha256": ")" + token_auth::token_sha256("ana-token-1") +
+                 R"(", "max_kernels": 2},
+                    {"name": "root", "token_sha256": ")" + token_auth::token_sha256("root-token-1") +
+                 R"(", "role": "admin"}])");
+    auto auth = token_auth::from_users_file(f.path);
+    auto ana = auth.authenticate("token ana-token-1", "");
+    REQUIRE(ana);
+    CHECK(ana->name == "ana");
+    CHECK_FALSE(ana->admin);
+    CHECK(ana->max_kernels == 2);
+    CHECK(ana->may_use("ana"));
+    CHECK_FALSE(ana->may_use("root"));
+    auto root = auth.authenticate("", "token=root-token-1");
+    REQUIRE(root);
+    CHECK(root->admin);
+    CHECK(root->may_use("ana"));
+    CHECK_FALSE(auth.authenticate("token nobody-token", ""));
+}
+
+TEST_CASE("a bad users file is refused with a message naming the problem") {
+    const std::string good_hash = token_auth::token_sha256("x-token-123");
+    for (std::string text : {std::string("not json"), std::string("[]"), std::string("{}"),
+                             std::string(R"([{"token_sha256": ")") + good_hash + "\"}]",
+                             std::string(R"([{"name": "a"}])"),
+                             std::string(R"([{"name": "a", "token_sha256": "abc"}])"),
+                             std::string(R"([{"name": "a", "token_sha256": ")") + good_hash +
+                                 R"(", "role": "root"}])",
+                             std::string(R"([{"name": "a", "token_sha256": ")") + good_hash +
+                                 R"(", "max_kernels": -1}])",
+                             std::string(R"([{"name": "a", "token_sha256": ")") + good_hash +
+                                 R"("}, {"name": "a", "token_sha256": ")" + good_hash + "\"}]"}) {
+        users_file f(text);
+        CAPTURE(text);
+        CHECK_THROWS_WITH_AS(token_auth::from_users_file(f.path),
+                             doctest::Contains("users file"), std::runtime_error);
+    }
+    CHECK_THROWS_AS(token_auth::from_users_file("/nonexistent/users.json"), std::runtime_error);
+}
