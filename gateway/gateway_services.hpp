@@ -5,17 +5,17 @@
 #include <memory>
 
 #include "common/logger.hpp"
-#include "gateway/token_auth.hpp"
 #include "gateway/http/body_budget.hpp"
 #include "gateway/http/connection_limiter.hpp"
+#include "gateway/http/session_registry.hpp"
 #include "gateway/interpreter/interpreter_api.hpp"
-#include "gateway/kernels/kernel_manager.hpp"
 #include "gateway/jupyter_api/kernels_api.hpp"
 #include "gateway/jupyter_api/kernelspec_api.hpp"
-#include "gateway/readiness.hpp"
+#include "gateway/kernels/kernel_manager.hpp"
 #include "gateway/mcp/mcp_endpoint.hpp"
+#include "gateway/readiness.hpp"
 #include "gateway/server_config.hpp"
-#include "gateway/http/session_registry.hpp"
+#include "gateway/token_auth.hpp"
 
 namespace callisto::gateway {
 

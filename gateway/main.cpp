@@ -29,10 +29,12 @@ std::string fit_open_files(callisto::gateway::server_config& cfg) {
         if (::setrlimit(RLIMIT_NOFILE, &nofile) == 0)
             said = "open files limit raised from " + std::to_string(before) + " to " +
                    std::to_string(nofile.rlim_max);
-        else ::getrlimit(RLIMIT_NOFILE, &nofile);
+        else
+            ::getrlimit(RLIMIT_NOFILE, &nofile);
     }
     const auto room = static_cast<std::size_t>(nofile.rlim_cur / 2);
-    if (nofile.rlim_cur != RLIM_INFINITY && (cfg.max_connections == 0 || cfg.max_connections > room)) {
+    if (nofile.rlim_cur != RLIM_INFINITY &&
+        (cfg.max_connections == 0 || cfg.max_connections > room)) {
         cfg.max_connections = room;
         said += std::string(said.empty() ? "" : "; ") + "--max-connections lowered to " +
                 std::to_string(room) + ", half the open files limit (" +
@@ -51,7 +53,8 @@ int main(int argc, char** argv) {
         if (auto eq = entry.find('='); eq != std::string::npos)
             env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
     }
-    auto parsed = gateway::parse_server_config(std::vector<std::string>(argv + 1, argv + argc), env);
+    auto parsed =
+        gateway::parse_server_config(std::vector<std::string>(argv + 1, argv + argc), env);
     if (!parsed.config) {
         std::fprintf(parsed.exit_code ? stderr : stdout, "%s\n", parsed.message.c_str());
         return parsed.exit_code;
@@ -63,8 +66,8 @@ int main(int argc, char** argv) {
         gateway::server server(*parsed.config, log);
         const auto& cfg = server.config();
         auto ep = server.local_endpoint();
-        std::string host = ep.address().is_v6() ? "[" + ep.address().to_string() + "]"
-                                                : ep.address().to_string();
+        std::string host =
+            ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
         std::string url = "http://" + host + ":" + std::to_string(ep.port()) + "/";
         if (!cfg.users_file.empty()) {
             std::printf("Callisto is serving on %s (users from %s)\n", url.c_str(),

@@ -27,14 +27,17 @@ std::vector<fs::path> kernel_search_path(const server_config& config) {
 void prepare_runtime_root(const fs::path& root, bool sandboxed) {
     fs::create_directories(root);
     // Sandboxed kernels run as other uids and must traverse it to reach their own 0700 dir.
-    fs::permissions(root, sandboxed ? fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec
-                                    : fs::perms::owner_all,
+    fs::permissions(root,
+                    sandboxed
+                        ? fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec
+                        : fs::perms::owner_all,
                     fs::perm_options::replace);
 }
 
 // A --kernel-dir that does not exist or a --default-kernel no directory provides is a typo:
 // refused at start, naming what exists, instead of failing at the first kernel.
-void check_kernel_options(const server_config& config, const launcher::kernelspec_catalog& catalog) {
+void check_kernel_options(const server_config& config,
+                          const launcher::kernelspec_catalog& catalog) {
     for (const auto& dir : config.kernel_dirs)
         if (!fs::is_directory(dir))
             throw std::runtime_error("--kernel-dir=" + dir.string() + ": no such directory");
@@ -64,7 +67,8 @@ std::shared_ptr<listener> make_listener(asio::io_context& ioc, const server_conf
 
 // Probes the host; throws with the probe's explanation when no safe mode exists.
 std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
-                                                const launcher::instance_lock* lock, const logger& log) {
+                                                const launcher::instance_lock* lock,
+                                                const logger& log) {
     if (!config.sandbox) {
         log.warn("**********************************************************************");
         log.warn("SANDBOX OFF (--sandbox=off): kernel code runs as this user with full");
@@ -74,7 +78,8 @@ std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
     }
     auto probe = launcher::sandbox_probe::run(config.bwrap, config.sandbox_uid_first);
     if (!probe.usable())
-        throw std::runtime_error(probe.describe() + " (--sandbox=off disables it, for development only)");
+        throw std::runtime_error(probe.describe() +
+                                 " (--sandbox=off disables it, for development only)");
     log.info(probe.describe());
     log.info("sandbox limits per kernel: " + config.limits.describe() + "; uids " +
              std::to_string(config.sandbox_uid_first) + "-" +
@@ -108,8 +113,8 @@ void reap_leftovers(const server_config& config, const launcher::instance_lock& 
 std::map<std::string, std::size_t> pool_sizes(const server_config& config,
                                               const launcher::kernelspec_catalog& catalog) {
     auto sizes = config.pool_sizes;
-    const std::string name = config.default_kernel.empty() ? catalog.default_name()
-                                                           : config.default_kernel;
+    const std::string name =
+        config.default_kernel.empty() ? catalog.default_name() : config.default_kernel;
     if (!name.empty() && !sizes.count(name)) sizes[name] = config.default_pool_size;
     return sizes;
 }
@@ -164,8 +169,9 @@ mcp::tool_limits mcp_tool_limits(const interpreter::interpreter_settings& s) {
 server::server(server_config config, logger log)
     : config_(std::move(config)),
       log_(std::move(log)),
-      workdir_lock_(config_.sandbox ? std::make_unique<launcher::instance_lock>(config_.workdir_root)
-                                    : nullptr),
+      workdir_lock_(config_.sandbox
+                        ? std::make_unique<launcher::instance_lock>(config_.workdir_root)
+                        : nullptr),
       work_(asio::make_work_guard(ioc_)),
       signals_(ioc_, SIGINT, SIGTERM),
       reactor_(log_.component("reactor")),
@@ -175,8 +181,13 @@ server::server(server_config config, logger log)
       sandbox_uids_(sandbox_ ? std::make_unique<launcher::sandbox_uid_pool>(
                                    config_.sandbox_uid_first, config_.sandbox_uid_count)
                              : nullptr),
-      kernel_env_{ioc_, reactor_, supervisor_, kernel_settings_for(config_), log_.component("kernel"),
-                  sandbox_.get(), sandbox_uids_.get()},
+      kernel_env_{ioc_,
+                  reactor_,
+                  supervisor_,
+                  kernel_settings_for(config_),
+                  log_.component("kernel"),
+                  sandbox_.get(),
+                  sandbox_uids_.get()},
       kernels_(kernel_env_, catalog_, config_.culling, pool_sizes(config_, catalog_),
                config_.max_kernels, config_.reuse),
       kernels_rest_(kernels_),
@@ -186,7 +197,8 @@ server::server(server_config config, logger log)
       mcp_sessions_(
           [this](const user& owner, const std::string&) -> std::shared_ptr<mcp::tool_backend> {
               return std::make_shared<mcp::context_tools>(
-                  contexts_, owner, std::min<std::size_t>(contexts_.settings().max_download_bytes, 16u << 20),
+                  contexts_, owner,
+                  std::min<std::size_t>(contexts_.settings().max_download_bytes, 16u << 20),
                   log_.component("mcp"));
           },
           mcp::mcp_session_limits{config_.mcp_session_timeout, config_.mcp_max_sessions},
@@ -199,13 +211,15 @@ server::server(server_config config, logger log)
       trimmer_(ioc_, std::chrono::seconds(10)),
       readiness_(kernels_, sandbox_ != nullptr),
       drain_timer_(ioc_),
-      services_{config_,           auth_,     kernels_,     kernels_rest_,
-                kernelspecs_rest_, sessions_, connections_, request_bodies_,
-                readiness_,        log_.component("http"), interpreter_rest_, mcp_} {
+      services_{
+          config_,           auth_,        kernels_,        kernels_rest_, kernelspecs_rest_,
+          sessions_,         connections_, request_bodies_, readiness_,    log_.component("http"),
+          interpreter_rest_, mcp_} {
     check_kernel_options(config_, catalog_);
     // Bound before anything is written: a taken port leaves no runtime directory behind.
     listener_ = make_listener(ioc_, config_, services_);
-    if (workdir_lock_) reap_leftovers(config_, *workdir_lock_, *sandbox_, log_.component("sandbox"));
+    if (workdir_lock_)
+        reap_leftovers(config_, *workdir_lock_, *sandbox_, log_.component("sandbox"));
     prepare_runtime_root(config_.runtime_root, sandbox_ != nullptr);
     if (workdir_lock_) workdir_lock_->claim_runtime_root(config_.runtime_root);
     if (catalog_.all().empty())

@@ -1,14 +1,14 @@
 #include "gateway/server_config.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
 #include <charconv>
 #include <cstdlib>
 #include <functional>
 #include <optional>
 #include <sstream>
 #include <string_view>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 
 #include "gateway/token_auth.hpp"
 #include "kernelproto/ids.hpp"
@@ -31,8 +31,8 @@ bool parse_size(const std::string& text, std::size_t& out) {
     std::size_t digits = 0;
     while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
     std::uint64_t value = 0;
-    if (digits == 0 || !parse_int(text.substr(0, digits), value, std::uint64_t{1},
-                                  std::uint64_t{1} << 40))
+    if (digits == 0 ||
+        !parse_int(text.substr(0, digits), value, std::uint64_t{1}, std::uint64_t{1} << 40))
         return false;
     std::string unit = text.substr(digits);
     std::uint64_t scale = unit.empty() || unit == "B" ? 1
@@ -55,11 +55,16 @@ bool parse_limit(const std::string& text, std::size_t& out) {
 }
 
 bool parse_log_level(const std::string& text, log_level& out) {
-    if (text == "debug") out = log_level::debug;
-    else if (text == "info") out = log_level::info;
-    else if (text == "warn") out = log_level::warn;
-    else if (text == "error") out = log_level::error;
-    else return false;
+    if (text == "debug")
+        out = log_level::debug;
+    else if (text == "info")
+        out = log_level::info;
+    else if (text == "warn")
+        out = log_level::warn;
+    else if (text == "error")
+        out = log_level::error;
+    else
+        return false;
     return true;
 }
 
@@ -148,385 +153,367 @@ apply_fn kernel_limit_size(std::uint64_t launcher::sandbox_policy::*field) {
 
 const std::vector<option>& options() {
     static const std::vector<option> table = {
-    {"--ip", "ADDR",
-     "address to listen on (default 127.0.0.1)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        // "localhost" is what people type; the listener wants an address.
-        const std::string ip = value == "localhost" ? "127.0.0.1" : value;
-        unsigned char scratch[sizeof(in6_addr)];
-        if (::inet_pton(AF_INET, ip.c_str(), scratch) != 1 &&
-            ::inet_pton(AF_INET6, ip.c_str(), scratch) != 1)
-            return "an IP address such as 127.0.0.1, 0.0.0.0 or ::1 (or localhost)";
-        c.ip = ip;
-        return {};
-     }},
-    {"--port", "N",
-     "port to listen on (default 8888; 0 picks a free port)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.port, std::uint16_t{0}, std::uint16_t{65535}))
-            return "a port number 0-65535";
-        return {};
-     }},
-    {"--token", "T",
-     "API token (default: $CALLISTO_TOKEN, else a random one, printed)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!valid_token(value)) return "8-512 printable characters without spaces";
-        c.token = value;
-        st.token_given = true;
-        return {};
-     }},
-    {"--no-auth", nullptr, "serve without a token (development only)",
-     [](const std::string&, parse_state& st) -> std::string {
-        st.cfg.auth_enabled = false;
-        return {};
-     }},
-    {"--threads", "N",
-     "I/O threads (default 2)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.threads, 1, 64)) return "a number 1-64";
-        return {};
-     }},
-    {"--kernel-dir", "DIR",
-     "a directory of kernelspecs, searched before the standard\n"
-     "Jupyter paths (repeatable)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (value.empty()) return "a directory";
-        c.kernel_dirs.emplace_back(value);
-        return {};
-     }},
-    {"--default-kernel", "NAME",
-     "kernelspec used when a request names none",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (value.empty()) return "a kernelspec name";
-        c.default_kernel = value;
-        return {};
-     }},
-    {"--runtime-dir", "DIR",
-     "connection files and ipc sockets (default /tmp/callisto-<pid>)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (value.empty() || value.size() > 60) return "a directory path of 1-60 characters";
-        c.runtime_root = value;
-        return {};
-     }},
-    {"--transport", "ipc|tcp",
-     "how the gateway talks to kernels (default ipc)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (value != "ipc" && value != "tcp") return "ipc or tcp";
-        c.ipc_transport = value == "ipc";
-        return {};
-     }},
-    {"--web-root", "DIR",
-     "serve a static web UI from DIR at /",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        c.web_root = value;
-        return {};
-     }},
-    {"--max-message-size", "SIZE",
-     "largest WebSocket message from a client (default 32MiB)",
-     size_into(&server_config::max_message_bytes, "a size like 32MiB")},
-    {"--client-queue", "SIZE",
-     "per-WebSocket send queue before the client is dropped (default 256MiB)",
-     size_into(&server_config::client_send_queue_bytes, "a size like 256MiB")},
-    {"--replay-buffer", "SIZE",
-     "per-kernel iopub output kept for clients reconnecting with\n"
-     "?since=SEQ (default 8MiB)",
-     size_into(&server_config::replay_buffer_bytes, "a size like 8MiB")},
-    {"--client-input-queue", "SIZE",
-     "per WebSocket, the bytes of its messages waiting for a kernel\n"
-     "that is not reading; past it messages are refused with an error\n"
-     "(default 64MiB; 0: no limit)",
-     limit_into(&server_config::client_input_queue_bytes,
-                 "a size like 64MiB, at least 1KiB, or 0 for no limit")},
-    {"--kernel-buffer", "SIZE",
-     "per kernel, the bytes of its messages the gateway holds (queued,\n"
-     "being relayed, kept for replay); past it the kernel's large\n"
-     "messages are dropped and its clients told (default 128MiB; 0: none)",
-     limit_into(&server_config::kernel_buffer_bytes,
-                 "a size like 128MiB, at least 1KiB, or 0 for no limit")},
-    {"--kernel-message-limit", "SIZE",
-     "largest message part a kernel may send; a larger one drops the\n"
-     "kernel's connection, which reconnects (default 64MiB)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_size(value, c.kernel_message_limit_bytes) ||
-            c.kernel_message_limit_bytes < (64u << 10))
-            return "a size like 64MiB, at least 64KiB";
-        return {};
-     }},
-    {"--ws-output-limit", "SIZE",
-     "per execution, the stdout/stderr bytes sent to Jupyter WebSocket\n"
-     "clients; the rest is dropped with a notice (default 8MiB; 0: none)",
-     limit_into(&server_config::ws_output_limit_bytes,
-                 "a size like 8MiB, at least 1KiB, or 0 for no limit")},
-    {"--ws-rich-output-limit", "SIZE",
-     "the same for display data and results (default 64MiB; 0: none)",
-     limit_into(&server_config::ws_rich_output_limit_bytes,
-                 "a size like 64MiB, at least 1KiB, or 0 for no limit")},
-    {"--ws-ping-interval", "SECS",
-     "WebSocket keepalive ping interval (default 30)",
-     seconds_into(&server_config::ws_ping_interval, 1, 3600, "seconds 1-3600")},
-    {"--max-connections", "N",
-     "open client connections in all (default 10000; 0: no limit)",
-     number_into(&server_config::max_connections, 0, 1000000, "a number 0-1000000")},
-    {"--max-connections-per-address", "N",
-     "open connections from one client address (default 1000;\n"
-     "0: no limit; behind a proxy every client has the proxy's address)",
-     number_into(&server_config::max_connections_per_address, 0, 1000000, "a number 0-1000000")},
-    {"--header-timeout", "SECS",
-     "a new connection must send its first request header within this\n"
-     "(default 10)",
-     seconds_into(&server_config::header_timeout, 1, 3600, "seconds 1-3600")},
-    {"--max-body-in-flight", "SIZE",
-     "request bodies being received or held, all connections together;\n"
-     "past it a request is refused 503 with Retry-After (default 256MiB;\n"
-     "0: no limit)",
-     limit_into(&server_config::max_body_bytes_in_flight,
-                 "a size like 256MiB, at least 1KiB, or 0 for no limit")},
-    {"--kernel-ready-timeout", "SECS",
-     "kernel start to first reply (default 60)",
-     seconds_into(&server_config::kernel_ready_timeout, 1, 3600, "seconds 1-3600")},
-    {"--drain-seconds", "SECS",
-     "at SIGTERM, answer /readyz 503 this long first (a load balancer\n"
-     "then sends new users elsewhere), then stop; a second SIGTERM\n"
-     "stops at once (default 0)",
-     seconds_into(&server_config::drain_seconds, 0, 3600, "seconds 0-3600")},
-    {"--shutdown-wait", "SECS",
-     "shutdown_request to SIGTERM (default 5)",
-     seconds_into(&server_config::shutdown_wait, 0, 600, "seconds 0-600")},
-    {"--users", "FILE",
-     "users, roles and kernel quotas (JSON; replaces --token):\n"
-     "[{\"name\": \"ana\", \"token_sha256\": \"…\", \"role\": \"user\",\n"
-     "  \"max_kernels\": 4}, …]",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (value.empty()) return "a users file";
-        c.users_file = value;
-        return {};
-     }},
-    {"--hash-token", "T",
-     "print the token_sha256 of T for a users file, and exit",
-     [](const std::string& value, parse_state& st) -> std::string {
-        if (!valid_token(value)) return "8-512 printable characters without spaces";
-        st.exit_now = parse_result{std::nullopt, token_auth::token_sha256(value), 0};
-        return {};
-     }},
-    {"--max-kernels", "N",
-     "kernels of all users together (default 0: no limit)",
-     number_into(&server_config::max_kernels, 0, 100000, "a number 0-100000")},
-    {"--pool-size", "N",
-     "pre-started kernels of the default kernelspec (default 1; 0: none)",
-     number_into(&server_config::default_pool_size, 0, 64, "a number 0-64")},
-    {"--pool", "NAME:N",
-     "pre-started kernels of kernelspec NAME (repeatable)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        const auto colon = value.rfind(':');
-        std::size_t size = 0;
-        if (colon == std::string::npos || colon == 0 ||
-            !parse_int(value.substr(colon + 1), size, std::size_t{0}, std::size_t{64}))
-            return "NAME:N with N 0-64";
-        c.pool_sizes[value.substr(0, colon)] = size;
-        return {};
-     }},
-    {"--kernel-policy", "reuse|fresh",
-     "what a context or one-shot execution that names no policy\n"
-     "gets (default reuse): reuse keeps a finished context's kernel,\n"
-     "reset, for its owner's next one; fresh always starts from a kernel\n"
-     "no one used and destroys it afterwards",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        auto policy = kernels::parse_kernel_policy(value);
-        if (!policy) return "reuse or fresh";
-        c.default_policy = *policy;
-        return {};
-     }},
-    {"--recycle-max-uses", "N",
-     "contexts or one-shot runs one kernel serves under reuse\n"
-     "(default 20; 0: no limit)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.reuse.limits.max_uses, std::size_t{0},
-                       std::size_t{1000000}))
-            return "a number 0-1000000";
-        return {};
-     }},
-    {"--recycle-max-lifetime", "SECS",
-     "a kernel older than this is not reused (default 3600; 0: any)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        int secs = 0;
-        if (!parse_int(value, secs, 0, 366 * 24 * 3600)) return "seconds (0: any age)";
-        c.reuse.limits.max_lifetime = std::chrono::seconds(secs);
-        return {};
-     }},
-    {"--kept-kernels", "N",
-     "reset kernels kept per user for reuse (default 2; 0: none)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.reuse.kept_per_user, std::size_t{0}, std::size_t{64}))
-            return "a number 0-64";
-        return {};
-     }},
-    {"--autorestart-limit", "N",
-     "automatic restarts after a kernel dies, per window (default 3;\n"
-     "0: a dead kernel stays dead)",
-     number_into(&server_config::autorestart_limit, 0, 1000, "a number 0-1000")},
-    {"--autorestart-window", "SECS",
-     "the window for --autorestart-limit (default 60)",
-     seconds_into(&server_config::autorestart_window, 1, 24 * 3600, "seconds 1-86400")},
-    {"--cull-idle-timeout", "SECS", "shut down kernels idle this long (default 0: never)",
-     culling_seconds(&kernels::culling_policy::idle_timeout, 0)},
-    {"--cull-busy-timeout", "SECS", "shut down kernels busy this long (default 0: never)",
-     culling_seconds(&kernels::culling_policy::busy_timeout, 0)},
-    {"--kernel-max-lifetime", "SECS", "shut down kernels this old, whatever they do (default 0: never)",
-     culling_seconds(&kernels::culling_policy::max_lifetime, 0)},
-    {"--cull-connected", nullptr, "cull kernels even while clients are connected",
-     [](const std::string&, parse_state& st) -> std::string {
-        st.cfg.culling.cull_connected = true;
-        return {};
-     }},
-    {"--cull-interval", "SECS", "how often the culling rules are checked (default 60)",
-     culling_seconds(&kernels::culling_policy::interval, 1)},
-    {"--culled-retention", "SECS", "how long a culled kernel's id answers 410 Gone (default 3600)",
-     culling_seconds(&kernels::culling_policy::retention, 0)},
-    {"--sandbox", "on|off",
-     "run kernels in the sandbox (default on; off is for development\n"
-     "only: kernel code then runs as the gateway's user)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (value != "on" && value != "off") return "on or off";
-        c.sandbox = value == "on";
-        return {};
-     }},
-    {"--workdir-root", "DIR",
-     "per-kernel working directories (default /var/lib/callisto/work);\n"
-     "one instance per root: it is locked, and what a crashed instance\n"
-     "left there is reaped at start",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (value.empty() || value.front() != '/') return "an absolute directory path";
-        c.workdir_root = value;
-        return {};
-     }},
-    {"--sandbox-uids", "FIRST-LAST",
-     "uids (and gids) given to sessions (default 60000-60999); give\n"
-     "each instance on a host its own range",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        const auto dash = value.find('-');
-        std::uint32_t first = 0, last = 0;
-        if (dash == std::string::npos ||
-            !parse_int(value.substr(0, dash), first, std::uint32_t{1000}, std::uint32_t{1u << 30}) ||
-            !parse_int(value.substr(dash + 1), last, first, std::uint32_t{1u << 30}))
-            return "a range FIRST-LAST of uids from 1000 up";
-        c.sandbox_uid_first = first;
-        c.sandbox_uid_count = last - first + 1;
-        return {};
-     }},
-    {"--memory-limit", "SIZE", "per kernel (default 2GiB)",
-     kernel_limit_size(&launcher::sandbox_policy::memory_bytes)},
-    {"--pids-limit", "N",
-     "processes and threads per kernel (default 256)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.limits.pids, std::uint64_t{8}, std::uint64_t{1u << 22}))
-            return "a number 8-4194304";
-        return {};
-     }},
-    {"--cpu-limit", "CORES",
-     "CPU share per kernel, e.g. 0.5 (default 1)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        char* end = nullptr;
-        const double cores = std::strtod(value.c_str(), &end);
-        if (value.empty() || end != value.c_str() + value.size() || !(cores >= 0.01) || cores > 1024)
-            return "cores 0.01-1024";
-        c.limits.cpu_cores = cores;
-        return {};
-     }},
-    {"--cpu-time-limit", "SECS",
-     "CPU seconds per kernel process (default 600)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.limits.cpu_time_seconds, std::uint64_t{1}, std::uint64_t{1u << 30}))
-            return "seconds from 1";
-        return {};
-     }},
-    {"--file-size-limit", "SIZE", "largest file a kernel may write (default 1GiB)",
-     kernel_limit_size(&launcher::sandbox_policy::file_size_bytes)},
-    {"--open-files-limit", "N",
-     "open files per kernel process (default 1024)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_int(value, c.limits.open_files, std::uint64_t{64}, std::uint64_t{1u << 20}))
-            return "a number 64-1048576";
-        return {};
-     }},
-    {"--disk-quota", "SIZE", "total size of a kernel's working directory (default 1GiB)",
-     kernel_limit_size(&launcher::sandbox_policy::disk_bytes)},
-    {"--tmp-size", "SIZE", "size of the kernel's /tmp and /dev/shm (default 256MiB)",
-     kernel_limit_size(&launcher::sandbox_policy::tmp_bytes)},
-    {"--output-budget", "SIZE",
-     "per execution and stream, the text kept (head and tail, with a\n"
-     "marker for the cut) (default 1MiB)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_size(value, c.output_budget_bytes) || c.output_budget_bytes < 1024)
-            return "a size like 1MiB, at least 1KiB";
-        return {};
-     }},
-    {"--result-cap", "SIZE",
-     "largest rich result (one MIME value) returned inline; larger ones\n"
-     "go to a file in the context's workdir (default 5MiB)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_size(value, c.result_cap_bytes) || c.result_cap_bytes < 1024)
-            return "a size like 5MiB, at least 1KiB";
-        return {};
-     }},
-    {"--execution-queue", "N",
-     "executions waiting per context before 429 (default 16)",
-     number_into(&server_config::execution_queue, 1, 1024, "a number 1-1024")},
-    {"--interrupt-grace", "SECS",
-     "after a deadline's interrupt, wait this long before restarting\n"
-     "the kernel (default 5)",
-     seconds_into(&server_config::interrupt_grace, 0, 600, "seconds 0-600")},
-    {"--upload-limit", "SIZE",
-     "largest file upload to a context (default 100MiB)",
-     size_into(&server_config::upload_limit_bytes, "a size like 100MiB")},
-    {"--mcp-session-timeout", "SECS",
-     "an MCP session idle this long ends and its context is deleted\n"
-     "(default 3600; 0: never)",
-     seconds_into(&server_config::mcp_session_timeout, 0, 7 * 24 * 3600, "seconds 0-604800")},
-    {"--mcp-max-sessions", "N",
-     "MCP sessions per user; initialize beyond it answers 429 (default 64)",
-     number_into(&server_config::mcp_max_sessions, 1, 10000, "a number 1-10000")},
-    {"--log-level", "LEVEL",
-     "debug, info, warn, error (default info)",
-     [](const std::string& value, parse_state& st) -> std::string {
-        auto& c = st.cfg;
-        if (!parse_log_level(value, c.log)) return "debug, info, warn or error";
-        return {};
-     }},
-    {"--version", nullptr, "print the version and exit",
-     [](const std::string&, parse_state& st) -> std::string {
-        st.exit_now = parse_result{std::nullopt, std::string("callisto ") + CALLISTO_VERSION, 0};
-        return {};
-     }},
-    {"--help", nullptr, "this text",
-     [](const std::string&, parse_state& st) -> std::string {
-        st.exit_now = parse_result{std::nullopt, usage_text(), 0};
-        return {};
-     }},
+        {"--ip", "ADDR", "address to listen on (default 127.0.0.1)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             // "localhost" is what people type; the listener wants an address.
+             const std::string ip = value == "localhost" ? "127.0.0.1" : value;
+             unsigned char scratch[sizeof(in6_addr)];
+             if (::inet_pton(AF_INET, ip.c_str(), scratch) != 1 &&
+                 ::inet_pton(AF_INET6, ip.c_str(), scratch) != 1)
+                 return "an IP address such as 127.0.0.1, 0.0.0.0 or ::1 (or localhost)";
+             c.ip = ip;
+             return {};
+         }},
+        {"--port", "N", "port to listen on (default 8888; 0 picks a free port)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (!parse_int(value, c.port, std::uint16_t{0}, std::uint16_t{65535}))
+                 return "a port number 0-65535";
+             return {};
+         }},
+        {"--token", "T", "API token (default: $CALLISTO_TOKEN, else a random one, printed)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (!valid_token(value)) return "8-512 printable characters without spaces";
+             c.token = value;
+             st.token_given = true;
+             return {};
+         }},
+        {"--no-auth", nullptr, "serve without a token (development only)",
+         [](const std::string&, parse_state& st) -> std::string {
+             st.cfg.auth_enabled = false;
+             return {};
+         }},
+        {"--threads", "N", "I/O threads (default 2)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (!parse_int(value, c.threads, 1, 64)) return "a number 1-64";
+             return {};
+         }},
+        {"--kernel-dir", "DIR",
+         "a directory of kernelspecs, searched before the standard\n"
+         "Jupyter paths (repeatable)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (value.empty()) return "a directory";
+             c.kernel_dirs.emplace_back(value);
+             return {};
+         }},
+        {"--default-kernel", "NAME", "kernelspec used when a request names none",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (value.empty()) return "a kernelspec name";
+             c.default_kernel = value;
+             return {};
+         }},
+        {"--runtime-dir", "DIR", "connection files and ipc sockets (default /tmp/callisto-<pid>)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (value.empty() || value.size() > 60) return "a directory path of 1-60 characters";
+             c.runtime_root = value;
+             return {};
+         }},
+        {"--transport", "ipc|tcp", "how the gateway talks to kernels (default ipc)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (value != "ipc" && value != "tcp") return "ipc or tcp";
+             c.ipc_transport = value == "ipc";
+             return {};
+         }},
+        {"--web-root", "DIR", "serve a static web UI from DIR at /",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             c.web_root = value;
+             return {};
+         }},
+        {"--max-message-size", "SIZE", "largest WebSocket message from a client (default 32MiB)",
+         size_into(&server_config::max_message_bytes, "a size like 32MiB")},
+        {"--client-queue", "SIZE",
+         "per-WebSocket send queue before the client is dropped (default 256MiB)",
+         size_into(&server_config::client_send_queue_bytes, "a size like 256MiB")},
+        {"--replay-buffer", "SIZE",
+         "per-kernel iopub output kept for clients reconnecting with\n"
+         "?since=SEQ (default 8MiB)",
+         size_into(&server_config::replay_buffer_bytes, "a size like 8MiB")},
+        {"--client-input-queue", "SIZE",
+         "per WebSocket, the bytes of its messages waiting for a kernel\n"
+         "that is not reading; past it messages are refused with an error\n"
+         "(default 64MiB; 0: no limit)",
+         limit_into(&server_config::client_input_queue_bytes,
+                    "a size like 64MiB, at least 1KiB, or 0 for no limit")},
+        {"--kernel-buffer", "SIZE",
+         "per kernel, the bytes of its messages the gateway holds (queued,\n"
+         "being relayed, kept for replay); past it the kernel's large\n"
+         "messages are dropped and its clients told (default 128MiB; 0: none)",
+         limit_into(&server_config::kernel_buffer_bytes,
+                    "a size like 128MiB, at least 1KiB, or 0 for no limit")},
+        {"--kernel-message-limit", "SIZE",
+         "largest message part a kernel may send; a larger one drops the\n"
+         "kernel's connection, which reconnects (default 64MiB)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (!parse_size(value, c.kernel_message_limit_bytes) ||
+                 c.kernel_message_limit_bytes < (64u << 10))
+                 return "a size like 64MiB, at least 64KiB";
+             return {};
+         }},
+        {"--ws-output-limit", "SIZE",
+         "per execution, the stdout/stderr bytes sent to Jupyter WebSocket\n"
+         "clients; the rest is dropped with a notice (default 8MiB; 0: none)",
+         limit_into(&server_config::ws_output_limit_bytes,
+                    "a size like 8MiB, at least 1KiB, or 0 for no limit")},
+        {"--ws-rich-output-limit", "SIZE",
+         "the same for display data and results (default 64MiB; 0: none)",
+         limit_into(&server_config::ws_rich_output_limit_bytes,
+                    "a size like 64MiB, at least 1KiB, or 0 for no limit")},
+        {"--ws-ping-interval", "SECS", "WebSocket keepalive ping interval (default 30)",
+         seconds_into(&server_config::ws_ping_interval, 1, 3600, "seconds 1-3600")},
+        {"--max-connections", "N", "open client connections in all (default 10000; 0: no limit)",
+         number_into(&server_config::max_connections, 0, 1000000, "a number 0-1000000")},
+        {"--max-connections-per-address", "N",
+         "open connections from one client address (default 1000;\n"
+         "0: no limit; behind a proxy every client has the proxy's address)",
+         number_into(&server_config::max_connections_per_address, 0, 1000000,
+                     "a number 0-1000000")},
+        {"--header-timeout", "SECS",
+         "a new connection must send its first request header within this\n"
+         "(default 10)",
+         seconds_into(&server_config::header_timeout, 1, 3600, "seconds 1-3600")},
+        {"--max-body-in-flight", "SIZE",
+         "request bodies being received or held, all connections together;\n"
+         "past it a request is refused 503 with Retry-After (default 256MiB;\n"
+         "0: no limit)",
+         limit_into(&server_config::max_body_bytes_in_flight,
+                    "a size like 256MiB, at least 1KiB, or 0 for no limit")},
+        {"--kernel-ready-timeout", "SECS", "kernel start to first reply (default 60)",
+         seconds_into(&server_config::kernel_ready_timeout, 1, 3600, "seconds 1-3600")},
+        {"--drain-seconds", "SECS",
+         "at SIGTERM, answer /readyz 503 this long first (a load balancer\n"
+         "then sends new users elsewhere), then stop; a second SIGTERM\n"
+         "stops at once (default 0)",
+         seconds_into(&server_config::drain_seconds, 0, 3600, "seconds 0-3600")},
+        {"--shutdown-wait", "SECS", "shutdown_request to SIGTERM (default 5)",
+         seconds_into(&server_config::shutdown_wait, 0, 600, "seconds 0-600")},
+        {"--users", "FILE",
+         "users, roles and kernel quotas (JSON; replaces --token):\n"
+         "[{\"name\": \"ana\", \"token_sha256\": \"…\", \"role\": \"user\",\n"
+         "  \"max_kernels\": 4}, …]",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (value.empty()) return "a users file";
+             c.users_file = value;
+             return {};
+         }},
+        {"--hash-token", "T", "print the token_sha256 of T for a users file, and exit",
+         [](const std::string& value, parse_state& st) -> std::string {
+             if (!valid_token(value)) return "8-512 printable characters without spaces";
+             st.exit_now = parse_result{std::nullopt, token_auth::token_sha256(value), 0};
+             return {};
+         }},
+        {"--max-kernels", "N", "kernels of all users together (default 0: no limit)",
+         number_into(&server_config::max_kernels, 0, 100000, "a number 0-100000")},
+        {"--pool-size", "N", "pre-started kernels of the default kernelspec (default 1; 0: none)",
+         number_into(&server_config::default_pool_size, 0, 64, "a number 0-64")},
+        {"--pool", "NAME:N", "pre-started kernels of kernelspec NAME (repeatable)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             const auto colon = value.rfind(':');
+             std::size_t size = 0;
+             if (colon == std::string::npos || colon == 0 ||
+                 !parse_int(value.substr(colon + 1), size, std::size_t{0}, std::size_t{64}))
+                 return "NAME:N with N 0-64";
+             c.pool_sizes[value.substr(0, colon)] = size;
+             return {};
+         }},
+        {"--kernel-policy", "reuse|fresh",
+         "what a context or one-shot execution that names no policy\n"
+         "gets (default reuse): reuse keeps a finished context's kernel,\n"
+         "reset, for its owner's next one; fresh always starts from a kernel\n"
+         "no one used and destroys it afterwards",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             auto policy = kernels::parse_kernel_policy(value);
+             if (!policy) return "reuse or fresh";
+             c.default_policy = *policy;
+             return {};
+         }},
+        {"--recycle-max-uses", "N",
+         "contexts or one-shot runs one kernel serves under reuse\n"
+         "(default 20; 0: no limit)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (!parse_int(value, c.reuse.limits.max_uses, std::size_t{0}, std::size_t{1000000}))
+                 return "a number 0-1000000";
+             return {};
+         }},
+        {"--recycle-max-lifetime", "SECS",
+         "a kernel older than this is not reused (default 3600; 0: any)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             int secs = 0;
+             if (!parse_int(value, secs, 0, 366 * 24 * 3600)) return "seconds (0: any age)";
+             c.reuse.limits.max_lifetime = std::chrono::seconds(secs);
+             return {};
+         }},
+        {"--kept-kernels", "N", "reset kernels kept per user for reuse (default 2; 0: none)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (!parse_int(value, c.reuse.kept_per_user, std::size_t{0}, std::size_t{64}))
+                 return "a number 0-64";
+             return {};
+         }},
+        {"--autorestart-limit", "N",
+         "automatic restarts after a kernel dies, per window (default 3;\n"
+         "0: a dead kernel stays dead)",
+         number_into(&server_config::autorestart_limit, 0, 1000, "a number 0-1000")},
+        {"--autorestart-window", "SECS", "the window for --autorestart-limit (default 60)",
+         seconds_into(&server_config::autorestart_window, 1, 24 * 3600, "seconds 1-86400")},
+        {"--cull-idle-timeout", "SECS", "shut down kernels idle this long (default 0: never)",
+         culling_seconds(&kernels::culling_policy::idle_timeout, 0)},
+        {"--cull-busy-timeout", "SECS", "shut down kernels busy this long (default 0: never)",
+         culling_seconds(&kernels::culling_policy::busy_timeout, 0)},
+        {"--kernel-max-lifetime", "SECS",
+         "shut down kernels this old, whatever they do (default 0: never)",
+         culling_seconds(&kernels::culling_policy::max_lifetime, 0)},
+        {"--cull-connected", nullptr, "cull kernels even while clients are connected",
+         [](const std::string&, parse_state& st) -> std::string {
+             st.cfg.culling.cull_connected = true;
+             return {};
+         }},
+        {"--cull-interval", "SECS", "how often the culling rules are checked (default 60)",
+         culling_seconds(&kernels::culling_policy::interval, 1)},
+        {"--culled-retention", "SECS",
+         "how long a culled kernel's id answers 410 Gone (default 3600)",
+         culling_seconds(&kernels::culling_policy::retention, 0)},
+        {"--sandbox", "on|off",
+         "run kernels in the sandbox (default on; off is for development\n"
+         "only: kernel code then runs as the gateway's user)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (value != "on" && value != "off") return "on or off";
+             c.sandbox = value == "on";
+             return {};
+         }},
+        {"--workdir-root", "DIR",
+         "per-kernel working directories (default /var/lib/callisto/work);\n"
+         "one instance per root: it is locked, and what a crashed instance\n"
+         "left there is reaped at start",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (value.empty() || value.front() != '/') return "an absolute directory path";
+             c.workdir_root = value;
+             return {};
+         }},
+        {"--sandbox-uids", "FIRST-LAST",
+         "uids (and gids) given to sessions (default 60000-60999); give\n"
+         "each instance on a host its own range",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             const auto dash = value.find('-');
+             std::uint32_t first = 0, last = 0;
+             if (dash == std::string::npos ||
+                 !parse_int(value.substr(0, dash), first, std::uint32_t{1000},
+                            std::uint32_t{1u << 30}) ||
+                 !parse_int(value.substr(dash + 1), last, first, std::uint32_t{1u << 30}))
+                 return "a range FIRST-LAST of uids from 1000 up";
+             c.sandbox_uid_first = first;
+             c.sandbox_uid_count = last - first + 1;
+             return {};
+         }},
+        {"--memory-limit", "SIZE", "per kernel (default 2GiB)",
+         kernel_limit_size(&launcher::sandbox_policy::memory_bytes)},
+        {"--pids-limit", "N", "processes and threads per kernel (default 256)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (!parse_int(value, c.limits.pids, std::uint64_t{8}, std::uint64_t{1u << 22}))
+                 return "a number 8-4194304";
+             return {};
+         }},
+        {"--cpu-limit", "CORES", "CPU share per kernel, e.g. 0.5 (default 1)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             char* end = nullptr;
+             const double cores = std::strtod(value.c_str(), &end);
+             if (value.empty() || end != value.c_str() + value.size() || !(cores >= 0.01) ||
+                 cores > 1024)
+                 return "cores 0.01-1024";
+             c.limits.cpu_cores = cores;
+             return {};
+         }},
+        {"--cpu-time-limit", "SECS", "CPU seconds per kernel process (default 600)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (!parse_int(value, c.limits.cpu_time_seconds, std::uint64_t{1},
+                            std::uint64_t{1u << 30}))
+                 return "seconds from 1";
+             return {};
+         }},
+        {"--file-size-limit", "SIZE", "largest file a kernel may write (default 1GiB)",
+         kernel_limit_size(&launcher::sandbox_policy::file_size_bytes)},
+        {"--open-files-limit", "N", "open files per kernel process (default 1024)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (!parse_int(value, c.limits.open_files, std::uint64_t{64}, std::uint64_t{1u << 20}))
+                 return "a number 64-1048576";
+             return {};
+         }},
+        {"--disk-quota", "SIZE", "total size of a kernel's working directory (default 1GiB)",
+         kernel_limit_size(&launcher::sandbox_policy::disk_bytes)},
+        {"--tmp-size", "SIZE", "size of the kernel's /tmp and /dev/shm (default 256MiB)",
+         kernel_limit_size(&launcher::sandbox_policy::tmp_bytes)},
+        {"--output-budget", "SIZE",
+         "per execution and stream, the text kept (head and tail, with a\n"
+         "marker for the cut) (default 1MiB)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (!parse_size(value, c.output_budget_bytes) || c.output_budget_bytes < 1024)
+                 return "a size like 1MiB, at least 1KiB";
+             return {};
+         }},
+        {"--result-cap", "SIZE",
+         "largest rich result (one MIME value) returned inline; larger ones\n"
+         "go to a file in the context's workdir (default 5MiB)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (!parse_size(value, c.result_cap_bytes) || c.result_cap_bytes < 1024)
+                 return "a size like 5MiB, at least 1KiB";
+             return {};
+         }},
+        {"--execution-queue", "N", "executions waiting per context before 429 (default 16)",
+         number_into(&server_config::execution_queue, 1, 1024, "a number 1-1024")},
+        {"--interrupt-grace", "SECS",
+         "after a deadline's interrupt, wait this long before restarting\n"
+         "the kernel (default 5)",
+         seconds_into(&server_config::interrupt_grace, 0, 600, "seconds 0-600")},
+        {"--upload-limit", "SIZE", "largest file upload to a context (default 100MiB)",
+         size_into(&server_config::upload_limit_bytes, "a size like 100MiB")},
+        {"--mcp-session-timeout", "SECS",
+         "an MCP session idle this long ends and its context is deleted\n"
+         "(default 3600; 0: never)",
+         seconds_into(&server_config::mcp_session_timeout, 0, 7 * 24 * 3600, "seconds 0-604800")},
+        {"--mcp-max-sessions", "N",
+         "MCP sessions per user; initialize beyond it answers 429 (default 64)",
+         number_into(&server_config::mcp_max_sessions, 1, 10000, "a number 1-10000")},
+        {"--log-level", "LEVEL", "debug, info, warn, error (default info)",
+         [](const std::string& value, parse_state& st) -> std::string {
+             auto& c = st.cfg;
+             if (!parse_log_level(value, c.log)) return "debug, info, warn or error";
+             return {};
+         }},
+        {"--version", nullptr, "print the version and exit",
+         [](const std::string&, parse_state& st) -> std::string {
+             st.exit_now =
+                 parse_result{std::nullopt, std::string("callisto ") + CALLISTO_VERSION, 0};
+             return {};
+         }},
+        {"--help", nullptr, "this text",
+         [](const std::string&,
+            parse_state& st) -> std::
+                                 string {
+                                     st.exit_now = parse_result{std::nullopt, usage_text(), 0};
+                                     return {};
+                                 }},
     };
     return table;
 }
@@ -541,7 +528,9 @@ const option* find_option(std::string_view name) {
 
 std::string usage_text() {
     constexpr std::size_t help_column = 28;
-    std::string out = "Usage: callisto [options]\n\nServes the Jupyter Kernel Gateway REST and WebSocket API over real ipykernels.\n\n";
+    std::string out =
+        "Usage: callisto [options]\n\nServes the Jupyter Kernel Gateway REST and WebSocket API "
+        "over real ipykernels.\n\n";
     for (const auto& o : options()) {
         std::string flag = std::string("  ") + o.name;
         if (o.value_name) flag += std::string("=") + o.value_name;
@@ -604,8 +593,7 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         }
     }
     if (!cfg.auth_enabled) cfg.token.clear();
-    if (cfg.runtime_root.empty())
-        cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
+    if (cfg.runtime_root.empty()) cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
     return {cfg, {}, 0};
 }
 

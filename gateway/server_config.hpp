@@ -27,21 +27,21 @@ struct server_config {
     int threads = 2;
 
     std::vector<std::filesystem::path> kernel_dirs;  // empty: the standard Jupyter paths
-    std::string default_kernel;                       // empty: the catalog's default
-    std::filesystem::path runtime_root;               // connection files and ipc sockets
-    bool ipc_transport = true;                        // false: tcp on 127.0.0.1
-    std::filesystem::path web_root;                   // static web UI; empty: none
+    std::string default_kernel;                      // empty: the catalog's default
+    std::filesystem::path runtime_root;              // connection files and ipc sockets
+    bool ipc_transport = true;                       // false: tcp on 127.0.0.1
+    std::filesystem::path web_root;                  // static web UI; empty: none
 
-    std::size_t max_message_bytes = 32u << 20;       // one WebSocket message from a client
-    std::size_t max_request_body_bytes = 1u << 20;   // one REST request body
-    std::size_t max_body_bytes_in_flight = 256u << 20;  // all request bodies together; 0: none
-    std::size_t max_connections = 10000;             // client connections in all; 0: no limit
-    std::size_t max_connections_per_address = 1000;  // ... from one client address; 0: none
-    std::chrono::seconds header_timeout{10};         // a new connection's first request header
-    std::size_t client_send_queue_bytes = 256u << 20;  // per WebSocket, before it is closed
-    std::size_t client_input_queue_bytes = 64u << 20;  // per WebSocket, waiting for its kernel
-    std::size_t replay_buffer_bytes = 8u << 20;        // per kernel: iopub kept for ?since=
-    std::size_t kernel_buffer_bytes = 128u << 20;       // per kernel: its messages held; 0: none
+    std::size_t max_message_bytes = 32u << 20;           // one WebSocket message from a client
+    std::size_t max_request_body_bytes = 1u << 20;       // one REST request body
+    std::size_t max_body_bytes_in_flight = 256u << 20;   // all request bodies together; 0: none
+    std::size_t max_connections = 10000;                 // client connections in all; 0: no limit
+    std::size_t max_connections_per_address = 1000;      // ... from one client address; 0: none
+    std::chrono::seconds header_timeout{10};             // a new connection's first request header
+    std::size_t client_send_queue_bytes = 256u << 20;    // per WebSocket, before it is closed
+    std::size_t client_input_queue_bytes = 64u << 20;    // per WebSocket, waiting for its kernel
+    std::size_t replay_buffer_bytes = 8u << 20;          // per kernel: iopub kept for ?since=
+    std::size_t kernel_buffer_bytes = 128u << 20;        // per kernel: its messages held; 0: none
     std::size_t kernel_message_limit_bytes = 64u << 20;  // one message part from a kernel
     // Jupyter WebSocket clients, per execution (gateway/output_cap.hpp); 0: unlimited.
     std::size_t ws_output_limit_bytes = 8u << 20;        // stdout + stderr
@@ -50,35 +50,36 @@ struct server_config {
     std::chrono::milliseconds kernel_ready_timeout{60000};  // spawn -> kernel_info_reply
     std::size_t autorestart_limit = 3;                      // after unexpected deaths; 0: never
     std::chrono::seconds autorestart_window{60};            // ... per this many seconds
-    kernels::culling_policy culling;                                 // off unless a timeout is set
+    kernels::culling_policy culling;                        // off unless a timeout is set
     std::filesystem::path users_file;                       // users, roles, quotas; else --token
     std::size_t max_kernels = 0;                            // all users together; 0: no limit
-    kernels::kernel_policy default_policy = kernels::kernel_policy::reuse;    // when a request names none
-    kernels::kernel_reuse reuse;                                     // recycling limits, kept kernels
-    std::size_t default_pool_size = 1;                      // ready kernels of the default spec
-    std::map<std::string, std::size_t> pool_sizes;          // --pool=NAME:N, per kernelspec
-    std::chrono::milliseconds shutdown_wait{5000};          // shutdown_request -> SIGTERM
-    std::chrono::milliseconds kill_grace{3000};             // SIGTERM -> SIGKILL
+    kernels::kernel_policy default_policy =
+        kernels::kernel_policy::reuse;              // when a request names none
+    kernels::kernel_reuse reuse;                    // recycling limits, kept kernels
+    std::size_t default_pool_size = 1;              // ready kernels of the default spec
+    std::map<std::string, std::size_t> pool_sizes;  // --pool=NAME:N, per kernelspec
+    std::chrono::milliseconds shutdown_wait{5000};  // shutdown_request -> SIGTERM
+    std::chrono::milliseconds kill_grace{3000};     // SIGTERM -> SIGKILL
     std::chrono::seconds drain_seconds{0};  // at SIGTERM, not ready this long before stopping
 
     // The kernel sandbox (launcher/sandbox.hpp). Off only for development.
     bool sandbox = true;
-    launcher::sandbox_policy limits;                  // defaults; kernelspecs may override
+    launcher::sandbox_policy limits;  // defaults; kernelspecs may override
     std::filesystem::path workdir_root = "/var/lib/callisto/work";  // one dir per kernel
-    std::uint32_t sandbox_uid_first = 60000;          // per-session uids: [first, first+count)
+    std::uint32_t sandbox_uid_first = 60000;  // per-session uids: [first, first+count)
     std::uint32_t sandbox_uid_count = 1000;
     std::filesystem::path bwrap = "/usr/bin/bwrap";
 
     // The interpreter API (/v1, gateway/interpreter/).
-    std::size_t output_budget_bytes = 1u << 20;     // per stream per execution: head + tail
-    std::size_t result_cap_bytes = 5u << 20;        // one MIME value; larger goes to a file
-    std::size_t execution_queue = 16;               // waiting executions per context
+    std::size_t output_budget_bytes = 1u << 20;       // per stream per execution: head + tail
+    std::size_t result_cap_bytes = 5u << 20;          // one MIME value; larger goes to a file
+    std::size_t execution_queue = 16;                 // waiting executions per context
     std::chrono::milliseconds interrupt_grace{5000};  // deadline interrupt -> kernel restart
-    std::size_t upload_limit_bytes = 100u << 20;    // PUT /v1/contexts/{id}/files/{path}
+    std::size_t upload_limit_bytes = 100u << 20;      // PUT /v1/contexts/{id}/files/{path}
 
     // The MCP endpoint (/mcp, gateway/mcp/).
     std::chrono::seconds mcp_session_timeout{3600};  // idle sessions end; 0: never
-    std::size_t mcp_max_sessions = 64;                // per user
+    std::size_t mcp_max_sessions = 64;               // per user
 
     log_level log = log_level::info;
 };

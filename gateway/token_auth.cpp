@@ -4,9 +4,9 @@
 #include <set>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <nlohmann/json.hpp>
 
 #include "gateway/http/router.hpp"
 
@@ -85,13 +85,16 @@ token_auth token_auth::from_users_file(const std::filesystem::path& file) {
         e.who.name = name;
         if (!u.contains("token_sha256") || !u["token_sha256"].is_string() ||
             !decode_hex(u["token_sha256"].get<std::string>(), e.digest))
-            fail("user '" + name + "' needs \"token_sha256\": 64 lower-case hex characters "
+            fail("user '" + name +
+                 "' needs \"token_sha256\": 64 lower-case hex characters "
                  "(callisto --hash-token=T prints it)");
         const std::string role = u.value("role", "user");
-        if (role != "user" && role != "admin") fail("user '" + name + "': role must be user or admin");
+        if (role != "user" && role != "admin")
+            fail("user '" + name + "': role must be user or admin");
         e.who.admin = role == "admin";
         if (u.contains("max_kernels")) {
-            if (!u["max_kernels"].is_number_unsigned()) fail("user '" + name + "': max_kernels must be a number");
+            if (!u["max_kernels"].is_number_unsigned())
+                fail("user '" + name + "': max_kernels must be a number");
             e.who.max_kernels = u["max_kernels"].get<std::size_t>();
         }
         auth.entries_.push_back(std::move(e));

@@ -4,14 +4,10 @@ namespace callisto::kernelproto {
 
 std::string_view to_string(channel ch) {
     switch (ch) {
-        case channel::shell:
-            return "shell";
-        case channel::control:
-            return "control";
-        case channel::stdin_:
-            return "stdin";
-        case channel::iopub:
-            return "iopub";
+        case channel::shell: return "shell";
+        case channel::control: return "control";
+        case channel::stdin_: return "stdin";
+        case channel::iopub: return "iopub";
     }
     return "shell";  // unreachable for valid enum values; keeps -Wreturn-type quiet
 }

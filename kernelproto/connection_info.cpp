@@ -43,21 +43,15 @@ std::uint16_t port_field(const nlohmann::json& j, const char* name) {
 
 std::string connection_info::endpoint(channel ch) const {
     switch (ch) {
-        case channel::shell:
-            return make_endpoint(*this, shell_port);
-        case channel::control:
-            return make_endpoint(*this, control_port);
-        case channel::stdin_:
-            return make_endpoint(*this, stdin_port);
-        case channel::iopub:
-            return make_endpoint(*this, iopub_port);
+        case channel::shell: return make_endpoint(*this, shell_port);
+        case channel::control: return make_endpoint(*this, control_port);
+        case channel::stdin_: return make_endpoint(*this, stdin_port);
+        case channel::iopub: return make_endpoint(*this, iopub_port);
     }
     return make_endpoint(*this, shell_port);
 }
 
-std::string connection_info::heartbeat_endpoint() const {
-    return make_endpoint(*this, hb_port);
-}
+std::string connection_info::heartbeat_endpoint() const { return make_endpoint(*this, hb_port); }
 
 nlohmann::json connection_info::to_json() const {
     return {

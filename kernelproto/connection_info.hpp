@@ -12,7 +12,7 @@ namespace callisto::kernelproto {
 
 struct connection_info {
     std::string transport = "tcp";  // "tcp" or "ipc"
-    std::string ip = "127.0.0.1";    // for ipc: the socket path prefix
+    std::string ip = "127.0.0.1";   // for ipc: the socket path prefix
     std::uint16_t shell_port = 0;
     std::uint16_t iopub_port = 0;
     std::uint16_t stdin_port = 0;

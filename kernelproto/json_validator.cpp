@@ -23,7 +23,8 @@ bool ends_plain_run(std::uint64_t w) {
 class validator {
 public:
     validator(std::string_view text, std::size_t max_depth)
-        : p_(reinterpret_cast<const unsigned char*>(text.data())), end_(p_ + text.size()),
+        : p_(reinterpret_cast<const unsigned char*>(text.data())),
+          end_(p_ + text.size()),
           max_depth_(max_depth) {}
 
     json_check run() {
@@ -80,14 +81,22 @@ private:
         const unsigned char c = *p_;
         int extra;
         unsigned char lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) extra = 1;
-        else if (c == 0xE0) extra = 2, lo = 0xA0;
-        else if (c == 0xED) extra = 2, hi = 0x9F;
-        else if (c >= 0xE1 && c <= 0xEF) extra = 2;
-        else if (c == 0xF0) extra = 3, lo = 0x90;
-        else if (c >= 0xF1 && c <= 0xF3) extra = 3;
-        else if (c == 0xF4) extra = 3, hi = 0x8F;
-        else return false;
+        if (c >= 0xC2 && c <= 0xDF)
+            extra = 1;
+        else if (c == 0xE0)
+            extra = 2, lo = 0xA0;
+        else if (c == 0xED)
+            extra = 2, hi = 0x9F;
+        else if (c >= 0xE1 && c <= 0xEF)
+            extra = 2;
+        else if (c == 0xF0)
+            extra = 3, lo = 0x90;
+        else if (c >= 0xF1 && c <= 0xF3)
+            extra = 3;
+        else if (c == 0xF4)
+            extra = 3, hi = 0x8F;
+        else
+            return false;
         if (end_ - p_ <= extra) return false;
         if (p_[1] < lo || p_[1] > hi) return false;
         for (int i = 2; i <= extra; ++i)
@@ -122,8 +131,8 @@ private:
                     if (end_ - p_ < 4) return false;
                     for (int i = 0; i < 4; ++i)
                         if (!hex(*p_++)) return false;
-                } else if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' &&
-                           e != 'n' && e != 'r' && e != 't') {
+                } else if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' &&
+                           e != 'r' && e != 't') {
                     return false;
                 }
                 continue;

@@ -21,7 +21,7 @@ struct message {
     std::string header = "{}";            // serialized JSON object
     std::string parent_header = "{}";     // serialized JSON object, "{}" when there is none
     std::string metadata = "{}";
-    payload content = "{}";               // can be many MB: may view the received frame
+    payload content = "{}";  // can be many MB: may view the received frame
     std::vector<payload> buffers;
 
     // Parsed from header / parent_header when the message is decoded or made.

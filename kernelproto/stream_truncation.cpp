@@ -51,10 +51,14 @@ unsigned hex_value(std::string_view hex) {
     unsigned v = 0;
     for (char c : hex) {
         v <<= 4;
-        if (c >= '0' && c <= '9') v |= static_cast<unsigned>(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= static_cast<unsigned>(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= static_cast<unsigned>(c - 'A' + 10);
-        else return 0;  // not hex: treated as an ordinary escape
+        if (c >= '0' && c <= '9')
+            v |= static_cast<unsigned>(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= static_cast<unsigned>(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= static_cast<unsigned>(c - 'A' + 10);
+        else
+            return 0;  // not hex: treated as an ordinary escape
     }
     return v;
 }
@@ -65,8 +69,8 @@ std::size_t unit_length(std::string_view body, std::size_t i) {
     if (c == '\\') {
         if (i + 1 < body.size() && body[i + 1] == 'u' && i + 6 <= body.size()) {
             const unsigned high = hex_value(body.substr(i + 2, 4));
-            if (high >= 0xd800 && high <= 0xdbff && i + 12 <= body.size() &&
-                body[i + 6] == '\\' && body[i + 7] == 'u') {
+            if (high >= 0xd800 && high <= 0xdbff && i + 12 <= body.size() && body[i + 6] == '\\' &&
+                body[i + 7] == 'u') {
                 const unsigned low = hex_value(body.substr(i + 8, 4));
                 if (low >= 0xdc00 && low <= 0xdfff) return 12;
             }

@@ -89,8 +89,10 @@ public:
 
     void glue(std::string_view bytes) { frame_.append(bytes); }
     void part(std::string_view bytes) {
-        if (owner_) frame_.append_ref(bytes);
-        else frame_.append(bytes);
+        if (owner_)
+            frame_.append_ref(bytes);
+        else
+            frame_.append(bytes);
     }
     void frame(const websocket_frame& other) { frame_.append_frame(other); }
     websocket_frame finish(bool binary) {
@@ -220,7 +222,8 @@ client_message from_legacy_json(std::string_view text, std::vector<payload> buff
     const parsed_json parsed = parse_untrusted_json(text);
     if (parsed.status == json_check::too_deep) return fail(std::move(cm), ec, wire_error::too_deep);
     const json& doc = parsed.value;
-    if (!parsed.ok() || !doc.is_object()) return fail(std::move(cm), ec, wire_error::malformed_json);
+    if (!parsed.ok() || !doc.is_object())
+        return fail(std::move(cm), ec, wire_error::malformed_json);
 
     // Header first, so any later error can still be addressed to the client's request.
     const auto header = doc.find("header");

@@ -47,8 +47,7 @@ void websocket_frame::keep(std::shared_ptr<const void> owner) {
 std::vector<std::string_view> websocket_frame::pieces() const {
     std::vector<std::string_view> out;
     out.reserve(pieces_.size());
-    for (const auto& p : pieces_)
-        out.emplace_back(p.ref ? p.ref : glue_.data() + p.offset, p.size);
+    for (const auto& p : pieces_) out.emplace_back(p.ref ? p.ref : glue_.data() + p.offset, p.size);
     return out;
 }
 

@@ -37,7 +37,7 @@ public:
 
 private:
     struct piece {
-        const char* ref;     // nullptr: glue_[offset, offset + size)
+        const char* ref;  // nullptr: glue_[offset, offset + size)
         std::size_t offset;
         std::size_t size;
     };

@@ -8,20 +8,20 @@ namespace callisto::kernelproto {
 
 enum class wire_error {
     // ZMQ frames from a kernel
-    no_delimiter = 1,        // no "<IDS|MSG>" frame
-    too_few_frames,          // fewer than 5 frames after the delimiter
-    bad_signature_length,    // signature is not exactly 64 hex characters
-    bad_signature,           // HMAC mismatch
-    malformed_json,          // a JSON part does not parse, or is not an object
-    missing_header_field,    // header lacks a string msg_id or msg_type
+    no_delimiter = 1,      // no "<IDS|MSG>" frame
+    too_few_frames,        // fewer than 5 frames after the delimiter
+    bad_signature_length,  // signature is not exactly 64 hex characters
+    bad_signature,         // HMAC mismatch
+    malformed_json,        // a JSON part does not parse, or is not an object
+    missing_header_field,  // header lacks a string msg_id or msg_type
     // WebSocket frames from a client
     empty_frame,
-    bad_offsets,             // binary offset table inconsistent with the frame
+    bad_offsets,  // binary offset table inconsistent with the frame
     missing_channel,
     unknown_channel,
     invalid_utf8,
     // Either side
-    too_deep,                // a JSON part nests deeper than max_json_depth
+    too_deep,  // a JSON part nests deeper than max_json_depth
 };
 
 const std::error_category& wire_category();

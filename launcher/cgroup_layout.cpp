@@ -1,8 +1,8 @@
 #include "launcher/cgroup_layout.hpp"
 
+#include <unistd.h>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 #include <vector>
 
 namespace callisto::launcher {

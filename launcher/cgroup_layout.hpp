@@ -12,11 +12,11 @@ enum class cgroup_version { none, v1, v2 };
 
 struct cgroup_layout {
     cgroup_version version = cgroup_version::none;
-    std::filesystem::path v2_root;      // the cgroup2 mount, for v2
-    std::filesystem::path v1_memory;    // each controller's mount, for v1
+    std::filesystem::path v2_root;    // the cgroup2 mount, for v2
+    std::filesystem::path v1_memory;  // each controller's mount, for v1
     std::filesystem::path v1_pids;
     std::filesystem::path v1_cpu;
-    std::string parent = "callisto";    // kernels' cgroups are <hierarchy>/<parent>/<name>
+    std::string parent = "callisto";  // kernels' cgroups are <hierarchy>/<parent>/<name>
 
     // Reads /proc/self/mountinfo and each candidate's controller list.
     static cgroup_layout detect();

@@ -1,12 +1,12 @@
 #include "launcher/instance_lock.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
-#include <stdexcept>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
 
 #include "kernelproto/ids.hpp"
 
@@ -50,10 +50,14 @@ bool is_tag(const std::string& s) {
 instance_lock::instance_lock(std::filesystem::path workdir_root) {
     std::error_code ec;
     root_ = std::filesystem::absolute(workdir_root, ec).lexically_normal();
-    if (ec) throw std::runtime_error("workdir root lock: " + workdir_root.string() + ": " + ec.message());
+    if (ec)
+        throw std::runtime_error("workdir root lock: " + workdir_root.string() + ": " +
+                                 ec.message());
     if (!root_.has_filename() && root_ != root_.root_path()) root_ = root_.parent_path();  // "dir/"
     std::filesystem::create_directories(root_, ec);
-    if (ec) throw std::runtime_error("workdir root lock: create " + root_.string() + ": " + ec.message());
+    if (ec)
+        throw std::runtime_error("workdir root lock: create " + root_.string() + ": " +
+                                 ec.message());
     // As session_workdir leaves it: traversable, not listable, by the kernels' uids.
     if (::chmod(root_.c_str(), 0711) != 0) fail("chmod " + root_.string(), errno);
 
@@ -78,14 +82,17 @@ instance_lock::instance_lock(std::filesystem::path workdir_root) {
         tag_ = kernelproto::random_hex(4);
         write_note(root_ / tag_file, tag_);
     }
-    if (auto previous = read_note(root_ / runtime_note); !previous.empty() && previous.front() == '/')
+    if (auto previous = read_note(root_ / runtime_note);
+        !previous.empty() && previous.front() == '/')
         previous_runtime_ = std::filesystem::path(previous);
 }
 
 void instance_lock::claim_runtime_root(const std::filesystem::path& runtime_root) const {
     std::error_code ec;
     const auto abs = std::filesystem::absolute(runtime_root, ec).lexically_normal();
-    if (ec) throw std::runtime_error("workdir root lock: " + runtime_root.string() + ": " + ec.message());
+    if (ec)
+        throw std::runtime_error("workdir root lock: " + runtime_root.string() + ": " +
+                                 ec.message());
     write_note(abs / tag_file, tag_);
     write_note(root_ / runtime_note, abs.string());
 }
@@ -94,7 +101,8 @@ bool instance_lock::is_own_file(const std::string& name) {
     return name == lock_file || name == tag_file || name == runtime_note;
 }
 
-bool instance_lock::runtime_root_marked(const std::filesystem::path& runtime_root, const std::string& tag) {
+bool instance_lock::runtime_root_marked(const std::filesystem::path& runtime_root,
+                                        const std::string& tag) {
     return is_tag(tag) && read_note(runtime_root / tag_file) == tag;
 }
 

@@ -28,7 +28,9 @@ public:
     const std::string& tag() const { return tag_; }
 
     // The runtime root the previous instance on this root recorded, if any.
-    const std::optional<std::filesystem::path>& previous_runtime_root() const { return previous_runtime_; }
+    const std::optional<std::filesystem::path>& previous_runtime_root() const {
+        return previous_runtime_;
+    }
 
     // Marks `runtime_root` (already created) as this instance's and records it for the next
     // one, which removes it only while the mark is still there.
@@ -38,7 +40,8 @@ public:
     static bool is_own_file(const std::string& name);
 
     // Whether `runtime_root` carries the mark of the instance tagged `tag`.
-    static bool runtime_root_marked(const std::filesystem::path& runtime_root, const std::string& tag);
+    static bool runtime_root_marked(const std::filesystem::path& runtime_root,
+                                    const std::string& tag);
 
 private:
     std::filesystem::path root_;

@@ -1,14 +1,14 @@
 #include "launcher/kernel_cgroup.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "launcher/process_kill_list.hpp"
 
@@ -68,10 +68,11 @@ kernel_cgroup::kernel_cgroup(const cgroup_layout& layout, const std::string& nam
             dirs_.push_back(dir);
             memory_dir_ = dir;
             write_control(dir / "memory.max", std::to_string(policy.memory_bytes));
-            if (std::filesystem::exists(dir / "memory.swap.max")) write_control(dir / "memory.swap.max", "0");
+            if (std::filesystem::exists(dir / "memory.swap.max"))
+                write_control(dir / "memory.swap.max", "0");
             write_control(dir / "pids.max", std::to_string(policy.pids));
-            write_control(dir / "cpu.max",
-                          std::to_string(cpu_quota_us(policy.cpu_cores)) + " " + std::to_string(cpu_period_us));
+            write_control(dir / "cpu.max", std::to_string(cpu_quota_us(policy.cpu_cores)) + " " +
+                                               std::to_string(cpu_period_us));
         } else if (layout.version == cgroup_version::v1) {
             auto create = [&](const std::filesystem::path& mount) {
                 make_dir(mount / layout.parent);
@@ -81,11 +82,14 @@ kernel_cgroup::kernel_cgroup(const cgroup_layout& layout, const std::string& nam
                 return dir;
             };
             memory_dir_ = create(layout.v1_memory);
-            write_control(memory_dir_ / "memory.limit_in_bytes", std::to_string(policy.memory_bytes));
+            write_control(memory_dir_ / "memory.limit_in_bytes",
+                          std::to_string(policy.memory_bytes));
             // memsw = memory + swap; equal to the memory limit means no swap at all.
             if (std::filesystem::exists(memory_dir_ / "memory.memsw.limit_in_bytes"))
-                write_control(memory_dir_ / "memory.memsw.limit_in_bytes", std::to_string(policy.memory_bytes));
-            const auto pids = layout.v1_pids == layout.v1_memory ? memory_dir_ : create(layout.v1_pids);
+                write_control(memory_dir_ / "memory.memsw.limit_in_bytes",
+                              std::to_string(policy.memory_bytes));
+            const auto pids =
+                layout.v1_pids == layout.v1_memory ? memory_dir_ : create(layout.v1_pids);
             write_control(pids / "pids.max", std::to_string(policy.pids));
             const auto cpu = layout.v1_cpu == layout.v1_memory ? memory_dir_
                              : layout.v1_cpu == layout.v1_pids ? pids
@@ -112,7 +116,8 @@ kernel_cgroup::~kernel_cgroup() {
     }
     // A retry covers exiting tasks the kernel has not released yet.
     for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it)
-        for (int attempt = 0; attempt < 20 && ::rmdir(it->c_str()) != 0 && errno == EBUSY; ++attempt)
+        for (int attempt = 0; attempt < 20 && ::rmdir(it->c_str()) != 0 && errno == EBUSY;
+             ++attempt)
             ::usleep(5000);
 }
 
@@ -124,7 +129,8 @@ std::vector<std::filesystem::path> kernel_cgroup::procs_files() const {
 
 std::uint64_t kernel_cgroup::oom_kills() const {
     if (memory_dir_.empty()) return 0;
-    if (layout_.version == cgroup_version::v2) return read_counter(memory_dir_ / "memory.events", "oom_kill");
+    if (layout_.version == cgroup_version::v2)
+        return read_counter(memory_dir_ / "memory.events", "oom_kill");
     return read_counter(memory_dir_ / "memory.oom_control", "oom_kill");
 }
 

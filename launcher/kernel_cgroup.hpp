@@ -17,7 +17,8 @@ class kernel_cgroup {
 public:
     // Creates <hierarchy>/<layout.parent>/<name> in each hierarchy and writes the limits.
     // Throws std::runtime_error naming the file that could not be written.
-    kernel_cgroup(const cgroup_layout& layout, const std::string& name, const sandbox_policy& policy);
+    kernel_cgroup(const cgroup_layout& layout, const std::string& name,
+                  const sandbox_policy& policy);
     ~kernel_cgroup();  // removes the directories (they are empty once the kernel was reaped)
     kernel_cgroup(const kernel_cgroup&) = delete;
     kernel_cgroup& operator=(const kernel_cgroup&) = delete;

@@ -1,8 +1,8 @@
 #include "launcher/kernel_command.hpp"
 
+#include <unistd.h>
 #include <cstdlib>
 #include <string_view>
-#include <unistd.h>
 
 namespace callisto::launcher {
 

@@ -1,17 +1,17 @@
 #include "launcher/kernel_runtime_dir.hpp"
 
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
 #include <memory>
-#include <netinet/in.h>
 #include <stdexcept>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <system_error>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -28,7 +28,6 @@ constexpr std::size_t max_ipc_path = 107;
 [[noreturn]] void fail_errno(const std::string& what, int err) {
     throw std::runtime_error("kernel runtime dir: " + what + ": " + std::strerror(err));
 }
-
 
 // Five distinct ports the OS considers free right now. All five sockets stay bound until every
 // port is known, so they differ; after closing them another process may still take one before
@@ -88,13 +87,17 @@ kernel_runtime_dir::kernel_runtime_dir(const std::filesystem::path& root,
         const auto longest = (dir / "k").string() + "-5";
         if (longest.size() > max_ipc_path)
             throw std::runtime_error("kernel runtime dir: ipc socket path " + longest + " is " +
-                                     std::to_string(longest.size()) + " characters, libzmq allows " +
-                                     std::to_string(max_ipc_path) + "; use a shorter root");
+                                     std::to_string(longest.size()) +
+                                     " characters, libzmq allows " + std::to_string(max_ipc_path) +
+                                     "; use a shorter root");
     }
 
     std::filesystem::create_directories(abs_root, ec);
-    if (ec) throw std::runtime_error("kernel runtime dir: create " + abs_root.string() + ": " + ec.message());
-    // mkdir (not create_directories) so an existing directory, possibly someone else's, is an error.
+    if (ec)
+        throw std::runtime_error("kernel runtime dir: create " + abs_root.string() + ": " +
+                                 ec.message());
+    // mkdir (not create_directories) so an existing directory, possibly someone else's, is an
+    // error.
     if (::mkdir(dir.c_str(), 0700) != 0) fail_errno("create " + dir.string(), errno);
     dir_ = dir;  // from here on the destructor's cleanup is ours to do on failure too
     try {
@@ -159,8 +162,10 @@ bool kernel_runtime_dir::connection_file_rewritten() const {
 
 std::string kernel_runtime_dir::seal(uid_t owner) const {
     // Lock first, check second: checked entries cannot be swapped after the check.
-    if (::chown(dir_.c_str(), 0, 0) != 0) return "chown " + dir_.string() + ": " + std::strerror(errno);
-    if (::chmod(dir_.c_str(), 0550) != 0) return "chmod " + dir_.string() + ": " + std::strerror(errno);
+    if (::chown(dir_.c_str(), 0, 0) != 0)
+        return "chown " + dir_.string() + ": " + std::strerror(errno);
+    if (::chmod(dir_.c_str(), 0550) != 0)
+        return "chmod " + dir_.string() + ": " + std::strerror(errno);
     if (info_.transport != "ipc") return {};
     for (int port = 1; port <= 5; ++port) {
         const auto socket = info_.ip + "-" + std::to_string(port);
@@ -168,8 +173,8 @@ std::string kernel_runtime_dir::seal(uid_t owner) const {
         if (::lstat(socket.c_str(), &st) != 0) return socket + ": " + std::strerror(errno);
         if (!S_ISSOCK(st.st_mode)) return socket + " is not a socket";
         if (st.st_uid != owner)
-            return socket + " is owned by uid " + std::to_string(st.st_uid) + ", not the kernel's " +
-                   std::to_string(owner);
+            return socket + " is owned by uid " + std::to_string(st.st_uid) +
+                   ", not the kernel's " + std::to_string(owner);
     }
     return {};
 }

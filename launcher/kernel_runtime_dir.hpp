@@ -2,9 +2,9 @@
 // The per-kernel runtime directory: the connection file and, for the ipc transport, the
 // socket files. Kept short (libzmq's ipc path limit is 107 characters). Removed on destruction.
 
+#include <sys/types.h>
 #include <filesystem>
 #include <string>
-#include <sys/types.h>
 
 #include "kernelproto/connection_info.hpp"
 

@@ -18,8 +18,7 @@ namespace {
 bool valid_kernel_name(const std::string& name) {
     if (name.empty()) return false;
     return std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-               c == '-';
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     });
 }
 
@@ -95,14 +94,14 @@ kernelspec kernelspec::load(const std::filesystem::path& dir) {
         else if (mode == "message")
             spec.interrupt = interrupt_mode::message;
         else
-            fail(file, "\"interrupt_mode\" must be \"signal\" or \"message\", not \"" + mode + "\"");
+            fail(file,
+                 "\"interrupt_mode\" must be \"signal\" or \"message\", not \"" + mode + "\"");
     }
 
     if (auto it = j.find("env"); it != j.end() && !it->is_null()) {
         if (!it->is_object()) fail(file, "\"env\" must be an object of strings");
         for (const auto& [key, value] : it->items()) {
-            if (!value.is_string())
-                fail(file, "\"env\" value of \"" + key + "\" must be a string");
+            if (!value.is_string()) fail(file, "\"env\" value of \"" + key + "\" must be a string");
             spec.env[key] = value.get<std::string>();
         }
     }

@@ -24,7 +24,9 @@ std::vector<std::filesystem::path> kernelspec_catalog::default_search_path() {
     while (start <= jupyter_path.size()) {
         auto end = jupyter_path.find(':', start);
         if (end == std::string::npos) end = jupyter_path.size();
-        if (end > start) dirs.emplace_back(std::filesystem::path(jupyter_path.substr(start, end - start)) / "kernels");
+        if (end > start)
+            dirs.emplace_back(std::filesystem::path(jupyter_path.substr(start, end - start)) /
+                              "kernels");
         start = end + 1;
     }
 
@@ -55,7 +57,8 @@ void kernelspec_catalog::refresh() {
 
         // Sorted so that which of two case-variant directories wins does not depend on readdir.
         std::vector<std::filesystem::path> entries;
-        for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end;
+             it.increment(ec)) {
             std::error_code type_ec;
             if (it->is_directory(type_ec)) entries.push_back(it->path());
         }

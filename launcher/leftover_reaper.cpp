@@ -1,5 +1,10 @@
 #include "launcher/leftover_reaper.hpp"
 
+#include <poll.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -7,14 +12,9 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <poll.h>
 #include <set>
 #include <sstream>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <thread>
-#include <unistd.h>
 
 #include "common/unique_fd.hpp"
 #include "launcher/instance_lock.hpp"
@@ -47,7 +47,8 @@ std::string unescape_octal(std::string_view s) {
     for (std::size_t i = 0; i < s.size(); ++i) {
         auto octal = [&](std::size_t k) { return k < s.size() && s[k] >= '0' && s[k] <= '7'; };
         if (s[i] == '\\' && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
-            out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+            out +=
+                static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
             i += 3;
         } else {
             out += s[i];
@@ -120,11 +121,13 @@ std::string reap_report::describe() const {
 
 leftover_reaper::leftover_reaper(leftover_scope scope) : scope_(std::move(scope)) {}
 
-std::vector<mount_entry> leftover_reaper::mounts_below(std::string_view mountinfo, const fs::path& root) {
+std::vector<mount_entry> leftover_reaper::mounts_below(std::string_view mountinfo,
+                                                       const fs::path& root) {
     std::vector<mount_entry> out;
     std::istringstream in{std::string(mountinfo)};
     std::string line;
-    // "36 35 0:30 / /var/lib/callisto/work/<id> rw,nosuid,nodev shared:1 - tmpfs callisto-work rw,size=..."
+    // "36 35 0:30 / /var/lib/callisto/work/<id> rw,nosuid,nodev shared:1 - tmpfs callisto-work
+    // rw,size=..."
     while (std::getline(in, line)) {
         const auto dash = line.find(" - ");
         if (dash == std::string::npos) continue;
@@ -197,8 +200,8 @@ reap_report leftover_reaper::reap() const {
             if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
             killed.kill_if(static_cast<pid_t>(std::stol(name)), [&](pid_t p) {
                 const auto uid = real_uid(p);
-                return uid && is_leftover_process(
-                                  scope_, *uid, split_nul(read_file(entry.path() / "cmdline")));
+                return uid && is_leftover_process(scope_, *uid,
+                                                  split_nul(read_file(entry.path() / "cmdline")));
             });
         }
         if (killed.size() == before) break;  // nothing new (a dying sandbox forks no more)
@@ -232,7 +235,8 @@ reap_report leftover_reaper::reap() const {
             ++report.mounts;
             unmounted.insert(m.mount_point);
         } else {
-            report.problems.push_back("umount " + m.mount_point.string() + ": " + std::strerror(errno));
+            report.problems.push_back("umount " + m.mount_point.string() + ": " +
+                                      std::strerror(errno));
         }
     }
 
@@ -256,10 +260,12 @@ reap_report leftover_reaper::reap() const {
             continue;
         }
         if (holds_a_mount(dir)) {
-            report.problems.push_back("left " + dir.string() + ": something is still mounted there");
+            report.problems.push_back("left " + dir.string() +
+                                      ": something is still mounted there");
             continue;
         }
-        const bool owned = st.st_uid >= scope_.uid_first && st.st_uid - scope_.uid_first < scope_.uid_count;
+        const bool owned =
+            st.st_uid >= scope_.uid_first && st.st_uid - scope_.uid_first < scope_.uid_count;
         std::error_code rm;
         if (unmounted.count(dir) || owned) {
             fs::remove_all(dir, rm);
@@ -277,9 +283,11 @@ reap_report leftover_reaper::reap() const {
     // 5. The previous runtime root: connection files, ipc sockets, context directories.
     if (const auto& runtime = scope_.runtime_root; runtime && fs::exists(*runtime, ec)) {
         if (!instance_lock::runtime_root_marked(*runtime, scope_.tag)) {
-            report.problems.push_back("left " + runtime->string() + ": not marked as this instance's runtime root");
+            report.problems.push_back("left " + runtime->string() +
+                                      ": not marked as this instance's runtime root");
         } else if (!mounts_below(read_file("/proc/self/mountinfo"), *runtime).empty()) {
-            report.problems.push_back("left " + runtime->string() + ": something is mounted below it");
+            report.problems.push_back("left " + runtime->string() +
+                                      ": something is mounted below it");
         } else {
             std::error_code rm;
             fs::remove_all(*runtime, rm);

@@ -17,12 +17,12 @@
 //   Anything else is left alone and reported.
 // - the runtime root: only while it carries this root's mark (instance_lock).
 
+#include <sys/types.h>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <sys/types.h>
 #include <vector>
 
 #include "launcher/cgroup_layout.hpp"
@@ -39,12 +39,12 @@ struct leftover_scope {
 };
 
 struct reap_report {
-    std::size_t processes = 0;  // killed
-    std::size_t mounts = 0;     // unmounted (lazily)
-    std::size_t workdirs = 0;   // removed
-    std::size_t cgroups = 0;    // removed
+    std::size_t processes = 0;                          // killed
+    std::size_t mounts = 0;                             // unmounted (lazily)
+    std::size_t workdirs = 0;                           // removed
+    std::size_t cgroups = 0;                            // removed
     std::optional<std::filesystem::path> runtime_root;  // removed
-    std::vector<std::string> problems;  // what was left, and why
+    std::vector<std::string> problems;                  // what was left, and why
 
     bool nothing_reaped() const;
     // "2 processes killed, 1 tmpfs unmounted, 1 workdir, 3 cgroups and runtime root X removed"

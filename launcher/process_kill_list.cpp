@@ -1,13 +1,13 @@
 #include "launcher/process_kill_list.hpp"
 
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <fstream>
-#include <poll.h>
 #include <sstream>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 namespace callisto::launcher {
 

@@ -3,11 +3,11 @@
 // recycled pid: each is opened as a pidfd first, then checked, then signalled through the
 // pidfd, so what was checked is what is killed; poll() on the pidfds says when they are gone.
 
+#include <sys/types.h>
 #include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <sys/types.h>
 #include <vector>
 
 #include "common/unique_fd.hpp"

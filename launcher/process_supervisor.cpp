@@ -1,29 +1,29 @@
 #include "launcher/process_supervisor.hpp"
 
-#include <algorithm>
-#include <cerrno>
-#include <csignal>
-#include <cstring>
-#include <deque>
 #include <fcntl.h>
-#include <future>
-#include <map>
-#include <mutex>
-#include <optional>
+#include <grp.h>
 #include <poll.h>
-#include <stdexcept>
 #include <string.h>  // sigabbrev_np
 #include <sys/eventfd.h>
-#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 #include <tuple>
-#include <unistd.h>
 #include <vector>
 
 #include "common/unique_fd.hpp"
@@ -34,7 +34,8 @@ std::string exit_status::describe() const {
     if (!verdict.empty()) return verdict;
     if (signal != 0) {
         std::string text = "killed by signal " + std::to_string(signal);
-        if (const char* abbrev = ::sigabbrev_np(signal)) text += std::string(" (SIG") + abbrev + ")";
+        if (const char* abbrev = ::sigabbrev_np(signal))
+            text += std::string(" (SIG") + abbrev + ")";
         if (core_dumped) text += ", core dumped";
         return text;
     }
@@ -52,7 +53,17 @@ constexpr int fallback_poll_ms = 100;
 
 // What a child writes to the CLOEXEC pipe when it fails before or at execve.
 enum class child_stage : int {
-    setpgid, pdeathsig, stdin_redirect, chdir, exec, cgroup, rlimit, setgroups, setgid, setuid, inherit_fd
+    setpgid,
+    pdeathsig,
+    stdin_redirect,
+    chdir,
+    exec,
+    cgroup,
+    rlimit,
+    setgroups,
+    setgid,
+    setuid,
+    inherit_fd
 };
 struct child_error {
     child_stage stage;
@@ -75,7 +86,6 @@ const char* stage_text(child_stage stage) {
     }
     return "?";
 }
-
 
 // Resolved before fork: after fork only async-signal-safe calls are allowed, and execvpe would
 // search the gateway's PATH rather than the child's.
@@ -148,15 +158,17 @@ struct child_setup {
         ::close(fd);
     }
     for (const auto& limit : *setup.rlimits) {
-        const struct rlimit value {limit.soft, limit.hard};
+        const struct rlimit value { limit.soft, limit.hard };
         if (::setrlimit(static_cast<__rlimit_resource>(limit.resource), &value) != 0)
             fail(child_stage::rlimit);
     }
     // Groups first: after setresuid we could no longer change them.
     if (setup.uid || setup.gid) {
         if (::setgroups(0, nullptr) != 0) fail(child_stage::setgroups);
-        if (setup.gid && ::setresgid(*setup.gid, *setup.gid, *setup.gid) != 0) fail(child_stage::setgid);
-        if (setup.uid && ::setresuid(*setup.uid, *setup.uid, *setup.uid) != 0) fail(child_stage::setuid);
+        if (setup.gid && ::setresgid(*setup.gid, *setup.gid, *setup.gid) != 0)
+            fail(child_stage::setgid);
+        if (setup.uid && ::setresuid(*setup.uid, *setup.uid, *setup.uid) != 0)
+            fail(child_stage::setuid);
         // A new effective uid or gid clears the parent-death signal (prctl(2)): without this a
         // sandboxed kernel outlived a gateway that died before bwrap's --die-with-parent ran.
         if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(child_stage::pdeathsig);
@@ -170,7 +182,8 @@ struct child_setup {
     unsigned next = 3;
     for (int keep : setup.keep_fds) {
         if (keep < 3) continue;
-        if (static_cast<unsigned>(keep) > next) ::close_range(next, static_cast<unsigned>(keep) - 1, 0);
+        if (static_cast<unsigned>(keep) > next)
+            ::close_range(next, static_cast<unsigned>(keep) - 1, 0);
         next = static_cast<unsigned>(keep) + 1;
     }
     ::close_range(next, ~0U, 0);
@@ -203,7 +216,7 @@ struct process_supervisor::impl {
     logger log_;
     unique_fd wake_fd_;
     mutable std::mutex mutex_;
-    std::deque<request> requests_;    // guarded by mutex_
+    std::deque<request> requests_;     // guarded by mutex_
     std::map<pid_t, child> children_;  // unreaped children, guarded by mutex_
     bool stopping_ = false;            // guarded by mutex_
     std::thread thread_;
@@ -261,7 +274,8 @@ pid_t process_supervisor::impl::start_child(const spawn_description& what, exit_
 
     unique_fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (devnull.get() < 0)
-        throw std::system_error(errno, std::generic_category(), "cannot start " + name + ": /dev/null");
+        throw std::system_error(errno, std::generic_category(),
+                                "cannot start " + name + ": /dev/null");
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
         throw std::system_error(errno, std::generic_category(), "cannot start " + name + ": pipe");
@@ -269,11 +283,13 @@ pid_t process_supervisor::impl::start_child(const spawn_description& what, exit_
     unique_fd write_end(pipe_fds[1]);
     setup.keep_fds.push_back(write_end.get());
     std::sort(setup.keep_fds.begin(), setup.keep_fds.end());
-    setup.keep_fds.erase(std::unique(setup.keep_fds.begin(), setup.keep_fds.end()), setup.keep_fds.end());
+    setup.keep_fds.erase(std::unique(setup.keep_fds.begin(), setup.keep_fds.end()),
+                         setup.keep_fds.end());
 
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
-    if (pid < 0) throw std::system_error(errno, std::generic_category(), "cannot start " + name + ": fork");
+    if (pid < 0)
+        throw std::system_error(errno, std::generic_category(), "cannot start " + name + ": fork");
     if (pid == 0)
         exec_child(path.c_str(), argv.data(), envp.data(), cwd.empty() ? nullptr : cwd.c_str(),
                    devnull.get(), write_end.get(), parent, setup);
@@ -292,7 +308,8 @@ pid_t process_supervisor::impl::start_child(const spawn_description& what, exit_
         std::string what_failed = stage_text(report.stage);
         if (report.stage == child_stage::exec) what_failed += " " + path;
         if (report.stage == child_stage::chdir) what_failed += " " + cwd;
-        throw std::system_error(err, std::generic_category(), "cannot start " + name + ": " + what_failed);
+        throw std::system_error(err, std::generic_category(),
+                                "cannot start " + name + ": " + what_failed);
     }
 
     const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
@@ -324,9 +341,10 @@ void process_supervisor::impl::run() {
         }
         for (auto& req : pending) {
             if (stopping) {
-                req.result.set_exception(std::make_exception_ptr(
-                    std::runtime_error("cannot start " + (req.what.argv.empty() ? std::string("?") : req.what.argv.front()) +
-                                       ": the process supervisor is shutting down")));
+                req.result.set_exception(std::make_exception_ptr(std::runtime_error(
+                    "cannot start " +
+                    (req.what.argv.empty() ? std::string("?") : req.what.argv.front()) +
+                    ": the process supervisor is shutting down")));
                 continue;
             }
             try {
@@ -354,7 +372,8 @@ void process_supervisor::impl::run() {
                     send_locked(pid, SIGKILL);
                     c.kill_at.reset();
                 } else if (c.kill_at) {
-                    auto wait = std::chrono::ceil<std::chrono::milliseconds>(*c.kill_at - now).count();
+                    auto wait =
+                        std::chrono::ceil<std::chrono::milliseconds>(*c.kill_at - now).count();
                     auto ms = static_cast<int>(std::min<long long>(wait, 60'000));
                     timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
                 }
@@ -362,7 +381,8 @@ void process_supervisor::impl::run() {
                     fds.push_back(pollfd{c.pidfd, POLLIN, 0});
                     fd_pids.push_back(pid);
                 } else {
-                    timeout_ms = timeout_ms < 0 ? fallback_poll_ms : std::min(timeout_ms, fallback_poll_ms);
+                    timeout_ms =
+                        timeout_ms < 0 ? fallback_poll_ms : std::min(timeout_ms, fallback_poll_ms);
                 }
             }
         }
@@ -376,7 +396,8 @@ void process_supervisor::impl::run() {
             [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof count);
         }
 
-        // Reap under the lock, so signal_group never signals a pid that was reaped (and maybe reused).
+        // Reap under the lock, so signal_group never signals a pid that was reaped (and maybe
+        // reused).
         std::vector<std::tuple<pid_t, exit_status, exit_handler>> exited;
         {
             std::lock_guard lock(mutex_);
@@ -443,7 +464,8 @@ pid_t process_supervisor::spawn(const spawn_description& what, exit_handler on_e
         {
             std::lock_guard lock(impl_->mutex_);
             if (impl_->stopping_)
-                throw std::runtime_error("cannot start a process: the process supervisor is shutting down");
+                throw std::runtime_error(
+                    "cannot start a process: the process supervisor is shutting down");
         }
         return impl_->start_child(what, std::move(on_exit));
     }
@@ -452,7 +474,8 @@ pid_t process_supervisor::spawn(const spawn_description& what, exit_handler on_e
     {
         std::lock_guard lock(impl_->mutex_);
         if (impl_->stopping_)
-            throw std::runtime_error("cannot start a process: the process supervisor is shutting down");
+            throw std::runtime_error(
+                "cannot start a process: the process supervisor is shutting down");
         impl::request req{what, std::move(on_exit), {}};
         result = req.result.get_future();
         impl_->requests_.push_back(std::move(req));

@@ -5,11 +5,11 @@
 // the *thread* that forked exits, so a short-lived spawning thread would kill its kernels.
 // Exits are watched with pidfds in the same poll loop; each child is reaped exactly once.
 
+#include <sys/types.h>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
-#include <sys/types.h>
 
 #include "common/logger.hpp"
 #include "launcher/spawn_description.hpp"

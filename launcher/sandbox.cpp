@@ -1,12 +1,12 @@
 #include "launcher/sandbox.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
-#include <stdexcept>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
 
 #include "launcher/sandboxed_kernel.hpp"
 
@@ -18,9 +18,10 @@ namespace {
 // time zone, TLS roots (for code that would talk to a proxy the operator allows one day),
 // fonts and matplotlib's defaults. Missing ones are skipped (--ro-bind-try).
 constexpr const char* etc_files[] = {
-    "/etc/ld.so.cache",  "/etc/ld.so.conf", "/etc/nsswitch.conf", "/etc/localtime",
-    "/etc/timezone",     "/etc/mime.types", "/etc/ssl/certs",     "/etc/ssl/openssl.cnf",
-    "/etc/ca-certificates.conf", "/etc/fonts", "/etc/matplotlibrc", "/etc/alternatives",
+    "/etc/ld.so.cache", "/etc/ld.so.conf",      "/etc/nsswitch.conf",
+    "/etc/localtime",   "/etc/timezone",        "/etc/mime.types",
+    "/etc/ssl/certs",   "/etc/ssl/openssl.cnf", "/etc/ca-certificates.conf",
+    "/etc/fonts",       "/etc/matplotlibrc",    "/etc/alternatives",
     "/etc/host.conf",
 };
 
@@ -29,12 +30,15 @@ constexpr const char* usr_symlinks[] = {"bin", "sbin", "lib", "lib64", "lib32", 
 
 void write_file(const std::filesystem::path& file, const std::string& content) {
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) throw std::runtime_error("sandbox: create " + file.string() + ": " + std::strerror(errno));
-    const bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
-                    ::fchmod(fd, 0644) == 0;
+    if (fd < 0)
+        throw std::runtime_error("sandbox: create " + file.string() + ": " + std::strerror(errno));
+    const bool ok =
+        ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
+        ::fchmod(fd, 0644) == 0;
     const int err = errno;
     ::close(fd);
-    if (!ok) throw std::runtime_error("sandbox: write " + file.string() + ": " + std::strerror(err));
+    if (!ok)
+        throw std::runtime_error("sandbox: write " + file.string() + ": " + std::strerror(err));
 }
 
 void give_to(const std::filesystem::path& path, const sandbox_identity& who) {
@@ -54,13 +58,10 @@ unsigned long rl(std::uint64_t v) { return static_cast<unsigned long>(v); }
 sandbox::sandbox(std::filesystem::path bwrap, cgroup_layout cgroups, std::string cgroup_tag)
     : bwrap_(std::move(bwrap)), cgroups_(std::move(cgroups)), cgroup_tag_(std::move(cgroup_tag)) {}
 
-std::shared_ptr<sandboxed_kernel> sandbox::prepare(const spawn_description& inner,
-                                                   const sandbox_policy& policy,
-                                                   const sandbox_identity& who,
-                                                   const std::filesystem::path& workdir,
-                                                   const std::filesystem::path& runtime_dir,
-                                                   const std::filesystem::path& connection_file,
-                                                   const std::string& name) const {
+std::shared_ptr<sandboxed_kernel> sandbox::prepare(
+    const spawn_description& inner, const sandbox_policy& policy, const sandbox_identity& who,
+    const std::filesystem::path& workdir, const std::filesystem::path& runtime_dir,
+    const std::filesystem::path& connection_file, const std::string& name) const {
     if (who.uid == 0 || who.gid == 0) throw std::invalid_argument("sandbox: never as uid or gid 0");
     if (inner.argv.empty()) throw std::invalid_argument("sandbox: empty command");
 
@@ -68,18 +69,21 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(const spawn_description& inne
     // the sockets exist the gateway takes the directory back (kernel_runtime_dir::seal).
     const auto passwd = runtime_dir / "passwd";
     const auto group = runtime_dir / "group";
-    write_file(passwd, "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
-                       "kernel:x:" + std::to_string(who.uid) + ":" + std::to_string(who.gid) +
-                       ":Callisto kernel:" + sandbox_workdir + ":/bin/sh\n"
-                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+    write_file(passwd,
+               "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+               "kernel:x:" +
+                   std::to_string(who.uid) + ":" + std::to_string(who.gid) +
+                   ":Callisto kernel:" + sandbox_workdir +
+                   ":/bin/sh\n"
+                   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
     write_file(group, "root:x:0:\nkernel:x:" + std::to_string(who.gid) + ":\nnogroup:x:65534:\n");
     give_to(runtime_dir, who);
     give_to(connection_file, who);
 
     std::unique_ptr<kernel_cgroup> cgroup;
     if (cgroups_.version != cgroup_version::none)
-        cgroup = std::make_unique<kernel_cgroup>(cgroups_, cgroup_tag_.empty() ? name : cgroup_tag_ + "-" + name,
-                                                 policy);
+        cgroup = std::make_unique<kernel_cgroup>(
+            cgroups_, cgroup_tag_.empty() ? name : cgroup_tag_ + "-" + name, policy);
 
     const int seccomp_fd = seccomp_.make_fd();
     spawn_description out;
@@ -96,24 +100,25 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(const spawn_description& inne
              "--tmpfs", "/", "--ro-bind", "/usr", "/usr"};
         for (const char* link : usr_symlinks) {
             const std::string host = std::string("/") + link;
-            if (is_symlink(host)) a.insert(a.end(), {"--symlink", std::string("usr/") + link, host});
+            if (is_symlink(host))
+                a.insert(a.end(), {"--symlink", std::string("usr/") + link, host});
         }
         a.insert(a.end(), {"--dir", "/etc"});
         for (const char* file : etc_files) a.insert(a.end(), {"--ro-bind-try", file, file});
-        a.insert(a.end(), {"--ro-bind", passwd.string(), "/etc/passwd",  //
-                           "--ro-bind", group.string(), "/etc/group",
-                           // A fresh procfs for the new pid namespace (not the host's), a
-                           // minimal /dev, no /sys at all.
-                           "--proc", "/proc", "--dev", "/dev",
-                           "--size", std::to_string(policy.tmp_bytes), "--tmpfs", "/tmp",
-                           "--size", std::to_string(policy.tmp_bytes), "--tmpfs", "/dev/shm",
-                           "--bind", workdir.string(), sandbox_workdir,
-                           // At its host path, so the connection file's ipc paths hold inside.
-                           "--bind", runtime_dir.string(), runtime_dir.string(),
-                           // /dev is bwrap's own tmpfs: read-only too (the device
-                           // nodes stay usable; /dev/shm is its own capped mount).
-                           "--chdir", sandbox_workdir, "--remount-ro", "/dev", "--remount-ro", "/",
-                           "--cap-drop", "ALL", "--seccomp", std::to_string(seccomp_fd), "--"});
+        a.insert(a.end(),
+                 {"--ro-bind", passwd.string(), "/etc/passwd",  //
+                  "--ro-bind", group.string(), "/etc/group",
+                  // A fresh procfs for the new pid namespace (not the host's), a
+                  // minimal /dev, no /sys at all.
+                  "--proc", "/proc", "--dev", "/dev", "--size", std::to_string(policy.tmp_bytes),
+                  "--tmpfs", "/tmp", "--size", std::to_string(policy.tmp_bytes), "--tmpfs",
+                  "/dev/shm", "--bind", workdir.string(), sandbox_workdir,
+                  // At its host path, so the connection file's ipc paths hold inside.
+                  "--bind", runtime_dir.string(), runtime_dir.string(),
+                  // /dev is bwrap's own tmpfs: read-only too (the device
+                  // nodes stay usable; /dev/shm is its own capped mount).
+                  "--chdir", sandbox_workdir, "--remount-ro", "/dev", "--remount-ro", "/",
+                  "--cap-drop", "ALL", "--seccomp", std::to_string(seccomp_fd), "--"});
         a.insert(a.end(), inner.argv.begin(), inner.argv.end());
 
         // kernel_command already reduced the host environment to a safe few; keep those and
@@ -148,7 +153,8 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(const spawn_description& inne
         ::close(seccomp_fd);
         throw;
     }
-    return std::make_shared<sandboxed_kernel>(std::move(out), policy, who, std::move(cgroup), seccomp_fd);
+    return std::make_shared<sandboxed_kernel>(std::move(out), policy, who, std::move(cgroup),
+                                              seccomp_fd);
 }
 
 }  // namespace callisto::launcher

@@ -38,13 +38,10 @@ public:
     // runtime dir and hands the runtime dir and connection file to the session uid.
     // `inner` is the kernel command as kernel_command built it (host paths); `name` is unique
     // per start (the runtime dir's name). Throws std::runtime_error.
-    std::shared_ptr<sandboxed_kernel> prepare(const spawn_description& inner,
-                                              const sandbox_policy& policy,
-                                              const sandbox_identity& who,
-                                              const std::filesystem::path& workdir,
-                                              const std::filesystem::path& runtime_dir,
-                                              const std::filesystem::path& connection_file,
-                                              const std::string& name) const;
+    std::shared_ptr<sandboxed_kernel> prepare(
+        const spawn_description& inner, const sandbox_policy& policy, const sandbox_identity& who,
+        const std::filesystem::path& workdir, const std::filesystem::path& runtime_dir,
+        const std::filesystem::path& connection_file, const std::string& name) const;
 
     const cgroup_layout& cgroups() const { return cgroups_; }
     const std::filesystem::path& bwrap() const { return bwrap_; }

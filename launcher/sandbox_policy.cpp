@@ -61,17 +61,24 @@ sandbox_policy sandbox_policy::with_overrides(const nlohmann::json& limits) cons
     if (!limits.is_object()) throw std::invalid_argument("limits: expected an object");
     sandbox_policy out = *this;
     for (const auto& [key, value] : limits.items()) {
-        if (key == "memory") out.memory_bytes = size_field(value, "memory");
-        else if (key == "pids") out.pids = count_field(value, "pids", 1u << 22);
+        if (key == "memory")
+            out.memory_bytes = size_field(value, "memory");
+        else if (key == "pids")
+            out.pids = count_field(value, "pids", 1u << 22);
         else if (key == "cpu") {
             if (!value.is_number() || !(value.get<double>() >= 0.01) || value.get<double>() > 1024)
                 throw std::invalid_argument("limits.cpu: expected cores 0.01-1024");
             out.cpu_cores = value.get<double>();
-        } else if (key == "cpu_time") out.cpu_time_seconds = count_field(value, "cpu_time", 1u << 30);
-        else if (key == "file_size") out.file_size_bytes = size_field(value, "file_size");
-        else if (key == "open_files") out.open_files = count_field(value, "open_files", 1u << 20);
-        else if (key == "disk") out.disk_bytes = size_field(value, "disk");
-        else if (key == "tmp") out.tmp_bytes = size_field(value, "tmp");
+        } else if (key == "cpu_time")
+            out.cpu_time_seconds = count_field(value, "cpu_time", 1u << 30);
+        else if (key == "file_size")
+            out.file_size_bytes = size_field(value, "file_size");
+        else if (key == "open_files")
+            out.open_files = count_field(value, "open_files", 1u << 20);
+        else if (key == "disk")
+            out.disk_bytes = size_field(value, "disk");
+        else if (key == "tmp")
+            out.tmp_bytes = size_field(value, "tmp");
         else
             throw std::invalid_argument("limits." + key +
                                         ": unknown (memory, pids, cpu, cpu_time, file_size, "

@@ -11,14 +11,14 @@
 namespace callisto::launcher {
 
 struct sandbox_policy {
-    std::uint64_t memory_bytes = 2ull << 30;      // cgroup memory limit (no swap)
-    std::uint64_t pids = 256;                     // cgroup pids.max and RLIMIT_NPROC
-    double cpu_cores = 1.0;                       // cgroup CPU bandwidth, in cores
-    std::uint64_t cpu_time_seconds = 600;         // RLIMIT_CPU per process: SIGXCPU, then SIGKILL
-    std::uint64_t file_size_bytes = 1ull << 30;   // RLIMIT_FSIZE: one file
-    std::uint64_t open_files = 1024;              // RLIMIT_NOFILE
-    std::uint64_t disk_bytes = 1ull << 30;        // the workdir's total size
-    std::uint64_t tmp_bytes = 256ull << 20;       // /tmp and /dev/shm, each
+    std::uint64_t memory_bytes = 2ull << 30;     // cgroup memory limit (no swap)
+    std::uint64_t pids = 256;                    // cgroup pids.max and RLIMIT_NPROC
+    double cpu_cores = 1.0;                      // cgroup CPU bandwidth, in cores
+    std::uint64_t cpu_time_seconds = 600;        // RLIMIT_CPU per process: SIGXCPU, then SIGKILL
+    std::uint64_t file_size_bytes = 1ull << 30;  // RLIMIT_FSIZE: one file
+    std::uint64_t open_files = 1024;             // RLIMIT_NOFILE
+    std::uint64_t disk_bytes = 1ull << 30;       // the workdir's total size
+    std::uint64_t tmp_bytes = 256ull << 20;      // /tmp and /dev/shm, each
 
     // Returns a copy with the fields named in `limits` replaced. Sizes are numbers of bytes or
     // strings like "512MiB". Throws std::invalid_argument naming the bad field.

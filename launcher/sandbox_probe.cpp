@@ -1,14 +1,14 @@
 #include "launcher/sandbox_probe.hpp"
 
-#include <cerrno>
-#include <csignal>
-#include <cstring>
 #include <fcntl.h>
-#include <fstream>
 #include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fstream>
 #include <vector>
 
 namespace callisto::launcher {
@@ -68,26 +68,50 @@ sandbox_probe sandbox_probe::run(const std::filesystem::path& bwrap, uid_t test_
     p.privileged = ::geteuid() == 0;
 
     struct stat st {};
-    if (::stat(bwrap.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(bwrap.c_str(), X_OK) != 0) {
+    if (::stat(bwrap.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        ::access(bwrap.c_str(), X_OK) != 0) {
         p.failure = bwrap.string() + " not found: install bubblewrap (apt-get install bubblewrap)";
         return p;
     }
     if (!p.privileged) {
         // Without root there is no per-session uid: every kernel would share the gateway's
         // uid and could reach the gateway's files and sockets outside its namespaces.
-        p.failure = "the sandbox needs root to give each session its own uid, cgroup and disk "
-                    "quota; run callisto as root (it never runs kernel code as root), or use "
-                    "--sandbox=off for development only";
+        p.failure =
+            "the sandbox needs root to give each session its own uid, cgroup and disk "
+            "quota; run callisto as root (it never runs kernel code as root), or use "
+            "--sandbox=off for development only";
         return p;
     }
-    const auto [rc, output] = run_as(test_uid, {bwrap.string(), "--unshare-user", "--unshare-pid",
-                                                "--unshare-net", "--unshare-ipc", "--disable-userns",
-                                                "--die-with-parent", "--tmpfs", "/", "--ro-bind",
-                                                "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-                                                "--symlink", "usr/lib", "/lib", "--symlink",
-                                                "usr/lib64", "/lib64", "--proc", "/proc",
-                                                "--size", "1048576", "--tmpfs", "/tmp",
-                                                "--remount-ro", "/", "/usr/bin/true"});
+    const auto [rc, output] = run_as(test_uid, {bwrap.string(),
+                                                "--unshare-user",
+                                                "--unshare-pid",
+                                                "--unshare-net",
+                                                "--unshare-ipc",
+                                                "--disable-userns",
+                                                "--die-with-parent",
+                                                "--tmpfs",
+                                                "/",
+                                                "--ro-bind",
+                                                "/usr",
+                                                "/usr",
+                                                "--symlink",
+                                                "usr/bin",
+                                                "/bin",
+                                                "--symlink",
+                                                "usr/lib",
+                                                "/lib",
+                                                "--symlink",
+                                                "usr/lib64",
+                                                "/lib64",
+                                                "--proc",
+                                                "/proc",
+                                                "--size",
+                                                "1048576",
+                                                "--tmpfs",
+                                                "/tmp",
+                                                "--remount-ro",
+                                                "/",
+                                                "/usr/bin/true"});
     p.user_namespaces = rc == 0;
     if (!p.user_namespaces) {
         std::string why = output.empty() ? "exit status " + std::to_string(rc) : output;

@@ -3,9 +3,9 @@
 // an unprivileged uid with the namespaces the sandbox uses, and detects the cgroup version.
 // The gateway logs the result and refuses to start when no safe mode exists.
 
+#include <sys/types.h>
 #include <filesystem>
 #include <string>
-#include <sys/types.h>
 
 #include "launcher/cgroup_layout.hpp"
 

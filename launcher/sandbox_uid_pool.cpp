@@ -4,7 +4,8 @@
 
 namespace callisto::launcher {
 
-sandbox_uid_pool::sandbox_uid_pool(uid_t first, std::uint32_t count) : first_(first), count_(count) {
+sandbox_uid_pool::sandbox_uid_pool(uid_t first, std::uint32_t count)
+    : first_(first), count_(count) {
     if (first == 0 || count == 0 || std::uint64_t{first} + count > (1ull << 31))
         throw std::invalid_argument("sandbox uid range must be non-empty, above 0 and below 2^31");
 }

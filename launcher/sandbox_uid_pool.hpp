@@ -3,11 +3,11 @@
 // sessions share an identity: files, signals, RLIMIT_NPROC and the ipc socket ownership check
 // all separate sessions by uid. Never uid 0. Thread-safe.
 
+#include <sys/types.h>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sys/types.h>
 
 namespace callisto::launcher {
 

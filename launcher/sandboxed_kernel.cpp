@@ -1,7 +1,7 @@
 #include "launcher/sandboxed_kernel.hpp"
 
-#include <csignal>
 #include <unistd.h>
+#include <csignal>
 
 namespace callisto::launcher {
 
@@ -29,11 +29,14 @@ exit_status sandboxed_kernel::judge(exit_status status) const {
     }
     const std::uint64_t oom = cgroup_ ? cgroup_->oom_kills() : 0;
     if (oom > 0) {
-        status.verdict = "killed: out of memory (limit " + format_byte_size(policy_.memory_bytes) + ")";
+        status.verdict =
+            "killed: out of memory (limit " + format_byte_size(policy_.memory_bytes) + ")";
     } else if (status.signal == SIGXCPU) {
-        status.verdict = "killed: CPU time limit exceeded (" + std::to_string(policy_.cpu_time_seconds) + " s)";
+        status.verdict =
+            "killed: CPU time limit exceeded (" + std::to_string(policy_.cpu_time_seconds) + " s)";
     } else if (status.signal == SIGXFSZ) {
-        status.verdict = "killed: file size limit exceeded (" + format_byte_size(policy_.file_size_bytes) + ")";
+        status.verdict =
+            "killed: file size limit exceeded (" + format_byte_size(policy_.file_size_bytes) + ")";
     }
     return status;
 }

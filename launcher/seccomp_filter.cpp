@@ -1,15 +1,15 @@
 #include "launcher/seccomp_filter.hpp"
 
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
-#include <sched.h>
-#include <seccomp.h>
 #include <stdexcept>
-#include <sys/mman.h>
-#include <sys/socket.h>
 #include <system_error>
-#include <unistd.h>
 
 #include <linux/netlink.h>
 
@@ -32,7 +32,8 @@ private:
 };
 
 void check(int rc, const char* what) {
-    if (rc < 0) throw std::runtime_error(std::string("seccomp: ") + what + ": " + std::strerror(-rc));
+    if (rc < 0)
+        throw std::runtime_error(std::string("seccomp: ") + what + ": " + std::strerror(-rc));
 }
 
 // Names resolved at run time, so a syscall this libseccomp or arch does not know is skipped
@@ -44,21 +45,60 @@ void deny(scmp_filter_ctx ctx, const char* name, int error = EPERM) {
 }
 
 constexpr const char* denied_syscalls[] = {
-    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
-    "mount", "umount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount",
-    "fspick", "move_mount", "open_tree", "mount_setattr",
-    "unshare", "setns",
-    "keyctl", "add_key", "request_key",
-    "bpf", "perf_event_open", "userfaultfd", "fanotify_init",
-    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-    "reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "vhangup",
-    "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "iopl", "ioperm",
-    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "personality",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "pidfd_getfd",
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "move_mount",
+    "open_tree",
+    "mount_setattr",
+    "unshare",
+    "setns",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "fanotify_init",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "syslog",
+    "vhangup",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "lookup_dcookie",
+    "iopl",
+    "ioperm",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "personality",
 };
 
-constexpr scmp_datum_t namespace_flags[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,
-                                           CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
-                                           CLONE_NEWCGROUP, 0x00000080 /* CLONE_NEWTIME */};
+constexpr scmp_datum_t namespace_flags[] = {CLONE_NEWNS,     CLONE_NEWUTS, CLONE_NEWIPC,
+                                            CLONE_NEWUSER,   CLONE_NEWPID, CLONE_NEWNET,
+                                            CLONE_NEWCGROUP, 0x00000080 /* CLONE_NEWTIME */};
 
 void add_rule(scmp_filter_ctx ctx, int error, int syscall, const char* what,
               std::initializer_list<scmp_arg_cmp> args) {

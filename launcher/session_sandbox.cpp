@@ -42,8 +42,8 @@ session_sandbox::~session_sandbox() {
     uids_.release(who_);
 }
 
-std::shared_ptr<sandboxed_kernel> session_sandbox::prepare(const spawn_description& inner,
-                                                           const kernel_runtime_dir& runtime) const {
+std::shared_ptr<sandboxed_kernel> session_sandbox::prepare(
+    const spawn_description& inner, const kernel_runtime_dir& runtime) const {
     return box_.prepare(inner, policy_, who_, workdir_->path(), runtime.path(),
                         runtime.connection_file(), runtime.path().filename().string());
 }

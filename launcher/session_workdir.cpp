@@ -1,11 +1,11 @@
 #include "launcher/session_workdir.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <stdexcept>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
 
 namespace callisto::launcher {
 
@@ -23,7 +23,8 @@ session_workdir::session_workdir(const std::filesystem::path& root, const std::s
         throw std::runtime_error("session workdir: invalid name \"" + name + "\"");
     std::error_code ec;
     std::filesystem::create_directories(root, ec);
-    if (ec) throw std::runtime_error("session workdir: create " + root.string() + ": " + ec.message());
+    if (ec)
+        throw std::runtime_error("session workdir: create " + root.string() + ": " + ec.message());
     // Traversable but not listable: a kernel (as its own uid) reaches only the path it knows,
     // and the sandbox does not even show it the root.
     if (::chmod(root.c_str(), 0711) != 0) fail("chmod " + root.string(), errno);
@@ -36,8 +37,10 @@ session_workdir::session_workdir(const std::filesystem::path& root, const std::s
             const std::string options = "size=" + std::to_string(quota_bytes) +
                                         ",mode=0700,uid=" + std::to_string(owner.uid) +
                                         ",gid=" + std::to_string(owner.gid);
-            if (::mount("callisto-work", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0)
-                fail("mount a " + std::to_string(quota_bytes) + "-byte tmpfs on " + dir.string(), errno);
+            if (::mount("callisto-work", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+                        options.c_str()) != 0)
+                fail("mount a " + std::to_string(quota_bytes) + "-byte tmpfs on " + dir.string(),
+                     errno);
             mounted_ = true;
         }
         if (::chown(dir.c_str(), owner.uid, owner.gid) != 0) fail("chown " + dir.string(), errno);

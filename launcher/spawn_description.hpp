@@ -3,25 +3,25 @@
 // one spawn_description into another (prefixing bwrap and its arguments) and adds limits,
 // an identity and a cgroup, which process_supervisor applies in the child before execve.
 
+#include <sys/types.h>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace callisto::launcher {
 
 struct resource_limit {
-    int resource;       // RLIMIT_*
+    int resource;        // RLIMIT_*
     unsigned long soft;  // RLIM_INFINITY for none
     unsigned long hard;
 };
 
 struct spawn_description {
-    std::vector<std::string> argv;            // argv[0] is an absolute path or found on PATH of env
-    std::map<std::string, std::string> env;   // the complete environment (nothing inherited)
-    std::filesystem::path cwd;                // empty: inherit
+    std::vector<std::string> argv;           // argv[0] is an absolute path or found on PATH of env
+    std::map<std::string, std::string> env;  // the complete environment (nothing inherited)
+    std::filesystem::path cwd;               // empty: inherit
 
     // Applied in the child, in this order: join cgroups (needs root), rlimits (root may raise
     // hard limits), then drop to uid/gid with no supplementary groups. Empty: unchanged.

@@ -33,7 +33,7 @@ namespace {
 
 namespace kp = callisto::kernelproto;
 using clock_type = std::chrono::steady_clock;
-using frames_t = std::vector<std::string>;  // to send
+using frames_t = std::vector<std::string>;    // to send
 using received_t = std::vector<kp::payload>;  // received: large frames are views of ZeroMQ's
 
 // Messages read from one socket per poll round before the others get their turn, so one
@@ -157,12 +157,13 @@ send_result send_frames(zmq::socket_t& socket, const frames_t& frames) {
 
 // A content from this size on is validated on a helper thread while this thread checks the
 // signature (~0.6 ms per MB with SHA extensions; the scan takes about a quarter of that): the
-// relay of a big output waits for both, so it waits only for the longer one. The validator is a non-allocating scanner; its verdict counts only once the
-// signature has verified, so nothing unauthenticated is accepted.
+// relay of a big output waits for both, so it waits only for the longer one. The validator is a
+// non-allocating scanner; its verdict counts only once the signature has verified, so nothing
+// unauthenticated is accepted.
 constexpr std::size_t parallel_check_bytes = 1u << 20;
 
 kp::message decode_received(received_t&& frames, const kp::hmac_signer& signer,
-                           std::error_code& ec) {
+                            std::error_code& ec) {
     const auto delim = std::find(frames.begin(), frames.end(), kp::delimiter);
     if (!signer.enabled() || std::distance(delim, frames.end()) < 6 ||
         (delim + 5)->size() < parallel_check_bytes)
@@ -189,8 +190,7 @@ kp::message decode_received(received_t&& frames, const kp::hmac_signer& signer,
 struct reactor::impl {
     explicit impl(logger log) : log_(log.component("transport")) {
         wake_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-        if (!wake_fd_)
-            throw std::system_error(errno, std::generic_category(), "reactor: eventfd");
+        if (!wake_fd_) throw std::system_error(errno, std::generic_category(), "reactor: eventfd");
         // Five sockets per kernel: the default limit (1023) would cap us near 200 kernels.
         try {
             ctx_.set(zmq::ctxopt::max_sockets, ctx_.get(zmq::ctxopt::socket_limit));
@@ -509,8 +509,8 @@ private:
     // ---- slow-joiner nudge ----
 
     void send_nudge(kernel_link& l) {
-        kp::message msg = kp::make_message("kernel_info_request", nlohmann::json::object(),
-                                           l.session);
+        kp::message msg =
+            kp::make_message("kernel_info_request", nlohmann::json::object(), l.session);
         l.nudge_ids.insert(msg.msg_id);
         queue_or_send(l, kp::channel::shell, kp::encode(msg, l.signer));
     }
@@ -730,8 +730,8 @@ reactor::reactor(logger log) : impl_(std::make_unique<impl>(std::move(log))) {}
 
 reactor::~reactor() { stop(); }
 
-link_id reactor::open(const kernelproto::connection_info& info,
-                      std::shared_ptr<link_events> events, link_options options) {
+link_id reactor::open(const kernelproto::connection_info& info, std::shared_ptr<link_events> events,
+                      link_options options) {
     return impl_->open(info, std::move(events), std::move(options));
 }
 

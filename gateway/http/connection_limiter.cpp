@@ -9,8 +9,7 @@ struct connection_limiter::state {
 };
 
 connection_limiter::connection_limiter(std::size_t max_total, std::size_t max_per_address)
-    : max_total_(max_total), max_per_address_(max_per_address),
-      state_(std::make_shared<state>()) {}
+    : max_total_(max_total), max_per_address_(max_per_address), state_(std::make_shared<state>()) {}
 
 connection_limiter::verdict connection_limiter::try_admit(const std::string& address, slot& out) {
     {

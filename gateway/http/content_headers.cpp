@@ -37,8 +37,8 @@ void set_common(http_response& res) {
 
 bool renders_passively(std::string_view content_type) {
     static constexpr std::array<std::string_view, 7> passive = {
-        "image/png", "image/jpeg", "image/gif", "image/webp",
-        "text/plain", "text/csv", "application/json"};
+        "image/png",  "image/jpeg", "image/gif",       "image/webp",
+        "text/plain", "text/csv",   "application/json"};
     const auto type = media_type(content_type);
     for (auto p : passive)
         if (type == p) return true;

@@ -12,10 +12,10 @@
 
 #include "gateway/http/beast.hpp"
 #include "gateway/http/content_headers.hpp"
-#include "gateway/interpreter/events_session.hpp"
-#include "gateway/interpreter/ndjson_stream.hpp"
 #include "gateway/http/openapi_document.hpp"
 #include "gateway/http/static_files.hpp"
+#include "gateway/interpreter/events_session.hpp"
+#include "gateway/interpreter/ndjson_stream.hpp"
 #include "gateway/jupyter_api/websocket_session.hpp"
 
 namespace callisto::gateway {
@@ -63,11 +63,14 @@ void http_session::do_read() {
     parser_->header_limit(64 * 1024);
     // A connection that opens and sends nothing gets little time: idle sockets are what an
     // attacker holding every slot would use.
-    if (first_request_) stream_.expires_after(services_.config.header_timeout);
-    else stream_.expires_after(request_timeout);
+    if (first_request_)
+        stream_.expires_after(services_.config.header_timeout);
+    else
+        stream_.expires_after(request_timeout);
     // The header first: file uploads have a larger body limit of their own.
-    http::async_read_header(stream_, buffer_, *parser_,
-                            beast::bind_front_handler(&http_session::on_header, shared_from_this()));
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        beast::bind_front_handler(&http_session::on_header, shared_from_this()));
 }
 
 void http_session::on_header(beast::error_code ec, std::size_t bytes) {
@@ -91,7 +94,7 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     parser_->body_limit(body_limit_);
     // The body's bytes count against the server's budget until the answer is written. A
     // chunked body may grow to the route's limit, so that much is reserved.
-    const std::size_t expected = length ? static_cast<std::size_t>(*length)
+    const std::size_t expected = length               ? static_cast<std::size_t>(*length)
                                  : parser_->chunked() ? body_limit_
                                                       : 0;
     if (expected > 0 && !services_.request_bodies.try_reserve(expected, body_reservation_)) {
@@ -120,11 +123,9 @@ std::optional<http_response> http_session::refuse_before_body() {
         // Unknown paths answer the same with or without a token (after the body, as before).
         case route_kind::not_found:
         case route_kind::bad_v1_path:
-        case route_kind::method_not_allowed:
-            return std::nullopt;
+        case route_kind::method_not_allowed: return std::nullopt;
         // MCP hosts send bearer tokens and expect 401 with a challenge when it is wrong.
-        case route_kind::mcp:
-            return mcp::mcp_endpoint::unauthorized();
+        case route_kind::mcp: return mcp::mcp_endpoint::unauthorized();
         default:
             return error_response(http::status::forbidden,
                                   "a valid token is required: 'Authorization: token T' or "
@@ -143,9 +144,9 @@ void http_session::on_read(beast::error_code ec, std::size_t) {
         return;
     }
     if (ec == http::error::body_limit) {
-        auto res = error_response(http::status::payload_too_large,
-                                  "request body is larger than " +
-                                      std::to_string(body_limit_) + " bytes");
+        auto res =
+            error_response(http::status::payload_too_large,
+                           "request body is larger than " + std::to_string(body_limit_) + " bytes");
         res.keep_alive(false);
         return send(std::move(res));
     }
@@ -154,8 +155,8 @@ void http_session::on_read(beast::error_code ec, std::size_t) {
             ec != asio::error::connection_reset && ec != asio::error::eof) {
             services_.log.debug("http read: " + ec.message());
             // A malformed request gets an answer before the connection closes.
-            auto res = error_response(http::status::bad_request, "malformed HTTP request: " +
-                                                                     ec.message());
+            auto res = error_response(http::status::bad_request,
+                                      "malformed HTTP request: " + ec.message());
             res.keep_alive(false);
             return send(std::move(res));
         }
@@ -184,9 +185,8 @@ void http_session::dispatch_request(http_request req) {
     if (r.kind == route_kind::mcp) {
         auto self = shared_from_this();
         return services_.mcp.handle(req, *who, [self](http_response res) {
-            asio::dispatch(self->stream_.get_executor(), [self, res = std::move(res)]() mutable {
-                self->send(std::move(res));
-            });
+            asio::dispatch(self->stream_.get_executor(),
+                           [self, res = std::move(res)]() mutable { self->send(std::move(res)); });
         });
     }
 
@@ -203,19 +203,18 @@ void http_session::dispatch_request(http_request req) {
         return services_.interpreter_rest.handle(
             r, std::move(req), *who,
             [self](http_response res) {
-                asio::dispatch(self->stream_.get_executor(), [self, res = std::move(res)]() mutable {
-                    self->send(std::move(res));
-                });
+                asio::dispatch(
+                    self->stream_.get_executor(),
+                    [self, res = std::move(res)]() mutable { self->send(std::move(res)); });
             },
             take_stream);
     }
 
     switch (r.kind) {
         case route_kind::api_info:
-            return send(json_response(http::status::ok, {{"version", CALLISTO_VERSION},
-                                                          {"gateway", "callisto"}}));
-        case route_kind::healthz:
-            return send(json_response(http::status::ok, {{"status", "ok"}}));
+            return send(json_response(http::status::ok,
+                                      {{"version", CALLISTO_VERSION}, {"gateway", "callisto"}}));
+        case route_kind::healthz: return send(json_response(http::status::ok, {{"status", "ok"}}));
         case route_kind::readyz: {
             auto report = services_.ready.check();
             return send(json_response(
@@ -234,11 +233,10 @@ void http_session::dispatch_request(http_request req) {
         case route_kind::kernelspec_resource:
             return services_.kernelspecs_rest.handle(
                 r, req, [this](http_response res) { send(std::move(res)); });
-        case route_kind::kernel_channels:
-            return upgrade_to_websocket(r, *who, std::move(req));
+        case route_kind::kernel_channels: return upgrade_to_websocket(r, *who, std::move(req));
         case route_kind::static_file: {
-            auto res = serve_file(services_.config.web_root,
-                                  r.file.empty() ? "index.html" : r.file);
+            auto res =
+                serve_file(services_.config.web_root, r.file.empty() ? "index.html" : r.file);
             set_web_ui_headers(res);
             return send(std::move(res));
         }
@@ -246,8 +244,9 @@ void http_session::dispatch_request(http_request req) {
             // Kernel handlers may answer later from another thread: hop back to this strand.
             auto self = shared_from_this();
             services_.kernels_rest.handle(r, req, *who, [self](http_response res) {
-                asio::dispatch(self->stream_.get_executor(),
-                               [self, res = std::move(res)]() mutable { self->send(std::move(res)); });
+                asio::dispatch(
+                    self->stream_.get_executor(),
+                    [self, res = std::move(res)]() mutable { self->send(std::move(res)); });
             });
         }
     }
@@ -270,9 +269,9 @@ void http_session::upgrade_to_websocket(const route& r, const user& who, http_re
                                        "'since' must be a message sequence number"));
         since = value;
     }
-    auto ws = std::make_shared<jupyter_api::websocket_session>(std::move(stream_), std::move(kernel),
-                                                  services_.config, services_.log, since,
-                                                  std::move(slot_));
+    auto ws = std::make_shared<jupyter_api::websocket_session>(
+        std::move(stream_), std::move(kernel), services_.config, services_.log, since,
+        std::move(slot_));
     services_.sessions.add(ws);
     ws->run(std::move(req));
 }
@@ -282,7 +281,8 @@ void http_session::upgrade_to_events(const route& r, const user& who, http_reque
     // speaks WebSocket.
     auto context = services_.interpreter_rest.find_context(r.context_id, who);
     if (!context)
-        return send(error_response(http::status::not_found, "Context does not exist: " + r.context_id));
+        return send(
+            error_response(http::status::not_found, "Context does not exist: " + r.context_id));
     if (!beast::websocket::is_upgrade(req))
         return send(error_response(http::status::bad_request,
                                    "this endpoint speaks WebSocket only (Upgrade: websocket)"));
@@ -306,15 +306,15 @@ void http_session::send(http_response res) {
     const bool keep_alive = shared->keep_alive();
     // The read's deadline may have passed while a long execution ran.
     stream_.expires_after(request_timeout);
-    http::async_write(stream_, *shared,
-                      [self = shared_from_this(), shared, keep_alive](beast::error_code ec,
-                                                                      std::size_t n) {
-                          self->on_write(keep_alive, ec, n);
-                      });
+    http::async_write(
+        stream_, *shared,
+        [self = shared_from_this(), shared, keep_alive](beast::error_code ec, std::size_t n) {
+            self->on_write(keep_alive, ec, n);
+        });
 }
 
 void http_session::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
-    answering_ = false;  // only now: a close() meanwhile must not cut the answer short
+    answering_ = false;         // only now: a close() meanwhile must not cut the answer short
     body_reservation_.reset();  // the handler is done with the body
     if (ec) return;
     if (!keep_alive || stopping_) {

@@ -12,8 +12,8 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include "gateway/http/http_message.hpp"
 #include "gateway/gateway_services.hpp"
+#include "gateway/http/http_message.hpp"
 #include "gateway/user.hpp"
 
 namespace callisto::gateway {
@@ -53,8 +53,8 @@ private:
     std::optional<user> who_;                    // its sender, when the token was valid
     bool first_request_ = true;
     bool keep_alive_ = true;
-    bool answering_ = false;  // a request was read and its answer is not written yet
-    bool stopping_ = false;   // close after that answer
+    bool answering_ = false;      // a request was read and its answer is not written yet
+    bool stopping_ = false;       // close after that answer
     std::size_t body_limit_ = 0;  // of the request being read
 };
 

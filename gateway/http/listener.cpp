@@ -20,8 +20,8 @@ unique_fd open_reserve_fd() { return unique_fd(::open("/dev/null", O_RDONLY | O_
 // A whole HTTP answer for a connection that is not taken: the client learns why, then the
 // connection closes.
 std::string refusal_text(int status, std::string_view phrase, std::string_view message) {
-    const std::string body = R"({"reason":")" + std::string(phrase) + R"(","message":")" +
-                             std::string(message) + "\"}";
+    const std::string body =
+        R"({"reason":")" + std::string(phrase) + R"(","message":")" + std::string(message) + "\"}";
     return "HTTP/1.1 " + std::to_string(status) + " " + std::string(phrase) +
            "\r\nServer: callisto\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
            "Connection: close\r\nContent-Length: " +
@@ -36,9 +36,9 @@ const std::string& server_full_answer() {
 }
 
 const std::string& address_full_answer() {
-    static const std::string text = refusal_text(
-        429, "Too Many Requests",
-        "this address holds as many connections as one address may (--max-connections-per-address)");
+    static const std::string text = refusal_text(429, "Too Many Requests",
+                                                 "this address holds as many connections as one "
+                                                 "address may (--max-connections-per-address)");
     return text;
 }
 
@@ -61,8 +61,11 @@ void refuse(tcp::socket socket, const std::string& answer) {
 }  // namespace
 
 listener::listener(asio::io_context& ioc, tcp::endpoint endpoint, gateway_services& services)
-    : ioc_(ioc), acceptor_(asio::make_strand(ioc)), retry_timer_(acceptor_.get_executor()),
-      services_(services), reserve_fd_(open_reserve_fd()) {
+    : ioc_(ioc),
+      acceptor_(asio::make_strand(ioc)),
+      retry_timer_(acceptor_.get_executor()),
+      services_(services),
+      reserve_fd_(open_reserve_fd()) {
     acceptor_.open(endpoint.protocol());
     acceptor_.set_option(asio::socket_base::reuse_address(true));
     acceptor_.bind(endpoint);
@@ -91,8 +94,9 @@ void listener::retry_after_error() {
 }
 
 bool listener::refuse_with_reserve_fd() {
-    // True when a waiting connection was refused. The descriptor kept for this moment is given up, so the waiting connection can be
-    // accepted, told why, and closed; otherwise it would sit in the backlog until it timed out.
+    // True when a waiting connection was refused. The descriptor kept for this moment is given up,
+    // so the waiting connection can be accepted, told why, and closed; otherwise it would sit in
+    // the backlog until it timed out.
     if (!reserve_fd_) return false;
     reserve_fd_.reset();
     tcp::socket socket(ioc_);
@@ -113,8 +117,7 @@ bool listener::refuse_with_reserve_fd() {
 }
 
 void listener::on_accept_error(boost::system::error_code ec) {
-    const bool out_of_descriptors =
-        ec == asio::error::no_descriptors || ec.value() == ENFILE;
+    const bool out_of_descriptors = ec == asio::error::no_descriptors || ec.value() == ENFILE;
     if (out_of_descriptors && refuse_with_reserve_fd()) {
         if (refused_for_descriptors_++ % 1000 == 0)
             services_.log.warn("accept: out of file descriptors; refusing connections (" +
@@ -145,8 +148,8 @@ void listener::admit(tcp::socket socket) {
 
 void listener::do_accept() {
     acceptor_.async_accept(
-        asio::make_strand(ioc_), [self = shared_from_this()](boost::system::error_code ec,
-                                                             tcp::socket socket) {
+        asio::make_strand(ioc_),
+        [self = shared_from_this()](boost::system::error_code ec, tcp::socket socket) {
             if (ec) {
                 if (ec == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
                 return self->on_accept_error(ec);

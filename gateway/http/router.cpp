@@ -51,9 +51,12 @@ route match_v1_oneshot(std::string_view method, const std::vector<std::string>& 
     }
     if (n != 3) return route{};
     r.execution_id = seg[2];
-    if (method == "GET") r.kind = route_kind::oneshot_get;
-    else if (method == "DELETE") r.kind = route_kind::oneshot_delete;
-    else return method_not_allowed("GET, DELETE");
+    if (method == "GET")
+        r.kind = route_kind::oneshot_get;
+    else if (method == "DELETE")
+        r.kind = route_kind::oneshot_delete;
+    else
+        return method_not_allowed("GET, DELETE");
     return r;
 }
 
@@ -65,30 +68,43 @@ route match_v1(std::string_view method, const std::vector<std::string>& seg, rou
     if (n >= 4 && seg[3] == "files") {
         r.context_id = seg[2];
         if (n == 4) {
-            if (method == "GET") r.kind = route_kind::files_list;
-            else if (method == "POST") r.kind = route_kind::files_upload;
-            else return method_not_allowed("GET, POST");
+            if (method == "GET")
+                r.kind = route_kind::files_list;
+            else if (method == "POST")
+                r.kind = route_kind::files_upload;
+            else
+                return method_not_allowed("GET, POST");
             return r;
         }
         for (std::size_t i = 4; i < n; ++i) r.file += (i > 4 ? "/" : "") + seg[i];
-        if (method == "GET") r.kind = route_kind::file_get;
-        else if (method == "PUT") r.kind = route_kind::file_put;
-        else if (method == "DELETE") r.kind = route_kind::file_delete;
-        else return method_not_allowed("GET, PUT, DELETE");
+        if (method == "GET")
+            r.kind = route_kind::file_get;
+        else if (method == "PUT")
+            r.kind = route_kind::file_put;
+        else if (method == "DELETE")
+            r.kind = route_kind::file_delete;
+        else
+            return method_not_allowed("GET, PUT, DELETE");
         return r;
     }
     if (n > 5) return route{};
     if (n == 2) {
-        if (method == "GET") r.kind = route_kind::contexts_list;
-        else if (method == "POST") r.kind = route_kind::context_create;
-        else return method_not_allowed("GET, POST");
+        if (method == "GET")
+            r.kind = route_kind::contexts_list;
+        else if (method == "POST")
+            r.kind = route_kind::context_create;
+        else
+            return method_not_allowed("GET, POST");
         return r;
     }
     r.context_id = seg[2];
     if (n == 3) {
-        if (method == "GET") r.kind = route_kind::context_get;
-        else if (method == "DELETE") r.kind = route_kind::context_delete;
-        else return method_not_allowed("GET, DELETE");
+        if (method == "GET")
+            r.kind = route_kind::context_get;
+        else if (method == "DELETE")
+            r.kind = route_kind::context_delete;
+        else
+            return method_not_allowed("GET, DELETE");
         return r;
     }
     if (n == 4 && seg[3] == "restart") {
@@ -103,15 +119,21 @@ route match_v1(std::string_view method, const std::vector<std::string>& seg, rou
     }
     if (seg[3] != "executions") return route{};
     if (n == 4) {
-        if (method == "GET") r.kind = route_kind::executions_list;
-        else if (method == "POST") r.kind = route_kind::execution_create;
-        else return method_not_allowed("GET, POST");
+        if (method == "GET")
+            r.kind = route_kind::executions_list;
+        else if (method == "POST")
+            r.kind = route_kind::execution_create;
+        else
+            return method_not_allowed("GET, POST");
         return r;
     }
     r.execution_id = seg[4];
-    if (method == "GET") r.kind = route_kind::execution_get;
-    else if (method == "DELETE") r.kind = route_kind::execution_delete;
-    else return method_not_allowed("GET, DELETE");
+    if (method == "GET")
+        r.kind = route_kind::execution_get;
+    else if (method == "DELETE")
+        r.kind = route_kind::execution_delete;
+    else
+        return method_not_allowed("GET, DELETE");
     return r;
 }
 
@@ -136,10 +158,8 @@ bool is_interpreter_route(route_kind kind) {
         case route_kind::file_delete:
         case route_kind::oneshot_create:
         case route_kind::oneshot_get:
-        case route_kind::oneshot_delete:
-            return true;
-        default:
-            return false;
+        case route_kind::oneshot_delete: return true;
+        default: return false;
     }
 }
 
@@ -275,16 +295,22 @@ route match_route(std::string_view method, std::string_view target, bool static_
         }
         if (seg[1] == "kernels") {
             if (n == 2) {
-                if (get) r.kind = route_kind::kernels_list;
-                else if (post) r.kind = route_kind::kernel_create;
-                else return method_not_allowed("GET, POST");
+                if (get)
+                    r.kind = route_kind::kernels_list;
+                else if (post)
+                    r.kind = route_kind::kernel_create;
+                else
+                    return method_not_allowed("GET, POST");
                 return r;
             }
             r.kernel_id = seg[2];
             if (n == 3) {
-                if (get) r.kind = route_kind::kernel_get;
-                else if (del) r.kind = route_kind::kernel_delete;
-                else return method_not_allowed("GET, DELETE");
+                if (get)
+                    r.kind = route_kind::kernel_get;
+                else if (del)
+                    r.kind = route_kind::kernel_delete;
+                else
+                    return method_not_allowed("GET, DELETE");
                 return r;
             }
             if (n == 4) {

@@ -25,26 +25,26 @@ enum class route_kind {
     kernel_channels,      // GET /api/kernels/{id}/channels (WebSocket upgrade)
     static_file,          // GET anything else, when a web root is configured
     // Callisto's own agent-facing API (gateway/interpreter/).
-    contexts_list,        // GET /v1/contexts
-    context_create,       // POST /v1/contexts
-    context_get,          // GET /v1/contexts/{id}
-    context_delete,       // DELETE /v1/contexts/{id}
-    context_restart,      // POST /v1/contexts/{id}/restart
-    executions_list,      // GET /v1/contexts/{id}/executions
-    execution_create,     // POST /v1/contexts/{id}/executions
-    execution_get,        // GET /v1/contexts/{id}/executions/{eid}
-    execution_delete,     // DELETE /v1/contexts/{id}/executions/{eid} (interrupts it)
-    context_events,       // GET /v1/contexts/{id}/events (WebSocket upgrade)
-    files_list,           // GET /v1/contexts/{id}/files
-    files_upload,         // POST /v1/contexts/{id}/files (multipart/form-data)
-    file_get,             // GET /v1/contexts/{id}/files/{path...}
-    file_put,             // PUT /v1/contexts/{id}/files/{path...} (raw body)
-    file_delete,          // DELETE /v1/contexts/{id}/files/{path...}
-    oneshot_create,       // POST /v1/executions (one-shot: a context of its own, by policy)
-    oneshot_get,          // GET /v1/executions/{eid}
-    oneshot_delete,       // DELETE /v1/executions/{eid} (interrupts it)
-    mcp,                  // POST, DELETE /mcp (gateway/mcp/); GET answers 405: no SSE stream
-    bad_v1_path,          // a /v1 path with an unsafe segment ("..", "%2F", NUL, "//"): 400
+    contexts_list,     // GET /v1/contexts
+    context_create,    // POST /v1/contexts
+    context_get,       // GET /v1/contexts/{id}
+    context_delete,    // DELETE /v1/contexts/{id}
+    context_restart,   // POST /v1/contexts/{id}/restart
+    executions_list,   // GET /v1/contexts/{id}/executions
+    execution_create,  // POST /v1/contexts/{id}/executions
+    execution_get,     // GET /v1/contexts/{id}/executions/{eid}
+    execution_delete,  // DELETE /v1/contexts/{id}/executions/{eid} (interrupts it)
+    context_events,    // GET /v1/contexts/{id}/events (WebSocket upgrade)
+    files_list,        // GET /v1/contexts/{id}/files
+    files_upload,      // POST /v1/contexts/{id}/files (multipart/form-data)
+    file_get,          // GET /v1/contexts/{id}/files/{path...}
+    file_put,          // PUT /v1/contexts/{id}/files/{path...} (raw body)
+    file_delete,       // DELETE /v1/contexts/{id}/files/{path...}
+    oneshot_create,    // POST /v1/executions (one-shot: a context of its own, by policy)
+    oneshot_get,       // GET /v1/executions/{eid}
+    oneshot_delete,    // DELETE /v1/executions/{eid} (interrupts it)
+    mcp,               // POST, DELETE /mcp (gateway/mcp/); GET answers 405: no SSE stream
+    bad_v1_path,       // a /v1 path with an unsafe segment ("..", "%2F", NUL, "//"): 400
     // Add new kinds above this line: route_kind_count must stay last. The OpenAPI test walks
     // 0..route_kind_count and fails for a route docs/openapi.json does not describe.
     route_kind_count
@@ -62,13 +62,13 @@ bool is_public_route(route_kind kind);
 
 struct route {
     route_kind kind = route_kind::not_found;
-    std::string kernel_id;  // kernel_* routes
+    std::string kernel_id;     // kernel_* routes
     std::string context_id;    // context_* and execution_* routes
     std::string execution_id;  // execution_get, execution_delete, oneshot_get, oneshot_delete
-    std::string name;       // kernelspec name
-    std::string file;       // kernelspec resource, static file or workdir path (no leading '/')
-    std::string query;      // raw query string without '?'
-    std::string allow;      // for method_not_allowed: the Allow header value
+    std::string name;          // kernelspec name
+    std::string file;          // kernelspec resource, static file or workdir path (no leading '/')
+    std::string query;         // raw query string without '?'
+    std::string allow;         // for method_not_allowed: the Allow header value
 };
 
 // `target` is the request-target as sent ("/api/kernels/abc?token=x"). Trailing slashes are

@@ -35,7 +35,7 @@ namespace callisto::gateway {
 
 // What a session does with its channel's events; called on the channel's executor.
 class websocket_handler {
-  public:
+public:
     virtual void on_open() = 0;
     virtual void on_message(std::string_view data, bool binary) = 0;
     // A message of `bytes` went over the limit and was discarded; the connection stays open.
@@ -45,7 +45,7 @@ class websocket_handler {
 };
 
 class websocket_channel {
-  public:
+public:
     struct limits {
         std::size_t max_message_bytes;  // one message from the client
         std::size_t send_queue_bytes;   // queued towards the client, before it is closed
@@ -72,7 +72,7 @@ class websocket_channel {
     // first. Nothing sent afterwards is queued. The reason is cut to fit a control frame.
     void close(boost::beast::websocket::close_code code, std::string reason, bool drain = false);
 
-  private:
+private:
     void on_accept(boost::beast::error_code ec);
     void do_read();
     void on_read(boost::beast::error_code ec, std::size_t bytes);

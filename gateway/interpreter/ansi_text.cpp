@@ -21,8 +21,14 @@ std::string strip_ansi(std::string_view text) {
             if (i < text.size()) ++i;
         } else if (kind == ']') {  // OSC: up to BEL or ST (ESC \)
             while (i < text.size()) {
-                if (text[i] == '\x07') { ++i; break; }
-                if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '\\') { i += 2; break; }
+                if (text[i] == '\x07') {
+                    ++i;
+                    break;
+                }
+                if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '\\') {
+                    i += 2;
+                    break;
+                }
                 ++i;
             }
         } else if (kind >= 0x20 && kind <= 0x2f) {  // nF: intermediates, then a final byte

@@ -21,7 +21,8 @@ void context_registry::create(const context_request& request, const user& owner,
                               std::function<void(create_context_result)> done) {
     const kernels::kernel_policy policy = request.policy.value_or(settings_.default_policy);
     auto open_context = [this, owner_name = owner.name, policy, one_shot = request.one_shot,
-                         done = std::move(done)](kernels::create_kernel_result r, std::size_t uses) {
+                         done = std::move(done)](kernels::create_kernel_result r,
+                                                 std::size_t uses) {
         if (!r.kernel) return done({nullptr, r.http_status, r.error});
         const std::string id = kernelproto::new_uuid();
         fs::path workdir;
@@ -36,7 +37,8 @@ void context_registry::create(const context_request& request, const user& owner,
             fs::create_directories(workdir, ec);
             if (ec) {
                 kernels_.remove(r.kernel->id(), [](bool) {});
-                return done({nullptr, 500, "cannot create the context's directory: " + ec.message()});
+                return done(
+                    {nullptr, 500, "cannot create the context's directory: " + ec.message()});
             }
             chdir_kernel = true;
         }
@@ -52,9 +54,9 @@ void context_registry::create(const context_request& request, const user& owner,
             contexts_[id] = context;
         }
         context->open();
-        log_.info("context " + id + " (" + std::string(to_string(policy)) + (one_shot ? ", one-shot" : "") +
-                  ") on kernel " + r.kernel->id() + " (use " + std::to_string(uses) + ") for " +
-                  owner_name);
+        log_.info("context " + id + " (" + std::string(to_string(policy)) +
+                  (one_shot ? ", one-shot" : "") + ") on kernel " + r.kernel->id() + " (use " +
+                  std::to_string(uses) + ") for " + owner_name);
         done({context, 201, {}});
     };
 
@@ -65,9 +67,10 @@ void context_registry::create(const context_request& request, const user& owner,
     kernels::create_kernel_request kr;
     kr.owner = owner;
     kr.name = request.kernel;
-    kernels_.create(std::move(kr), [open_context = std::move(open_context)](kernels::create_kernel_result r) {
-        open_context(std::move(r), 1);
-    });
+    kernels_.create(std::move(kr),
+                    [open_context = std::move(open_context)](kernels::create_kernel_result r) {
+                        open_context(std::move(r), 1);
+                    });
 }
 
 std::shared_ptr<interpreter_context> context_registry::find_for(const std::string& id,
@@ -78,7 +81,8 @@ std::shared_ptr<interpreter_context> context_registry::find_for(const std::strin
     return it->second;
 }
 
-std::vector<std::shared_ptr<interpreter_context>> context_registry::list_for(const user& who) const {
+std::vector<std::shared_ptr<interpreter_context>> context_registry::list_for(
+    const user& who) const {
     std::lock_guard lock(mutex_);
     std::vector<std::shared_ptr<interpreter_context>> out;
     for (auto& [id, c] : contexts_)
@@ -87,7 +91,7 @@ std::vector<std::shared_ptr<interpreter_context>> context_registry::list_for(con
 }
 
 std::optional<kernels::culled_kernel> context_registry::culled_for(const std::string& id,
-                                                          const user& who) const {
+                                                                   const user& who) const {
     auto entry = culled_.find(id, kernels::wall_clock::now());
     if (!entry || !who.may_use(entry->owner)) return std::nullopt;
     return entry;
@@ -150,25 +154,25 @@ void context_registry::release_kernel(const std::shared_ptr<interpreter_context>
     if (stopping_ || context->options().policy != kernels::kernel_policy::reuse ||
         kernel->activity().execution_state != "idle" ||
         !kernels::may_reuse(context->options().kernel_uses, kernel->activity().started_at,
-                   kernels::wall_clock::now(), kernels_.recycling()))
+                            kernels::wall_clock::now(), kernels_.recycling()))
         return destroy(std::move(done));
     // In the keep while it resets (not handed out, but able to give way to a limit), and
     // answered as deleted once the reset has run: the owner's next context gets it.
     remove_own_dir(context);
     if (!kernels_.keep(kernel, context->options().kernel_uses)) return destroy(std::move(done));
     const bool sandboxed = !settings_.kernel_workdir_root.empty();
-    kernel_reset::run(ioc_, kernel, sandboxed ? "/work" : settings_.context_root.string(),
-                      sandboxed, settings_.reset_timeout,
-                      [this, context, kernel, destroy, done = std::move(done)](bool ok) mutable {
-                          if (!ok) {
-                              log_.warn("kernel " + kernel->id() + " did not reset; destroying it");
-                              return destroy(std::move(done));
-                          }
-                          if (kernels_.kept_ready(kernel))
-                              log_.info("kernel " + kernel->id() + " reset and kept for " +
-                                        context->owner());
-                          done();
-                      });
+    kernel_reset::run(
+        ioc_, kernel, sandboxed ? "/work" : settings_.context_root.string(), sandboxed,
+        settings_.reset_timeout,
+        [this, context, kernel, destroy, done = std::move(done)](bool ok) mutable {
+            if (!ok) {
+                log_.warn("kernel " + kernel->id() + " did not reset; destroying it");
+                return destroy(std::move(done));
+            }
+            if (kernels_.kept_ready(kernel))
+                log_.info("kernel " + kernel->id() + " reset and kept for " + context->owner());
+            done();
+        });
 }
 
 void context_registry::forget(const std::shared_ptr<interpreter_context>& context,

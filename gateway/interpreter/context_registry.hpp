@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "gateway/kernels/culled_kernels.hpp"
 #include "gateway/interpreter/context_request.hpp"
 #include "gateway/interpreter/interpreter_context.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
+#include "gateway/kernels/culled_kernels.hpp"
 #include "gateway/kernels/kernel_manager.hpp"
 #include "gateway/user.hpp"
 

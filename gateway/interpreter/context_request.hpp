@@ -10,9 +10,9 @@
 namespace callisto::gateway::interpreter {
 
 struct context_request {
-    std::string kernel;                   // kernelspec name; empty: the default
+    std::string kernel;                            // kernelspec name; empty: the default
     std::optional<kernels::kernel_policy> policy;  // none: the server's --kernel-policy
-    bool one_shot = false;                // set by POST /v1/executions, never by a body
+    bool one_shot = false;                         // set by POST /v1/executions, never by a body
 };
 
 // An empty body means all defaults. On error returns nullopt and a sentence in `error`.

@@ -71,46 +71,54 @@ void events_session::refuse(std::string message, const std::string& request_id) 
 
 void events_session::execute(events_command cmd) {
     cmd.request.stream = true;
-    context_->submit(std::move(cmd.request), [self = shared_from_this(), request_id = cmd.request_id,
-                                              limit = settings_.queue_limit](
-                                                 interpreter_context::submit_result r) {
-        if (r.outcome == interpreter_context::submit_outcome::queue_full)
-            return self->refuse("this context already has " + std::to_string(limit) +
-                                    " executions waiting; try again when one has finished",
-                                request_id);
-        if (!r.exec) return self->refuse("the context is closed", request_id);
-        nlohmann::json queued = {{"type", "queued"},
-                                 {"id", r.exec->id()},
-                                 {"execution_id", r.exec->id()},
-                                 {"repeated", r.outcome == interpreter_context::submit_outcome::repeated}};
-        if (!request_id.empty()) queued["request_id"] = request_id;
-        // On the context's strand, before the execution's first event: nothing is missed,
-        // and "queued" is posted before any event.
-        self->send(std::move(queued));
-        self->watch(r.exec, false);
-    });
+    context_->submit(
+        std::move(cmd.request),
+        [self = shared_from_this(), request_id = cmd.request_id,
+         limit = settings_.queue_limit](interpreter_context::submit_result r) {
+            if (r.outcome == interpreter_context::submit_outcome::queue_full)
+                return self->refuse("this context already has " + std::to_string(limit) +
+                                        " executions waiting; try again when one has finished",
+                                    request_id);
+            if (!r.exec) return self->refuse("the context is closed", request_id);
+            nlohmann::json queued = {
+                {"type", "queued"},
+                {"id", r.exec->id()},
+                {"execution_id", r.exec->id()},
+                {"repeated", r.outcome == interpreter_context::submit_outcome::repeated}};
+            if (!request_id.empty()) queued["request_id"] = request_id;
+            // On the context's strand, before the execution's first event: nothing is missed,
+            // and "queued" is posted before any event.
+            self->send(std::move(queued));
+            self->watch(r.exec, false);
+        });
 }
 
 void events_session::follow(events_command cmd) {
-    context_->find(cmd.execution_id, [self = shared_from_this(), cmd](std::shared_ptr<execution> e) {
-        if (!e) return self->refuse("no execution " + cmd.execution_id + " in this context", cmd.request_id);
-        nlohmann::json m = {{"type", "following"}, {"execution_id", e->id()}};
-        if (!cmd.request_id.empty()) m["request_id"] = cmd.request_id;
-        self->send(std::move(m));
-        self->watch(e, true);
-    });
+    context_->find(
+        cmd.execution_id, [self = shared_from_this(), cmd](std::shared_ptr<execution> e) {
+            if (!e)
+                return self->refuse("no execution " + cmd.execution_id + " in this context",
+                                    cmd.request_id);
+            nlohmann::json m = {{"type", "following"}, {"execution_id", e->id()}};
+            if (!cmd.request_id.empty()) m["request_id"] = cmd.request_id;
+            self->send(std::move(m));
+            self->watch(e, true);
+        });
 }
 
 void events_session::interrupt(events_command cmd) {
-    context_->interrupt(cmd.execution_id, [self = shared_from_this(), cmd](std::shared_ptr<execution> e) {
-        if (!e) return self->refuse("no execution " + cmd.execution_id + " in this context", cmd.request_id);
-        // Its "end" event follows on the sockets that watch it.
-        nlohmann::json m = {{"type", "interrupting"},
-                            {"execution_id", e->id()},
-                            {"status", to_string(e->status())}};
-        if (!cmd.request_id.empty()) m["request_id"] = cmd.request_id;
-        self->send(std::move(m));
-    });
+    context_->interrupt(
+        cmd.execution_id, [self = shared_from_this(), cmd](std::shared_ptr<execution> e) {
+            if (!e)
+                return self->refuse("no execution " + cmd.execution_id + " in this context",
+                                    cmd.request_id);
+            // Its "end" event follows on the sockets that watch it.
+            nlohmann::json m = {{"type", "interrupting"},
+                                {"execution_id", e->id()},
+                                {"status", to_string(e->status())}};
+            if (!cmd.request_id.empty()) m["request_id"] = cmd.request_id;
+            self->send(std::move(m));
+        });
 }
 
 void events_session::watch(const std::shared_ptr<execution>& e, bool from_start) {
@@ -132,9 +140,10 @@ void events_session::send(nlohmann::json message) {
     // Serialised on the caller's thread (the execution's sinks run under its lock, so the
     // text is taken once), then posted: post keeps the order of sends from one strand.
     auto frame = std::make_shared<const kernelproto::websocket_frame>(text_of(message));
-    asio::post(channel_.get_executor(), [self = shared_from_this(), f = std::move(frame)]() mutable {
-        self->channel_.send(std::move(f));
-    });
+    asio::post(channel_.get_executor(),
+               [self = shared_from_this(), f = std::move(frame)]() mutable {
+                   self->channel_.send(std::move(f));
+               });
 }
 
 void events_session::close() {

@@ -20,10 +20,10 @@
 
 #include "common/logger.hpp"
 #include "gateway/http/http_message.hpp"
+#include "gateway/http/websocket_channel.hpp"
 #include "gateway/interpreter/events_message.hpp"
 #include "gateway/interpreter/interpreter_context.hpp"
 #include "gateway/server_config.hpp"
-#include "gateway/http/websocket_channel.hpp"
 
 namespace callisto::gateway::interpreter {
 

@@ -54,7 +54,8 @@ void execution::add_stream(std::string_view name, std::string_view text) {
         if (!sent) {
             sent = true;
             emit({{"type", is_err ? "stderr" : "stdout"},
-                  {"text", "\n[... output beyond the budget is cut; the end event has the tail ...]\n"},
+                  {"text",
+                   "\n[... output beyond the budget is cut; the end event has the tail ...]\n"},
                   {"truncated", true}});
         }
     }
@@ -72,7 +73,9 @@ void execution::set_error(std::string name, std::string value, std::vector<std::
     std::lock_guard lock(mutex_);
     if (ended_) return;
     error_ = {{"name", std::move(name)}, {"value", std::move(value)}, {"traceback", traceback}};
-    emit({{"type", "error"}, {"name", error_["name"]}, {"value", error_["value"]},
+    emit({{"type", "error"},
+          {"name", error_["name"]},
+          {"value", error_["value"]},
           {"traceback", error_["traceback"]}});
 }
 
@@ -83,7 +86,8 @@ void execution::set_execution_count(long long n) {
 
 void execution::note_truncated_result(std::string mime, std::size_t bytes, std::string where) {
     std::lock_guard lock(mutex_);
-    truncated_results_.push_back({{"mime", std::move(mime)}, {"bytes", bytes}, {"moved_to", std::move(where)}});
+    truncated_results_.push_back(
+        {{"mime", std::move(mime)}, {"bytes", bytes}, {"moved_to", std::move(where)}});
 }
 
 void execution::finish(execution_status status, std::optional<bool> state_preserved) {
@@ -123,7 +127,8 @@ nlohmann::json execution::to_json_locked() const {
         {"stderr", stderr_.str()},
         {"results", results_},
         {"error", error_},
-        {"execution_count", execution_count_ ? nlohmann::json(*execution_count_) : nlohmann::json()},
+        {"execution_count",
+         execution_count_ ? nlohmann::json(*execution_count_) : nlohmann::json()},
         {"queue_ms", ms_between(submitted_, started_.value_or(now))},
         {"duration_ms", started_ ? ms_between(*started_, ended_.value_or(now)) : 0},
         {"truncated",
@@ -138,7 +143,8 @@ nlohmann::json execution::to_json_locked() const {
 
 nlohmann::json execution::summary() const {
     std::lock_guard lock(mutex_);
-    return {{"id", id_}, {"status", to_string(status_)},
+    return {{"id", id_},
+            {"status", to_string(status_)},
             {"created_at", kernelproto::format_iso_time(created_at_)}};
 }
 
@@ -165,7 +171,9 @@ void execution::replay_locked(const event_sink& sink) const {
     for (const auto& r : results_)
         sink({{"type", "result"}, {"data", r["data"]}, {"metadata", r["metadata"]}}, false);
     if (!error_.is_null())
-        sink({{"type", "error"}, {"name", error_["name"]}, {"value", error_["value"]},
+        sink({{"type", "error"},
+              {"name", error_["name"]},
+              {"value", error_["value"]},
               {"traceback", error_["traceback"]}},
              false);
 }

@@ -24,7 +24,8 @@ std::optional<std::string> check_env_name(std::string_view name, const env_limit
     if (name.size() > limits.max_name_bytes)
         return "environment variable names are at most " + std::to_string(limits.max_name_bytes) +
                " bytes";
-    const std::string shown = name.size() <= 64 ? std::string(name) : std::string(name.substr(0, 64)) + "...";
+    const std::string shown =
+        name.size() <= 64 ? std::string(name) : std::string(name.substr(0, 64)) + "...";
     if (!is_name_start(name.front()) || !std::all_of(name.begin(), name.end(), is_name_char))
         return nlohmann::json(shown).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace) +
                " is not a valid environment variable name: letters, digits and '_', not "
@@ -88,17 +89,20 @@ std::optional<env_vars> parse_env(const nlohmann::json& value, const env_limits&
 
 std::string env_apply_code(const env_vars& vars) {
     std::string dict = "{";
-    for (const auto& [name, value] : vars) dict += python_str(name) + ": " + python_str(value) + ", ";
+    for (const auto& [name, value] : vars)
+        dict += python_str(name) + ": " + python_str(value) + ", ";
     dict += "}";
     // One expression, no names left in the user's namespace; the saved values live on the sys
     // module, out of the way of dir() and %who.
     return "(lambda o, s, new: (setattr(s, '_callisto_saved_env', "
            "{k: o.environ.get(k) for k in new}), o.environ.update(new)))"
-           "(__import__('os'), __import__('sys'), " + dict + ")\n";
+           "(__import__('os'), __import__('sys'), " +
+           dict + ")\n";
 }
 
 std::string env_restore_code() {
-    return "(lambda o, saved: [o.environ.pop(k, None) if v is None else o.environ.__setitem__(k, v) "
+    return "(lambda o, saved: [o.environ.pop(k, None) if v is None else o.environ.__setitem__(k, "
+           "v) "
            "for k, v in saved.items()])"
            "(__import__('os'), __import__('sys').__dict__.pop('_callisto_saved_env', {}))\n";
 }

@@ -36,7 +36,8 @@ std::optional<execution_request> execution_request_from_json(
         error = "the request must be a JSON object";
         return std::nullopt;
     }
-    static const char* known[] = {"code", "timeout", "idempotency_key", "stream", "env", "keep_ansi"};
+    static const char* known[] = {"code",   "timeout", "idempotency_key",
+                                  "stream", "env",     "keep_ansi"};
     for (auto& [name, value] : doc.items()) {
         bool ok = false;
         for (const char* k : known) ok = ok || name == k;

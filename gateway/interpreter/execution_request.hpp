@@ -17,10 +17,10 @@ namespace callisto::gateway::interpreter {
 struct execution_request {
     std::string code;
     std::optional<std::chrono::milliseconds> timeout;  // none: no deadline
-    std::string idempotency_key;                        // empty: none
-    bool stream = false;                                // NDJSON events instead of one answer
-    env_vars env;           // set for this execution only, then restored
-    bool keep_ansi = false;  // tracebacks with their ANSI colour codes
+    std::string idempotency_key;                       // empty: none
+    bool stream = false;                               // NDJSON events instead of one answer
+    env_vars env;                                      // set for this execution only, then restored
+    bool keep_ansi = false;                            // tracebacks with their ANSI colour codes
 };
 
 struct execution_request_limits {

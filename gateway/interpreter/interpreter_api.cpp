@@ -13,7 +13,6 @@
 
 namespace callisto::gateway::interpreter {
 
-
 namespace {
 
 http_response no_such_context(const std::string& id) {
@@ -58,28 +57,30 @@ std::string line(const nlohmann::json& event) {
 // The answer to a repeated idempotency key: the first run's result when it has ended, else
 // where to find it.
 http_response repeated_answer(const std::shared_ptr<execution>& e, const std::string& location) {
-    auto res = json_response(e->finished() ? http::status::ok : http::status::accepted, e->to_json());
+    auto res =
+        json_response(e->finished() ? http::status::ok : http::status::accepted, e->to_json());
     res.set(http::field::location, location);
     return res;
 }
 
 http_response context_gone(const std::string& id, const kernels::culled_kernel& culled) {
-    return json_response(http::status::gone,
-                         {{"reason", "culled"},
-                          {"culled_at", kernelproto::format_iso_time(culled.culled_at)},
-                          {"message", "Context " + id + " was culled with its kernel: " +
-                                          culled.reason}});
+    return json_response(
+        http::status::gone,
+        {{"reason", "culled"},
+         {"culled_at", kernelproto::format_iso_time(culled.culled_at)},
+         {"message", "Context " + id + " was culled with its kernel: " + culled.reason}});
 }
 
 }  // namespace
 
 interpreter_api::interpreter_api(context_registry& contexts)
-    : contexts_(contexts), oneshots_(contexts.settings().oneshot_kept, contexts.settings().oneshot_kept_per_user) {}
+    : contexts_(contexts),
+      oneshots_(contexts.settings().oneshot_kept, contexts.settings().oneshot_kept_per_user) {}
 
 interpreter_api::~interpreter_api() { file_pool_.join(); }
 
-void interpreter_api::handle(const route& r, http_request req, const user& who,
-                             respond_fn respond, const take_stream_fn& take_stream) {
+void interpreter_api::handle(const route& r, http_request req, const user& who, respond_fn respond,
+                             const take_stream_fn& take_stream) {
     if (r.kind == route_kind::contexts_list) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& c : contexts_.list_for(who)) list.push_back(c->model());
@@ -91,7 +92,8 @@ void interpreter_api::handle(const route& r, http_request req, const user& who,
     if (r.kind == route_kind::oneshot_get || r.kind == route_kind::oneshot_delete)
         return handle_oneshot(r, who, std::move(respond));
 
-    auto context = is_valid_kernel_id(r.context_id) ? contexts_.find_for(r.context_id, who) : nullptr;
+    auto context =
+        is_valid_kernel_id(r.context_id) ? contexts_.find_for(r.context_id, who) : nullptr;
     if (!context) {
         if (auto culled = is_valid_kernel_id(r.context_id) ? contexts_.culled_for(r.context_id, who)
                                                            : std::nullopt)
@@ -129,19 +131,21 @@ void interpreter_api::handle(const route& r, http_request req, const user& who,
             });
         case route_kind::execution_get:
         case route_kind::execution_delete: {
-            if (!is_valid_kernel_id(r.execution_id)) return respond(no_such_execution(r.execution_id));
+            if (!is_valid_kernel_id(r.execution_id))
+                return respond(no_such_execution(r.execution_id));
             auto answer = [respond = std::move(respond), id = r.execution_id,
-                           del = r.kind == route_kind::execution_delete](std::shared_ptr<execution> e) {
+                           del = r.kind ==
+                                 route_kind::execution_delete](std::shared_ptr<execution> e) {
                 if (!e) return respond(no_such_execution(id));
                 const bool done = e->finished();
                 respond(json_response(del && !done ? http::status::accepted : http::status::ok,
                                       e->to_json()));
             };
-            if (r.kind == route_kind::execution_get) return context->find(r.execution_id, std::move(answer));
+            if (r.kind == route_kind::execution_get)
+                return context->find(r.execution_id, std::move(answer));
             return context->interrupt(r.execution_id, std::move(answer));
         }
-        default:
-            return respond(error_response(http::status::not_found, "not found"));
+        default: return respond(error_response(http::status::not_found, "not found"));
     }
 }
 
@@ -155,16 +159,17 @@ void interpreter_api::handle_files(const route& r, const http_request& req,
         bool truncated = false;
         const auto hidden = query_param(r.query, "hidden");
         if (!hidden.empty() && hidden != "true" && hidden != "false")
-            return respond(error_response(http::status::bad_request,
-                                          "'hidden' must be true or false"));
+            return respond(
+                error_response(http::status::bad_request, "'hidden' must be true or false"));
         if (auto e = files.list(list, settings.max_listed_files, hidden == "true", truncated))
             return respond(file_error_response(*e));
-        return respond(json_response(http::status::ok, {{"files", list}, {"truncated", truncated}}));
+        return respond(
+            json_response(http::status::ok, {{"files", list}, {"truncated", truncated}}));
     }
     if (r.kind == route_kind::file_put) {
         if (auto e = files.write(r.file, req.body())) return respond(file_error_response(*e));
-        auto res = json_response(http::status::created,
-                                 {{"path", r.file}, {"size", req.body().size()}});
+        auto res =
+            json_response(http::status::created, {{"path", r.file}, {"size", req.body().size()}});
         res.set(http::field::location, "/v1/contexts/" + context->id() + "/files/" + r.file);
         return respond(std::move(res));
     }
@@ -207,7 +212,8 @@ void interpreter_api::upload_form(const http_request& req,
         return respond(file_error_response(*e));
     auto res = json_response(http::status::created, {{"files", written}});
     // One Location for a 201, as PUT gives: the first file's (most forms carry one).
-    res.set(http::field::location, "/v1/contexts/" + context->id() + "/files/" + files->front().path);
+    res.set(http::field::location,
+            "/v1/contexts/" + context->id() + "/files/" + files->front().path);
     respond(std::move(res));
 }
 
@@ -262,47 +268,49 @@ void interpreter_api::create_oneshot(const http_request& req, const user& who, r
     // The connection is taken now, on its strand: the context may take seconds to start.
     auto stream = request->execution.stream ? take_stream() : nullptr;
     if (stream) respond = [stream](http_response res) { stream->respond(std::move(res)); };
-    contexts_.create(request->context, who, [this, owner = who.name, key,
-                                             exec_request = std::move(request->execution),
-                                             respond = std::move(respond),
-                                             stream](create_context_result r) mutable {
-        if (!r.context) {
-            if (!key.empty()) oneshots_.release_key(owner, key);
-            auto res = error_response(static_cast<http::status>(r.http_status), r.error);
-            if (r.http_status == 429) res.set(http::field::retry_after, "10");
-            return respond(std::move(res));
-        }
-        auto context = r.context;
-        submit_and_answer(
-            context, std::move(exec_request), "/v1/executions/", respond, std::move(stream),
-            [this, owner, context](const std::shared_ptr<execution>& e) {
-                oneshots_.add(owner, e, context);
-                // The context goes as soon as the execution has ended; its kernel is kept
-                // or destroyed by the policy. Posted: sinks run under the execution's lock.
-                e->subscribe([this, context](const nlohmann::json&, bool last) {
-                    if (last) contexts_.remove_later(context);
-                });
-            },
-            // Closed before the run began (its kernel culled or deleted meanwhile, the server
-            // stopping): neither the key nor the context may outlive the refusal.
-            [this, owner, key, context] {
+    contexts_.create(
+        request->context, who,
+        [this, owner = who.name, key, exec_request = std::move(request->execution),
+         respond = std::move(respond), stream](create_context_result r) mutable {
+            if (!r.context) {
                 if (!key.empty()) oneshots_.release_key(owner, key);
-                contexts_.remove_later(context);
-            });
-    });
+                auto res = error_response(static_cast<http::status>(r.http_status), r.error);
+                if (r.http_status == 429) res.set(http::field::retry_after, "10");
+                return respond(std::move(res));
+            }
+            auto context = r.context;
+            submit_and_answer(
+                context, std::move(exec_request), "/v1/executions/", respond, std::move(stream),
+                [this, owner, context](const std::shared_ptr<execution>& e) {
+                    oneshots_.add(owner, e, context);
+                    // The context goes as soon as the execution has ended; its kernel is kept
+                    // or destroyed by the policy. Posted: sinks run under the execution's lock.
+                    e->subscribe([this, context](const nlohmann::json&, bool last) {
+                        if (last) contexts_.remove_later(context);
+                    });
+                },
+                // Closed before the run began (its kernel culled or deleted meanwhile, the server
+                // stopping): neither the key nor the context may outlive the refusal.
+                [this, owner, key, context] {
+                    if (!key.empty()) oneshots_.release_key(owner, key);
+                    contexts_.remove_later(context);
+                });
+        });
 }
 
 void interpreter_api::handle_oneshot(const route& r, const user& who, respond_fn respond) {
-    auto found = is_valid_kernel_id(r.execution_id) ? oneshots_.find_for(r.execution_id, who)
-                                                    : std::nullopt;
+    auto found =
+        is_valid_kernel_id(r.execution_id) ? oneshots_.find_for(r.execution_id, who) : std::nullopt;
     if (!found) return respond(no_such_execution(r.execution_id));
     auto context = found->context.lock();
     if (r.kind == route_kind::oneshot_get || found->exec->finished() || !context)
         return respond(json_response(http::status::ok, found->exec->to_json()));
-    context->interrupt(found->exec->id(), [respond = std::move(respond)](std::shared_ptr<execution> e) {
-        if (!e) return respond(error_response(http::status::not_found, "execution ended"));
-        respond(json_response(e->finished() ? http::status::ok : http::status::accepted, e->to_json()));
-    });
+    context->interrupt(
+        found->exec->id(), [respond = std::move(respond)](std::shared_ptr<execution> e) {
+            if (!e) return respond(error_response(http::status::not_found, "execution ended"));
+            respond(json_response(e->finished() ? http::status::ok : http::status::accepted,
+                                  e->to_json()));
+        });
 }
 
 void interpreter_api::submit_and_answer(
@@ -316,8 +324,9 @@ void interpreter_api::submit_and_answer(
                                          on_refused = std::move(on_refused),
                                          limit = contexts_.settings().queue_limit](
                                             interpreter_context::submit_result r) {
-        auto answer = stream ? respond_fn([stream](http_response res) { stream->respond(std::move(res)); })
-                             : respond;
+        auto answer =
+            stream ? respond_fn([stream](http_response res) { stream->respond(std::move(res)); })
+                   : respond;
         if (r.outcome == interpreter_context::submit_outcome::queue_full || !r.exec) {
             if (on_refused) on_refused();
             if (r.exec == nullptr && r.outcome != interpreter_context::submit_outcome::queue_full)
@@ -329,7 +338,8 @@ void interpreter_api::submit_and_answer(
         if (!repeated && on_accepted) on_accepted(r.exec);
         if (stream) {
             stream->begin(http::status::ok, "Location: " + location + "\r\n");
-            stream->write_line(line({{"type", "queued"}, {"id", r.exec->id()}, {"repeated", repeated}}));
+            stream->write_line(
+                line({{"type", "queued"}, {"id", r.exec->id()}, {"repeated", repeated}}));
             r.exec->subscribe([stream](const nlohmann::json& event, bool last) {
                 stream->write_line(line(event));
                 if (last) stream->end();

@@ -27,7 +27,8 @@ public:
                 const take_stream_fn& take_stream);
 
     // The caller's context (an admin: any), or null for a malformed or unknown id.
-    std::shared_ptr<interpreter_context> find_context(const std::string& id, const user& who) const {
+    std::shared_ptr<interpreter_context> find_context(const std::string& id,
+                                                      const user& who) const {
         return is_valid_kernel_id(id) ? contexts_.find_for(id, who) : nullptr;
     }
     const interpreter_settings& settings() const { return contexts_.settings(); }
@@ -52,11 +53,11 @@ private:
     // Submits to the context and answers with one JSON document at the end, or with the
     // NDJSON stream when `stream` is set. on_accepted runs first for a new execution,
     // on_refused when the context would not take it (closed, queue full).
-    void submit_and_answer(
-        const std::shared_ptr<interpreter_context>& context, execution_request request,
-        std::string location_prefix, respond_fn respond, std::shared_ptr<ndjson_stream> stream,
-        std::function<void(const std::shared_ptr<execution>&)> on_accepted = {},
-        std::function<void()> on_refused = {});
+    void submit_and_answer(const std::shared_ptr<interpreter_context>& context,
+                           execution_request request, std::string location_prefix,
+                           respond_fn respond, std::shared_ptr<ndjson_stream> stream,
+                           std::function<void(const std::shared_ptr<execution>&)> on_accepted = {},
+                           std::function<void()> on_refused = {});
 
     context_registry& contexts_;
     oneshot_executions oneshots_;

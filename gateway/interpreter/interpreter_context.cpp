@@ -14,8 +14,8 @@
 #include "gateway/kernels/server_status.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
-#include "kernelproto/websocket_format.hpp"
 #include "kernelproto/untrusted_json.hpp"
+#include "kernelproto/websocket_format.hpp"
 
 namespace callisto::gateway::interpreter {
 
@@ -38,7 +38,8 @@ bool write_new_file(const std::filesystem::path& workdir, const char* subdir,
     struct stat st {};
     if (!root || ::fstat(root.get(), &st) != 0) return false;
     if (::mkdirat(root.get(), subdir, 0755) == 0) {
-        unique_fd made(::openat(root.get(), subdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        unique_fd made(
+            ::openat(root.get(), subdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!made || ::fchown(made.get(), st.st_uid, st.st_gid) != 0) return false;
     } else if (errno != EEXIST) {
         return false;
@@ -145,7 +146,8 @@ void interpreter_context::submit(execution_request request,
         auto e = std::make_shared<execution>(kernelproto::new_uuid(), self->id_, std::move(request),
                                              self->settings_.text_budget_bytes);
         self->executions_[e->id()] = e;
-        if (!e->request().idempotency_key.empty()) self->keys_[e->request().idempotency_key] = e->id();
+        if (!e->request().idempotency_key.empty())
+            self->keys_[e->request().idempotency_key] = e->id();
         self->queue_.push_back(e);
         self->waiting_ = self->queue_.size();
         done({submit_outcome::accepted, e});
@@ -215,8 +217,9 @@ void interpreter_context::start_next() {
         const auto state = kernel_->state();
         if (state == kernels::kernel_state::dead || state == kernels::kernel_state::gone ||
             state == kernels::kernel_state::shutting_down) {
-            e->set_error("KernelDead", "the context's kernel is not running: " +
-                                           kernel_->model().value("reason", std::string("dead")),
+            e->set_error("KernelDead",
+                         "the context's kernel is not running: " +
+                             kernel_->model().value("reason", std::string("dead")),
                          {});
             e->finish(execution_status::error);
             remember(e);
@@ -292,8 +295,9 @@ void interpreter_context::on_kernel_message(channel ch, const kernelproto::messa
         if (state == "restarting") {
             send_chdir();  // queued by the kernel session until the new process answers
             if (current_ && ladder_ != ladder::restarting) {
-                current_->set_error("KernelRestarted",
-                                    "the kernel restarted while this code ran; its state is lost" + cause, {});
+                current_->set_error(
+                    "KernelRestarted",
+                    "the kernel restarted while this code ran; its state is lost" + cause, {});
                 finish_current(execution_status::error, false);
                 start_next();
             }
@@ -325,9 +329,10 @@ void interpreter_context::on_iopub(const std::string& type, const nlohmann::json
     } else if (type == "execute_result" || type == "display_data") {
         if (!content.contains("data") || !content["data"].is_object()) return;
         auto data = cap_bundle(content["data"], results_seen_++);
-        current_->add_result(std::move(data), content.contains("metadata") && content["metadata"].is_object()
-                                                  ? content["metadata"]
-                                                  : nlohmann::json::object());
+        current_->add_result(std::move(data),
+                             content.contains("metadata") && content["metadata"].is_object()
+                                 ? content["metadata"]
+                                 : nlohmann::json::object());
         if (type == "execute_result" && content.contains("execution_count") &&
             content["execution_count"].is_number_integer())
             current_->set_execution_count(content["execution_count"].get<long long>());
@@ -367,7 +372,8 @@ nlohmann::json interpreter_context::cap_bundle(const nlohmann::json& data, std::
         if (is_base64_mime(mime)) {
             if (auto decoded = decode_base64(bytes)) bytes = std::move(*decoded);
         }
-        const std::string name = current_->id() + "-" + std::to_string(index) + file_extension_for(mime);
+        const std::string name =
+            current_->id() + "-" + std::to_string(index) + file_extension_for(mime);
         const std::string relative = std::string("callisto-outputs/") + name;
         if (!options_.one_shot && !workdir_.empty() &&
             write_new_file(workdir_, "callisto-outputs", name, bytes)) {
@@ -386,7 +392,8 @@ nlohmann::json interpreter_context::cap_bundle(const nlohmann::json& data, std::
 
 void interpreter_context::maybe_finish() {
     if (!reply_seen_ || !idle_seen_) return;
-    execution_status status = reply_status_ == "ok" ? execution_status::ok : execution_status::error;
+    execution_status status =
+        reply_status_ == "ok" ? execution_status::ok : execution_status::error;
     std::optional<bool> preserved;
     if (ladder_ == ladder::deadline) {
         status = execution_status::timeout;
@@ -448,8 +455,8 @@ void interpreter_context::begin_interrupt(ladder why) {
 }
 
 void interpreter_context::on_grace_expired() {
-    const auto status = ladder_ == ladder::deadline ? execution_status::timeout
-                                                    : execution_status::interrupted;
+    const auto status =
+        ladder_ == ladder::deadline ? execution_status::timeout : execution_status::interrupted;
     log_.warn("execution " + current_->id() + " ignored the interrupt; restarting the kernel");
     ladder_ = ladder::restarting;
     kernel_->restart([weak = weak_from_this(), e = current_, status](std::string error) {

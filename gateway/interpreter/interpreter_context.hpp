@@ -48,8 +48,8 @@ public:
     // `workdir` is the context's directory as the gateway sees it; with chdir_kernel the
     // kernel is told to change into it (after every start), else it already runs there.
     interpreter_context(boost::asio::io_context& ioc, std::string id, std::string owner,
-                        std::shared_ptr<kernels::kernel_session> kernel, std::filesystem::path workdir,
-                        bool chdir_kernel, context_options options,
+                        std::shared_ptr<kernels::kernel_session> kernel,
+                        std::filesystem::path workdir, bool chdir_kernel, context_options options,
                         const interpreter_settings& settings, logger log);
 
     const std::string& id() const { return id_; }
@@ -63,7 +63,9 @@ public:
 
     // Called once when the kernel goes away under the context (deleted through /api/kernels,
     // culled, the server stopping), not when close() is called. Set before open().
-    void on_kernel_gone(std::function<void(std::string reason)> fn) { on_kernel_gone_ = std::move(fn); }
+    void on_kernel_gone(std::function<void(std::string reason)> fn) {
+        on_kernel_gone_ = std::move(fn);
+    }
     // Told once, on the strand, when the context closes for any reason (deleted, culled, its
     // kernel gone, the server stopping), after its executions have ended; at once if it has
     // closed already. For the sockets that follow it: the context holds the watcher weakly, so
@@ -78,7 +80,8 @@ public:
     // `done` runs on the strand, before the execution can produce its first event, so a
     // subscriber it adds misses nothing.
     void submit(execution_request request, std::function<void(submit_result)> done);
-    void find(const std::string& execution_id, std::function<void(std::shared_ptr<execution>)> done);
+    void find(const std::string& execution_id,
+              std::function<void(std::shared_ptr<execution>)> done);
     void list(std::function<void(nlohmann::json)> done);
     // Queued: cancelled. Running: interrupted, then restarted after the grace period if it
     // does not stop. done(nullptr) when there is no such execution.
@@ -88,7 +91,9 @@ public:
     void restart(std::function<void(std::string error)> done);
 
     // kernel_client: messages as they are, no WebSocket encoding.
-    kernelproto::websocket_format format() const override { return kernelproto::websocket_format::v1; }
+    kernelproto::websocket_format format() const override {
+        return kernelproto::websocket_format::v1;
+    }
     bool takes_messages() const override { return true; }
     bool counts_as_connection() const override { return false; }
     void deliver_message(kernelproto::channel ch,
@@ -142,7 +147,7 @@ private:
     std::size_t results_seen_ = 0;
     std::size_t results_bytes_ = 0;  // inline so far, against results_budget_bytes
     std::map<std::string, std::shared_ptr<execution>> executions_;
-    std::deque<std::string> finished_order_;  // oldest first, for forgetting beyond the limit
+    std::deque<std::string> finished_order_;   // oldest first, for forgetting beyond the limit
     std::map<std::string, std::string> keys_;  // idempotency key -> execution id
 
     std::atomic<std::size_t> waiting_{0};

@@ -11,14 +11,14 @@
 namespace callisto::gateway::interpreter {
 
 struct interpreter_settings {
-    std::size_t queue_limit = 16;                 // waiting executions per context; beyond: 429
-    std::size_t text_budget_bytes = 1 << 20;      // per stream (stdout, stderr) per execution
-    std::size_t result_cap_bytes = 5 << 20;       // one MIME value; larger goes to a file
-    std::size_t results_budget_bytes = 20 << 20;  // all inline results of one execution
-    std::size_t finished_kept = 64;               // finished executions remembered per context
+    std::size_t queue_limit = 16;                     // waiting executions per context; beyond: 429
+    std::size_t text_budget_bytes = 1 << 20;          // per stream (stdout, stderr) per execution
+    std::size_t result_cap_bytes = 5 << 20;           // one MIME value; larger goes to a file
+    std::size_t results_budget_bytes = 20 << 20;      // all inline results of one execution
+    std::size_t finished_kept = 64;                   // finished executions remembered per context
     std::chrono::milliseconds interrupt_grace{5000};  // deadline interrupt -> restart
     execution_request_limits request_limits;
-    std::size_t max_upload_bytes = 100 << 20;     // PUT .../files/{path}: its own body limit
+    std::size_t max_upload_bytes = 100 << 20;  // PUT .../files/{path}: its own body limit
     std::size_t max_download_bytes = 100 << 20;
     std::size_t max_listed_files = 10000;
     // One message on the events WebSocket: code (1 MiB) and env (256 KiB), JSON-escaped.
@@ -28,11 +28,12 @@ struct interpreter_settings {
     // <context_root>/<context id>, and its kernel is told to chdir there.
     std::filesystem::path kernel_workdir_root;
     std::filesystem::path context_root;
-    kernels::kernel_policy default_policy = kernels::kernel_policy::reuse;  // when a request names none
-    std::chrono::seconds culled_retention{3600};          // contexts whose kernel was culled: 410
-    std::chrono::milliseconds reset_timeout{10000};       // a kept kernel's reset must answer
-    std::size_t oneshot_kept = 1024;          // one-shot executions remembered, all users
-    std::size_t oneshot_kept_per_user = 64;   // and of one user
+    kernels::kernel_policy default_policy =
+        kernels::kernel_policy::reuse;               // when a request names none
+    std::chrono::seconds culled_retention{3600};     // contexts whose kernel was culled: 410
+    std::chrono::milliseconds reset_timeout{10000};  // a kept kernel's reset must answer
+    std::size_t oneshot_kept = 1024;                 // one-shot executions remembered, all users
+    std::size_t oneshot_kept_per_user = 64;          // and of one user
 };
 
 }  // namespace callisto::gateway::interpreter

@@ -16,19 +16,22 @@ kernelproto::message make_reset_request(const std::string& workdir, bool wipe,
         "import sys as _callisto_sys\n"
         "if 'matplotlib.pyplot' in _callisto_sys.modules:\n"
         "    _callisto_sys.modules['matplotlib.pyplot'].close('all')\n";
-    code += "import os as _callisto_os, shutil as _callisto_shutil\n"
-            "_callisto_os.chdir(" + nlohmann::json(workdir).dump() + ")\n";
+    code +=
+        "import os as _callisto_os, shutil as _callisto_shutil\n"
+        "_callisto_os.chdir(" +
+        nlohmann::json(workdir).dump() + ")\n";
     if (wipe) {
-        code += "for _callisto_e in list(_callisto_os.scandir('.')):\n"
-                "    if _callisto_e.name in ('.ipython', '.cache'):\n"
-                "        continue\n"
-                "    try:\n"
-                "        if _callisto_e.is_dir(follow_symlinks=False):\n"
-                "            _callisto_shutil.rmtree(_callisto_e.path)\n"
-                "        else:\n"
-                "            _callisto_os.unlink(_callisto_e.path)\n"
-                "    except OSError:\n"
-                "        pass\n";
+        code +=
+            "for _callisto_e in list(_callisto_os.scandir('.')):\n"
+            "    if _callisto_e.name in ('.ipython', '.cache'):\n"
+            "        continue\n"
+            "    try:\n"
+            "        if _callisto_e.is_dir(follow_symlinks=False):\n"
+            "            _callisto_shutil.rmtree(_callisto_e.path)\n"
+            "        else:\n"
+            "            _callisto_os.unlink(_callisto_e.path)\n"
+            "    except OSError:\n"
+            "        pass\n";
     }
     // A new history session, so the execution count may start at 1 again without clashing
     // with the lines of the previous one in IPython's history database.
@@ -46,7 +49,8 @@ kernelproto::message make_reset_request(const std::string& workdir, bool wipe,
 kernel_reset::kernel_reset(asio::io_context& ioc, std::function<void(bool)> done)
     : strand_(asio::make_strand(ioc)), timer_(strand_), done_(std::move(done)) {}
 
-void kernel_reset::run(asio::io_context& ioc, const std::shared_ptr<kernels::kernel_session>& kernel,
+void kernel_reset::run(asio::io_context& ioc,
+                       const std::shared_ptr<kernels::kernel_session>& kernel,
                        const std::string& workdir, bool wipe, std::chrono::milliseconds timeout,
                        std::function<void(bool ok)> done) {
     auto self = std::make_shared<kernel_reset>(ioc, std::move(done));

@@ -31,17 +31,21 @@ namespace callisto::gateway::interpreter {
 kernelproto::message make_reset_request(const std::string& workdir, bool wipe,
                                         const std::string& session);
 
-class kernel_reset : public kernels::kernel_client, public std::enable_shared_from_this<kernel_reset> {
+class kernel_reset : public kernels::kernel_client,
+                     public std::enable_shared_from_this<kernel_reset> {
 public:
     // done(true) once the kernel answered the reset with "ok"; done(false) on an error reply
     // or no answer within `timeout`. Runs on the kernel's or a timer's thread.
-    static void run(boost::asio::io_context& ioc, const std::shared_ptr<kernels::kernel_session>& kernel,
+    static void run(boost::asio::io_context& ioc,
+                    const std::shared_ptr<kernels::kernel_session>& kernel,
                     const std::string& workdir, bool wipe, std::chrono::milliseconds timeout,
                     std::function<void(bool ok)> done);
 
     kernel_reset(boost::asio::io_context& ioc, std::function<void(bool)> done);
 
-    kernelproto::websocket_format format() const override { return kernelproto::websocket_format::v1; }
+    kernelproto::websocket_format format() const override {
+        return kernelproto::websocket_format::v1;
+    }
     bool takes_messages() const override { return true; }
     bool counts_as_connection() const override { return false; }
     void deliver_message(kernelproto::channel ch,
@@ -52,7 +56,8 @@ public:
 private:
     void finish(bool ok);
 
-    std::shared_ptr<kernels::kernel_session> kernel_;  // attached until finish(): its shutdown ends the wait
+    std::shared_ptr<kernels::kernel_session>
+        kernel_;  // attached until finish(): its shutdown ends the wait
     boost::asio::strand<boost::asio::io_context::executor_type> strand_;
     boost::asio::steady_timer timer_;
     std::string msg_id_;

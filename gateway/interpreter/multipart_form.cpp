@@ -48,7 +48,8 @@ bool split_parameters(std::string_view header, std::string& type, std::vector<pa
                       std::string& error) {
     auto semi = header.find(';');
     type = std::string(trim(header.substr(0, semi)));
-    std::string_view rest = semi == std::string_view::npos ? std::string_view{} : header.substr(semi + 1);
+    std::string_view rest =
+        semi == std::string_view::npos ? std::string_view{} : header.substr(semi + 1);
     while (true) {
         rest = trim(rest);
         if (rest.empty()) return true;
@@ -200,11 +201,13 @@ bool multipart_parser::step() {
             if (i > max_padding) return fail("too much padding after a boundary line");
             if (buffer_.size() < i + 2) return false;
             if (buffer_.compare(i, 2, "\r\n") != 0)
-                return fail("a boundary line is followed by something other than a line end "
-                            "(is the boundary a prefix of the data?)");
+                return fail(
+                    "a boundary line is followed by something other than a line end "
+                    "(is the boundary a prefix of the data?)");
             buffer_.erase(0, i + 2);
             if (++parts_ > limits_.max_parts)
-                return fail("the form has more than " + std::to_string(limits_.max_parts) + " parts");
+                return fail("the form has more than " + std::to_string(limits_.max_parts) +
+                            " parts");
             state_ = state::headers;
             return true;
         }
@@ -246,8 +249,7 @@ bool multipart_parser::step() {
             return true;
         }
         case state::done:
-        case state::failed:
-            return false;
+        case state::failed: return false;
     }
     return false;
 }
@@ -269,7 +271,8 @@ bool multipart_parser::parse_headers(std::string_view block) {
         if (!std::all_of(name.begin(), name.end(), is_token_char))
             return fail("a malformed part header name: " + shown(name));
         const std::string_view value = trim(line.substr(colon + 1));
-        if (std::any_of(value.begin(), value.end(), [](char c) { return c == '\0' || c == '\r' || c == '\n'; }))
+        if (std::any_of(value.begin(), value.end(),
+                        [](char c) { return c == '\0' || c == '\r' || c == '\n'; }))
             return fail("a part header contains a NUL or a bare line break");
         if (iequals(name, "content-disposition")) {
             if (disposition) return fail("a part has two Content-Disposition headers");
@@ -288,8 +291,9 @@ bool multipart_parser::parse_headers(std::string_view block) {
                 } else if (p.name == "filename") {
                     part.filename = std::move(p.value);
                 } else if (p.name == "filename*") {
-                    return fail("filename* (RFC 5987) is not accepted in a form; send filename "
-                                "as UTF-8 (RFC 7578)");
+                    return fail(
+                        "filename* (RFC 5987) is not accepted in a form; send filename "
+                        "as UTF-8 (RFC 7578)");
                 }
             }
             if (!has_name) return fail("a part's Content-Disposition has no name parameter");
@@ -305,7 +309,8 @@ bool multipart_parser::parse_headers(std::string_view block) {
     return true;
 }
 
-// ---- the upload rules ----------------------------------------------------------------------------
+// ---- the upload rules
+// ----------------------------------------------------------------------------
 
 std::optional<std::vector<multipart_file>> parse_upload_form(std::string_view body,
                                                              std::string_view content_type,
@@ -321,7 +326,10 @@ std::optional<std::vector<multipart_file>> parse_upload_form(std::string_view bo
     std::vector<part> parts;
     bool field_too_big = false;
     multipart_parser parser(
-        *boundary, limits, [&](const multipart_part_header& h) { parts.push_back({h, {}}); },
+        *boundary, limits,
+        [&](const multipart_part_header& h) {
+            parts.push_back({h, {}});
+        },
         [&](std::string_view data) {
             auto& p = parts.back();
             if (!p.header.filename && p.content.size() + data.size() > limits.max_field_bytes) {
@@ -336,8 +344,8 @@ std::optional<std::vector<multipart_file>> parse_upload_form(std::string_view bo
         return std::nullopt;
     }
     if (field_too_big) {
-        error = "a text field of the form is larger than " + std::to_string(limits.max_field_bytes) +
-                " bytes";
+        error = "a text field of the form is larger than " +
+                std::to_string(limits.max_field_bytes) + " bytes";
         return std::nullopt;
     }
 
@@ -354,12 +362,11 @@ std::optional<std::vector<multipart_file>> parse_upload_form(std::string_view bo
         }
         if (p.header.name != "path")
             return refuse("unknown form field " + shown(p.header.name) +
-                           ": send files (parts with a filename) and at most one 'path' field");
+                          ": send files (parts with a filename) and at most one 'path' field");
         if (path_field) return refuse("the form has two 'path' fields");
         path_field = p.content;
     }
-    if (files == 0)
-        return refuse("the form has no file (a part with a filename)");
+    if (files == 0) return refuse("the form has no file (a part with a filename)");
     if (path_field && files != 1)
         return refuse("a 'path' field names one file, and the form has " + std::to_string(files));
 
@@ -368,14 +375,13 @@ std::optional<std::vector<multipart_file>> parse_upload_form(std::string_view bo
     for (auto& p : parts) {
         if (!p.header.filename) continue;
         std::string path = path_field ? *path_field : *p.header.filename;
-        const std::string which = "file part " + shown(p.header.name) +
-                                  (path_field ? " ('path' field)" : " (filename)");
+        const std::string which =
+            "file part " + shown(p.header.name) + (path_field ? " ('path' field)" : " (filename)");
         if (!path_field && path.empty())
             return refuse(which + " has an empty filename; name the file or send a 'path' field");
         if (auto bad = check_relative_path(path))
             return refuse(which + " " + shown(path) + ": " + *bad);
-        if (!seen.insert(path).second)
-            return refuse("two files of the form go to " + shown(path));
+        if (!seen.insert(path).second) return refuse("two files of the form go to " + shown(path));
         out.push_back({std::move(path), std::move(p.content)});
     }
     return out;

@@ -28,16 +28,17 @@ ndjson_stream::ndjson_stream(beast::tcp_stream&& stream, connection_limiter::slo
 }
 
 void ndjson_stream::respond(http_response res) {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this(), res = std::move(res)]() mutable {
-        if (self->began_ || self->closed_) return;
-        self->began_ = true;
-        self->ending_ = true;
-        res.set(http::field::server, "callisto");
-        res.keep_alive(false);
-        std::ostringstream out;
-        out << res;
-        self->enqueue(out.str());
-    });
+    asio::dispatch(stream_.get_executor(),
+                   [self = shared_from_this(), res = std::move(res)]() mutable {
+                       if (self->began_ || self->closed_) return;
+                       self->began_ = true;
+                       self->ending_ = true;
+                       res.set(http::field::server, "callisto");
+                       res.keep_alive(false);
+                       std::ostringstream out;
+                       out << res;
+                       self->enqueue(out.str());
+                   });
 }
 
 void ndjson_stream::begin(http::status status, std::string extra_headers) {
@@ -49,16 +50,18 @@ void ndjson_stream::begin(http::status status, std::string extra_headers) {
                       std::string(http::obsolete_reason(status)) +
                       "\r\nServer: callisto\r\nContent-Type: application/x-ndjson\r\n"
                       "Cache-Control: no-store\r\nTransfer-Encoding: chunked\r\n"
-                      "Connection: close\r\n" + extra + "\r\n");
+                      "Connection: close\r\n" +
+                      extra + "\r\n");
     });
 }
 
 void ndjson_stream::write_line(std::string line) {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this(), line = std::move(line)]() mutable {
-        if (!self->began_ || self->ending_ || self->closed_) return;
-        line.push_back('\n');
-        self->enqueue(hex(line.size()) + "\r\n" + line + "\r\n");
-    });
+    asio::dispatch(stream_.get_executor(),
+                   [self = shared_from_this(), line = std::move(line)]() mutable {
+                       if (!self->began_ || self->ending_ || self->closed_) return;
+                       line.push_back('\n');
+                       self->enqueue(hex(line.size()) + "\r\n" + line + "\r\n");
+                   });
 }
 
 void ndjson_stream::end() {

@@ -33,7 +33,8 @@ void oneshot_executions::add(const std::string& owner, const std::shared_ptr<exe
     std::lock_guard lock(mutex_);
     by_id_[e->id()] = {owner, {e, context}};
     order_.push_back(e->id());
-    if (const auto& key = e->request().idempotency_key; !key.empty()) keys_[key_of(owner, key)] = e->id();
+    if (const auto& key = e->request().idempotency_key; !key.empty())
+        keys_[key_of(owner, key)] = e->id();
     std::size_t mine = 0;
     for (const auto& id : order_)
         if (auto it = by_id_.find(id); it != by_id_.end() && it->second.owner == owner) ++mine;

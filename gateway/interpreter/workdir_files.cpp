@@ -18,7 +18,6 @@ namespace callisto::gateway::interpreter {
 
 namespace {
 
-
 std::vector<std::string> components(std::string_view path) {
     std::vector<std::string> out;
     std::size_t pos = 0;
@@ -35,7 +34,8 @@ file_error from_errno(int err, std::string_view path, std::string_view what) {
     const std::string p(path);
     switch (err) {
         case ENOENT: return {404, "no such file: " + p};
-        case ELOOP: return {400, "'" + p + "' goes through a symbolic link; links are not followed"};
+        case ELOOP:
+            return {400, "'" + p + "' goes through a symbolic link; links are not followed"};
         case ENOTDIR: return {409, "a part of '" + p + "' is not a directory"};
         case EISDIR: return {409, "'" + p + "' is a directory"};
         case ENOTEMPTY:
@@ -87,11 +87,13 @@ std::optional<file_error> open_parent(const std::filesystem::path& root, std::st
     if (::fstat(dir.get(), &out.root_stat) != 0) return file_error{500, "cannot stat the workdir"};
     auto parts = components(path);
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-        int next = ::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int next =
+            ::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (next < 0 && errno == ENOENT && create) {
             if (::mkdirat(dir.get(), parts[i].c_str(), 0755) != 0 && errno != EEXIST)
                 return from_errno(errno, path, "mkdir");
-            next = ::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            next = ::openat(dir.get(), parts[i].c_str(),
+                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (next >= 0 && ::fchown(next, out.root_stat.st_uid, out.root_stat.st_gid) != 0) {
                 // Not fatal: the gateway may not run as root (no sandbox).
             }
@@ -114,7 +116,8 @@ std::optional<file_error> open_parent(const std::filesystem::path& root, std::st
 
 }  // namespace
 
-std::optional<file_error> workdir_files::write(std::string_view path, std::string_view bytes) const {
+std::optional<file_error> workdir_files::write(std::string_view path,
+                                               std::string_view bytes) const {
     return write_all({{path, bytes}});
 }
 
@@ -175,7 +178,8 @@ std::optional<file_error> workdir_files::write_all(const std::vector<file_to_wri
     }
     for (const auto& s : staged) {
         struct stat existing {};
-        if (::fstatat(s.parent.dir.get(), s.parent.name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0 &&
+        if (::fstatat(s.parent.dir.get(), s.parent.name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) ==
+                0 &&
             S_ISDIR(existing.st_mode)) {
             const std::string p(s.path);
             discard(staged);
@@ -184,12 +188,16 @@ std::optional<file_error> workdir_files::write_all(const std::vector<file_to_wri
     }
     for (std::size_t i = 0; i < staged.size(); ++i) {
         auto& s = staged[i];
-        if (::renameat(s.parent.dir.get(), s.temp.c_str(), s.parent.dir.get(), s.parent.name.c_str()) != 0) {
+        if (::renameat(s.parent.dir.get(), s.temp.c_str(), s.parent.dir.get(),
+                       s.parent.name.c_str()) != 0) {
             auto e = from_errno(errno, s.path, "rename");
-            std::vector<staged_file> rest(std::make_move_iterator(staged.begin() + static_cast<std::ptrdiff_t>(i)),
-                                          std::make_move_iterator(staged.end()));
+            std::vector<staged_file> rest(
+                std::make_move_iterator(staged.begin() + static_cast<std::ptrdiff_t>(i)),
+                std::make_move_iterator(staged.end()));
             discard(rest);
-            if (i > 0) e.message += " (" + std::to_string(i) + " earlier files of the request were written)";
+            if (i > 0)
+                e.message +=
+                    " (" + std::to_string(i) + " earlier files of the request were written)";
             return e;
         }
     }
@@ -200,12 +208,14 @@ std::optional<file_error> workdir_files::read(std::string_view path, std::string
                                               std::size_t max_bytes) const {
     opened_parent parent;
     if (auto e = open_parent(root_, path, false, parent)) return e;
-    unique_fd fd(::openat(parent.dir.get(), parent.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    unique_fd fd(::openat(parent.dir.get(), parent.name.c_str(),
+                          O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
     if (fd.get() < 0) return from_errno(errno, path, "open");
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return from_errno(errno, path, "stat");
     if (S_ISDIR(st.st_mode)) return file_error{409, "'" + std::string(path) + "' is a directory"};
-    if (!S_ISREG(st.st_mode)) return file_error{409, "'" + std::string(path) + "' is not a regular file"};
+    if (!S_ISREG(st.st_mode))
+        return file_error{409, "'" + std::string(path) + "' is not a regular file"};
     if (static_cast<std::size_t>(st.st_size) > max_bytes)
         return file_error{413, "the file is larger than " + std::to_string(max_bytes) + " bytes"};
     out.clear();
@@ -267,7 +277,8 @@ void walk(int dir_fd, const std::string& prefix, int depth, nlohmann::json& out,
         if (S_ISREG(st.st_mode)) entry["size"] = static_cast<std::uint64_t>(st.st_size);
         out.push_back(std::move(entry));
         if (S_ISDIR(st.st_mode) && depth < 16) {
-            unique_fd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            unique_fd sub(
+                ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
             if (sub.get() >= 0)
                 walk(sub.get(), rel, depth + 1, out, max_entries, include_hidden, truncated);
         }

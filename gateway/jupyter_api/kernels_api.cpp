@@ -56,14 +56,12 @@ void kernels_api::handle(const route& r, const http_request& req, const user& wh
             return;
         case route_kind::kernel_restart:
             kernel->restart([respond = std::move(respond), kernel](std::string error) {
-                respond(error.empty()
-                            ? json_response(http::status::ok, kernel->model())
-                            : error_response(http::status::internal_server_error,
-                                             "restart failed: " + error));
+                respond(error.empty() ? json_response(http::status::ok, kernel->model())
+                                      : error_response(http::status::internal_server_error,
+                                                       "restart failed: " + error));
             });
             return;
-        default:
-            return respond(error_response(http::status::not_found, "not found"));
+        default: return respond(error_response(http::status::not_found, "not found"));
     }
 }
 
@@ -79,12 +77,14 @@ void kernels_api::create(const http_request& req, const user& who, respond_fn re
                                               (parsed.ok() ? "" : " (" + parsed.problem() + ")")));
         if (body.contains("name")) {
             if (!body["name"].is_string() && !body["name"].is_null())
-                return respond(error_response(http::status::bad_request, "'name' must be a string"));
+                return respond(
+                    error_response(http::status::bad_request, "'name' must be a string"));
             if (body["name"].is_string()) request.name = body["name"].get<std::string>();
         }
         if (body.contains("env")) {
             if (!body["env"].is_object())
-                return respond(error_response(http::status::bad_request, "'env' must be an object"));
+                return respond(
+                    error_response(http::status::bad_request, "'env' must be an object"));
             for (auto& [key, value] : body["env"].items()) {
                 if (!value.is_string())
                     return respond(error_response(http::status::bad_request,
@@ -97,29 +97,30 @@ void kernels_api::create(const http_request& req, const user& who, respond_fn re
         std::string chosen;
         if (body.contains("kernel_id")) {
             if (!body["kernel_id"].is_string())
-                return respond(error_response(http::status::bad_request,
-                                              "'kernel_id' must be a string"));
+                return respond(
+                    error_response(http::status::bad_request, "'kernel_id' must be a string"));
             chosen = body["kernel_id"].get<std::string>();
         } else if (auto it = request.env.find("KERNEL_ID"); it != request.env.end()) {
             chosen = it->second;
         }
         if (!chosen.empty() && !is_valid_kernel_id(chosen))
-            return respond(error_response(http::status::bad_request,
-                                          "'kernel_id' must be a lower-case UUID"));
+            return respond(
+                error_response(http::status::bad_request, "'kernel_id' must be a lower-case UUID"));
         request.kernel_id = chosen;
     }
-    kernels_.create(std::move(request), [respond = std::move(respond)](kernels::create_kernel_result r) {
-        if (!r.kernel) {
-            auto res = error_response(static_cast<http::status>(r.http_status), r.error);
-            // At capacity: come back later, and say when, rather than an unexplained refusal.
-            if (r.http_status == 429) res.set(http::field::retry_after, "10");
-            return respond(std::move(res));
-        }
-        auto res = json_response(r.created ? http::status::created : http::status::ok,
-                                 r.kernel->model());
-        res.set(http::field::location, "/api/kernels/" + r.kernel->id());
-        respond(std::move(res));
-    });
+    kernels_.create(
+        std::move(request), [respond = std::move(respond)](kernels::create_kernel_result r) {
+            if (!r.kernel) {
+                auto res = error_response(static_cast<http::status>(r.http_status), r.error);
+                // At capacity: come back later, and say when, rather than an unexplained refusal.
+                if (r.http_status == 429) res.set(http::field::retry_after, "10");
+                return respond(std::move(res));
+            }
+            auto res = json_response(r.created ? http::status::created : http::status::ok,
+                                     r.kernel->model());
+            res.set(http::field::location, "/api/kernels/" + r.kernel->id());
+            respond(std::move(res));
+        });
 }
 
 }  // namespace callisto::gateway::jupyter_api

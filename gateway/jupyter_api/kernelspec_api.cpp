@@ -20,8 +20,10 @@ nlohmann::json kernelspec_api::spec_model(const launcher::kernelspec& spec) cons
     for (const auto& entry : fs::directory_iterator(spec.resource_dir, ec)) {
         const std::string file = entry.path().filename().string();
         const std::string url = "/kernelspecs/" + spec.name + "/" + file;
-        if (file == "kernel.js" || file == "kernel.css") resources[file] = url;
-        else if (file.rfind("logo-", 0) == 0) resources[entry.path().stem().string()] = url;
+        if (file == "kernel.js" || file == "kernel.css")
+            resources[file] = url;
+        else if (file.rfind("logo-", 0) == 0)
+            resources[entry.path().stem().string()] = url;
     }
     return {{"name", spec.name}, {"spec", spec.spec_json()}, {"resources", resources}};
 }
@@ -55,8 +57,7 @@ void kernelspec_api::handle(const route& r, const http_request&, const respond_f
             respond(std::move(res));
             return;
         }
-        default:
-            respond(error_response(http::status::not_found, "not found"));
+        default: respond(error_response(http::status::not_found, "not found"));
     }
 }
 

@@ -60,9 +60,9 @@ void websocket_session::on_message(std::string_view text, bool binary) {
     std::error_code ec;
     auto incoming = kernelproto::from_websocket(text, binary, format_, ec);
     if (ec) {
-        return reject("rejected a " + std::string(binary ? "binary" : "text") + " frame: " +
-                          ec.message(),
-                      &incoming.msg);
+        return reject(
+            "rejected a " + std::string(binary ? "binary" : "text") + " frame: " + ec.message(),
+            &incoming.msg);
     }
     if (incoming.ch == kernelproto::channel::iopub)
         return reject("clients cannot send on the iopub channel", &incoming.msg);

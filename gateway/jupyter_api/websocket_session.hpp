@@ -13,11 +13,11 @@
 
 #include "common/logger.hpp"
 #include "gateway/http/http_message.hpp"
+#include "gateway/http/websocket_channel.hpp"
 #include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/kernel_session.hpp"
 #include "gateway/kernels/message_budget.hpp"
 #include "gateway/server_config.hpp"
-#include "gateway/http/websocket_channel.hpp"
 
 namespace callisto::gateway::jupyter_api {
 
@@ -26,9 +26,9 @@ class websocket_session : public kernels::kernel_client,
                           public std::enable_shared_from_this<websocket_session> {
 public:
     // `since`: replay the kernel's output after this sequence number first (?since=SEQ).
-    websocket_session(boost::beast::tcp_stream&& stream, std::shared_ptr<kernels::kernel_session> kernel,
-                      const server_config& config, logger log,
-                      std::optional<std::uint64_t> since = std::nullopt,
+    websocket_session(boost::beast::tcp_stream&& stream,
+                      std::shared_ptr<kernels::kernel_session> kernel, const server_config& config,
+                      logger log, std::optional<std::uint64_t> since = std::nullopt,
                       connection_limiter::slot slot = {});
     ~websocket_session() override;
 

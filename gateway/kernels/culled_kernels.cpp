@@ -32,7 +32,8 @@ void culled_kernels::forget(const std::string& id) {
 }
 
 void culled_kernels::prune(wall_clock::time_point now) {
-    std::erase_if(entries_, [&](const auto& kv) { return now - kv.second.culled_at >= retention_; });
+    std::erase_if(entries_,
+                  [&](const auto& kv) { return now - kv.second.culled_at >= retention_; });
 }
 
 }  // namespace callisto::gateway::kernels

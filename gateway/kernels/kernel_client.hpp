@@ -21,7 +21,8 @@ public:
     // Clients inside the gateway (the interpreter API) answer true and receive the messages
     // themselves through deliver_message(), with no WebSocket encoding to undo.
     virtual bool takes_messages() const { return false; }
-    virtual void deliver_message(kernelproto::channel, std::shared_ptr<const kernelproto::message>) {}
+    virtual void deliver_message(kernelproto::channel,
+                                 std::shared_ptr<const kernelproto::message>) {}
 
     // Whether it shows in the kernel model's `connections`, which the culling rules read as
     // "someone is watching": true for WebSockets; false for the interpreter API's contexts,

@@ -25,9 +25,8 @@ std::optional<kept_kernel> kernel_keep::take(const std::string& owner,
 }
 
 std::optional<kept_kernel> kernel_keep::evict(const std::string& owner) {
-    auto it = std::find_if(kept_.begin(), kept_.end(), [&](const kept_kernel& e) {
-        return owner.empty() || e.owner == owner;
-    });
+    auto it = std::find_if(kept_.begin(), kept_.end(),
+                           [&](const kept_kernel& e) { return owner.empty() || e.owner == owner; });
     if (it == kept_.end()) return std::nullopt;
     kept_kernel k = std::move(*it);
     kept_.erase(it);
@@ -35,7 +34,8 @@ std::optional<kept_kernel> kernel_keep::evict(const std::string& owner) {
 }
 
 bool kernel_keep::mark_ready(const std::string& id) {
-    auto it = std::find_if(kept_.begin(), kept_.end(), [&](const kept_kernel& e) { return e.id == id; });
+    auto it =
+        std::find_if(kept_.begin(), kept_.end(), [&](const kept_kernel& e) { return e.id == id; });
     if (it == kept_.end()) return false;
     it->ready = true;
     return true;
@@ -51,7 +51,8 @@ std::size_t kernel_keep::count(const std::string& owner) const {
 }
 
 bool kernel_keep::contains(const std::string& id) const {
-    return std::any_of(kept_.begin(), kept_.end(), [&](const kept_kernel& e) { return e.id == id; });
+    return std::any_of(kept_.begin(), kept_.end(),
+                       [&](const kept_kernel& e) { return e.id == id; });
 }
 
 }  // namespace callisto::gateway::kernels

@@ -8,8 +8,8 @@
 
 namespace callisto::gateway::kernels {
 
-kernel_manager::kernel_manager(kernel_environment& env,
-                               const launcher::kernelspec_catalog& catalog, culling_policy culling,
+kernel_manager::kernel_manager(kernel_environment& env, const launcher::kernelspec_catalog& catalog,
+                               culling_policy culling,
                                std::map<std::string, std::size_t> pool_sizes,
                                std::size_t max_kernels, kernel_reuse reuse, clock_fn clock)
     : env_(env),
@@ -19,13 +19,13 @@ kernel_manager::kernel_manager(kernel_environment& env,
       reuse_(reuse),
       clock_(std::move(clock)),
       culled_(culling.retention),
-      pool_(env.ioc, catalog, std::move(pool_sizes),
-            [&env](launcher::kernelspec spec) {
-                return std::make_shared<kernel_session>(env, kernelproto::new_uuid(),
-                                                        std::move(spec),
-                                                        std::map<std::string, std::string>{});
-            },
-            env.log.component("pool")),
+      pool_(
+          env.ioc, catalog, std::move(pool_sizes),
+          [&env](launcher::kernelspec spec) {
+              return std::make_shared<kernel_session>(env, kernelproto::new_uuid(), std::move(spec),
+                                                      std::map<std::string, std::string>{});
+          },
+          env.log.component("pool")),
       cull_timer_(boost::asio::make_strand(env.ioc)),
       kept_(reuse.kept_per_user) {}
 
@@ -85,7 +85,7 @@ std::optional<culled_kernel> kernel_manager::culled_for(const std::string& id,
 
 std::string kernel_manager::default_kernel_name() const {
     return env_.settings.default_kernel.empty() ? catalog_.default_name()
-                                              : env_.settings.default_kernel;
+                                                : env_.settings.default_kernel;
 }
 
 void kernel_manager::create(create_kernel_request request,
@@ -99,7 +99,8 @@ void kernel_manager::create(create_kernel_request request,
     std::vector<std::shared_ptr<kernel_session>> evicted;  // kept kernels that gave way
     {
         std::lock_guard lock(mutex_);
-        auto existing = request.kernel_id.empty() ? kernels_.end() : kernels_.find(request.kernel_id);
+        auto existing =
+            request.kernel_id.empty() ? kernels_.end() : kernels_.find(request.kernel_id);
         if (stopping_) {
             answer = {nullptr, false, 503, "the server is shutting down"};
         } else if (existing != kernels_.end()) {
@@ -280,7 +281,8 @@ void kernel_manager::shutdown_all(std::function<void()> done) {
         stopping_ = true;
     }
     // The pool first (it stops refilling), then every registered kernel.
-    pool_.shutdown([this, done = std::move(done)]() mutable { shutdown_registered(std::move(done)); });
+    pool_.shutdown(
+        [this, done = std::move(done)]() mutable { shutdown_registered(std::move(done)); });
 }
 
 void kernel_manager::shutdown_registered(std::function<void()> done) {

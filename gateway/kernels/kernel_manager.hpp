@@ -19,8 +19,8 @@
 #include "gateway/kernels/kernel_keep.hpp"
 #include "gateway/kernels/kernel_policy.hpp"
 #include "gateway/kernels/kernel_session.hpp"
-#include "gateway/user.hpp"
 #include "gateway/kernels/warm_pool.hpp"
+#include "gateway/user.hpp"
 #include "launcher/kernelspec_catalog.hpp"
 
 namespace callisto::gateway::kernels {

@@ -25,8 +25,8 @@ std::optional<kernel_policy> parse_kernel_policy(std::string_view text);
 std::string_view to_string(kernel_policy policy);
 
 struct recycling_limits {
-    std::size_t max_uses = 0;               // contexts or one-shot runs one kernel serves; 0: any
-    std::chrono::seconds max_lifetime{0};   // a kernel older than this is not reused; 0: any age
+    std::size_t max_uses = 0;              // contexts or one-shot runs one kernel serves; 0: any
+    std::chrono::seconds max_lifetime{0};  // a kernel older than this is not reused; 0: any age
 };
 
 // What the reuse policy may do with kernels a user finished with.

@@ -10,9 +10,9 @@
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
 #include "kernelproto/stream_truncation.hpp"
+#include "kernelproto/untrusted_json.hpp"
 #include "launcher/kernel_command.hpp"
 #include "launcher/sandboxed_kernel.hpp"
-#include "kernelproto/untrusted_json.hpp"
 
 namespace callisto::gateway::kernels {
 
@@ -69,8 +69,8 @@ public:
 
 private:
     static std::size_t message_bytes(const kernelproto::message& m) {
-        std::size_t n = m.header.size() + m.parent_header.size() + m.metadata.size() +
-                        m.content.size();
+        std::size_t n =
+            m.header.size() + m.parent_header.size() + m.metadata.size() + m.content.size();
         for (const auto& b : m.buffers) n += b.size();
         return n;
     }
@@ -173,7 +173,7 @@ void kernel_session::spawn_process() {
         runtime_dir_ = std::make_unique<launcher::kernel_runtime_dir>(
             env_.settings.runtime_root, short_dir_name(id_) + "-" + kernelproto::random_hex(3),
             env_.settings.ipc_transport ? launcher::transport_kind::ipc
-                                      : launcher::transport_kind::tcp,
+                                        : launcher::transport_kind::tcp,
             spec_.name);
         auto command = launcher::kernel_command(spec_, runtime_dir_->connection_file(),
                                                 runtime_dir_->path(), extra_env_);
@@ -187,13 +187,14 @@ void kernel_session::spawn_process() {
         }
         std::weak_ptr<kernel_session> weak = weak_from_this();
         auto strand = strand_;
-        pid_ = env_.supervisor.spawn(boxed ? boxed->command() : command,
-                                     [weak, strand, boxed](pid_t pid, launcher::exit_status st) {
-            if (boxed) st = boxed->judge(st);  // OOM, CPU time: read before the cgroup goes
-            asio::post(strand, [weak, pid, st] {
-                if (auto self = weak.lock()) self->on_process_exit(pid, st);
+        pid_ = env_.supervisor.spawn(
+            boxed ? boxed->command() : command,
+            [weak, strand, boxed](pid_t pid, launcher::exit_status st) {
+                if (boxed) st = boxed->judge(st);  // OOM, CPU time: read before the cgroup goes
+                asio::post(strand, [weak, pid, st] {
+                    if (auto self = weak.lock()) self->on_process_exit(pid, st);
+                });
             });
-        });
         if (boxed) boxed->spawned();
     } catch (const std::exception& e) {
         runtime_dir_.reset();
@@ -202,8 +203,9 @@ void kernel_session::spawn_process() {
         finish_start(reason_);
         return;
     }
-    log_.info("started " + spec_.name + " kernel, pid " + std::to_string(pid_) +
-              (boxed ? " (sandboxed as uid " + std::to_string(sandbox_->identity().uid) + ")" : ""));
+    log_.info(
+        "started " + spec_.name + " kernel, pid " + std::to_string(pid_) +
+        (boxed ? " (sandboxed as uid " + std::to_string(sandbox_->identity().uid) + ")" : ""));
 
     ready_timer_.expires_after(env_.settings.kernel_ready_timeout);
     ready_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
@@ -219,8 +221,8 @@ void kernel_session::spawn_process() {
 // A sandboxed kernel owns its ipc directory until its sockets exist; only after seal() has
 // taken the directory back and checked each socket may the reactor connect (a kernel could
 // otherwise plant a symlink to a host socket). Polled on the strand: a few lstat calls.
-void kernel_session::await_sockets(pid_t pid,
-                                   std::optional<std::chrono::steady_clock::time_point> sockets_seen) {
+void kernel_session::await_sockets(
+    pid_t pid, std::optional<std::chrono::steady_clock::time_point> sockets_seen) {
     if (pid_ != pid || !runtime_dir_) return;  // exited, stopped or restarted meanwhile
     // ipykernel rewrites its connection file just after binding; seal after that, or after
     // 2 s for kernels that never rewrite it.
@@ -230,10 +232,11 @@ void kernel_session::await_sockets(pid_t pid,
                                         now - *sockets_seen > std::chrono::seconds(2));
     if (!ready) {
         auto timer = std::make_shared<asio::steady_timer>(strand_, std::chrono::milliseconds(5));
-        timer->async_wait([weak = weak_from_this(), timer, pid, sockets_seen](boost::system::error_code ec) {
-            if (ec) return;
-            if (auto self = weak.lock()) self->await_sockets(pid, sockets_seen);
-        });
+        timer->async_wait(
+            [weak = weak_from_this(), timer, pid, sockets_seen](boost::system::error_code ec) {
+                if (ec) return;
+                if (auto self = weak.lock()) self->await_sockets(pid, sockets_seen);
+            });
         return;
     }
     if (auto problem = runtime_dir_->seal(sandbox_->identity().uid); !problem.empty()) {
@@ -263,7 +266,8 @@ void kernel_session::open_link() {
 bool kernel_session::may_auto_restart() {
     if (env_.settings.autorestart_limit == 0) return false;
     const auto now = std::chrono::steady_clock::now();
-    while (!auto_restarts_.empty() && now - auto_restarts_.front() > env_.settings.autorestart_window)
+    while (!auto_restarts_.empty() &&
+           now - auto_restarts_.front() > env_.settings.autorestart_window)
         auto_restarts_.pop_front();
     if (auto_restarts_.size() >= env_.settings.autorestart_limit) return false;
     auto_restarts_.push_back(now);
@@ -339,9 +343,10 @@ void kernel_session::on_process_exit(pid_t pid, const launcher::exit_status& sta
     set_state(kernel_state::dead, "dead", why);
     broadcast_status("dead", why);
     // Clients show stderr; the status message alone cannot say why.
-    broadcast(channel::iopub,
-              kernelproto::make_message("stream", {{"name", "stderr"}, {"text", "Kernel died: " + why + "\n"}},
-                                        session_id_));
+    broadcast(
+        channel::iopub,
+        kernelproto::make_message(
+            "stream", {{"name", "stderr"}, {"text", "Kernel died: " + why + "\n"}}, session_id_));
     finish_start(why);
 }
 
@@ -365,8 +370,8 @@ void kernel_session::stop_process(bool restart, std::function<void()> then) {
     };
     const pid_t pid = pid_;
     if (link_ && connected_) {
-        auto request = kernelproto::make_message("shutdown_request", {{"restart", restart}},
-                                                 session_id_);
+        auto request =
+            kernelproto::make_message("shutdown_request", {{"restart", restart}}, session_id_);
         env_.reactor.send(*link_, channel::control, std::move(request));
         stop_timer_.expires_after(env_.settings.shutdown_wait);
     } else {
@@ -467,8 +472,10 @@ void kernel_session::attach(const std::shared_ptr<kernel_client>& client,
         if (since) self->replay_to(c, *since);
         self->clients_.push_back(weak);
         self->update_connections();
-        if (self->state_ == kernel_state::dead) self->send_to(c, channel::iopub,
-            kernelproto::make_message("status", {{"execution_state", "dead"}}, self->session_id_));
+        if (self->state_ == kernel_state::dead)
+            self->send_to(c, channel::iopub,
+                          kernelproto::make_message("status", {{"execution_state", "dead"}},
+                                                    self->session_id_));
     });
 }
 
@@ -487,9 +494,7 @@ void kernel_session::submit(std::weak_ptr<kernel_client> from, channel ch,
     asio::post(strand_, [self = shared_from_this(), from = std::move(from), ch,
                          m = std::move(msg)]() mutable {
         switch (self->state_) {
-            case kernel_state::running:
-                self->forward(from, ch, std::move(m));
-                return;
+            case kernel_state::running: self->forward(from, ch, std::move(m)); return;
             case kernel_state::starting:
             case kernel_state::restarting:
                 if (self->queued_.size() < max_queued_requests) {
@@ -499,9 +504,7 @@ void kernel_session::submit(std::weak_ptr<kernel_client> from, channel ch,
                 self->log_.warn("request queue full while the kernel starts; dropping " +
                                 m.msg_type);
                 return;
-            default:
-                self->log_.debug("dropping " + m.msg_type + ": kernel is not running");
-                return;
+            default: self->log_.debug("dropping " + m.msg_type + ": kernel is not running"); return;
         }
     });
 }
@@ -671,10 +674,11 @@ void kernel_session::replay_to(const std::shared_ptr<kernel_client>& client, std
         const std::string text = "[callisto] output " + std::to_string(replay.gap_from) + "-" +
                                  std::to_string(replay.gap_to) +
                                  " was dropped from the replay buffer; what follows is complete\n";
-        auto notice = kernelproto::make_message("stream", {{"name", "stderr"}, {"text", text}},
-                                                session_id_);
-        notice.metadata = nlohmann::json{{"callisto_gap", {{"from", replay.gap_from},
-                                                           {"to", replay.gap_to}}}}.dump();
+        auto notice =
+            kernelproto::make_message("stream", {{"name", "stderr"}, {"text", text}}, session_id_);
+        notice.metadata =
+            nlohmann::json{{"callisto_gap", {{"from", replay.gap_from}, {"to", replay.gap_to}}}}
+                .dump();
         deliver(client, channel::iopub,
                 std::make_shared<const kernelproto::message>(std::move(notice)));
     }

@@ -23,8 +23,8 @@
 #include <boost/asio/strand.hpp>
 #include <nlohmann/json.hpp>
 
-#include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/culling_policy.hpp"
+#include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/kernel_environment.hpp"
 #include "gateway/kernels/message_budget.hpp"
 #include "gateway/kernels/output_cap.hpp"
@@ -107,9 +107,11 @@ private:
 
     // All of these run on strand_.
     void spawn_process();
-    void await_sockets(pid_t pid, std::optional<std::chrono::steady_clock::time_point> sockets_seen);
+    void await_sockets(pid_t pid,
+                       std::optional<std::chrono::steady_clock::time_point> sockets_seen);
     void open_link();
-    void on_link_message(transport::link_id link, kernelproto::channel ch, kernelproto::message msg);
+    void on_link_message(transport::link_id link, kernelproto::channel ch,
+                         kernelproto::message msg);
     void on_link_connected(transport::link_id link);
     void on_process_exit(pid_t pid, const launcher::exit_status& status);
     void on_ready_timeout();
@@ -172,7 +174,7 @@ private:
     std::unordered_map<std::string, std::weak_ptr<kernel_client>> awaiting_reply_;
     std::deque<queued_request> queued_;  // client requests held until the kernel is connected
     std::deque<std::chrono::steady_clock::time_point> auto_restarts_;  // within the window
-    std::uint64_t last_seq_ = 0;         // sequence number of the last message relayed
+    std::uint64_t last_seq_ = 0;               // sequence number of the last message relayed
     std::shared_ptr<message_budget> inbound_;  // shared with the link listener and the leases
     replay_buffer replay_;
     output_cap output_cap_;  // WebSocket clients' per-execution output limits

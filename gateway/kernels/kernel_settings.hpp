@@ -12,16 +12,16 @@
 namespace callisto::gateway::kernels {
 
 struct kernel_settings {
-    std::string default_kernel;             // empty: the catalog's default
-    std::filesystem::path runtime_root;     // connection files and ipc sockets
-    bool ipc_transport = true;              // false: tcp on 127.0.0.1
-    std::filesystem::path workdir_root;     // sandboxed kernels: one dir per kernel
-    launcher::sandbox_policy limits;        // defaults; kernelspecs may override
-    std::size_t replay_buffer_bytes = 8u << 20;         // iopub kept for ?since=
-    std::size_t kernel_buffer_bytes = 128u << 20;       // its messages held; 0: none
-    std::size_t kernel_message_limit_bytes = 64u << 20;  // one message part from the kernel
-    std::size_t ws_output_limit_bytes = 8u << 20;        // per execution, stdout + stderr
-    std::size_t ws_rich_output_limit_bytes = 64u << 20;  // per execution, display_data, ...
+    std::string default_kernel;                             // empty: the catalog's default
+    std::filesystem::path runtime_root;                     // connection files and ipc sockets
+    bool ipc_transport = true;                              // false: tcp on 127.0.0.1
+    std::filesystem::path workdir_root;                     // sandboxed kernels: one dir per kernel
+    launcher::sandbox_policy limits;                        // defaults; kernelspecs may override
+    std::size_t replay_buffer_bytes = 8u << 20;             // iopub kept for ?since=
+    std::size_t kernel_buffer_bytes = 128u << 20;           // its messages held; 0: none
+    std::size_t kernel_message_limit_bytes = 64u << 20;     // one message part from the kernel
+    std::size_t ws_output_limit_bytes = 8u << 20;           // per execution, stdout + stderr
+    std::size_t ws_rich_output_limit_bytes = 64u << 20;     // per execution, display_data, ...
     std::chrono::milliseconds kernel_ready_timeout{60000};  // spawn -> kernel_info_reply
     std::size_t autorestart_limit = 3;                      // after unexpected deaths; 0: never
     std::chrono::seconds autorestart_window{60};            // ... per this many seconds

@@ -17,9 +17,8 @@ bool message_budget::admit(std::size_t bytes) {
 
 std::shared_ptr<const void> message_budget::lease(std::size_t bytes) {
     counters_->held.fetch_add(bytes);
-    return std::shared_ptr<const void>(nullptr, [c = counters_, bytes](const void*) {
-        c->held.fetch_sub(bytes);
-    });
+    return std::shared_ptr<const void>(
+        nullptr, [c = counters_, bytes](const void*) { c->held.fetch_sub(bytes); });
 }
 
 message_budget::dropped message_budget::take_dropped() {

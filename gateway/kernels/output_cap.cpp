@@ -33,8 +33,8 @@ output_cap::verdict output_cap::on_output(std::string_view parent, output_kind k
                                           std::size_t bytes, bool can_truncate) {
     verdict v;
     if (kind == output_kind::other) return v;
-    const std::size_t limit = kind == output_kind::stream ? limits_.stream_bytes
-                                                          : limits_.rich_bytes;
+    const std::size_t limit =
+        kind == output_kind::stream ? limits_.stream_bytes : limits_.rich_bytes;
     if (limit == 0) return v;
     record& r = touch(parent);
     budget& b = kind == output_kind::stream ? r.stream : r.rich;

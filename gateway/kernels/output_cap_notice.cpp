@@ -9,8 +9,8 @@ namespace callisto::gateway::kernels {
 namespace {
 
 kernelproto::message stderr_message(std::string text, const nlohmann::json& metadata,
-                                    std::string_view parent_header,
-                                    std::string_view parent_msg_id, std::string_view session) {
+                                    std::string_view parent_header, std::string_view parent_msg_id,
+                                    std::string_view session) {
     auto msg = kernelproto::make_message("stream", {{"name", "stderr"}, {"text", std::move(text)}},
                                          session);
     msg.parent_header = parent_header.empty() ? "{}" : std::string(parent_header);
@@ -56,12 +56,12 @@ kernelproto::message limit_reached_notice(output_kind kind, const output_limits&
                                           std::string_view session) {
     const std::size_t limit = limit_of(kind, limits);
     std::string text = "\n[callisto] output limit reached: further " + std::string(what(kind)) +
-                       " of this cell is not shown (limit " + human_bytes(limit) +
-                       " per cell, " + flag(kind) + "); the cell keeps running\n";
-    return stderr_message(std::move(text),
-                          {{"kind", kind == output_kind::stream ? "stream" : "rich"},
-                           {"limit", limit}},
-                          parent_header, parent_msg_id, session);
+                       " of this cell is not shown (limit " + human_bytes(limit) + " per cell, " +
+                       flag(kind) + "); the cell keeps running\n";
+    return stderr_message(
+        std::move(text),
+        {{"kind", kind == output_kind::stream ? "stream" : "rich"}, {"limit", limit}},
+        parent_header, parent_msg_id, session);
 }
 
 kernelproto::message dropped_output_summary(const output_cap::summary& summary,
@@ -77,8 +77,8 @@ kernelproto::message dropped_output_summary(const output_cap::summary& summary,
         parts += human_bytes(d.bytes) + " (" + std::to_string(d.bytes) + " bytes, " +
                  std::to_string(d.messages) + (d.messages == 1 ? " message" : " messages") +
                  ") of " + what(kind) + " (limit " + human_bytes(limit_of(kind, limits)) + ")";
-        dropped[key] = {{"bytes", d.bytes}, {"messages", d.messages},
-                        {"limit", limit_of(kind, limits)}};
+        dropped[key] = {
+            {"bytes", d.bytes}, {"messages", d.messages}, {"limit", limit_of(kind, limits)}};
     };
     add(output_kind::stream, summary.stream, "stream");
     add(output_kind::rich, summary.rich, "rich");
@@ -91,15 +91,16 @@ kernelproto::message dropped_output_summary(const output_cap::summary& summary,
 
 kernelproto::message flood_dropped_notice(std::uint64_t messages, std::uint64_t bytes,
                                           std::size_t budget, std::string_view parent_header,
-                                          std::string_view parent_msg_id, std::string_view session) {
+                                          std::string_view parent_msg_id,
+                                          std::string_view session) {
     std::string text = "\n[callisto] " + std::to_string(messages) + " kernel message" +
                        (messages == 1 ? "" : "s") + " (" + human_bytes(bytes) +
                        ") dropped: the kernel sent output faster than it could be passed on (" +
                        human_bytes(budget) + " held per kernel, --kernel-buffer)\n";
-    return stderr_message(std::move(text),
-                          {{"reason", "kernel_flood"}, {"dropped_messages", messages},
-                           {"dropped_bytes", bytes}},
-                          parent_header, parent_msg_id, session);
+    return stderr_message(
+        std::move(text),
+        {{"reason", "kernel_flood"}, {"dropped_messages", messages}, {"dropped_bytes", bytes}},
+        parent_header, parent_msg_id, session);
 }
 
 }  // namespace callisto::gateway::kernels

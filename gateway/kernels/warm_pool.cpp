@@ -66,9 +66,10 @@ void warm_pool::on_started(const std::string& kernelspec, std::shared_ptr<kernel
         } else if (error.empty()) {
             s.failures_in_a_row = 0;
             s.ready.push_back(kernel);
-            filled_once_ = filled_once_ || std::all_of(slots_.begin(), slots_.end(), [](const auto& kv) {
-                return kv.second.ready.size() >= kv.second.target;
-            });
+            filled_once_ =
+                filled_once_ || std::all_of(slots_.begin(), slots_.end(), [](const auto& kv) {
+                    return kv.second.ready.size() >= kv.second.target;
+                });
             return;
         } else {
             failures = ++s.failures_in_a_row;
@@ -79,8 +80,8 @@ void warm_pool::on_started(const std::string& kernelspec, std::shared_ptr<kernel
     if (failures == 0) return;
     // 1 s, 2 s, 4 s ... up to a minute between attempts for a kernelspec that will not start.
     auto delay = std::chrono::seconds(std::min(60u, 1u << std::min(failures - 1, 6u)));
-    log_.warn("warm pool: " + kernelspec + " kernel failed to start (" + error +
-              "); retrying in " + std::to_string(delay.count()) + " s");
+    log_.warn("warm pool: " + kernelspec + " kernel failed to start (" + error + "); retrying in " +
+              std::to_string(delay.count()) + " s");
     auto timer = std::make_shared<boost::asio::steady_timer>(ioc_, delay);
     timer->async_wait([this, timer, kernelspec](boost::system::error_code ec) {
         if (!ec) refill(kernelspec);
@@ -99,8 +100,10 @@ std::shared_ptr<kernel_session> warm_pool::claim(const std::string& kernelspec) 
             auto k = std::move(ready.front());
             ready.pop_front();
             // A pooled kernel that died while waiting is not handed out.
-            if (k->state() == kernel_state::running) claimed = std::move(k);
-            else stale.push_back(std::move(k));
+            if (k->state() == kernel_state::running)
+                claimed = std::move(k);
+            else
+                stale.push_back(std::move(k));
         }
     }
     for (auto& k : stale) k->shutdown([] {}, "died in the warm pool");
@@ -128,9 +131,11 @@ void warm_pool::shutdown(std::function<void()> done) {
     auto remaining = std::make_shared<std::atomic<std::size_t>>(all.size());
     auto shared_done = std::make_shared<std::function<void()>>(std::move(done));
     for (auto& k : all)
-        k->shutdown([remaining, shared_done] {
-            if (--*remaining == 0) (*shared_done)();
-        }, "server shutting down");
+        k->shutdown(
+            [remaining, shared_done] {
+                if (--*remaining == 0) (*shared_done)();
+            },
+            "server shutting down");
 }
 
 bool warm_pool::filled_once() const {

@@ -17,7 +17,10 @@ nlohmann::json file_error_result(const interpreter::file_error& e) {
 
 context_tools::context_tools(interpreter::context_registry& contexts, user owner,
                              std::size_t max_read_bytes, logger log)
-    : contexts_(contexts), owner_(std::move(owner)), max_read_bytes_(max_read_bytes), log_(std::move(log)) {}
+    : contexts_(contexts),
+      owner_(std::move(owner)),
+      max_read_bytes_(max_read_bytes),
+      log_(std::move(log)) {}
 
 void context_tools::call(const std::string& call_id, tool_call call,
                          std::function<void(nlohmann::json)> done) {
@@ -45,11 +48,16 @@ void context_tools::call(const std::string& call_id, tool_call call,
         std::visit(
             [&](auto& args) {
                 using T = std::decay_t<decltype(args)>;
-                if constexpr (std::is_same_v<T, run_code_args>) self->run_code(c, call_id, args, std::move(done));
-                else if constexpr (std::is_same_v<T, restart_context_args>) self->restart(c, std::move(done));
-                else if constexpr (std::is_same_v<T, upload_file_args>) done(self->upload(c, args));
-                else if constexpr (std::is_same_v<T, list_files_args>) done(self->list(c, args));
-                else done(self->read(c, args));
+                if constexpr (std::is_same_v<T, run_code_args>)
+                    self->run_code(c, call_id, args, std::move(done));
+                else if constexpr (std::is_same_v<T, restart_context_args>)
+                    self->restart(c, std::move(done));
+                else if constexpr (std::is_same_v<T, upload_file_args>)
+                    done(self->upload(c, args));
+                else if constexpr (std::is_same_v<T, list_files_args>)
+                    done(self->list(c, args));
+                else
+                    done(self->read(c, args));
             },
             call);
     });
@@ -96,8 +104,10 @@ void context_tools::on_created(interpreter::create_context_result r) {
         creating_ = false;
         waiting.swap(waiting_);
         if (r.context) {
-            if (closed_) orphan = true;  // the session ended while its kernel started
-            else context_ = r.context;
+            if (closed_)
+                orphan = true;  // the session ended while its kernel started
+            else
+                context_ = r.context;
         }
     }
     if (orphan) {
@@ -133,7 +143,8 @@ void context_tools::run_code(const context_ptr& c, const std::string& call_id,
         if (r.outcome == interpreter_context::submit_outcome::queue_full) {
             self->forget_call(call_id);
             return done(text_tool_result(
-                "too many run_code calls are waiting in this session; wait for one to finish", true));
+                "too many run_code calls are waiting in this session; wait for one to finish",
+                true));
         }
         if (!r.exec) {
             self->forget_call(call_id);
@@ -204,8 +215,8 @@ nlohmann::json context_tools::list(const context_ptr& c, const list_files_args& 
     interpreter::workdir_files files(c->workdir());
     nlohmann::json entries;
     bool truncated = false;
-    if (auto e = files.list(entries, contexts_.settings().max_listed_files, a.include_hidden,
-                            truncated))
+    if (auto e =
+            files.list(entries, contexts_.settings().max_listed_files, a.include_hidden, truncated))
         return file_error_result(*e);
     return file_list_tool_result(entries, truncated);
 }

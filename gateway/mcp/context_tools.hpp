@@ -40,7 +40,8 @@ private:
 
     void run_code(const context_ptr& c, const std::string& call_id, const run_code_args& a,
                   std::function<void(nlohmann::json)> done);
-    void on_submitted(const context_ptr& c, const std::string& call_id, const std::string& execution_id);
+    void on_submitted(const context_ptr& c, const std::string& call_id,
+                      const std::string& execution_id);
     void forget_call(const std::string& call_id);
     void restart(const context_ptr& c, std::function<void(nlohmann::json)> done);
     nlohmann::json upload(const context_ptr& c, const upload_file_args& a) const;

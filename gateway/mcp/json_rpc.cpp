@@ -30,7 +30,8 @@ rpc_message parse_rpc_message(std::string_view body) {
         return invalid(rpc_error::invalid_request,
                        "JSON-RPC batches are not supported (MCP 2025-06-18 removed them): send "
                        "one message per POST");
-    if (!doc.is_object()) return invalid(rpc_error::invalid_request, "a JSON-RPC message is a JSON object");
+    if (!doc.is_object())
+        return invalid(rpc_error::invalid_request, "a JSON-RPC message is a JSON object");
 
     // The id, when usable, goes back in the error so the client can match it.
     nlohmann::json id = nullptr;
@@ -76,7 +77,9 @@ nlohmann::json rpc_result(const nlohmann::json& id, nlohmann::json result) {
 }
 
 nlohmann::json rpc_error_object(const nlohmann::json& id, int code, std::string message) {
-    return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", std::move(message)}}}};
+    return {{"jsonrpc", "2.0"},
+            {"id", id},
+            {"error", {{"code", code}, {"message", std::move(message)}}}};
 }
 
 }  // namespace callisto::gateway::mcp

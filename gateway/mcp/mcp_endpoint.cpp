@@ -10,7 +10,6 @@
 
 namespace callisto::gateway::mcp {
 
-
 namespace {
 
 constexpr const char* session_header = "Mcp-Session-Id";
@@ -30,7 +29,9 @@ std::string_view trim(std::string_view s) {
 }
 
 // "application/json; charset=utf-8" -> "application/json"
-std::string_view media_type(std::string_view value) { return trim(value.substr(0, value.find(';'))); }
+std::string_view media_type(std::string_view value) {
+    return trim(value.substr(0, value.find(';')));
+}
 
 bool accepts_json(std::string_view accept) {
     if (trim(accept).empty()) return true;  // no preference stated
@@ -70,8 +71,9 @@ std::size_t mcp_endpoint::max_body_bytes() const {
 }
 
 http_response mcp_endpoint::unauthorized() {
-    auto res = rpc_http_error(http::status::unauthorized, rpc_error::server_error,
-                              "a valid token is required: 'Authorization: Bearer T' (or 'token T')");
+    auto res =
+        rpc_http_error(http::status::unauthorized, rpc_error::server_error,
+                       "a valid token is required: 'Authorization: Bearer T' (or 'token T')");
     res.set(http::field::www_authenticate, "Bearer realm=\"callisto\"");
     return res;
 }
@@ -87,8 +89,9 @@ void mcp_endpoint::handle(const http_request& req, const user& who, respond_fn r
 void mcp_endpoint::end_session(const http_request& req, const user& who, respond_fn respond) {
     const std::string id(req[session_header]);
     if (id.empty())
-        return respond(rpc_http_error(http::status::bad_request, rpc_error::server_error,
-                                      "DELETE /mcp needs the Mcp-Session-Id header of the session to end"));
+        return respond(
+            rpc_http_error(http::status::bad_request, rpc_error::server_error,
+                           "DELETE /mcp needs the Mcp-Session-Id header of the session to end"));
     if (!sessions_.remove_for(id, who))
         return respond(rpc_http_error(http::status::not_found, rpc_error::server_error,
                                       "no such MCP session (it ended or expired)"));
@@ -111,7 +114,8 @@ void mcp_endpoint::post(const http_request& req, const user& who, respond_fn res
 
     auto msg = parse_rpc_message(req.body());
     if (msg.kind == message_kind::invalid)
-        return respond(rpc_http_error(http::status::bad_request, msg.error_code, msg.error, msg.id));
+        return respond(
+            rpc_http_error(http::status::bad_request, msg.error_code, msg.error, msg.id));
 
     if (msg.kind == message_kind::request && msg.method == "initialize") {
         // Always a new session; an Mcp-Session-Id sent along is ignored (the client is
@@ -119,8 +123,8 @@ void mcp_endpoint::post(const http_request& req, const user& who, respond_fn res
         std::string error;
         auto negotiated = negotiate_protocol_version(msg.params, error);
         if (!negotiated)
-            return respond(json_response(http::status::ok,
-                                         rpc_error_object(msg.id, rpc_error::invalid_params, error)));
+            return respond(json_response(
+                http::status::ok, rpc_error_object(msg.id, rpc_error::invalid_params, error)));
         auto session = sessions_.create(who, *negotiated, error);
         if (!session) {
             auto res = rpc_http_error(http::status::too_many_requests, rpc_error::server_error,
@@ -128,8 +132,8 @@ void mcp_endpoint::post(const http_request& req, const user& who, respond_fn res
             res.set(http::field::retry_after, "60");
             return respond(std::move(res));
         }
-        auto res = json_response(http::status::ok,
-                                 rpc_result(msg.id, initialize_result(*negotiated, server_version_)));
+        auto res = json_response(
+            http::status::ok, rpc_result(msg.id, initialize_result(*negotiated, server_version_)));
         res.set(session_header, session->id());
         return respond(std::move(res));
     }
@@ -148,8 +152,10 @@ void mcp_endpoint::post(const http_request& req, const user& who, respond_fn res
                                       msg.id));
     if (!version.empty() && version != session->protocol_version())
         return respond(rpc_http_error(http::status::bad_request, rpc_error::server_error,
-                                      "MCP-Protocol-Version '" + version + "' differs from the "
-                                          "session's, '" + session->protocol_version() + "'",
+                                      "MCP-Protocol-Version '" + version +
+                                          "' differs from the "
+                                          "session's, '" +
+                                          session->protocol_version() + "'",
                                       msg.id));
 
     if (msg.kind != message_kind::request) {

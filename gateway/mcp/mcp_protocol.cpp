@@ -30,7 +30,8 @@ std::optional<std::string> negotiate_protocol_version(const nlohmann::json& para
     return std::string(latest_protocol_version);
 }
 
-nlohmann::json initialize_result(std::string_view protocol_version, std::string_view server_version) {
+nlohmann::json initialize_result(std::string_view protocol_version,
+                                 std::string_view server_version) {
     return {{"protocolVersion", protocol_version},
             {"capabilities", {{"tools", {{"listChanged", false}}}}},
             {"serverInfo",

@@ -23,6 +23,7 @@ bool is_supported_protocol_version(std::string_view version);
 std::optional<std::string> negotiate_protocol_version(const nlohmann::json& params,
                                                       std::string& error);
 
-nlohmann::json initialize_result(std::string_view protocol_version, std::string_view server_version);
+nlohmann::json initialize_result(std::string_view protocol_version,
+                                 std::string_view server_version);
 
 }  // namespace callisto::gateway::mcp

@@ -8,7 +8,10 @@ namespace callisto::gateway::mcp {
 
 mcp_session_registry::mcp_session_registry(tool_backend_factory factory, mcp_session_limits limits,
                                            logger log, clock_fn clock)
-    : factory_(std::move(factory)), limits_(limits), log_(std::move(log)), clock_(std::move(clock)) {}
+    : factory_(std::move(factory)),
+      limits_(limits),
+      log_(std::move(log)),
+      clock_(std::move(clock)) {}
 
 mcp_session_registry::~mcp_session_registry() { close_all(); }
 
@@ -40,7 +43,8 @@ std::shared_ptr<mcp_session> mcp_session_registry::create(const user& owner,
     return session;
 }
 
-std::shared_ptr<mcp_session> mcp_session_registry::find_for(const std::string& id, const user& who) {
+std::shared_ptr<mcp_session> mcp_session_registry::find_for(const std::string& id,
+                                                            const user& who) {
     std::lock_guard lock(mutex_);
     auto it = sessions_.find(id);
     if (it == sessions_.end() || it->second->owner().name != who.name) return nullptr;
@@ -113,9 +117,8 @@ void mcp_session_registry::start_expiry(boost::asio::io_context& ioc) {
 
 void mcp_session_registry::schedule_expiry() {
     // Checked often enough that a session outlives its timeout by at most half of it.
-    const auto interval = std::clamp<std::chrono::seconds>(limits_.idle_timeout / 2,
-                                                           std::chrono::seconds(1),
-                                                           std::chrono::seconds(60));
+    const auto interval = std::clamp<std::chrono::seconds>(
+        limits_.idle_timeout / 2, std::chrono::seconds(1), std::chrono::seconds(60));
     std::lock_guard lock(mutex_);
     if (stopped_ || !timer_) return;
     timer_->expires_after(interval);

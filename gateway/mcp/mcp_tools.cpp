@@ -22,7 +22,8 @@ nlohmann::json object_schema(nlohmann::json properties, nlohmann::json required)
 }
 
 // Unknown keys are refused: a misspelt "timeout" silently ignored would run without one.
-bool only_known(const nlohmann::json& args, const std::set<std::string>& known, std::string& error) {
+bool only_known(const nlohmann::json& args, const std::set<std::string>& known,
+                std::string& error) {
     for (auto& [key, value] : args.items())
         if (!known.count(key)) {
             error = "unknown argument \"" + key + "\"";
@@ -69,16 +70,17 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
           "exception, the full traceback. The working directory holds the files of "
           "upload_file. numpy, pandas and matplotlib are available; there is no network."},
          {"inputSchema",
-          object_schema({{"code", {{"type", "string"}, {"description", "Python code to run."}}},
-                         {"timeout_seconds",
-                          {{"type", "number"},
-                           {"exclusiveMinimum", 0},
-                           {"maximum", max_timeout},
-                           {"description",
-                            "Time limit (default " + std::to_string(limits.default_timeout.count()) +
-                                "). At the limit the code is interrupted (state kept); if it "
-                                "does not stop, the kernel restarts (state lost)."}}}},
-                        {"code"})}});
+          object_schema(
+              {{"code", {{"type", "string"}, {"description", "Python code to run."}}},
+               {"timeout_seconds",
+                {{"type", "number"},
+                 {"exclusiveMinimum", 0},
+                 {"maximum", max_timeout},
+                 {"description", "Time limit (default " +
+                                     std::to_string(limits.default_timeout.count()) +
+                                     "). At the limit the code is interrupted (state kept); if it "
+                                     "does not stop, the kernel restarts (state lost)."}}}},
+              {"code"})}});
     tools.push_back(
         {{"name", "upload_file"},
          {"title", "Upload a file"},
@@ -93,18 +95,22 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
                           {{"type", "string"},
                            {"enum", {"text", "base64"}},
                            {"default", "text"},
-                           {"description", "\"text\" (UTF-8, the default) or \"base64\" for binary files."}}}},
+                           {"description",
+                            "\"text\" (UTF-8, the default) or \"base64\" for binary files."}}}},
                         {"path", "content"})}});
-    tools.push_back({{"name", "list_files"},
-                     {"title", "List files"},
-                     {"description", "Lists the files in the working directory of run_code, recursively, with sizes."},
-                     {"inputSchema",
-                      object_schema({{"include_hidden",
-                                      {{"type", "boolean"},
-                                       {"default", false},
-                                       {"description", "Also list dot-files and dot-directories (the kernel's .cache, .ipython, .config)."}}}},
-                                    nlohmann::json::array())},
-                     {"annotations", {{"readOnlyHint", true}}}});
+    tools.push_back(
+        {{"name", "list_files"},
+         {"title", "List files"},
+         {"description",
+          "Lists the files in the working directory of run_code, recursively, with sizes."},
+         {"inputSchema", object_schema({{"include_hidden",
+                                         {{"type", "boolean"},
+                                          {"default", false},
+                                          {"description",
+                                           "Also list dot-files and dot-directories (the kernel's "
+                                           ".cache, .ipython, .config)."}}}},
+                                       nlohmann::json::array())},
+         {"annotations", {{"readOnlyHint", true}}}});
     tools.push_back({{"name", "read_file"},
                      {"title", "Read a file"},
                      {"description",
@@ -112,13 +118,14 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
                       "text, images as images, other binary files as a base64 resource."},
                      {"inputSchema", object_schema({{"path", path_schema}}, {"path"})},
                      {"annotations", {{"readOnlyHint", true}}}});
-    tools.push_back({{"name", "restart_context"},
-                     {"title", "Restart the Python kernel"},
-                     {"description",
-                      "Restarts the Python kernel: every variable and import is lost, files in "
-                      "the working directory stay. Use it when the kernel is stuck or broken."},
-                     {"inputSchema", object_schema(nlohmann::json::object(), nlohmann::json::array())},
-                     {"annotations", {{"destructiveHint", true}}}});
+    tools.push_back(
+        {{"name", "restart_context"},
+         {"title", "Restart the Python kernel"},
+         {"description",
+          "Restarts the Python kernel: every variable and import is lost, files in "
+          "the working directory stay. Use it when the kernel is stuck or broken."},
+         {"inputSchema", object_schema(nlohmann::json::object(), nlohmann::json::array())},
+         {"annotations", {{"destructiveHint", true}}}});
     return tools;
 }
 
@@ -147,7 +154,8 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
         run_code_args a{{}, limits.default_timeout};
         if (!required_string(args, "code", a.code, error)) return fail(error);
         if (a.code.size() > limits.max_code_bytes)
-            return fail("\"code\" is longer than " + std::to_string(limits.max_code_bytes) + " bytes");
+            return fail("\"code\" is longer than " + std::to_string(limits.max_code_bytes) +
+                        " bytes");
         if (args.contains("timeout_seconds")) {
             const auto& t = args["timeout_seconds"];
             if (!t.is_number()) return fail("\"timeout_seconds\" must be a number");
@@ -156,7 +164,8 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
                 secs > static_cast<double>(limits.max_timeout.count()))
                 return fail("\"timeout_seconds\" must be above 0 and at most " +
                             std::to_string(limits.max_timeout.count()));
-            a.timeout = std::chrono::milliseconds(std::max<long long>(1, std::llround(secs * 1000)));
+            a.timeout =
+                std::chrono::milliseconds(std::max<long long>(1, std::llround(secs * 1000)));
         }
         return a;
     }
@@ -167,7 +176,8 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
         if (!required_string(args, "content", a.bytes, error)) return fail(error);
         std::string encoding = "text";
         if (args.contains("encoding")) {
-            if (!args["encoding"].is_string()) return fail("\"encoding\" must be \"text\" or \"base64\"");
+            if (!args["encoding"].is_string())
+                return fail("\"encoding\" must be \"text\" or \"base64\"");
             encoding = args["encoding"].get<std::string>();
         }
         if (encoding == "base64") {
@@ -186,7 +196,8 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
         if (!only_known(args, {"include_hidden"}, error)) return fail(error);
         list_files_args a;
         if (args.contains("include_hidden")) {
-            if (!args["include_hidden"].is_boolean()) return fail("\"include_hidden\" must be true or false");
+            if (!args["include_hidden"].is_boolean())
+                return fail("\"include_hidden\" must be true or false");
             a.include_hidden = args["include_hidden"].get<bool>();
         }
         return a;

@@ -59,11 +59,21 @@ bool is_utf8_text(std::string_view s) {
         if (c == 0) return false;
         std::size_t n = 0;
         std::uint32_t cp = 0;
-        if (c < 0x80) { ++i; continue; }
-        if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
-        else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
-        else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
-        else return false;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        if ((c & 0xE0) == 0xC0) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 3;
+            cp = c & 0x07;
+        } else
+            return false;
         for (std::size_t k = 1; k <= n; ++k) {
             if (i + k >= s.size()) return false;
             const auto cc = static_cast<unsigned char>(s[i + k]);
@@ -115,7 +125,8 @@ nlohmann::json execution_tool_result(const nlohmann::json& e) {
                     std::string b64;
                     for (char c : v.get_ref<const std::string&>())
                         if (c != '\n' && c != '\r') b64 += c;
-                    images.push_back({{"type", "image"}, {"data", std::move(b64)}, {"mimeType", mime}});
+                    images.push_back(
+                        {{"type", "image"}, {"data", std::move(b64)}, {"mimeType", mime}});
                     shown = true;
                 } else if (moved(v)) {
                     section(text, "result",
@@ -148,7 +159,8 @@ nlohmann::json execution_tool_result(const nlohmann::json& e) {
             for (const auto& line : err["traceback"])
                 if (line.is_string()) body += line.get<std::string>() + "\n";
         } else {
-            body = err.value("name", std::string("Error")) + ": " + err.value("value", std::string()) + "\n";
+            body = err.value("name", std::string("Error")) + ": " +
+                   err.value("value", std::string()) + "\n";
         }
         section(text, "error", body);
     }
@@ -163,9 +175,12 @@ nlohmann::json file_list_tool_result(const nlohmann::json& files, bool truncated
     for (const auto& f : files) {
         const std::string type = f.value("type", "other");
         text += f.value("path", std::string());
-        if (type == "directory") text += "/";
-        else if (type == "file") text += "  (" + std::to_string(f.value("size", 0ull)) + " bytes)";
-        else text += "  (" + type + ")";
+        if (type == "directory")
+            text += "/";
+        else if (type == "file")
+            text += "  (" + std::to_string(f.value("size", 0ull)) + " bytes)";
+        else
+            text += "  (" + type + ")";
         text += "\n";
     }
     if (text.empty()) text = "(the working directory is empty)\n";
@@ -175,9 +190,9 @@ nlohmann::json file_list_tool_result(const nlohmann::json& files, bool truncated
 
 nlohmann::json file_tool_result(std::string_view path, const std::string& bytes) {
     if (const char* image = image_mime_for(path))
-        return {{"content", nlohmann::json::array({{{"type", "image"},
-                                                     {"data", encode_base64(bytes)},
-                                                     {"mimeType", image}}})},
+        return {{"content",
+                 nlohmann::json::array(
+                     {{{"type", "image"}, {"data", encode_base64(bytes)}, {"mimeType", image}}})},
                 {"isError", false}};
     if (is_utf8_text(bytes)) return text_tool_result(bytes);
     std::string uri = "callisto://workdir/";
@@ -191,12 +206,11 @@ nlohmann::json file_tool_result(std::string_view path, const std::string& bytes)
             uri += hex[c & 15];
         }
     }
-    return {{"content",
-             nlohmann::json::array({{{"type", "resource"},
-                                     {"resource",
-                                      {{"uri", uri},
-                                       {"mimeType", "application/octet-stream"},
-                                       {"blob", encode_base64(bytes)}}}}})},
+    return {{"content", nlohmann::json::array({{{"type", "resource"},
+                                                {"resource",
+                                                 {{"uri", uri},
+                                                  {"mimeType", "application/octet-stream"},
+                                                  {"blob", encode_base64(bytes)}}}}})},
             {"isError", false}};
 }
 

@@ -4,13 +4,13 @@
 
 #include <sys/resource.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <unistd.h>
+#include <optional>
 #include <thread>
 
 #include "server_process.hpp"
@@ -71,8 +71,9 @@ TEST_CASE("python suite: malformed HTTP gets clear errors and the server keeps s
 
 TEST_CASE("culling: idle kernels go, connected and busy ones stay, culled ids answer 410") {
     server_process server({"--cull-idle-timeout=3", "--cull-interval=1"});
-    run_client(server, {python, source_dir + "/tests/e2e/python/test_culling.py", "-k", "idle_kernel",
-                        "-k", "connected_kernel", "-k", "busy_kernel", "-k", "context_culled"});
+    run_client(server,
+               {python, source_dir + "/tests/e2e/python/test_culling.py", "-k", "idle_kernel", "-k",
+                "connected_kernel", "-k", "busy_kernel", "-k", "context_culled"});
     CHECK(server.stop() == 0);
 }
 
@@ -85,8 +86,8 @@ TEST_CASE("culling with --cull-connected: attached clients get a notice before t
 TEST_CASE("culling with users: a culled id answers 410 to its owner and admins, 404 to others") {
     const auto users = write_users_file("culled-users");
     {
-        server_process server({"--users=" + users.string(), "--cull-idle-timeout=3",
-                               "--cull-interval=1"});
+        server_process server(
+            {"--users=" + users.string(), "--cull-idle-timeout=3", "--cull-interval=1"});
         run_client(server, {python, source_dir + "/tests/e2e/python/test_culling.py", "-k",
                             "culled_id_is_private"});
         CHECK(server.stop() == 0);
@@ -113,7 +114,9 @@ TEST_CASE("replay: output dropped from a small replay buffer is announced as a g
     CHECK(server.stop() == 0);
 }
 
-TEST_CASE("output caps: a runaway cell is cut for WebSocket clients with a notice; the kernel keeps working") {
+TEST_CASE(
+    "output caps: a runaway cell is cut for WebSocket clients with a notice; the kernel keeps "
+    "working") {
     server_process server({"--ws-output-limit=1MiB", "--ws-rich-output-limit=2MiB"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_output_limits.py"});
     CHECK(server.stop() == 0);
@@ -131,8 +134,8 @@ TEST_CASE("users: kernels belong to their owner, admins see all, limits answer 4
         server_process server({"--users=" + users.string(), "--max-kernels=3"});
         run_client(server, {python, source_dir + "/tests/e2e/python/test_users.py"});
         // Interpreter contexts are kernels of their owner: private, and within the quota.
-        run_client(server, {python, source_dir + "/tests/e2e/python/test_interpreter_api.py",
-                            "-k", "owner_contexts"});
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_interpreter_api.py", "-k",
+                            "owner_contexts"});
         // MCP sessions are their owner's, and her kernel quota applies to them.
         run_client(server, {python, source_dir + "/tests/e2e/python/test_mcp_users.py"});
         CHECK(server.stop() == 0);
@@ -140,7 +143,9 @@ TEST_CASE("users: kernels belong to their owner, admins see all, limits answer 4
     std::filesystem::remove(users);
 }
 
-TEST_CASE("kernel policies: reuse keeps state and resets kept kernels, fresh never shares, one-shot runs, recycling limits") {
+TEST_CASE(
+    "kernel policies: reuse keeps state and resets kept kernels, fresh never shares, one-shot "
+    "runs, recycling limits") {
     server_process server({"--recycle-max-uses=2"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_policies.py"});
     CHECK(server.stop() == 0);
@@ -164,7 +169,8 @@ TEST_CASE("@jupyterlab/services drives callisto unchanged") {
     CHECK(server.stop() == 0);
 }
 
-TEST_CASE("the MCP TypeScript SDK drives /mcp: tools, state, charts, tracebacks, files, session end") {
+TEST_CASE(
+    "the MCP TypeScript SDK drives /mcp: tools, state, charts, tracebacks, files, session end") {
     server_process server;
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/mcp_test.mjs"});
     CHECK(server.stop() == 0);
@@ -204,7 +210,9 @@ TEST_CASE("SIGTERM stops the server in order, leaving no kernel process, socket 
     CHECK_FALSE(std::filesystem::exists(runtime));
 }
 
-TEST_CASE("after a SIGKILL the next start on the same workdir root reaps the kernels, tmpfs mounts, cgroups and runtime root left behind") {
+TEST_CASE(
+    "after a SIGKILL the next start on the same workdir root reaps the kernels, tmpfs mounts, "
+    "cgroups and runtime root left behind") {
     const std::string root = "/tmp/cle2e-reap-" + std::to_string(::getpid());
     const std::string state = root + ".json";
     // Its own uids, so the stand-ins the client plants touch no other test's kernels.
@@ -239,19 +247,23 @@ TEST_CASE("after a SIGKILL the next start on the same workdir root reaps the ker
     std::filesystem::remove_all(root, ec);
 }
 
-TEST_CASE("SIGTERM answers the requests in flight (an execution, an MCP tool call) before closing") {
+TEST_CASE(
+    "SIGTERM answers the requests in flight (an execution, an MCP tool call) before closing") {
     server_process server;
     run_client(server, {python, source_dir + "/tests/e2e/python/test_stop_answers.py"});
     CHECK(server.stop() == 0);  // the client stopped it; this collects its exit status
 }
 
-TEST_CASE("interpreter API: aggregated answer, event stream, executions by id, idempotency, queue, deadline ladder, caps, env, ANSI, events WebSocket, multipart uploads") {
+TEST_CASE(
+    "interpreter API: aggregated answer, event stream, executions by id, idempotency, queue, "
+    "deadline ladder, caps, env, ANSI, events WebSocket, multipart uploads") {
     server_process server;
     run_client(server, {python, source_dir + "/tests/e2e/python/test_interpreter_api.py"});
     CHECK(server.stop() == 0);
 }
 
-TEST_CASE("agent loop (examples/agent_loop.py): a scripted model fixes its bug from the traceback") {
+TEST_CASE(
+    "agent loop (examples/agent_loop.py): a scripted model fixes its bug from the traceback") {
     server_process server;
     run_client(server, {python, source_dir + "/tests/e2e/python/test_agent_loop.py"});
     CHECK(server.stop() == 0);
@@ -259,11 +271,13 @@ TEST_CASE("agent loop (examples/agent_loop.py): a scripted model fixes its bug f
 
 TEST_CASE("interpreter API: multipart uploads from Node's own FormData and fetch, read by pandas") {
     server_process server;
-    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/upload_form_test.mjs"});
+    run_client(server,
+               {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/upload_form_test.mjs"});
     CHECK(server.stop() == 0);
 }
 
-TEST_CASE("sandbox escape suite: every attack from kernel code fails and the gateway keeps serving") {
+TEST_CASE(
+    "sandbox escape suite: every attack from kernel code fails and the gateway keeps serving") {
     // Small limits so the bombs end quickly; see docs/security.md for each attack.
     server_process server({"--memory-limit=256MiB", "--pids-limit=64", "--disk-quota=64MiB"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_sandbox_escape.py"});
@@ -287,8 +301,8 @@ TEST_CASE("hardening: deep JSON, bodies without a token, the body budget, connec
     }
     ::setrlimit(RLIMIT_NOFILE, &saved);
     run_client(*server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k", "nested",
-                         "-k", "token", "-k", "unauthenticated", "-k", "in_flight", "-k", "open_files", "-k",
-                         "header_timeout", "-k", "one_address"});
+                         "-k", "token", "-k", "unauthenticated", "-k", "in_flight", "-k",
+                         "open_files", "-k", "header_timeout", "-k", "one_address"});
     CHECK(server->stop() == 0);
 }
 
@@ -299,7 +313,8 @@ TEST_CASE("hardening: past the connection cap (open files limit 256) clients are
     CHECK(server.stop() == 0);
 }
 
-TEST_CASE("hardening: a flooding kernel and a client outrunning its kernel cannot grow the gateway") {
+TEST_CASE(
+    "hardening: a flooding kernel and a client outrunning its kernel cannot grow the gateway") {
     server_process server({"--memory-limit=512MiB"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k",
                         "kernel_resending", "-k", "client_sending"});
@@ -312,7 +327,9 @@ TEST_CASE("health: /healthz and /readyz need no token; SIGTERM drains readiness,
     CHECK(server.stop() == 0);
 }
 
-TEST_CASE("start-up refuses a mistyped kernelspec, a missing kernel dir and a taken port, leaving nothing") {
+TEST_CASE(
+    "start-up refuses a mistyped kernelspec, a missing kernel dir and a taken port, leaving "
+    "nothing") {
     const std::string runtime = "/tmp/cle2e-refused-" + std::to_string(::getpid());
     auto start = [&](std::vector<std::string> args) {
         std::vector<std::string> argv = {CALLISTO_BINARY, "--port=0", "--token=refusal-token-1",
@@ -324,13 +341,15 @@ TEST_CASE("start-up refuses a mistyped kernelspec, a missing kernel dir and a ta
     auto r = start({"--default-kernel=pyhton3"});
     INFO(r.output);
     CHECK(r.exit_code == 1);
-    CHECK(r.output.find("--default-kernel=pyhton3: no such kernelspec (found: ") != std::string::npos);
+    CHECK(r.output.find("--default-kernel=pyhton3: no such kernelspec (found: ") !=
+          std::string::npos);
     CHECK(r.output.find("python3") != std::string::npos);
 
     r = start({"--kernel-dir=/nonexistent/kernels"});
     INFO(r.output);
     CHECK(r.exit_code == 1);
-    CHECK(r.output.find("--kernel-dir=/nonexistent/kernels: no such directory") != std::string::npos);
+    CHECK(r.output.find("--kernel-dir=/nonexistent/kernels: no such directory") !=
+          std::string::npos);
 
     server_process holder;  // holds a port
     r = start({"--port=" + std::to_string(holder.port())});

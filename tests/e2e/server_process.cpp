@@ -1,22 +1,22 @@
 #include "server_process.hpp"
 
-#include <algorithm>
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sstream>
 #include <stdexcept>
-#include <sys/mount.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 
 extern char** environ;
 
@@ -150,7 +150,8 @@ int http_request(int port, const std::string& method, const std::string& target,
     std::string response;
     char buf[8192];
     ssize_t n;
-    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) response.append(buf, static_cast<std::size_t>(n));
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0)
+        response.append(buf, static_cast<std::size_t>(n));
     ::close(fd);
     if (response.size() < 12) return 0;
     if (response_body) {
@@ -169,9 +170,9 @@ server_process::server_process(std::vector<std::string> extra_args,
     std::vector<std::string> argv = {CALLISTO_BINARY, "--ip=127.0.0.1",
                                      "--port=" + std::to_string(port_), "--token=" + token_,
                                      "--runtime-dir=" + runtime_dir_.string()};
-    const bool has_workdir_root = std::any_of(extra_args.begin(), extra_args.end(), [](const std::string& a) {
-        return a.rfind("--workdir-root=", 0) == 0;
-    });
+    const bool has_workdir_root =
+        std::any_of(extra_args.begin(), extra_args.end(),
+                    [](const std::string& a) { return a.rfind("--workdir-root=", 0) == 0; });
     if (!has_workdir_root) {
         own_workdir_root_ = "/tmp/cle2e-" + std::to_string(port_) + "-work";
         argv.push_back("--workdir-root=" + own_workdir_root_.string());

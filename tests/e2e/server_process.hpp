@@ -2,10 +2,10 @@
 // Starts the callisto binary on a free loopback port for one test, and runs client programs
 // against it.
 
+#include <sys/types.h>
 #include <filesystem>
 #include <map>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace callisto::e2e {

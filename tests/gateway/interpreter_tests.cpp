@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include "gateway/http/router.hpp"
 #include "gateway/interpreter/ansi_text.hpp"
 #include "gateway/interpreter/context_request.hpp"
 #include "gateway/interpreter/events_message.hpp"
@@ -11,7 +12,6 @@
 #include "gateway/interpreter/execution_request.hpp"
 #include "gateway/interpreter/output_budget.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
-#include "gateway/http/router.hpp"
 
 using namespace callisto::gateway;
 using namespace callisto::gateway::interpreter;
@@ -139,7 +139,8 @@ TEST_CASE("execution request: every bad form is refused with a sentence") {
         CHECK_FALSE(error.empty());
     }
     std::string error;
-    CHECK_FALSE(parse(R"({"code": "1", "idempotency_key": ")" + std::string(129, 'k') + "\"}", error));
+    CHECK_FALSE(
+        parse(R"({"code": "1", "idempotency_key": ")" + std::string(129, 'k') + "\"}", error));
     execution_request_limits small;
     small.max_code_bytes = 4;
     CHECK_FALSE(parse_execution_request(R"({"code": "12345"})", "", small, error));
@@ -148,8 +149,9 @@ TEST_CASE("execution request: every bad form is refused with a sentence") {
 
 TEST_CASE("execution request: env is parsed, sorted by name, and keep_ansi is a boolean") {
     std::string error;
-    auto r = parse(R"({"code": "1", "env": {"B_VAR": "two", "A": "", "x_1": "ü ✓ \n\"q\""}, "keep_ansi": true})",
-                   error);
+    auto r = parse(
+        R"({"code": "1", "env": {"B_VAR": "two", "A": "", "x_1": "ü ✓ \n\"q\""}, "keep_ansi": true})",
+        error);
     REQUIRE(r);
     CHECK(r->keep_ansi);
     CHECK(r->env == env_vars{{"A", ""}, {"B_VAR", "two"}, {"x_1", "ü ✓ \n\"q\""}});
@@ -224,7 +226,8 @@ TEST_CASE("execution request from a JSON object skips the fields the caller allo
     auto r = execution_request_from_json(doc, "", execution_request_limits{}, error, {"type"});
     REQUIRE(r);
     CHECK(r->env.size() == 1);
-    CHECK_FALSE(execution_request_from_json(nlohmann::json::array(), "", execution_request_limits{}, error));
+    CHECK_FALSE(execution_request_from_json(nlohmann::json::array(), "", execution_request_limits{},
+                                            error));
 }
 
 TEST_CASE("env code: sets the names as Python literals and restores from what it saved") {
@@ -248,7 +251,8 @@ TEST_CASE("context request: empty body, a kernel name, and the bad forms") {
     r = parse_context_request(R"({"kernel": "python3"})", error);
     REQUIRE(r);
     CHECK(r->kernel == "python3");
-    for (const char* body : {"x", "[]", R"({"kernel": 3})", R"({"kernel": ""})", R"({"name": "python3"})"}) {
+    for (const char* body :
+         {"x", "[]", R"({"kernel": 3})", R"({"kernel": ""})", R"({"name": "python3"})"}) {
         INFO(body);
         CHECK_FALSE(parse_context_request(body, error));
     }
@@ -262,7 +266,7 @@ TEST_CASE("base64 decodes what Jupyter sends, line breaks included, and refuses 
     CHECK(decode_base64("") == std::optional<std::string>(""));
     CHECK_FALSE(decode_base64("aGVsbG8"));   // not a multiple of 4
     CHECK_FALSE(decode_base64("aG=sbG8="));  // data after padding
-    CHECK_FALSE(decode_base64("a$==")); 
+    CHECK_FALSE(decode_base64("a$=="));
 }
 
 TEST_CASE("oversized results get a file name that says what they are") {
@@ -303,8 +307,10 @@ TEST_CASE("an execution's live stream stops at the budget with one notice; the e
     std::string streamed;
     e.subscribe([&](const nlohmann::json& ev, bool) {
         if (ev["type"] == "stdout") {
-            if (ev.contains("truncated")) ++notices;
-            else streamed += ev["text"].get<std::string>();
+            if (ev.contains("truncated"))
+                ++notices;
+            else
+                streamed += ev["text"].get<std::string>();
         }
     });
     for (int i = 0; i < 10; ++i) e.add_stream("stdout", "abcdefgh");
@@ -363,19 +369,22 @@ TEST_CASE("following an execution from its start replays what it remembers, then
 
 TEST_CASE("events messages: execute, follow and interrupt, with an optional request_id") {
     std::string error, rid;
-    auto c = parse_events_command(R"({"type": "execute", "code": "1", "timeout": 2, "env": {"A": "b"}, "request_id": "r1"})",
-                                  {}, error, rid);
+    auto c = parse_events_command(
+        R"({"type": "execute", "code": "1", "timeout": 2, "env": {"A": "b"}, "request_id": "r1"})",
+        {}, error, rid);
     REQUIRE(c);
     CHECK(c->type == events_command::kind::execute);
     CHECK(c->request.code == "1");
     CHECK(c->request.env.size() == 1);
     CHECK(c->request_id == "r1");
-    c = parse_events_command(R"({"type": "follow", "execution_id": ")" + eid + "\"}", {}, error, rid);
+    c = parse_events_command(R"({"type": "follow", "execution_id": ")" + eid + "\"}", {}, error,
+                             rid);
     REQUIRE(c);
     CHECK(c->type == events_command::kind::follow);
     CHECK(c->execution_id == eid);
     CHECK(rid.empty());
-    c = parse_events_command(R"({"type": "interrupt", "execution_id": ")" + eid + "\"}", {}, error, rid);
+    c = parse_events_command(R"({"type": "interrupt", "execution_id": ")" + eid + "\"}", {}, error,
+                             rid);
     REQUIRE(c);
     CHECK(c->type == events_command::kind::interrupt);
 }
@@ -435,7 +444,8 @@ TEST_CASE("router maps the /v1 interpreter routes") {
     CHECK(e.query == "token=t");
     CHECK(match_route("DELETE", "/v1/contexts/" + cid + "/executions/" + eid, false).kind ==
           route_kind::execution_delete);
-    CHECK(match_route("GET", "/v1/contexts/" + cid + "/events", false).kind == route_kind::context_events);
+    CHECK(match_route("GET", "/v1/contexts/" + cid + "/events", false).kind ==
+          route_kind::context_events);
     CHECK(match_route("POST", "/v1/contexts/" + cid + "/events", false).allow == "GET");
     CHECK(is_interpreter_route(route_kind::execution_get));
     CHECK_FALSE(is_interpreter_route(route_kind::kernel_get));
@@ -452,13 +462,15 @@ TEST_CASE("router answers wrong methods on /v1 with 405 and the allowed ones") {
 }
 
 TEST_CASE("router refuses unknown /v1 paths, and says unsafe ones are invalid") {
-    for (const std::string& t : std::vector<std::string>{"/v1", "/v1/", "/v1/other", "/v1/contexts/" + cid + "/nope",
-                                "/v1/contexts/" + cid + "/executions/" + eid + "/more"}) {
+    for (const std::string& t :
+         std::vector<std::string>{"/v1", "/v1/", "/v1/other", "/v1/contexts/" + cid + "/nope",
+                                  "/v1/contexts/" + cid + "/executions/" + eid + "/more"}) {
         INFO(t);
         CHECK(match_route("GET", t, false).kind == route_kind::not_found);
     }
-    for (const std::string& t : std::vector<std::string>{"/v1/contexts/..", "/v1/contexts/%2e%2e/executions",
-                                "/v1/contexts/a%2fb", "/v1/contexts/%00", "/v1//contexts"}) {
+    for (const std::string& t :
+         std::vector<std::string>{"/v1/contexts/..", "/v1/contexts/%2e%2e/executions",
+                                  "/v1/contexts/a%2fb", "/v1/contexts/%00", "/v1//contexts"}) {
         INFO(t);
         CHECK(match_route("GET", t, false).kind == route_kind::bad_v1_path);
     }

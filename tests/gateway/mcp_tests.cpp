@@ -12,6 +12,7 @@
 
 #include <boost/beast/http/field.hpp>
 
+#include "gateway/http/router.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
 #include "gateway/mcp/json_rpc.hpp"
 #include "gateway/mcp/mcp_dispatcher.hpp"
@@ -20,7 +21,6 @@
 #include "gateway/mcp/mcp_session_registry.hpp"
 #include "gateway/mcp/mcp_tools.hpp"
 #include "gateway/mcp/tool_content.hpp"
-#include "gateway/http/router.hpp"
 
 using namespace callisto::gateway;
 using namespace callisto::gateway::mcp;
@@ -82,17 +82,16 @@ const user bob{"bob", false, 0};
 struct endpoint_fixture {
     fake_clock clock;
     std::vector<std::shared_ptr<scripted_tools>> backends;
-    mcp_session_registry registry{
-        [this](const user&, const std::string&) {
-            backends.push_back(std::make_shared<scripted_tools>());
-            return backends.back();
-        },
-        mcp_session_limits{std::chrono::seconds(600), 2}, callisto::logger(), clock.fn()};
+    mcp_session_registry registry{[this](const user&, const std::string&) {
+                                      backends.push_back(std::make_shared<scripted_tools>());
+                                      return backends.back();
+                                  },
+                                  mcp_session_limits{std::chrono::seconds(600), 2},
+                                  callisto::logger(), clock.fn()};
     mcp_endpoint endpoint{registry, tool_limits{}, "9.9.9"};
 
     http_response send(http::verb method, const std::string& body, const std::string& session = "",
-                       const user& who = ana,
-                       std::map<std::string, std::string> headers = {}) {
+                       const user& who = ana, std::map<std::string, std::string> headers = {}) {
         http_request req{method, "/mcp", 11};
         req.set(http::field::content_type, "application/json");
         req.set(http::field::accept, "application/json, text/event-stream");
@@ -145,7 +144,8 @@ TEST_CASE("json-rpc: a malformed body is a parse error") {
 TEST_CASE("json-rpc: tools/call arguments nested 100,000 deep are a parse error, not a crash") {
     const std::string deep = std::string(100000, '[') + std::string(100000, ']');
     const std::string body = R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":)"
-                             R"({"name":"run_code","arguments":{"code":)" + deep + "}}}";
+                             R"({"name":"run_code","arguments":{"code":)" +
+                             deep + "}}}";
     auto m = parse_rpc_message(body);
     CHECK(m.kind == message_kind::invalid);
     CHECK(m.error_code == rpc_error::parse_error);
@@ -162,18 +162,16 @@ TEST_CASE("json-rpc: batches are refused with a sentence saying so") {
 }
 
 TEST_CASE("json-rpc: every malformed message is an invalid request") {
-    for (std::string body : {R"("ping")", "42", "null", R"({"id":1,"method":"ping"})",
-                             R"({"jsonrpc":"1.0","id":1,"method":"ping"})",
-                             R"({"jsonrpc":2.0,"id":1,"method":"ping"})",
-                             R"({"jsonrpc":"2.0","id":1})",
-                             R"({"jsonrpc":"2.0","id":1,"result":{},"error":{}})",
-                             R"({"jsonrpc":"2.0","result":{}})",
-                             R"({"jsonrpc":"2.0","id":1,"method":5})",
-                             R"({"jsonrpc":"2.0","id":1,"method":""})",
-                             R"({"jsonrpc":"2.0","id":null,"method":"ping"})",
-                             R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})",
-                             R"({"jsonrpc":"2.0","id":1.5,"method":"ping"})",
-                             R"({"jsonrpc":"2.0","id":true,"method":"ping"})"}) {
+    for (std::string body :
+         {R"("ping")", "42", "null", R"({"id":1,"method":"ping"})",
+          R"({"jsonrpc":"1.0","id":1,"method":"ping"})",
+          R"({"jsonrpc":2.0,"id":1,"method":"ping"})", R"({"jsonrpc":"2.0","id":1})",
+          R"({"jsonrpc":"2.0","id":1,"result":{},"error":{}})", R"({"jsonrpc":"2.0","result":{}})",
+          R"({"jsonrpc":"2.0","id":1,"method":5})", R"({"jsonrpc":"2.0","id":1,"method":""})",
+          R"({"jsonrpc":"2.0","id":null,"method":"ping"})",
+          R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})",
+          R"({"jsonrpc":"2.0","id":1.5,"method":"ping"})",
+          R"({"jsonrpc":"2.0","id":true,"method":"ping"})"}) {
         auto m = parse_rpc_message(body);
         CAPTURE(body);
         CHECK(m.kind == message_kind::invalid);
@@ -211,7 +209,8 @@ TEST_CASE("json-rpc: requests, notifications and responses are told apart") {
 }
 
 TEST_CASE("json-rpc: results and errors have the 2.0 shape") {
-    CHECK(rpc_result(1, json::object()) == json{{"jsonrpc", "2.0"}, {"id", 1}, {"result", json::object()}});
+    CHECK(rpc_result(1, json::object()) ==
+          json{{"jsonrpc", "2.0"}, {"id", 1}, {"result", json::object()}});
     auto e = rpc_error_object(nullptr, -32601, "no");
     CHECK(e["id"].is_null());
     CHECK(e["error"]["code"] == -32601);
@@ -227,9 +226,10 @@ TEST_CASE("initialize answers the client's version when supported, else the late
     CHECK(negotiate_protocol_version({{"protocolVersion", "2099-01-01"}}, error) ==
           std::string(latest_protocol_version));
     CHECK(negotiate_protocol_version({{"protocolVersion", "2024-11-05"}}, error) == "2025-06-18");
-    for (json bad : {json::object(), json{{"protocolVersion", 20250618}}, json{{"protocolVersion", ""}},
-                     json{{"protocolVersion", "2025-06-18"}, {"capabilities", "all"}},
-                     json{{"protocolVersion", "2025-06-18"}, {"clientInfo", {{"version", "1"}}}}}) {
+    for (json bad :
+         {json::object(), json{{"protocolVersion", 20250618}}, json{{"protocolVersion", ""}},
+          json{{"protocolVersion", "2025-06-18"}, {"capabilities", "all"}},
+          json{{"protocolVersion", "2025-06-18"}, {"clientInfo", {{"version", "1"}}}}}) {
         CAPTURE(bad.dump());
         error.clear();
         CHECK_FALSE(negotiate_protocol_version(bad, error));
@@ -260,14 +260,16 @@ TEST_CASE("tool definitions: named once each, with strict object schemas") {
 }
 
 TEST_CASE("tools/call arguments: the good forms") {
-    auto run = std::get<run_code_args>(parse_ok({{"name", "run_code"}, {"arguments", {{"code", "1+1"}}}}));
+    auto run =
+        std::get<run_code_args>(parse_ok({{"name", "run_code"}, {"arguments", {{"code", "1+1"}}}}));
     CHECK(run.code == "1+1");
     CHECK(run.timeout == std::chrono::seconds(120));
     auto timed = std::get<run_code_args>(
         parse_ok({{"name", "run_code"}, {"arguments", {{"code", "x"}, {"timeout_seconds", 2.5}}}}));
     CHECK(timed.timeout == std::chrono::milliseconds(2500));
-    auto up = std::get<upload_file_args>(parse_ok(
-        {{"name", "upload_file"}, {"arguments", {{"path", "d/a.csv"}, {"content", "a,b\n1,2\n"}}}}));
+    auto up = std::get<upload_file_args>(
+        parse_ok({{"name", "upload_file"},
+                  {"arguments", {{"path", "d/a.csv"}, {"content", "a,b\n1,2\n"}}}}));
     CHECK(up.path == "d/a.csv");
     CHECK(up.bytes == "a,b\n1,2\n");
     auto bin = std::get<upload_file_args>(parse_ok(
@@ -283,8 +285,9 @@ TEST_CASE("tools/call arguments: the good forms") {
     CHECK_FALSE(std::get<list_files_args>(parse_ok({{"name", "list_files"}})).include_hidden);
     CHECK(parse_fails({{"name", "list_files"}, {"arguments", {{"include_hidden", "yes"}}}})
               .find("true or false") != std::string::npos);
-    CHECK(std::get<read_file_args>(parse_ok({{"name", "read_file"}, {"arguments", {{"path", "out.png"}}}})).path ==
-          "out.png");
+    CHECK(std::get<read_file_args>(
+              parse_ok({{"name", "read_file"}, {"arguments", {{"path", "out.png"}}}}))
+              .path == "out.png");
     CHECK(std::holds_alternative<restart_context_args>(parse_ok({{"name", "restart_context"}})));
 }
 
@@ -292,24 +295,31 @@ TEST_CASE("tools/call arguments: every bad form is refused with a reason") {
     CHECK(parse_fails(json::object()).find("name") != std::string::npos);
     CHECK(parse_fails({{"name", 3}}).find("name") != std::string::npos);
     CHECK(parse_fails({{"name", "rm_rf"}}).find("unknown tool") != std::string::npos);
-    CHECK(parse_fails({{"name", "run_code"}, {"arguments", "print(1)"}}).find("object") != std::string::npos);
-    CHECK(parse_fails({{"name", "run_code"}, {"arguments", json::object()}}).find("code") != std::string::npos);
-    CHECK(parse_fails({{"name", "run_code"}, {"arguments", {{"code", 5}}}}).find("string") != std::string::npos);
+    CHECK(parse_fails({{"name", "run_code"}, {"arguments", "print(1)"}}).find("object") !=
+          std::string::npos);
+    CHECK(parse_fails({{"name", "run_code"}, {"arguments", json::object()}}).find("code") !=
+          std::string::npos);
+    CHECK(parse_fails({{"name", "run_code"}, {"arguments", {{"code", 5}}}}).find("string") !=
+          std::string::npos);
     CHECK(parse_fails({{"name", "run_code"}, {"arguments", {{"code", "x"}, {"timeout", 5}}}})
               .find("unknown argument \"timeout\"") != std::string::npos);
     for (json t : {json("5"), json(0), json(-1), json(3601), json(nullptr), json(true)})
-        CHECK(parse_fails({{"name", "run_code"}, {"arguments", {{"code", "x"}, {"timeout_seconds", t}}}})
+        CHECK(parse_fails(
+                  {{"name", "run_code"}, {"arguments", {{"code", "x"}, {"timeout_seconds", t}}}})
                   .find("timeout_seconds") != std::string::npos);
     tool_limits small;
     small.max_code_bytes = 4;
     CHECK(parse_fails({{"name", "run_code"}, {"arguments", {{"code", "12345"}}}}, small)
               .find("longer") != std::string::npos);
 
-    auto upload = [](json args) { return parse_fails({{"name", "upload_file"}, {"arguments", args}}); };
+    auto upload = [](json args) {
+        return parse_fails({{"name", "upload_file"}, {"arguments", args}});
+    };
     CHECK(upload({{"content", "x"}}).find("path") != std::string::npos);
     CHECK(upload({{"path", "a.txt"}}).find("content") != std::string::npos);
     CHECK(upload({{"path", "../etc/passwd"}, {"content", "x"}}).find("..") != std::string::npos);
-    CHECK(upload({{"path", "/etc/passwd"}, {"content", "x"}}).find("relative") != std::string::npos);
+    CHECK(upload({{"path", "/etc/passwd"}, {"content", "x"}}).find("relative") !=
+          std::string::npos);
     CHECK(upload({{"path", "a\nb"}, {"content", "x"}}).find("control") != std::string::npos);
     CHECK(upload({{"path", "a.bin"}, {"content", "!!!"}, {"encoding", "base64"}}).find("base64") !=
           std::string::npos);
@@ -319,15 +329,18 @@ TEST_CASE("tools/call arguments: every bad form is refused with a reason") {
           std::string::npos);
     CHECK(upload({{"path", 1}, {"content", "x"}}).find("string") != std::string::npos);
     small.max_upload_bytes = 3;
-    CHECK(parse_fails({{"name", "upload_file"}, {"arguments", {{"path", "a"}, {"content", "abcd"}}}}, small)
+    CHECK(parse_fails(
+              {{"name", "upload_file"}, {"arguments", {{"path", "a"}, {"content", "abcd"}}}}, small)
               .find("larger") != std::string::npos);
 
-    CHECK(parse_fails({{"name", "read_file"}, {"arguments", json::object()}}).find("path") != std::string::npos);
-    CHECK(parse_fails({{"name", "read_file"}, {"arguments", {{"path", "a//b"}}}}).find("empty") != std::string::npos);
-    CHECK(parse_fails({{"name", "list_files"}, {"arguments", {{"dir", "x"}}}}).find("unknown argument") !=
+    CHECK(parse_fails({{"name", "read_file"}, {"arguments", json::object()}}).find("path") !=
           std::string::npos);
-    CHECK(parse_fails({{"name", "restart_context"}, {"arguments", {{"now", true}}}}).find("unknown argument") !=
+    CHECK(parse_fails({{"name", "read_file"}, {"arguments", {{"path", "a//b"}}}}).find("empty") !=
           std::string::npos);
+    CHECK(parse_fails({{"name", "list_files"}, {"arguments", {{"dir", "x"}}}})
+              .find("unknown argument") != std::string::npos);
+    CHECK(parse_fails({{"name", "restart_context"}, {"arguments", {{"now", true}}}})
+              .find("unknown argument") != std::string::npos);
 }
 
 TEST_CASE("tool content: a successful execution is one text block with its sections") {
@@ -356,8 +369,9 @@ TEST_CASE("tool content: an error carries the whole traceback and isError") {
               {"error",
                {{"name", "ZeroDivisionError"},
                 {"value", "division by zero"},
-                {"traceback", {"Traceback (most recent call last):", "  return 1 / 0",
-                               "ZeroDivisionError: division by zero"}}}}};
+                {"traceback",
+                 {"Traceback (most recent call last):", "  return 1 / 0",
+                  "ZeroDivisionError: division by zero"}}}}};
     auto r = execution_tool_result(e);
     CHECK(r["isError"] == true);
     const std::string text = r["content"][0]["text"];
@@ -369,17 +383,19 @@ TEST_CASE("tool content: an error carries the whole traceback and isError") {
 }
 
 TEST_CASE("tool content: PNG results become image blocks, moved and odd ones are named") {
-    json e = {{"status", "ok"},
-              {"stdout", ""},
-              {"stderr", ""},
-              {"results",
-               {{{"data", {{"image/png", "iVBOR\nw0K"}, {"text/plain", "<Figure>"}}}},
-                {{"data", {{"image/png", {{"file", "callisto-outputs/x-1.png"}, {"bytes", 9000000}}}}}},
-                {{"data", {{"application/vnd.custom+json", json::object()}}}}}},
-              {"error", nullptr}};
+    json e = {
+        {"status", "ok"},
+        {"stdout", ""},
+        {"stderr", ""},
+        {"results",
+         {{{"data", {{"image/png", "iVBOR\nw0K"}, {"text/plain", "<Figure>"}}}},
+          {{"data", {{"image/png", {{"file", "callisto-outputs/x-1.png"}, {"bytes", 9000000}}}}}},
+          {{"data", {{"application/vnd.custom+json", json::object()}}}}}},
+        {"error", nullptr}};
     auto r = execution_tool_result(e);
     REQUIRE(r["content"].size() == 2);
-    CHECK(r["content"][1] == json{{"type", "image"}, {"data", "iVBORw0K"}, {"mimeType", "image/png"}});
+    CHECK(r["content"][1] ==
+          json{{"type", "image"}, {"data", "iVBORw0K"}, {"mimeType", "image/png"}});
     const std::string text = r["content"][0]["text"];
     CHECK(text.find("<Figure>") == std::string::npos);  // the image says it
     CHECK(text.find("callisto-outputs/x-1.png") != std::string::npos);
@@ -390,7 +406,8 @@ TEST_CASE("tool content: a timeout says whether the state survived") {
     json e = {{"status", "timeout"}, {"state_preserved", true}, {"results", json::array()}};
     auto kept = execution_tool_result(e);
     CHECK(kept["isError"] == true);
-    CHECK(kept["content"][0]["text"].get<std::string>().find("state was kept") != std::string::npos);
+    CHECK(kept["content"][0]["text"].get<std::string>().find("state was kept") !=
+          std::string::npos);
     e["state_preserved"] = false;
     CHECK(execution_tool_result(e)["content"][0]["text"].get<std::string>().find("restarted") !=
           std::string::npos);
@@ -402,17 +419,17 @@ TEST_CASE("tool content: files come back as text, image or base64 resource") {
     auto png = file_tool_result("plots/p.PNG", std::string("\x89PNG\r\n", 6));
     CHECK(png["content"][0]["type"] == "image");
     CHECK(png["content"][0]["mimeType"] == "image/png");
-    CHECK(callisto::gateway::interpreter::decode_base64(png["content"][0]["data"].get<std::string>()) ==
-          std::string("\x89PNG\r\n", 6));
+    CHECK(callisto::gateway::interpreter::decode_base64(
+              png["content"][0]["data"].get<std::string>()) == std::string("\x89PNG\r\n", 6));
     const std::string bytes("\0\1\2\xff", 4);
     auto bin = file_tool_result("data dir/x.bin", bytes);
     const auto& res = bin["content"][0]["resource"];
     CHECK(bin["content"][0]["type"] == "resource");
     CHECK(res["uri"] == "callisto://workdir/data%20dir/x.bin");
     CHECK(callisto::gateway::interpreter::decode_base64(res["blob"].get<std::string>()) == bytes);
-    auto listing = file_list_tool_result(
-        json{{{"path", "a.csv"}, {"type", "file"}, {"size", 12}}, {{"path", "d"}, {"type", "directory"}}},
-        true);
+    auto listing = file_list_tool_result(json{{{"path", "a.csv"}, {"type", "file"}, {"size", 12}},
+                                              {{"path", "d"}, {"type", "directory"}}},
+                                         true);
     const std::string l = listing["content"][0]["text"];
     CHECK(l.find("a.csv  (12 bytes)\nd/\n") == 0);
     CHECK(l.find("cut") != std::string::npos);
@@ -424,10 +441,10 @@ TEST_CASE("utf-8 check and base64 encoding") {
     CHECK(is_utf8_text("plain ascii\n"));
     CHECK(is_utf8_text("gr\xc3\xbc\xc3\x9f \xe2\x82\xac \xf0\x9f\x98\x80"));
     CHECK_FALSE(is_utf8_text(std::string("a\0b", 3)));
-    CHECK_FALSE(is_utf8_text("\xc3"));                // truncated
-    CHECK_FALSE(is_utf8_text("\xc0\xaf"));            // overlong
-    CHECK_FALSE(is_utf8_text("\xed\xa0\x80"));        // surrogate
-    CHECK_FALSE(is_utf8_text("\xf4\x90\x80\x80"));    // beyond U+10FFFF
+    CHECK_FALSE(is_utf8_text("\xc3"));              // truncated
+    CHECK_FALSE(is_utf8_text("\xc0\xaf"));          // overlong
+    CHECK_FALSE(is_utf8_text("\xed\xa0\x80"));      // surrogate
+    CHECK_FALSE(is_utf8_text("\xf4\x90\x80\x80"));  // beyond U+10FFFF
     CHECK_FALSE(is_utf8_text("\x89PNG"));
     CHECK(encode_base64("") == "");
     CHECK(encode_base64("f") == "Zg==");
@@ -457,7 +474,8 @@ TEST_CASE("dispatcher: ping, tools/list, tools/call and the errors") {
     auto bad = ask(request("tools/call", {{"name", "run_code"}, {"arguments", {{"code", 1}}}}));
     CHECK(bad["error"]["code"] == rpc_error::invalid_params);
     CHECK(tools.calls.empty());
-    auto ok = ask(request("tools/call", {{"name", "run_code"}, {"arguments", {{"code", "x = 1"}}}}, 9));
+    auto ok =
+        ask(request("tools/call", {{"name", "run_code"}, {"arguments", {{"code", "x = 1"}}}}, 9));
     REQUIRE(tools.calls.size() == 1);
     CHECK(std::get<run_code_args>(tools.calls[0]).code == "x = 1");
     CHECK(tools.call_ids == std::vector<std::string>{"9"});
@@ -479,9 +497,11 @@ TEST_CASE("router: /mcp takes POST and DELETE; GET is 405 (no SSE stream)") {
 
 TEST_CASE("endpoint: initialize issues a session; later requests need it") {
     endpoint_fixture f;
-    auto res = f.post(request("initialize", {{"protocolVersion", "2025-11-25"},
-                                             {"capabilities", json::object()},
-                                             {"clientInfo", {{"name", "t"}, {"version", "1"}}}}, 0));
+    auto res = f.post(request("initialize",
+                              {{"protocolVersion", "2025-11-25"},
+                               {"capabilities", json::object()},
+                               {"clientInfo", {{"name", "t"}, {"version", "1"}}}},
+                              0));
     CHECK(res.result() == http::status::ok);
     CHECK(res[http::field::content_type] == "application/json");
     const std::string sid(res["Mcp-Session-Id"]);
@@ -497,8 +517,10 @@ TEST_CASE("endpoint: initialize issues a session; later requests need it") {
 
     auto missing = f.post(request("tools/list"));
     CHECK(missing.result() == http::status::bad_request);
-    CHECK(body_of(missing)["error"]["message"].get<std::string>().find("Mcp-Session-Id") != std::string::npos);
-    CHECK(f.post(request("ping"), "0f1e2d3c-4b5a-4968-8776-655443322110").result() == http::status::not_found);
+    CHECK(body_of(missing)["error"]["message"].get<std::string>().find("Mcp-Session-Id") !=
+          std::string::npos);
+    CHECK(f.post(request("ping"), "0f1e2d3c-4b5a-4968-8776-655443322110").result() ==
+          http::status::not_found);
     CHECK(f.post(request("ping"), "not-a-session").result() == http::status::not_found);
 }
 
@@ -526,7 +548,8 @@ TEST_CASE("endpoint: DELETE ends the session and closes its tools") {
 TEST_CASE("endpoint: notifications and responses are accepted with 202 and no body") {
     endpoint_fixture f;
     const auto sid = f.initialize();
-    for (json msg : {json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"},
+    for (json msg : {json{{"jsonrpc", "2.0"},
+                          {"method", "notifications/cancelled"},
                           {"params", {{"requestId", 4}}}},
                      json{{"jsonrpc", "2.0"}, {"method", "notifications/whatever"}},
                      json{{"jsonrpc", "2.0"}, {"id", 5}, {"result", json::object()}}}) {
@@ -545,15 +568,19 @@ TEST_CASE("endpoint: notifications/cancelled reaches the tools with the request'
         http_request req{http::verb::post, "/mcp", 11};
         req.set(http::field::content_type, "application/json");
         req.set("Mcp-Session-Id", sid);
-        req.body() = request("tools/call", {{"name", "run_code"}, {"arguments", {{"code", "while True: pass"}}}},
-                             "req-7").dump();
+        req.body() =
+            request("tools/call",
+                    {{"name", "run_code"}, {"arguments", {{"code", "while True: pass"}}}}, "req-7")
+                .dump();
         f.endpoint.handle(req, ana, [&](http_response r) { pending = std::move(r); });
     }
     CHECK(f.backends[0]->call_ids == std::vector<std::string>{"\"req-7\""});
     auto cancel = [&](json params) {
-        return f.post({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", params}}, sid);
+        return f.post(
+            {{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", params}}, sid);
     };
-    CHECK(cancel({{"requestId", "req-7"}, {"reason", "timeout"}}).result() == http::status::accepted);
+    CHECK(cancel({{"requestId", "req-7"}, {"reason", "timeout"}}).result() ==
+          http::status::accepted);
     CHECK(cancel({{"requestId", 12}}).result() == http::status::accepted);
     // Malformed cancellations are ignored, like any notification we cannot act on.
     CHECK(cancel({{"requestId", json::array()}}).result() == http::status::accepted);
@@ -584,7 +611,8 @@ TEST_CASE("endpoint: malformed bodies get 400 with a JSON-RPC error and the sess
     CHECK(body_of(unknown)["error"]["code"] == rpc_error::method_not_found);
     auto tool = f.post(request("tools/call", {{"name", "format_disk"}}), sid);
     CHECK(body_of(tool)["error"]["code"] == rpc_error::invalid_params);
-    auto args = f.post(request("tools/call", {{"name", "read_file"}, {"arguments", {{"path", "../x"}}}}), sid);
+    auto args = f.post(
+        request("tools/call", {{"name", "read_file"}, {"arguments", {{"path", "../x"}}}}), sid);
     CHECK(body_of(args)["error"]["code"] == rpc_error::invalid_params);
     auto init = f.post(request("initialize", {{"capabilities", json::object()}}));
     CHECK(body_of(init)["error"]["code"] == rpc_error::invalid_params);
@@ -597,22 +625,26 @@ TEST_CASE("endpoint: headers are checked: content type, Accept, protocol version
     const auto ping = request("ping").dump();
     CHECK(f.send(http::verb::post, ping, sid, ana, {{"Content-Type", "text/plain"}}).result() ==
           http::status::unsupported_media_type);
-    CHECK(f.send(http::verb::post, ping, sid, ana, {{"Content-Type", "application/json; charset=utf-8"}})
+    CHECK(f.send(http::verb::post, ping, sid, ana,
+                 {{"Content-Type", "application/json; charset=utf-8"}})
               .result() == http::status::ok);
     CHECK(f.send(http::verb::post, ping, sid, ana, {{"Accept", "text/event-stream"}}).result() ==
           http::status::not_acceptable);
-    CHECK(f.send(http::verb::post, ping, sid, ana, {{"Accept", "*/*"}}).result() == http::status::ok);
-    CHECK(f.send(http::verb::post, ping, sid, ana, {{"MCP-Protocol-Version", "2099-01-01"}}).result() ==
-          http::status::bad_request);
-    CHECK(f.send(http::verb::post, ping, sid, ana, {{"MCP-Protocol-Version", "2025-06-18"}}).result() ==
-          http::status::bad_request);  // not the session's
-    CHECK(f.send(http::verb::post, ping, sid, ana, {{"MCP-Protocol-Version", "2025-03-26"}}).result() ==
+    CHECK(f.send(http::verb::post, ping, sid, ana, {{"Accept", "*/*"}}).result() ==
           http::status::ok);
+    CHECK(f.send(http::verb::post, ping, sid, ana, {{"MCP-Protocol-Version", "2099-01-01"}})
+              .result() == http::status::bad_request);
+    CHECK(f.send(http::verb::post, ping, sid, ana, {{"MCP-Protocol-Version", "2025-06-18"}})
+              .result() == http::status::bad_request);  // not the session's
+    CHECK(f.send(http::verb::post, ping, sid, ana, {{"MCP-Protocol-Version", "2025-03-26"}})
+              .result() == http::status::ok);
     CHECK(f.send(http::verb::post, ping, sid, ana, {{"Origin", "http://evil.example"}}).result() ==
           http::status::forbidden);
-    CHECK(f.send(http::verb::post, ping, sid, ana, {{"Origin", "null"}}).result() == http::status::forbidden);
-    CHECK(f.send(http::verb::post, ping, sid, ana, {{"Origin", "http://127.0.0.1:8888"}}).result() ==
-          http::status::ok);
+    CHECK(f.send(http::verb::post, ping, sid, ana, {{"Origin", "null"}}).result() ==
+          http::status::forbidden);
+    CHECK(
+        f.send(http::verb::post, ping, sid, ana, {{"Origin", "http://127.0.0.1:8888"}}).result() ==
+        http::status::ok);
 }
 
 TEST_CASE("endpoint: sessions per user are limited; 401 carries a bearer challenge") {

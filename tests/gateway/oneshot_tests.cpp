@@ -3,10 +3,10 @@
 
 #include <doctest/doctest.h>
 
+#include "gateway/http/router.hpp"
 #include "gateway/interpreter/context_request.hpp"
 #include "gateway/interpreter/oneshot_executions.hpp"
 #include "gateway/interpreter/oneshot_request.hpp"
-#include "gateway/http/router.hpp"
 
 using namespace callisto::gateway;
 using namespace callisto::gateway::interpreter;
@@ -63,11 +63,11 @@ TEST_CASE("one-shot request: the execution's fields plus kernel and policy") {
 }
 
 TEST_CASE("one-shot request: every bad form is refused with a sentence") {
-    for (const char* body : {"", "x", "[]", "null", R"({"policy": "fresh"})", R"({"code": 1})",
-                             R"({"code": "1", "policy": "sometimes"})",
-                             R"({"code": "1", "kernel": ""})", R"({"code": "1", "kernel": 7})",
-                             R"({"code": "1", "timeout": -1})", R"({"code": "1", "context": "x"})",
-                             R"({"code": "1", "idempotency_key": "has space"})"}) {
+    for (const char* body :
+         {"", "x", "[]", "null", R"({"policy": "fresh"})", R"({"code": 1})",
+          R"({"code": "1", "policy": "sometimes"})", R"({"code": "1", "kernel": ""})",
+          R"({"code": "1", "kernel": 7})", R"({"code": "1", "timeout": -1})",
+          R"({"code": "1", "context": "x"})", R"({"code": "1", "idempotency_key": "has space"})"}) {
         INFO(body);
         std::string error;
         CHECK_FALSE(parse(body, error));
@@ -85,7 +85,8 @@ TEST_CASE("router maps the one-shot routes and answers wrong methods with 405") 
     CHECK(is_interpreter_route(route_kind::oneshot_create));
     CHECK(match_route("GET", "/v1/executions", false).allow == "POST");
     CHECK(match_route("POST", "/v1/executions/" + eid, false).allow == "GET, DELETE");
-    CHECK(match_route("GET", "/v1/executions/" + eid + "/more", false).kind == route_kind::not_found);
+    CHECK(match_route("GET", "/v1/executions/" + eid + "/more", false).kind ==
+          route_kind::not_found);
     CHECK(match_route("GET", "/v1/executions/..", false).kind == route_kind::bad_v1_path);
 }
 

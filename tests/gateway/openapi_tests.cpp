@@ -53,12 +53,12 @@ const json* resolve(const json& node) {
 }
 
 struct operation {
-    std::string method;    // upper case, as on the wire
-    std::string path;      // as documented: "/api/kernels/{kernel_id}"
-    std::string target;    // with every {parameter} replaced by its example
+    std::string method;  // upper case, as on the wire
+    std::string path;    // as documented: "/api/kernels/{kernel_id}"
+    std::string target;  // with every {parameter} replaced by its example
     std::vector<std::pair<std::string, std::string>> path_values;  // name, example
     const json* spec = nullptr;
-    std::string problem;   // why target could not be built
+    std::string problem;  // why target could not be built
     std::string name() const { return method + " " + path; }
 };
 
@@ -126,8 +126,10 @@ route route_of(const operation& o) { return match_route(o.method, o.target, fals
 
 void collect_refs(const json& node, const std::string& where, std::vector<std::string>& dangling) {
     if (node.is_object()) {
-        if (node.contains("$ref") && !resolve(node)) dangling.push_back(where + ": " + node["$ref"].dump());
-        for (const auto& [key, value] : node.items()) collect_refs(value, where + "/" + key, dangling);
+        if (node.contains("$ref") && !resolve(node))
+            dangling.push_back(where + ": " + node["$ref"].dump());
+        for (const auto& [key, value] : node.items())
+            collect_refs(value, where + "/" + key, dangling);
     } else if (node.is_array()) {
         for (std::size_t i = 0; i < node.size(); ++i)
             collect_refs(node[i], where + "/" + std::to_string(i), dangling);
@@ -162,7 +164,8 @@ TEST_CASE("the OpenAPI document is JSON with openapi, info and paths, and every 
     for (const auto& d : dangling) CHECK_MESSAGE(false, "unresolved $ref at " << d);
 }
 
-TEST_CASE("every documented operation is routed to a real route, its parameters where they belong") {
+TEST_CASE(
+    "every documented operation is routed to a real route, its parameters where they belong") {
     const auto ops = operations();
     REQUIRE(ops.size() >= 20);
     std::set<std::string> ids;
@@ -201,8 +204,9 @@ TEST_CASE("every route kind is described by at least one documented operation") 
     for (int i = 0; i < static_cast<int>(route_kind::route_kind_count); ++i) {
         const auto kind = static_cast<route_kind>(i);
         if (!is_endpoint(kind)) continue;
-        CHECK_MESSAGE(documented.count(kind),
-                      "route_kind::" << to_string(kind) << " has no operation in docs/openapi.json");
+        CHECK_MESSAGE(
+            documented.count(kind),
+            "route_kind::" << to_string(kind) << " has no operation in docs/openapi.json");
     }
 }
 
@@ -247,7 +251,8 @@ TEST_CASE("every operation documents a success, JSON error bodies, Location and 
             INFO(o.name() << " " << code);
             const json* res = resolve(ref);
             REQUIRE(res);
-            CHECK_MESSAGE(res->contains("description"), o.name() << " " << code << " has no description");
+            CHECK_MESSAGE(res->contains("description"),
+                          o.name() << " " << code << " has no description");
             if (code[0] == '1' || code[0] == '2') success = true;
             if (code[0] == '4' || code[0] == '5') {
                 // {"reason", "message"} (or the culled variant), always as JSON.
@@ -271,7 +276,8 @@ TEST_CASE("every operation documents a success, JSON error bodies, Location and 
             }
             const json headers = res->value("headers", json::object());
             if (code == "201")
-                CHECK_MESSAGE(headers.contains("Location"), o.name() << " 201 should document Location");
+                CHECK_MESSAGE(headers.contains("Location"), o.name()
+                                                                << " 201 should document Location");
             if (code == "429")
                 CHECK_MESSAGE(headers.contains("Retry-After"),
                               o.name() << " 429 should document Retry-After");

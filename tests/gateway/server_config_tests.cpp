@@ -37,20 +37,36 @@ TEST_CASE("config takes flags in both --name=value and --name value forms") {
 
 TEST_CASE("config reads the token from CALLISTO_TOKEN, the flag winning") {
     CHECK(parse({}, {{"CALLISTO_TOKEN", "from-environment"}}).config->token == "from-environment");
-    CHECK(parse({"--token=from-the-flag"}, {{"CALLISTO_TOKEN", "from-environment"}})
-              .config->token == "from-the-flag");
+    CHECK(
+        parse({"--token=from-the-flag"}, {{"CALLISTO_TOKEN", "from-environment"}}).config->token ==
+        "from-the-flag");
     CHECK(parse({"--no-auth"}).config->token.empty());
 }
 
 TEST_CASE("config rejects every bad form with a message naming the flag") {
-    for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
-             {"--port=70000"}, {"--port=abc"}, {"--port="}, {"--port"}, {"--threads=0"},
-             {"--token=short"}, {"--token=has space in it"}, {"--transport=udp"},
-             {"--max-message-size=12XB"}, {"--max-message-size=0"}, {"--log-level=loud"},
-             {"--frobnicate=1"}, {"positional"}, {"--no-auth=yes"}, {"--ws-ping-interval=0"},
-             {"--max-connections=-1"}, {"--max-connections-per-address=x"}, {"--header-timeout=0"},
-             {"--max-body-in-flight=10"}, {"--kernel-buffer=1B"}, {"--kernel-message-limit=1KiB"},
-             {"--client-input-queue=big"}}) {
+    for (std::vector<std::string> bad :
+         std::vector<std::vector<std::string>>{{"--port=70000"},
+                                               {"--port=abc"},
+                                               {"--port="},
+                                               {"--port"},
+                                               {"--threads=0"},
+                                               {"--token=short"},
+                                               {"--token=has space in it"},
+                                               {"--transport=udp"},
+                                               {"--max-message-size=12XB"},
+                                               {"--max-message-size=0"},
+                                               {"--log-level=loud"},
+                                               {"--frobnicate=1"},
+                                               {"positional"},
+                                               {"--no-auth=yes"},
+                                               {"--ws-ping-interval=0"},
+                                               {"--max-connections=-1"},
+                                               {"--max-connections-per-address=x"},
+                                               {"--header-timeout=0"},
+                                               {"--max-body-in-flight=10"},
+                                               {"--kernel-buffer=1B"},
+                                               {"--kernel-message-limit=1KiB"},
+                                               {"--client-input-queue=big"}}) {
         auto r = parse(bad);
         CAPTURE(bad[0]);
         CHECK_FALSE(r.config);
@@ -69,10 +85,11 @@ TEST_CASE("config --help prints usage and exits 0") {
 }
 
 TEST_CASE("config parses the orchestration flags") {
-    auto r = parse({"--cull-idle-timeout=600", "--cull-busy-timeout=3600", "--kernel-max-lifetime=86400",
-                    "--cull-connected", "--cull-interval=30", "--culled-retention=60",
-                    "--pool-size=2", "--pool=R:1", "--max-kernels=40", "--autorestart-limit=0",
-                    "--autorestart-window=120", "--replay-buffer=1MiB", "--users=/etc/callisto/users.json"});
+    auto r = parse({"--cull-idle-timeout=600", "--cull-busy-timeout=3600",
+                    "--kernel-max-lifetime=86400", "--cull-connected", "--cull-interval=30",
+                    "--culled-retention=60", "--pool-size=2", "--pool=R:1", "--max-kernels=40",
+                    "--autorestart-limit=0", "--autorestart-window=120", "--replay-buffer=1MiB",
+                    "--users=/etc/callisto/users.json"});
     REQUIRE(r.config);
     const auto& c = *r.config;
     CHECK(c.culling.idle_timeout.count() == 600);
@@ -91,12 +108,21 @@ TEST_CASE("config parses the orchestration flags") {
 }
 
 TEST_CASE("config rejects bad orchestration flags with a message") {
-    for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
-             {"--cull-idle-timeout=-1"}, {"--cull-idle-timeout=soon"}, {"--cull-interval=0"},
-             {"--cull-connected=yes"}, {"--pool=python3"}, {"--pool=:3"}, {"--pool=python3:x"},
-             {"--pool-size=65"}, {"--max-kernels=x"}, {"--autorestart-limit=-2"},
-             {"--autorestart-window=0"}, {"--replay-buffer=1XB"}, {"--users="},
-             {"--hash-token=short"}}) {
+    for (std::vector<std::string> bad :
+         std::vector<std::vector<std::string>>{{"--cull-idle-timeout=-1"},
+                                               {"--cull-idle-timeout=soon"},
+                                               {"--cull-interval=0"},
+                                               {"--cull-connected=yes"},
+                                               {"--pool=python3"},
+                                               {"--pool=:3"},
+                                               {"--pool=python3:x"},
+                                               {"--pool-size=65"},
+                                               {"--max-kernels=x"},
+                                               {"--autorestart-limit=-2"},
+                                               {"--autorestart-window=0"},
+                                               {"--replay-buffer=1XB"},
+                                               {"--users="},
+                                               {"--hash-token=short"}}) {
         auto r = parse(bad);
         CAPTURE(bad[0]);
         CHECK_FALSE(r.config);
@@ -142,10 +168,10 @@ TEST_CASE("config takes the sandbox flags and limits") {
 }
 
 TEST_CASE("config rejects bad sandbox flags naming the flag") {
-    for (std::string bad : {"--sandbox=maybe", "--memory-limit=2GB", "--pids-limit=0",
-                            "--cpu-limit=0", "--cpu-limit=x", "--sandbox-uids=0-10",
-                            "--sandbox-uids=70000-60000", "--workdir-root=relative",
-                            "--disk-quota=0"}) {
+    for (std::string bad :
+         {"--sandbox=maybe", "--memory-limit=2GB", "--pids-limit=0", "--cpu-limit=0",
+          "--cpu-limit=x", "--sandbox-uids=0-10", "--sandbox-uids=70000-60000",
+          "--workdir-root=relative", "--disk-quota=0"}) {
         auto r = parse({bad});
         INFO(bad);
         CHECK_FALSE(r.config);
@@ -171,10 +197,15 @@ TEST_CASE("config parses the interpreter API flags") {
 }
 
 TEST_CASE("config rejects bad interpreter API flags with a message") {
-    for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
-             {"--output-budget=10"}, {"--output-budget=big"}, {"--result-cap=0"},
-             {"--execution-queue=0"}, {"--execution-queue=2000"}, {"--interrupt-grace=-1"},
-             {"--interrupt-grace=601"}, {"--upload-limit=1TB"}}) {
+    for (std::vector<std::string> bad :
+         std::vector<std::vector<std::string>>{{"--output-budget=10"},
+                                               {"--output-budget=big"},
+                                               {"--result-cap=0"},
+                                               {"--execution-queue=0"},
+                                               {"--execution-queue=2000"},
+                                               {"--interrupt-grace=-1"},
+                                               {"--interrupt-grace=601"},
+                                               {"--upload-limit=1TB"}}) {
         auto r = parse(bad);
         CAPTURE(bad[0]);
         CHECK_FALSE(r.config);
@@ -192,9 +223,9 @@ TEST_CASE("config parses the MCP flags and rejects their bad forms") {
     REQUIRE(d.config);
     CHECK(d.config->mcp_session_timeout == std::chrono::seconds(3600));
     CHECK(d.config->mcp_max_sessions == 64);
-    for (std::string bad : {"--mcp-session-timeout=-1", "--mcp-session-timeout=1h",
-                            "--mcp-session-timeout=604801", "--mcp-max-sessions=0",
-                            "--mcp-max-sessions=10001", "--mcp-max-sessions=many"}) {
+    for (std::string bad :
+         {"--mcp-session-timeout=-1", "--mcp-session-timeout=1h", "--mcp-session-timeout=604801",
+          "--mcp-max-sessions=0", "--mcp-max-sessions=10001", "--mcp-max-sessions=many"}) {
         auto b = parse({bad});
         CAPTURE(bad);
         CHECK_FALSE(b.config);

@@ -1,8 +1,8 @@
 #include "gateway/token_auth.hpp"
 
+#include <unistd.h>
 #include <cstdint>
 #include <cstdio>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 
@@ -65,8 +65,8 @@ TEST_CASE("token_sha256 is the hex SHA-256 of the token") {
 TEST_CASE("a users file maps each token to its user, role and quota") {
     users_file f(R"([{"name": "ana", "token_sha256": ")" + token_auth::token_sha256("ana-token-1") +
                  R"(", "max_kernels": 2},
-                    {"name": "root", "token_sha256": ")" + token_auth::token_sha256("root-token-1") +
-                 R"(", "role": "admin"}])");
+                    {"name": "root", "token_sha256": ")" +
+                 token_auth::token_sha256("root-token-1") + R"(", "role": "admin"}])");
     auto auth = token_auth::from_users_file(f.path);
     auto ana = auth.authenticate("token ana-token-1", "");
     REQUIRE(ana);
@@ -84,20 +84,20 @@ TEST_CASE("a users file maps each token to its user, role and quota") {
 
 TEST_CASE("a bad users file is refused with a message naming the problem") {
     const std::string good_hash = token_auth::token_sha256("x-token-123");
-    for (std::string text : {std::string("not json"), std::string("[]"), std::string("{}"),
-                             std::string(R"([{"token_sha256": ")") + good_hash + "\"}]",
-                             std::string(R"([{"name": "a"}])"),
-                             std::string(R"([{"name": "a", "token_sha256": "abc"}])"),
-                             std::string(R"([{"name": "a", "token_sha256": ")") + good_hash +
-                                 R"(", "role": "root"}])",
-                             std::string(R"([{"name": "a", "token_sha256": ")") + good_hash +
-                                 R"(", "max_kernels": -1}])",
-                             std::string(R"([{"name": "a", "token_sha256": ")") + good_hash +
-                                 R"("}, {"name": "a", "token_sha256": ")" + good_hash + "\"}]"}) {
+    for (std::string text :
+         {std::string("not json"), std::string("[]"), std::string("{}"),
+          std::string(R"([{"token_sha256": ")") + good_hash + "\"}]",
+          std::string(R"([{"name": "a"}])"),
+          std::string(R"([{"name": "a", "token_sha256": "abc"}])"),
+          std::string(R"([{"name": "a", "token_sha256": ")") + good_hash + R"(", "role": "root"}])",
+          std::string(R"([{"name": "a", "token_sha256": ")") + good_hash +
+              R"(", "max_kernels": -1}])",
+          std::string(R"([{"name": "a", "token_sha256": ")") + good_hash +
+              R"("}, {"name": "a", "token_sha256": ")" + good_hash + "\"}]"}) {
         users_file f(text);
         CAPTURE(text);
-        CHECK_THROWS_WITH_AS(token_auth::from_users_file(f.path),
-                             doctest::Contains("users file"), std::runtime_error);
+        CHECK_THROWS_WITH_AS(token_auth::from_users_file(f.path), doctest::Contains("users file"),
+                             std::runtime_error);
     }
     CHECK_THROWS_AS(token_auth::from_users_file("/nonexistent/users.json"), std::runtime_error);
 }

@@ -31,7 +31,7 @@ namespace {
 // A session that records what its channel reports and answers nothing by itself.
 class recording_session : public websocket_handler,
                           public std::enable_shared_from_this<recording_session> {
-  public:
+public:
     recording_session(beast::tcp_stream&& stream, websocket_channel::limits limits)
         : channel(std::move(stream), limits, callisto::logger(), "test websocket") {}
 
@@ -72,14 +72,14 @@ class recording_session : public websocket_handler,
 
     websocket_channel channel;
 
-  private:
+private:
     std::mutex mutex_;
     bool opened_ = false;
     std::vector<std::string> messages_;
 };
 
 class loopback {
-  public:
+public:
     explicit loopback(websocket_channel::limits limits, std::string subprotocol = "",
                       std::function<void(recording_session&)> before_accept = {}) {
         tcp::acceptor acceptor(server_io_, {asio::ip::make_address("127.0.0.1"), 0});
@@ -137,7 +137,7 @@ class loopback {
     websocket::response_type response;
     std::shared_ptr<recording_session> session;
 
-  private:
+private:
     asio::io_context server_io_;
     std::thread server_thread_;
 };

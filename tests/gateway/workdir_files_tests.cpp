@@ -2,12 +2,12 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
-#include "gateway/interpreter/workdir_files.hpp"
 #include "gateway/http/router.hpp"
+#include "gateway/interpreter/workdir_files.hpp"
 
 using namespace callisto::gateway;
 using namespace callisto::gateway::interpreter;
@@ -16,8 +16,9 @@ namespace fs = std::filesystem;
 namespace {
 
 struct temp_workdir {
-    fs::path base = fs::temp_directory_path() / ("callisto-wd-" + std::to_string(::getpid()) + "-" +
-                                                 std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+    fs::path base =
+        fs::temp_directory_path() / ("callisto-wd-" + std::to_string(::getpid()) + "-" +
+                                     std::to_string(reinterpret_cast<std::uintptr_t>(this)));
     fs::path root = base / "work";
     fs::path outside = base / "outside";
     temp_workdir() {
@@ -38,11 +39,11 @@ TEST_CASE("check_relative_path accepts ordinary names and refuses every odd form
         INFO(ok);
         CHECK_FALSE(check_relative_path(ok));
     }
-    for (std::string bad : {std::string(""), std::string("/etc/passwd"), std::string(".."),
-                            std::string("a/../b"), std::string("./a"), std::string("a//b"),
-                            std::string("a/"), std::string("a\\b"), std::string("a\nb"),
-                            std::string("a\x7f"), std::string("a\0b", 3), std::string(256, 'n'),
-                            std::string(1025, 'a')}) {
+    for (std::string bad :
+         {std::string(""), std::string("/etc/passwd"), std::string(".."), std::string("a/../b"),
+          std::string("./a"), std::string("a//b"), std::string("a/"), std::string("a\\b"),
+          std::string("a\nb"), std::string("a\x7f"), std::string("a\0b", 3), std::string(256, 'n'),
+          std::string(1025, 'a')}) {
         INFO(bad);
         CHECK(check_relative_path(bad));
     }
@@ -110,7 +111,7 @@ TEST_CASE("workdir files: traversal, directories, size limits and a missing work
     CHECK(files.read("d", out, 100)->http_status == 409);
     CHECK(files.write("d", "x")->http_status == 409);
     CHECK(files.write("d/f/g", "x")->http_status == 409);  // a file used as a directory
-    CHECK(files.remove("d")->http_status == 409);           // not empty
+    CHECK(files.remove("d")->http_status == 409);          // not empty
     CHECK(files.remove("nothing")->http_status == 404);
     workdir_files gone(t.base / "missing");
     nlohmann::json list;
@@ -175,9 +176,8 @@ TEST_CASE("router maps the /v1 file routes, multi-segment paths included") {
     CHECK(match_route("POST", base + "/a", false).allow == "GET, PUT, DELETE");
     CHECK(match_route("POST", base, false).kind == route_kind::files_upload);
     CHECK(match_route("PUT", base, false).allow == "GET, POST");
-    for (const std::string& bad : std::vector<std::string>{base + "/../x", base + "/a/%2e%2e/b",
-                                                           base + "/a%2fb", base + "/a%00",
-                                                           base + "//a"}) {
+    for (const std::string& bad : std::vector<std::string>{
+             base + "/../x", base + "/a/%2e%2e/b", base + "/a%2fb", base + "/a%00", base + "//a"}) {
         INFO(bad);
         CHECK(match_route("GET", bad, false).kind == route_kind::bad_v1_path);
     }

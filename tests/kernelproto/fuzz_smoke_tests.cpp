@@ -23,9 +23,7 @@ std::string mutate(std::string s, std::mt19937_64& rng) {
             case 0:
                 if (pos < s.size()) s[pos] = static_cast<char>(s[pos] ^ (1 << (rng() % 8)));
                 break;
-            case 1:
-                s.insert(pos, 1, static_cast<char>(rng() & 0xff));
-                break;
+            case 1: s.insert(pos, 1, static_cast<char>(rng() & 0xff)); break;
             case 2:
                 if (pos < s.size()) s.erase(pos, 1 + rng() % 8);
                 break;

@@ -10,10 +10,11 @@
 using callisto::kernelproto::is_valid_json;
 
 TEST_CASE("json validator accepts well-formed JSON of every kind") {
-    for (std::string text : std::vector<std::string>{"{}", "[]", " {\"a\": [1, -2.5e+3, 0, 0.1, 1E5, true, false, null]} ",
-                             "\"x\"", "0", "-0", "123", "{\"a\":{\"b\":{\"c\":[[],[{}]]}}}",
-                             "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\uD83D\\uDE00\"",
-                             "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"", "[\n\t1 ,\r 2 ]"}) {
+    for (std::string text : std::vector<std::string>{
+             "{}", "[]", " {\"a\": [1, -2.5e+3, 0, 0.1, 1E5, true, false, null]} ", "\"x\"", "0",
+             "-0", "123", "{\"a\":{\"b\":{\"c\":[[],[{}]]}}}",
+             "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\uD83D\\uDE00\"",
+             "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"", "[\n\t1 ,\r 2 ]"}) {
         CAPTURE(text);
         CHECK(is_valid_json(text));
         CHECK(nlohmann::json::accept(text));
@@ -21,11 +22,41 @@ TEST_CASE("json validator accepts well-formed JSON of every kind") {
 }
 
 TEST_CASE("json validator refuses malformed JSON") {
-    for (std::string text : std::vector<std::string>{"", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "{'a':1}", "01", "1.",
-          ".5", "-", "1e", "+1", "tru", "nul", "[1 2]", "\"abc", "\"\\x\"", "\"\\u12G4\"",
-          "\"tab\there\"", "{} {}", "[", "[[[]]", "\"\xc3\x28\"", "\"\xed\xa0\x80\"",
-          "\"\xf4\x90\x80\x80\"", "\"\xc0\xaf\"", "\"\xe0\x80\xaf\"", "\"\xff\"", "NaN",
-          "[1]]", "{\"a\":}", std::string("\"a\0b\"", 5)}) {
+    for (std::string text : std::vector<std::string>{"",
+                                                     " ",
+                                                     "{",
+                                                     "}",
+                                                     "[1,]",
+                                                     "{\"a\":1,}",
+                                                     "{\"a\" 1}",
+                                                     "{a:1}",
+                                                     "{'a':1}",
+                                                     "01",
+                                                     "1.",
+                                                     ".5",
+                                                     "-",
+                                                     "1e",
+                                                     "+1",
+                                                     "tru",
+                                                     "nul",
+                                                     "[1 2]",
+                                                     "\"abc",
+                                                     "\"\\x\"",
+                                                     "\"\\u12G4\"",
+                                                     "\"tab\there\"",
+                                                     "{} {}",
+                                                     "[",
+                                                     "[[[]]",
+                                                     "\"\xc3\x28\"",
+                                                     "\"\xed\xa0\x80\"",
+                                                     "\"\xf4\x90\x80\x80\"",
+                                                     "\"\xc0\xaf\"",
+                                                     "\"\xe0\x80\xaf\"",
+                                                     "\"\xff\"",
+                                                     "NaN",
+                                                     "[1]]",
+                                                     "{\"a\":}",
+                                                     std::string("\"a\0b\"", 5)}) {
         CAPTURE(text);
         CHECK_FALSE(is_valid_json(text));
     }
@@ -80,7 +111,7 @@ TEST_CASE("json validator finds what ends a plain string run at every offset of 
         CHECK(is_valid_json("[\"" + run + "\\n" + run + "\",1]"));
         CHECK(is_valid_json("\"" + run + "\xc3\xa9" + run + "\""));
         CHECK(is_valid_json("\"" + run + "\x7f" + run + "\""));  // DEL is allowed raw
-        CHECK_FALSE(is_valid_json("\"" + run));                   // unterminated
+        CHECK_FALSE(is_valid_json("\"" + run));                  // unterminated
         CHECK_FALSE(is_valid_json("\"" + run + "\x1f" + run + "\""));
         CHECK_FALSE(is_valid_json("\"" + run + std::string(1, '\0') + run + "\""));
         CHECK_FALSE(is_valid_json("\"" + run + "\xc3" + run + "\""));  // truncated sequence

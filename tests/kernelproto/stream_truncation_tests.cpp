@@ -52,8 +52,9 @@ TEST_CASE("truncate_stream_text cuts plain text to the byte") {
 
 TEST_CASE("truncate_stream_text never splits an escape, a UTF-8 sequence or a surrogate pair") {
     check_every_cut(R"({"name":"stdout","text":"a\nb\"c\\d\/e\u00e9f\ud83d\ude00g\tz"})");
-    check_every_cut("{\"name\":\"stdout\",\"text\":\"h\xc3\xa9llo \xe4\xb8\xad\xe6\x96\x87 "
-                    "\xf0\x9f\x98\x80!\"}");
+    check_every_cut(
+        "{\"name\":\"stdout\",\"text\":\"h\xc3\xa9llo \xe4\xb8\xad\xe6\x96\x87 "
+        "\xf0\x9f\x98\x80!\"}");
     check_every_cut(R"({"name":"stderr","text":"\\\\\\\"\"\"\\n"})");
     check_every_cut(R"({"name":"stdout","text":""})");
 }
@@ -67,9 +68,9 @@ TEST_CASE("truncate_stream_text keeps the other fields, before and after the tex
 TEST_CASE("truncate_stream_text refuses what is not a stream content, without crashing") {
     for (const std::string bad :
          {"", "   ", "[]", "\"text\"", "{}", R"({"name":"stdout"})", R"({"text": 5})",
-          R"({"text": ["a"]})", R"({"text": null})", R"({"text": "unterminated)",
-          R"({"text")", R"({"text":)", R"({"a": {"b": "c"}, "text)", R"({"a" 1, "text": "x"})",
-          R"({"a": "\)", "{\"text\": \"\\", R"({"nested": {"text": "inner"}})"}) {
+          R"({"text": ["a"]})", R"({"text": null})", R"({"text": "unterminated)", R"({"text")",
+          R"({"text":)", R"({"a": {"b": "c"}, "text)", R"({"a" 1, "text": "x"})", R"({"a": "\)",
+          "{\"text\": \"\\", R"({"nested": {"text": "inner"}})"}) {
         CAPTURE(bad);
         for (std::size_t max : {std::size_t{0}, std::size_t{3}, std::size_t{20}, std::size_t{1000}})
             CHECK_FALSE(kp::truncate_stream_text(bad, max).has_value());

@@ -57,7 +57,8 @@ TEST_CASE("untrusted json: a document at the limit parses and survives the recur
 }
 
 TEST_CASE("untrusted json: ordinary documents parse as nlohmann would") {
-    auto parsed = kp::parse_untrusted_json(R"js({"code": "print(1)", "n": [1, 2.5, null, true]})js");
+    auto parsed =
+        kp::parse_untrusted_json(R"js({"code": "print(1)", "n": [1, 2.5, null, true]})js");
     REQUIRE(parsed.ok());
     CHECK(parsed.value["code"] == "print(1)");
     CHECK(parsed.value["n"].size() == 4);

@@ -78,9 +78,7 @@ std::error_code error_of(std::string_view data, bool binary, websocket_format f)
     return ec;
 }
 
-std::string legacy_text(const json& j) {
-    return j.dump();
-}
+std::string legacy_text(const json& j) { return j.dump(); }
 
 json client_request() {
     return {{"header",
@@ -289,8 +287,8 @@ TEST_CASE("from_websocket refuses JSON nested too deep, in every format, without
     CHECK(error_of(text, false, websocket_format::legacy) == wire_error::too_deep);
     // v1: a deep header, and a deep parent header.
     const std::string header = R"({"msg_id":"m","msg_type":"execute_request","x":)" + deep + "}";
-    CHECK(error_of(v1_from_parts({"shell", header, "{}", "{}", "{}"}), true, websocket_format::v1) ==
-          wire_error::too_deep);
+    CHECK(error_of(v1_from_parts({"shell", header, "{}", "{}", "{}"}), true,
+                   websocket_format::v1) == wire_error::too_deep);
     const std::string parent = "{\"x\":" + deep + "}";
     CHECK(error_of(v1_from_parts({"shell", tiny_header, parent, "{}", "{}"}), true,
                    websocket_format::v1) == wire_error::too_deep);

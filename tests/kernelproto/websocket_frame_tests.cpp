@@ -122,11 +122,11 @@ std::vector<kp::message> samples() {
     std::vector<kp::message> out;
     out.push_back(make("{}"));
     out.push_back(make(R"({"execution_state":"idle"})"));
-    out.push_back(make(big_text(5000)));                  // just above the reference threshold
-    out.push_back(make(big_text(300000)));                // big: referenced
+    out.push_back(make(big_text(5000)));                       // just above the reference threshold
+    out.push_back(make(big_text(300000)));                     // big: referenced
     out.push_back(make(R"({"data":{}})", {"AB", "", "xyz"}));  // small and empty buffers
     out.push_back(make(big_text(20000), {std::string(10000, '\0'), "", std::string(3, '\xff')}));
-    out.push_back(make(R"({"a":1})", {""}));              // one empty buffer only
+    out.push_back(make(R"({"a":1})", {""}));  // one empty buffer only
     kp::message big_header = make(big_text(100));
     big_header.header = R"({"msg_id":"x","msg_type":"t","pad":")" + std::string(9000, 'p') + "\"}";
     out.push_back(big_header);
@@ -144,8 +144,8 @@ TEST_CASE("gather frames are byte-identical to the spliced encoding, for every f
                 CAPTURE(msg.buffers.size());
                 const auto [expected, binary] = reference(msg, ch, format);
                 const auto copied = kp::to_websocket(msg, ch, format);
-                const auto shared = kp::to_websocket(std::make_shared<const kp::message>(msg), ch,
-                                                     format);
+                const auto shared =
+                    kp::to_websocket(std::make_shared<const kp::message>(msg), ch, format);
                 CHECK(copied.str() == expected);
                 CHECK(shared.str() == expected);
                 CHECK(copied.binary == binary);

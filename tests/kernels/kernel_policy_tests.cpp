@@ -62,8 +62,8 @@ TEST_CASE("kernel keep hands out a resetting kernel only once it is ready, but l
     CHECK(keep.take("ana", "python3")->id == "k1");
     k.id = "k2";
     CHECK(keep.put(k));
-    CHECK(keep.evict("ana")->id == "k2");      // a limit may take it while it resets
-    CHECK_FALSE(keep.mark_ready("k2"));        // then the reset's end finds it gone
+    CHECK(keep.evict("ana")->id == "k2");  // a limit may take it while it resets
+    CHECK_FALSE(keep.mark_ready("k2"));    // then the reset's end finds it gone
 }
 
 TEST_CASE("kernel keep is bounded per owner and refuses a kernel it already holds") {

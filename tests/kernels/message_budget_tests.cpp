@@ -45,8 +45,8 @@ TEST_CASE("message budget lets small messages through over it, within their own 
     while (budget.admit(message_budget::small_message_bytes))
         smalls.push_back(budget.lease(message_budget::small_message_bytes));
     // The allowance is bounded too: a flood of small messages stops.
-    CHECK(budget.held_bytes() <= (1u << 20) + message_budget::small_allowance_bytes +
-                                     message_budget::small_message_bytes);
+    CHECK(budget.held_bytes() <=
+          (1u << 20) + message_budget::small_allowance_bytes + message_budget::small_message_bytes);
     CHECK_FALSE(budget.admit(1));
 }
 

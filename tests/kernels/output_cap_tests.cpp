@@ -21,9 +21,9 @@ TEST_CASE("classify_output: stream and the rich types are capped, everything els
     CHECK(gateway::classify_output("stream") == output_kind::stream);
     for (const char* rich : {"display_data", "update_display_data", "execute_result"})
         CHECK(gateway::classify_output(rich) == output_kind::rich);
-    for (const char* other : {"status", "execute_input", "error", "clear_output", "comm_open",
-                              "comm_msg", "comm_close", "execute_reply", "", "Stream",
-                              "display_data_x", "some_future_type"})
+    for (const char* other :
+         {"status", "execute_input", "error", "clear_output", "comm_open", "comm_msg", "comm_close",
+          "execute_reply", "", "Stream", "display_data_x", "some_future_type"})
         CHECK(gateway::classify_output(other) == output_kind::other);
 }
 

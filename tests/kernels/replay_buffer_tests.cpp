@@ -8,8 +8,8 @@ using gateway::kernels::replay_buffer;
 
 namespace {
 std::shared_ptr<const kernelproto::message> output(std::uint64_t seq, std::size_t size = 100) {
-    auto msg = kernelproto::make_message("stream", {{"name", "stdout"}, {"text", std::string(size, 'x')}},
-                                         "s");
+    auto msg = kernelproto::make_message(
+        "stream", {{"name", "stdout"}, {"text", std::string(size, 'x')}}, "s");
     gateway::stamp_sequence(msg, seq);
     return std::make_shared<const kernelproto::message>(std::move(msg));
 }

@@ -14,7 +14,8 @@ TEST_CASE("a server status carries the cause of a death to the executions it end
     CHECK(msg.parent_msg_id.empty());
     CHECK(nlohmann::json::parse(msg.content) == nlohmann::json{{"execution_state", "restarting"}});
     gateway::stamp_sequence(msg, 12);  // what every broadcast does to it on the way
-    CHECK(gateway::server_status_reason(msg) == "kernel process killed: out of memory (limit 512MiB)");
+    CHECK(gateway::server_status_reason(msg) ==
+          "kernel process killed: out of memory (limit 512MiB)");
     CHECK(nlohmann::json::parse(msg.metadata)["callisto_seq"] == 12);
 }
 

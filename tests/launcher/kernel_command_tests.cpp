@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <set>
 #include <string>
-#include <unistd.h>
 
 #include "launcher/kernel_command.hpp"
 #include "test_support.hpp"
@@ -61,8 +61,8 @@ TEST_CASE("kernel_command passes only a few safe host variables") {
 
     std::set<std::string> names;
     for (const auto& [name, value] : what.env) names.insert(name);
-    CHECK(names == std::set<std::string>{"PATH", "LANG", "TZ", "HOME", "JPY_PARENT_PID",
-                                         "SPEC_VAR", "OVERRIDDEN"});
+    CHECK(names == std::set<std::string>{"PATH", "LANG", "TZ", "HOME", "JPY_PARENT_PID", "SPEC_VAR",
+                                         "OVERRIDDEN"});
 }
 
 TEST_CASE("kernel_command gives a default PATH when the gateway has none") {

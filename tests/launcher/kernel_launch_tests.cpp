@@ -1,12 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <condition_variable>
 #include <csignal>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <sys/stat.h>
 
 #include "launcher/kernel_command.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
@@ -60,8 +60,8 @@ TEST_CASE("an ipykernel from the python3 kernelspec binds its ipc sockets and is
     std::condition_variable changed;
     std::optional<exit_status> exited;
     {
-        auto runtime = std::make_unique<kernel_runtime_dir>(root.path(), "k1", transport_kind::ipc,
-                                                            spec.name);
+        auto runtime =
+            std::make_unique<kernel_runtime_dir>(root.path(), "k1", transport_kind::ipc, spec.name);
         dir_path = runtime->path();
         const auto what = kernel_command(spec, runtime->connection_file(), workdir.path());
 

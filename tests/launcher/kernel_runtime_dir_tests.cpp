@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <memory>
 #include <string>
-#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 

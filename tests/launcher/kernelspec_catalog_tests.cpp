@@ -25,9 +25,9 @@ void write_spec(const std::filesystem::path& dir, const std::string& display_nam
 struct captured_log {
     std::vector<std::string> lines;
     logger make() {
-        return logger([this](log_level, std::string_view, std::string_view text) {
-            lines.emplace_back(text);
-        }, log_level::debug);
+        return logger([this](log_level, std::string_view,
+                             std::string_view text) { lines.emplace_back(text); },
+                      log_level::debug);
     }
     bool contains(const std::string& needle) const {
         for (const auto& line : lines)
@@ -52,9 +52,9 @@ TEST_CASE("default_search_path respects JUPYTER_DATA_DIR and works without JUPYT
     env_override jupyter_path("JUPYTER_PATH", std::nullopt);
     env_override data_dir("JUPYTER_DATA_DIR", "/data/jupyter");
     env_override home("HOME", "/home/u");
-    CHECK(kernelspec_catalog::default_search_path() ==
-          paths{"/data/jupyter/kernels", "/usr/local/share/jupyter/kernels",
-                "/usr/share/jupyter/kernels"});
+    CHECK(kernelspec_catalog::default_search_path() == paths{"/data/jupyter/kernels",
+                                                             "/usr/local/share/jupyter/kernels",
+                                                             "/usr/share/jupyter/kernels"});
 }
 
 TEST_CASE("catalog lists specs by name, skipping dirs without kernel.json and broken specs") {
@@ -85,8 +85,8 @@ TEST_CASE("an earlier directory wins a name clash") {
     write_spec(tmp.path() / "first" / "kernels" / "echo", "First");
     write_spec(tmp.path() / "second" / "kernels" / "ECHO", "Second");
     write_spec(tmp.path() / "second" / "kernels" / "only-second", "Only");
-    env_override jupyter_path("JUPYTER_PATH",
-                              (tmp.path() / "first").string() + ":" + (tmp.path() / "second").string());
+    env_override jupyter_path(
+        "JUPYTER_PATH", (tmp.path() / "first").string() + ":" + (tmp.path() / "second").string());
 
     kernelspec_catalog catalog(kernelspec_catalog::default_search_path());
     REQUIRE(catalog.find("echo"));

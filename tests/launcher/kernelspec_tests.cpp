@@ -85,14 +85,18 @@ TEST_CASE("load rejects every malformed kernel.json with an error naming the fil
         {R"({"argv": [""], "display_name": "D"})", "\"argv\"[0] must not be empty"},
         {R"({"argv": ["k"]})", "\"display_name\" is missing"},
         {R"({"argv": ["k"], "display_name": 5})", "\"display_name\" must be a string"},
-        {R"({"argv": ["k"], "display_name": "D", "language": ["py"]})", "\"language\" must be a string"},
+        {R"({"argv": ["k"], "display_name": "D", "language": ["py"]})",
+         "\"language\" must be a string"},
         {R"({"argv": ["k"], "display_name": "D", "interrupt_mode": "sometimes"})",
          "\"interrupt_mode\" must be \"signal\" or \"message\""},
         {R"({"argv": ["k"], "display_name": "D", "interrupt_mode": 1})",
          "\"interrupt_mode\" must be \"signal\" or \"message\""},
-        {R"({"argv": ["k"], "display_name": "D", "env": ["A=1"]})", "\"env\" must be an object of strings"},
-        {R"({"argv": ["k"], "display_name": "D", "env": {"A": 1}})", "\"env\" value of \"A\" must be a string"},
-        {R"({"argv": ["k"], "display_name": "D", "metadata": "x"})", "\"metadata\" must be an object"},
+        {R"({"argv": ["k"], "display_name": "D", "env": ["A=1"]})",
+         "\"env\" must be an object of strings"},
+        {R"({"argv": ["k"], "display_name": "D", "env": {"A": 1}})",
+         "\"env\" value of \"A\" must be a string"},
+        {R"({"argv": ["k"], "display_name": "D", "metadata": "x"})",
+         "\"metadata\" must be an object"},
     };
     for (const auto& c : cases) {
         CAPTURE(c.json);

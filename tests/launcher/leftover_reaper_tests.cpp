@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "launcher/instance_lock.hpp"
 #include "launcher/leftover_reaper.hpp"
@@ -42,8 +42,8 @@ TEST_CASE("instance_lock: a second lock on the same workdir root is refused, nam
     } catch (const std::runtime_error& e) {
         refusal = e.what();
     }
-    CHECK(refusal.find("another callisto instance is running with --workdir-root=" + root.string()) !=
-          std::string::npos);
+    CHECK(refusal.find("another callisto instance is running with --workdir-root=" +
+                       root.string()) != std::string::npos);
     CHECK(refusal.find("(pid " + std::to_string(::getpid()) + ")") != std::string::npos);
     // Another root is another instance's business.
     instance_lock other(tmp.path() / "other");
@@ -74,20 +74,26 @@ TEST_CASE("instance_lock: the tag and the runtime root outlive the instance; rel
     CHECK_FALSE(instance_lock::is_own_file(kernel_a));
 }
 
-TEST_CASE("leftover processes: a uid of the range AND an argument under the workdir or runtime root") {
+TEST_CASE(
+    "leftover processes: a uid of the range AND an argument under the workdir or runtime root") {
     auto s = scope_for("/var/lib/callisto/work");
     s.runtime_root = fs::path("/tmp/callisto-42");
     const std::string workdir = "/var/lib/callisto/work/" + kernel_a;
     CHECK(leftover_reaper::is_leftover_process(s, 61000, {"bwrap", "--bind", workdir, "/work"}));
-    CHECK(leftover_reaper::is_leftover_process(
-        s, 61099, {"python3", "-m", "ipykernel_launcher", "-f", "/tmp/callisto-42/0a1b2c3d-ab12cd/kernel.json"}));
+    CHECK(leftover_reaper::is_leftover_process(s, 61099,
+                                               {"python3", "-m", "ipykernel_launcher", "-f",
+                                                "/tmp/callisto-42/0a1b2c3d-ab12cd/kernel.json"}));
     // Same paths, uid outside the range (root, another range): not ours to kill.
     CHECK_FALSE(leftover_reaper::is_leftover_process(s, 0, {"ls", workdir}));
-    CHECK_FALSE(leftover_reaper::is_leftover_process(s, 61100, {"bwrap", "--bind", workdir, "/work"}));
-    CHECK_FALSE(leftover_reaper::is_leftover_process(s, 60999, {"bwrap", "--bind", workdir, "/work"}));
+    CHECK_FALSE(
+        leftover_reaper::is_leftover_process(s, 61100, {"bwrap", "--bind", workdir, "/work"}));
+    CHECK_FALSE(
+        leftover_reaper::is_leftover_process(s, 60999, {"bwrap", "--bind", workdir, "/work"}));
     // Same uids, another instance's root (or a root that merely shares a prefix): not ours.
-    CHECK_FALSE(leftover_reaper::is_leftover_process(s, 61000, {"bwrap", "--bind", "/srv/work/" + kernel_a, "/work"}));
-    CHECK_FALSE(leftover_reaper::is_leftover_process(s, 61000, {"bwrap", "--bind", "/var/lib/callisto/work2/x", "/work"}));
+    CHECK_FALSE(leftover_reaper::is_leftover_process(
+        s, 61000, {"bwrap", "--bind", "/srv/work/" + kernel_a, "/work"}));
+    CHECK_FALSE(leftover_reaper::is_leftover_process(
+        s, 61000, {"bwrap", "--bind", "/var/lib/callisto/work2/x", "/work"}));
     CHECK_FALSE(leftover_reaper::is_leftover_process(s, 61000, {"sleep", "600"}));
     CHECK_FALSE(leftover_reaper::is_leftover_process(s, 61000, {"cat", "/var/lib/callisto/work"}));
 }
@@ -96,8 +102,12 @@ TEST_CASE("mounts_below: strictly below the root, deepest first, escapes decoded
     const std::string mountinfo =
         "22 1 0:21 / / rw shared:1 - ext4 /dev/vda rw\n"
         "40 22 0:35 / /var/lib/callisto/work rw shared:2 - ext4 /dev/vdb rw\n"
-        "41 40 0:36 / /var/lib/callisto/work/" + kernel_a + " rw,nosuid,nodev shared:3 - tmpfs callisto-work rw,size=1024k\n"
-        "42 41 0:37 / /var/lib/callisto/work/" + kernel_a + "/deeper rw shared:4 - tmpfs other rw\n"
+        "41 40 0:36 / /var/lib/callisto/work/" +
+        kernel_a +
+        " rw,nosuid,nodev shared:3 - tmpfs callisto-work rw,size=1024k\n"
+        "42 41 0:37 / /var/lib/callisto/work/" +
+        kernel_a +
+        "/deeper rw shared:4 - tmpfs other rw\n"
         "43 22 0:38 / /var/lib/callisto/work2/x rw shared:5 - tmpfs callisto-work rw\n"
         "44 40 0:39 / /var/lib/callisto/work/with\\040space rw shared:6 - tmpfs callisto-work rw\n"
         "garbage line\n";
@@ -119,7 +129,9 @@ TEST_CASE("is_kernel_id: lower-case UUIDs only, as session workdirs are named") 
     CHECK_FALSE(leftover_reaper::is_kernel_id("0a1b2c3d_0000-4000-8000-00000000000a"));
 }
 
-TEST_CASE("reap removes this root's session workdirs, its tagged cgroups and its marked runtime root; nothing else") {
+TEST_CASE(
+    "reap removes this root's session workdirs, its tagged cgroups and its marked runtime root; "
+    "nothing else") {
     temp_dir tmp;
     const auto root = tmp.path() / "work";
     const auto runtime = tmp.path() / "run";

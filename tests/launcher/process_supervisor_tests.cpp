@@ -76,7 +76,8 @@ spawn_description shell(const std::string& script) { return command({"/bin/sh", 
 TEST_CASE("exit_status describes normal exits and signals") {
     CHECK(exit_status{1, 0, false, {}}.describe() == "exited with code 1");
     CHECK(exit_status{-1, SIGKILL, false, {}}.describe() == "killed by signal 9 (SIGKILL)");
-    CHECK(exit_status{-1, SIGSEGV, true, {}}.describe() == "killed by signal 11 (SIGSEGV), core dumped");
+    CHECK(exit_status{-1, SIGSEGV, true, {}}.describe() ==
+          "killed by signal 11 (SIGSEGV), core dumped");
 }
 
 TEST_CASE("a child's exit code is reported once, and the child is forgotten") {
@@ -96,8 +97,7 @@ TEST_CASE("a child's exit code is reported once, and the child is forgotten") {
 TEST_CASE("terminate sends SIGTERM first") {
     process_supervisor supervisor({});
     exits seen;
-    const pid_t pid = supervisor.spawn(command({"sleep", "600"}),
-                                       seen.handler());
+    const pid_t pid = supervisor.spawn(command({"sleep", "600"}), seen.handler());
     CHECK(supervisor.running(pid));
     supervisor.terminate(pid, 60s);
     const auto status = seen.wait(pid);
@@ -124,9 +124,8 @@ TEST_CASE("spawning a missing binary throws system_error naming it") {
     process_supervisor supervisor({});
     CHECK_THROWS_WITH_AS(supervisor.spawn(command({"/nonexistent/callisto-kernel"}, {}), {}),
                          doctest::Contains("/nonexistent/callisto-kernel"), std::system_error);
-    CHECK_THROWS_WITH_AS(
-        supervisor.spawn(command({"callisto-no-such-program"}), {}),
-        doctest::Contains("callisto-no-such-program"), std::system_error);
+    CHECK_THROWS_WITH_AS(supervisor.spawn(command({"callisto-no-such-program"}), {}),
+                         doctest::Contains("callisto-no-such-program"), std::system_error);
     try {
         supervisor.spawn(command({"/nonexistent/callisto-kernel"}, {}), {});
     } catch (const std::system_error& e) {
@@ -235,7 +234,8 @@ TEST_CASE("spawn works from many threads at once and from an exit handler") {
     std::vector<pid_t> pids;
     for (int i = 0; i < 4; ++i)
         threads.emplace_back([&, i] {
-            const pid_t pid = supervisor.spawn(shell("exit " + std::to_string(10 + i)), seen.handler());
+            const pid_t pid =
+                supervisor.spawn(shell("exit " + std::to_string(10 + i)), seen.handler());
             std::lock_guard lock(pids_mutex);
             pids.push_back(pid);
         });

@@ -26,7 +26,8 @@ TEST_CASE("sizes parse with binary units only") {
 
 TEST_CASE("a kernelspec's limits override only the fields it names") {
     sandbox_policy base;
-    const auto p = base.with_overrides({{"memory", "4GiB"}, {"pids", 512}, {"cpu", 0.5}, {"disk", 1048576}});
+    const auto p =
+        base.with_overrides({{"memory", "4GiB"}, {"pids", 512}, {"cpu", 0.5}, {"disk", 1048576}});
     CHECK(p.memory_bytes == 4ull << 30);
     CHECK(p.pids == 512);
     CHECK(p.cpu_cores == doctest::Approx(0.5));

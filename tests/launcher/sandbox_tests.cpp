@@ -3,13 +3,13 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <condition_variable>
 #include <csignal>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "launcher/kernel_command.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
@@ -48,7 +48,8 @@ struct sandboxed_run {
         sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
         const sandbox_identity who{test_uid, test_uid};
         workdir = std::make_unique<session_workdir>(root.path(), "w", who, policy.disk_bytes);
-        runtime = std::make_unique<kernel_runtime_dir>(runtime_root.path(), "r", transport_kind::ipc, "t");
+        runtime = std::make_unique<kernel_runtime_dir>(runtime_root.path(), "r",
+                                                       transport_kind::ipc, "t");
         spawn_description inner;
         inner.argv = {"/usr/bin/python3", "-c", code};
         inner.env = {{"PATH", "/usr/bin"}};
@@ -65,7 +66,8 @@ struct sandboxed_run {
         });
         kernel->spawned();
         std::unique_lock lock(mutex);
-        REQUIRE(changed.wait_for(lock, std::chrono::seconds(120), [&] { return exited.has_value(); }));
+        REQUIRE(
+            changed.wait_for(lock, std::chrono::seconds(120), [&] { return exited.has_value(); }));
         status = *exited;
     }
     std::string output(const std::string& file) const { return read_file(workdir->path() / file); }
@@ -123,7 +125,8 @@ open("out.txt", "w").write("\n".join(out) + "\n")
     CHECK(run.status.exit_code == 0);
     const auto out = run.output("out.txt");
     INFO(out);
-    CHECK(out.find("uid=" + std::to_string(test_uid) + " gid=" + std::to_string(test_uid)) != std::string::npos);
+    CHECK(out.find("uid=" + std::to_string(test_uid) + " gid=" + std::to_string(test_uid)) !=
+          std::string::npos);
     CHECK(out.find("pids=1,2\n") != std::string::npos);
     CHECK(out.find("cwd=/work home=/work") != std::string::npos);
     CHECK(out.find("shadow=False") != std::string::npos);
@@ -167,7 +170,8 @@ except OSError as e:
 import os
 os.remove("big")
 open("out.txt", "w").write(r)
-)", policy);
+)",
+                      policy);
     CHECK(run.status.exit_code == 0);
     CHECK(run.output("out.txt") == "ENOSPC");
 }
@@ -180,15 +184,16 @@ TEST_CASE("a sandboxed ipykernel binds its ipc sockets as the session uid, and t
     session_workdir workdir(root.path(), "w", who, 1u << 20);
     kernel_runtime_dir runtime(runtime_root.path(), "r", transport_kind::ipc, spec.name);
     sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
-    auto kernel = box.prepare(kernel_command(spec, runtime.connection_file(), workdir.path()), {}, who,
-                              workdir.path(), runtime.path(), runtime.connection_file(),
+    auto kernel = box.prepare(kernel_command(spec, runtime.connection_file(), workdir.path()), {},
+                              who, workdir.path(), runtime.path(), runtime.connection_file(),
                               "cltest-k" + std::to_string(::getpid()));
     process_supervisor supervisor({});
     const pid_t pid = supervisor.spawn(kernel->command(), {});
     kernel->spawned();
     // ipykernel rewrites its connection file after binding; sealing first would break it.
-    REQUIRE(eventually([&] { return runtime.ipc_sockets_present() && runtime.connection_file_rewritten(); },
-                       std::chrono::seconds(60)));
+    REQUIRE(eventually(
+        [&] { return runtime.ipc_sockets_present() && runtime.connection_file_rewritten(); },
+        std::chrono::seconds(60)));
     CHECK(runtime.seal(who.uid) == "");
     struct stat st {};
     REQUIRE(::stat(runtime.path().c_str(), &st) == 0);
@@ -204,8 +209,10 @@ TEST_CASE("seal refuses an ipc socket replaced by a symlink") {
     kernel_runtime_dir runtime(runtime_root.path(), "r", transport_kind::ipc, "t");
     for (int port = 1; port <= 5; ++port) {
         const auto path = runtime.connection().ip + "-" + std::to_string(port);
-        if (port == 3) REQUIRE(::symlink("/run/some-host.sock", path.c_str()) == 0);
-        else REQUIRE(::mknod(path.c_str(), S_IFSOCK | 0600, 0) == 0);
+        if (port == 3)
+            REQUIRE(::symlink("/run/some-host.sock", path.c_str()) == 0);
+        else
+            REQUIRE(::mknod(path.c_str(), S_IFSOCK | 0600, 0) == 0);
     }
     CHECK(runtime.ipc_sockets_present());
     CHECK(runtime.seal(::getuid()).find("-3 is not a socket") != std::string::npos);

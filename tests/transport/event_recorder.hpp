@@ -24,8 +24,7 @@ struct recorded_events {
     int count(kernelproto::channel ch, std::string_view type, std::string_view parent = {}) const {
         int n = 0;
         for (const auto& [c, m] : messages) {
-            if (c == ch && m.msg_type == type && (parent.empty() || m.parent_msg_id == parent))
-                ++n;
+            if (c == ch && m.msg_type == type && (parent.empty() || m.parent_msg_id == parent)) ++n;
         }
         return n;
     }

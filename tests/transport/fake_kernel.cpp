@@ -82,8 +82,8 @@ void fake_kernel::run() {
         zmq::poll(items, std::chrono::milliseconds(10));
 
         for (; bad_to_send_ > 0; --bad_to_send_) {
-            kp::message msg = kp::make_message("stream", {{"name", "stdout"}, {"text", "x"}},
-                                               session_);
+            kp::message msg =
+                kp::make_message("stream", {{"name", "stdout"}, {"text", "x"}}, session_);
             msg.identities = {"kernel.fake.stream"};
             send_all(iopub_, kp::encode(msg, kp::hmac_signer("not the key")));
         }
@@ -153,9 +153,9 @@ void fake_kernel::on_execute(kp::message req) {
             publish("stream", {{"name", "stdout"}, {"text", std::to_string(i)}}, req);
         }
     } else if (code.starts_with("input:")) {
-        kp::message request = kp::make_message(
-            "input_request", {{"prompt", code.substr(6)}, {"password", false}}, session_,
-            "kernel", &req);
+        kp::message request =
+            kp::make_message("input_request", {{"prompt", code.substr(6)}, {"password", false}},
+                             session_, "kernel", &req);
         // ipykernel's rule: stdin goes to the identity the shell request came from.
         request.identities = req.identities;
         send_all(stdin_, kp::encode(request, signer_));
@@ -179,7 +179,9 @@ void fake_kernel::on_stdin(kp::message msg) {
 
 void fake_kernel::finish_execute(const kp::message& req, bool silent) {
     reply(shell_, "execute_reply",
-          {{"status", "ok"}, {"execution_count", ++execution_count_}, {"user_expressions", nlohmann::json::object()}},
+          {{"status", "ok"},
+           {"execution_count", ++execution_count_},
+           {"user_expressions", nlohmann::json::object()}},
           req);
     if (!silent) publish("status", {{"execution_state", "idle"}}, req);
 }

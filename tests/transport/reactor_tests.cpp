@@ -17,8 +17,8 @@
 #include "transport/reactor.hpp"
 
 namespace kp = callisto::kernelproto;
-using callisto::logger;
 using callisto::log_level;
+using callisto::logger;
 using callisto::transport::link_id;
 using callisto::transport::link_options;
 using callisto::transport::reactor;
@@ -103,9 +103,8 @@ TEST_CASE("a link is connected only after a kernel_info_reply and an iopub messa
     SUBCASE("iopub without a reply is not enough") {
         kernel.answer_kernel_info = false;
         r.open(kernel.info(), events, fast_options());
-        REQUIRE(events->wait_for([](const recorded_events& e) {
-            return e.count(kp::channel::iopub, "status") >= 6;
-        }));
+        REQUIRE(events->wait_for(
+            [](const recorded_events& e) { return e.count(kp::channel::iopub, "status") >= 6; }));
         CHECK(events->with([](const recorded_events& e) { return e.connected; }) == 0);
 
         kernel.answer_kernel_info = true;
@@ -118,8 +117,8 @@ TEST_CASE("a link is connected only after a kernel_info_reply and an iopub messa
     CHECK(e.threads.size() == 1);
 }
 
-TEST_CASE_FIXTURE(connected_link, "replies to the nudges are swallowed while their iopub status is reported") {
-
+TEST_CASE_FIXTURE(connected_link,
+                  "replies to the nudges are swallowed while their iopub status is reported") {
     // A client's own kernel_info_request is not a nudge: its reply is reported.
     kp::message own = kp::make_message("kernel_info_request", nlohmann::json::object(), "s");
     r.send(id, kp::channel::shell, own);
@@ -142,8 +141,9 @@ TEST_CASE_FIXTURE(connected_link, "replies to the nudges are swallowed while the
     CHECK(nudge_statuses >= 1);
 }
 
-TEST_CASE_FIXTURE(connected_link, "an execute_request round trip reports the stream and the reply with their parent") {
-
+TEST_CASE_FIXTURE(
+    connected_link,
+    "an execute_request round trip reports the stream and the reply with their parent") {
     kp::message req = execute_request("hello");
     r.send(id, kp::channel::shell, req);
     REQUIRE(events->wait_for([&](const recorded_events& e) {
@@ -203,8 +203,8 @@ TEST_CASE("input_request reaches stdin on the routing id shared with shell") {
     }));
 }
 
-TEST_CASE_FIXTURE(connected_link, "a badly signed message is counted and reported, and the link keeps working") {
-
+TEST_CASE_FIXTURE(connected_link,
+                  "a badly signed message is counted and reported, and the link keeps working") {
     kernel.publish_badly_signed();
     REQUIRE(events->wait_for([](const recorded_events& e) { return e.bad.size() == 1; }));
     auto [ch, ec] = events->with([](const recorded_events& e) { return e.bad.front(); });
@@ -268,7 +268,8 @@ TEST_CASE("close() stops events for the link and leaves the others running") {
     REQUIRE(open_events->wait_for([&](const recorded_events& e) {
         return e.count(kp::channel::shell, "execute_reply", sync.msg_id) == 1;
     }));
-    std::size_t closed_total = closed_events->with([](const recorded_events& e) { return e.total(); });
+    std::size_t closed_total =
+        closed_events->with([](const recorded_events& e) { return e.total(); });
 
     // The kernel publishes to every subscriber it has; the closed link has none left.
     kp::message req = execute_request("burst:100");
@@ -329,7 +330,8 @@ TEST_CASE("one reactor serves 100 links") {
     temp_dir dir;
     std::vector<std::unique_ptr<fake_kernel>> kernels;
     for (int k = 0; k < 4; ++k)
-        kernels.push_back(std::make_unique<fake_kernel>(dir.path() + "/k" + std::to_string(k), key));
+        kernels.push_back(
+            std::make_unique<fake_kernel>(dir.path() + "/k" + std::to_string(k), key));
     reactor r(test_logger());
     std::vector<std::shared_ptr<event_recorder>> events;
     std::vector<link_id> ids;
@@ -360,8 +362,8 @@ TEST_CASE("one reactor serves 100 links") {
     CHECK(eventually([&] { return r.stats().links == 0; }));
 }
 
-TEST_CASE_FIXTURE(connected_link, "a burst of 20000 iopub messages is delivered complete and in order") {
-
+TEST_CASE_FIXTURE(connected_link,
+                  "a burst of 20000 iopub messages is delivered complete and in order") {
     constexpr int burst = 20000;
     kp::message req = execute_request("burst:" + std::to_string(burst));
     r.send(id, kp::channel::shell, req);
