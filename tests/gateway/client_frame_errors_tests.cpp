@@ -7,7 +7,7 @@ using namespace callisto;
 
 TEST_CASE("a protocol error is an iopub error message addressed to the rejected request") {
     auto request = kernelproto::make_message("execute_request", {{"code", "1"}}, "client-session");
-    auto error = gateway::protocol_error_message("unknown channel 'nope'", &request);
+    auto error = gateway::jupyter_api::protocol_error_message("unknown channel 'nope'", &request);
     CHECK(error.msg_type == "error");
     CHECK(error.parent_msg_id == request.msg_id);
     auto content = nlohmann::json::parse(error.content);
@@ -17,7 +17,7 @@ TEST_CASE("a protocol error is an iopub error message addressed to the rejected 
 }
 
 TEST_CASE("a protocol error for an unreadable frame has an empty parent header") {
-    auto error = gateway::protocol_error_message("malformed JSON", nullptr);
+    auto error = gateway::jupyter_api::protocol_error_message("malformed JSON", nullptr);
     CHECK(error.parent_header == "{}");
     CHECK(error.parent_msg_id.empty());
 }

@@ -18,13 +18,13 @@ output_cap small_cap(std::size_t max_tracked = 256) {
 }  // namespace
 
 TEST_CASE("classify_output: stream and the rich types are capped, everything else is not") {
-    CHECK(gateway::classify_output("stream") == output_kind::stream);
+    CHECK(gateway::kernels::classify_output("stream") == output_kind::stream);
     for (const char* rich : {"display_data", "update_display_data", "execute_result"})
-        CHECK(gateway::classify_output(rich) == output_kind::rich);
+        CHECK(gateway::kernels::classify_output(rich) == output_kind::rich);
     for (const char* other :
          {"status", "execute_input", "error", "clear_output", "comm_open", "comm_msg", "comm_close",
           "execute_reply", "", "Stream", "display_data_x", "some_future_type"})
-        CHECK(gateway::classify_output(other) == output_kind::other);
+        CHECK(gateway::kernels::classify_output(other) == output_kind::other);
 }
 
 TEST_CASE("output_cap passes output up to exactly the limit") {
@@ -190,8 +190,9 @@ TEST_CASE("output_cap reset forgets every execution (kernel restart)") {
 
 TEST_CASE("the notices are stderr stream messages addressed to the execution") {
     const std::string parent = R"({"msg_id":"exec-1","msg_type":"execute_request"})";
-    gateway::output_limits limits{8u << 20, 64u << 20};
-    auto notice = gateway::limit_reached_notice(output_kind::stream, limits, parent, "exec-1", "s");
+    gateway::kernels::output_limits limits{8u << 20, 64u << 20};
+    auto notice =
+        gateway::kernels::limit_reached_notice(output_kind::stream, limits, parent, "exec-1", "s");
     CHECK(notice.msg_type == "stream");
     CHECK(notice.parent_header == parent);
     CHECK(notice.parent_msg_id == "exec-1");
@@ -205,7 +206,7 @@ TEST_CASE("the notices are stderr stream messages addressed to the execution") {
     CHECK(meta["limit"] == 8u << 20);
 
     output_cap::summary s{"exec-1", {12345678, 3}, {0, 0}};
-    auto summary = gateway::dropped_output_summary(s, limits, parent, "exec-1", "s");
+    auto summary = gateway::kernels::dropped_output_summary(s, limits, parent, "exec-1", "s");
     CHECK(summary.parent_header == parent);
     const std::string stext = nlohmann::json::parse(summary.content)["text"];
     CHECK(stext.find("12345678 bytes") != std::string::npos);
@@ -216,16 +217,16 @@ TEST_CASE("the notices are stderr stream messages addressed to the execution") {
     CHECK_FALSE(smeta["dropped"].contains("rich"));
 
     // Without a parent header the notice carries an empty one.
-    auto orphan = gateway::limit_reached_notice(output_kind::rich, limits, "", "", "s");
+    auto orphan = gateway::kernels::limit_reached_notice(output_kind::rich, limits, "", "", "s");
     CHECK(orphan.parent_header == "{}");
 }
 
 TEST_CASE("human_bytes") {
-    CHECK(gateway::human_bytes(0) == "0 bytes");
-    CHECK(gateway::human_bytes(1) == "1 byte");
-    CHECK(gateway::human_bytes(1023) == "1023 bytes");
-    CHECK(gateway::human_bytes(1024) == "1 KiB");
-    CHECK(gateway::human_bytes(1536) == "1.5 KiB");
-    CHECK(gateway::human_bytes(8u << 20) == "8 MiB");
-    CHECK(gateway::human_bytes(3ull << 40) == "3 TiB");
+    CHECK(gateway::kernels::human_bytes(0) == "0 bytes");
+    CHECK(gateway::kernels::human_bytes(1) == "1 byte");
+    CHECK(gateway::kernels::human_bytes(1023) == "1023 bytes");
+    CHECK(gateway::kernels::human_bytes(1024) == "1 KiB");
+    CHECK(gateway::kernels::human_bytes(1536) == "1.5 KiB");
+    CHECK(gateway::kernels::human_bytes(8u << 20) == "8 MiB");
+    CHECK(gateway::kernels::human_bytes(3ull << 40) == "3 TiB");
 }

@@ -10,22 +10,22 @@ namespace {
 std::shared_ptr<const kernelproto::message> output(std::uint64_t seq, std::size_t size = 100) {
     auto msg = kernelproto::make_message(
         "stream", {{"name", "stdout"}, {"text", std::string(size, 'x')}}, "s");
-    gateway::stamp_sequence(msg, seq);
+    gateway::kernels::stamp_sequence(msg, seq);
     return std::make_shared<const kernelproto::message>(std::move(msg));
 }
 }  // namespace
 
 TEST_CASE("stamp_sequence adds callisto_seq to empty and non-empty metadata") {
     auto msg = kernelproto::make_message("status", {{"execution_state", "idle"}}, "s");
-    gateway::stamp_sequence(msg, 7);
+    gateway::kernels::stamp_sequence(msg, 7);
     CHECK(nlohmann::json::parse(msg.metadata) == nlohmann::json{{"callisto_seq", 7}});
     msg.metadata = R"( { "a": [1, {"b": 2}] } )";
-    gateway::stamp_sequence(msg, 8);
+    gateway::kernels::stamp_sequence(msg, 8);
     auto meta = nlohmann::json::parse(msg.metadata);
     CHECK(meta["callisto_seq"] == 8);
     CHECK(meta["a"][1]["b"] == 2);
     msg.metadata = "{ }";
-    gateway::stamp_sequence(msg, 9);
+    gateway::kernels::stamp_sequence(msg, 9);
     CHECK(nlohmann::json::parse(msg.metadata)["callisto_seq"] == 9);
 }
 

@@ -8,23 +8,23 @@
 using namespace callisto;
 
 TEST_CASE("a server status carries the cause of a death to the executions it ends") {
-    auto msg = gateway::make_server_status("restarting", "s",
-                                           "kernel process killed: out of memory (limit 512MiB)");
+    auto msg = gateway::kernels::make_server_status(
+        "restarting", "s", "kernel process killed: out of memory (limit 512MiB)");
     CHECK(msg.msg_type == "status");
     CHECK(msg.parent_msg_id.empty());
     CHECK(nlohmann::json::parse(msg.content) == nlohmann::json{{"execution_state", "restarting"}});
-    gateway::stamp_sequence(msg, 12);  // what every broadcast does to it on the way
-    CHECK(gateway::server_status_reason(msg) ==
+    gateway::kernels::stamp_sequence(msg, 12);  // what every broadcast does to it on the way
+    CHECK(gateway::kernels::server_status_reason(msg) ==
           "kernel process killed: out of memory (limit 512MiB)");
     CHECK(nlohmann::json::parse(msg.metadata)["callisto_seq"] == 12);
 }
 
 TEST_CASE("a server status without a cause, or with odd metadata, has no reason") {
-    auto msg = gateway::make_server_status("dead", "s");
+    auto msg = gateway::kernels::make_server_status("dead", "s");
     CHECK(msg.metadata == "{}");
-    CHECK(gateway::server_status_reason(msg).empty());
+    CHECK(gateway::kernels::server_status_reason(msg).empty());
     msg.metadata = R"({"callisto_reason": 42})";
-    CHECK(gateway::server_status_reason(msg).empty());
+    CHECK(gateway::kernels::server_status_reason(msg).empty());
     msg.metadata = "not json";
-    CHECK(gateway::server_status_reason(msg).empty());
+    CHECK(gateway::kernels::server_status_reason(msg).empty());
 }
