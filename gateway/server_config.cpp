@@ -5,13 +5,18 @@
 #include <unistd.h>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <sstream>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "gateway/token_auth.hpp"
 #include "kernelproto/ids.hpp"
+#include "kernelproto/untrusted_json.hpp"
 
 namespace callisto::gateway {
 namespace {
@@ -68,6 +73,17 @@ bool parse_log_level(const std::string& text, log_level& out) {
     return true;
 }
 
+// As --log-level takes it (the logger prints upper case).
+const char* log_level_name(log_level level) {
+    switch (level) {
+        case log_level::debug: return "debug";
+        case log_level::info: return "info";
+        case log_level::warn: return "warn";
+        case log_level::error: return "error";
+    }
+    return "info";
+}
+
 bool valid_token(const std::string& token) {
     if (token.size() < 8 || token.size() > 512) return false;
     for (char c : token)
@@ -77,156 +93,232 @@ bool valid_token(const std::string& token) {
 
 // What a parse carries besides the configuration.
 struct parse_state {
+    explicit parse_state(server_config& c) : cfg(c) {}
     server_config& cfg;
     bool token_given = false;
     std::optional<parse_result> exit_now;  // --help and --hash-token answer and exit
+    std::string config_file;               // --config
+    bool print_config = false;             // --print-config
 };
 
 // Applies one option's value; returns "" or what a valid value looks like ("a number 1-64").
 using apply_fn = std::function<std::string(const std::string& value, parse_state& st)>;
+// The option's effective value as --print-config shows it, in a form a --config file takes
+// back. Empty for actions (--help, --config), which are neither shown nor read from a file.
+using show_fn = std::function<nlohmann::json(const server_config& c)>;
 
-// One command-line option: what --help says of it and how its value is read. The usage text
-// and the parser are both made from this one table, so they cannot drift apart.
+struct option_io {
+    apply_fn apply;
+    show_fn show;
+};
+
+// One option: what --help says of it, how its value is read and shown. The usage text, the
+// parsers of flags, --config files and CALLISTO_* variables, and --print-config are all made
+// from this one table, so they cannot drift apart.
 struct option {
     const char* name;        // "--port"
     const char* value_name;  // "N"; nullptr for a switch, which takes no value
     const char* help;        // '\n' separates the lines --help prints under each other
-    apply_fn apply;
+    option_io io;
+    bool repeatable = false;  // a list: each use adds one value
 };
+
+// Sizes as a person writes them: 268435456 -> "256MiB"; 1000 -> "1000".
+std::string format_size(std::uint64_t bytes) {
+    if (bytes == 0) return "0";
+    for (auto [scale, unit] :
+         {std::pair{std::uint64_t{1} << 30, "GiB"}, std::pair{std::uint64_t{1} << 20, "MiB"},
+          std::pair{std::uint64_t{1} << 10, "KiB"}})
+        if (bytes % scale == 0) return std::to_string(bytes / scale) + unit;
+    return std::to_string(bytes);
+}
+
+// An option nobody set shows as null, which a --config file reads as "not set".
+nlohmann::json unset_if_empty(const std::string& text) {
+    return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
+}
+
+template <class Duration>
+nlohmann::json whole_seconds(Duration d) {
+    return std::chrono::duration_cast<std::chrono::seconds>(d).count();
+}
 
 // Whole seconds into a duration field (seconds or milliseconds), within [min, max].
 template <class Duration>
-apply_fn seconds_into(Duration server_config::*field, int min, int max, std::string expected) {
-    return [=](const std::string& value, parse_state& st) -> std::string {
-        int secs = 0;
-        if (!parse_int(value, secs, min, max)) return expected;
-        st.cfg.*field = std::chrono::seconds(secs);
-        return {};
-    };
+option_io seconds_into(Duration server_config::*field, int min, int max, std::string expected) {
+    return {[=](const std::string& value, parse_state& st) -> std::string {
+                int secs = 0;
+                if (!parse_int(value, secs, min, max)) return expected;
+                st.cfg.*field = std::chrono::seconds(secs);
+                return {};
+            },
+            [=](const server_config& c) { return whole_seconds(c.*field); }};
 }
 
 // A whole number into a field, within [min, max].
-apply_fn number_into(std::size_t server_config::*field, std::size_t min, std::size_t max,
-                     std::string expected) {
-    return [=](const std::string& value, parse_state& st) -> std::string {
-        if (!parse_int(value, st.cfg.*field, min, max)) return expected;
-        return {};
-    };
+option_io number_into(std::size_t server_config::*field, std::size_t min, std::size_t max,
+                      std::string expected) {
+    return {[=](const std::string& value, parse_state& st) -> std::string {
+                if (!parse_int(value, st.cfg.*field, min, max)) return expected;
+                return {};
+            },
+            [=](const server_config& c) { return nlohmann::json(c.*field); }};
 }
 
 // A size ("32MiB") into a field.
-apply_fn size_into(std::size_t server_config::*field, std::string expected) {
-    return [=](const std::string& value, parse_state& st) -> std::string {
-        if (!parse_size(value, st.cfg.*field)) return expected;
-        return {};
-    };
+option_io size_into(std::size_t server_config::*field, std::string expected) {
+    return {[=](const std::string& value, parse_state& st) -> std::string {
+                if (!parse_size(value, st.cfg.*field)) return expected;
+                return {};
+            },
+            [=](const server_config& c) { return nlohmann::json(format_size(c.*field)); }};
 }
 
 // A size of at least 1KiB, or 0 for no limit, into a field.
-apply_fn limit_into(std::size_t server_config::*field, std::string expected) {
-    return [=](const std::string& value, parse_state& st) -> std::string {
-        if (!parse_limit(value, st.cfg.*field)) return expected;
-        return {};
-    };
+option_io limit_into(std::size_t server_config::*field, std::string expected) {
+    return {[=](const std::string& value, parse_state& st) -> std::string {
+                if (!parse_limit(value, st.cfg.*field)) return expected;
+                return {};
+            },
+            [=](const server_config& c) { return nlohmann::json(format_size(c.*field)); }};
 }
 
 // Seconds into one of the culling policy's durations; min 0 means 0 disables the rule.
-apply_fn culling_seconds(std::chrono::seconds kernels::culling_policy::*field, int min) {
-    return [field, min](const std::string& value, parse_state& st) -> std::string {
-        int secs = 0;
-        if (!parse_int(value, secs, min, 366 * 24 * 3600))
-            return min > 0 ? "seconds from 1" : "seconds (0 disables)";
-        st.cfg.culling.*field = std::chrono::seconds(secs);
-        return {};
-    };
+option_io culling_seconds(std::chrono::seconds kernels::culling_policy::*field, int min) {
+    return {[field, min](const std::string& value, parse_state& st) -> std::string {
+                int secs = 0;
+                if (!parse_int(value, secs, min, 366 * 24 * 3600))
+                    return min > 0 ? "seconds from 1" : "seconds (0 disables)";
+                st.cfg.culling.*field = std::chrono::seconds(secs);
+                return {};
+            },
+            [field](const server_config& c) { return whole_seconds(c.culling.*field); }};
 }
 
 // A size into one of the kernels' sandbox limits.
-apply_fn kernel_limit_size(std::uint64_t launcher::sandbox_policy::*field) {
-    return [field](const std::string& value, parse_state& st) -> std::string {
-        std::uint64_t bytes = 0;
-        if (!launcher::parse_byte_size(value, bytes)) return "a size like 2GiB";
-        st.cfg.limits.*field = bytes;
-        return {};
-    };
+option_io kernel_limit_size(std::uint64_t launcher::sandbox_policy::*field) {
+    return {
+        [field](const std::string& value, parse_state& st) -> std::string {
+            std::uint64_t bytes = 0;
+            if (!launcher::parse_byte_size(value, bytes)) return "a size like 2GiB";
+            st.cfg.limits.*field = bytes;
+            return {};
+        },
+        [field](const server_config& c) { return nlohmann::json(format_size(c.limits.*field)); }};
 }
 
 const std::vector<option>& options() {
     static const std::vector<option> table = {
-        {"--ip", "ADDR", "address to listen on (default 127.0.0.1)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             // "localhost" is what people type; the listener wants an address.
-             const std::string ip = value == "localhost" ? "127.0.0.1" : value;
-             unsigned char scratch[sizeof(in6_addr)];
-             if (::inet_pton(AF_INET, ip.c_str(), scratch) != 1 &&
-                 ::inet_pton(AF_INET6, ip.c_str(), scratch) != 1)
-                 return "an IP address such as 127.0.0.1, 0.0.0.0 or ::1 (or localhost)";
-             c.ip = ip;
-             return {};
-         }},
-        {"--port", "N", "port to listen on (default 8888; 0 picks a free port)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (!parse_int(value, c.port, std::uint16_t{0}, std::uint16_t{65535}))
-                 return "a port number 0-65535";
-             return {};
-         }},
-        {"--token", "T", "API token (default: $CALLISTO_TOKEN, else a random one, printed)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (!valid_token(value)) return "8-512 printable characters without spaces";
-             c.token = value;
-             st.token_given = true;
-             return {};
-         }},
-        {"--no-auth", nullptr, "serve without a token (development only)",
-         [](const std::string&, parse_state& st) -> std::string {
-             st.cfg.auth_enabled = false;
-             return {};
-         }},
-        {"--threads", "N", "I/O threads (default 2)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (!parse_int(value, c.threads, 1, 64)) return "a number 1-64";
-             return {};
-         }},
-        {"--kernel-dir", "DIR",
+        {"--ip",
+         "ADDR",
+         "address to listen on (default 127.0.0.1)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              // "localhost" is what people type; the listener wants an address.
+              const std::string ip = value == "localhost" ? "127.0.0.1" : value;
+              unsigned char scratch[sizeof(in6_addr)];
+              if (::inet_pton(AF_INET, ip.c_str(), scratch) != 1 &&
+                  ::inet_pton(AF_INET6, ip.c_str(), scratch) != 1)
+                  return "an IP address such as 127.0.0.1, 0.0.0.0 or ::1 (or localhost)";
+              c.ip = ip;
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.ip); }}},
+        {"--port",
+         "N",
+         "port to listen on (default 8888; 0 picks a free port)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (!parse_int(value, c.port, std::uint16_t{0}, std::uint16_t{65535}))
+                  return "a port number 0-65535";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.port); }}},
+        {"--token",
+         "T",
+         "API token (default: $CALLISTO_TOKEN, else a random one, printed)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (!valid_token(value)) return "8-512 printable characters without spaces";
+              c.token = value;
+              st.token_given = true;
+              return {};
+          },
+          [](const server_config& c) {
+              return c.token.empty() ? nlohmann::json(nullptr) : nlohmann::json("<set, hidden>");
+          }}},
+        {"--no-auth",
+         nullptr,
+         "serve without a token (development only)",
+         {[](const std::string&, parse_state& st) -> std::string {
+              st.cfg.auth_enabled = false;
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(!c.auth_enabled); }}},
+        {"--threads",
+         "N",
+         "I/O threads (default 2)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (!parse_int(value, c.threads, 1, 64)) return "a number 1-64";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.threads); }}},
+        {"--kernel-dir",
+         "DIR",
          "a directory of kernelspecs, searched before the standard\n"
          "Jupyter paths (repeatable)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (value.empty()) return "a directory";
-             c.kernel_dirs.emplace_back(value);
-             return {};
-         }},
-        {"--default-kernel", "NAME", "kernelspec used when a request names none",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (value.empty()) return "a kernelspec name";
-             c.default_kernel = value;
-             return {};
-         }},
-        {"--runtime-dir", "DIR", "connection files and ipc sockets (default /tmp/callisto-<pid>)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (value.empty() || value.size() > 60) return "a directory path of 1-60 characters";
-             c.runtime_root = value;
-             return {};
-         }},
-        {"--transport", "ipc|tcp", "how the gateway talks to kernels (default ipc)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (value != "ipc" && value != "tcp") return "ipc or tcp";
-             c.ipc_transport = value == "ipc";
-             return {};
-         }},
-        {"--web-root", "DIR", "serve a static web UI from DIR at /",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             c.web_root = value;
-             return {};
-         }},
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (value.empty()) return "a directory";
+              c.kernel_dirs.emplace_back(value);
+              return {};
+          },
+          [](const server_config& c) {
+              auto dirs = nlohmann::json::array();
+              for (const auto& d : c.kernel_dirs) dirs.push_back(d.string());
+              return dirs;
+          }},
+         true},
+        {"--default-kernel",
+         "NAME",
+         "kernelspec used when a request names none",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (value.empty()) return "a kernelspec name";
+              c.default_kernel = value;
+              return {};
+          },
+          [](const server_config& c) { return unset_if_empty(c.default_kernel); }}},
+        {"--runtime-dir",
+         "DIR",
+         "connection files and ipc sockets (default /tmp/callisto-<pid>)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (value.empty() || value.size() > 60) return "a directory path of 1-60 characters";
+              c.runtime_root = value;
+              return {};
+          },
+          [](const server_config& c) { return unset_if_empty(c.runtime_root.string()); }}},
+        {"--transport",
+         "ipc|tcp",
+         "how the gateway talks to kernels (default ipc)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (value != "ipc" && value != "tcp") return "ipc or tcp";
+              c.ipc_transport = value == "ipc";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.ipc_transport ? "ipc" : "tcp"); }}},
+        {"--web-root",
+         "DIR",
+         "serve a static web UI from DIR at /",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              c.web_root = value;
+              return {};
+          },
+          [](const server_config& c) { return unset_if_empty(c.web_root.string()); }}},
         {"--max-message-size", "SIZE", "largest WebSocket message from a client (default 32MiB)",
          size_into(&server_config::max_message_bytes, "a size like 32MiB")},
         {"--client-queue", "SIZE",
@@ -248,16 +340,20 @@ const std::vector<option>& options() {
          "messages are dropped and its clients told (default 128MiB; 0: none)",
          limit_into(&server_config::kernel_buffer_bytes,
                     "a size like 128MiB, at least 1KiB, or 0 for no limit")},
-        {"--kernel-message-limit", "SIZE",
+        {"--kernel-message-limit",
+         "SIZE",
          "largest message part a kernel may send; a larger one drops the\n"
          "kernel's connection, which reconnects (default 64MiB)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (!parse_size(value, c.kernel_message_limit_bytes) ||
-                 c.kernel_message_limit_bytes < (64u << 10))
-                 return "a size like 64MiB, at least 64KiB";
-             return {};
-         }},
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (!parse_size(value, c.kernel_message_limit_bytes) ||
+                  c.kernel_message_limit_bytes < (64u << 10))
+                  return "a size like 64MiB, at least 64KiB";
+              return {};
+          },
+          [](const server_config& c) {
+              return nlohmann::json(format_size(c.kernel_message_limit_bytes));
+          }}},
         {"--ws-output-limit", "SIZE",
          "per execution, the stdout/stderr bytes sent to Jupyter WebSocket\n"
          "clients; the rest is dropped with a notice (default 8MiB; 0: none)",
@@ -295,74 +391,101 @@ const std::vector<option>& options() {
          seconds_into(&server_config::drain_seconds, 0, 3600, "seconds 0-3600")},
         {"--shutdown-wait", "SECS", "shutdown_request to SIGTERM (default 5)",
          seconds_into(&server_config::shutdown_wait, 0, 600, "seconds 0-600")},
-        {"--users", "FILE",
+        {"--users",
+         "FILE",
          "users, roles and kernel quotas (JSON; replaces --token):\n"
          "[{\"name\": \"ana\", \"token_sha256\": \"…\", \"role\": \"user\",\n"
          "  \"max_kernels\": 4}, …]",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (value.empty()) return "a users file";
-             c.users_file = value;
-             return {};
-         }},
-        {"--hash-token", "T", "print the token_sha256 of T for a users file, and exit",
-         [](const std::string& value, parse_state& st) -> std::string {
-             if (!valid_token(value)) return "8-512 printable characters without spaces";
-             st.exit_now = parse_result{std::nullopt, token_auth::token_sha256(value), 0};
-             return {};
-         }},
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (value.empty()) return "a users file";
+              c.users_file = value;
+              return {};
+          },
+          [](const server_config& c) { return unset_if_empty(c.users_file.string()); }}},
+        {"--hash-token",
+         "T",
+         "print the token_sha256 of T for a users file, and exit",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              if (!valid_token(value)) return "8-512 printable characters without spaces";
+              st.exit_now = parse_result{std::nullopt, token_auth::token_sha256(value), 0};
+              return {};
+          },
+          nullptr}},
         {"--max-kernels", "N", "kernels of all users together (default 0: no limit)",
          number_into(&server_config::max_kernels, 0, 100000, "a number 0-100000")},
         {"--pool-size", "N", "pre-started kernels of the default kernelspec (default 1; 0: none)",
          number_into(&server_config::default_pool_size, 0, 64, "a number 0-64")},
-        {"--pool", "NAME:N", "pre-started kernels of kernelspec NAME (repeatable)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             const auto colon = value.rfind(':');
-             std::size_t size = 0;
-             if (colon == std::string::npos || colon == 0 ||
-                 !parse_int(value.substr(colon + 1), size, std::size_t{0}, std::size_t{64}))
-                 return "NAME:N with N 0-64";
-             c.pool_sizes[value.substr(0, colon)] = size;
-             return {};
-         }},
-        {"--kernel-policy", "reuse|fresh",
+        {"--pool",
+         "NAME:N",
+         "pre-started kernels of kernelspec NAME (repeatable)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              const auto colon = value.rfind(':');
+              std::size_t size = 0;
+              if (colon == std::string::npos || colon == 0 ||
+                  !parse_int(value.substr(colon + 1), size, std::size_t{0}, std::size_t{64}))
+                  return "NAME:N with N 0-64";
+              c.pool_sizes[value.substr(0, colon)] = size;
+              return {};
+          },
+          [](const server_config& c) {
+              auto pools = nlohmann::json::array();
+              for (const auto& [name, n] : c.pool_sizes)
+                  pools.push_back(name + ":" + std::to_string(n));
+              return pools;
+          }},
+         true},
+        {"--kernel-policy",
+         "reuse|fresh",
          "what a context or one-shot execution that names no policy\n"
          "gets (default reuse): reuse keeps a finished context's kernel,\n"
          "reset, for its owner's next one; fresh always starts from a kernel\n"
          "no one used and destroys it afterwards",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             auto policy = kernels::parse_kernel_policy(value);
-             if (!policy) return "reuse or fresh";
-             c.default_policy = *policy;
-             return {};
-         }},
-        {"--recycle-max-uses", "N",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              auto policy = kernels::parse_kernel_policy(value);
+              if (!policy) return "reuse or fresh";
+              c.default_policy = *policy;
+              return {};
+          },
+          [](const server_config& c) {
+              return nlohmann::json(std::string(kernels::to_string(c.default_policy)));
+          }}},
+        {"--recycle-max-uses",
+         "N",
          "contexts or one-shot runs one kernel serves under reuse\n"
          "(default 20; 0: no limit)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (!parse_int(value, c.reuse.limits.max_uses, std::size_t{0}, std::size_t{1000000}))
-                 return "a number 0-1000000";
-             return {};
-         }},
-        {"--recycle-max-lifetime", "SECS",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (!parse_int(value, c.reuse.limits.max_uses, std::size_t{0}, std::size_t{1000000}))
+                  return "a number 0-1000000";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.reuse.limits.max_uses); }}},
+        {"--recycle-max-lifetime",
+         "SECS",
          "a kernel older than this is not reused (default 3600; 0: any)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             int secs = 0;
-             if (!parse_int(value, secs, 0, 366 * 24 * 3600)) return "seconds (0: any age)";
-             c.reuse.limits.max_lifetime = std::chrono::seconds(secs);
-             return {};
-         }},
-        {"--kept-kernels", "N", "reset kernels kept per user for reuse (default 2; 0: none)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (!parse_int(value, c.reuse.kept_per_user, std::size_t{0}, std::size_t{64}))
-                 return "a number 0-64";
-             return {};
-         }},
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              int secs = 0;
+              if (!parse_int(value, secs, 0, 366 * 24 * 3600)) return "seconds (0: any age)";
+              c.reuse.limits.max_lifetime = std::chrono::seconds(secs);
+              return {};
+          },
+          [](const server_config& c) {
+              return nlohmann::json(whole_seconds(c.reuse.limits.max_lifetime));
+          }}},
+        {"--kept-kernels",
+         "N",
+         "reset kernels kept per user for reuse (default 2; 0: none)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (!parse_int(value, c.reuse.kept_per_user, std::size_t{0}, std::size_t{64}))
+                  return "a number 0-64";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.reuse.kept_per_user); }}},
         {"--autorestart-limit", "N",
          "automatic restarts after a kernel dies, per window (default 3;\n"
          "0: a dead kernel stays dead)",
@@ -376,110 +499,141 @@ const std::vector<option>& options() {
         {"--kernel-max-lifetime", "SECS",
          "shut down kernels this old, whatever they do (default 0: never)",
          culling_seconds(&kernels::culling_policy::max_lifetime, 0)},
-        {"--cull-connected", nullptr, "cull kernels even while clients are connected",
-         [](const std::string&, parse_state& st) -> std::string {
-             st.cfg.culling.cull_connected = true;
-             return {};
-         }},
+        {"--cull-connected",
+         nullptr,
+         "cull kernels even while clients are connected",
+         {[](const std::string&, parse_state& st) -> std::string {
+              st.cfg.culling.cull_connected = true;
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.culling.cull_connected); }}},
         {"--cull-interval", "SECS", "how often the culling rules are checked (default 60)",
          culling_seconds(&kernels::culling_policy::interval, 1)},
         {"--culled-retention", "SECS",
          "how long a culled kernel's id answers 410 Gone (default 3600)",
          culling_seconds(&kernels::culling_policy::retention, 0)},
-        {"--sandbox", "on|off",
+        {"--sandbox",
+         "on|off",
          "run kernels in the sandbox (default on; off is for development\n"
          "only: kernel code then runs as the gateway's user)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (value != "on" && value != "off") return "on or off";
-             c.sandbox = value == "on";
-             return {};
-         }},
-        {"--workdir-root", "DIR",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (value != "on" && value != "off") return "on or off";
+              c.sandbox = value == "on";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.sandbox ? "on" : "off"); }}},
+        {"--workdir-root",
+         "DIR",
          "per-kernel working directories (default /var/lib/callisto/work);\n"
          "one instance per root: it is locked, and what a crashed instance\n"
          "left there is reaped at start",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (value.empty() || value.front() != '/') return "an absolute directory path";
-             c.workdir_root = value;
-             return {};
-         }},
-        {"--sandbox-uids", "FIRST-LAST",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (value.empty() || value.front() != '/') return "an absolute directory path";
+              c.workdir_root = value;
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.workdir_root.string()); }}},
+        {"--sandbox-uids",
+         "FIRST-LAST",
          "uids (and gids) given to sessions (default 60000-60999); give\n"
          "each instance on a host its own range",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             const auto dash = value.find('-');
-             std::uint32_t first = 0, last = 0;
-             if (dash == std::string::npos ||
-                 !parse_int(value.substr(0, dash), first, std::uint32_t{1000},
-                            std::uint32_t{1u << 30}) ||
-                 !parse_int(value.substr(dash + 1), last, first, std::uint32_t{1u << 30}))
-                 return "a range FIRST-LAST of uids from 1000 up";
-             c.sandbox_uid_first = first;
-             c.sandbox_uid_count = last - first + 1;
-             return {};
-         }},
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              const auto dash = value.find('-');
+              std::uint32_t first = 0, last = 0;
+              if (dash == std::string::npos ||
+                  !parse_int(value.substr(0, dash), first, std::uint32_t{1000},
+                             std::uint32_t{1u << 30}) ||
+                  !parse_int(value.substr(dash + 1), last, first, std::uint32_t{1u << 30}))
+                  return "a range FIRST-LAST of uids from 1000 up";
+              c.sandbox_uid_first = first;
+              c.sandbox_uid_count = last - first + 1;
+              return {};
+          },
+          [](const server_config& c) {
+              return nlohmann::json(std::to_string(c.sandbox_uid_first) + "-" +
+                                    std::to_string(c.sandbox_uid_first + c.sandbox_uid_count - 1));
+          }}},
         {"--memory-limit", "SIZE", "per kernel (default 2GiB)",
          kernel_limit_size(&launcher::sandbox_policy::memory_bytes)},
-        {"--pids-limit", "N", "processes and threads per kernel (default 256)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (!parse_int(value, c.limits.pids, std::uint64_t{8}, std::uint64_t{1u << 22}))
-                 return "a number 8-4194304";
-             return {};
-         }},
-        {"--cpu-limit", "CORES", "CPU share per kernel, e.g. 0.5 (default 1)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             char* end = nullptr;
-             const double cores = std::strtod(value.c_str(), &end);
-             if (value.empty() || end != value.c_str() + value.size() || !(cores >= 0.01) ||
-                 cores > 1024)
-                 return "cores 0.01-1024";
-             c.limits.cpu_cores = cores;
-             return {};
-         }},
-        {"--cpu-time-limit", "SECS", "CPU seconds per kernel process (default 600)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (!parse_int(value, c.limits.cpu_time_seconds, std::uint64_t{1},
-                            std::uint64_t{1u << 30}))
-                 return "seconds from 1";
-             return {};
-         }},
+        {"--pids-limit",
+         "N",
+         "processes and threads per kernel (default 256)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (!parse_int(value, c.limits.pids, std::uint64_t{8}, std::uint64_t{1u << 22}))
+                  return "a number 8-4194304";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.limits.pids); }}},
+        {"--cpu-limit",
+         "CORES",
+         "CPU share per kernel, e.g. 0.5 (default 1)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              char* end = nullptr;
+              const double cores = std::strtod(value.c_str(), &end);
+              if (value.empty() || end != value.c_str() + value.size() || !(cores >= 0.01) ||
+                  cores > 1024)
+                  return "cores 0.01-1024";
+              c.limits.cpu_cores = cores;
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.limits.cpu_cores); }}},
+        {"--cpu-time-limit",
+         "SECS",
+         "CPU seconds per kernel process (default 600)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (!parse_int(value, c.limits.cpu_time_seconds, std::uint64_t{1},
+                             std::uint64_t{1u << 30}))
+                  return "seconds from 1";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.limits.cpu_time_seconds); }}},
         {"--file-size-limit", "SIZE", "largest file a kernel may write (default 1GiB)",
          kernel_limit_size(&launcher::sandbox_policy::file_size_bytes)},
-        {"--open-files-limit", "N", "open files per kernel process (default 1024)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (!parse_int(value, c.limits.open_files, std::uint64_t{64}, std::uint64_t{1u << 20}))
-                 return "a number 64-1048576";
-             return {};
-         }},
+        {"--open-files-limit",
+         "N",
+         "open files per kernel process (default 1024)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (!parse_int(value, c.limits.open_files, std::uint64_t{64},
+                             std::uint64_t{1u << 20}))
+                  return "a number 64-1048576";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.limits.open_files); }}},
         {"--disk-quota", "SIZE", "total size of a kernel's working directory (default 1GiB)",
          kernel_limit_size(&launcher::sandbox_policy::disk_bytes)},
         {"--tmp-size", "SIZE", "size of the kernel's /tmp and /dev/shm (default 256MiB)",
          kernel_limit_size(&launcher::sandbox_policy::tmp_bytes)},
-        {"--output-budget", "SIZE",
+        {"--output-budget",
+         "SIZE",
          "per execution and stream, the text kept (head and tail, with a\n"
          "marker for the cut) (default 1MiB)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (!parse_size(value, c.output_budget_bytes) || c.output_budget_bytes < 1024)
-                 return "a size like 1MiB, at least 1KiB";
-             return {};
-         }},
-        {"--result-cap", "SIZE",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (!parse_size(value, c.output_budget_bytes) || c.output_budget_bytes < 1024)
+                  return "a size like 1MiB, at least 1KiB";
+              return {};
+          },
+          [](const server_config& c) {
+              return nlohmann::json(format_size(c.output_budget_bytes));
+          }}},
+        {"--result-cap",
+         "SIZE",
          "largest rich result (one MIME value) returned inline; larger ones\n"
          "go to a file in the context's workdir (default 5MiB)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (!parse_size(value, c.result_cap_bytes) || c.result_cap_bytes < 1024)
-                 return "a size like 5MiB, at least 1KiB";
-             return {};
-         }},
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (!parse_size(value, c.result_cap_bytes) || c.result_cap_bytes < 1024)
+                  return "a size like 5MiB, at least 1KiB";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(format_size(c.result_cap_bytes)); }}},
         {"--execution-queue", "N", "executions waiting per context before 429 (default 16)",
          number_into(&server_config::execution_queue, 1, 1024, "a number 1-1024")},
         {"--interrupt-grace", "SECS",
@@ -495,25 +649,52 @@ const std::vector<option>& options() {
         {"--mcp-max-sessions", "N",
          "MCP sessions per user; initialize beyond it answers 429 (default 64)",
          number_into(&server_config::mcp_max_sessions, 1, 10000, "a number 1-10000")},
-        {"--log-level", "LEVEL", "debug, info, warn, error (default info)",
-         [](const std::string& value, parse_state& st) -> std::string {
-             auto& c = st.cfg;
-             if (!parse_log_level(value, c.log)) return "debug, info, warn or error";
-             return {};
-         }},
-        {"--version", nullptr, "print the version and exit",
-         [](const std::string&, parse_state& st) -> std::string {
-             st.exit_now =
-                 parse_result{std::nullopt, std::string("callisto ") + CALLISTO_VERSION, 0};
-             return {};
-         }},
-        {"--help", nullptr, "this text",
-         [](const std::string&,
-            parse_state& st) -> std::
-                                 string {
-                                     st.exit_now = parse_result{std::nullopt, usage_text(), 0};
-                                     return {};
-                                 }},
+        {"--log-level",
+         "LEVEL",
+         "debug, info, warn, error (default info)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (!parse_log_level(value, c.log)) return "debug, info, warn or error";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(log_level_name(c.log)); }}},
+        {"--version",
+         nullptr,
+         "print the version and exit",
+         {[](const std::string&, parse_state& st) -> std::string {
+              st.exit_now =
+                  parse_result{std::nullopt, std::string("callisto ") + CALLISTO_VERSION, 0};
+              return {};
+          },
+          nullptr}},
+        {"--config",
+         "FILE",
+         "read options from a JSON file: {\"port\": 8888, \"pool\": [\"python3:2\"],\n"
+         "\"no-auth\": false, ...}, keys being the option names; then\n"
+         "CALLISTO_<OPTION> variables (CALLISTO_MAX_KERNELS=10; lists\n"
+         "comma-separated), then flags; the last source wins",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              if (value.empty()) return "a JSON file";
+              st.config_file = value;
+              return {};
+          },
+          nullptr}},
+        {"--print-config",
+         nullptr,
+         "print the effective configuration as JSON (tokens hidden), and exit",
+         {[](const std::string&, parse_state& st) -> std::string {
+              st.print_config = true;
+              return {};
+          },
+          nullptr}},
+        {"--help",
+         nullptr,
+         "this text",
+         {[](const std::string&, parse_state& st) -> std::string {
+              st.exit_now = parse_result{std::nullopt, usage_text(), 0};
+              return {};
+          },
+          nullptr}},
     };
     return table;
 }
@@ -550,12 +731,128 @@ Sizes take B, KiB, MiB or GiB. A kernelspec may override the limits in kernel.js
 )";
 }
 
+namespace {
+
+// One value given to one option, and where it came from: "--port", "CALLISTO_PORT" or
+// "port in /etc/callisto.json". An error names it, so people know what to fix where.
+struct setting {
+    const option* opt;
+    std::string value;
+    std::string source;
+};
+
+bool secret(const option& o) { return std::string_view(o.name) == "--token"; }
+
+std::string invalid(const setting& s, const std::string& expected) {
+    const std::string shown = secret(*s.opt) ? "<hidden>" : s.value;
+    return "invalid value '" + shown + "' for " + s.source + ": expected " + expected;
+}
+
+// "--max-kernels" <-> "CALLISTO_MAX_KERNELS".
+std::string env_name(const option& o) {
+    std::string out = "CALLISTO_";
+    for (const char* p = o.name + 2; *p; ++p) out += *p == '-' ? '_' : static_cast<char>(*p - 32);
+    return out;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');)
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+// A --config file: a JSON object whose keys are option names without "--". Switches take
+// true or false, lists take arrays; everything else a string or a number.
+std::string read_config_file(const std::string& path, std::vector<setting>& out) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return "cannot read config file " + path + ": " + std::strerror(errno);
+    std::ostringstream content;
+    content << in.rdbuf();
+    auto parsed = kernelproto::parse_untrusted_json(content.str());
+    if (!parsed.ok()) return "config file " + path + " is " + parsed.problem();
+    const nlohmann::json& doc = parsed.value;
+    if (!doc.is_object())
+        return "config file " + path + " must hold a JSON object of option names and values";
+    for (const auto& [key, value] : doc.items()) {
+        const option* o = find_option("--" + key);
+        const std::string source = key + " in " + path;
+        if (!o) return "unknown option '" + key + "' in config file " + path + " (see --help)";
+        if (!o->io.show) return key + " cannot be set in a config file";
+        if (value.is_null()) continue;  // as --print-config shows an unset token
+        auto one = [&](const nlohmann::json& v, std::string& text) -> bool {
+            if (v.is_string())
+                text = v.get<std::string>();
+            else if (v.is_number_integer() || v.is_number_unsigned())
+                text = v.dump();
+            else if (v.is_number_float())
+                text = v.dump();
+            else
+                return false;
+            return true;
+        };
+        if (!o->value_name) {
+            if (!value.is_boolean()) return source + " must be true or false";
+            if (value.get<bool>()) out.push_back({o, "", source});
+            continue;
+        }
+        if (value.is_array() && o->repeatable) {
+            for (const auto& v : value) {
+                std::string text;
+                if (!one(v, text)) return source + ": each value must be a string";
+                out.push_back({o, text, source});
+            }
+            continue;
+        }
+        std::string text;
+        if (!one(value, text))
+            return source + " must be " +
+                   (o->repeatable ? "a string or an array of strings" : "a string or a number");
+        out.push_back({o, text, source});
+    }
+    return {};
+}
+
+// CALLISTO_<OPTION> variables. Other CALLISTO_* names are left alone: test clients and
+// scripts use some (CALLISTO_URL) that are not the server's.
+std::string read_environment(const std::map<std::string, std::string>& env,
+                             std::vector<setting>& out) {
+    for (const auto& o : options()) {
+        if (!o.io.show) continue;
+        const std::string name = env_name(o);
+        auto it = env.find(name);
+        if (it == env.end()) continue;
+        const std::string& value = it->second;
+        if (!o.value_name) {
+            if (value == "1" || value == "true" || value == "yes" || value == "on")
+                out.push_back({&o, "", name});
+            else if (!(value.empty() || value == "0" || value == "false" || value == "no" ||
+                       value == "off"))
+                return "invalid value '" + value + "' for " + name + ": expected 1 or 0";
+            continue;
+        }
+        // An empty CALLISTO_TOKEN is how people unset it; it never meant "no token".
+        if (value.empty() && secret(o)) continue;
+        if (o.repeatable) {
+            for (auto& item : split_list(value)) out.push_back({&o, item, name});
+        } else {
+            out.push_back({&o, value, name});
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
 parse_result parse_server_config(const std::vector<std::string>& args,
                                  const std::map<std::string, std::string>& env) {
     server_config cfg;
-    parse_state st{cfg, false, std::nullopt};
+    parse_state st(cfg);
     auto fail = [](std::string why) { return parse_result{std::nullopt, std::move(why), 2}; };
 
+    // The flags first: they may end the run (--help), name the config file, and win.
+    std::vector<setting> flags;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string arg = args[i] == "-h" ? "--help" : args[i];
         if (arg.rfind("--", 0) != 0) return fail("unexpected argument '" + arg + "'");
@@ -577,24 +874,56 @@ parse_result parse_server_config(const std::vector<std::string>& args,
                 return fail(name + " needs a value (" + args[i + 1] + " is an option)");
             value = args[++i];
         }
-        if (auto expected = o->apply(value, st); !expected.empty())
-            return fail("invalid value '" + value + "' for " + name + ": expected " + expected);
+        if (o->io.show) {
+            flags.push_back({o, value, name});
+            continue;
+        }
+        // Actions act at once: --help, --version, --hash-token, --config, --print-config.
+        if (auto expected = o->io.apply(value, st); !expected.empty())
+            return fail(invalid({o, value, name}, expected));
         if (st.exit_now) return std::move(*st.exit_now);
+    }
+    if (st.config_file.empty()) {
+        if (auto it = env.find("CALLISTO_CONFIG"); it != env.end()) st.config_file = it->second;
+    }
+
+    // Lowest first: the file, the environment, the flags. An option a later source sets is
+    // dropped from the earlier ones, so lists are replaced rather than merged.
+    std::vector<setting> file, environment;
+    if (!st.config_file.empty())
+        if (auto why = read_config_file(st.config_file, file); !why.empty()) return fail(why);
+    if (auto why = read_environment(env, environment); !why.empty()) return fail(why);
+    std::map<const option*, int> winner;
+    int rank = 0;
+    for (auto* source : {&file, &environment, &flags}) {
+        ++rank;
+        for (const auto& s : *source) winner[s.opt] = rank;
+    }
+    rank = 0;
+    for (auto* source : {&file, &environment, &flags}) {
+        ++rank;
+        for (const auto& s : *source) {
+            if (winner[s.opt] != rank) continue;
+            if (auto expected = s.opt->io.apply(s.value, st); !expected.empty())
+                return fail(invalid(s, expected));
+        }
     }
 
     if (!st.token_given && cfg.auth_enabled) {
-        if (auto it = env.find("CALLISTO_TOKEN"); it != env.end() && !it->second.empty()) {
-            if (!valid_token(it->second))
-                return fail("CALLISTO_TOKEN must be 8-512 printable characters without spaces");
-            cfg.token = it->second;
-        } else {
-            cfg.token = kernelproto::random_hex(24);
-            cfg.token_generated = true;
-        }
+        cfg.token = kernelproto::random_hex(24);
+        cfg.token_generated = true;
     }
     if (!cfg.auth_enabled) cfg.token.clear();
+    if (st.print_config) return {std::nullopt, effective_config(cfg).dump(2), 0};
     if (cfg.runtime_root.empty()) cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
     return {cfg, {}, 0};
+}
+
+nlohmann::json effective_config(const server_config& config) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& o : options())
+        if (o.io.show) out[o.name + 2] = o.io.show(config);
+    return out;
 }
 
 }  // namespace callisto::gateway

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/logger.hpp"
 #include "gateway/kernels/culling_policy.hpp"
 #include "gateway/kernels/kernel_policy.hpp"
@@ -90,9 +92,15 @@ struct parse_result {
     int exit_code = 0;
 };
 
-// Arguments after argv[0]; env is the process environment (only CALLISTO_* is read).
+// Arguments after argv[0]; env is the process environment (only CALLISTO_* is read). Options
+// come from a --config file (or $CALLISTO_CONFIG), then CALLISTO_<OPTION> variables, then the
+// flags; the last source that sets an option wins.
 parse_result parse_server_config(const std::vector<std::string>& args,
                                  const std::map<std::string, std::string>& env);
+
+// Every option's effective value by its name without "--", tokens hidden: what --print-config
+// prints, and a --config file that reproduces this configuration.
+nlohmann::json effective_config(const server_config& config);
 
 std::string usage_text();
 

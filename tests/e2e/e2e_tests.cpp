@@ -13,6 +13,8 @@
 #include <optional>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "server_process.hpp"
 
 using namespace callisto::e2e;
@@ -362,4 +364,47 @@ TEST_CASE(
     CHECK(holder.stop() == 0);
     std::error_code ec;
     std::filesystem::remove_all(runtime + "-work", ec);
+}
+
+TEST_CASE(
+    "configuration: a --config file, CALLISTO_ variables and flags, in that order; a bad "
+    "file is refused by name") {
+    const std::string dir = "/tmp/cle2e-config-" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string file = dir + "/callisto.json";
+    std::ofstream(file) << R"({"port": 0, "max-kernels": 5, "memory-limit": "1GiB",
+                               "pool-size": 0, "token": "from-the-config-file"})";
+
+    auto r =
+        run_command({CALLISTO_BINARY, "--config=" + file, "--memory-limit=3GiB", "--print-config"},
+                    {{"CALLISTO_MAX_KERNELS", "7"}, {"CALLISTO_POOL_SIZE", "2"}}, 30);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    auto shown = nlohmann::json::parse(r.output);
+    CHECK(shown["max-kernels"] == 7);        // the environment over the file
+    CHECK(shown["pool-size"] == 2);          // likewise
+    CHECK(shown["memory-limit"] == "3GiB");  // the flag over the file
+    CHECK(shown["token"] == "<set, hidden>");
+    CHECK(r.output.find("from-the-config-file") == std::string::npos);
+
+    // The file's settings reach a running server: it serves the web root the file names.
+    std::filesystem::create_directories(dir + "/web");
+    std::ofstream(dir + "/web/index.html") << "<p>served-because-the-config-file-said-so</p>";
+    std::ofstream(file) << nlohmann::json{{"web-root", dir + "/web"}}.dump();
+    server_process server({"--config=" + file});
+    std::string page;
+    CHECK(http_request(server.port(), "GET", "/", server.token(), {}, &page) == 200);
+    CHECK(page.find("served-because-the-config-file-said-so") != std::string::npos);
+    CHECK(server.stop() == 0);
+
+    std::ofstream(file) << R"({"max-kernel": 1})";
+    r = run_command({CALLISTO_BINARY, "--config=" + file}, {}, 30);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("unknown option 'max-kernel' in config file " + file) != std::string::npos);
+    r = run_command({CALLISTO_BINARY, "--port=0"}, {{"CALLISTO_MAX_KERNELS", "many"}}, 30);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("invalid value 'many' for CALLISTO_MAX_KERNELS") != std::string::npos);
+    std::filesystem::remove_all(dir);
 }

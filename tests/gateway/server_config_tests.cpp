@@ -1,6 +1,13 @@
 #include "gateway/server_config.hpp"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 using namespace callisto::gateway;
 using namespace std::chrono_literals;
@@ -354,4 +361,154 @@ TEST_CASE("config rejects bad kernel policy and recycling flags, naming the flag
         CHECK(r.exit_code == 2);
         CHECK(r.message.find(bad.substr(0, bad.find('='))) != std::string::npos);
     }
+}
+
+namespace {
+// A config file in a fresh temporary directory, removed with the object.
+struct config_file {
+    std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                ("callisto-config-test-" + std::to_string(::getpid()));
+    std::filesystem::path path = dir / "callisto.json";
+    explicit config_file(const std::string& text) {
+        std::filesystem::create_directories(dir);
+        std::ofstream(path) << text;
+    }
+    ~config_file() { std::filesystem::remove_all(dir); }
+    std::string flag() const { return "--config=" + path.string(); }
+};
+}  // namespace
+
+TEST_CASE("config reads a JSON file, then CALLISTO_ variables, then flags; the last one wins") {
+    config_file file(R"({"port": 9001, "max-kernels": 7, "memory-limit": "1GiB",
+                         "pool": ["python3:2", "other:1"], "cull-connected": true,
+                         "no-auth": false, "log-level": "debug", "token": null})");
+    auto from_file = parse({file.flag()});
+    REQUIRE(from_file.config);
+    CHECK(from_file.config->port == 9001);
+    CHECK(from_file.config->max_kernels == 7);
+    CHECK(from_file.config->limits.memory_bytes == (1ull << 30));
+    CHECK(from_file.config->pool_sizes ==
+          std::map<std::string, std::size_t>{{"python3", 2}, {"other", 1}});
+    CHECK(from_file.config->culling.cull_connected);
+    CHECK(from_file.config->auth_enabled);
+    CHECK(from_file.config->token_generated);  // null: unset, as --print-config shows it
+    CHECK(from_file.config->log == callisto::log_level::debug);
+
+    std::map<std::string, std::string> env{{"CALLISTO_MAX_KERNELS", "10"},
+                                           {"CALLISTO_POOL", "r:3"},
+                                           {"CALLISTO_PORT", "9002"},
+                                           {"CALLISTO_URL", "http://not-an-option"}};
+    auto with_env = parse({file.flag()}, env);
+    REQUIRE(with_env.config);
+    CHECK(with_env.config->max_kernels == 10);
+    CHECK(with_env.config->port == 9002);
+    // A list from a later source replaces the earlier one.
+    CHECK(with_env.config->pool_sizes == std::map<std::string, std::size_t>{{"r", 3}});
+    CHECK(with_env.config->limits.memory_bytes == (1ull << 30));
+
+    auto with_flags = parse({file.flag(), "--port=9003", "--pool=a:1", "--pool=b:2"}, env);
+    REQUIRE(with_flags.config);
+    CHECK(with_flags.config->port == 9003);
+    CHECK(with_flags.config->max_kernels == 10);
+    CHECK(with_flags.config->pool_sizes == std::map<std::string, std::size_t>{{"a", 1}, {"b", 2}});
+
+    // $CALLISTO_CONFIG names the file when no --config does.
+    auto by_env = parse({}, {{"CALLISTO_CONFIG", file.path.string()}});
+    REQUIRE(by_env.config);
+    CHECK(by_env.config->port == 9001);
+}
+
+TEST_CASE("config takes switches from CALLISTO_ variables as 1 or 0") {
+    CHECK_FALSE(parse({}, {{"CALLISTO_NO_AUTH", "1"}}).config->auth_enabled);
+    CHECK(parse({}, {{"CALLISTO_NO_AUTH", "0"}}).config->auth_enabled);
+    CHECK(parse({}, {{"CALLISTO_CULL_CONNECTED", "true"}}).config->culling.cull_connected);
+    auto bad = parse({}, {{"CALLISTO_NO_AUTH", "maybe"}});
+    CHECK_FALSE(bad.config);
+    CHECK(bad.message.find("CALLISTO_NO_AUTH") != std::string::npos);
+}
+
+TEST_CASE("config refuses a bad file or value, naming the option, the source and the value") {
+    struct bad_case {
+        const char* text;
+        const char* expected;  // in the message
+    };
+    for (auto c : std::vector<bad_case>{
+             {R"({"port": 70000})", "invalid value '70000' for port in "},
+             {R"({"max-kernel": 3})", "unknown option 'max-kernel' in config file"},
+             {R"({"port": "eighty"})", "for port in "},
+             {R"({"no-auth": "yes"})", "no-auth in "},
+             {R"({"port": [1, 2]})", "port in "},
+             {R"({"pool": [{"a": 1}]})", "pool in "},
+             {R"({"help": true})", "help cannot be set in a config file"},
+             {R"({"config": "other.json"})", "config cannot be set in a config file"},
+             {R"([1, 2])", "must hold a JSON object"},
+             {R"({"port": )", "is not valid JSON"},
+         }) {
+        CAPTURE(c.text);
+        config_file file(c.text);
+        auto r = parse({file.flag()});
+        CHECK_FALSE(r.config);
+        CHECK(r.exit_code == 2);
+        CHECK(r.message.find(c.expected) != std::string::npos);
+        CAPTURE(r.message);
+    }
+    auto missing = parse({"--config=/nonexistent/callisto.json"});
+    CHECK_FALSE(missing.config);
+    CHECK(missing.message.find("/nonexistent/callisto.json") != std::string::npos);
+
+    auto env = parse({}, {{"CALLISTO_MAX_KERNELS", "lots"}});
+    CHECK_FALSE(env.config);
+    CHECK(env.message ==
+          "invalid value 'lots' for CALLISTO_MAX_KERNELS: expected a number 0-100000");
+}
+
+TEST_CASE("config never repeats a token in an error or in --print-config") {
+    auto bad = parse({}, {{"CALLISTO_TOKEN", "secret with spaces"}});
+    CHECK_FALSE(bad.config);
+    CHECK(bad.message.find("secret") == std::string::npos);
+    CHECK(bad.message.find("CALLISTO_TOKEN") != std::string::npos);
+
+    auto printed = parse({"--token=very-secret-token", "--print-config"});
+    CHECK_FALSE(printed.config);
+    CHECK(printed.exit_code == 0);
+    CHECK(printed.message.find("very-secret-token") == std::string::npos);
+    auto json = nlohmann::json::parse(printed.message);
+    CHECK(json["token"] == "<set, hidden>");
+}
+
+TEST_CASE("--print-config shows every option's effective value, and reads back the same") {
+    auto r = parse({"--print-config", "--port=9100", "--memory-limit=3GiB", "--pool=python3:2",
+                    "--cull-idle-timeout=600", "--sandbox=off", "--no-auth"},
+                   {{"CALLISTO_MAX_KERNELS", "12"}});
+    REQUIRE_FALSE(r.config);
+    REQUIRE(r.exit_code == 0);
+    auto shown = nlohmann::json::parse(r.message);
+    CHECK(shown["port"] == 9100);
+    CHECK(shown["memory-limit"] == "3GiB");
+    CHECK(shown["pool"] == nlohmann::json::array({"python3:2"}));
+    CHECK(shown["cull-idle-timeout"] == 600);
+    CHECK(shown["sandbox"] == "off");
+    CHECK(shown["no-auth"] == true);
+    CHECK(shown["max-kernels"] == 12);
+    CHECK(shown["client-queue"] == "256MiB");
+    CHECK(shown["kernel-ready-timeout"] == 60);
+    CHECK(shown.contains("help") == false);
+    // Every option that is not an action is there: each --help line starting with "  --".
+    std::size_t listed = 0;
+    for (const char* action : {"help", "version", "hash-token", "config", "print-config"})
+        CHECK_FALSE(shown.contains(action));
+    std::istringstream usage(usage_text());
+    for (std::string line; std::getline(usage, line);)
+        if (line.rfind("  --", 0) == 0) ++listed;
+    CHECK(shown.size() == listed - 5);
+
+    // The printed configuration, given back as a file, is the same configuration.
+    shown.erase("runtime-dir");  // per process: /tmp/callisto-<pid>
+    config_file file(shown.dump());
+    auto again = parse({file.flag(), "--print-config"});
+    CAPTURE(again.message);
+    REQUIRE(again.exit_code == 0);
+    auto reread = nlohmann::json::parse(again.message);
+    reread.erase("runtime-dir");
+    CHECK(reread == shown);
 }
