@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway/audit/audit_log.hpp"
 #include "gateway/server.hpp"
 
 extern char** environ;
@@ -43,10 +44,26 @@ std::string fit_open_files(callisto::gateway::server_config& cfg) {
     return said;
 }
 
+// `callisto audit-verify FILE...`: 0 when the chain through the files (oldest first) is
+// intact, 1 naming the first broken line.
+int audit_verify(const std::vector<std::string>& files) {
+    if (files.empty()) {
+        std::fprintf(stderr,
+                     "usage: callisto audit-verify FILE... (oldest first: FILE.2 FILE.1 FILE)\n");
+        return 2;
+    }
+    std::string report;
+    const int code = callisto::gateway::audit::verify_files(files, report);
+    std::fputs(report.c_str(), code == 0 ? stdout : stderr);
+    return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     using namespace callisto;
+    if (argc >= 2 && std::string(argv[1]) == "audit-verify")
+        return audit_verify(std::vector<std::string>(argv + 2, argv + argc));
     std::map<std::string, std::string> env;
     for (char** e = environ; *e; ++e) {
         std::string entry(*e);

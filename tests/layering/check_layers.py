@@ -24,11 +24,13 @@ RULES = {
     "gateway": (("gateway/",) + LOWER, ()),
     # The kernels' lifecycle knows Asio but no HTTP: the APIs sit on top of it.
     "gateway/kernels": (("gateway/kernels/", "gateway/user.hpp") + LOWER, ("boost/beast",)),
-    "gateway/jupyter_api": (("gateway/jupyter_api/", "gateway/http/", "gateway/kernels/",
+    # The audit log: files and hashes, told what ran by the APIs.
+    "gateway/audit": (("gateway/audit/",) + LOWER, ("boost/",)),
+    "gateway/jupyter_api": (("gateway/jupyter_api/", "gateway/audit/", "gateway/http/", "gateway/kernels/",
                              "gateway/user.hpp", "gateway/server_config.hpp") + LOWER, ()),
-    "gateway/interpreter": (("gateway/interpreter/", "gateway/http/", "gateway/kernels/",
+    "gateway/interpreter": (("gateway/interpreter/", "gateway/audit/", "gateway/http/", "gateway/kernels/",
                              "gateway/user.hpp", "gateway/server_config.hpp") + LOWER, ()),
-    "gateway/mcp": (("gateway/mcp/", "gateway/interpreter/", "gateway/http/",
+    "gateway/mcp": (("gateway/mcp/", "gateway/audit/", "gateway/interpreter/", "gateway/http/",
                      "gateway/user.hpp") + LOWER, ()),
 }
 # Public headers of transport keep ZeroMQ out (design: zmq.hpp is a private dependency).
