@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
         return parsed.exit_code;
     }
     std::signal(SIGPIPE, SIG_IGN);
-    auto log = logger::to_stderr(parsed.config->log).component("callisto");
+    auto log =
+        logger::to_stderr(parsed.config->log, parsed.config->log_format).component("callisto");
     if (auto said = fit_open_files(*parsed.config); !said.empty()) log.info(said);
     try {
         gateway::server server(*parsed.config, log);

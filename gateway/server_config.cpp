@@ -658,6 +658,19 @@ const std::vector<option>& options() {
               return {};
           },
           [](const server_config& c) { return nlohmann::json(log_level_name(c.log)); }}},
+        {"--log-format",
+         "text|json",
+         "log lines as text, or as one JSON object per line with time,\n"
+         "level, component, kernel_id, context_id, user where they apply\n"
+         "(default text)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              if (value != "text" && value != "json") return "text or json";
+              st.cfg.log_format = value == "json" ? log_format::json : log_format::text;
+              return {};
+          },
+          [](const server_config& c) {
+              return nlohmann::json(c.log_format == log_format::json ? "json" : "text");
+          }}},
         {"--version",
          nullptr,
          "print the version and exit",

@@ -84,6 +84,7 @@ struct server_config {
     std::size_t mcp_max_sessions = 64;               // per user
 
     log_level log = log_level::info;
+    callisto::log_format log_format = callisto::log_format::text;
 };
 
 struct parse_result {

@@ -45,7 +45,10 @@ void context_registry::create(const context_request& request, const user& owner,
         auto context = std::make_shared<interpreter_context>(
             ioc_, id, owner_name, r.kernel, workdir, chdir_kernel,
             context_options{policy, one_shot, uses}, settings_,
-            log_.component("context " + id.substr(0, 8)));
+            log_.component("context")
+                .with("context_id", id)
+                .with("kernel_id", r.kernel->id())
+                .with("user", owner_name));
         context->on_kernel_gone([this, weak = std::weak_ptr(context)](std::string reason) {
             if (auto c = weak.lock()) forget(c, reason);
         });

@@ -88,7 +88,7 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       spec_(std::move(spec)),
       extra_env_(std::move(extra_env)),
       session_id_(kernelproto::new_uuid()),
-      log_(env.log.component("kernel " + id_.substr(0, 8))),
+      log_(env.log.component("kernel").with("kernel_id", id_)),
       strand_(asio::make_strand(env.ioc)),
       ready_timer_(strand_),
       stop_timer_(strand_),

@@ -25,7 +25,7 @@ void write_spec(const std::filesystem::path& dir, const std::string& display_nam
 struct captured_log {
     std::vector<std::string> lines;
     logger make() {
-        return logger([this](log_level, std::string_view,
+        return logger([this](log_level, std::string_view, const callisto::log_fields&,
                              std::string_view text) { lines.emplace_back(text); },
                       log_level::debug);
     }
