@@ -1,40 +1,28 @@
 #include "transport/reactor.hpp"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <array>
-#include <cerrno>
-#include <cstring>
-#include <deque>
 #include <exception>
-#include <future>
 #include <mutex>
 #include <optional>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
-#include <variant>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
-#include "common/unique_fd.hpp"
-#include "kernelproto/hmac_signer.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/wire_codec.hpp"
+#include "transport/detail/command_queue.hpp"
+#include "transport/detail/kernel_link.hpp"
+#include "transport/detail/zmq_frames.hpp"
 
 namespace callisto::transport {
 namespace {
 
 namespace kp = callisto::kernelproto;
-using clock_type = std::chrono::steady_clock;
-using frames_t = std::vector<std::string>;    // to send
-using received_t = std::vector<kp::payload>;  // received: large frames are views of ZeroMQ's
+using namespace detail;
 
 // Messages read from one socket per poll round before the others get their turn, so one
 // flooding kernel cannot starve the rest.
@@ -43,154 +31,14 @@ constexpr int drain_cap = 256;
 // Messages waiting for a full DEALER pipe, per link and channel. Far above anything a client
 // sends in a burst; past it the gateway is not reading its own backpressure, so drop and say so.
 constexpr std::size_t pending_cap = 100'000;
-// Messages ZeroMQ may hold per receiving socket. Few: ZeroMQ reads its socket whenever its
-// pipe has room, faster than the reactor verifies big messages, so a large mark lets a kernel
-// park gigabytes in the gateway. A burst beyond it waits in the kernel's own send pipe (its
-// memory, under its limits) until the reactor reads on.
-constexpr int receive_hwm = 2;
-// Replies, input requests: far smaller than output by nature.
-constexpr std::size_t max_reply_part_bytes = 16u << 20;
-// Messages ZeroMQ may hold per sending socket before they wait in the reactor's queue.
-constexpr int send_hwm = 8;
 
 // Bad messages from one link that are logged at warn before only every 1000th is.
 constexpr std::uint64_t bad_log_burst = 10;
-
-constexpr std::size_t socket_count = 4;  // shell, control, stdin, iopub; heartbeat is apart
-
-std::size_t index_of(kp::channel ch) { return static_cast<std::size_t>(ch); }
-
-struct open_command {
-    link_id id;
-    kp::connection_info info;
-    std::shared_ptr<link_events> events;
-    link_options options;
-};
-struct send_command {
-    link_id id;
-    kp::channel ch;
-    kp::message msg;
-};
-struct close_command {
-    link_id id;
-};
-using command = std::variant<open_command, send_command, close_command>;
-
-// Everything the reactor thread knows about one kernel. Touched only by that thread.
-struct kernel_link {
-    link_id id = 0;
-    kp::connection_info info;
-    std::shared_ptr<link_events> events;
-    link_options options;
-    kp::hmac_signer signer;
-    std::string session;
-
-    bool closed = false;  // close() seen on the reactor thread: report nothing more
-    bool failed = false;  // sockets could not be set up: the link never connects
-
-    std::array<zmq::socket_t, socket_count> sockets;  // indexed by channel
-    zmq::socket_t heartbeat;
-    // A message waiting for a full DEALER pipe, with the sender's lease on its bytes
-    // (kernelproto::message::lease), which ends once ZeroMQ has taken the frames.
-    struct outgoing {
-        frames_t frames;
-        std::shared_ptr<const void> lease;
-    };
-    std::array<std::deque<outgoing>, socket_count> pending;
-
-    // Slow-joiner nudge.
-    std::unordered_set<std::string> nudge_ids;
-    bool nudge_replied = false;
-    bool iopub_seen = false;
-    bool connected = false;
-    clock_type::time_point next_nudge{};
-
-    // Heartbeat (Lazy Pirate), only once connected.
-    bool ping_outstanding = false;
-    bool beating = true;
-    clock_type::time_point ping_sent{};
-    clock_type::time_point next_ping{};
-
-    std::uint64_t bad_seen = 0;
-
-    std::string name() const { return "link " + std::to_string(id); }
-};
-
-enum class send_result { sent, would_block, failed };
-
-// Frames from this size on are kept as ZeroMQ received them and relayed from there; smaller
-// ones are copied, which is cheaper than sharing them.
-constexpr std::size_t keep_frame_bytes = 64 * 1024;
-
-// Reads one multipart message without blocking; false when none is waiting.
-bool recv_frames(zmq::socket_t& socket, received_t& frames, std::size_t& bytes) {
-    frames.clear();
-    zmq::message_t part;
-    if (!socket.recv(part, zmq::recv_flags::dontwait)) return false;
-    for (;;) {
-        bytes += part.size();
-        const bool more = part.more();
-        if (part.size() >= keep_frame_bytes) {
-            auto kept = std::make_shared<zmq::message_t>(std::move(part));  // part: empty again
-            const std::string_view view(kept->data<char>(), kept->size());
-            frames.emplace_back(std::move(kept), view);
-        } else {
-            frames.emplace_back(std::string(part.data<char>(), part.size()));
-        }
-        if (!more) return true;
-        // ZMQ delivers multipart messages atomically: the remaining parts are already here.
-        if (!socket.recv(part, zmq::recv_flags::dontwait)) return true;
-    }
-}
-
-// Sends one multipart message without blocking. Only the first part can meet the HWM: once it
-// is accepted, ZMQ takes the rest of the message into the same pipe.
-send_result send_frames(zmq::socket_t& socket, const frames_t& frames) {
-    for (std::size_t i = 0; i < frames.size(); ++i) {
-        auto flags = zmq::send_flags::dontwait;
-        if (i + 1 < frames.size()) flags = flags | zmq::send_flags::sndmore;
-        if (!socket.send(zmq::buffer(frames[i]), flags))
-            return i == 0 ? send_result::would_block : send_result::failed;
-    }
-    return send_result::sent;
-}
-
-// A content from this size on is validated on a helper thread while this thread checks the
-// signature (~0.6 ms per MB with SHA extensions; the scan takes about a quarter of that): the
-// relay of a big output waits for both, so it waits only for the longer one. The validator is a
-// non-allocating scanner; its verdict counts only once the signature has verified, so nothing
-// unauthenticated is accepted.
-constexpr std::size_t parallel_check_bytes = 1u << 20;
-
-kp::message decode_received(received_t&& frames, const kp::hmac_signer& signer,
-                            std::error_code& ec) {
-    const auto delim = std::find(frames.begin(), frames.end(), kp::delimiter);
-    if (!signer.enabled() || std::distance(delim, frames.end()) < 6 ||
-        (delim + 5)->size() < parallel_check_bytes)
-        return kp::decode(std::move(frames), signer, ec);
-    const std::string_view content = *(delim + 5);  // the frames outlive the check
-    std::future<bool> check;
-    try {
-        check = std::async(std::launch::async, [content] { return kp::is_json_object(content); });
-    } catch (const std::system_error&) {
-        return kp::decode(std::move(frames), signer, ec);  // no thread to spare: in turn
-    }
-    std::optional<bool> verdict;
-    auto content_is_object = [&](std::string_view) {
-        verdict = check.get();
-        return *verdict;
-    };
-    kp::message msg = kp::decode(std::move(frames), signer, ec, content_is_object);
-    if (!verdict) check.wait();  // decode failed before asking; the view must not outlive it
-    return msg;
-}
 
 }  // namespace
 
 struct reactor::impl {
     explicit impl(logger log) : log_(log.component("transport")) {
-        wake_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-        if (!wake_fd_) throw std::system_error(errno, std::generic_category(), "reactor: eventfd");
         // Five sockets per kernel: the default limit (1023) would cap us near 200 kernels.
         try {
             ctx_.set(zmq::ctxopt::max_sockets, ctx_.get(zmq::ctxopt::socket_limit));
@@ -208,12 +56,12 @@ struct reactor::impl {
     link_id open(const kp::connection_info& info, std::shared_ptr<link_events> events,
                  link_options options) {
         link_id id = next_id_.fetch_add(1);
-        enqueue(open_command{id, info, std::move(events), std::move(options)});
+        commands_.push(open_command{id, info, std::move(events), std::move(options)});
         return id;
     }
 
     void send(link_id id, kp::channel ch, kp::message msg) {
-        enqueue(send_command{id, ch, std::move(msg)});
+        commands_.push(send_command{id, ch, std::move(msg)});
     }
 
     void close(link_id id) {
@@ -221,15 +69,11 @@ struct reactor::impl {
         if (on_reactor_thread()) {
             if (auto it = links_.find(id); it != links_.end()) it->second->closed = true;
         }
-        enqueue(close_command{id});
+        commands_.push(close_command{id});
     }
 
     void stop() {
-        {
-            std::lock_guard lock(mutex_);
-            stopping_ = true;
-        }
-        wake();
+        commands_.stop();
         // From an event handler we cannot join ourselves; the loop ends after this round and
         // the destructor joins.
         if (on_reactor_thread()) return;
@@ -253,29 +97,6 @@ struct reactor::impl {
 private:
     bool on_reactor_thread() const { return std::this_thread::get_id() == thread_id_; }
 
-    void enqueue(command c) {
-        bool was_empty = false;
-        {
-            std::lock_guard lock(mutex_);
-            if (stopping_) return;  // open/send/close after stop are ignored
-            was_empty = commands_.empty();
-            commands_.push_back(std::move(c));
-        }
-        // A non-empty queue already has a wake-up on its way (the thread drains it whole).
-        if (was_empty) wake();
-    }
-
-    void wake() {
-        std::uint64_t one = 1;
-        // EAGAIN means the counter is already non-zero: the thread will wake anyway.
-        [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof one);
-    }
-
-    void drain_wake_fd() {
-        std::uint64_t value = 0;
-        [[maybe_unused]] auto n = ::read(wake_fd_.get(), &value, sizeof value);
-    }
-
     // ---- reactor thread ----
 
     void run() {
@@ -290,7 +111,7 @@ private:
                 if (e.num() != EINTR) zmq_error(nullptr, "poll", e);
                 continue;
             }
-            if (items[0].revents & ZMQ_POLLIN) drain_wake_fd();
+            if (items[0].revents & ZMQ_POLLIN) commands_.clear_wake();
             for (std::size_t i = 1; i < items.size(); ++i) {
                 if (items[i].revents == 0) continue;
                 auto [link, which] = owners[i - 1];
@@ -312,13 +133,8 @@ private:
 
     // Runs queued commands in order; false once stop() was called.
     bool process_commands() {
-        std::deque<command> batch;
         bool stopping = false;
-        {
-            std::lock_guard lock(mutex_);
-            batch.swap(commands_);
-            stopping = stopping_;
-        }
+        std::deque<command> batch = commands_.take_all(stopping);
         for (auto& c : batch) {
             try {
                 std::visit([this](auto& cmd) { execute(cmd); }, c);
@@ -349,13 +165,13 @@ private:
         link->session =
             link->options.session_id.empty() ? kp::new_uuid() : link->options.session_id;
         try {
-            connect_sockets(*link);
+            link->connect(ctx_);
         } catch (const zmq::error_t& e) {
             zmq_error(link.get(), "connect", e);
-            fail(*link);
+            link->fail();
         } catch (const std::exception& e) {
             log_.error(link->name() + ": cannot connect: " + e.what());
-            fail(*link);
+            link->fail();
         }
         kernel_link& l = *link;
         links_.emplace(c.id, std::move(link));
@@ -396,58 +212,11 @@ private:
         links_open_.fetch_sub(1);
     }
 
-    void connect_sockets(kernel_link& l) {
-        using kp::channel;
-        // What ZeroMQ holds per socket is bounded by receive_hwm messages of at most the
-        // part size limit (bytes held further on are the link events' to bound, see admit()).
-        const auto part_limit = [&](std::size_t cap) {
-            const std::size_t limit = l.options.max_part_bytes;
-            return limit ? static_cast<std::int64_t>(cap ? std::min(limit, cap) : limit)
-                         : std::int64_t{-1};
-        };
-        const auto max_part = part_limit(0);
-        const auto max_reply_part = part_limit(max_reply_part_bytes);
-        for (channel ch : {channel::shell, channel::control, channel::stdin_}) {
-            zmq::socket_t s(ctx_, zmq::socket_type::dealer);
-            s.set(zmq::sockopt::linger, 0);
-            s.set(zmq::sockopt::rcvhwm, receive_hwm);
-            s.set(zmq::sockopt::maxmsgsize, max_reply_part);
-            // Few messages in ZeroMQ's own send pipe: the rest wait in `pending`, where their
-            // senders' leases still count them (a stopped kernel reads nothing).
-            s.set(zmq::sockopt::sndhwm, send_hwm);
-            // ipykernel sends input_request to the identity the shell request came from.
-            if (ch != channel::control) s.set(zmq::sockopt::routing_id, l.session);
-            s.connect(l.info.endpoint(ch));
-            l.sockets[index_of(ch)] = std::move(s);
-        }
-        zmq::socket_t sub(ctx_, zmq::socket_type::sub);
-        sub.set(zmq::sockopt::linger, 0);
-        sub.set(zmq::sockopt::rcvhwm, receive_hwm);
-        sub.set(zmq::sockopt::maxmsgsize, max_part);
-        sub.set(zmq::sockopt::subscribe, "");
-        sub.connect(l.info.endpoint(channel::iopub));
-        l.sockets[index_of(channel::iopub)] = std::move(sub);
-        l.heartbeat = make_heartbeat_socket(l);
-    }
-
-    zmq::socket_t make_heartbeat_socket(const kernel_link& l) {
-        zmq::socket_t s(ctx_, zmq::socket_type::req);
-        s.set(zmq::sockopt::linger, 0);
-        s.connect(l.info.heartbeat_endpoint());
-        return s;
-    }
-
-    void fail(kernel_link& l) {
-        l.failed = true;
-        for (auto& s : l.sockets) s.close();
-        l.heartbeat.close();
-    }
-
     void build_poll_items(std::vector<zmq_pollitem_t>& items,
                           std::vector<std::pair<kernel_link*, std::size_t>>& owners) {
         items.clear();
         owners.clear();
-        items.push_back(zmq_pollitem_t{nullptr, wake_fd_.get(), ZMQ_POLLIN, 0});
+        items.push_back(zmq_pollitem_t{nullptr, commands_.wake_fd(), ZMQ_POLLIN, 0});
         for (auto& [id, link] : links_) {
             if (link->closed || link->failed) continue;
             for (std::size_t i = 0; i < socket_count; ++i) {
@@ -471,13 +240,7 @@ private:
         };
         for (const auto& [id, link] : links_) {
             if (link->closed || link->failed) continue;
-            if (!link->connected) {
-                consider(link->next_nudge);
-            } else if (link->ping_outstanding) {
-                consider(link->ping_sent + link->options.heartbeat_timeout);
-            } else {
-                consider(link->next_ping);
-            }
+            consider(link->next_deadline());
         }
         if (!nearest) return std::chrono::milliseconds(-1);
         if (*nearest <= now) return std::chrono::milliseconds(0);
@@ -509,16 +272,11 @@ private:
     // ---- slow-joiner nudge ----
 
     void send_nudge(kernel_link& l) {
-        kp::message msg =
-            kp::make_message("kernel_info_request", nlohmann::json::object(), l.session);
-        l.nudge_ids.insert(msg.msg_id);
-        queue_or_send(l, kp::channel::shell, kp::encode(msg, l.signer));
+        queue_or_send(l, kp::channel::shell, kp::encode(l.make_nudge(), l.signer));
     }
 
     void check_connected(kernel_link& l) {
-        if (l.connected || !l.nudge_replied || !l.iopub_seen) return;
-        l.connected = true;
-        l.next_ping = clock_type::now();
+        if (!l.becomes_connected(clock_type::now())) return;
         log_.debug(l.name() + ": connected");
         notify(l, [](link_events& e) { e.on_connected(); });
     }
@@ -629,46 +387,34 @@ private:
     // ---- heartbeat ----
 
     void send_ping(kernel_link& l, clock_type::time_point now) {
-        l.ping_outstanding = true;
-        l.ping_sent = now;
         try {
-            // A ping that cannot leave is a missed beat when the timeout expires.
-            l.heartbeat.send(zmq::str_buffer("ping"), zmq::send_flags::dontwait);
+            l.send_ping(now);
         } catch (const zmq::error_t& e) {
             zmq_error(&l, "heartbeat send", e);
         }
     }
 
     void on_heartbeat_readable(kernel_link& l) {
-        zmq::message_t pong;
+        bool back = false;
         try {
-            if (!l.heartbeat.recv(pong, zmq::recv_flags::dontwait)) return;
-            while (pong.more() && l.heartbeat.recv(pong, zmq::recv_flags::dontwait)) {
-            }
+            back = l.on_pong();
         } catch (const zmq::error_t& e) {
             zmq_error(&l, "heartbeat recv", e);
             return;
         }
-        if (!l.ping_outstanding) return;
-        l.ping_outstanding = false;
-        l.next_ping = l.ping_sent + l.options.heartbeat_interval;
-        if (!l.beating) {
-            l.beating = true;
+        if (back) {
             log_.info(l.name() + ": heartbeat is back");
             notify(l, [](link_events& e) { e.on_heartbeat(true); });
         }
     }
 
     void on_heartbeat_missed(kernel_link& l, clock_type::time_point now) {
-        // Lazy Pirate: a REQ that lost its reply is stuck; only a new socket can ask again.
         try {
-            l.heartbeat.close();
-            l.heartbeat = make_heartbeat_socket(l);
+            l.reconnect_heartbeat(ctx_);
         } catch (const zmq::error_t& e) {
             zmq_error(&l, "heartbeat reconnect", e);
         }
-        if (l.beating) {
-            l.beating = false;
+        if (l.on_ping_missed()) {
             log_.warn(l.name() + ": heartbeat missed");
             notify(l, [](link_events& e) { e.on_heartbeat(false); });
         }
@@ -703,11 +449,7 @@ private:
 
     logger log_;
     zmq::context_t ctx_;
-    unique_fd wake_fd_;  // stop() joins the thread before the destructor closes it
-
-    std::mutex mutex_;  // guards commands_ and stopping_
-    std::deque<command> commands_;
-    bool stopping_ = false;
+    command_queue commands_;  // stop() joins the thread before the destructor closes its fd
 
     std::mutex join_mutex_;
     std::thread thread_;

@@ -33,8 +33,10 @@ RULES = {
     "gateway/mcp": (("gateway/mcp/", "gateway/audit/", "gateway/interpreter/", "gateway/http/",
                      "gateway/user.hpp") + LOWER, ()),
 }
-# Public headers of transport keep ZeroMQ out (design: zmq.hpp is a private dependency).
+# Public headers of transport keep ZeroMQ out (design: zmq.hpp is a private dependency);
+# transport/detail/ holds the reactor's private parts, which nothing outside includes.
 PRIVATE_IN_HEADERS = {"transport": ("zmq",)}
+PRIVATE_FOLDERS = ("transport/detail/",)
 TOP = {"common", "kernelproto", "transport", "launcher", "gateway"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
@@ -58,12 +60,16 @@ def check(root):
             for quote, target in INCLUDE.findall(path.read_text(errors="replace")):
                 if quote == '"':
                     ours = "/" in target and target.split("/", 1)[0] in TOP
+                    private = target.startswith(PRIVATE_FOLDERS)
+                    if private and not where.as_posix().startswith(target.rsplit("/", 2)[0]):
+                        problems.append(f"{where}: includes {target} (private to its folder)")
                     if ours and not target.startswith(allowed):
                         problems.append(f"{where}: includes {target} ({folder} may not)")
                     continue
                 if any(target.startswith(p) for p in forbidden):
                     problems.append(f"{where}: includes <{target}> ({folder} must not)")
-                if path.suffix == ".hpp" and any(
+                if path.suffix == ".hpp" and not where.as_posix().startswith(
+                        PRIVATE_FOLDERS) and any(
                         target.startswith(p) for p in PRIVATE_IN_HEADERS.get(folder, ())):
                     problems.append(f"{where}: a public header includes <{target}>")
     return problems
