@@ -6,10 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "gateway/kernels/output_cap_notice.hpp"
-#include "gateway/kernels/server_status.hpp"
 #include "kernelproto/ids.hpp"
-#include "kernelproto/iso_time.hpp"
-#include "kernelproto/stream_truncation.hpp"
 #include "kernelproto/untrusted_json.hpp"
 #include "launcher/kernel_command.hpp"
 #include "launcher/sandboxed_kernel.hpp"
@@ -93,11 +90,10 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       ready_timer_(strand_),
       stop_timer_(strand_),
       inbound_(std::make_shared<message_budget>(env.settings.kernel_buffer_bytes)),
-      replay_(env.settings.replay_buffer_bytes),
-      output_cap_(output_limits{env.settings.ws_output_limit_bytes,
-                                env.settings.ws_rich_output_limit_bytes}),
-      last_activity_(std::chrono::system_clock::now()),
-      started_at_(last_activity_) {}
+      clients_(session_id_, env.settings.replay_buffer_bytes,
+               output_limits{env.settings.ws_output_limit_bytes,
+                             env.settings.ws_rich_output_limit_bytes},
+               [this](std::size_t n) { model_.set_connections(n); }) {}
 
 kernel_session::~kernel_session() {
     // shutdown() normally ran; this is the last line of defence against leaked processes.
@@ -105,54 +101,21 @@ kernel_session::~kernel_session() {
     if (pid_ > 0) env_.supervisor.signal_group(pid_, SIGKILL);
 }
 
-nlohmann::json kernel_session::model() const {
-    std::lock_guard lock(model_mutex_);
-    nlohmann::json m = {{"id", id_},
-                        {"name", spec_.name},
-                        {"last_activity", kernelproto::format_iso_time(last_activity_)},
-                        {"execution_state", execution_state_},
-                        {"connections", connections_}};
-    if (!reason_.empty()) m["reason"] = reason_;
-    return m;
-}
+nlohmann::json kernel_session::model() const { return model_.to_json(id_, spec_.name); }
 
 kernel_state kernel_session::state() const { return state_.load(); }
 
-std::string kernel_session::owner() const {
-    std::lock_guard lock(model_mutex_);
-    return owner_;
-}
+std::string kernel_session::owner() const { return model_.owner(); }
 
-void kernel_session::assign_owner(std::string name) {
-    std::lock_guard lock(model_mutex_);
-    owner_ = std::move(name);
-}
+void kernel_session::assign_owner(std::string name) { model_.assign_owner(std::move(name)); }
 
-void kernel_session::mark_claimed() {
-    std::lock_guard lock(model_mutex_);
-    last_activity_ = std::chrono::system_clock::now();
-}
+void kernel_session::mark_claimed() { model_.touch(); }
 
-kernel_activity kernel_session::activity() const {
-    std::lock_guard lock(model_mutex_);
-    return {execution_state_, last_activity_, busy_since_, started_at_, connections_};
-}
+kernel_activity kernel_session::activity() const { return model_.activity(); }
 
 void kernel_session::set_state(kernel_state s, std::string execution_state, std::string reason) {
     state_ = s;
-    std::lock_guard lock(model_mutex_);
-    execution_state_ = std::move(execution_state);
-    reason_ = std::move(reason);
-}
-
-void kernel_session::update_connections() {
-    std::erase_if(clients_, [](const auto& w) { return w.expired(); });
-    const auto n = std::count_if(clients_.begin(), clients_.end(), [](const auto& w) {
-        auto c = w.lock();
-        return c && c->counts_as_connection();
-    });
-    std::lock_guard lock(model_mutex_);
-    connections_ = static_cast<std::size_t>(n);
+    model_.set(std::move(execution_state), std::move(reason));
 }
 
 // ---- lifecycle -------------------------------------------------------------------------------
@@ -167,7 +130,7 @@ void kernel_session::start(result_handler on_ready) {
 
 void kernel_session::spawn_process() {
     connected_ = false;
-    output_cap_.reset();  // the executions of a previous process are over
+    clients_.reset_executions();
     std::shared_ptr<launcher::sandboxed_kernel> boxed;
     try {
         runtime_dir_ = std::make_unique<launcher::kernel_runtime_dir>(
@@ -199,8 +162,9 @@ void kernel_session::spawn_process() {
     } catch (const std::exception& e) {
         runtime_dir_.reset();
         pid_ = 0;
-        set_state(kernel_state::dead, "dead", std::string("kernel failed to start: ") + e.what());
-        finish_start(reason_);
+        const std::string why = std::string("kernel failed to start: ") + e.what();
+        set_state(kernel_state::dead, "dead", why);
+        finish_start(why);
         return;
     }
     log_.info(
@@ -244,7 +208,7 @@ void kernel_session::await_sockets(
         log_.warn(why);
         stop_process(false, [self = shared_from_this(), why] {
             self->set_state(kernel_state::dead, "dead", why);
-            self->broadcast_status("dead", why);
+            self->clients_.broadcast_status("dead", why);
             self->finish_start(why);
         });
         return;
@@ -281,7 +245,7 @@ void kernel_session::on_ready_timeout() {
                       std::to_string(env_.settings.kernel_ready_timeout.count() / 1000) + " s";
     stop_process(false, [self = shared_from_this(), why] {
         self->set_state(kernel_state::dead, "dead", why);
-        self->broadcast_status("dead", why);
+        self->clients_.broadcast_status("dead", why);
         self->finish_start(why);
     });
 }
@@ -330,20 +294,21 @@ void kernel_session::on_process_exit(pid_t pid, const launcher::exit_status& sta
         log_.info("restarting automatically (" + std::to_string(auto_restarts_.size()) + " of " +
                   std::to_string(env_.settings.autorestart_limit) + " in the window)");
         set_state(kernel_state::restarting, "restarting", why);
-        broadcast_status("restarting", why);
-        broadcast(channel::iopub,
-                  kernelproto::make_message(
-                      "stream",
-                      {{"name", "stderr"},
-                       {"text", "Kernel died (" + why + "); restarting it. Its state is lost.\n"}},
-                      session_id_));
+        clients_.broadcast_status("restarting", why);
+        clients_.broadcast(
+            channel::iopub,
+            kernelproto::make_message(
+                "stream",
+                {{"name", "stderr"},
+                 {"text", "Kernel died (" + why + "); restarting it. Its state is lost.\n"}},
+                session_id_));
         spawn_process();
         return;
     }
     set_state(kernel_state::dead, "dead", why);
-    broadcast_status("dead", why);
+    clients_.broadcast_status("dead", why);
     // Clients show stderr; the status message alone cannot say why.
-    broadcast(
+    clients_.broadcast(
         channel::iopub,
         kernelproto::make_message(
             "stream", {{"name", "stderr"}, {"text", "Kernel died: " + why + "\n"}}, session_id_));
@@ -399,7 +364,7 @@ void kernel_session::restart(result_handler on_done) {
         self->log_.info("restarting");
         self->ready_waiters_.push_back(std::move(on_done));
         self->set_state(kernel_state::restarting, "restarting");
-        self->broadcast_status("restarting");
+        self->clients_.broadcast_status("restarting");
         self->awaiting_reply_.clear();
         self->stop_process(true, [self] {
             if (self->state_ != kernel_state::restarting) return;
@@ -441,12 +406,9 @@ void kernel_session::shutdown(std::function<void()> on_done, std::string reason)
         self->log_.info("shutting down: " + reason);
         self->set_state(kernel_state::shutting_down, "dead", reason);
         self->finish_start("kernel was shut down");
-        self->broadcast_status("dead");
+        self->clients_.broadcast_status("dead");
         self->stop_process(false, [self, reason] {
-            for (auto& weak : self->clients_)
-                if (auto c = weak.lock()) c->close_from_kernel(reason);
-            self->clients_.clear();
-            self->update_connections();
+            self->clients_.close_all(reason);
             self->awaiting_reply_.clear();
             self->queued_.clear();
             self->state_ = kernel_state::gone;
@@ -468,25 +430,16 @@ void kernel_session::attach(const std::shared_ptr<kernel_client>& client,
             c->close_from_kernel("kernel shut down");
             return;
         }
-        // On the strand, nothing is broadcast between the replay and joining the clients.
-        if (since) self->replay_to(c, *since);
-        self->clients_.push_back(weak);
-        self->update_connections();
+        self->clients_.add(c, since);
         if (self->state_ == kernel_state::dead)
-            self->send_to(c, channel::iopub,
-                          kernelproto::make_message("status", {{"execution_state", "dead"}},
-                                                    self->session_id_));
+            self->clients_.send_to(c, channel::iopub,
+                                   kernelproto::make_message(
+                                       "status", {{"execution_state", "dead"}}, self->session_id_));
     });
 }
 
 void kernel_session::detach(const kernel_client* client) {
-    asio::post(strand_, [self = shared_from_this(), client] {
-        std::erase_if(self->clients_, [client](const auto& w) {
-            auto c = w.lock();
-            return !c || c.get() == client;
-        });
-        self->update_connections();
-    });
+    asio::post(strand_, [self = shared_from_this(), client] { self->clients_.remove(client); });
 }
 
 void kernel_session::submit(std::weak_ptr<kernel_client> from, channel ch,
@@ -532,7 +485,7 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
     switch (ch) {
         case channel::iopub: {
             const std::string execution_state = track_activity(msg);
-            relay_iopub(std::move(msg), execution_state);
+            clients_.relay_iopub(std::move(msg), execution_state);
             return;
         }
         case channel::shell:
@@ -541,14 +494,14 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
             if (it == awaiting_reply_.end()) return;  // our own request, or its client left
             auto client = it->second.lock();
             awaiting_reply_.erase(it);
-            if (client) send_to(client, ch, std::move(msg));
+            if (client) clients_.send_to(client, ch, std::move(msg));
             return;
         }
         case channel::stdin_: {
             // input_request: to the client whose execute_request is waiting for input.
             auto it = awaiting_reply_.find(msg.parent_msg_id);
             if (it == awaiting_reply_.end()) return;
-            if (auto client = it->second.lock()) send_to(client, ch, std::move(msg));
+            if (auto client = it->second.lock()) clients_.send_to(client, ch, std::move(msg));
             return;
         }
     }
@@ -562,9 +515,10 @@ void kernel_session::report_dropped(const kernelproto::message& next) {
               "); " + human_bytes(inbound_->held_bytes()) + " of its messages held");
     // Addressed to the execution the next message belongs to, which is most likely the one
     // that flooded; a server-made message has no parent, and the notice then has none either.
-    broadcast(channel::iopub,
-              flood_dropped_notice(dropped.messages, dropped.bytes, inbound_->budget_bytes(),
-                                   next.parent_header, next.parent_msg_id, session_id_));
+    clients_.broadcast(
+        channel::iopub,
+        flood_dropped_notice(dropped.messages, dropped.bytes, inbound_->budget_bytes(),
+                             next.parent_header, next.parent_msg_id, session_id_));
 }
 
 std::string kernel_session::track_activity(const kernelproto::message& msg) {
@@ -575,118 +529,8 @@ std::string kernel_session::track_activity(const kernelproto::message& msg) {
             content["execution_state"].is_string())
             state = content["execution_state"].get<std::string>();
     }
-    std::lock_guard lock(model_mutex_);
-    last_activity_ = std::chrono::system_clock::now();
-    if (state.empty() || state_ != kernel_state::running) return state;
-    if (state == "busy" && execution_state_ != "busy") busy_since_ = last_activity_;
-    execution_state_ = state;
+    model_.on_kernel_message(state, state_ == kernel_state::running);
     return state;
-}
-
-void kernel_session::relay_iopub(kernelproto::message msg, std::string_view execution_state) {
-    if (!output_cap_.enabled()) return broadcast(channel::iopub, std::move(msg));
-    if (execution_state == "idle") {
-        // What the execution lost is said before its idle, which clients take as the end.
-        for (const auto& s : output_cap_.on_idle(msg.parent_msg_id)) {
-            const bool own = s.parent == msg.parent_msg_id;
-            broadcast(channel::iopub,
-                      dropped_output_summary(s, output_cap_.limits(),
-                                             own ? std::string_view(msg.parent_header) : "{}",
-                                             s.parent, session_id_),
-                      audience::websockets);
-        }
-        return broadcast(channel::iopub, std::move(msg));
-    }
-    const output_kind kind = classify_output(msg.msg_type);
-    if (kind == output_kind::other) return broadcast(channel::iopub, std::move(msg));
-
-    std::size_t bytes = msg.content.size();
-    for (const auto& b : msg.buffers) bytes += b.size();
-    const auto verdict = output_cap_.on_output(msg.parent_msg_id, kind, bytes);
-    using action = output_cap::verdict::action;
-    if (verdict.what == action::pass) return broadcast(channel::iopub, std::move(msg));
-
-    std::optional<kernelproto::message> shown;
-    if (verdict.what == action::truncate) {
-        if (auto cut = kernelproto::truncate_stream_text(msg.content, verdict.keep_bytes)) {
-            shown.emplace();
-            shown->header = msg.header;
-            shown->parent_header = msg.parent_header;
-            shown->metadata = msg.metadata;
-            shown->content = std::move(*cut);
-            shown->msg_id = msg.msg_id;
-            shown->msg_type = msg.msg_type;
-            shown->session = msg.session;
-            shown->parent_msg_id = msg.parent_msg_id;
-        }
-    }
-    std::optional<kernelproto::message> notice;
-    if (verdict.announce)
-        notice = limit_reached_notice(kind, output_cap_.limits(), msg.parent_header,
-                                      msg.parent_msg_id, session_id_);
-    broadcast(channel::iopub, std::move(msg), audience::in_gateway);
-    if (shown) broadcast(channel::iopub, std::move(*shown), audience::websockets);
-    if (notice) broadcast(channel::iopub, std::move(*notice), audience::websockets);
-}
-
-void kernel_session::broadcast(channel ch, kernelproto::message message, audience to) {
-    if (to != audience::in_gateway) stamp_sequence(message, ++last_seq_);
-    auto shared = std::make_shared<const kernelproto::message>(std::move(message));
-    if (ch == channel::iopub && to != audience::in_gateway) replay_.add(last_seq_, shared);
-    encoded_frames encoded;
-    bool pruned = false;
-    for (auto& weak : clients_) {
-        auto client = weak.lock();
-        if (!client) {
-            pruned = true;
-            continue;
-        }
-        if (to != audience::everyone && client->takes_messages() != (to == audience::in_gateway))
-            continue;
-        deliver(client, ch, shared, &encoded);
-    }
-    if (pruned) update_connections();
-}
-
-void kernel_session::send_to(const std::shared_ptr<kernel_client>& client, channel ch,
-                             kernelproto::message msg) {
-    stamp_sequence(msg, ++last_seq_);
-    deliver(client, ch, std::make_shared<const kernelproto::message>(std::move(msg)));
-}
-
-void kernel_session::deliver(const std::shared_ptr<kernel_client>& client, channel ch,
-                             const std::shared_ptr<const kernelproto::message>& msg,
-                             encoded_frames* cache) {
-    if (client->takes_messages()) return client->deliver_message(ch, msg);
-    const auto format = client->format();
-    std::shared_ptr<const kernelproto::websocket_frame> uncached;
-    auto& frame = cache ? (*cache)[static_cast<int>(format)] : uncached;
-    if (!frame)
-        frame = std::make_shared<const kernelproto::websocket_frame>(
-            kernelproto::to_websocket(msg, ch, format));
-    client->deliver(frame);
-}
-
-void kernel_session::replay_to(const std::shared_ptr<kernel_client>& client, std::uint64_t since) {
-    auto replay = replay_.since(since, last_seq_);
-    if (replay.has_gap()) {
-        // Said as stderr so every client shows it; metadata carries the range for programs.
-        const std::string text = "[callisto] output " + std::to_string(replay.gap_from) + "-" +
-                                 std::to_string(replay.gap_to) +
-                                 " was dropped from the replay buffer; what follows is complete\n";
-        auto notice =
-            kernelproto::make_message("stream", {{"name", "stderr"}, {"text", text}}, session_id_);
-        notice.metadata =
-            nlohmann::json{{"callisto_gap", {{"from", replay.gap_from}, {"to", replay.gap_to}}}}
-                .dump();
-        deliver(client, channel::iopub,
-                std::make_shared<const kernelproto::message>(std::move(notice)));
-    }
-    for (const auto& entry : replay.messages) deliver(client, channel::iopub, entry.msg);
-}
-
-void kernel_session::broadcast_status(std::string_view execution_state, const std::string& reason) {
-    broadcast(channel::iopub, make_server_status(execution_state, session_id_, reason));
 }
 
 }  // namespace callisto::gateway::kernels

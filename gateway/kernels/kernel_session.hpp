@@ -4,16 +4,15 @@
 // Everything mutable lives on the session's strand. The reactor and the process supervisor
 // report from their own threads; their reports are posted here, tagged with the link id or pid
 // they belong to, so a report about a previous process (before a restart) is recognised and
-// ignored. The REST model is also kept behind a small mutex so HTTP handlers read it directly.
+// ignored. The REST model (kernel_model) has its own small mutex so HTTP handlers read it
+// directly; the clients and what reaches them are the iopub_broadcaster's.
 
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -24,11 +23,11 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/kernels/culling_policy.hpp"
+#include "gateway/kernels/iopub_broadcaster.hpp"
 #include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/kernel_environment.hpp"
+#include "gateway/kernels/kernel_model.hpp"
 #include "gateway/kernels/message_budget.hpp"
-#include "gateway/kernels/output_cap.hpp"
-#include "gateway/kernels/replay_buffer.hpp"
 #include "kernelproto/message.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
 #include "launcher/kernelspec.hpp"
@@ -121,32 +120,11 @@ private:
     void finish_start(std::string error);
     void forward(const std::weak_ptr<kernel_client>& from, kernelproto::channel ch,
                  kernelproto::message msg);
-    // A kernel's iopub message, through the output caps of the WebSocket clients.
-    void relay_iopub(kernelproto::message msg, std::string_view execution_state);
-    // Who a broadcast reaches: WebSocket clients (and the replay buffer) see capped output;
-    // clients inside the gateway (the interpreter API) apply their own budgets to all of it.
-    enum class audience { everyone, websockets, in_gateway };
-    // Both stamp the message with the kernel's next sequence number; iopub is kept for replay.
-    // A broadcast to in_gateway clients only is not stamped (it is not replayed).
-    void broadcast(kernelproto::channel ch, kernelproto::message msg,
-                   audience to = audience::everyone);
-    void send_to(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
-                 kernelproto::message msg);
-    void replay_to(const std::shared_ptr<kernel_client>& client, std::uint64_t since);
-    // One message to one client in the form it takes; `cache` shares the encodings between
-    // the clients of one broadcast (one per WebSocket format).
-    using encoded_frames = std::array<std::shared_ptr<const kernelproto::websocket_frame>, 2>;
-    void deliver(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
-                 const std::shared_ptr<const kernelproto::message>& msg,
-                 encoded_frames* cache = nullptr);
-    // With the cause of a death as `reason` (server_status.hpp).
-    void broadcast_status(std::string_view execution_state, const std::string& reason = {});
     // Tells every client when messages were dropped for being over the kernel's budget.
     void report_dropped(const kernelproto::message& next);
     // Returns the execution_state of a status message ("" for other messages).
     std::string track_activity(const kernelproto::message& msg);
     void set_state(kernel_state s, std::string execution_state, std::string reason = {});
-    void update_connections();
 
     kernel_environment& env_;
     const std::string id_;
@@ -170,24 +148,12 @@ private:
     std::vector<result_handler> ready_waiters_;
     std::function<void()> on_process_gone_;
     std::vector<std::function<void()>> shutdown_waiters_;
-    std::vector<std::weak_ptr<kernel_client>> clients_;
     std::unordered_map<std::string, std::weak_ptr<kernel_client>> awaiting_reply_;
     std::deque<queued_request> queued_;  // client requests held until the kernel is connected
     std::deque<std::chrono::steady_clock::time_point> auto_restarts_;  // within the window
-    std::uint64_t last_seq_ = 0;               // sequence number of the last message relayed
     std::shared_ptr<message_budget> inbound_;  // shared with the link listener and the leases
-    replay_buffer replay_;
-    output_cap output_cap_;  // WebSocket clients' per-execution output limits
-
-    // model, read from any thread
-    mutable std::mutex model_mutex_;
-    std::string execution_state_ = "starting";
-    std::chrono::system_clock::time_point last_activity_;
-    std::chrono::system_clock::time_point busy_since_;
-    const std::chrono::system_clock::time_point started_at_;
-    std::size_t connections_ = 0;
-    std::string reason_;
-    std::string owner_;
+    kernel_model model_;                       // read from any thread
+    iopub_broadcaster clients_;
 };
 
 }  // namespace callisto::gateway::kernels

@@ -1,0 +1,76 @@
+#pragma once
+// A kernel's clients and what reaches them: each message stamped with the kernel's next
+// sequence number, iopub kept in the replay buffer for clients that reconnect with ?since=,
+// WebSocket clients' output through the per-execution caps, one encoding per WebSocket format
+// shared by every client of a broadcast. Runs on the kernel's strand; not thread-safe.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/kernels/kernel_client.hpp"
+#include "gateway/kernels/output_cap.hpp"
+#include "gateway/kernels/replay_buffer.hpp"
+#include "kernelproto/channel.hpp"
+#include "kernelproto/message.hpp"
+
+namespace callisto::gateway::kernels {
+
+class iopub_broadcaster {
+public:
+    // `on_connections` hears the number of clients that count as connections when it changes.
+    iopub_broadcaster(std::string session_id, std::size_t replay_bytes, output_limits limits,
+                      std::function<void(std::size_t)> on_connections);
+
+    // With `since`, the client first gets the iopub output after that sequence number the
+    // replay buffer still holds, and a notice for any part it no longer holds.
+    void add(const std::shared_ptr<kernel_client>& client,
+             std::optional<std::uint64_t> since = std::nullopt);
+    void remove(const kernel_client* client);
+    // Every client is told `reason` and let go.
+    void close_all(const std::string& reason);
+
+    // Who a broadcast reaches: WebSocket clients (and the replay buffer) see capped output;
+    // clients inside the gateway (the interpreter API) apply their own budgets to all of it.
+    enum class audience { everyone, websockets, in_gateway };
+    // Stamps the message with the next sequence number and keeps iopub for replay; a
+    // broadcast to in_gateway clients only is neither stamped nor kept.
+    void broadcast(kernelproto::channel ch, kernelproto::message msg,
+                   audience to = audience::everyone);
+    // A reply or input request to the client that asked.
+    void send_to(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
+                 kernelproto::message msg);
+    // A kernel's iopub message, through the output caps of the WebSocket clients; the
+    // execution state is that of a status message ("" for others).
+    void relay_iopub(kernelproto::message msg, std::string_view execution_state);
+    // A server-made status, with the cause of a death as `reason` (server_status.hpp).
+    void broadcast_status(std::string_view execution_state, const std::string& reason = {});
+
+    // The executions of a previous process are over: their output caps start afresh.
+    void reset_executions() { output_cap_.reset(); }
+
+private:
+    using encoded_frames = std::array<std::shared_ptr<const kernelproto::websocket_frame>, 2>;
+    // One message to one client in the form it takes; `cache` shares the encodings between
+    // the clients of one broadcast (one per WebSocket format).
+    void deliver(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
+                 const std::shared_ptr<const kernelproto::message>& msg,
+                 encoded_frames* cache = nullptr);
+    void replay_to(const std::shared_ptr<kernel_client>& client, std::uint64_t since);
+    void update_connections();
+
+    const std::string session_id_;
+    std::function<void(std::size_t)> on_connections_;
+    std::vector<std::weak_ptr<kernel_client>> clients_;
+    std::uint64_t last_seq_ = 0;  // sequence number of the last message relayed
+    replay_buffer replay_;
+    output_cap output_cap_;  // WebSocket clients' per-execution output limits
+};
+
+}  // namespace callisto::gateway::kernels

@@ -1,0 +1,65 @@
+#include "gateway/kernels/kernel_model.hpp"
+
+#include "kernelproto/iso_time.hpp"
+
+namespace callisto::gateway::kernels {
+
+kernel_model::kernel_model()
+    : last_activity_(std::chrono::system_clock::now()), started_at_(last_activity_) {}
+
+nlohmann::json kernel_model::to_json(const std::string& id, const std::string& name) const {
+    std::lock_guard lock(mutex_);
+    nlohmann::json m = {{"id", id},
+                        {"name", name},
+                        {"last_activity", kernelproto::format_iso_time(last_activity_)},
+                        {"execution_state", execution_state_},
+                        {"connections", connections_}};
+    if (!reason_.empty()) m["reason"] = reason_;
+    return m;
+}
+
+kernel_activity kernel_model::activity() const {
+    std::lock_guard lock(mutex_);
+    return {execution_state_, last_activity_, busy_since_, started_at_, connections_};
+}
+
+std::string kernel_model::reason() const {
+    std::lock_guard lock(mutex_);
+    return reason_;
+}
+
+std::string kernel_model::owner() const {
+    std::lock_guard lock(mutex_);
+    return owner_;
+}
+
+void kernel_model::assign_owner(std::string name) {
+    std::lock_guard lock(mutex_);
+    owner_ = std::move(name);
+}
+
+void kernel_model::touch() {
+    std::lock_guard lock(mutex_);
+    last_activity_ = std::chrono::system_clock::now();
+}
+
+void kernel_model::set(std::string execution_state, std::string reason) {
+    std::lock_guard lock(mutex_);
+    execution_state_ = std::move(execution_state);
+    reason_ = std::move(reason);
+}
+
+void kernel_model::set_connections(std::size_t n) {
+    std::lock_guard lock(mutex_);
+    connections_ = n;
+}
+
+void kernel_model::on_kernel_message(std::string_view execution_state, bool running) {
+    std::lock_guard lock(mutex_);
+    last_activity_ = std::chrono::system_clock::now();
+    if (execution_state.empty() || !running) return;
+    if (execution_state == "busy" && execution_state_ != "busy") busy_since_ = last_activity_;
+    execution_state_ = std::string(execution_state);
+}
+
+}  // namespace callisto::gateway::kernels

@@ -1,0 +1,50 @@
+#pragma once
+// What REST handlers, the culler and the pool read of a kernel while its strand works: the
+// execution state, last activity, connections, owner and why it died. Its own small mutex, so
+// a GET /api/kernels never waits for a kernel's strand.
+
+#include <chrono>
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "gateway/kernels/culling_policy.hpp"
+
+namespace callisto::gateway::kernels {
+
+class kernel_model {
+public:
+    kernel_model();
+
+    // {id, name, last_activity, execution_state, connections[, reason]}.
+    nlohmann::json to_json(const std::string& id, const std::string& name) const;
+    kernel_activity activity() const;
+    std::string reason() const;
+
+    std::string owner() const;
+    void assign_owner(std::string name);
+
+    // Now is activity: a request arrived, or the kernel was handed to someone.
+    void touch();
+    // A new lifecycle state ("starting", "idle", "restarting", "dead") and why.
+    void set(std::string execution_state, std::string reason);
+    void set_connections(std::size_t n);
+    // A kernel message arrived: that is activity. A status message of a running kernel also
+    // changes the execution state; `execution_state` is "" for every other message.
+    void on_kernel_message(std::string_view execution_state, bool running);
+
+private:
+    mutable std::mutex mutex_;
+    std::string execution_state_ = "starting";
+    std::chrono::system_clock::time_point last_activity_;
+    std::chrono::system_clock::time_point busy_since_;
+    const std::chrono::system_clock::time_point started_at_;
+    std::size_t connections_ = 0;
+    std::string reason_;
+    std::string owner_;
+};
+
+}  // namespace callisto::gateway::kernels
