@@ -8,8 +8,6 @@
 #include "gateway/kernels/output_cap_notice.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/untrusted_json.hpp"
-#include "launcher/kernel_command.hpp"
-#include "launcher/sandboxed_kernel.hpp"
 
 namespace callisto::gateway::kernels {
 
@@ -21,8 +19,6 @@ namespace {
 // Bounds on what one kernel holds for its clients.
 constexpr std::size_t max_queued_requests = 1024;     // while the kernel is not yet connected
 constexpr std::size_t max_awaiting_replies = 100000;  // requests in flight
-
-std::string short_dir_name(const std::string& kernel_id) { return kernel_id.substr(0, 8); }
 
 }  // namespace
 
@@ -87,8 +83,7 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       session_id_(kernelproto::new_uuid()),
       log_(env.log.component("kernel").with("kernel_id", id_)),
       strand_(asio::make_strand(env.ioc)),
-      ready_timer_(strand_),
-      stop_timer_(strand_),
+      process_(std::make_shared<kernel_process>(env, strand_, id_, spec_, extra_env_, log_)),
       inbound_(std::make_shared<message_budget>(env.settings.kernel_buffer_bytes)),
       clients_(session_id_, env.settings.replay_buffer_bytes,
                output_limits{env.settings.ws_output_limit_bytes,
@@ -98,7 +93,6 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
 kernel_session::~kernel_session() {
     // shutdown() normally ran; this is the last line of defence against leaked processes.
     if (link_) env_.reactor.close(*link_);
-    if (pid_ > 0) env_.supervisor.signal_group(pid_, SIGKILL);
 }
 
 nlohmann::json kernel_session::model() const { return model_.to_json(id_, spec_.name); }
@@ -123,6 +117,9 @@ void kernel_session::set_state(kernel_state s, std::string execution_state, std:
 void kernel_session::start(result_handler on_ready) {
     asio::post(strand_, [self = shared_from_this(), on_ready = std::move(on_ready)]() mutable {
         self->ready_waiters_.push_back(std::move(on_ready));
+        // The observer is a private base: the cast is ours to make (aliasing the session).
+        self->process_->set_observer(std::shared_ptr<kernel_process::observer>(
+            self, static_cast<kernel_process::observer*>(self.get())));
         self->set_state(kernel_state::starting, "starting");
         self->spawn_process();
     });
@@ -130,90 +127,21 @@ void kernel_session::start(result_handler on_ready) {
 
 void kernel_session::spawn_process() {
     connected_ = false;
-    clients_.reset_executions();
-    std::shared_ptr<launcher::sandboxed_kernel> boxed;
-    try {
-        runtime_dir_ = std::make_unique<launcher::kernel_runtime_dir>(
-            env_.settings.runtime_root, short_dir_name(id_) + "-" + kernelproto::random_hex(3),
-            env_.settings.ipc_transport ? launcher::transport_kind::ipc
-                                        : launcher::transport_kind::tcp,
-            spec_.name);
-        auto command = launcher::kernel_command(spec_, runtime_dir_->connection_file(),
-                                                runtime_dir_->path(), extra_env_);
-        if (env_.sandbox) {
-            // The session's uid and workdir outlive restarts; each start gets its own cgroup.
-            if (!sandbox_)
-                sandbox_ = std::make_unique<launcher::session_sandbox>(
-                    *env_.sandbox, *env_.sandbox_uids, env_.settings.workdir_root, id_,
-                    env_.settings.limits, spec_);
-            boxed = sandbox_->prepare(command, *runtime_dir_);
-        }
-        std::weak_ptr<kernel_session> weak = weak_from_this();
-        auto strand = strand_;
-        pid_ = env_.supervisor.spawn(
-            boxed ? boxed->command() : command,
-            [weak, strand, boxed](pid_t pid, launcher::exit_status st) {
-                if (boxed) st = boxed->judge(st);  // OOM, CPU time: read before the cgroup goes
-                asio::post(strand, [weak, pid, st] {
-                    if (auto self = weak.lock()) self->on_process_exit(pid, st);
-                });
-            });
-        if (boxed) boxed->spawned();
-    } catch (const std::exception& e) {
-        runtime_dir_.reset();
-        pid_ = 0;
-        const std::string why = std::string("kernel failed to start: ") + e.what();
+    clients_.reset_executions();  // the executions of a previous process are over
+    if (auto why = process_->spawn(); !why.empty()) {
         set_state(kernel_state::dead, "dead", why);
         finish_start(why);
-        return;
     }
-    log_.info(
-        "started " + spec_.name + " kernel, pid " + std::to_string(pid_) +
-        (boxed ? " (sandboxed as uid " + std::to_string(sandbox_->identity().uid) + ")" : ""));
-
-    ready_timer_.expires_after(env_.settings.kernel_ready_timeout);
-    ready_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
-        if (ec) return;
-        if (auto self = weak.lock()) self->on_ready_timeout();
-    });
-    if (boxed)
-        await_sockets(pid_, std::nullopt);
-    else
-        open_link();
 }
 
-// A sandboxed kernel owns its ipc directory until its sockets exist; only after seal() has
-// taken the directory back and checked each socket may the reactor connect (a kernel could
-// otherwise plant a symlink to a host socket). Polled on the strand: a few lstat calls.
-void kernel_session::await_sockets(
-    pid_t pid, std::optional<std::chrono::steady_clock::time_point> sockets_seen) {
-    if (pid_ != pid || !runtime_dir_) return;  // exited, stopped or restarted meanwhile
-    // ipykernel rewrites its connection file just after binding; seal after that, or after
-    // 2 s for kernels that never rewrite it.
-    const auto now = std::chrono::steady_clock::now();
-    if (!sockets_seen && runtime_dir_->ipc_sockets_present()) sockets_seen = now;
-    const bool ready = sockets_seen && (runtime_dir_->connection_file_rewritten() ||
-                                        now - *sockets_seen > std::chrono::seconds(2));
-    if (!ready) {
-        auto timer = std::make_shared<asio::steady_timer>(strand_, std::chrono::milliseconds(5));
-        timer->async_wait(
-            [weak = weak_from_this(), timer, pid, sockets_seen](boost::system::error_code ec) {
-                if (ec) return;
-                if (auto self = weak.lock()) self->await_sockets(pid, sockets_seen);
-            });
-        return;
-    }
-    if (auto problem = runtime_dir_->seal(sandbox_->identity().uid); !problem.empty()) {
-        const std::string why = "kernel failed the ipc socket check: " + problem;
-        log_.warn(why);
-        stop_process(false, [self = shared_from_this(), why] {
-            self->set_state(kernel_state::dead, "dead", why);
-            self->clients_.broadcast_status("dead", why);
-            self->finish_start(why);
-        });
-        return;
-    }
-    open_link();
+void kernel_session::on_sockets_ready() { open_link(); }
+
+void kernel_session::on_socket_check_failed(const std::string& why) {
+    stop_process(false, [self = shared_from_this(), why] {
+        self->set_state(kernel_state::dead, "dead", why);
+        self->clients_.broadcast_status("dead", why);
+        self->finish_start(why);
+    });
 }
 
 void kernel_session::open_link() {
@@ -221,21 +149,8 @@ void kernel_session::open_link() {
     transport::link_options options;
     options.session_id = session_id_;
     options.max_part_bytes = env_.settings.kernel_message_limit_bytes;
-    link_ = env_.reactor.open(runtime_dir_->connection(), listener, options);
+    link_ = env_.reactor.open(process_->connection(), listener, options);
     listener->set_link(*link_);
-}
-
-// At most autorestart_limit automatic restarts per autorestart_window, so a kernel that dies
-// at once every time ends as dead instead of looping.
-bool kernel_session::may_auto_restart() {
-    if (env_.settings.autorestart_limit == 0) return false;
-    const auto now = std::chrono::steady_clock::now();
-    while (!auto_restarts_.empty() &&
-           now - auto_restarts_.front() > env_.settings.autorestart_window)
-        auto_restarts_.pop_front();
-    if (auto_restarts_.size() >= env_.settings.autorestart_limit) return false;
-    auto_restarts_.push_back(now);
-    return true;
 }
 
 void kernel_session::on_ready_timeout() {
@@ -253,7 +168,7 @@ void kernel_session::on_ready_timeout() {
 void kernel_session::on_link_connected(transport::link_id link) {
     if (link_ != link || connected_) return;
     connected_ = true;
-    ready_timer_.cancel();
+    process_->cancel_ready_timeout();
     if (state_ == kernel_state::starting || state_ == kernel_state::restarting) {
         set_state(kernel_state::running, "idle");
     }
@@ -272,27 +187,18 @@ void kernel_session::finish_start(std::string error) {
     for (auto& w : waiters) w(error);
 }
 
-void kernel_session::on_process_exit(pid_t pid, const launcher::exit_status& status) {
-    if (pid != pid_) return;
-    pid_ = 0;
-    if (on_process_gone_) {  // we asked it to stop
-        stop_timer_.cancel();
-        auto then = std::move(on_process_gone_);
-        on_process_gone_ = nullptr;
-        then();
-        return;
-    }
-    // It died on its own: a crash, a kill from outside, an OOM kill.
+// It died on its own: a crash, a kill from outside, an OOM kill.
+void kernel_session::on_exit(const launcher::exit_status& status) {
     std::string why = "kernel process " + status.describe();
     log_.warn(why);
     const bool was_running = state_ == kernel_state::running;
     release_process();
     awaiting_reply_.clear();
     queued_.clear();
-    if (was_running && may_auto_restart()) {
+    if (was_running && process_->may_auto_restart()) {
         // Its state is lost either way; a fresh process keeps the kernel id and the clients.
-        log_.info("restarting automatically (" + std::to_string(auto_restarts_.size()) + " of " +
-                  std::to_string(env_.settings.autorestart_limit) + " in the window)");
+        log_.info("restarting automatically (" + std::to_string(process_->recent_auto_restarts()) +
+                  " of " + std::to_string(env_.settings.autorestart_limit) + " in the window)");
         set_state(kernel_state::restarting, "restarting", why);
         clients_.broadcast_status("restarting", why);
         clients_.broadcast(
@@ -316,39 +222,25 @@ void kernel_session::on_process_exit(pid_t pid, const launcher::exit_status& sta
 }
 
 void kernel_session::release_process() {
-    ready_timer_.cancel();
+    process_->release();
     if (link_) env_.reactor.close(*link_);
     link_.reset();
     connected_ = false;
-    runtime_dir_.reset();
 }
 
 void kernel_session::stop_process(bool restart, std::function<void()> then) {
-    if (pid_ <= 0) {
-        release_process();
-        then();
-        return;
-    }
-    on_process_gone_ = [self = shared_from_this(), then = std::move(then)] {
+    auto done = [self = shared_from_this(), then = std::move(then)] {
         self->release_process();
         then();
     };
-    const pid_t pid = pid_;
-    if (link_ && connected_) {
+    if (!process_->running()) return done();
+    const bool asked = link_ && connected_;
+    if (asked) {
         auto request =
             kernelproto::make_message("shutdown_request", {{"restart", restart}}, session_id_);
         env_.reactor.send(*link_, channel::control, std::move(request));
-        stop_timer_.expires_after(env_.settings.shutdown_wait);
-    } else {
-        stop_timer_.expires_after(std::chrono::milliseconds(0));
     }
-    stop_timer_.async_wait([weak = weak_from_this(), pid](boost::system::error_code ec) {
-        if (ec) return;
-        auto self = weak.lock();
-        if (!self || self->pid_ != pid) return;
-        self->log_.info("kernel did not exit after shutdown_request; sending SIGTERM");
-        self->env_.supervisor.terminate(pid, self->env_.settings.kill_grace);
-    });
+    process_->stop(asked, std::move(done));
 }
 
 void kernel_session::restart(result_handler on_done) {
@@ -375,20 +267,20 @@ void kernel_session::restart(result_handler on_done) {
 
 void kernel_session::interrupt(result_handler on_done) {
     asio::post(strand_, [self = shared_from_this(), on_done = std::move(on_done)] {
-        if (self->pid_ <= 0 || self->state_ != kernel_state::running) {
+        if (!self->process_->running() || self->state_ != kernel_state::running) {
             on_done("kernel is not running");
             return;
         }
         // Sandboxed: signals reach bwrap, not the kernel in its own session and pid namespace.
-        const bool by_message =
-            self->spec_.interrupt == launcher::interrupt_mode::message || self->sandbox_;
+        const bool by_message = self->spec_.interrupt == launcher::interrupt_mode::message ||
+                                self->process_->sandboxed();
         if (by_message && self->link_) {
             self->env_.reactor.send(
                 *self->link_, channel::control,
                 kernelproto::make_message("interrupt_request", nlohmann::json::object(),
                                           self->session_id_));
         } else {
-            self->env_.supervisor.signal_group(self->pid_, SIGINT);
+            self->process_->signal_group(SIGINT);
         }
         on_done({});
     });

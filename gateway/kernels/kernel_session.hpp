@@ -18,7 +18,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <nlohmann/json.hpp>
 
@@ -27,12 +26,11 @@
 #include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/kernel_environment.hpp"
 #include "gateway/kernels/kernel_model.hpp"
+#include "gateway/kernels/kernel_process.hpp"
 #include "gateway/kernels/message_budget.hpp"
 #include "kernelproto/message.hpp"
-#include "launcher/kernel_runtime_dir.hpp"
 #include "launcher/kernelspec.hpp"
 #include "launcher/process_supervisor.hpp"
-#include "launcher/session_sandbox.hpp"
 #include "transport/reactor.hpp"
 
 namespace callisto::gateway::kernels {
@@ -46,7 +44,8 @@ enum class kernel_state {
     gone,           // shut down and cleaned up
 };
 
-class kernel_session : public std::enable_shared_from_this<kernel_session> {
+class kernel_session : public std::enable_shared_from_this<kernel_session>,
+                       private kernel_process::observer {
 public:
     // "" on success, else a sentence saying what failed.
     using result_handler = std::function<void(std::string error)>;
@@ -106,15 +105,15 @@ private:
 
     // All of these run on strand_.
     void spawn_process();
-    void await_sockets(pid_t pid,
-                       std::optional<std::chrono::steady_clock::time_point> sockets_seen);
     void open_link();
     void on_link_message(transport::link_id link, kernelproto::channel ch,
                          kernelproto::message msg);
     void on_link_connected(transport::link_id link);
-    void on_process_exit(pid_t pid, const launcher::exit_status& status);
-    void on_ready_timeout();
-    bool may_auto_restart();
+    // What the process reports (kernel_process::observer).
+    void on_sockets_ready() override;
+    void on_socket_check_failed(const std::string& why) override;
+    void on_ready_timeout() override;
+    void on_exit(const launcher::exit_status& status) override;
     void stop_process(bool restart, std::function<void()> then);
     void release_process();
     void finish_start(std::string error);
@@ -133,24 +132,18 @@ private:
     const std::string session_id_;  // our ZMQ session and routing identity
     logger log_;
     boost::asio::strand<boost::asio::io_context::executor_type> strand_;
-    boost::asio::steady_timer ready_timer_;
-    boost::asio::steady_timer stop_timer_;
 
     // Written on strand_ only; atomic so REST handlers can read it.
     std::atomic<kernel_state> state_ = kernel_state::starting;
 
     // strand_ state
-    std::unique_ptr<launcher::kernel_runtime_dir> runtime_dir_;
-    std::unique_ptr<launcher::session_sandbox> sandbox_;  // null with --sandbox=off
-    pid_t pid_ = 0;
+    std::shared_ptr<kernel_process> process_;
     std::optional<transport::link_id> link_;
     bool connected_ = false;
     std::vector<result_handler> ready_waiters_;
-    std::function<void()> on_process_gone_;
     std::vector<std::function<void()>> shutdown_waiters_;
     std::unordered_map<std::string, std::weak_ptr<kernel_client>> awaiting_reply_;
-    std::deque<queued_request> queued_;  // client requests held until the kernel is connected
-    std::deque<std::chrono::steady_clock::time_point> auto_restarts_;  // within the window
+    std::deque<queued_request> queued_;        // client requests held until the kernel is connected
     std::shared_ptr<message_budget> inbound_;  // shared with the link listener and the leases
     kernel_model model_;                       // read from any thread
     iopub_broadcaster clients_;

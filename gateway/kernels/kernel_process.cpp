@@ -1,0 +1,168 @@
+#include "gateway/kernels/kernel_process.hpp"
+
+#include <csignal>
+
+#include <boost/asio/post.hpp>
+
+#include "kernelproto/ids.hpp"
+#include "launcher/kernel_command.hpp"
+#include "launcher/sandboxed_kernel.hpp"
+
+namespace callisto::gateway::kernels {
+
+namespace asio = boost::asio;
+
+namespace {
+std::string short_dir_name(const std::string& kernel_id) { return kernel_id.substr(0, 8); }
+}  // namespace
+
+kernel_process::kernel_process(kernel_environment& env, strand_type strand, std::string kernel_id,
+                               launcher::kernelspec spec,
+                               std::map<std::string, std::string> extra_env, logger log)
+    : env_(env),
+      strand_(std::move(strand)),
+      id_(std::move(kernel_id)),
+      spec_(std::move(spec)),
+      extra_env_(std::move(extra_env)),
+      log_(std::move(log)),
+      ready_timer_(strand_),
+      stop_timer_(strand_) {}
+
+kernel_process::~kernel_process() {
+    if (pid_ > 0) env_.supervisor.signal_group(pid_, SIGKILL);
+}
+
+std::string kernel_process::spawn() {
+    std::shared_ptr<launcher::sandboxed_kernel> boxed;
+    try {
+        runtime_dir_ = std::make_unique<launcher::kernel_runtime_dir>(
+            env_.settings.runtime_root, short_dir_name(id_) + "-" + kernelproto::random_hex(3),
+            env_.settings.ipc_transport ? launcher::transport_kind::ipc
+                                        : launcher::transport_kind::tcp,
+            spec_.name);
+        auto command = launcher::kernel_command(spec_, runtime_dir_->connection_file(),
+                                                runtime_dir_->path(), extra_env_);
+        if (env_.sandbox) {
+            // The session's uid and workdir outlive restarts; each start gets its own cgroup.
+            if (!sandbox_)
+                sandbox_ = std::make_unique<launcher::session_sandbox>(
+                    *env_.sandbox, *env_.sandbox_uids, env_.settings.workdir_root, id_,
+                    env_.settings.limits, spec_);
+            boxed = sandbox_->prepare(command, *runtime_dir_);
+        }
+        std::weak_ptr<kernel_process> weak = weak_from_this();
+        auto strand = strand_;
+        pid_ = env_.supervisor.spawn(
+            boxed ? boxed->command() : command,
+            [weak, strand, boxed](pid_t pid, launcher::exit_status st) {
+                if (boxed) st = boxed->judge(st);  // OOM, CPU time: read before the cgroup goes
+                asio::post(strand, [weak, pid, st] {
+                    if (auto self = weak.lock()) self->on_exit(pid, st);
+                });
+            });
+        if (boxed) boxed->spawned();
+    } catch (const std::exception& e) {
+        runtime_dir_.reset();
+        pid_ = 0;
+        return std::string("kernel failed to start: ") + e.what();
+    }
+    log_.info(
+        "started " + spec_.name + " kernel, pid " + std::to_string(pid_) +
+        (boxed ? " (sandboxed as uid " + std::to_string(sandbox_->identity().uid) + ")" : ""));
+
+    ready_timer_.expires_after(env_.settings.kernel_ready_timeout);
+    ready_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+        if (ec) return;
+        if (auto self = weak.lock()) self->tell([](observer& o) { o.on_ready_timeout(); });
+    });
+    if (boxed) {
+        await_sockets(pid_, std::nullopt);
+    } else {
+        tell([](observer& o) { o.on_sockets_ready(); });
+    }
+    return {};
+}
+
+// A sandboxed kernel owns its ipc directory until its sockets exist; only after seal() has
+// taken the directory back and checked each socket may the reactor connect (a kernel could
+// otherwise plant a symlink to a host socket). Polled on the strand: a few lstat calls.
+void kernel_process::await_sockets(
+    pid_t pid, std::optional<std::chrono::steady_clock::time_point> sockets_seen) {
+    if (pid_ != pid || !runtime_dir_) return;  // exited, stopped or restarted meanwhile
+    // ipykernel rewrites its connection file just after binding; seal after that, or after
+    // 2 s for kernels that never rewrite it.
+    const auto now = std::chrono::steady_clock::now();
+    if (!sockets_seen && runtime_dir_->ipc_sockets_present()) sockets_seen = now;
+    const bool ready = sockets_seen && (runtime_dir_->connection_file_rewritten() ||
+                                        now - *sockets_seen > std::chrono::seconds(2));
+    if (!ready) {
+        auto timer = std::make_shared<asio::steady_timer>(strand_, std::chrono::milliseconds(5));
+        timer->async_wait(
+            [weak = weak_from_this(), timer, pid, sockets_seen](boost::system::error_code ec) {
+                if (ec) return;
+                if (auto self = weak.lock()) self->await_sockets(pid, sockets_seen);
+            });
+        return;
+    }
+    if (auto problem = runtime_dir_->seal(sandbox_->identity().uid); !problem.empty()) {
+        const std::string why = "kernel failed the ipc socket check: " + problem;
+        log_.warn(why);
+        tell([&](observer& o) { o.on_socket_check_failed(why); });
+        return;
+    }
+    tell([](observer& o) { o.on_sockets_ready(); });
+}
+
+bool kernel_process::may_auto_restart() {
+    if (env_.settings.autorestart_limit == 0) return false;
+    const auto now = std::chrono::steady_clock::now();
+    while (!auto_restarts_.empty() &&
+           now - auto_restarts_.front() > env_.settings.autorestart_window)
+        auto_restarts_.pop_front();
+    if (auto_restarts_.size() >= env_.settings.autorestart_limit) return false;
+    auto_restarts_.push_back(now);
+    return true;
+}
+
+void kernel_process::on_exit(pid_t pid, const launcher::exit_status& status) {
+    if (pid != pid_) return;
+    pid_ = 0;
+    if (on_gone_) {  // we asked it to stop
+        stop_timer_.cancel();
+        auto then = std::move(on_gone_);
+        on_gone_ = nullptr;
+        then();
+        return;
+    }
+    // It died on its own: a crash, a kill from outside, an OOM kill.
+    tell([&](observer& o) { o.on_exit(status); });
+}
+
+void kernel_process::release() {
+    ready_timer_.cancel();
+    runtime_dir_.reset();
+}
+
+void kernel_process::signal_group(int sig) {
+    if (pid_ > 0) env_.supervisor.signal_group(pid_, sig);
+}
+
+void kernel_process::stop(bool asked, std::function<void()> then) {
+    if (pid_ <= 0) {
+        then();
+        return;
+    }
+    on_gone_ = std::move(then);
+    const pid_t pid = pid_;
+    stop_timer_.expires_after(asked ? std::chrono::milliseconds(env_.settings.shutdown_wait)
+                                    : std::chrono::milliseconds(0));
+    stop_timer_.async_wait([weak = weak_from_this(), pid](boost::system::error_code ec) {
+        if (ec) return;
+        auto self = weak.lock();
+        if (!self || self->pid_ != pid) return;
+        self->log_.info("kernel did not exit after shutdown_request; sending SIGTERM");
+        self->env_.supervisor.terminate(pid, self->env_.settings.kill_grace);
+    });
+}
+
+}  // namespace callisto::gateway::kernels

@@ -1,0 +1,100 @@
+#pragma once
+// The process behind one kernel session: its runtime directory and connection file, its
+// sandbox, the spawn, the wait for a sandboxed kernel's sockets, the ready timeout, the bounded
+// automatic restarts, and the stop escalation (shutdown_request, then SIGTERM after
+// shutdown_wait, then SIGKILL after kill_grace). Runs on the session's strand and tells the
+// session what happened through an observer it holds weakly.
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "common/logger.hpp"
+#include "gateway/kernels/kernel_environment.hpp"
+#include "kernelproto/connection_info.hpp"
+#include "launcher/kernel_runtime_dir.hpp"
+#include "launcher/kernelspec.hpp"
+#include "launcher/process_supervisor.hpp"
+#include "launcher/session_sandbox.hpp"
+
+namespace callisto::gateway::kernels {
+
+class kernel_process : public std::enable_shared_from_this<kernel_process> {
+public:
+    // Called on the strand.
+    class observer {
+    public:
+        virtual ~observer() = default;
+        // The kernel's sockets may be connected to now.
+        virtual void on_sockets_ready() = 0;
+        // A sandboxed kernel's ipc directory failed its check; the process must go.
+        virtual void on_socket_check_failed(const std::string& why) = 0;
+        // No kernel_info_reply within the ready timeout.
+        virtual void on_ready_timeout() = 0;
+        // The process exited without being asked to.
+        virtual void on_exit(const launcher::exit_status& status) = 0;
+    };
+
+    using strand_type = boost::asio::strand<boost::asio::io_context::executor_type>;
+
+    kernel_process(kernel_environment& env, strand_type strand, std::string kernel_id,
+                   launcher::kernelspec spec, std::map<std::string, std::string> extra_env,
+                   logger log);
+    ~kernel_process();  // SIGKILL to a process still running: the last line of defence
+
+    void set_observer(std::weak_ptr<observer> o) { observer_ = std::move(o); }
+
+    // A fresh process with a new connection file (the sandbox's uid and workdir outlive
+    // restarts). "" once it runs; else why it could not start.
+    std::string spawn();
+    bool running() const { return pid_ > 0; }
+    bool sandboxed() const { return sandbox_ != nullptr; }
+    const kernelproto::connection_info& connection() const { return runtime_dir_->connection(); }
+    void cancel_ready_timeout() { ready_timer_.cancel(); }
+    void signal_group(int sig);
+
+    // Stops it: when the session has sent shutdown_request (`asked`), SIGTERM follows after
+    // shutdown_wait, else at once; SIGKILL after kill_grace. `then` runs once it exited.
+    void stop(bool asked, std::function<void()> then);
+    // Forgets the runtime directory and the ready timeout (the process is gone).
+    void release();
+
+    // At most autorestart_limit automatic restarts per autorestart_window, so a kernel that
+    // dies at once every time ends as dead instead of looping. True when one more may happen.
+    bool may_auto_restart();
+    std::size_t recent_auto_restarts() const { return auto_restarts_.size(); }
+
+private:
+    void await_sockets(pid_t pid,
+                       std::optional<std::chrono::steady_clock::time_point> sockets_seen);
+    void on_exit(pid_t pid, const launcher::exit_status& status);
+    template <class F>
+    void tell(F&& f) {
+        if (auto o = observer_.lock()) f(*o);
+    }
+
+    kernel_environment& env_;
+    strand_type strand_;
+    const std::string id_;
+    const launcher::kernelspec spec_;
+    const std::map<std::string, std::string> extra_env_;
+    logger log_;
+    std::weak_ptr<observer> observer_;
+    boost::asio::steady_timer ready_timer_;
+    boost::asio::steady_timer stop_timer_;
+
+    std::unique_ptr<launcher::kernel_runtime_dir> runtime_dir_;
+    std::unique_ptr<launcher::session_sandbox> sandbox_;  // null with --sandbox=off
+    pid_t pid_ = 0;
+    std::function<void()> on_gone_;  // set while a stop we asked for is under way
+    std::deque<std::chrono::steady_clock::time_point> auto_restarts_;  // within the window
+};
+
+}  // namespace callisto::gateway::kernels
