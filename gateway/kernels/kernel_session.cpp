@@ -300,13 +300,16 @@ void kernel_session::shutdown(std::function<void()> on_done, std::string reason)
         self->finish_start("kernel was shut down");
         self->clients_.broadcast_status("dead");
         self->stop_process(false, [self, reason] {
-            self->clients_.close_all(reason);
             self->awaiting_reply_.clear();
             self->queued_.clear();
             self->state_ = kernel_state::gone;
             auto waiters = std::move(self->shutdown_waiters_);
             self->shutdown_waiters_.clear();
             for (auto& w : waiters) w();
+            // After the waiters (the manager forgets the kernel, a culled id starts to answer
+            // 410): a client that reacts to the close by asking about the kernel is told it
+            // is gone, not that it still exists.
+            self->clients_.close_all(reason);
         });
     });
 }
