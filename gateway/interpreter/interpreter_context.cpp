@@ -9,8 +9,6 @@
 #include <boost/asio/post.hpp>
 
 #include "common/unique_fd.hpp"
-#include "gateway/interpreter/ansi_text.hpp"
-#include "gateway/interpreter/oversized_result.hpp"
 #include "gateway/kernels/server_status.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
@@ -23,10 +21,6 @@ namespace asio = boost::asio;
 using kernelproto::channel;
 
 namespace {
-
-std::size_t value_size(const nlohmann::json& v) {
-    return v.is_string() ? v.get_ref<const std::string&>().size() : v.dump().size();
-}
 
 // Writes bytes to workdir/subdir/name, never following a link the kernel planted (each step
 // opened with O_NOFOLLOW relative to the last) nor overwriting (O_EXCL), and owned like the
@@ -227,10 +221,6 @@ void interpreter_context::start_next() {
         }
         current_ = e;
         running_ = true;
-        reply_seen_ = idle_seen_ = false;
-        reply_status_.clear();
-        results_seen_ = 0;
-        results_bytes_ = 0;
         ladder_ = ladder::none;
         auto msg = kernelproto::make_message("execute_request",
                                              {{"code", e->request().code},
@@ -246,7 +236,17 @@ void interpreter_context::start_next() {
                                               // restore included.
                                               {"stop_on_error", false}},
                                              session_id_);
-        current_msg_id_ = msg.msg_id;
+        recorder_.emplace(
+            e, msg.msg_id,
+            recorder_limits{settings_.result_cap_bytes, settings_.results_budget_bytes},
+            [this](const std::string& name, const std::string& bytes) -> std::string {
+                if (options_.one_shot || workdir_.empty() ||
+                    !write_new_file(workdir_, "callisto-outputs", name, bytes))
+                    return {};
+                return "callisto-outputs/" + name;
+            },
+            options_.one_shot ? "and a one-shot execution keeps no files"
+                              : "and the workdir is not writable");
         e->mark_started();
         // The shell channel keeps order: the variables are set before the code runs.
         if (!e->request().env.empty()) send_silent(env_apply_code(e->request().env));
@@ -308,92 +308,14 @@ void interpreter_context::on_kernel_message(channel ch, const kernelproto::messa
         }
         return;
     }
-    if (!current_ || msg.parent_msg_id != current_msg_id_) return;
-    auto content = kernelproto::parse_untrusted_json(msg.content).value;
-    if (!content.is_object()) return;
-    if (ch == channel::shell && msg.msg_type == "execute_reply") {
-        reply_seen_ = true;
-        reply_status_ = content.value("status", "error");
-        if (content.contains("execution_count") && content["execution_count"].is_number_integer())
-            current_->set_execution_count(content["execution_count"].get<long long>());
-        return maybe_finish();
-    }
-    if (ch == channel::iopub) on_iopub(msg.msg_type, content);
-}
-
-void interpreter_context::on_iopub(const std::string& type, const nlohmann::json& content) {
-    if (type == "stream") {
-        if (content.contains("text") && content["text"].is_string())
-            current_->add_stream(content.value("name", "stdout"),
-                                 content["text"].get_ref<const std::string&>());
-    } else if (type == "execute_result" || type == "display_data") {
-        if (!content.contains("data") || !content["data"].is_object()) return;
-        auto data = cap_bundle(content["data"], results_seen_++);
-        current_->add_result(std::move(data),
-                             content.contains("metadata") && content["metadata"].is_object()
-                                 ? content["metadata"]
-                                 : nlohmann::json::object());
-        if (type == "execute_result" && content.contains("execution_count") &&
-            content["execution_count"].is_number_integer())
-            current_->set_execution_count(content["execution_count"].get<long long>());
-    } else if (type == "error") {
-        // Plain text unless the client asked for the colours (a terminal-like frontend).
-        const bool raw = current_->request().keep_ansi;
-        auto text = [raw](std::string s) { return raw ? s : strip_ansi(s); };
-        std::vector<std::string> traceback;
-        if (content.contains("traceback") && content["traceback"].is_array())
-            for (const auto& line : content["traceback"])
-                if (line.is_string()) traceback.push_back(text(line.get<std::string>()));
-        current_->set_error(text(content.value("ename", "")), text(content.value("evalue", "")),
-                            std::move(traceback));
-    } else if (type == "status") {
-        if (content.value("execution_state", "") == "idle") {
-            idle_seen_ = true;
-            maybe_finish();
-        }
-    }
-}
-
-nlohmann::json interpreter_context::cap_bundle(const nlohmann::json& data, std::size_t index) {
-    nlohmann::json out = nlohmann::json::object();
-    for (auto& [mime, value] : data.items()) {
-        const std::size_t size = value_size(value);
-        // Inline while it fits both the per-result cap and what is left of the execution's
-        // budget; a cell that displays a thousand images keeps the gateway's memory bounded.
-        const std::size_t left = settings_.results_budget_bytes > results_bytes_
-                                     ? settings_.results_budget_bytes - results_bytes_
-                                     : 0;
-        if (size <= settings_.result_cap_bytes && size <= left) {
-            results_bytes_ += size;
-            out[mime] = value;
-            continue;
-        }
-        std::string bytes = value.is_string() ? value.get<std::string>() : value.dump();
-        if (is_base64_mime(mime)) {
-            if (auto decoded = decode_base64(bytes)) bytes = std::move(*decoded);
-        }
-        const std::string name =
-            current_->id() + "-" + std::to_string(index) + file_extension_for(mime);
-        const std::string relative = std::string("callisto-outputs/") + name;
-        if (!options_.one_shot && !workdir_.empty() &&
-            write_new_file(workdir_, "callisto-outputs", name, bytes)) {
-            out[mime] = {{"file", relative}, {"bytes", bytes.size()}};
-            current_->note_truncated_result(mime, size, relative);
-        } else {
-            out[mime] = "[... " + std::to_string(size) + " bytes dropped: over the result caps, " +
-                        (options_.one_shot ? "and a one-shot execution keeps no files"
-                                           : "and the workdir is not writable") +
-                        "; use a context to get it as a file ...]";
-            current_->note_truncated_result(mime, size, "");
-        }
-    }
-    return out;
+    if (!current_ || !recorder_) return;
+    if (recorder_->on_message(ch, msg)) maybe_finish();
 }
 
 void interpreter_context::maybe_finish() {
-    if (!reply_seen_ || !idle_seen_) return;
+    if (!recorder_ || !recorder_->complete()) return;
     execution_status status =
-        reply_status_ == "ok" ? execution_status::ok : execution_status::error;
+        recorder_->reply_status() == "ok" ? execution_status::ok : execution_status::error;
     std::optional<bool> preserved;
     if (ladder_ == ladder::deadline) {
         status = execution_status::timeout;
@@ -414,7 +336,7 @@ void interpreter_context::finish_current(execution_status status,
     grace_timer_.cancel();
     auto e = std::move(current_);
     current_.reset();
-    current_msg_id_.clear();
+    recorder_.reset();
     running_ = false;
     ladder_ = ladder::none;
     if (!e) return;

@@ -22,6 +22,7 @@
 
 #include "common/logger.hpp"
 #include "gateway/interpreter/execution.hpp"
+#include "gateway/interpreter/execution_recorder.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
 #include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/kernel_policy.hpp"
@@ -107,7 +108,6 @@ private:
     void start_next();
     void close_from_kernel_now(const std::string& reason);
     void on_kernel_message(kernelproto::channel ch, const kernelproto::message& msg);
-    void on_iopub(const std::string& type, const nlohmann::json& content);
     void maybe_finish();
     void finish_current(execution_status status, std::optional<bool> state_preserved);
     void on_deadline();
@@ -115,7 +115,6 @@ private:
     void on_grace_expired();
     void send_chdir();
     void send_silent(std::string code);
-    nlohmann::json cap_bundle(const nlohmann::json& data, std::size_t index);
     void remember(const std::shared_ptr<execution>& e);
 
     const std::string id_;
@@ -139,13 +138,8 @@ private:
     bool closed_ = false;
     std::deque<std::shared_ptr<execution>> queue_;
     std::shared_ptr<execution> current_;
-    std::string current_msg_id_;
-    bool reply_seen_ = false;
-    bool idle_seen_ = false;
-    std::string reply_status_;
+    std::optional<execution_recorder> recorder_;  // the current execution's
     ladder ladder_ = ladder::none;
-    std::size_t results_seen_ = 0;
-    std::size_t results_bytes_ = 0;  // inline so far, against results_budget_bytes
     std::map<std::string, std::shared_ptr<execution>> executions_;
     std::deque<std::string> finished_order_;   // oldest first, for forgetting beyond the limit
     std::map<std::string, std::string> keys_;  // idempotency key -> execution id
