@@ -176,14 +176,16 @@ server::server(server_config config, logger log)
       signals_(ioc_, SIGINT, SIGTERM),
       reactor_(log_.component("reactor")),
       supervisor_(log_.component("supervisor")),
+      kernel_links_(reactor_),
+      kernel_processes_(supervisor_),
       catalog_(kernel_search_path(config_), log_.component("kernelspecs")),
       sandbox_(make_sandbox(config_, workdir_lock_.get(), log_.component("sandbox"))),
       sandbox_uids_(sandbox_ ? std::make_unique<launcher::sandbox_uid_pool>(
                                    config_.sandbox_uid_first, config_.sandbox_uid_count)
                              : nullptr),
       kernel_env_{ioc_,
-                  reactor_,
-                  supervisor_,
+                  kernel_links_,
+                  kernel_processes_,
                   kernel_settings_for(config_),
                   log_.component("kernel"),
                   sandbox_.get(),

@@ -71,6 +71,8 @@ private:
     boost::asio::signal_set signals_;
     transport::reactor reactor_;
     launcher::process_supervisor supervisor_;
+    kernels::reactor_link_port kernel_links_;
+    kernels::supervisor_process_port kernel_processes_;
     launcher::kernelspec_catalog catalog_;
     std::unique_ptr<launcher::sandbox> sandbox_;  // null with --sandbox=off
     std::unique_ptr<launcher::sandbox_uid_pool> sandbox_uids_;

@@ -4,18 +4,17 @@
 #include <boost/asio/io_context.hpp>
 
 #include "common/logger.hpp"
+#include "gateway/kernels/kernel_ports.hpp"
 #include "gateway/kernels/kernel_settings.hpp"
-#include "launcher/process_supervisor.hpp"
 #include "launcher/sandbox.hpp"
 #include "launcher/sandbox_uid_pool.hpp"
-#include "transport/reactor.hpp"
 
 namespace callisto::gateway::kernels {
 
 struct kernel_environment {
     boost::asio::io_context& ioc;
-    transport::reactor& reactor;
-    launcher::process_supervisor& supervisor;
+    link_port& links;         // the reactor, through reactor_link_port
+    process_port& processes;  // the process supervisor, through supervisor_process_port
     kernel_settings settings;
     logger log;
     // Both null with --sandbox=off.

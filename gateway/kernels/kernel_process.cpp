@@ -29,7 +29,7 @@ kernel_process::kernel_process(kernel_environment& env, strand_type strand, std:
       stop_timer_(strand_) {}
 
 kernel_process::~kernel_process() {
-    if (pid_ > 0) env_.supervisor.signal_group(pid_, SIGKILL);
+    if (pid_ > 0) env_.processes.signal_group(pid_, SIGKILL);
 }
 
 std::string kernel_process::spawn() {
@@ -52,7 +52,7 @@ std::string kernel_process::spawn() {
         }
         std::weak_ptr<kernel_process> weak = weak_from_this();
         auto strand = strand_;
-        pid_ = env_.supervisor.spawn(
+        pid_ = env_.processes.spawn(
             boxed ? boxed->command() : command,
             [weak, strand, boxed](pid_t pid, launcher::exit_status st) {
                 if (boxed) st = boxed->judge(st);  // OOM, CPU time: read before the cgroup goes
@@ -144,7 +144,7 @@ void kernel_process::release() {
 }
 
 void kernel_process::signal_group(int sig) {
-    if (pid_ > 0) env_.supervisor.signal_group(pid_, sig);
+    if (pid_ > 0) env_.processes.signal_group(pid_, sig);
 }
 
 void kernel_process::stop(bool asked, std::function<void()> then) {
@@ -161,7 +161,7 @@ void kernel_process::stop(bool asked, std::function<void()> then) {
         auto self = weak.lock();
         if (!self || self->pid_ != pid) return;
         self->log_.info("kernel did not exit after shutdown_request; sending SIGTERM");
-        self->env_.supervisor.terminate(pid, self->env_.settings.kill_grace);
+        self->env_.processes.terminate(pid, self->env_.settings.kill_grace);
     });
 }
 

@@ -92,7 +92,7 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
 
 kernel_session::~kernel_session() {
     // shutdown() normally ran; this is the last line of defence against leaked processes.
-    if (link_) env_.reactor.close(*link_);
+    if (link_) env_.links.close(*link_);
 }
 
 nlohmann::json kernel_session::model() const { return model_.to_json(id_, spec_.name); }
@@ -149,7 +149,7 @@ void kernel_session::open_link() {
     transport::link_options options;
     options.session_id = session_id_;
     options.max_part_bytes = env_.settings.kernel_message_limit_bytes;
-    link_ = env_.reactor.open(process_->connection(), listener, options);
+    link_ = env_.links.open(process_->connection(), listener, options);
     listener->set_link(*link_);
 }
 
@@ -223,7 +223,7 @@ void kernel_session::on_exit(const launcher::exit_status& status) {
 
 void kernel_session::release_process() {
     process_->release();
-    if (link_) env_.reactor.close(*link_);
+    if (link_) env_.links.close(*link_);
     link_.reset();
     connected_ = false;
 }
@@ -238,7 +238,7 @@ void kernel_session::stop_process(bool restart, std::function<void()> then) {
     if (asked) {
         auto request =
             kernelproto::make_message("shutdown_request", {{"restart", restart}}, session_id_);
-        env_.reactor.send(*link_, channel::control, std::move(request));
+        env_.links.send(*link_, channel::control, std::move(request));
     }
     process_->stop(asked, std::move(done));
 }
@@ -275,7 +275,7 @@ void kernel_session::interrupt(result_handler on_done) {
         const bool by_message = self->spec_.interrupt == launcher::interrupt_mode::message ||
                                 self->process_->sandboxed();
         if (by_message && self->link_) {
-            self->env_.reactor.send(
+            self->env_.links.send(
                 *self->link_, channel::control,
                 kernelproto::make_message("interrupt_request", nlohmann::json::object(),
                                           self->session_id_));
@@ -370,7 +370,7 @@ void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel c
         awaiting_reply_[msg.msg_id] = from;
     }
     msg.identities.clear();
-    env_.reactor.send(*link_, ch, std::move(msg));
+    env_.links.send(*link_, ch, std::move(msg));
 }
 
 void kernel_session::on_link_message(transport::link_id link, channel ch,

@@ -1,0 +1,76 @@
+#pragma once
+// What kernel sessions need from the threads below them, as two small interfaces: the link to a
+// kernel's sockets (the reactor) and its process (the supervisor). The server plugs in the real
+// ones through the adapters here; the kernel-layer tests plug in fakes and drive a session
+// without a kernel, a process or a socket.
+
+#include <chrono>
+#include <memory>
+
+#include <sys/types.h>
+
+#include "kernelproto/channel.hpp"
+#include "kernelproto/connection_info.hpp"
+#include "kernelproto/message.hpp"
+#include "launcher/process_supervisor.hpp"
+#include "launcher/spawn_description.hpp"
+#include "transport/link_events.hpp"
+#include "transport/reactor.hpp"
+
+namespace callisto::gateway::kernels {
+
+class link_port {
+public:
+    virtual ~link_port() = default;
+    virtual transport::link_id open(const kernelproto::connection_info& info,
+                                    std::shared_ptr<transport::link_events> events,
+                                    transport::link_options options) = 0;
+    virtual void send(transport::link_id id, kernelproto::channel ch, kernelproto::message msg) = 0;
+    virtual void close(transport::link_id id) = 0;
+};
+
+class process_port {
+public:
+    virtual ~process_port() = default;
+    // Throws when the process cannot be started.
+    virtual pid_t spawn(const launcher::spawn_description& what,
+                        launcher::process_supervisor::exit_handler on_exit) = 0;
+    virtual void signal_group(pid_t pid, int sig) = 0;
+    virtual void terminate(pid_t pid, std::chrono::milliseconds grace) = 0;
+};
+
+class reactor_link_port final : public link_port {
+public:
+    explicit reactor_link_port(transport::reactor& reactor) : reactor_(reactor) {}
+    transport::link_id open(const kernelproto::connection_info& info,
+                            std::shared_ptr<transport::link_events> events,
+                            transport::link_options options) override {
+        return reactor_.open(info, std::move(events), std::move(options));
+    }
+    void send(transport::link_id id, kernelproto::channel ch, kernelproto::message msg) override {
+        reactor_.send(id, ch, std::move(msg));
+    }
+    void close(transport::link_id id) override { reactor_.close(id); }
+
+private:
+    transport::reactor& reactor_;
+};
+
+class supervisor_process_port final : public process_port {
+public:
+    explicit supervisor_process_port(launcher::process_supervisor& supervisor)
+        : supervisor_(supervisor) {}
+    pid_t spawn(const launcher::spawn_description& what,
+                launcher::process_supervisor::exit_handler on_exit) override {
+        return supervisor_.spawn(what, std::move(on_exit));
+    }
+    void signal_group(pid_t pid, int sig) override { supervisor_.signal_group(pid, sig); }
+    void terminate(pid_t pid, std::chrono::milliseconds grace) override {
+        supervisor_.terminate(pid, grace);
+    }
+
+private:
+    launcher::process_supervisor& supervisor_;
+};
+
+}  // namespace callisto::gateway::kernels

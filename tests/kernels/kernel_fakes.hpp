@@ -1,0 +1,165 @@
+#pragma once
+// Fakes for the kernel layer's two ports and for a client: a kernel session or the warm pool
+// runs against them on an io_context the test drives, with no kernel, process or socket.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "gateway/kernels/kernel_client.hpp"
+#include "gateway/kernels/kernel_environment.hpp"
+#include "kernelproto/untrusted_json.hpp"
+
+namespace callisto::gateway::kernels::test {
+
+namespace kp = callisto::kernelproto;
+
+struct fake_links final : link_port {
+    struct sent_message {
+        transport::link_id id;
+        kp::channel ch;
+        kp::message msg;
+    };
+    std::vector<std::shared_ptr<transport::link_events>> opened;  // index = id - 1
+    std::vector<sent_message> sent;
+    std::vector<transport::link_id> closed;
+
+    transport::link_id open(const kp::connection_info&,
+                            std::shared_ptr<transport::link_events> events,
+                            transport::link_options) override {
+        opened.push_back(std::move(events));
+        return opened.size();
+    }
+    void send(transport::link_id id, kp::channel ch, kp::message msg) override {
+        sent.push_back({id, ch, std::move(msg)});
+    }
+    void close(transport::link_id id) override { closed.push_back(id); }
+
+    transport::link_events& last() { return *opened.back(); }
+    std::size_t count(kp::channel ch, const std::string& type) const {
+        std::size_t n = 0;
+        for (const auto& s : sent) n += s.ch == ch && s.msg.msg_type == type;
+        return n;
+    }
+};
+
+struct fake_processes final : process_port {
+    struct child {
+        pid_t pid;
+        launcher::process_supervisor::exit_handler on_exit;
+    };
+    std::vector<child> spawned;
+    std::vector<std::pair<pid_t, int>> signals;
+    std::vector<std::pair<pid_t, std::chrono::milliseconds>> terminations;
+    int failures_to_come = 0;  // the next spawns that throw
+
+    pid_t spawn(const launcher::spawn_description&,
+                launcher::process_supervisor::exit_handler on_exit) override {
+        if (failures_to_come > 0) {
+            --failures_to_come;
+            throw std::runtime_error("cannot start python3: execve: No such file or directory");
+        }
+        const pid_t pid = 1000 + static_cast<pid_t>(spawned.size());
+        spawned.push_back({pid, std::move(on_exit)});
+        return pid;
+    }
+    void signal_group(pid_t pid, int sig) override { signals.emplace_back(pid, sig); }
+    void terminate(pid_t pid, std::chrono::milliseconds grace) override {
+        terminations.emplace_back(pid, grace);
+    }
+    // The process exits, as the supervisor reports it (from its own thread, here the test's).
+    void exit(pid_t pid, int code) {
+        for (auto& c : spawned)
+            if (c.pid == pid) c.on_exit(pid, launcher::exit_status{code, 0, false, {}});
+    }
+};
+
+// A client inside the gateway: takes messages as they are.
+struct recording_client final : kernel_client {
+    std::vector<std::pair<kp::channel, std::shared_ptr<const kp::message>>> got;
+    std::vector<std::string> closed_because;
+
+    kp::websocket_format format() const override { return kp::websocket_format::v1; }
+    void deliver(std::shared_ptr<const kp::websocket_frame>) override {}
+    bool takes_messages() const override { return true; }
+    void deliver_message(kp::channel ch, std::shared_ptr<const kp::message> msg) override {
+        got.emplace_back(ch, std::move(msg));
+    }
+    void close_from_kernel(std::string reason) override {
+        closed_because.push_back(std::move(reason));
+    }
+    // The text of every stream message received, in order.
+    std::vector<std::string> stream_texts() const {
+        std::vector<std::string> out;
+        for (const auto& [ch, m] : got)
+            if (m->msg_type == "stream")
+                out.push_back(kp::parse_untrusted_json(m->content).value.value("text", ""));
+        return out;
+    }
+    std::vector<std::string> statuses() const {
+        std::vector<std::string> out;
+        for (const auto& [ch, m] : got)
+            if (m->msg_type == "status")
+                out.push_back(
+                    kp::parse_untrusted_json(m->content).value.value("execution_state", ""));
+        return out;
+    }
+};
+
+// Everything a session needs, with the ports faked and files under a temporary directory.
+struct fake_world {
+    std::filesystem::path root = std::filesystem::temp_directory_path() /
+                                 ("callisto-kernels-test-" + std::to_string(::getpid()));
+    // The ports outlive the io_context: handlers it still holds may own a session, whose
+    // destructor closes its link.
+    fake_links links;
+    fake_processes processes;
+    boost::asio::io_context ioc;
+    kernel_environment env{ioc, links, processes, settings(root), logger{}};
+
+    fake_world() { std::filesystem::create_directories(root); }
+    ~fake_world() { std::filesystem::remove_all(root); }
+
+    static kernel_settings settings(const std::filesystem::path& root) {
+        kernel_settings s;
+        s.runtime_root = root;
+        s.shutdown_wait = std::chrono::milliseconds(20);
+        s.kill_grace = std::chrono::milliseconds(3000);
+        return s;
+    }
+    static launcher::kernelspec spec() {
+        launcher::kernelspec k;
+        k.name = "python3";
+        k.argv = {"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"};
+        return k;
+    }
+    // Runs handlers until `done` holds; false when it never does within the (generous) limit.
+    bool run_until(const std::function<bool()>& done) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > deadline) return false;
+            ioc.restart();
+            ioc.run_for(std::chrono::milliseconds(5));
+        }
+        return true;
+    }
+};
+
+// A message from the kernel answering `parent`.
+inline kp::message from_kernel(std::string type, nlohmann::json content,
+                               const std::string& parent = "") {
+    kp::message m = kp::make_message(std::move(type), content, "kernel");
+    m.parent_msg_id = parent;
+    if (!parent.empty()) m.parent_header = nlohmann::json{{"msg_id", parent}}.dump();
+    return m;
+}
+
+}  // namespace callisto::gateway::kernels::test

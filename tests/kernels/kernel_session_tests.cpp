@@ -1,0 +1,224 @@
+// A kernel session and the warm pool driven through fake ports: no kernel, process or socket.
+
+#include "gateway/kernels/kernel_session.hpp"
+
+#include <fstream>
+#include <optional>
+
+#include <doctest/doctest.h>
+
+#include "gateway/kernels/warm_pool.hpp"
+#include "kernel_fakes.hpp"
+#include "launcher/kernelspec_catalog.hpp"
+
+using namespace callisto::gateway::kernels;
+using namespace callisto::gateway::kernels::test;
+using callisto::kernelproto::channel;
+
+namespace {
+
+std::shared_ptr<kernel_session> make_session(fake_world& w, std::string id = "k-1") {
+    return std::make_shared<kernel_session>(w.env, std::move(id), fake_world::spec(),
+                                            std::map<std::string, std::string>{});
+}
+
+// Starts the session and connects its link; the start's answer.
+std::string start_and_connect(fake_world& w, kernel_session& k) {
+    std::optional<std::string> ready;
+    k.start([&](std::string e) { ready = std::move(e); });
+    REQUIRE(w.run_until([&] { return !w.links.opened.empty(); }));
+    w.links.last().on_connected();
+    REQUIRE(w.run_until([&] { return ready.has_value(); }));
+    return *ready;
+}
+
+kp::message request(std::string type) {
+    return kp::make_message(std::move(type), nlohmann::json::object(), "client-session");
+}
+
+}  // namespace
+
+TEST_CASE("a kernel session is running once its link connects, and forwards client requests") {
+    fake_world w;
+    auto k = make_session(w);
+    CHECK(start_and_connect(w, *k) == "");
+    CHECK(w.processes.spawned.size() == 1);
+    CHECK(k->state() == kernel_state::running);
+    CHECK(k->model()["execution_state"] == "idle");
+
+    auto client = std::make_shared<recording_client>();
+    k->attach(client);
+    auto req = request("execute_request");
+    const std::string id = req.msg_id;
+    k->submit(client, channel::shell, std::move(req));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    // The reply goes back to the client that asked, iopub to every client.
+    w.links.last().on_message(channel::shell, from_kernel("execute_reply", {{"status", "ok"}}, id));
+    w.links.last().on_message(channel::iopub,
+                              from_kernel("status", {{"execution_state", "busy"}}, id));
+    REQUIRE(w.run_until([&] { return client->got.size() == 2; }));
+    CHECK(client->got[0].first == channel::shell);
+    CHECK(k->model()["execution_state"] == "busy");
+    CHECK(k->model()["connections"] == 1);
+}
+
+TEST_CASE("a restart asked while the kernel is still starting waits for that start") {
+    fake_world w;
+    auto k = make_session(w);
+    std::optional<std::string> started, restarted;
+    k->start([&](std::string e) { started = std::move(e); });
+    REQUIRE(w.run_until([&] { return !w.links.opened.empty(); }));
+    k->restart([&](std::string e) { restarted = std::move(e); });
+    w.run_until([] { return false; });  // nothing answers yet: both wait
+    CHECK_FALSE(started);
+    CHECK_FALSE(restarted);
+    w.links.last().on_connected();
+    REQUIRE(w.run_until([&] { return started && restarted; }));
+    CHECK(*started == "");
+    CHECK(*restarted == "");
+    CHECK(w.processes.spawned.size() == 1);  // one process: the restart did not start another
+    CHECK(k->state() == kernel_state::running);
+}
+
+TEST_CASE(
+    "a shutdown asks the kernel, then terminates it after shutdown_wait, then closes clients") {
+    fake_world w;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<recording_client>();
+    k->attach(client);
+    bool done = false;
+    k->shutdown([&] { done = true; }, "deleted by its owner");
+    // shutdown_request on control first; the kernel does not exit, so SIGTERM (with SIGKILL
+    // kill_grace later) follows once shutdown_wait has passed.
+    REQUIRE(w.run_until([&] { return !w.processes.terminations.empty(); }));
+    CHECK(w.links.count(channel::control, "shutdown_request") == 1);
+    CHECK(w.processes.terminations[0] == std::pair{pid_t{1000}, std::chrono::milliseconds(3000)});
+    CHECK_FALSE(done);
+    CHECK(k->state() == kernel_state::shutting_down);
+    w.processes.exit(1000, 0);
+    REQUIRE(w.run_until([&] { return done; }));
+    CHECK(k->state() == kernel_state::gone);
+    CHECK(client->closed_because == std::vector<std::string>{"deleted by its owner"});
+    CHECK(w.links.closed == std::vector<callisto::transport::link_id>{1});
+    CHECK(client->statuses().back() == "dead");
+}
+
+TEST_CASE("a kernel that exits after shutdown_request is not terminated") {
+    fake_world w;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    bool done = false;
+    k->shutdown([&] { done = true; });
+    REQUIRE(w.run_until([&] { return w.links.count(channel::control, "shutdown_request") == 1; }));
+    w.processes.exit(1000, 0);
+    REQUIRE(w.run_until([&] { return done; }));
+    CHECK(w.processes.terminations.empty());
+}
+
+TEST_CASE("a client reconnecting with since= gets a gap notice, then what the buffer kept") {
+    fake_world w;
+    w.env.settings.replay_buffer_bytes = 2048;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto first = std::make_shared<recording_client>();
+    k->attach(first);
+    for (int i = 0; i < 20; ++i)
+        w.links.last().on_message(
+            channel::iopub,
+            from_kernel(
+                "stream",
+                {{"name", "stdout"}, {"text", "line " + std::to_string(i) + std::string(200, '.')}},
+                "req-1"));
+    REQUIRE(w.run_until([&] { return first->stream_texts().size() == 20; }));
+
+    auto late = std::make_shared<recording_client>();
+    k->attach(late, 0);
+    REQUIRE(w.run_until([&] { return !late->got.empty(); }));
+    auto texts = late->stream_texts();
+    REQUIRE(texts.size() >= 2);
+    CHECK(texts.size() < 21);
+    CHECK(texts[0].rfind("[callisto] output 1-", 0) == 0);
+    CHECK(texts[0].find("was dropped from the replay buffer") != std::string::npos);
+    auto gap = kp::parse_untrusted_json(late->got[0].second->metadata).value;
+    CHECK(gap["callisto_gap"]["from"] == 1);
+    // The rest is the tail of the output, complete and in order, ending with the last line.
+    CHECK(texts.back().rfind("line 19", 0) == 0);
+    for (std::size_t i = 2; i < texts.size(); ++i)
+        CHECK(std::stoi(texts[i].substr(5)) == std::stoi(texts[i - 1].substr(5)) + 1);
+}
+
+TEST_CASE("requests sent while the kernel starts are held, up to 1024, then forwarded in order") {
+    fake_world w;
+    auto k = make_session(w);
+    auto client = std::make_shared<recording_client>();
+    std::optional<std::string> ready;
+    k->start([&](std::string e) { ready = std::move(e); });
+    REQUIRE(w.run_until([&] { return !w.links.opened.empty(); }));
+    std::vector<std::string> ids;
+    for (int i = 0; i < 1030; ++i) {
+        auto req = request("execute_request");
+        ids.push_back(req.msg_id);
+        k->submit(client, channel::shell, std::move(req));
+    }
+    w.run_until([] { return false; });
+    CHECK(w.links.sent.empty());  // nothing reaches a kernel that is not connected
+    w.links.last().on_connected();
+    REQUIRE(w.run_until([&] { return ready.has_value(); }));
+    CHECK(w.links.count(channel::shell, "execute_request") == 1024);
+    CHECK(w.links.sent.front().msg.msg_id == ids.front());
+    CHECK(w.links.sent.back().msg.msg_id == ids[1023]);
+}
+
+TEST_CASE("a kernel that dies while running is restarted, and its clients are told why") {
+    fake_world w;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<recording_client>();
+    k->attach(client);
+    w.processes.exit(1000, 1);
+    REQUIRE(w.run_until([&] { return w.processes.spawned.size() == 2; }));
+    CHECK(k->state() == kernel_state::restarting);
+    CHECK(k->model()["reason"] == "kernel process exited with code 1");
+    REQUIRE(w.run_until([&] { return client->statuses().size() == 1; }));
+    CHECK(client->statuses()[0] == "restarting");
+    REQUIRE(w.run_until([&] { return client->stream_texts().size() == 1; }));
+    CHECK(client->stream_texts()[0].find("restarting it. Its state is lost.") != std::string::npos);
+    CHECK(w.links.closed == std::vector<callisto::transport::link_id>{1});
+    w.links.last().on_connected();  // the new process's link
+    REQUIRE(w.run_until([&] { return k->state() == kernel_state::running; }));
+}
+
+TEST_CASE("the warm pool refills after a kernel that failed to start") {
+    fake_world w;
+    const auto dir = w.root / "kernels" / "python3";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "kernel.json")
+        << R"({"argv": ["/usr/bin/python3", "-f", "{connection_file}"], "display_name": "P"})";
+    callisto::launcher::kernelspec_catalog catalog({w.root / "kernels"});
+    int made = 0;
+    warm_pool pool(
+        w.ioc, catalog, {{"python3", 1}},
+        [&](callisto::launcher::kernelspec spec) {
+            return std::make_shared<kernel_session>(w.env, "pooled-" + std::to_string(++made),
+                                                    std::move(spec),
+                                                    std::map<std::string, std::string>{});
+        },
+        callisto::logger{});
+    w.processes.failures_to_come = 1;
+    pool.start();
+    // The first kernel fails at once; the pool tries again after a delay and its kernel
+    // connects: the pool is full.
+    std::size_t connected = 0;
+    REQUIRE(w.run_until([&] {
+        while (connected < w.links.opened.size()) w.links.opened[connected++]->on_connected();
+        return pool.ready("python3") == 1;
+    }));
+    CHECK(made == 2);
+    CHECK(w.processes.spawned.size() == 1);
+    CHECK(pool.filled_once());
+    auto claimed = pool.claim("python3");
+    REQUIRE(claimed);
+    CHECK(claimed->state() == kernel_state::running);
+    CHECK(pool.claim("python3") == nullptr);  // each pooled kernel is handed out once
+}
