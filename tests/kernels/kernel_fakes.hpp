@@ -141,6 +141,12 @@ struct fake_world {
         k.argv = {"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"};
         return k;
     }
+    // Runs every handler that is ready, and those they make ready, until none is left.
+    void settle() {
+        ioc.restart();
+        while (ioc.poll() > 0) {
+        }
+    }
     // Runs handlers until `done` holds; false when it never does within the (generous) limit.
     bool run_until(const std::function<bool()>& done) {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

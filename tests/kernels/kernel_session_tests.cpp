@@ -69,7 +69,7 @@ TEST_CASE("a restart asked while the kernel is still starting waits for that sta
     k->start([&](std::string e) { started = std::move(e); });
     REQUIRE(w.run_until([&] { return !w.links.opened.empty(); }));
     k->restart([&](std::string e) { restarted = std::move(e); });
-    w.run_until([] { return false; });  // nothing answers yet: both wait
+    w.settle();  // nothing answers yet: both wait
     CHECK_FALSE(started);
     CHECK_FALSE(restarted);
     w.links.last().on_connected();
@@ -161,7 +161,7 @@ TEST_CASE("requests sent while the kernel starts are held, up to 1024, then forw
         ids.push_back(req.msg_id);
         k->submit(client, channel::shell, std::move(req));
     }
-    w.run_until([] { return false; });
+    w.settle();
     CHECK(w.links.sent.empty());  // nothing reaches a kernel that is not connected
     w.links.last().on_connected();
     REQUIRE(w.run_until([&] { return ready.has_value(); }));
