@@ -8,6 +8,7 @@
 
 #include "gateway/http/listener.hpp"
 #include "gateway/mcp/context_tools.hpp"
+#include "gateway/routes.hpp"
 #include "launcher/leftover_reaper.hpp"
 #include "launcher/sandbox_probe.hpp"
 
@@ -51,7 +52,7 @@ void check_kernel_options(const server_config& config,
 
 // Binds the listening socket; a failure names the address and the way out.
 std::shared_ptr<listener> make_listener(asio::io_context& ioc, const server_config& config,
-                                        gateway_services& services) {
+                                        http_services& services) {
     const std::string where = config.ip + ":" + std::to_string(config.port);
     try {
         const auto address = asio::ip::make_address(config.ip);
@@ -216,10 +217,14 @@ server::server(server_config config, logger log)
       services_{
           config_,           auth_,        kernels_,        kernels_rest_, kernelspecs_rest_,
           sessions_,         connections_, request_bodies_, readiness_,    log_.component("http"),
-          interpreter_rest_, mcp_} {
+          interpreter_rest_, mcp_},
+      dispatcher_(auth_, !config_.web_root.empty(), config_.max_request_body_bytes),
+      http_{dispatcher_, connections_,           request_bodies_,
+            sessions_,   config_.header_timeout, log_.component("http")} {
     check_kernel_options(config_, catalog_);
+    register_routes(dispatcher_, services_);
     // Bound before anything is written: a taken port leaves no runtime directory behind.
-    listener_ = make_listener(ioc_, config_, services_);
+    listener_ = make_listener(ioc_, config_, http_);
     if (workdir_lock_)
         reap_leftovers(config_, *workdir_lock_, *sandbox_, log_.component("sandbox"));
     prepare_runtime_root(config_.runtime_root, sandbox_ != nullptr);

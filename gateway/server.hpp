@@ -16,6 +16,8 @@
 
 #include "common/logger.hpp"
 #include "gateway/gateway_services.hpp"
+#include "gateway/http/http_services.hpp"
+#include "gateway/http/request_dispatcher.hpp"
 #include "gateway/http/session_registry.hpp"
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/interpreter_api.hpp"
@@ -92,6 +94,8 @@ private:
     readiness readiness_;
     boost::asio::steady_timer drain_timer_;
     gateway_services services_;
+    request_dispatcher dispatcher_;  // gateway/routes.cpp fills it
+    http_services http_;
     std::shared_ptr<listener> listener_;
     std::atomic<bool> stopping_{false};
 };

@@ -60,7 +60,7 @@ void refuse(tcp::socket socket, const std::string& answer) {
 
 }  // namespace
 
-listener::listener(asio::io_context& ioc, tcp::endpoint endpoint, gateway_services& services)
+listener::listener(asio::io_context& ioc, tcp::endpoint endpoint, http_services& services)
     : ioc_(ioc),
       acceptor_(asio::make_strand(ioc)),
       retry_timer_(acceptor_.get_executor()),

@@ -10,7 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "common/unique_fd.hpp"
-#include "gateway/gateway_services.hpp"
+#include "gateway/http/http_services.hpp"
 
 namespace callisto::gateway {
 
@@ -18,7 +18,7 @@ class listener : public std::enable_shared_from_this<listener> {
 public:
     // Binds and listens; throws boost::system::system_error when the address is unusable.
     listener(boost::asio::io_context& ioc, boost::asio::ip::tcp::endpoint endpoint,
-             gateway_services& services);
+             http_services& services);
 
     void run();
     void stop();  // closes the acceptor; thread-safe
@@ -34,7 +34,7 @@ private:
     boost::asio::io_context& ioc_;
     boost::asio::ip::tcp::acceptor acceptor_;
     boost::asio::steady_timer retry_timer_;
-    gateway_services& services_;
+    http_services& services_;
     unique_fd reserve_fd_;  // given up to refuse a connection when descriptors run out
     std::uint64_t refused_for_descriptors_ = 0;
 };

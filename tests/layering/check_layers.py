@@ -24,6 +24,9 @@ RULES = {
     "gateway": (("gateway/",) + LOWER, ()),
     # The kernels' lifecycle knows Asio but no HTTP: the APIs sit on top of it.
     "gateway/kernels": (("gateway/kernels/", "gateway/user.hpp") + LOWER, ("boost/beast",)),
+    # The HTTP server knows routes, tokens and users, never the APIs: the composition root
+    # registers their handlers with the request dispatcher (gateway/routes.cpp).
+    "gateway/http": (("gateway/http/", "gateway/user.hpp", "gateway/token_auth.hpp") + LOWER, ()),
     # The audit log: files and hashes, told what ran by the APIs.
     "gateway/audit": (("gateway/audit/",) + LOWER, ("boost/",)),
     "gateway/jupyter_api": (("gateway/jupyter_api/", "gateway/audit/", "gateway/http/", "gateway/kernels/",

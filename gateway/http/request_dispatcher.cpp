@@ -1,0 +1,67 @@
+#include "gateway/http/request_dispatcher.hpp"
+
+#include <algorithm>
+
+#include "gateway/http/beast.hpp"
+#include "gateway/http/json_response.hpp"
+
+namespace callisto::gateway {
+
+request_dispatcher::request_dispatcher(const token_auth& auth, bool serves_web_root,
+                                       std::size_t default_body_limit)
+    : auth_(auth), serves_web_root_(serves_web_root), default_body_limit_(default_body_limit) {}
+
+void request_dispatcher::handle(route_kind kind, handler h, route_options options) {
+    routes_[static_cast<std::size_t>(kind)] = {std::move(h), std::move(options)};
+}
+
+std::size_t request_dispatcher::largest_body_limit() const {
+    std::size_t largest = default_body_limit_;
+    for (const auto& e : routes_) largest = std::max(largest, e.options.body_limit);
+    return largest;
+}
+
+header_verdict request_dispatcher::on_header(std::string_view method, std::string_view target,
+                                             std::string_view authorization) const {
+    header_verdict v;
+    v.where = match_route(method, target, serves_web_root_);
+    v.who = auth_.authenticate(authorization, v.where.query);
+    const auto& e = routes_[static_cast<std::size_t>(v.where.kind)];
+    v.body_limit = e.options.body_limit ? e.options.body_limit : default_body_limit_;
+    if (is_public_route(v.where.kind) || v.who) return v;
+    switch (v.where.kind) {
+        // Unknown paths answer the same with or without a token (after the body, as before).
+        case route_kind::not_found:
+        case route_kind::bad_v1_path:
+        case route_kind::method_not_allowed: return v;
+        default:
+            v.refusal = e.options.unauthorized
+                            ? e.options.unauthorized()
+                            : error_response(http::status::forbidden,
+                                             "a valid token is required: 'Authorization: token "
+                                             "T' or '?token=T'");
+            return v;
+    }
+}
+
+void request_dispatcher::dispatch(incoming_request in) const {
+    switch (in.where.kind) {
+        case route_kind::not_found:
+            return in.respond(error_response(http::status::not_found, "not found"));
+        case route_kind::bad_v1_path:
+            return in.respond(error_response(http::status::bad_request,
+                                             "invalid path: empty, '.' and '..' segments, "
+                                             "encoded '/' and NUL are refused"));
+        case route_kind::method_not_allowed: {
+            auto res = error_response(http::status::method_not_allowed, "method not allowed");
+            res.set(http::field::allow, in.where.allow);
+            return in.respond(std::move(res));
+        }
+        default: break;
+    }
+    const auto& e = routes_[static_cast<std::size_t>(in.where.kind)];
+    if (!e.run) return in.respond(error_response(http::status::not_found, "not found"));
+    e.run(std::move(in));
+}
+
+}  // namespace callisto::gateway

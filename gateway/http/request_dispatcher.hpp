@@ -1,0 +1,86 @@
+#pragma once
+// Where a request goes, decided apart from the socket. On the header: its route, its sender,
+// whether it is refused before any of its body is read, and how large that body may be. Once
+// the body is in: the handler the composition root registered for the route (gateway/routes.cpp).
+// No socket here, so every decision has a unit test; the HTTP session only does the I/O.
+
+#include <array>
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string_view>
+
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include "gateway/http/connection_limiter.hpp"
+#include "gateway/http/http_message.hpp"
+#include "gateway/http/router.hpp"
+#include "gateway/token_auth.hpp"
+#include "gateway/user.hpp"
+
+namespace callisto::gateway {
+
+// A connection a handler takes over (a WebSocket upgrade, a streamed answer), with its place
+// under the connection limits.
+struct taken_connection {
+    boost::beast::tcp_stream stream;
+    connection_limiter::slot slot;
+};
+
+// One request, read, as its handler gets it.
+struct incoming_request {
+    route where;
+    http_request req;
+    std::optional<user> who;  // set on every route that needs a token
+    respond_fn respond;       // from any thread: the answer goes back through the session
+    // For upgrades and streams: the session lets go of its connection. On the session's
+    // strand only, before `respond` was called.
+    std::function<taken_connection()> take_connection;
+};
+
+struct header_verdict {
+    route where;
+    std::optional<user> who;
+    std::optional<http_response> refusal;  // answer this now; read nothing of the body
+    std::size_t body_limit = 0;
+};
+
+// How a route differs from the others, when it does.
+struct route_options {
+    std::size_t body_limit = 0;  // 0: the default request body limit
+    // The answer to a missing or wrong token, when the route's clients expect another
+    // than 403 (MCP hosts want 401 with a challenge).
+    std::function<http_response()> unauthorized;
+};
+
+class request_dispatcher {
+public:
+    using handler = std::function<void(incoming_request)>;
+
+    request_dispatcher(const token_auth& auth, bool serves_web_root,
+                       std::size_t default_body_limit);
+
+    void handle(route_kind kind, handler h, route_options options = {});
+
+    // What Beast may let through while parsing a header: the largest limit of any route.
+    std::size_t largest_body_limit() const;
+
+    header_verdict on_header(std::string_view method, std::string_view target,
+                             std::string_view authorization) const;
+
+    // Unknown paths, unsafe /v1 paths and wrong methods are answered here; the rest goes to
+    // the route's handler (a route without one answers 404).
+    void dispatch(incoming_request in) const;
+
+private:
+    struct entry {
+        handler run;
+        route_options options;
+    };
+    const token_auth& auth_;
+    const bool serves_web_root_;
+    const std::size_t default_body_limit_;
+    std::array<entry, static_cast<std::size_t>(route_kind::route_kind_count)> routes_;
+};
+
+}  // namespace callisto::gateway

@@ -1,0 +1,123 @@
+#include "gateway/http/request_dispatcher.hpp"
+
+#include <doctest/doctest.h>
+
+#include "gateway/http/beast.hpp"
+#include "gateway/http/json_response.hpp"
+
+using namespace callisto::gateway;
+
+namespace {
+
+const token_auth auth("dispatcher-test-token");
+constexpr std::string_view good = "token dispatcher-test-token";
+
+// The answer a dispatched request gets, and which handler ran.
+struct outcome {
+    std::optional<http_response> answer;
+    std::optional<route_kind> handled;
+    std::optional<user> who;
+};
+
+outcome dispatch(const request_dispatcher& d, std::string_view method, std::string_view target,
+                 std::string_view authorization = good) {
+    auto verdict = d.on_header(method, target, authorization);
+    outcome out;
+    if (verdict.refusal) {
+        out.answer = std::move(verdict.refusal);
+        return out;
+    }
+    incoming_request in{verdict.where, http_request{}, verdict.who,
+                        [&out](http_response res) { out.answer = std::move(res); },
+                        []() -> taken_connection { throw std::logic_error("not taken here"); }};
+    d.dispatch(std::move(in));
+    return out;
+}
+
+request_dispatcher with_handlers(outcome& seen) {
+    request_dispatcher d(auth, false, 1000);
+    auto record = [&seen](incoming_request in) {
+        seen.handled = in.where.kind;
+        seen.who = in.who;
+        in.respond(json_response(http::status::ok, {{"ok", true}}));
+    };
+    d.handle(route_kind::kernels_list, record);
+    d.handle(route_kind::healthz, record);
+    d.handle(route_kind::file_put, record, {50'000, {}});
+    d.handle(route_kind::mcp, record, {20'000, [] {
+                                           auto res = error_response(http::status::unauthorized,
+                                                                     "token needed");
+                                           res.set(http::field::www_authenticate, "Bearer");
+                                           return res;
+                                       }});
+    return d;
+}
+
+}  // namespace
+
+TEST_CASE("the dispatcher hands a request to its route's handler, with the sender") {
+    outcome seen;
+    auto d = with_handlers(seen);
+    auto out = dispatch(d, "GET", "/api/kernels");
+    REQUIRE(out.answer);
+    CHECK(out.answer->result() == http::status::ok);
+    CHECK(seen.handled == route_kind::kernels_list);
+    REQUIRE(seen.who);
+    CHECK(seen.who->name == "admin");
+}
+
+TEST_CASE("the dispatcher refuses a missing or wrong token on the header, 403 or the route's own") {
+    outcome seen;
+    auto d = with_handlers(seen);
+    for (std::string_view authorization : {std::string_view(""), std::string_view("token nope")}) {
+        auto v = d.on_header("GET", "/api/kernels", authorization);
+        REQUIRE(v.refusal);
+        CHECK(v.refusal->result() == http::status::forbidden);
+        CHECK(v.refusal->body().find("a valid token is required") != std::string::npos);
+    }
+    // ?token= works as the header does.
+    CHECK_FALSE(d.on_header("GET", "/api/kernels?token=dispatcher-test-token", "").refusal);
+    auto mcp = d.on_header("POST", "/mcp", "Bearer wrong");
+    REQUIRE(mcp.refusal);
+    CHECK(mcp.refusal->result() == http::status::unauthorized);
+    CHECK((*mcp.refusal)[http::field::www_authenticate] == "Bearer");
+    CHECK_FALSE(seen.handled);
+}
+
+TEST_CASE("the probes and unknown paths need no token; unknown paths answer 404 after the body") {
+    outcome seen;
+    auto d = with_handlers(seen);
+    CHECK_FALSE(d.on_header("GET", "/healthz", "").refusal);
+    CHECK_FALSE(d.on_header("GET", "/readyz", "").refusal);
+    auto unknown = dispatch(d, "GET", "/no/such/thing", "");
+    REQUIRE(unknown.answer);
+    CHECK(unknown.answer->result() == http::status::not_found);
+    // A route nobody registered a handler for is as unknown.
+    auto unregistered = dispatch(d, "GET", "/api/kernelspecs");
+    REQUIRE(unregistered.answer);
+    CHECK(unregistered.answer->result() == http::status::not_found);
+    CHECK_FALSE(seen.handled);
+}
+
+TEST_CASE("the dispatcher answers a wrong method 405 with Allow, an unsafe /v1 path 400") {
+    outcome seen;
+    auto d = with_handlers(seen);
+    auto wrong = dispatch(d, "PATCH", "/api/kernels");
+    REQUIRE(wrong.answer);
+    CHECK(wrong.answer->result() == http::status::method_not_allowed);
+    CHECK_FALSE((*wrong.answer)[http::field::allow].empty());
+    auto unsafe = dispatch(d, "GET", "/v1/contexts/abc/files/../../etc/passwd");
+    REQUIRE(unsafe.answer);
+    CHECK(unsafe.answer->result() == http::status::bad_request);
+    CHECK_FALSE(seen.handled);
+}
+
+TEST_CASE("the dispatcher gives each route its body limit, and Beast the largest") {
+    outcome seen;
+    auto d = with_handlers(seen);
+    CHECK(d.on_header("GET", "/api/kernels", good).body_limit == 1000);
+    CHECK(d.on_header("PUT", "/v1/contexts/0123456789abcdef0123456789abcdef/files/a.csv", good)
+              .body_limit == 50'000);
+    CHECK(d.on_header("POST", "/mcp", good).body_limit == 20'000);
+    CHECK(d.largest_body_limit() == 50'000);
+}
