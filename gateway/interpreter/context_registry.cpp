@@ -23,7 +23,7 @@ void context_registry::create(const context_request& request, const user& owner,
     auto open_context = [this, owner_name = owner.name, policy, one_shot = request.one_shot,
                          done = std::move(done)](kernels::create_kernel_result r,
                                                  std::size_t uses) {
-        if (!r.kernel) return done({nullptr, r.http_status, r.error});
+        if (!r.kernel) return done({nullptr, r.error, r.message});
         const std::string id = kernelproto::new_uuid();
         fs::path workdir;
         bool chdir_kernel = false;
@@ -37,8 +37,8 @@ void context_registry::create(const context_request& request, const user& owner,
             fs::create_directories(workdir, ec);
             if (ec) {
                 kernels_.remove(r.kernel->id(), [](bool) {});
-                return done(
-                    {nullptr, 500, "cannot create the context's directory: " + ec.message()});
+                return done({nullptr, kernels::kernel_error::start_failed,
+                             "cannot create the context's directory: " + ec.message()});
             }
             chdir_kernel = true;
         }
@@ -60,12 +60,13 @@ void context_registry::create(const context_request& request, const user& owner,
         log_.info("context " + id + " (" + std::string(to_string(policy)) +
                   (one_shot ? ", one-shot" : "") + ") on kernel " + r.kernel->id() + " (use " +
                   std::to_string(uses) + ") for " + owner_name);
-        done({context, 201, {}});
+        done({context, kernels::kernel_error::none, {}});
     };
 
     if (policy == kernels::kernel_policy::reuse) {
         if (auto kept = kernels_.claim_kept(owner, request.kernel); kept.kernel)
-            return open_context({kept.kernel, false, 200, {}}, kept.uses + 1);
+            return open_context({kept.kernel, false, kernels::kernel_error::none, {}},
+                                kept.uses + 1);
     }
     kernels::create_kernel_request kr;
     kr.owner = owner;

@@ -24,8 +24,8 @@ namespace callisto::gateway::interpreter {
 
 struct create_context_result {
     std::shared_ptr<interpreter_context> context;  // null on failure
-    int http_status = 500;
-    std::string error;
+    kernels::kernel_error error = kernels::kernel_error::none;
+    std::string message;
 };
 
 class context_registry {

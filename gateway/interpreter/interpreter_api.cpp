@@ -1,5 +1,7 @@
 #include "gateway/interpreter/interpreter_api.hpp"
 
+#include "gateway/jupyter_api/kernel_error_answer.hpp"
+
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
@@ -222,11 +224,7 @@ void interpreter_api::create_context(const http_request& req, const user& who, r
     auto request = parse_context_request(req.body(), error);
     if (!request) return respond(error_response(http::status::bad_request, error));
     contexts_.create(*request, who, [respond = std::move(respond)](create_context_result r) {
-        if (!r.context) {
-            auto res = error_response(static_cast<http::status>(r.http_status), r.error);
-            if (r.http_status == 429) res.set(http::field::retry_after, "10");
-            return respond(std::move(res));
-        }
+        if (!r.context) return respond(jupyter_api::kernel_error_answer(r.error, r.message));
         auto res = json_response(http::status::created, r.context->model());
         res.set(http::field::location, "/v1/contexts/" + r.context->id());
         respond(std::move(res));
@@ -274,9 +272,7 @@ void interpreter_api::create_oneshot(const http_request& req, const user& who, r
          respond = std::move(respond), stream](create_context_result r) mutable {
             if (!r.context) {
                 if (!key.empty()) oneshots_.release_key(owner, key);
-                auto res = error_response(static_cast<http::status>(r.http_status), r.error);
-                if (r.http_status == 429) res.set(http::field::retry_after, "10");
-                return respond(std::move(res));
+                return respond(jupyter_api::kernel_error_answer(r.error, r.message));
             }
             auto context = r.context;
             submit_and_answer(

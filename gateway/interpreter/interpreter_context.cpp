@@ -190,7 +190,9 @@ void interpreter_context::restart(std::function<void(std::string)> done) {
             self->deadline_timer_.cancel();
             self->grace_timer_.cancel();
         }
-        self->kernel_->restart([self, done = std::move(done)](std::string error) mutable {
+        self->kernel_->restart([self, done = std::move(done)](kernels::kernel_outcome r) mutable {
+            // The context's own callers take "" for success.
+            std::string error = r.ok() ? std::string() : r.message;
             asio::post(self->strand_, [self, error, done = std::move(done)] {
                 if (self->current_ && self->ladder_ == ladder::restarting)
                     self->finish_current(execution_status::interrupted, false);
@@ -368,7 +370,7 @@ void interpreter_context::begin_interrupt(ladder why) {
     ladder_ = why;
     log_.info(std::string(why == ladder::deadline ? "deadline reached" : "interrupt asked") +
               " for execution " + current_->id() + "; interrupting");
-    kernel_->interrupt([](std::string) {});
+    kernel_->interrupt([](kernels::kernel_outcome) {});
     grace_timer_.expires_after(settings_.interrupt_grace);
     grace_timer_.async_wait([weak = weak_from_this(), e = current_](boost::system::error_code ec) {
         if (ec) return;
@@ -381,13 +383,13 @@ void interpreter_context::on_grace_expired() {
         ladder_ == ladder::deadline ? execution_status::timeout : execution_status::interrupted;
     log_.warn("execution " + current_->id() + " ignored the interrupt; restarting the kernel");
     ladder_ = ladder::restarting;
-    kernel_->restart([weak = weak_from_this(), e = current_, status](std::string error) {
+    kernel_->restart([weak = weak_from_this(), e = current_, status](kernels::kernel_outcome r) {
         auto self = weak.lock();
         if (!self) return;
-        asio::post(self->strand_, [self, e, status, error] {
+        asio::post(self->strand_, [self, e, status, r] {
             if (self->current_ != e) return;
-            if (!error.empty())
-                e->add_stream("stderr", "[callisto] kernel restart failed: " + error + "\n");
+            if (!r.ok())
+                e->add_stream("stderr", "[callisto] kernel restart failed: " + r.message + "\n");
             self->finish_current(status, false);
             self->start_next();
         });

@@ -2,6 +2,7 @@
 
 #include <boost/beast/http/field.hpp>
 
+#include "gateway/jupyter_api/kernel_error_answer.hpp"
 #include "kernelproto/iso_time.hpp"
 #include "kernelproto/untrusted_json.hpp"
 
@@ -49,16 +50,16 @@ void kernels_api::handle(const route& r, const http_request& req, const user& wh
             });
             return;
         case route_kind::kernel_interrupt:
-            kernel->interrupt([respond = std::move(respond)](std::string error) {
-                respond(error.empty() ? empty_response(http::status::no_content)
-                                      : error_response(http::status::conflict, error));
+            kernel->interrupt([respond = std::move(respond)](kernels::kernel_outcome r) {
+                respond(r.ok() ? empty_response(http::status::no_content)
+                               : kernel_error_answer(r.error, r.message));
             });
             return;
         case route_kind::kernel_restart:
-            kernel->restart([respond = std::move(respond), kernel](std::string error) {
-                respond(error.empty() ? json_response(http::status::ok, kernel->model())
-                                      : error_response(http::status::internal_server_error,
-                                                       "restart failed: " + error));
+            kernel->restart([respond = std::move(respond), kernel](kernels::kernel_outcome r) {
+                respond(r.ok() ? json_response(http::status::ok, kernel->model())
+                               : error_response(http::status::internal_server_error,
+                                                "restart failed: " + r.message));
             });
             return;
         default: return respond(error_response(http::status::not_found, "not found"));
@@ -110,12 +111,7 @@ void kernels_api::create(const http_request& req, const user& who, respond_fn re
     }
     kernels_.create(
         std::move(request), [respond = std::move(respond)](kernels::create_kernel_result r) {
-            if (!r.kernel) {
-                auto res = error_response(static_cast<http::status>(r.http_status), r.error);
-                // At capacity: come back later, and say when, rather than an unexplained refusal.
-                if (r.http_status == 429) res.set(http::field::retry_after, "10");
-                return respond(std::move(res));
-            }
+            if (!r.kernel) return respond(kernel_error_answer(r.error, r.message));
             auto res = json_response(r.created ? http::status::created : http::status::ok,
                                      r.kernel->model());
             res.set(http::field::location, "/api/kernels/" + r.kernel->id());

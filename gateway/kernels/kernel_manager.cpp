@@ -92,7 +92,9 @@ void kernel_manager::create(create_kernel_request request,
                             std::function<void(create_kernel_result)> done) {
     const std::string name = request.name.empty() ? default_kernel_name() : request.name;
     auto spec = catalog_.find(name);
-    if (!spec) return done({nullptr, false, 404, "no such kernelspec: '" + name + "'"});
+    if (!spec)
+        return done({nullptr, false, kernel_error::no_such_kernelspec,
+                     "no such kernelspec: '" + name + "'"});
 
     std::optional<create_kernel_result> answer;  // decided under the lock, given outside it
     std::shared_ptr<kernel_session> fresh;
@@ -102,20 +104,21 @@ void kernel_manager::create(create_kernel_request request,
         auto existing =
             request.kernel_id.empty() ? kernels_.end() : kernels_.find(request.kernel_id);
         if (stopping_) {
-            answer = {nullptr, false, 503, "the server is shutting down"};
+            answer = {nullptr, false, kernel_error::shutting_down, "the server is shutting down"};
         } else if (existing != kernels_.end()) {
             // Idempotent create: the same id again is the same kernel, for its owner.
             const auto& k = existing->second;
             if (!request.owner.may_use(k->owner()))
-                answer = {nullptr, false, 409, "kernel id " + request.kernel_id + " is taken"};
+                answer = {nullptr, false, kernel_error::id_taken,
+                          "kernel id " + request.kernel_id + " is taken"};
             else if (k->kernelspec_name() != spec->name)
-                answer = {nullptr, false, 409,
+                answer = {nullptr, false, kernel_error::id_taken,
                           "kernel " + request.kernel_id + " exists with kernelspec '" +
                               k->kernelspec_name() + "'"};
             else
-                answer = {k, false, 200, {}};
+                answer = {k, false, kernel_error::none, {}};
         } else if (evicted = make_room(request.owner); auto refusal = over_limit(request.owner)) {
-            answer = {nullptr, false, 429, *refusal};
+            answer = {nullptr, false, kernel_error::over_limit, *refusal};
         } else {
             // A pooled kernel answers already; one asked for with its own id or environment
             // cannot be pre-started, so it starts fresh. Both happen under the lock, so the
@@ -124,7 +127,7 @@ void kernel_manager::create(create_kernel_request request,
             if (request.kernel_id.empty() && request.env.empty()) pooled = pool_.claim(spec->name);
             if (pooled) {
                 pooled->mark_claimed();
-                answer = {pooled, true, 201, {}};
+                answer = {pooled, true, kernel_error::none, {}};
             } else {
                 std::string id =
                     request.kernel_id.empty() ? kernelproto::new_uuid() : request.kernel_id;
@@ -141,10 +144,13 @@ void kernel_manager::create(create_kernel_request request,
         k->shutdown([] {}, "kept kernel shut down to make room");
     }
     if (answer) return done(std::move(*answer));
-    fresh->start([this, fresh, done = std::move(done)](std::string error) {
-        if (error.empty()) return done({fresh, true, 201, {}});
+    fresh->start([this, fresh, done = std::move(done)](kernel_outcome started) {
+        if (started.ok()) return done({fresh, true, kernel_error::none, {}});
+        const std::string error = started.message;
         // A kernel that never became ready is not kept: clean it up, then answer.
-        remove(fresh->id(), [done, error](bool) { done({nullptr, false, 500, error}); });
+        remove(fresh->id(), [done, error](bool) {
+            done({nullptr, false, kernel_error::start_failed, error});
+        });
     });
 }
 

@@ -16,6 +16,7 @@
 #include "gateway/kernels/culled_kernels.hpp"
 #include "gateway/kernels/culling_policy.hpp"
 #include "gateway/kernels/kernel_environment.hpp"
+#include "gateway/kernels/kernel_error.hpp"
 #include "gateway/kernels/kernel_keep.hpp"
 #include "gateway/kernels/kernel_policy.hpp"
 #include "gateway/kernels/kernel_session.hpp"
@@ -35,8 +36,8 @@ struct create_kernel_request {
 struct create_kernel_result {
     std::shared_ptr<kernel_session> kernel;  // null on failure
     bool created = false;                    // false: an existing kernel with this id
-    int http_status = 500;                   // on failure: 400, 404, 409, 429, 500, 503
-    std::string error;
+    kernel_error error = kernel_error::none;
+    std::string message;  // on failure: what happened, for the client
 };
 
 struct kept_claim {

@@ -130,7 +130,7 @@ void kernel_session::spawn_process() {
     clients_.reset_executions();  // the executions of a previous process are over
     if (auto why = process_->spawn(); !why.empty()) {
         set_state(kernel_state::dead, "dead", why);
-        finish_start(why);
+        finish_start({kernel_error::start_failed, why});
     }
 }
 
@@ -140,7 +140,7 @@ void kernel_session::on_socket_check_failed(const std::string& why) {
     stop_process(false, [self = shared_from_this(), why] {
         self->set_state(kernel_state::dead, "dead", why);
         self->clients_.broadcast_status("dead", why);
-        self->finish_start(why);
+        self->finish_start({kernel_error::start_failed, why});
     });
 }
 
@@ -161,7 +161,7 @@ void kernel_session::on_ready_timeout() {
     stop_process(false, [self = shared_from_this(), why] {
         self->set_state(kernel_state::dead, "dead", why);
         self->clients_.broadcast_status("dead", why);
-        self->finish_start(why);
+        self->finish_start({kernel_error::start_failed, why});
     });
 }
 
@@ -180,11 +180,11 @@ void kernel_session::on_link_connected(transport::link_id link) {
     finish_start({});
 }
 
-void kernel_session::finish_start(std::string error) {
+void kernel_session::finish_start(kernel_outcome outcome) {
     auto waiters = std::move(ready_waiters_);
     ready_waiters_.clear();
-    if (!error.empty()) queued_.clear();
-    for (auto& w : waiters) w(error);
+    if (!outcome.ok()) queued_.clear();
+    for (auto& w : waiters) w(outcome);
 }
 
 // It died on its own: a crash, a kill from outside, an OOM kill.
@@ -218,7 +218,7 @@ void kernel_session::on_exit(const launcher::exit_status& status) {
         channel::iopub,
         kernelproto::make_message(
             "stream", {{"name", "stderr"}, {"text", "Kernel died: " + why + "\n"}}, session_id_));
-    finish_start(why);
+    finish_start({kernel_error::start_failed, why});
 }
 
 void kernel_session::release_process() {
@@ -246,7 +246,7 @@ void kernel_session::stop_process(bool restart, std::function<void()> then) {
 void kernel_session::restart(result_handler on_done) {
     asio::post(strand_, [self = shared_from_this(), on_done = std::move(on_done)]() mutable {
         if (self->state_ == kernel_state::shutting_down || self->state_ == kernel_state::gone) {
-            on_done("kernel is shutting down");
+            on_done({kernel_error::shutting_down, "kernel is shutting down"});
             return;
         }
         if (self->state_ == kernel_state::restarting || self->state_ == kernel_state::starting) {
@@ -268,7 +268,7 @@ void kernel_session::restart(result_handler on_done) {
 void kernel_session::interrupt(result_handler on_done) {
     asio::post(strand_, [self = shared_from_this(), on_done = std::move(on_done)] {
         if (!self->process_->running() || self->state_ != kernel_state::running) {
-            on_done("kernel is not running");
+            on_done({kernel_error::not_running, "kernel is not running"});
             return;
         }
         // Sandboxed: signals reach bwrap, not the kernel in its own session and pid namespace.
@@ -297,7 +297,7 @@ void kernel_session::shutdown(std::function<void()> on_done, std::string reason)
         if (self->state_ == kernel_state::shutting_down) return;
         self->log_.info("shutting down: " + reason);
         self->set_state(kernel_state::shutting_down, "dead", reason);
-        self->finish_start("kernel was shut down");
+        self->finish_start({kernel_error::shutting_down, "kernel was shut down"});
         self->clients_.broadcast_status("dead");
         self->stop_process(false, [self, reason] {
             self->awaiting_reply_.clear();

@@ -25,6 +25,7 @@
 #include "gateway/kernels/iopub_broadcaster.hpp"
 #include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/kernel_environment.hpp"
+#include "gateway/kernels/kernel_error.hpp"
 #include "gateway/kernels/kernel_model.hpp"
 #include "gateway/kernels/kernel_process.hpp"
 #include "gateway/kernels/message_budget.hpp"
@@ -47,8 +48,7 @@ enum class kernel_state {
 class kernel_session : public std::enable_shared_from_this<kernel_session>,
                        private kernel_process::observer {
 public:
-    // "" on success, else a sentence saying what failed.
-    using result_handler = std::function<void(std::string error)>;
+    using result_handler = std::function<void(kernel_outcome)>;
 
     kernel_session(kernel_environment& env, std::string id, launcher::kernelspec spec,
                    std::map<std::string, std::string> extra_env);
@@ -116,7 +116,7 @@ private:
     void on_exit(const launcher::exit_status& status) override;
     void stop_process(bool restart, std::function<void()> then);
     void release_process();
-    void finish_start(std::string error);
+    void finish_start(kernel_outcome outcome);
     void forward(const std::weak_ptr<kernel_client>& from, kernelproto::channel ch,
                  kernelproto::message msg);
     // Tells every client when messages were dropped for being over the kernel's budget.

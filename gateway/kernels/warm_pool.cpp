@@ -47,14 +47,14 @@ void warm_pool::refill(const std::string& kernelspec) {
     }
     for (std::size_t i = 0; i < to_start; ++i) {
         auto kernel = make_(*spec);
-        kernel->start([this, kernelspec, kernel](std::string error) {
-            on_started(kernelspec, kernel, error);
+        kernel->start([this, kernelspec, kernel](kernel_outcome outcome) {
+            on_started(kernelspec, kernel, outcome);
         });
     }
 }
 
 void warm_pool::on_started(const std::string& kernelspec, std::shared_ptr<kernel_session> kernel,
-                           const std::string& error) {
+                           const kernel_outcome& outcome) {
     unsigned failures = 0;
     bool discard = false;
     {
@@ -63,7 +63,7 @@ void warm_pool::on_started(const std::string& kernelspec, std::shared_ptr<kernel
         --s.starting;
         if (stopping_) {
             discard = true;
-        } else if (error.empty()) {
+        } else if (outcome.ok()) {
             s.failures_in_a_row = 0;
             s.ready.push_back(kernel);
             filled_once_ =
@@ -80,8 +80,8 @@ void warm_pool::on_started(const std::string& kernelspec, std::shared_ptr<kernel
     if (failures == 0) return;
     // 1 s, 2 s, 4 s ... up to a minute between attempts for a kernelspec that will not start.
     auto delay = std::chrono::seconds(std::min(60u, 1u << std::min(failures - 1, 6u)));
-    log_.warn("warm pool: " + kernelspec + " kernel failed to start (" + error + "); retrying in " +
-              std::to_string(delay.count()) + " s");
+    log_.warn("warm pool: " + kernelspec + " kernel failed to start (" + outcome.message +
+              "); retrying in " + std::to_string(delay.count()) + " s");
     auto timer = std::make_shared<boost::asio::steady_timer>(ioc_, delay);
     timer->async_wait([this, timer, kernelspec](boost::system::error_code ec) {
         if (!ec) refill(kernelspec);

@@ -52,7 +52,7 @@ private:
     };
     void refill(const std::string& kernelspec);
     void on_started(const std::string& kernelspec, std::shared_ptr<kernel_session> kernel,
-                    const std::string& error);
+                    const kernel_outcome& outcome);
 
     boost::asio::io_context& ioc_;
     const launcher::kernelspec_catalog& catalog_;

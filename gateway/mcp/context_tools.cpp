@@ -117,7 +117,8 @@ void context_tools::on_created(interpreter::create_context_result r) {
     }
     if (r.context) log_.info("context " + r.context->id() + " for the MCP session");
     const std::string error =
-        r.context ? std::string() : "could not start a Python kernel for this session: " + r.error;
+        r.context ? std::string()
+                  : "could not start a Python kernel for this session: " + r.message;
     for (auto& fn : waiting) fn(r.context, error);
 }
 

@@ -25,7 +25,7 @@ std::shared_ptr<kernel_session> make_session(fake_world& w, std::string id = "k-
 // Starts the session and connects its link; the start's answer.
 std::string start_and_connect(fake_world& w, kernel_session& k) {
     std::optional<std::string> ready;
-    k.start([&](std::string e) { ready = std::move(e); });
+    k.start([&](kernel_outcome r) { ready = r.message; });
     REQUIRE(w.run_until([&] { return !w.links.opened.empty(); }));
     w.links.last().on_connected();
     REQUIRE(w.run_until([&] { return ready.has_value(); }));
@@ -66,9 +66,9 @@ TEST_CASE("a restart asked while the kernel is still starting waits for that sta
     fake_world w;
     auto k = make_session(w);
     std::optional<std::string> started, restarted;
-    k->start([&](std::string e) { started = std::move(e); });
+    k->start([&](kernel_outcome r) { started = r.message; });
     REQUIRE(w.run_until([&] { return !w.links.opened.empty(); }));
-    k->restart([&](std::string e) { restarted = std::move(e); });
+    k->restart([&](kernel_outcome r) { restarted = r.message; });
     w.settle();  // nothing answers yet: both wait
     CHECK_FALSE(started);
     CHECK_FALSE(restarted);
@@ -153,7 +153,7 @@ TEST_CASE("requests sent while the kernel starts are held, up to 1024, then forw
     auto k = make_session(w);
     auto client = std::make_shared<recording_client>();
     std::optional<std::string> ready;
-    k->start([&](std::string e) { ready = std::move(e); });
+    k->start([&](kernel_outcome r) { ready = r.message; });
     REQUIRE(w.run_until([&] { return !w.links.opened.empty(); }));
     std::vector<std::string> ids;
     for (int i = 0; i < 1030; ++i) {

@@ -31,7 +31,9 @@ RULES = {
     "gateway/audit": (("gateway/audit/",) + LOWER, ("boost/",)),
     "gateway/jupyter_api": (("gateway/jupyter_api/", "gateway/audit/", "gateway/http/", "gateway/kernels/",
                              "gateway/user.hpp", "gateway/server_config.hpp") + LOWER, ()),
+    # The interpreter answers the kernels layer's refusals as the Jupyter API does.
     "gateway/interpreter": (("gateway/interpreter/", "gateway/audit/", "gateway/http/", "gateway/kernels/",
+                             "gateway/jupyter_api/kernel_error_answer.hpp",
                              "gateway/user.hpp", "gateway/server_config.hpp") + LOWER, ()),
     "gateway/mcp": (("gateway/mcp/", "gateway/audit/", "gateway/interpreter/", "gateway/http/",
                      "gateway/user.hpp") + LOWER, ()),
