@@ -28,6 +28,7 @@ let page = null;
 let kernelId = null;
 const createdKernels = new Set();
 const pageErrors = [];
+const scripts = [];  // every .js the page loaded: {url, status, type}
 const externalRequests = [];
 
 const globalTimer = setTimeout(async () => {
@@ -129,6 +130,10 @@ async function main() {
   page.setDefaultTimeout(STEP_MS);
   page.on('pageerror', e => pageErrors.push(`pageerror: ${e.message}`));
   page.on('console', m => { if (m.type() === 'error') pageErrors.push(`console: ${m.text()}`); });
+  page.on('response', r => {
+    if (r.url().endsWith('.js')) scripts.push({ url: r.url(), status: r.status(),
+                                                type: r.headers()['content-type'] || '' });
+  });
   page.on('request', r => {
     const u = r.url();
     if (!u.startsWith(BASE_URL + '/') && !u.startsWith('data:') && !u.startsWith('about:'))
@@ -152,6 +157,13 @@ async function main() {
     await page.locator('#spec-select option[value="python3"]').waitFor({ state: 'attached' });
     check(await page.locator('#kernel-status').getAttribute('data-state') === 'none',
           'no kernel is attached yet');
+    // The page is ES modules (app.js and js/*.js): each one arrives, as JavaScript.
+    check(scripts.some(s => s.url.endsWith('/app.js')) &&
+          scripts.filter(s => s.url.includes('/js/')).length >= 9,
+          'app.js and its modules under js/ were loaded', scripts.map(s => s.url));
+    for (const s of scripts)
+      check(s.status === 200 && s.type.startsWith('text/javascript'),
+            `${s.url} answers 200 as text/javascript`, s);
   });
 
   await test('a wrong token brings up the token form', async () => {
