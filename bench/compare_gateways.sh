@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures Callisto side by side with jupyter_server (the reference API) and direct ZeroMQ
-# (the floor) in one run, interleaved, on this machine, with ../shared/bench/gwbench.py.
+# (the floor) in one run, interleaved, on this machine, with gwbench ($GWBENCH).
 #
 #   bench/compare_gateways.sh [ROUNDS] [OUT.jsonl]
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Gateway memory: RSS of a fresh Callisto and a fresh jupyter_server (rate limits lifted), idle
-# and with K kernels each with an open WebSocket, with ../shared/bench/gwbench.py mem.
+# and with K kernels each with an open WebSocket, with gwbench ($GWBENCH) mem.
 #
 #   bench/mem_gateways.sh [RUNS] [OUT.jsonl] [K]
 #

@@ -4,7 +4,9 @@
 # figure).
 
 CALLISTO=${CALLISTO:-build/gateway/callisto}
-GWBENCH=${GWBENCH:-../shared/bench/gwbench.py}
+# gwbench 1.0, the harness that measures any Jupyter-compatible gateway, is not part of this
+# repository: say where it is.
+: "${GWBENCH:?set GWBENCH to the path of gwbench.py (gwbench 1.0)}"
 PY=/usr/bin/python3   # the Python with ipykernel, jupyter_client and websocket-client
 TOKEN=bench-token-$$
 NICE=${NICE:-0}   # e.g. NICE=-10 (as root): the servers, clients and kernels ahead of the rest
