@@ -18,7 +18,7 @@ RULES = {
     # folder: (what of ours it may include, as path prefixes; outside include prefixes it
     # must not use). A file follows the most specific folder that holds it.
     "common": (("common/",), ("boost/", "zmq", "nlohmann/")),
-    "kernelproto": (("kernelproto/", "common/"), ("boost/", "zmq")),
+    "kernelproto": (("kernelproto/",), ("boost/", "zmq")),  # pure: nothing else of ours
     "transport": (("transport/", "kernelproto/", "common/"), ("boost/beast", "boost/asio")),
     "launcher": (("launcher/", "kernelproto/", "common/"), ("boost/", "zmq")),
     "gateway": (("gateway/",) + LOWER, ()),
