@@ -1,7 +1,7 @@
 // Cells: one per execution, and their outputs.
 
 import { ansiToFragment, applyCarriageReturns, asText, el } from './dom.js';
-import { $, MAX_STREAM_CHARS, MIME_ORDER, state } from './state.js';
+import { MAX_STREAM_CHARS, MIME_ORDER, state } from './state.js';
 import { appendToLog, keepScrolled } from './status.js';
 
 export function createCell(msgId, code, foreign = false) {

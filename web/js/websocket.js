@@ -4,7 +4,7 @@ import { onIopub, onShell, onStdin } from './channels.js';
 import { shortId, uuid } from './dom.js';
 import { detach, refreshKernels } from './kernels.js';
 import { api, showTokenPanel } from './rest.js';
-import { $, state } from './state.js';
+import { state } from './state.js';
 import { isConnected, notice, setConn, setKernelState } from './status.js';
 
 export function connect() {
