@@ -1,4 +1,5 @@
 #include "gateway/interpreter/execution_recorder.hpp"
+#include "gateway/interpreter/output_budget.hpp"
 
 #include <map>
 
@@ -31,8 +32,9 @@ struct recording {
     execution_recorder recorder;
 
     explicit recording(recorder_limits limits = {}, bool can_write = true,
-                       execution_request request = code("print(1)"))
-        : exec(std::make_shared<execution>("e1", "c1", std::move(request), 1 << 20)),
+                       execution_request request = code("print(1)"),
+                       std::size_t text_budget = 1 << 20)
+        : exec(std::make_shared<execution>("e1", "c1", std::move(request), text_budget)),
           recorder(
               exec, "req-1", limits,
               [this, can_write](const std::string& name, const std::string& bytes) -> std::string {
@@ -141,4 +143,16 @@ TEST_CASE("the recorder says why an oversized result could not become a file") {
     const std::string shown = r.record()["results"][0]["data"]["text/plain"];
     CHECK(shown.find("8 bytes dropped: over the result caps, and the workdir is not writable") !=
           std::string::npos);
+}
+
+TEST_CASE("the recorder's streams are cut at the execution's text budget, head and tail kept") {
+    recording r({}, true, code("print(1)"), /*text_budget=*/10);
+    const std::string all = "abcdefghijklmnopqrstuvwxyz";
+    r.feed(channel::iopub, "stream", {{"name", "stdout"}, {"text", all}});
+    r.feed(channel::iopub, "stream", {{"name", "stderr"}, {"text", "short\n"}});
+    auto rec = r.record();
+    CHECK(rec["truncated"]["stdout_bytes"] == 16);
+    CHECK(rec["stdout"] == all.substr(0, 5) + output_budget::marker(16) + all.substr(21));
+    CHECK(rec["truncated"]["stderr_bytes"] == 0);
+    CHECK(rec["stderr"] == "short\n");
 }
