@@ -43,7 +43,9 @@ http_response serve_file(const fs::path& root, const std::string& relative, std:
         return error_response(http::status::internal_server_error, "could not read file");
     http_response res{http::status::ok, 11};
     res.set(http::field::content_type, mime_type(target));
-    res.set(http::field::cache_control, "max-age=3600");
+    // Revalidated on every load: the web UI is ten ES modules, and an hour of caching could
+    // mix an upgrade's new modules with old ones ("does not provide an export named ...").
+    res.set(http::field::cache_control, "no-cache");
     res.body() = std::move(body);
     res.prepare_payload();
     return res;
