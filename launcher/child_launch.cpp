@@ -29,6 +29,7 @@ enum class child_stage : int {
     setpgid,
     pdeathsig,
     stdin_redirect,
+    output_redirect,
     chdir,
     exec,
     cgroup,
@@ -48,6 +49,7 @@ const char* stage_text(child_stage stage) {
         case child_stage::setpgid: return "setpgid";
         case child_stage::pdeathsig: return "prctl(PR_SET_PDEATHSIG)";
         case child_stage::stdin_redirect: return "redirecting stdin";
+        case child_stage::output_redirect: return "redirecting stdout and stderr";
         case child_stage::chdir: return "chdir";
         case child_stage::exec: return "execve";
         case child_stage::cgroup: return "joining the cgroup";
@@ -92,6 +94,7 @@ struct child_setup {
     std::optional<gid_t> gid;
     std::vector<int> keep_fds;  // sorted, unique: inherited fds plus the error pipe
     const std::vector<int>* inherit_fds = nullptr;
+    int output_fd = -1;
 };
 
 // Runs in the forked child: async-signal-safe calls only, no allocation, no locks.
@@ -122,6 +125,9 @@ struct child_setup {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
     if (::dup2(devnull, STDIN_FILENO) < 0) fail(child_stage::stdin_redirect);
+    if (setup.output_fd >= 0 &&
+        (::dup2(setup.output_fd, STDOUT_FILENO) < 0 || ::dup2(setup.output_fd, STDERR_FILENO) < 0))
+        fail(child_stage::output_redirect);
 
     // Join the cgroup while still root, and before anything the limits should count.
     for (const char* file : setup.cgroup_files) {
@@ -193,6 +199,7 @@ launched fork_exec(const spawn_description& what) {
     setup.uid = what.uid;
     setup.gid = what.gid;
     setup.inherit_fds = &what.inherit_fds;
+    setup.output_fd = what.output_fd;
     for (int fd : what.inherit_fds) {
         if (fd < 3 || ::fcntl(fd, F_GETFD) < 0)
             throw std::invalid_argument("cannot start " + name + ": inherited fd " +

@@ -33,6 +33,9 @@ struct spawn_description {
     // Descriptors the child keeps (without CLOEXEC) at the same numbers, e.g. bwrap's
     // --seccomp FD. Every other descriptor above 2 is closed.
     std::vector<int> inherit_fds;
+    // The child's stdout and stderr (e.g. a pipe the gateway reads and logs); -1: the
+    // gateway's own.
+    int output_fd = -1;
 };
 
 }  // namespace callisto::launcher

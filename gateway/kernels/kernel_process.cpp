@@ -50,17 +50,21 @@ std::string kernel_process::spawn() {
                     env_.settings.limits, spec_);
             boxed = sandbox_->prepare(command, *runtime_dir_);
         }
+        auto output = std::make_shared<kernel_output_log>(strand_, log_);
+        auto what = boxed ? boxed->command() : command;
+        what.output_fd = output->child_end();
         std::weak_ptr<kernel_process> weak = weak_from_this();
         auto strand = strand_;
-        pid_ = env_.processes.spawn(
-            boxed ? boxed->command() : command,
-            [weak, strand, boxed](pid_t pid, launcher::exit_status st) {
+        pid_ =
+            env_.processes.spawn(what, [weak, strand, boxed](pid_t pid, launcher::exit_status st) {
                 if (boxed) st = boxed->judge(st);  // OOM, CPU time: read before the cgroup goes
                 asio::post(strand, [weak, pid, st] {
                     if (auto self = weak.lock()) self->on_exit(pid, st);
                 });
             });
         if (boxed) boxed->spawned();
+        output->start();
+        output_ = std::move(output);
     } catch (const std::exception& e) {
         runtime_dir_.reset();
         pid_ = 0;
@@ -134,12 +138,18 @@ void kernel_process::on_exit(pid_t pid, const launcher::exit_status& status) {
         then();
         return;
     }
-    // It died on its own: a crash, a kill from outside, an OOM kill.
+    // It died on its own: a crash, a kill from outside, an OOM kill. What it wrote last
+    // (a traceback, the sandbox's complaint) says why better than the exit status.
+    if (output_)
+        if (auto tail = output_->tail(); !tail.empty())
+            log_.warn("the kernel's last output:\n" + tail);
     tell([&](observer& o) { o.on_exit(status); });
 }
 
 void kernel_process::release() {
     ready_timer_.cancel();
+    if (output_) output_->stop();
+    output_.reset();
     runtime_dir_.reset();
 }
 

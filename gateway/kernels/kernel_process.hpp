@@ -18,6 +18,7 @@
 
 #include "common/logger.hpp"
 #include "gateway/kernels/kernel_environment.hpp"
+#include "gateway/kernels/kernel_output_log.hpp"
 #include "kernelproto/connection_info.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
 #include "launcher/kernelspec.hpp"
@@ -92,6 +93,7 @@ private:
 
     std::unique_ptr<launcher::kernel_runtime_dir> runtime_dir_;
     std::unique_ptr<launcher::session_sandbox> sandbox_;  // null with --sandbox=off
+    std::shared_ptr<kernel_output_log> output_;           // the process's stdout and stderr
     pid_t pid_ = 0;
     std::function<void()> on_gone_;  // set while a stop we asked for is under way
     std::deque<std::chrono::steady_clock::time_point> auto_restarts_;  // within the window
