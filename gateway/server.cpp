@@ -140,8 +140,26 @@ kernels::kernel_settings kernel_settings_for(const server_config& config) {
     return s;
 }
 
-interpreter::interpreter_settings interpreter_settings_for(const server_config& config) {
+// --audit-log: opened (or continued) at start; a file that cannot be written stops the start.
+std::unique_ptr<audit::audit_log> make_audit_log(const server_config& config) {
+    if (config.audit_log.empty()) return nullptr;
+    audit::audit_settings s;
+    s.file = config.audit_log;
+    s.record_code = config.audit_code;
+    s.rotate_bytes = config.audit_rotate_bytes;
+    s.keep = config.audit_keep;
+    s.required = config.audit_required;
+    try {
+        return std::make_unique<audit::audit_log>(s);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(std::string("--audit-log: ") + e.what());
+    }
+}
+
+interpreter::interpreter_settings interpreter_settings_for(const server_config& config,
+                                                           audit::audit_log* audit) {
     interpreter::interpreter_settings s;
+    s.audit = audit;
     // Sandboxed kernels already run in their session workdir, <workdir_root>/<kernel id>.
     if (config.sandbox) s.kernel_workdir_root = config.workdir_root;
     s.context_root = config.runtime_root / "contexts";
@@ -195,7 +213,9 @@ server::server(server_config config, logger log)
                config_.max_kernels, config_.reuse),
       kernels_rest_(kernels_),
       kernelspecs_rest_(catalog_, kernels_.default_kernel_name()),
-      contexts_(ioc_, kernels_, interpreter_settings_for(config_), log_.component("interpreter")),
+      audit_(make_audit_log(config_)),
+      contexts_(ioc_, kernels_, interpreter_settings_for(config_, audit_.get()),
+                log_.component("interpreter")),
       interpreter_rest_(contexts_),
       mcp_sessions_(
           [this](const user& owner, const std::string&) -> std::shared_ptr<mcp::tool_backend> {

@@ -15,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "common/logger.hpp"
+#include "gateway/audit/audit_log.hpp"
 #include "gateway/gateway_services.hpp"
 #include "gateway/http/http_services.hpp"
 #include "gateway/http/request_dispatcher.hpp"
@@ -82,6 +83,7 @@ private:
     kernels::kernel_manager kernels_;
     jupyter_api::kernels_api kernels_rest_;
     jupyter_api::kernelspec_api kernelspecs_rest_;
+    std::unique_ptr<audit::audit_log> audit_;  // null without --audit-log
     interpreter::context_registry contexts_;
     interpreter::interpreter_api interpreter_rest_;
     mcp::mcp_session_registry mcp_sessions_;

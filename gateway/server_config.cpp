@@ -649,6 +649,43 @@ const std::vector<option>& options() {
         {"--mcp-max-sessions", "N",
          "MCP sessions per user; initialize beyond it answers 429 (default 64)",
          number_into(&server_config::mcp_max_sessions, 1, 10000, "a number 1-10000")},
+        {"--audit-log",
+         "FILE",
+         "append one chained JSON line per execution (/v1 and MCP: code,\n"
+         "user, kernel, status, duration, output) to FILE; `callisto\n"
+         "audit-verify FILE...` checks the chain (default: none)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              if (value.empty()) return "a file path";
+              st.cfg.audit_log = value;
+              return {};
+          },
+          [](const server_config& c) { return unset_if_empty(c.audit_log.string()); }}},
+        {"--audit-code",
+         "full|hash",
+         "record the code itself, or only its sha256 and size (default full)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              if (value != "full" && value != "hash") return "full or hash";
+              st.cfg.audit_code = value == "full";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.audit_code ? "full" : "hash"); }}},
+        {"--audit-rotate", "SIZE",
+         "start a new audit file past this size (FILE.1 is the newest old\n"
+         "one; the chain continues) (default 0: never)",
+         limit_into(&server_config::audit_rotate_bytes,
+                    "a size like 100MiB, at least 1KiB, or 0 for never")},
+        {"--audit-keep", "N", "rotated audit files kept (default 0: all)",
+         number_into(&server_config::audit_keep, 0, 100000, "a number 0-100000")},
+        {"--audit-required",
+         "on|off",
+         "refuse executions that cannot be recorded (unwritable file, full\n"
+         "disk) rather than run them unrecorded (default on)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              if (value != "on" && value != "off") return "on or off";
+              st.cfg.audit_required = value == "on";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.audit_required ? "on" : "off"); }}},
         {"--log-level",
          "LEVEL",
          "debug, info, warn, error (default info)",

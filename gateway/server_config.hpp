@@ -83,6 +83,13 @@ struct server_config {
     std::chrono::seconds mcp_session_timeout{3600};  // idle sessions end; 0: never
     std::size_t mcp_max_sessions = 64;               // per user
 
+    // The audit log (gateway/audit/): one chained line per execution; off without a file.
+    std::filesystem::path audit_log;
+    bool audit_code = true;              // false (--audit-code=hash): only the code's hash and size
+    std::size_t audit_rotate_bytes = 0;  // 0: never rotate
+    std::size_t audit_keep = 0;          // rotated files kept; 0: all
+    bool audit_required = true;          // executions that cannot be recorded are refused
+
     log_level log = log_level::info;
     callisto::log_format log_format = callisto::log_format::text;
 };

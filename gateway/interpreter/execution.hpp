@@ -32,6 +32,7 @@ public:
 
     const std::string& id() const { return id_; }
     const execution_request& request() const { return request_; }
+    std::chrono::system_clock::time_point created_at() const { return created_at_; }
 
     // Mutators, from the context's strand.
     void mark_started();

@@ -20,7 +20,8 @@ struct execution_request {
     std::string idempotency_key;                       // empty: none
     bool stream = false;                               // NDJSON events instead of one answer
     env_vars env;                                      // set for this execution only, then restored
-    bool keep_ansi = false;                            // tracebacks with their ANSI colour codes
+    std::string api = "v1";  // who asked: "v1" or "mcp" (for the audit log)
+    bool keep_ansi = false;  // tracebacks with their ANSI colour codes
 };
 
 struct execution_request_limits {

@@ -221,6 +221,16 @@ void interpreter_context::start_next() {
             remember(e);
             continue;
         }
+        // Code that cannot be recorded does not run (--audit-required).
+        if (settings_.audit && settings_.audit->settings().required) {
+            if (auto why = settings_.audit->refuse_reason(); !why.empty()) {
+                log_.error("execution " + e->id() + " refused: " + why);
+                e->set_error("AuditUnavailable", why + "; the code did not run", {});
+                e->finish(execution_status::error);
+                remember(e);
+                continue;
+            }
+        }
         current_ = e;
         running_ = true;
         ladder_ = ladder::none;
@@ -346,7 +356,31 @@ void interpreter_context::finish_current(execution_status status,
     // fails. Harmless after a restart (nothing remembered, nothing restored).
     if (!e->request().env.empty() && !closed_) send_silent(env_restore_code());
     e->finish(status, state_preserved);
+    audit(*e);
     remember(e);
+}
+
+void interpreter_context::audit(const execution& e) {
+    if (!settings_.audit) return;
+    const auto record = e.to_json();
+    audit::execution_entry entry;
+    entry.started = e.created_at();
+    entry.user = owner_;
+    entry.api = e.request().api;
+    entry.kernel_id = kernel_->id();
+    entry.context_id = id_;
+    entry.execution_id = e.id();
+    entry.code = e.request().code;
+    entry.status = record.value("status", "");
+    entry.duration = std::chrono::milliseconds(record.value("duration_ms", 0LL));
+    entry.output_bytes = record["stdout"].get_ref<const std::string&>().size() +
+                         record["stderr"].get_ref<const std::string&>().size() +
+                         record["results"].dump().size();
+    for (const auto& t : record["truncated"]["results"])
+        if (auto where = t.value("moved_to", std::string()); !where.empty())
+            entry.files_written.push_back(where);
+    if (auto why = settings_.audit->record(entry); !why.empty())
+        log_.error("execution " + e.id() + " ran but could not be recorded: " + why);
 }
 
 void interpreter_context::remember(const std::shared_ptr<execution>& e) {

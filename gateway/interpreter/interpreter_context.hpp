@@ -116,6 +116,8 @@ private:
     void send_chdir();
     void send_silent(std::string code);
     void remember(const std::shared_ptr<execution>& e);
+    // One line in the audit log (--audit-log), when there is one.
+    void audit(const execution& e);
 
     const std::string id_;
     const std::string owner_;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <filesystem>
 
+#include "gateway/audit/audit_log.hpp"
 #include "gateway/interpreter/execution_request.hpp"
 #include "gateway/kernels/kernel_policy.hpp"
 
@@ -34,6 +35,9 @@ struct interpreter_settings {
     std::chrono::milliseconds reset_timeout{10000};  // a kept kernel's reset must answer
     std::size_t oneshot_kept = 1024;                 // one-shot executions remembered, all users
     std::size_t oneshot_kept_per_user = 64;          // and of one user
+    // --audit-log: every execution is recorded there, or refused when it cannot be (a
+    // service the server owns, not a knob; null: no audit log).
+    audit::audit_log* audit = nullptr;
 };
 
 }  // namespace callisto::gateway::interpreter

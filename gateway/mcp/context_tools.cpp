@@ -137,6 +137,7 @@ void context_tools::close() {
 void context_tools::run_code(const context_ptr& c, const std::string& call_id,
                              const run_code_args& a, std::function<void(nlohmann::json)> done) {
     interpreter::execution_request request;
+    request.api = "mcp";
     request.code = a.code;
     request.timeout = a.timeout;
     c->submit(std::move(request), [self = shared_from_this(), c, call_id,

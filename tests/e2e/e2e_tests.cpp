@@ -409,3 +409,129 @@ TEST_CASE(
     CHECK(r.output.find("invalid value 'many' for CALLISTO_MAX_KERNELS") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE(
+    "audit: every execution over /v1 and MCP is one chained line; audit-verify passes on "
+    "the log and its rotations, and fails naming the first broken line of a tampered "
+    "copy") {
+    const std::string dir = "/tmp/cle2e-audit-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const std::string log = dir + "/audit.log";
+    {
+        // Small files: the workload rotates them, and the chain goes on through them.
+        server_process server({"--audit-log=" + log, "--audit-rotate=2KiB", "--audit-keep=50"});
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_audit.py"}, 900,
+                   {{"CALLISTO_AUDIT_LOG", log}});
+        CHECK(server.stop() == 0);
+    }
+    std::vector<std::string> files;
+    for (int n = 50; n >= 1; --n)
+        if (std::filesystem::exists(log + "." + std::to_string(n)))
+            files.push_back(log + "." + std::to_string(n));
+    files.push_back(log);
+    CHECK(files.size() > 1);  // it rotated
+    std::vector<std::string> verify = {CALLISTO_BINARY, "audit-verify"};
+    verify.insert(verify.end(), files.begin(), files.end());
+    auto r = run_command(verify, {}, 60);
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("intact: ") != std::string::npos);
+
+    // A copy with one line edited and a later one deleted fails at the edit.
+    std::vector<std::string> lines;
+    for (const auto& f : files) {
+        std::ifstream in(f);
+        for (std::string line; std::getline(in, line);) lines.push_back(line);
+    }
+    REQUIRE(lines.size() >= 4);
+    const std::string copy = dir + "/tampered.log";
+    {
+        std::ofstream out(copy);
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            if (i == 2) continue;  // deleted (a line in the middle: the next one tells)
+            std::string line = lines[i];
+            if (i == 1) line.replace(line.find("\"status\":\""), 10, "\"status\":\"X");
+            out << line << '\n';
+        }
+    }
+    r = run_command({CALLISTO_BINARY, "audit-verify", copy}, {}, 60);
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find(copy + ":2: broken: its text does not match its hash") !=
+          std::string::npos);
+    // With the edit undone, the deletion is what is found.
+    {
+        std::ofstream out(copy);
+        for (std::size_t i = 0; i < lines.size(); ++i)
+            if (i != 2) out << lines[i] << '\n';
+    }
+    r = run_command({CALLISTO_BINARY, "audit-verify", copy}, {}, 60);
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find(copy + ":3: broken: it does not follow the line before") !=
+          std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "audit: when the audit log cannot be written, executions are refused, not run "
+    "unrecorded") {
+    // /dev/full takes the file open and fails every write (ENOSPC), as a full disk does.
+    server_process server({"--audit-log=/dev/full"});
+    std::string first, second;
+    const std::string run = nlohmann::json{{"code", "print('ran')"}}.dump();
+    const std::string refused = nlohmann::json{{"code", "print('must not run')"}}.dump();
+    CHECK(http_request(server.port(), "POST", "/v1/executions", server.token(), run, &first) ==
+          200);
+    CHECK(http_request(server.port(), "POST", "/v1/executions", server.token(), refused, &second) ==
+          200);
+    INFO(second);
+    auto j = nlohmann::json::parse(second);
+    CHECK(j["status"] == "error");
+    CHECK(j["error"]["name"] == "AuditUnavailable");
+    CHECK(j["stdout"] == "");
+    CHECK(server.stop() == 0);
+    CHECK(server.log().find("could not be recorded") != std::string::npos);
+}
+
+TEST_CASE(
+    "logs: --log-format=json writes one JSON object per line, with ids and never the "
+    "token or the code") {
+    server_process server({"--log-format=json", "--log-level=debug"});
+    const std::string marker = "code-marker-" + std::to_string(::getpid());
+    std::string answer;
+    const int status = http_request(
+        server.port(), "POST", "/v1/executions", server.token(),
+        nlohmann::json{{"code", "print('" + marker + "')"}, {"timeout", 60}}.dump(), &answer);
+    INFO(answer);
+    CHECK(status == 200);
+    CHECK(answer.find(marker) != std::string::npos);  // it ran, and printed
+    CHECK(server.stop() == 0);
+
+    const std::string log = server.log();
+    std::istringstream lines(log);
+    std::size_t count = 0, with_kernel_id = 0;
+    std::string logged;  // the log lines, without the banner
+    for (std::string line; std::getline(lines, line);) {
+        if (line.empty()) continue;
+        // The server's own banner goes to stdout, which the harness also captures.
+        if (line.rfind("Callisto is serving", 0) == 0 || line.rfind("  ", 0) == 0) continue;
+        logged += line + "\n";
+        INFO(line);
+        auto j = nlohmann::json::parse(line, nullptr, false);
+        REQUIRE_FALSE(j.is_discarded());
+        CHECK(j.contains("time"));
+        CHECK(j.contains("level"));
+        CHECK(j.contains("component"));
+        CHECK(j.contains("message"));
+        if (j.contains("kernel_id")) ++with_kernel_id;
+        ++count;
+    }
+    CHECK(count > 3);
+    CHECK(with_kernel_id > 0);
+    // The start-up banner (stdout, which the harness captures too) prints the token on
+    // purpose; no log line may.
+    CHECK(logged.find(server.token()) == std::string::npos);
+    CHECK(logged.find(marker) == std::string::npos);
+}
