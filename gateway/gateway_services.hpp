@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "common/logger.hpp"
+#include "common/metrics.hpp"
 #include "gateway/http/body_budget.hpp"
 #include "gateway/http/connection_limiter.hpp"
 #include "gateway/http/session_registry.hpp"
@@ -32,6 +33,7 @@ struct gateway_services {
     logger log;
     interpreter::interpreter_api& interpreter_rest;
     mcp::mcp_endpoint& mcp;
+    const metrics::registry& metrics;
 };
 
 }  // namespace callisto::gateway

@@ -42,8 +42,9 @@ void kernel_channels(gateway_services& s, incoming_request in) {
     }
     auto taken = in.take_connection();
     auto ws = std::make_shared<jupyter_api::websocket_session>(
-        std::move(taken.stream), std::move(kernel), s.config, s.log, since, std::move(taken.slot));
-    s.sessions.add(ws);
+        std::move(taken.stream), std::move(kernel), who.name, s.config, s.log, since,
+        std::move(taken.slot));
+    s.sessions.add(ws, "kernel_websocket");
     ws->run(std::move(in.req));
 }
 
@@ -60,7 +61,7 @@ void context_events(gateway_services& s, incoming_request in) {
     auto ws = std::make_shared<interpreter::events_session>(
         std::move(taken.stream), std::move(context), s.interpreter_rest.settings(), s.config, s.log,
         std::move(taken.slot));
-    s.sessions.add(ws);
+    s.sessions.add(ws, "events_websocket");
     ws->run(std::move(in.req));
 }
 
@@ -72,7 +73,7 @@ void interpreter_route(gateway_services& s, incoming_request in) {
         auto taken = take();
         auto stream = std::make_shared<interpreter::ndjson_stream>(std::move(taken.stream),
                                                                    std::move(taken.slot));
-        s.sessions.add(stream);
+        s.sessions.add(stream, "execution_stream");
         return stream;
     };
     s.interpreter_rest.handle(in.where, std::move(in.req), *in.who, std::move(in.respond),
@@ -95,6 +96,20 @@ void register_routes(request_dispatcher& d, gateway_services& s) {
         in.respond(json_response(
             report.ready ? http::status::ok : http::status::service_unavailable, report.body));
     });
+    // Admins only: the figures are the whole server's. --metrics-public: a scraper without one.
+    d.handle(kind::metrics,
+             [&s](incoming_request in) {
+                 if (!s.config.metrics_public && !in.who->admin)
+                     return in.respond(error_response(http::status::forbidden,
+                                                      "GET /metrics needs an admin's token"));
+                 http_response res{http::status::ok, 11};
+                 res.set(http::field::content_type, metrics::registry::content_type);
+                 res.set(http::field::cache_control, "no-store");
+                 res.body() = s.metrics.render();
+                 res.prepare_payload();
+                 in.respond(std::move(res));
+             },
+             {.without_token = s.config.metrics_public});
     d.handle(kind::openapi_document, [](incoming_request in) {
         http_response res{http::status::ok, 11};
         res.set(http::field::content_type, "application/json");

@@ -8,6 +8,8 @@
 
 #include "gateway/http/listener.hpp"
 #include "gateway/mcp/context_tools.hpp"
+#include "gateway/metrics/gateway_metrics.hpp"
+#include "gateway/metrics/process_metrics.hpp"
 #include "gateway/routes.hpp"
 #include "launcher/leftover_reaper.hpp"
 #include "launcher/sandbox_probe.hpp"
@@ -157,9 +159,11 @@ std::unique_ptr<audit::audit_log> make_audit_log(const server_config& config) {
 }
 
 interpreter::interpreter_settings interpreter_settings_for(const server_config& config,
-                                                           audit::audit_log* audit) {
+                                                           audit::audit_log* audit,
+                                                           kernels::kernel_metrics& metrics) {
     interpreter::interpreter_settings s;
     s.audit = audit;
+    s.metrics = &metrics;
     // Sandboxed kernels already run in their session workdir, <workdir_root>/<kernel id>.
     if (config.sandbox) s.kernel_workdir_root = config.workdir_root;
     s.context_root = config.runtime_root / "contexts";
@@ -188,6 +192,7 @@ mcp::tool_limits mcp_tool_limits(const interpreter::interpreter_settings& s) {
 server::server(server_config config, logger log)
     : config_(std::move(config)),
       log_(std::move(log)),
+      kernel_metrics_(metrics_),
       workdir_lock_(config_.sandbox
                         ? std::make_unique<launcher::instance_lock>(config_.workdir_root)
                         : nullptr),
@@ -205,6 +210,7 @@ server::server(server_config config, logger log)
       kernel_env_{ioc_,
                   kernel_links_,
                   kernel_processes_,
+                  kernel_metrics_,
                   kernel_settings_for(config_),
                   log_.component("kernel"),
                   sandbox_.get(),
@@ -214,7 +220,10 @@ server::server(server_config config, logger log)
       kernels_rest_(kernels_),
       kernelspecs_rest_(catalog_, kernels_.default_kernel_name()),
       audit_(make_audit_log(config_)),
-      contexts_(ioc_, kernels_, interpreter_settings_for(config_, audit_.get()),
+      websocket_audit_(
+          audit_ ? std::make_unique<jupyter_api::execution_audit>(*audit_, log_.component("audit"))
+                 : nullptr),
+      contexts_(ioc_, kernels_, interpreter_settings_for(config_, audit_.get(), kernel_metrics_),
                 log_.component("interpreter")),
       interpreter_rest_(contexts_),
       mcp_sessions_(
@@ -229,6 +238,7 @@ server::server(server_config config, logger log)
       mcp_(mcp_sessions_, mcp_tool_limits(contexts_.settings()), CALLISTO_VERSION),
       auth_(config_.users_file.empty() ? token_auth(config_.token)
                                        : token_auth::from_users_file(config_.users_file)),
+      requests_(metrics_, log_.component("access")),
       connections_(config_.max_connections, config_.max_connections_per_address),
       request_bodies_(config_.max_body_bytes_in_flight),
       trimmer_(ioc_, std::chrono::seconds(10)),
@@ -237,11 +247,14 @@ server::server(server_config config, logger log)
       services_{
           config_,           auth_,        kernels_,        kernels_rest_, kernelspecs_rest_,
           sessions_,         connections_, request_bodies_, readiness_,    log_.component("http"),
-          interpreter_rest_, mcp_},
+          interpreter_rest_, mcp_,         metrics_},
       dispatcher_(auth_, !config_.web_root.empty(), config_.max_request_body_bytes),
-      http_{dispatcher_, connections_,           request_bodies_,
-            sessions_,   config_.header_timeout, log_.component("http")} {
+      http_{dispatcher_, connections_,           request_bodies_,       sessions_,
+            requests_,   config_.header_timeout, log_.component("http")} {
     check_kernel_options(config_, catalog_);
+    kernel_env_.executions = websocket_audit_.get();
+    register_gateway_metrics(metrics_, kernels_, catalog_, sessions_);
+    register_process_metrics(metrics_);
     register_routes(dispatcher_, services_);
     // Bound before anything is written: a taken port leaves no runtime directory behind.
     listener_ = make_listener(ioc_, config_, http_);

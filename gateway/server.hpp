@@ -22,9 +22,11 @@
 #include "gateway/http/session_registry.hpp"
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/interpreter_api.hpp"
+#include "gateway/jupyter_api/execution_audit.hpp"
 #include "gateway/jupyter_api/kernels_api.hpp"
 #include "gateway/jupyter_api/kernelspec_api.hpp"
 #include "gateway/kernels/kernel_manager.hpp"
+#include "gateway/kernels/kernel_metrics.hpp"
 #include "gateway/mcp/mcp_endpoint.hpp"
 #include "gateway/mcp/mcp_session_registry.hpp"
 #include "gateway/memory_trimmer.hpp"
@@ -66,6 +68,8 @@ private:
 
     const server_config config_;
     logger log_;
+    metrics::registry metrics_;  // GET /metrics; every layer registers its own
+    kernels::kernel_metrics kernel_metrics_;
     // Held for the server's life (sandboxed only): the workdir root is this instance's, and
     // what a dead previous instance left there is reaped at start.
     std::unique_ptr<launcher::instance_lock> workdir_lock_;
@@ -83,13 +87,15 @@ private:
     kernels::kernel_manager kernels_;
     jupyter_api::kernels_api kernels_rest_;
     jupyter_api::kernelspec_api kernelspecs_rest_;
-    std::unique_ptr<audit::audit_log> audit_;  // null without --audit-log
+    std::unique_ptr<audit::audit_log> audit_;                        // null without --audit-log
+    std::unique_ptr<jupyter_api::execution_audit> websocket_audit_;  // null without --audit-log
     interpreter::context_registry contexts_;
     interpreter::interpreter_api interpreter_rest_;
     mcp::mcp_session_registry mcp_sessions_;
     mcp::mcp_endpoint mcp_;
     token_auth auth_;
     session_registry sessions_;
+    request_log requests_;
     connection_limiter connections_;
     body_budget request_bodies_;
     memory_trimmer trimmer_;

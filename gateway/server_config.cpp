@@ -686,6 +686,15 @@ const std::vector<option>& options() {
               return {};
           },
           [](const server_config& c) { return nlohmann::json(c.audit_required ? "on" : "off"); }}},
+        {"--metrics-public",
+         nullptr,
+         "serve GET /metrics without a token (for a scraper on a private\n"
+         "network; by default it needs an admin's token)",
+         {[](const std::string&, parse_state& st) -> std::string {
+              st.cfg.metrics_public = true;
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.metrics_public); }}},
         {"--log-level",
          "LEVEL",
          "debug, info, warn, error (default info)",

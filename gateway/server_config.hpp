@@ -63,6 +63,7 @@ struct server_config {
     std::chrono::milliseconds shutdown_wait{5000};  // shutdown_request -> SIGTERM
     std::chrono::milliseconds kill_grace{3000};     // SIGTERM -> SIGKILL
     std::chrono::seconds drain_seconds{0};  // at SIGTERM, not ready this long before stopping
+    bool metrics_public = false;            // GET /metrics without a token
 
     // The kernel sandbox (launcher/sandbox.hpp). Off only for development.
     bool sandbox = true;

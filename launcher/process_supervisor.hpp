@@ -23,6 +23,7 @@ struct exit_status {
     // Set by whoever knows more than the wait status, e.g. the sandbox:
     // "killed: out of memory (limit 2GiB)". describe() returns it when set.
     std::string verdict;
+    bool out_of_memory = false;  // killed at its memory limit (the sandbox's cgroup says so)
     // "exited with code 1", "killed by signal 9 (SIGKILL)"
     std::string describe() const;
 };

@@ -29,6 +29,7 @@ exit_status sandboxed_kernel::judge(exit_status status) const {
     }
     const std::uint64_t oom = cgroup_ ? cgroup_->oom_kills() : 0;
     if (oom > 0) {
+        status.out_of_memory = true;
         status.verdict =
             "killed: out of memory (limit " + format_byte_size(policy_.memory_bytes) + ")";
     } else if (status.signal == SIGXCPU) {

@@ -8,6 +8,7 @@
 #include "gateway/http/body_budget.hpp"
 #include "gateway/http/connection_limiter.hpp"
 #include "gateway/http/request_dispatcher.hpp"
+#include "gateway/http/request_log.hpp"
 #include "gateway/http/session_registry.hpp"
 
 namespace callisto::gateway {
@@ -17,6 +18,7 @@ struct http_services {
     connection_limiter& connections;
     body_budget& request_bodies;
     session_registry& sessions;
+    request_log& requests;
     std::chrono::seconds header_timeout;  // a new connection's first request header
     logger log;
 };

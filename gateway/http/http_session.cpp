@@ -48,6 +48,8 @@ void http_session::close() {
 
 void http_session::do_read() {
     parser_.emplace();
+    kind_ = route_kind::not_found;
+    user_.clear();
     // Beast checks Content-Length against the limit while parsing the header: let the largest
     // limit through there, and apply the route's own in on_header.
     parser_->body_limit(services_.dispatcher.largest_body_limit());
@@ -69,11 +71,16 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     first_request_ = false;
     stream_.expires_after(request_timeout);
     const auto& req = parser_->get();
+    started_ = std::chrono::steady_clock::now();
+    method_ = std::string(req.method_string());
+    target_ = std::string(req.target());
     keep_alive_ = req.keep_alive();  // an answer may be given before the body is read
     // Who sends it and where it goes are known from the header alone: nothing of the body is
     // read (or buffered, or acknowledged with 100 Continue) for a request that will be refused.
     auto verdict = services_.dispatcher.on_header(req.method_string(), req.target(),
                                                   req[http::field::authorization]);
+    kind_ = verdict.where.kind;
+    user_ = verdict.who ? verdict.who->name : std::string();
     if (verdict.refusal) return send(std::move(*verdict.refusal));
     route_ = std::move(verdict.where);
     who_ = std::move(verdict.who);
@@ -139,8 +146,11 @@ void http_session::on_read(beast::error_code ec, std::size_t) {
     http_request req = parser_->release();
     keep_alive_ = req.keep_alive();
     auto self = shared_from_this();
+    const bool upgrade = !req[http::field::upgrade].empty();
     services_.dispatcher.dispatch(
-        {std::move(route_), std::move(req), std::move(who_), respond_later(), [self] {
+        {std::move(route_), std::move(req), std::move(who_), respond_later(), [self, upgrade] {
+             // A WebSocket (101) or a stream of NDJSON (200) takes over from here.
+             self->log_answer(upgrade ? 101 : 200, 0);
              return taken_connection{std::move(self->stream_), std::move(self->slot_)};
          }});
 }
@@ -161,6 +171,12 @@ void http_session::send(http_response res) {
     // An answer given before the body was read ends the connection: the rest of the body is
     // not a request.
     if (!keep_alive_ || stopping_ || !parser_->is_done()) res.keep_alive(false);
+    if (method_.empty()) {  // refused before its header was read
+        method_ = "-";
+        target_ = "-";
+        started_ = std::chrono::steady_clock::now();
+    }
+    log_answer(res.result_int(), res.body().size());
     auto shared = std::make_shared<http_response>(std::move(res));
     const bool keep_alive = shared->keep_alive();
     // The read's deadline may have passed while a long execution ran.
@@ -170,6 +186,12 @@ void http_session::send(http_response res) {
         [self = shared_from_this(), shared, keep_alive](beast::error_code ec, std::size_t n) {
             self->on_write(keep_alive, ec, n);
         });
+}
+
+void http_session::log_answer(int status, std::size_t body_bytes) {
+    services_.requests.answered(method_, target_, kind_, status, body_bytes,
+                                std::chrono::steady_clock::now() - started_, user_);
+    method_.clear();
 }
 
 void http_session::on_write(bool keep_alive, beast::error_code ec, std::size_t) {

@@ -5,8 +5,10 @@
 // the dispatcher, writes the answer (or lets a handler take the connection), and reads the
 // next.
 
+#include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -40,6 +42,7 @@ private:
     // A respond_fn callable from any thread: the answer hops back to this session's strand.
     respond_fn respond_later();
     void send(http_response res);
+    void log_answer(int status, std::size_t body_bytes);
     void on_write(bool keep_alive, boost::beast::error_code ec, std::size_t bytes);
 
     boost::beast::tcp_stream stream_;
@@ -50,6 +53,12 @@ private:
     body_budget::reservation body_reservation_;  // the body being read or handled
     route route_;                                // of the request being read
     std::optional<user> who_;                    // its sender, when the token was valid
+    // For the access log and the metrics: the request being answered.
+    std::string method_;
+    std::string target_;
+    route_kind kind_ = route_kind::not_found;
+    std::string user_;
+    std::chrono::steady_clock::time_point started_;
     bool first_request_ = true;
     bool keep_alive_ = true;
     bool answering_ = false;      // a request was read and its answer is not written yet

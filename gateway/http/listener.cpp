@@ -142,7 +142,7 @@ void listener::admit(tcp::socket socket) {
             return refuse(std::move(socket), address_full_answer());
     }
     auto session = std::make_shared<http_session>(std::move(socket), services_, std::move(slot));
-    services_.sessions.add(session);
+    services_.sessions.add(session, "http");
     session->run();
 }
 

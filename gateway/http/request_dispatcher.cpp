@@ -28,7 +28,7 @@ header_verdict request_dispatcher::on_header(std::string_view method, std::strin
     v.who = auth_.authenticate(authorization, v.where.query);
     const auto& e = routes_[static_cast<std::size_t>(v.where.kind)];
     v.body_limit = e.options.body_limit ? e.options.body_limit : default_body_limit_;
-    if (is_public_route(v.where.kind) || v.who) return v;
+    if (is_public_route(v.where.kind) || e.options.without_token || v.who) return v;
     switch (v.where.kind) {
         // Unknown paths answer the same with or without a token (after the body, as before).
         case route_kind::not_found:

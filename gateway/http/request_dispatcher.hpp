@@ -51,6 +51,8 @@ struct route_options {
     // The answer to a missing or wrong token, when the route's clients expect another
     // than 403 (MCP hosts want 401 with a challenge).
     std::function<http_response()> unauthorized;
+    // Answered without a token (GET /metrics with --metrics-public).
+    bool without_token = false;
 };
 
 class request_dispatcher {

@@ -178,6 +178,7 @@ std::string_view to_string(route_kind kind) {
         case route_kind::openapi_document: return "openapi_document";
         case route_kind::healthz: return "healthz";
         case route_kind::readyz: return "readyz";
+        case route_kind::metrics: return "metrics";
         case route_kind::kernelspecs_list: return "kernelspecs_list";
         case route_kind::kernelspec_get: return "kernelspec_get";
         case route_kind::kernelspec_resource: return "kernelspec_resource";
@@ -345,6 +346,11 @@ route match_route(std::string_view method, std::string_view target, bool static_
     if (n == 1 && (seg[0] == "healthz" || seg[0] == "readyz")) {
         if (!get) return method_not_allowed("GET");
         r.kind = seg[0] == "healthz" ? route_kind::healthz : route_kind::readyz;
+        return r;
+    }
+    if (n == 1 && seg[0] == "metrics") {
+        if (!get) return method_not_allowed("GET");
+        r.kind = route_kind::metrics;
         return r;
     }
     if (n == 3 && seg[0] == "kernelspecs") {

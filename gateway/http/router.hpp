@@ -13,6 +13,7 @@ enum class route_kind {
     openapi_document,     // GET /openapi.json (docs/openapi.json, compiled in)
     healthz,              // GET /healthz: the process and its event loop answer
     readyz,               // GET /readyz: ready for new users (gateway/readiness.hpp)
+    metrics,              // GET /metrics: Prometheus text format
     kernelspecs_list,     // GET /api/kernelspecs
     kernelspec_get,       // GET /api/kernelspecs/{name}
     kernelspec_resource,  // GET /kernelspecs/{name}/{file}

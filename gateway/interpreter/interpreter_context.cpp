@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 
 #include "common/unique_fd.hpp"
+#include "gateway/interpreter/execution_metrics.hpp"
 #include "gateway/kernels/server_status.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
@@ -142,6 +143,8 @@ void interpreter_context::submit(execution_request request,
         self->executions_[e->id()] = e;
         if (!e->request().idempotency_key.empty())
             self->keys_[e->request().idempotency_key] = e->id();
+        if (self->settings_.metrics)
+            e->subscribe(count_when_finished(*self->settings_.metrics, e->request().api));
         self->queue_.push_back(e);
         self->waiting_ = self->queue_.size();
         done({submit_outcome::accepted, e});

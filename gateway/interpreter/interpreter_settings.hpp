@@ -7,6 +7,7 @@
 
 #include "gateway/audit/audit_log.hpp"
 #include "gateway/interpreter/execution_request.hpp"
+#include "gateway/kernels/kernel_metrics.hpp"
 #include "gateway/kernels/kernel_policy.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -38,6 +39,8 @@ struct interpreter_settings {
     // --audit-log: every execution is recorded there, or refused when it cannot be (a
     // service the server owns, not a knob; null: no audit log).
     audit::audit_log* audit = nullptr;
+    // GET /metrics: executions by API and status, their time, queue wait and truncations.
+    kernels::kernel_metrics* metrics = nullptr;
 };
 
 }  // namespace callisto::gateway::interpreter

@@ -32,7 +32,7 @@ bool offers_v1(std::string_view header) {
 
 websocket_session::websocket_session(beast::tcp_stream&& stream,
                                      std::shared_ptr<kernels::kernel_session> kernel,
-                                     const server_config& config, logger log,
+                                     std::string user, const server_config& config, logger log,
                                      std::optional<std::uint64_t> since,
                                      connection_limiter::slot slot)
     : channel_(std::move(stream),
@@ -40,6 +40,7 @@ websocket_session::websocket_session(beast::tcp_stream&& stream,
                log, "websocket", std::move(slot)),
       outbound_(config.client_input_queue_bytes),
       kernel_(std::move(kernel)),
+      user_(std::move(user)),
       log_(std::move(log)),
       since_(since) {}
 

@@ -26,9 +26,11 @@ class websocket_session : public kernels::kernel_client,
                           public std::enable_shared_from_this<websocket_session> {
 public:
     // `since`: replay the kernel's output after this sequence number first (?since=SEQ).
+    // `user`: who attached (the audit log names them).
     websocket_session(boost::beast::tcp_stream&& stream,
-                      std::shared_ptr<kernels::kernel_session> kernel, const server_config& config,
-                      logger log, std::optional<std::uint64_t> since = std::nullopt,
+                      std::shared_ptr<kernels::kernel_session> kernel, std::string user,
+                      const server_config& config, logger log,
+                      std::optional<std::uint64_t> since = std::nullopt,
                       connection_limiter::slot slot = {});
     ~websocket_session() override;
 
@@ -41,6 +43,7 @@ public:
     kernelproto::websocket_format format() const override { return format_; }
     void deliver(std::shared_ptr<const kernelproto::websocket_frame> frame) override;
     void close_from_kernel(std::string reason) override;
+    std::string user_name() const override { return user_; }
 
 private:
     void on_open() override;
@@ -51,6 +54,7 @@ private:
     websocket_channel channel_;
     kernels::message_budget outbound_;  // this client's messages not yet handed to ZeroMQ
     std::shared_ptr<kernels::kernel_session> kernel_;
+    const std::string user_;
     logger log_;
     kernelproto::websocket_format format_ = kernelproto::websocket_format::legacy;
     std::optional<std::uint64_t> since_;

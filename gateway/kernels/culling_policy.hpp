@@ -34,8 +34,15 @@ struct kernel_activity {
     std::size_t connections = 0;
 };
 
-// A sentence for the client ("idle for 600 s"), or nullopt to keep the kernel.
-std::optional<std::string> cull_reason(const kernel_activity& kernel, wall_clock::time_point now,
-                                       const culling_policy& policy);
+// Why a kernel goes: the rule that took it ("idle", "busy" or "lifetime", a metric label) and a
+// sentence for the client ("idle for 600 s").
+struct cull_decision {
+    std::string rule;
+    std::string reason;
+};
+
+// nullopt: keep the kernel.
+std::optional<cull_decision> cull_reason(const kernel_activity& kernel, wall_clock::time_point now,
+                                         const culling_policy& policy);
 
 }  // namespace callisto::gateway::kernels

@@ -15,9 +15,11 @@ using kernelproto::channel;
 
 iopub_broadcaster::iopub_broadcaster(std::string session_id, std::size_t replay_bytes,
                                      output_limits limits,
-                                     std::function<void(std::size_t)> on_connections)
+                                     std::function<void(std::size_t)> on_connections,
+                                     std::function<void(output_kind)> on_capped)
     : session_id_(std::move(session_id)),
       on_connections_(std::move(on_connections)),
+      on_capped_(std::move(on_capped)),
       replay_(replay_bytes),
       output_cap_(limits) {}
 
@@ -91,6 +93,7 @@ void iopub_broadcaster::relay_iopub(kernelproto::message msg, std::string_view e
         }
     }
     std::optional<kernelproto::message> notice;
+    if (verdict.announce) on_capped_(kind);
     if (verdict.announce)
         notice = limit_reached_notice(kind, output_cap_.limits(), msg.parent_header,
                                       msg.parent_msg_id, session_id_);

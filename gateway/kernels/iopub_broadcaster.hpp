@@ -25,8 +25,11 @@ namespace callisto::gateway::kernels {
 class iopub_broadcaster {
 public:
     // `on_connections` hears the number of clients that count as connections when it changes.
+    // on_connections: the number of clients that count as connections changed.
+    // on_capped: an execution's output of this kind reached its cap (once per execution).
     iopub_broadcaster(std::string session_id, std::size_t replay_bytes, output_limits limits,
-                      std::function<void(std::size_t)> on_connections);
+                      std::function<void(std::size_t)> on_connections,
+                      std::function<void(output_kind)> on_capped);
 
     // With `since`, the client first gets the iopub output after that sequence number the
     // replay buffer still holds, and a notice for any part it no longer holds.
@@ -67,6 +70,7 @@ private:
 
     const std::string session_id_;
     std::function<void(std::size_t)> on_connections_;
+    std::function<void(output_kind)> on_capped_;
     std::vector<std::weak_ptr<kernel_client>> clients_;
     std::uint64_t last_seq_ = 0;  // sequence number of the last message relayed
     replay_buffer replay_;

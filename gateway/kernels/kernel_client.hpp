@@ -29,6 +29,9 @@ public:
     // which are always attached and idle between their owner's calls.
     virtual bool counts_as_connection() const { return true; }
 
+    // Who is behind it, for the audit log ("" when unknown).
+    virtual std::string user_name() const { return {}; }
+
     // The kernel is gone (deleted, or the server is stopping): close with this reason.
     virtual void close_from_kernel(std::string reason) = 0;
 };

@@ -4,8 +4,10 @@
 #include <boost/asio/io_context.hpp>
 
 #include "common/logger.hpp"
+#include "gateway/kernels/kernel_metrics.hpp"
 #include "gateway/kernels/kernel_ports.hpp"
 #include "gateway/kernels/kernel_settings.hpp"
+#include "gateway/kernels/websocket_executions.hpp"
 #include "launcher/sandbox.hpp"
 #include "launcher/sandbox_uid_pool.hpp"
 
@@ -15,11 +17,14 @@ struct kernel_environment {
     boost::asio::io_context& ioc;
     link_port& links;         // the reactor, through reactor_link_port
     process_port& processes;  // the process supervisor, through supervisor_process_port
+    kernel_metrics& metrics;
     kernel_settings settings;
     logger log;
     // Both null with --sandbox=off.
     const launcher::sandbox* sandbox = nullptr;
     launcher::sandbox_uid_pool* sandbox_uids = nullptr;
+    // Told of every execution a WebSocket client runs (metrics, audit); null: nobody listens.
+    execution_observer* executions = nullptr;
 };
 
 }  // namespace callisto::gateway::kernels

@@ -61,17 +61,19 @@ std::size_t kernel_manager::cull_once() {
     for (const auto& kernel : list()) {
         auto state = kernel->state();
         if (state == kernel_state::shutting_down || state == kernel_state::gone) continue;
-        auto reason = cull_reason(kernel->activity(), now, culling_);
-        if (!reason) continue;
-        env_.log.info("culling kernel " + kernel->id() + ": " + *reason);
-        culled_.record(kernel->id(), {now, *reason, kernel->owner()}, now);
+        auto decision = cull_reason(kernel->activity(), now, culling_);
+        if (!decision) continue;
+        const std::string& reason = decision->reason;
+        env_.log.info("culling kernel " + kernel->id() + ": " + reason);
+        env_.metrics.culls.with({decision->rule}).inc();
+        culled_.record(kernel->id(), {now, reason, kernel->owner()}, now);
         ++culled;
         kernel->shutdown(
             [this, kernel] {
                 std::lock_guard lock(mutex_);
                 forget_locked(kernel);
             },
-            "kernel culled: " + *reason);
+            "kernel culled: " + reason);
     }
     return culled;
 }
@@ -96,6 +98,11 @@ void kernel_manager::create(create_kernel_request request,
         return done({nullptr, false, kernel_error::no_such_kernelspec,
                      "no such kernelspec: '" + name + "'"});
 
+    const auto asked_at = std::chrono::steady_clock::now();
+    auto claimed = [this, asked_at](const char* source) {
+        env_.metrics.claim_seconds.with({source}).observe(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - asked_at).count());
+    };
     std::optional<create_kernel_result> answer;  // decided under the lock, given outside it
     std::shared_ptr<kernel_session> fresh;
     std::vector<std::shared_ptr<kernel_session>> evicted;  // kept kernels that gave way
@@ -124,9 +131,13 @@ void kernel_manager::create(create_kernel_request request,
             // cannot be pre-started, so it starts fresh. Both happen under the lock, so the
             // limits hold under concurrent creates.
             std::shared_ptr<kernel_session> pooled;
-            if (request.kernel_id.empty() && request.env.empty()) pooled = pool_.claim(spec->name);
+            if (request.kernel_id.empty() && request.env.empty() && pool_.target(spec->name) > 0) {
+                pooled = pool_.claim(spec->name);
+                env_.metrics.pool_claims.with({spec->name, pooled ? "hit" : "miss"}).inc();
+            }
             if (pooled) {
                 pooled->mark_claimed();
+                claimed("pool");
                 answer = {pooled, true, kernel_error::none, {}};
             } else {
                 std::string id =
@@ -144,8 +155,11 @@ void kernel_manager::create(create_kernel_request request,
         k->shutdown([] {}, "kept kernel shut down to make room");
     }
     if (answer) return done(std::move(*answer));
-    fresh->start([this, fresh, done = std::move(done)](kernel_outcome started) {
-        if (started.ok()) return done({fresh, true, kernel_error::none, {}});
+    fresh->start([this, fresh, claimed, done = std::move(done)](kernel_outcome started) {
+        if (started.ok()) {
+            claimed("fresh");
+            return done({fresh, true, kernel_error::none, {}});
+        }
         const std::string error = started.message;
         // A kernel that never became ready is not kept: clean it up, then answer.
         remove(fresh->id(), [done, error](bool) {
@@ -212,7 +226,9 @@ bool kernel_manager::keep(const std::shared_ptr<kernel_session>& kernel, std::si
 
 bool kernel_manager::kept_ready(const std::shared_ptr<kernel_session>& kernel) {
     std::lock_guard lock(mutex_);
-    return kept_.mark_ready(kernel->id());
+    const bool ready = kept_.mark_ready(kernel->id());
+    env_.metrics.policy_resets.with({ready ? "ready" : "gave_way"}).inc();
+    return ready;
 }
 
 kept_claim kernel_manager::claim_kept(const user& owner, const std::string& kernelspec) {
@@ -237,6 +253,7 @@ kept_claim kernel_manager::claim_kept(const user& owner, const std::string& kern
         }
     }
     for (auto& k : spent) k->shutdown([] {}, "kept kernel past its recycling limits");
+    env_.metrics.reuse_claims.with({claim.kernel ? "hit" : "miss"}).inc();
     return claim;
 }
 

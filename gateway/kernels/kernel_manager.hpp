@@ -91,6 +91,10 @@ public:
 
     // The warm pool has been full once since start (see warm_pool::filled_once).
     bool pool_filled_once() const { return pool_.filled_once(); }
+    // kernelspec -> {ready, target} of the warm pool.
+    std::map<std::string, std::pair<std::size_t, std::size_t>> pool_levels() const {
+        return pool_.levels();
+    }
 
     // Applies the culling rules once; returns how many kernels it began to cull.
     std::size_t cull_once();

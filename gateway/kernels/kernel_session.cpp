@@ -20,6 +20,17 @@ namespace {
 constexpr std::size_t max_queued_requests = 1024;     // while the kernel is not yet connected
 constexpr std::size_t max_awaiting_replies = 100000;  // requests in flight
 
+// What a message weighs on the wire: its four JSON parts and its buffers.
+std::size_t message_bytes(const kernelproto::message& m) {
+    std::size_t n = m.header.size() + m.parent_header.size() + m.metadata.size() + m.content.size();
+    for (const auto& b : m.buffers) n += b.size();
+    return n;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 }  // namespace
 
 // Receives the reactor's reports on the reactor thread and posts them to the session's strand.
@@ -61,13 +72,6 @@ public:
     }
 
 private:
-    static std::size_t message_bytes(const kernelproto::message& m) {
-        std::size_t n =
-            m.header.size() + m.parent_header.size() + m.metadata.size() + m.content.size();
-        for (const auto& b : m.buffers) n += b.size();
-        return n;
-    }
-
     std::weak_ptr<kernel_session> session_;
     asio::strand<asio::io_context::executor_type> strand_;
     std::shared_ptr<message_budget> inbound_;
@@ -85,10 +89,16 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       strand_(asio::make_strand(env.ioc)),
       process_(std::make_shared<kernel_process>(env, strand_, id_, spec_, extra_env_, log_)),
       inbound_(std::make_shared<message_budget>(env.settings.kernel_buffer_bytes)),
-      clients_(session_id_, env.settings.replay_buffer_bytes,
-               output_limits{env.settings.ws_output_limit_bytes,
-                             env.settings.ws_rich_output_limit_bytes},
-               [this](std::size_t n) { model_.set_connections(n); }) {}
+      clients_(
+          session_id_, env.settings.replay_buffer_bytes,
+          output_limits{env.settings.ws_output_limit_bytes,
+                        env.settings.ws_rich_output_limit_bytes},
+          [this](std::size_t n) { model_.set_connections(n); },
+          [this](output_kind kind) {
+              env_.metrics.truncations
+                  .with({"jupyter", kind == output_kind::stream ? "stream" : "rich"})
+                  .inc();
+          }) {}
 
 kernel_session::~kernel_session() {
     // shutdown() normally ran; this is the last line of defence against leaked processes.
@@ -128,7 +138,9 @@ void kernel_session::start(result_handler on_ready) {
 void kernel_session::spawn_process() {
     connected_ = false;
     clients_.reset_executions();  // the executions of a previous process are over
+    spawned_at_ = std::chrono::steady_clock::now();
     if (auto why = process_->spawn(); !why.empty()) {
+        env_.metrics.start_failures.with({spec_.name}).inc();
         set_state(kernel_state::dead, "dead", why);
         finish_start({kernel_error::start_failed, why});
     }
@@ -137,6 +149,7 @@ void kernel_session::spawn_process() {
 void kernel_session::on_sockets_ready() { open_link(); }
 
 void kernel_session::on_socket_check_failed(const std::string& why) {
+    env_.metrics.start_failures.with({spec_.name}).inc();
     stop_process(false, [self = shared_from_this(), why] {
         self->set_state(kernel_state::dead, "dead", why);
         self->clients_.broadcast_status("dead", why);
@@ -156,6 +169,7 @@ void kernel_session::open_link() {
 void kernel_session::on_ready_timeout() {
     if (connected_ || ready_waiters_.empty()) return;
     log_.warn("kernel did not answer within the ready timeout; stopping it");
+    env_.metrics.start_failures.with({spec_.name}).inc();
     std::string why = "kernel did not answer kernel_info_request within " +
                       std::to_string(env_.settings.kernel_ready_timeout.count() / 1000) + " s";
     stop_process(false, [self = shared_from_this(), why] {
@@ -171,6 +185,8 @@ void kernel_session::on_link_connected(transport::link_id link) {
     process_->cancel_ready_timeout();
     if (state_ == kernel_state::starting || state_ == kernel_state::restarting) {
         set_state(kernel_state::running, "idle");
+        env_.metrics.starts.with({spec_.name}).inc();
+        env_.metrics.start_seconds.with({spec_.name}).observe(seconds_since(spawned_at_));
     }
     while (!queued_.empty()) {
         auto q = std::move(queued_.front());
@@ -192,10 +208,15 @@ void kernel_session::on_exit(const launcher::exit_status& status) {
     std::string why = "kernel process " + status.describe();
     log_.warn(why);
     const bool was_running = state_ == kernel_state::running;
+    const char* cause = death_cause(status);
+    env_.metrics.deaths.with({cause}).inc();
+    if (!was_running) env_.metrics.start_failures.with({spec_.name}).inc();
     release_process();
     awaiting_reply_.clear();
     queued_.clear();
+    lose_executions();
     if (was_running && process_->may_auto_restart()) {
+        env_.metrics.restarts.with({cause}).inc();
         // Its state is lost either way; a fresh process keeps the kernel id and the clients.
         log_.info("restarting automatically (" + std::to_string(process_->recent_auto_restarts()) +
                   " of " + std::to_string(env_.settings.autorestart_limit) + " in the window)");
@@ -254,11 +275,13 @@ void kernel_session::restart(result_handler on_done) {
             return;
         }
         self->log_.info("restarting");
+        self->env_.metrics.restarts.with({"requested"}).inc();
         self->ready_waiters_.push_back(std::move(on_done));
         self->set_state(kernel_state::restarting, "restarting");
         self->clients_.broadcast_status("restarting");
         self->awaiting_reply_.clear();
         self->stop_process(true, [self] {
+            self->lose_executions();
             if (self->state_ != kernel_state::restarting) return;
             self->spawn_process();
         });
@@ -300,6 +323,7 @@ void kernel_session::shutdown(std::function<void()> on_done, std::string reason)
         self->finish_start({kernel_error::shutting_down, "kernel was shut down"});
         self->clients_.broadcast_status("dead");
         self->stop_process(false, [self, reason] {
+            self->lose_executions();
             self->awaiting_reply_.clear();
             self->queued_.clear();
             self->state_ = kernel_state::gone;
@@ -360,6 +384,10 @@ void kernel_session::submit(std::weak_ptr<kernel_client> from, channel ch,
 void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel ch,
                              kernelproto::message msg) {
     if (!link_) return;
+    if (ch == channel::shell && msg.msg_type == "execute_request") {
+        auto client = from.lock();
+        if (client && !client->takes_messages() && !track_request(client, msg)) return;
+    }
     if (ch == channel::shell || ch == channel::control) {
         if (awaiting_reply_.size() >= max_awaiting_replies)
             std::erase_if(awaiting_reply_, [](const auto& kv) { return kv.second.expired(); });
@@ -370,6 +398,7 @@ void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel c
         awaiting_reply_[msg.msg_id] = from;
     }
     msg.identities.clear();
+    env_.metrics.relayed_to_kernel.observe(static_cast<double>(message_bytes(msg)));
     env_.links.send(*link_, ch, std::move(msg));
 }
 
@@ -377,8 +406,11 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
                                      kernelproto::message msg) {
     if (link_ != link) return;  // from a previous process
     report_dropped(msg);
+    const std::size_t bytes = message_bytes(msg);
+    env_.metrics.relayed_to_clients.observe(static_cast<double>(bytes));
     switch (ch) {
         case channel::iopub: {
+            if (executions_.pending() > 0) executions_.output(msg.parent_msg_id, bytes);
             const std::string execution_state = track_activity(msg);
             clients_.relay_iopub(std::move(msg), execution_state);
             return;
@@ -387,6 +419,7 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
         case channel::control: {
             auto it = awaiting_reply_.find(msg.parent_msg_id);
             if (it == awaiting_reply_.end()) return;  // our own request, or its client left
+            if (msg.msg_type == "execute_reply") track_reply(msg);
             auto client = it->second.lock();
             awaiting_reply_.erase(it);
             if (client) clients_.send_to(client, ch, std::move(msg));
@@ -400,6 +433,71 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
             return;
         }
     }
+}
+
+bool kernel_session::track_request(const std::shared_ptr<kernel_client>& client,
+                                   const kernelproto::message& msg) {
+    if (env_.executions) {
+        if (auto why = env_.executions->refuse_reason(); !why.empty()) {
+            log_.error("execute_request " + msg.msg_id + " refused: " + why);
+            refuse_execution(client, msg, why);
+            return false;
+        }
+    }
+    auto content = kernelproto::parse_untrusted_json(msg.content).value;
+    websocket_execution e;
+    e.kernel_id = id_;
+    e.kernelspec = spec_.name;
+    e.user = client->user_name();
+    e.msg_id = msg.msg_id;
+    if (content.is_object() && content.contains("code") && content["code"].is_string())
+        e.code = content["code"].get<std::string>();
+    e.started = std::chrono::system_clock::now();
+    e.started_steady = std::chrono::steady_clock::now();
+    for (const auto& lost : executions_.started(std::move(e))) report(lost);
+    return true;
+}
+
+void kernel_session::track_reply(const kernelproto::message& msg) {
+    auto content = kernelproto::parse_untrusted_json(msg.content).value;
+    std::string status = "unknown";
+    if (content.is_object() && content.contains("status") && content["status"].is_string())
+        status = content["status"].get<std::string>();
+    // Only a kernel's own words are labels; anything else would grow the metric without bound.
+    if (status != "ok" && status != "error" && status != "aborted") status = "unknown";
+    if (auto e = executions_.replied(msg.parent_msg_id, std::move(status))) report(*e);
+}
+
+void kernel_session::lose_executions() {
+    for (const auto& e : executions_.lose_all()) report(e);
+}
+
+void kernel_session::report(const websocket_execution& e) {
+    env_.metrics.executions.with({"jupyter", e.status}).inc();
+    env_.metrics.execution_seconds.with({"jupyter"})
+        .observe(std::chrono::duration<double>(e.duration).count());
+    if (env_.executions) env_.executions->finished(e);
+}
+
+void kernel_session::refuse_execution(const std::shared_ptr<kernel_client>& client,
+                                      const kernelproto::message& request, const std::string& why) {
+    const std::string evalue = why + "; the code did not run";
+    const nlohmann::json error = {{"ename", "AuditUnavailable"},
+                                  {"evalue", evalue},
+                                  {"traceback", {"AuditUnavailable: " + evalue}}};
+    auto reply_content = error;
+    reply_content["status"] = "error";
+    reply_content["execution_count"] = nullptr;
+    // What a kernel sends for a failed execution: busy, the error, idle, and the reply.
+    auto to_client = [&](channel ch, std::string_view type, const nlohmann::json& content) {
+        clients_.send_to(
+            client, ch,
+            kernelproto::make_message(type, content, session_id_, "callisto", &request));
+    };
+    to_client(channel::iopub, "status", {{"execution_state", "busy"}});
+    to_client(channel::iopub, "error", error);
+    to_client(channel::iopub, "status", {{"execution_state", "idle"}});
+    to_client(channel::shell, "execute_reply", reply_content);
 }
 
 void kernel_session::report_dropped(const kernelproto::message& next) {

@@ -29,6 +29,7 @@
 #include "gateway/kernels/kernel_model.hpp"
 #include "gateway/kernels/kernel_process.hpp"
 #include "gateway/kernels/message_budget.hpp"
+#include "gateway/kernels/websocket_executions.hpp"
 #include "kernelproto/message.hpp"
 #include "launcher/kernelspec.hpp"
 #include "launcher/process_supervisor.hpp"
@@ -121,6 +122,16 @@ private:
                  kernelproto::message msg);
     // Tells every client when messages were dropped for being over the kernel's budget.
     void report_dropped(const kernelproto::message& next);
+    // The executions of WebSocket clients: noted on the way to the kernel, reported when the
+    // kernel replies or can no longer reply. False when the observer refuses the request.
+    bool track_request(const std::shared_ptr<kernel_client>& client,
+                       const kernelproto::message& msg);
+    void track_reply(const kernelproto::message& msg);
+    void report(const websocket_execution& e);
+    void lose_executions();
+    // Answers a refused execute_request as the kernel would answer a failed one.
+    void refuse_execution(const std::shared_ptr<kernel_client>& client,
+                          const kernelproto::message& request, const std::string& why);
     // Returns the execution_state of a status message ("" for other messages).
     std::string track_activity(const kernelproto::message& msg);
     void set_state(kernel_state s, std::string execution_state, std::string reason = {});
@@ -145,7 +156,9 @@ private:
     std::unordered_map<std::string, std::weak_ptr<kernel_client>> awaiting_reply_;
     std::deque<queued_request> queued_;        // client requests held until the kernel is connected
     std::shared_ptr<message_budget> inbound_;  // shared with the link listener and the leases
-    kernel_model model_;                       // read from any thread
+    std::chrono::steady_clock::time_point spawned_at_;  // the current process's
+    websocket_executions executions_;
+    kernel_model model_;  // read from any thread
     iopub_broadcaster clients_;
 };
 

@@ -117,6 +117,19 @@ std::size_t warm_pool::ready(const std::string& kernelspec) const {
     return it == slots_.end() ? 0 : it->second.ready.size();
 }
 
+std::size_t warm_pool::target(const std::string& kernelspec) const {
+    std::lock_guard lock(mutex_);
+    auto it = slots_.find(kernelspec);
+    return it == slots_.end() ? 0 : it->second.target;
+}
+
+std::map<std::string, std::pair<std::size_t, std::size_t>> warm_pool::levels() const {
+    std::lock_guard lock(mutex_);
+    std::map<std::string, std::pair<std::size_t, std::size_t>> out;
+    for (const auto& [name, slot] : slots_) out[name] = {slot.ready.size(), slot.target};
+    return out;
+}
+
 void warm_pool::shutdown(std::function<void()> done) {
     std::vector<std::shared_ptr<kernel_session>> all;
     {

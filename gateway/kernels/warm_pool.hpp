@@ -38,6 +38,10 @@ public:
     void shutdown(std::function<void()> done);
 
     std::size_t ready(const std::string& kernelspec) const;
+    // How many it keeps ready for this kernelspec (0: no pool for it).
+    std::size_t target(const std::string& kernelspec) const;
+    // kernelspec -> {ready, target}, for the metrics.
+    std::map<std::string, std::pair<std::size_t, std::size_t>> levels() const;
 
     // True once every kernelspec's pool has held its target at the same time (at once with no
     // pool): start-up is over. Claims emptying it later do not make it false again.

@@ -331,6 +331,14 @@ TEST_CASE("health: /healthz and /readyz need no token; SIGTERM drains readiness,
 }
 
 TEST_CASE(
+    "metrics: /metrics passes promtool, and a real Prometheus scraping it sees a workload's "
+    "counts") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_metrics.py"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE(
     "start-up refuses a mistyped kernelspec, a missing kernel dir and a taken port, leaving "
     "nothing") {
     const std::string runtime = "/tmp/cle2e-refused-" + std::to_string(::getpid());
@@ -411,7 +419,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "audit: every execution over /v1 and MCP is one chained line; audit-verify passes on "
+    "audit: every execution over the Jupyter WebSocket, /v1 and MCP is one chained line; "
+    "audit-verify passes on "
     "the log and its rotations, and fails naming the first broken line of a tampered "
     "copy") {
     const std::string dir = "/tmp/cle2e-audit-" + std::to_string(::getpid());
@@ -421,8 +430,10 @@ TEST_CASE(
     {
         // Small files: the workload rotates them, and the chain goes on through them.
         server_process server({"--audit-log=" + log, "--audit-rotate=2KiB", "--audit-keep=50"});
-        run_client(server, {python, source_dir + "/tests/e2e/python/test_audit.py"}, 900,
-                   {{"CALLISTO_AUDIT_LOG", log}});
+        run_client(
+            server,
+            {python, source_dir + "/tests/e2e/python/test_audit.py", "-k", "every_execution"}, 900,
+            {{"CALLISTO_AUDIT_LOG", log}});
         CHECK(server.stop() == 0);
     }
     std::vector<std::string> files;
@@ -491,6 +502,8 @@ TEST_CASE(
     CHECK(j["status"] == "error");
     CHECK(j["error"]["name"] == "AuditUnavailable");
     CHECK(j["stdout"] == "");
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_audit.py", "-k",
+                        "refused_while_the_log_cannot_be_written"});
     CHECK(server.stop() == 0);
     CHECK(server.log().find("could not be recorded") != std::string::npos);
 }

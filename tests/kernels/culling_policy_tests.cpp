@@ -34,7 +34,8 @@ TEST_CASE("an idle kernel is culled once the idle timeout has passed") {
     CHECK_FALSE(cull_reason(idle_since(599s), t0, policy));
     auto reason = cull_reason(idle_since(600s), t0, policy);
     REQUIRE(reason);
-    CHECK(reason->find("idle for 600 s") != std::string::npos);
+    CHECK(reason->reason.find("idle for 600 s") != std::string::npos);
+    CHECK(reason->rule == "idle");
 }
 
 TEST_CASE("a connected kernel is kept unless cull_connected is set") {
@@ -53,7 +54,8 @@ TEST_CASE("a busy kernel is not idle; the busy timeout is its own rule") {
     policy.busy_timeout = 120s;
     auto reason = cull_reason(busy, t0, policy);
     REQUIRE(reason);
-    CHECK(reason->find("busy for 120 s") != std::string::npos);
+    CHECK(reason->reason.find("busy for 120 s") != std::string::npos);
+    CHECK(reason->rule == "busy");
 }
 
 TEST_CASE("a starting kernel is never culled for idleness") {
@@ -67,7 +69,8 @@ TEST_CASE("the maximum lifetime applies even to a busy, connected kernel") {
     policy.max_lifetime = 7200s;
     auto reason = cull_reason(busy, t0, policy);
     REQUIRE(reason);
-    CHECK(reason->find("maximum lifetime") != std::string::npos);
+    CHECK(reason->reason.find("maximum lifetime") != std::string::npos);
+    CHECK(reason->rule == "lifetime");
     policy.max_lifetime = 7201s;
     CHECK_FALSE(cull_reason(busy, t0, policy));
 }

@@ -123,7 +123,9 @@ struct fake_world {
     fake_links links;
     fake_processes processes;
     boost::asio::io_context ioc;
-    kernel_environment env{ioc, links, processes, settings(root), logger{}};
+    metrics::registry registry;
+    kernel_metrics metrics{registry};
+    kernel_environment env{ioc, links, processes, metrics, settings(root), logger{}};
 
     fake_world() { std::filesystem::create_directories(root); }
     ~fake_world() { std::filesystem::remove_all(root); }
@@ -157,6 +159,27 @@ struct fake_world {
         }
         return true;
     }
+};
+
+// A WebSocket client: gets encoded frames, and says who it is.
+struct websocket_client final : kernel_client {
+    std::vector<std::shared_ptr<const kp::websocket_frame>> frames;
+
+    kp::websocket_format format() const override { return kp::websocket_format::v1; }
+    void deliver(std::shared_ptr<const kp::websocket_frame> frame) override {
+        frames.push_back(std::move(frame));
+    }
+    std::string user_name() const override { return "ana"; }
+    void close_from_kernel(std::string) override {}
+};
+
+// The server's execution observer (audit, in production): refuses while `refusing` is set.
+struct recording_observer final : execution_observer {
+    std::string refusing;
+    std::vector<websocket_execution> finished_executions;
+
+    std::string refuse_reason() override { return refusing; }
+    void finished(const websocket_execution& e) override { finished_executions.push_back(e); }
 };
 
 // A message from the kernel answering `parent`.

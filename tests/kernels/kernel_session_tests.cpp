@@ -222,3 +222,83 @@ TEST_CASE("the warm pool refills after a kernel that failed to start") {
     CHECK(claimed->state() == kernel_state::running);
     CHECK(pool.claim("python3") == nullptr);  // each pooled kernel is handed out once
 }
+
+TEST_CASE("the metrics count starts, a requested restart, and a death by its cause") {
+    fake_world w;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    CHECK(w.metrics.starts.with({"python3"}).value() == 1);
+    CHECK(w.metrics.start_seconds.with({"python3"}).read().cumulative.back() == 1);
+
+    std::optional<std::string> restarted;
+    k->restart([&](kernel_outcome r) { restarted = r.message; });
+    REQUIRE(w.run_until([&] { return w.links.count(channel::control, "shutdown_request") == 1; }));
+    w.processes.exit(1000, 0);
+    REQUIRE(w.run_until([&] { return w.links.opened.size() == 2; }));
+    w.links.last().on_connected();
+    REQUIRE(w.run_until([&] { return restarted.has_value(); }));
+    CHECK(w.metrics.restarts.with({"requested"}).value() == 1);
+    CHECK(w.metrics.starts.with({"python3"}).value() == 2);
+
+    w.processes.exit(1001, 1);  // dies on its own: restarted automatically
+    REQUIRE(w.run_until([&] { return w.processes.spawned.size() == 3; }));
+    CHECK(w.metrics.deaths.with({"crash"}).value() == 1);
+    CHECK(w.metrics.restarts.with({"crash"}).value() == 1);
+    CHECK(w.metrics.deaths.with({"oom"}).value() == 0);
+}
+
+TEST_CASE("a WebSocket client's executions are reported with code, status and output") {
+    fake_world w;
+    recording_observer observer;
+    w.env.executions = &observer;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<websocket_client>();
+    k->attach(client);
+    auto req = kp::make_message("execute_request", {{"code", "print('hi')"}}, "client-session");
+    const std::string id = req.msg_id;
+    k->submit(client, channel::shell, std::move(req));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    w.links.last().on_message(channel::iopub,
+                              from_kernel("stream", {{"name", "stdout"}, {"text", "hi\n"}}, id));
+    w.links.last().on_message(channel::shell, from_kernel("execute_reply", {{"status", "ok"}}, id));
+    REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 1; }));
+    const auto& e = observer.finished_executions[0];
+    CHECK(e.msg_id == id);
+    CHECK(e.code == "print('hi')");
+    CHECK(e.user == "ana");
+    CHECK(e.kernel_id == "k-1");
+    CHECK(e.status == "ok");
+    CHECK(e.output_bytes > 0);
+    CHECK(w.metrics.executions.with({"jupyter", "ok"}).value() == 1);
+
+    // One the kernel never answers: lost when it dies.
+    k->submit(
+        client, channel::shell,
+        kp::make_message("execute_request", {{"code", "while True: pass"}}, "client-session"));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 2; }));
+    w.processes.exit(1000, 1);
+    REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 2; }));
+    CHECK(observer.finished_executions[1].status == "lost");
+    CHECK(w.metrics.executions.with({"jupyter", "lost"}).value() == 1);
+}
+
+TEST_CASE("an execute_request the observer refuses never reaches the kernel; the client is told") {
+    fake_world w;
+    recording_observer observer;
+    observer.refusing = "the audit log cannot be written: No space left on device";
+    w.env.executions = &observer;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<websocket_client>();
+    k->attach(client);
+    k->submit(client, channel::shell,
+              kp::make_message("execute_request", {{"code", "1"}}, "client-session"));
+    // busy, error, idle on iopub and the execute_reply: what a kernel sends for a failure.
+    REQUIRE(w.run_until([&] { return client->frames.size() == 4; }));
+    CHECK(w.links.count(channel::shell, "execute_request") == 0);
+    CHECK(observer.finished_executions.empty());
+    // Other requests still pass.
+    k->submit(client, channel::shell, request("kernel_info_request"));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "kernel_info_request") == 1; }));
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""The audit log (--audit-log): every execution of /v1 (one-shot and in a context) and of MCP's
-run_code is one chained line with who ran what, where, how it ended and what it wrote. The C++
+"""The audit log (--audit-log): every execution of the Jupyter WebSocket (execute_request on a
+kernel's channels), of /v1 (one-shot and in a context) and of MCP's run_code is one chained line with who ran what, where, how it ended and what it wrote. The C++
 case around it then checks the chain with `callisto audit-verify`, on the file and on a
 tampered copy.
 
@@ -14,7 +14,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from e2e_client import api, callisto_only, check, check_eq, poll, run_tests  # noqa: E402
+from e2e_client import (KernelWS, api, callisto_only, check, check_eq, kernel, poll,  # noqa: E402
+                        run_tests)
 from mcp_client import Session  # noqa: E402
 
 AUDIT = os.environ.get("CALLISTO_AUDIT_LOG", "")
@@ -51,8 +52,15 @@ def test_every_execution_of_every_api_is_recorded():
     text, is_error = mcp.tool("run_code", code="print(6 * 7)")
     check(not is_error and "42" in text, "MCP run_code ran", text)
     mcp.end()
+    # Over a kernel's WebSocket, as JupyterLab or jupyter_client run code: one line per
+    # execute_request, named by its msg_id.
+    with kernel() as k, KernelWS(k["id"]) as ws:
+        ws_run = ws.run(f"print('{marker}-ws')")
+        check_eq(ws_run.status, "ok", "the WebSocket execution")
+        ws_failed = ws.run("raise ValueError('audited')")
+        check_eq(ws_failed.status, "error", "a failing WebSocket execution")
 
-    poll(lambda: len(audit_lines()) >= before + 4, 30, what="four audit lines")
+    poll(lambda: len(audit_lines()) >= before + 6, 30, what="six audit lines")
     lines = audit_lines()[before:]
     by_api = {}
     for line in lines:
@@ -73,11 +81,34 @@ def test_every_execution_of_every_api_is_recorded():
     check(len(big["files_written"]) == 1 and big["files_written"][0].startswith("callisto-outputs/"),
           "the file the oversized result went to", big)
     check("6 * 7" in by_api["mcp"][0]["code"], "MCP's code", by_api["mcp"][0])
+    jupyter = by_api.get("jupyter", [])
+    check_eq(len(jupyter), 2, "two Jupyter WebSocket executions")
+    check_eq(jupyter[0]["execution"], ws_run.msg_id, "named by the execute_request's msg_id")
+    check_eq(jupyter[0]["kernel"], k["id"], "the kernel")
+    check_eq(jupyter[0]["user"], "admin", "who sent it")
+    check(marker + "-ws" in jupyter[0]["code"], "its code", jupyter[0])
+    check_eq(jupyter[0]["status"], "ok", "its status")
+    check(jupyter[0]["output_bytes"] > len(marker), "its output counted", jupyter[0])
+    check_eq(jupyter[1]["status"], "error", "the failure's status")
     # The chain: each line names the one before.
     for a, b in zip(lines, lines[1:]):
         check_eq(b["prev"], a["hash"], "the chain")
         check_eq(b["seq"], a["seq"] + 1, "the sequence")
     api("DELETE", f"/v1/contexts/{ctx}")
+
+
+@callisto_only
+def test_websocket_execution_refused_while_the_log_cannot_be_written():
+    """Run against a server whose --audit-log is /dev/full: the kernel answers as for a failed
+    execution (busy, error, idle, execute_reply), and the code never reaches it."""
+    with kernel() as k, KernelWS(k["id"]) as ws:
+        refused = ws.run("print('must not run')")
+        check_eq(refused.status, "error", "the reply's status")
+        check_eq(refused.reply["content"]["ename"], "AuditUnavailable", "the reply says why")
+        errors = refused.of_type("error")
+        check(errors and errors[0]["content"]["ename"] == "AuditUnavailable",
+              "an iopub error, as clients show", refused.iopub)
+        check_eq(refused.stdout(), "", "nothing ran")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,26 @@
+#pragma once
+// The audit log's view of the Jupyter WebSocket: each execute_request a client runs over a
+// kernel's channels is recorded when its reply comes (or when the kernel dies first), and with
+// --audit-required none runs while the log cannot be written. The interpreter API records its
+// own executions.
+
+#include "common/logger.hpp"
+#include "gateway/audit/audit_log.hpp"
+#include "gateway/kernels/websocket_executions.hpp"
+
+namespace callisto::gateway::jupyter_api {
+
+class execution_audit final : public kernels::execution_observer {
+public:
+    execution_audit(audit::audit_log& log, logger diagnostics)
+        : audit_(log), log_(std::move(diagnostics)) {}
+
+    std::string refuse_reason() override;
+    void finished(const kernels::websocket_execution& e) override;
+
+private:
+    audit::audit_log& audit_;
+    logger log_;
+};
+
+}  // namespace callisto::gateway::jupyter_api

@@ -1,0 +1,67 @@
+#pragma once
+// The executions Jupyter clients run over a kernel WebSocket, as the kernel session relaying
+// them sees them: execute_request out, output back, execute_reply. The interpreter API records
+// its own executions; these are the rest, for the metrics and the audit log. The session owns
+// one tracker on its strand and tells the server's execution_observer what finished.
+
+#include <chrono>
+#include <cstddef>
+#include <list>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace callisto::gateway::kernels {
+
+struct websocket_execution {
+    std::string kernel_id;
+    std::string kernelspec;
+    std::string user;    // who sent it (an admin debugging someone's kernel is named)
+    std::string msg_id;  // the execute_request's
+    std::string code;
+    // The execute_reply's status (ok, error, aborted), or "lost" when the kernel died or
+    // restarted before it replied.
+    std::string status;
+    std::chrono::system_clock::time_point started;
+    std::chrono::steady_clock::time_point started_steady;
+    std::chrono::milliseconds duration{0};
+    std::size_t output_bytes = 0;  // iopub messages with this request as their parent
+};
+
+// What the server does with them. Called on the kernel's strand.
+class execution_observer {
+public:
+    virtual ~execution_observer() = default;
+    // "" lets an execute_request through; otherwise why it may not run (an audit log that
+    // cannot be written, with --audit-required).
+    virtual std::string refuse_reason() = 0;
+    virtual void finished(const websocket_execution& e) = 0;
+};
+
+class websocket_executions {
+public:
+    // A kernel that never replies must not grow the gateway: beyond max_pending, the oldest
+    // pending execution is given up (reported as lost).
+    explicit websocket_executions(std::size_t max_pending = 1024) : max_pending_(max_pending) {}
+
+    // Returns the executions given up to make room.
+    std::vector<websocket_execution> started(websocket_execution e);
+    void output(const std::string& parent_msg_id, std::size_t bytes);
+    // The reply to a tracked request: the finished execution; nullopt for other replies.
+    std::optional<websocket_execution> replied(const std::string& parent_msg_id,
+                                               std::string status);
+    // The kernel died or restarted: every pending execution, as lost.
+    std::vector<websocket_execution> lose_all();
+
+    std::size_t pending() const { return pending_.size(); }
+
+private:
+    websocket_execution finish(std::list<websocket_execution>::iterator it, std::string status);
+
+    std::size_t max_pending_;
+    std::list<websocket_execution> pending_;  // oldest first
+    std::unordered_map<std::string, std::list<websocket_execution>::iterator> by_msg_id_;
+};
+
+}  // namespace callisto::gateway::kernels

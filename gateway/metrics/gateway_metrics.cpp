@@ -1,0 +1,78 @@
+#include "gateway/metrics/gateway_metrics.hpp"
+
+#include <map>
+#include <string>
+
+namespace callisto::gateway {
+namespace {
+
+// A kernel's state as a label: what its process is doing, and for a running kernel whether
+// it is busy or idle.
+std::string state_label(const kernels::kernel_session& k) {
+    using kernels::kernel_state;
+    switch (k.state()) {
+        case kernel_state::starting: return "starting";
+        case kernel_state::running: return k.activity().execution_state == "busy" ? "busy" : "idle";
+        case kernel_state::restarting: return "restarting";
+        case kernel_state::shutting_down: return "shutting_down";
+        case kernel_state::dead: return "dead";
+        case kernel_state::gone: return "gone";
+    }
+    return "unknown";
+}
+
+}  // namespace
+
+void register_gateway_metrics(metrics::registry& r, const kernels::kernel_manager& kernels,
+                              const launcher::kernelspec_catalog& catalog,
+                              const session_registry& sessions) {
+    using metrics::metric_type;
+    using metrics::sample;
+    r.collected("callisto_build_info", "The running version of Callisto", metric_type::gauge,
+                {"version"}, [] {
+                    return std::vector<sample>{{{CALLISTO_VERSION}, 1}};
+                });
+    r.collected("callisto_kernels",
+                "Kernels registered (in use, starting or kept for reuse), by kernelspec and "
+                "state; pooled kernels are in callisto_pool_ready_kernels",
+                metric_type::gauge, {"kernelspec", "state"}, [&kernels, &catalog] {
+                    std::map<std::pair<std::string, std::string>, double> count;
+                    // Zeros for every state of every kernelspec, so a dashboard's series exist.
+                    for (const auto& spec : catalog.all())
+                        for (const char* state :
+                             {"starting", "idle", "busy", "restarting", "shutting_down", "dead"})
+                            count[{spec.name, state}] = 0;
+                    for (const auto& k : kernels.list())
+                        count[{k->kernelspec_name(), state_label(*k)}] += 1;
+                    std::vector<sample> out;
+                    for (const auto& [key, n] : count) out.push_back({{key.first, key.second}, n});
+                    return out;
+                });
+    r.collected("callisto_pool_ready_kernels", "Pre-started kernels waiting in the warm pool",
+                metric_type::gauge, {"kernelspec"}, [&kernels] {
+                    std::vector<sample> out;
+                    for (const auto& [name, level] : kernels.pool_levels())
+                        out.push_back({{name}, static_cast<double>(level.first)});
+                    return out;
+                });
+    r.collected("callisto_pool_target_kernels", "Kernels the warm pool keeps ready (--pool-size)",
+                metric_type::gauge, {"kernelspec"}, [&kernels] {
+                    std::vector<sample> out;
+                    for (const auto& [name, level] : kernels.pool_levels())
+                        out.push_back({{name}, static_cast<double>(level.second)});
+                    return out;
+                });
+    r.collected("callisto_open_connections",
+                "Open client connections by kind: http, kernel_websocket, events_websocket, "
+                "execution_stream",
+                metric_type::gauge, {"kind"}, [&sessions] {
+                    auto open = sessions.open_by_kind();
+                    std::vector<sample> out;
+                    for (const char* kind :
+                         {"http", "kernel_websocket", "events_websocket", "execution_stream"})
+                        out.push_back({{kind}, static_cast<double>(open[kind])});
+                    return out;
+                });
+}
+
+}  // namespace callisto::gateway
