@@ -6,6 +6,20 @@
 #include "gateway/http/json_response.hpp"
 
 namespace callisto::gateway {
+namespace {
+
+// A missing or wrong token gets the same answer on every route: 401 with a challenge, as Kernel
+// Gateway answers (and MCP hosts need to begin their sign-in). A valid token that may not do
+// something gets 403 from the handler.
+http_response unauthorized() {
+    auto res = error_response(http::status::unauthorized,
+                              "a valid token is required: 'Authorization: token T' (or 'Bearer "
+                              "T') or '?token=T'");
+    res.set(http::field::www_authenticate, "Bearer realm=\"callisto\"");
+    return res;
+}
+
+}  // namespace
 
 request_dispatcher::request_dispatcher(const token_auth& auth, bool serves_web_root,
                                        std::size_t default_body_limit)
@@ -35,11 +49,7 @@ header_verdict request_dispatcher::on_header(std::string_view method, std::strin
         case route_kind::bad_v1_path:
         case route_kind::method_not_allowed: return v;
         default:
-            v.refusal = e.options.unauthorized
-                            ? e.options.unauthorized()
-                            : error_response(http::status::forbidden,
-                                             "a valid token is required: 'Authorization: token "
-                                             "T' or '?token=T'");
+            v.refusal = e.options.unauthorized ? e.options.unauthorized() : unauthorized();
             return v;
     }
 }

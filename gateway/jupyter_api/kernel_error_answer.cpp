@@ -11,14 +11,16 @@ http_response kernel_error_answer(kernels::kernel_error error, const std::string
     switch (error) {
         case kernel_error::no_such_kernelspec: status = http::status::not_found; break;
         case kernel_error::id_taken: status = http::status::conflict; break;
-        case kernel_error::over_limit: status = http::status::too_many_requests; break;
+        case kernel_error::user_over_limit:
+        case kernel_error::server_over_limit: status = http::status::too_many_requests; break;
         case kernel_error::shutting_down: status = http::status::service_unavailable; break;
         case kernel_error::not_running: status = http::status::conflict; break;
         case kernel_error::none:
         case kernel_error::start_failed: break;
     }
     auto res = error_response(status, message);
-    if (error == kernel_error::over_limit) res.set(http::field::retry_after, "10");
+    // Only where waiting can help: the user's own quota frees when they free a kernel.
+    if (error == kernel_error::server_over_limit) res.set(http::field::retry_after, "10");
     return res;
 }
 

@@ -12,7 +12,8 @@ enum class kernel_error {
     none,
     no_such_kernelspec,  // the name matches no kernelspec
     id_taken,            // the asked-for kernel id is another owner's, or another kernelspec's
-    over_limit,          // the owner's kernel quota, or the server's --max-kernels
+    user_over_limit,     // the owner's kernel quota: waiting does not help, freeing one does
+    server_over_limit,   // the server's --max-kernels: others' kernels may finish
     shutting_down,       // the server is stopping
     start_failed,        // the kernel did not become ready
     not_running,         // the kernel is not running (dead, starting, stopping)

@@ -125,7 +125,7 @@ void kernel_manager::create(create_kernel_request request,
             else
                 answer = {k, false, kernel_error::none, {}};
         } else if (evicted = make_room(request.owner); auto refusal = over_limit(request.owner)) {
-            answer = {nullptr, false, kernel_error::over_limit, *refusal};
+            answer = {nullptr, false, refusal->error, refusal->message};
         } else {
             // A pooled kernel answers already; one asked for with its own id or environment
             // cannot be pre-started, so it starts fresh. Both happen under the lock, so the
@@ -169,19 +169,23 @@ void kernel_manager::create(create_kernel_request request,
 }
 
 // Called with mutex_ held. Pending starts are in kernels_ already, so they count.
-std::optional<std::string> kernel_manager::over_limit(const user& who) const {
+std::optional<kernel_outcome> kernel_manager::over_limit(const user& who) const {
     // The user's own limit first: when both apply, it is the one they can do something about.
     if (who.max_kernels > 0) {
         std::size_t mine = 0;
         for (const auto& [id, k] : kernels_)
             if (k->owner() == who.name) ++mine;
         if (mine >= who.max_kernels)
-            return "user '" + who.name + "' already has " + std::to_string(mine) +
-                   " kernels, the limit";
+            return kernel_outcome{
+                kernel_error::user_over_limit,
+                "user '" + who.name + "' already has " + std::to_string(mine) +
+                    " kernels, the limit: shut one down to start another (DELETE "
+                    "/api/kernels/{id}, or DELETE /v1/contexts/{id} for a context's kernel)"};
     }
     if (max_kernels_ > 0 && kernels_.size() >= max_kernels_)
-        return "the server runs its maximum of " + std::to_string(max_kernels_) +
-               " kernels, the limit";
+        return kernel_outcome{kernel_error::server_over_limit,
+                              "the server runs its maximum of " + std::to_string(max_kernels_) +
+                                  " kernels (--max-kernels); retry when others have finished"};
     return std::nullopt;
 }
 

@@ -106,7 +106,7 @@ private:
     void start_culling();
     void schedule_cull();
     void shutdown_registered(std::function<void()> done);
-    std::optional<std::string> over_limit(const user& who) const;
+    std::optional<kernel_outcome> over_limit(const user& who) const;
     // Called with mutex_ held: unregisters kept kernels until `who` is within the limits;
     // returns them for shutting down outside the lock.
     std::vector<std::shared_ptr<kernel_session>> make_room(const user& who);

@@ -231,15 +231,15 @@ TEST_CASE("exactly the public routes are documented without a token") {
     for (const auto& o : operations()) {
         if (!o.problem.empty()) continue;
         const bool open = o.spec->contains("security") && o.spec->at("security").empty();
-        // 403 everywhere, 401 with a challenge on /mcp (what MCP hosts expect).
+        // 401 with a challenge, on every route that needs a token.
         const auto& responses = o.spec->at("responses");
-        const bool refusal_documented = responses.contains("403") || responses.contains("401");
+        const bool refusal_documented = responses.contains("401");
         const route r = route_of(o);
         const std::string why = open ? " is documented public, but the server wants a token"
                                      : " needs no token, but the document asks for one";
         CHECK_MESSAGE(open == is_public_route(r.kind), o.name() << why);
-        CHECK_MESSAGE(refusal_documented == !open,
-                      o.name() << ": 401/403 documented iff a token is needed");
+        CHECK_MESSAGE(refusal_documented == !open, o.name()
+                                                       << ": 401 documented iff a token is needed");
     }
 }
 

@@ -66,13 +66,15 @@ TEST_CASE("the dispatcher hands a request to its route's handler, with the sende
     CHECK(seen.who->name == "admin");
 }
 
-TEST_CASE("the dispatcher refuses a missing or wrong token on the header, 403 or the route's own") {
+TEST_CASE(
+    "the dispatcher refuses a missing or wrong token on the header: 401, or the route's own") {
     outcome seen;
     auto d = with_handlers(seen);
     for (std::string_view authorization : {std::string_view(""), std::string_view("token nope")}) {
         auto v = d.on_header("GET", "/api/kernels", authorization);
         REQUIRE(v.refusal);
-        CHECK(v.refusal->result() == http::status::forbidden);
+        CHECK(v.refusal->result() == http::status::unauthorized);
+        CHECK((*v.refusal)[http::field::www_authenticate] == "Bearer realm=\"callisto\"");
         CHECK(v.refusal->body().find("a valid token is required") != std::string::npos);
     }
     // ?token= works as the header does.

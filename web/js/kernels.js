@@ -26,7 +26,7 @@ export async function refreshKernels() {
   try {
     kernels = await api('GET', '/api/kernels');
   } catch (e) {
-    if (e.status === 403) return showTokenPanel('The server refused the token.');
+    if (e.status === 401 || e.status === 403) return showTokenPanel('The server refused the token.');
     return; // transient: the next poll tries again
   }
   const list = $('kernel-list');

@@ -62,7 +62,7 @@ export function scheduleReconnect(id, ev) {
         refreshKernels();
         return;
       }
-      if (e.status === 403) { detach(); return showTokenPanel('The server refused the token.'); }
+      if (e.status === 401 || e.status === 403) { detach(); return showTokenPanel('The server refused the token.'); }
       // Server unreachable: keep backing off.
       state.ws = null;
       return scheduleReconnect(id, { code: ev.code, reason: 'server unreachable' });

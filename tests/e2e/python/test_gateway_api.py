@@ -149,6 +149,10 @@ def test_auth_required():
         check_eq(r.status, 200, f"?token= on {path}")
     r = http_request("POST", "/api/kernels", body={"name": KERNEL_NAME}, auth=None)
     check(r.status in (401, 403), "POST without token refused", r.status)
+    if is_callisto():
+        # One answer on every route: 401 with a challenge, as Kernel Gateway answers.
+        check_eq(r.status, 401, "Callisto's refusal")
+        check(r.headers.get("www-authenticate", "").startswith("Bearer"), "a challenge", r.headers)
 
 
 @test

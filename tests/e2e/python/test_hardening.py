@@ -171,7 +171,7 @@ def test_a_body_without_a_token_is_refused_before_it_is_read():
     answer = read_answer(s)
     s.close()
     check(b"100 Continue" not in answer, "no go-ahead for an unauthenticated body", answer[:200])
-    check_eq(status_of(answer), 403, f"refused: {answer[:200]!r}")
+    check_eq(status_of(answer), 401, f"refused: {answer[:200]!r}")
     check("token" in body_of(answer)["message"], "says why", answer)
     check(b"Connection: close" in answer, "the connection closes", answer[:300])
 
@@ -180,9 +180,9 @@ def test_a_body_without_a_token_is_refused_before_it_is_read():
     s.sendall(b"x" * MiB)
     answer = read_answer(s)
     s.close()
-    check_eq(status_of(answer), 403, f"refused while sending: {answer[:200]!r}")
+    check_eq(status_of(answer), 401, f"refused while sending: {answer[:200]!r}")
 
-    # MCP answers 401 with a challenge, before reading the body too.
+    # MCP answers 401 with its challenge, before reading the body too.
     s = connect()
     s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
               b"Content-Length: 10000000\r\nExpect: 100-continue\r\n\r\n")
@@ -195,7 +195,7 @@ def test_a_body_without_a_token_is_refused_before_it_is_read():
     s.sendall(b"GET /api/kernels HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     answer = read_answer(s)
     s.close()
-    check_eq(status_of(answer), 403, f"GET refused: {answer[:200]!r}")
+    check_eq(status_of(answer), 401, f"GET refused: {answer[:200]!r}")
     check(b"Connection: close" in answer, "closes as the client asked", answer[:300])
     still_serving()
 

@@ -189,7 +189,7 @@ def test_oneshot_fresh_runs_alone_and_leaves_nothing():
     again = api("GET", "/v1/executions/" + out["id"])
     check_eq(again.status, 200, "fetched by id after its context went")
     check_eq(again.json()["stdout"], out["stdout"], "same result")
-    check_eq(api("GET", "/v1/executions/" + out["id"], token="wrong-token-1").status, 403,
+    check_eq(api("GET", "/v1/executions/" + out["id"], token="wrong-token-1").status, 401,
              "token required")
 
 

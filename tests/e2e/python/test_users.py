@@ -97,8 +97,11 @@ def test_per_user_limit_under_concurrent_creates():
         for r in results:
             check_documented("POST", "/api/kernels", r)
             if r.status == 429:
-                check(r.headers.get("retry-after"), "429 says when to retry", r.headers)
+                # Waiting does not free ana's own quota: no Retry-After, and how to free one.
+                check("retry-after" not in r.headers, "no Retry-After on a user's quota", r.headers)
                 check("limit" in r.json()["message"], "429 explains", r.body)
+                check("DELETE /api/kernels/" in r.json()["message"], "and says how to free one",
+                      r.body)
     finally:
         for r in results:
             if r.status == 201:
@@ -111,6 +114,10 @@ def test_server_limit_under_concurrent_creates():
     try:
         statuses = sorted(r.status for r in results)
         check_eq(statuses, [201, 201, 201, 429, 429], "three created (server limit), two refused")
+        for r in results:
+            if r.status == 429:
+                check_documented("POST", "/api/kernels", r)
+                check_eq(r.headers.get("retry-after"), "10", "others' kernels may finish: retry")
     finally:
         for r in results:
             if r.status == 201:
@@ -119,7 +126,7 @@ def test_server_limit_under_concurrent_creates():
 
 @test
 def test_unknown_token_is_refused():
-    check_eq(api("GET", "/api/kernels", token="nobody-token").status, 403, "unknown token")
+    check_eq(api("GET", "/api/kernels", token="nobody-token").status, 401, "unknown token")
 
 
 if __name__ == "__main__":
