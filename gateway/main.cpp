@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
         auto ep = server.local_endpoint();
         std::string host =
             ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
-        std::string url = "http://" + host + ":" + std::to_string(ep.port()) + "/";
+        std::string url = std::string(cfg.certfile.empty() ? "http://" : "https://") + host + ":" +
+                          std::to_string(ep.port()) + "/";
         if (!cfg.users_file.empty()) {
             std::printf("Callisto is serving on %s (users from %s)\n", url.c_str(),
                         cfg.users_file.c_str());

@@ -192,12 +192,15 @@ mcp::tool_limits mcp_tool_limits(const interpreter::interpreter_settings& s) {
 server::server(server_config config, logger log)
     : config_(std::move(config)),
       log_(std::move(log)),
+      tls_(config_.certfile.empty() ? nullptr
+                                    : std::make_unique<tls_context>(tls_files{
+                                          config_.certfile, config_.keyfile, config_.client_ca})),
       kernel_metrics_(metrics_),
       workdir_lock_(config_.sandbox
                         ? std::make_unique<launcher::instance_lock>(config_.workdir_root)
                         : nullptr),
       work_(asio::make_work_guard(ioc_)),
-      signals_(ioc_, SIGINT, SIGTERM),
+      signals_(ioc_, SIGINT, SIGTERM, SIGHUP),
       reactor_(log_.component("reactor")),
       supervisor_(log_.component("supervisor")),
       kernel_links_(reactor_),
@@ -249,8 +252,8 @@ server::server(server_config config, logger log)
           sessions_,         connections_, request_bodies_, readiness_,    log_.component("http"),
           interpreter_rest_, mcp_,         metrics_},
       dispatcher_(auth_, !config_.web_root.empty(), config_.max_request_body_bytes),
-      http_{dispatcher_, connections_,           request_bodies_,       sessions_,
-            requests_,   config_.header_timeout, log_.component("http")} {
+      http_{dispatcher_, connections_,           request_bodies_,        sessions_,
+            requests_,   config_.header_timeout, log_.component("http"), tls_.get()} {
     check_kernel_options(config_, catalog_);
     kernel_env_.executions = websocket_audit_.get();
     register_gateway_metrics(metrics_, kernels_, catalog_, sessions_);
@@ -297,6 +300,10 @@ void server::wait_for_signal() {
 }
 
 void server::on_signal(int sig) {
+    if (sig == SIGHUP) {
+        reload_certificate();
+        return wait_for_signal();
+    }
     const std::string name = sig == SIGINT ? "SIGINT" : "SIGTERM";
     // First not ready for --drain-seconds, so a load balancer sends new users elsewhere while
     // the connected ones finish; a second signal stops at once.
@@ -312,6 +319,19 @@ void server::on_signal(int sig) {
     }
     log_.info("received " + name + "; shutting down");
     request_stop();
+}
+
+// New connections get the new certificate; open ones keep theirs. A file that cannot be read
+// leaves the one in use.
+void server::reload_certificate() {
+    if (!tls_) return log_.info("received SIGHUP; nothing to reload (no --certfile)");
+    try {
+        tls_->reload();
+        log_.info("received SIGHUP; reloaded the TLS certificate from " +
+                  config_.certfile.string());
+    } catch (const std::exception& e) {
+        log_.error("received SIGHUP; kept the TLS certificate in use: " + std::string(e.what()));
+    }
 }
 
 void server::request_stop() {

@@ -20,6 +20,7 @@
 #include "gateway/http/http_services.hpp"
 #include "gateway/http/request_dispatcher.hpp"
 #include "gateway/http/session_registry.hpp"
+#include "gateway/http/tls_context.hpp"
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/interpreter_api.hpp"
 #include "gateway/jupyter_api/execution_audit.hpp"
@@ -56,19 +57,22 @@ public:
     boost::asio::ip::tcp::endpoint local_endpoint() const;
     const server_config& config() const { return config_; }
 
-    // Serves until SIGINT/SIGTERM or request_stop(), then stops in order and returns.
+    // Serves until SIGINT/SIGTERM or request_stop(), then stops in order and returns. SIGHUP
+    // reloads the TLS certificate.
     void run();
     void request_stop();  // thread-safe, idempotent
 
 private:
     void wait_for_signal();
     void on_signal(int sig);
+    void reload_certificate();
     void begin_stop();
     void finish_stop();
 
     const server_config config_;
     logger log_;
-    metrics::registry metrics_;  // GET /metrics; every layer registers its own
+    std::unique_ptr<tls_context> tls_;  // null without --certfile
+    metrics::registry metrics_;         // GET /metrics; every layer registers its own
     kernels::kernel_metrics kernel_metrics_;
     // Held for the server's life (sandboxed only): the workdir root is this instance's, and
     // what a dead previous instance left there is reaped at start.

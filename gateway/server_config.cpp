@@ -391,6 +391,35 @@ const std::vector<option>& options() {
          seconds_into(&server_config::drain_seconds, 0, 3600, "seconds 0-3600")},
         {"--shutdown-wait", "SECS", "shutdown_request to SIGTERM (default 5)",
          seconds_into(&server_config::shutdown_wait, 0, 600, "seconds 0-600")},
+        {"--certfile",
+         "FILE",
+         "serve HTTPS and WSS with this PEM certificate chain (with\n"
+         "--keyfile; TLS 1.2 at least; SIGHUP reloads both) (default: none)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              if (value.empty()) return "a file path";
+              st.cfg.certfile = value;
+              return {};
+          },
+          [](const server_config& c) { return unset_if_empty(c.certfile.string()); }}},
+        {"--keyfile",
+         "FILE",
+         "the PEM private key of --certfile",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              if (value.empty()) return "a file path";
+              st.cfg.keyfile = value;
+              return {};
+          },
+          [](const server_config& c) { return unset_if_empty(c.keyfile.string()); }}},
+        {"--client-ca",
+         "FILE",
+         "mutual TLS: accept only clients with a certificate from this\n"
+         "PEM CA (with --certfile) (default: none)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              if (value.empty()) return "a file path";
+              st.cfg.client_ca = value;
+              return {};
+          },
+          [](const server_config& c) { return unset_if_empty(c.client_ca.string()); }}},
         {"--users",
          "FILE",
          "users, roles and kernel quotas (JSON; replaces --token):\n"
@@ -973,6 +1002,10 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         cfg.token_generated = true;
     }
     if (!cfg.auth_enabled) cfg.token.clear();
+    if (cfg.certfile.empty() != cfg.keyfile.empty())
+        return fail("--certfile and --keyfile go together: TLS needs the certificate and its key");
+    if (!cfg.client_ca.empty() && cfg.certfile.empty())
+        return fail("--client-ca needs --certfile and --keyfile: mutual TLS is TLS first");
     if (st.print_config) return {std::nullopt, effective_config(cfg).dump(2), 0};
     if (cfg.runtime_root.empty()) cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
     return {cfg, {}, 0};

@@ -64,6 +64,10 @@ struct server_config {
     std::chrono::milliseconds kill_grace{3000};     // SIGTERM -> SIGKILL
     std::chrono::seconds drain_seconds{0};  // at SIGTERM, not ready this long before stopping
     bool metrics_public = false;            // GET /metrics without a token
+    // TLS: HTTPS and WSS when a certificate is given; client certificates from client_ca.
+    std::filesystem::path certfile;
+    std::filesystem::path keyfile;
+    std::filesystem::path client_ca;
 
     // The kernel sandbox (launcher/sandbox.hpp). Off only for development.
     bool sandbox = true;

@@ -10,6 +10,7 @@
 #include "gateway/http/request_dispatcher.hpp"
 #include "gateway/http/request_log.hpp"
 #include "gateway/http/session_registry.hpp"
+#include "gateway/http/tls_context.hpp"
 
 namespace callisto::gateway {
 
@@ -19,8 +20,10 @@ struct http_services {
     body_budget& request_bodies;
     session_registry& sessions;
     request_log& requests;
-    std::chrono::seconds header_timeout;  // a new connection's first request header
+    std::chrono::seconds header_timeout;  // a new connection's first request header (and TLS
+                                          // handshake)
     logger log;
+    const tls_context* tls = nullptr;  // HTTPS and WSS only; null: plain HTTP
 };
 
 }  // namespace callisto::gateway

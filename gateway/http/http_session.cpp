@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/detect_ssl.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
@@ -22,17 +24,64 @@ constexpr auto request_timeout = std::chrono::seconds(60);
 constexpr auto linger_timeout = std::chrono::seconds(2);
 }  // namespace
 
-http_session::http_session(asio::ip::tcp::socket&& socket, http_services& services,
+http_session::http_session(client_stream&& stream, http_services& services,
                            connection_limiter::slot slot)
-    : stream_(std::move(socket)), services_(services), slot_(std::move(slot)) {}
+    : stream_(std::move(stream)), services_(services), slot_(std::move(slot)) {}
 
 void http_session::run() {
     // Interactive round trips must not wait for Nagle's algorithm (40 ms per message).
     beast::error_code ignored;
-    stream_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
-    asio::dispatch(stream_.get_executor(),
-                   beast::bind_front_handler(&http_session::do_read, shared_from_this()));
+    stream_.tcp().socket().set_option(asio::ip::tcp::no_delay(true), ignored);
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+        self->stream_.secure() ? self->do_handshake() : self->do_read();
+    });
 }
+
+// ---- TLS -------------------------------------------------------------------------------------
+
+void http_session::do_handshake() {
+    // As little time as for a first request header: a silent connection holds a slot.
+    stream_.tcp().expires_after(services_.header_timeout);
+    beast::async_detect_ssl(
+        stream_.tcp(), buffer_,
+        beast::bind_front_handler(&http_session::on_detect, shared_from_this()));
+}
+
+void http_session::on_detect(beast::error_code ec, bool tls) {
+    if (ec) return;
+    if (!tls) return refuse_plain_http();
+    stream_.tls()->async_handshake(
+        asio::ssl::stream_base::server, buffer_.data(),
+        beast::bind_front_handler(&http_session::on_handshake, shared_from_this()));
+}
+
+void http_session::on_handshake(beast::error_code ec, std::size_t used) {
+    if (ec) {
+        services_.log.debug("TLS handshake: " + ec.message());
+        return;
+    }
+    buffer_.consume(used);
+    do_read();
+}
+
+// Plain HTTP on a TLS port: the client can read a plain answer, so it is told what to use.
+void http_session::refuse_plain_http() {
+    static const std::string body =
+        R"({"reason":"Bad Request","message":"this port speaks HTTPS: use https:// or wss://"})";
+    static const std::string answer =
+        "HTTP/1.1 400 Bad Request\r\nServer: callisto\r\nContent-Type: application/json\r\n"
+        "Connection: close\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
+    asio::async_write(stream_.tcp(), asio::buffer(answer),
+                      [self = shared_from_this()](beast::error_code, std::size_t) {
+                          beast::error_code ignored;
+                          self->stream_.tcp().socket().shutdown(
+                              asio::ip::tcp::socket::shutdown_both, ignored);
+                          self->stream_.tcp().close();
+                      });
+}
+
+// ---- HTTP ------------------------------------------------------------------------------------
 
 void http_session::close() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
@@ -41,8 +90,8 @@ void http_session::close() {
             return;
         }
         beast::error_code ec;
-        self->stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-        self->stream_.close();
+        self->stream_.tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+        self->stream_.tcp().close();
     });
 }
 
@@ -57,9 +106,9 @@ void http_session::do_read() {
     // A connection that opens and sends nothing gets little time: idle sockets are what an
     // attacker holding every slot would use.
     if (first_request_)
-        stream_.expires_after(services_.header_timeout);
+        stream_.tcp().expires_after(services_.header_timeout);
     else
-        stream_.expires_after(request_timeout);
+        stream_.tcp().expires_after(request_timeout);
     // The header first: file uploads have a larger body limit of their own.
     http::async_read_header(
         stream_, buffer_, *parser_,
@@ -69,7 +118,7 @@ void http_session::do_read() {
 void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     if (ec) return on_read(ec, bytes);
     first_request_ = false;
-    stream_.expires_after(request_timeout);
+    stream_.tcp().expires_after(request_timeout);
     const auto& req = parser_->get();
     started_ = std::chrono::steady_clock::now();
     method_ = std::string(req.method_string());
@@ -120,7 +169,7 @@ void http_session::read_body() {
 
 void http_session::on_read(beast::error_code ec, std::size_t) {
     if (ec == http::error::end_of_stream) {
-        stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+        stream_.tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
         return;
     }
     if (ec == http::error::body_limit) {
@@ -131,8 +180,10 @@ void http_session::on_read(beast::error_code ec, std::size_t) {
         return send(std::move(res));
     }
     if (ec) {
+        // A TLS client that closes without close_notify truncates the stream: a close too.
         if (ec != beast::error::timeout && ec != asio::error::operation_aborted &&
-            ec != asio::error::connection_reset && ec != asio::error::eof) {
+            ec != asio::error::connection_reset && ec != asio::error::eof &&
+            ec != asio::ssl::error::stream_truncated) {
             services_.log.debug("http read: " + ec.message());
             // A malformed request gets an answer before the connection closes.
             auto res = error_response(http::status::bad_request,
@@ -180,7 +231,7 @@ void http_session::send(http_response res) {
     auto shared = std::make_shared<http_response>(std::move(res));
     const bool keep_alive = shared->keep_alive();
     // The read's deadline may have passed while a long execution ran.
-    stream_.expires_after(request_timeout);
+    stream_.tcp().expires_after(request_timeout);
     http::async_write(
         stream_, *shared,
         [self = shared_from_this(), shared, keep_alive](beast::error_code ec, std::size_t n) {
@@ -199,11 +250,11 @@ void http_session::on_write(bool keep_alive, beast::error_code ec, std::size_t) 
     body_reservation_.reset();  // the handler is done with the body
     if (ec) return;
     if (!keep_alive || stopping_) {
-        stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+        stream_.tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
         // Closing with unread bytes makes the kernel send a reset, which can destroy the
         // answer before the client reads it (nginx's lingering close).
         if (!parser_->is_done()) {
-            stream_.expires_after(linger_timeout);
+            stream_.tcp().expires_after(linger_timeout);
             buffer_.clear();
             discard_input();
         }

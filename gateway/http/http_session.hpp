@@ -1,9 +1,9 @@
 #pragma once
-// One HTTP/1.1 connection, I/O only: reads a request header and asks the dispatcher about it
-// before any of the body is read (refused requests are answered and their body dropped),
-// reads the body within the route's limit and the server's body budget, hands the request to
-// the dispatcher, writes the answer (or lets a handler take the connection), and reads the
-// next.
+// One HTTP/1.1 connection, plain or TLS, I/O only: on a TLS port the handshake first (plain
+// HTTP there is answered 400 in plain text and closed), then it reads a request header and asks the
+// dispatcher about it before any of the body is read (refused requests are answered and their body
+// dropped), reads the body within the route's limit and the server's body budget, hands the request
+// to the dispatcher, writes the answer (or lets a handler take the connection), and reads the next.
 
 #include <chrono>
 #include <memory>
@@ -11,10 +11,10 @@
 #include <string>
 
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "gateway/http/client_stream.hpp"
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/http_services.hpp"
 #include "gateway/user.hpp"
@@ -24,7 +24,7 @@ namespace callisto::gateway {
 class http_session : public std::enable_shared_from_this<http_session> {
 public:
     // `slot` is the connection's place under the connection limits, held for its whole life.
-    http_session(boost::asio::ip::tcp::socket&& socket, http_services& services,
+    http_session(client_stream&& stream, http_services& services,
                  connection_limiter::slot slot = {});
 
     void run();
@@ -34,6 +34,10 @@ public:
     void close();
 
 private:
+    void do_handshake();
+    void on_detect(boost::beast::error_code ec, bool tls);
+    void on_handshake(boost::beast::error_code ec, std::size_t used);
+    void refuse_plain_http();
     void do_read();
     void on_header(boost::beast::error_code ec, std::size_t bytes);
     void read_body();
@@ -45,7 +49,7 @@ private:
     void log_answer(int status, std::size_t body_bytes);
     void on_write(bool keep_alive, boost::beast::error_code ec, std::size_t bytes);
 
-    boost::beast::tcp_stream stream_;
+    client_stream stream_;
     boost::beast::flat_buffer buffer_;
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
     http_services& services_;

@@ -6,6 +6,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
+#include "gateway/http/beast.hpp"
 #include "gateway/http/http_session.hpp"
 
 namespace callisto::gateway {
@@ -141,7 +142,10 @@ void listener::admit(tcp::socket socket) {
         case connection_limiter::verdict::address_full:
             return refuse(std::move(socket), address_full_answer());
     }
-    auto session = std::make_shared<http_session>(std::move(socket), services_, std::move(slot));
+    beast::tcp_stream tcp(std::move(socket));
+    auto stream = services_.tls ? client_stream(std::move(tcp), services_.tls->current())
+                                : client_stream(std::move(tcp));
+    auto session = std::make_shared<http_session>(std::move(stream), services_, std::move(slot));
     services_.sessions.add(session, "http");
     session->run();
 }

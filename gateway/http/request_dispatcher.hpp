@@ -10,8 +10,7 @@
 #include <optional>
 #include <string_view>
 
-#include <boost/beast/core/tcp_stream.hpp>
-
+#include "gateway/http/client_stream.hpp"
 #include "gateway/http/connection_limiter.hpp"
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/router.hpp"
@@ -23,7 +22,7 @@ namespace callisto::gateway {
 // A connection a handler takes over (a WebSocket upgrade, a streamed answer), with its place
 // under the connection limits.
 struct taken_connection {
-    boost::beast::tcp_stream stream;
+    client_stream stream;
     connection_limiter::slot slot;
 };
 

@@ -14,7 +14,7 @@ constexpr std::size_t max_close_reason = 120;  // a close frame carries at most 
 
 }  // namespace
 
-websocket_channel::websocket_channel(beast::tcp_stream&& stream, limits socket_limits, logger log,
+websocket_channel::websocket_channel(client_stream&& stream, limits socket_limits, logger log,
                                      std::string name, connection_limiter::slot slot)
     : ws_(std::move(stream)),
       slot_(std::move(slot)),
@@ -26,7 +26,7 @@ void websocket_channel::accept(http_request upgrade, std::string subprotocol,
                                std::weak_ptr<void> owner, websocket_handler& handler) {
     owner_ = std::move(owner);
     handler_ = &handler;
-    beast::get_lowest_layer(ws_).expires_never();
+    ws_.next_layer().tcp().expires_never();  // the WebSocket keeps its own timeouts
     websocket::stream_base::timeout timeouts{};
     timeouts.handshake_timeout = std::chrono::seconds(30);
     timeouts.idle_timeout = limits_.ping_interval;  // ping when idle, close after another

@@ -23,10 +23,10 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/websocket/stream.hpp>
 
 #include "common/logger.hpp"
+#include "gateway/http/client_stream.hpp"
 #include "gateway/http/connection_limiter.hpp"
 #include "gateway/http/http_message.hpp"
 #include "kernelproto/websocket_frame.hpp"
@@ -52,12 +52,12 @@ public:
         std::chrono::seconds ping_interval;
     };
 
-    using executor_type = boost::beast::tcp_stream::executor_type;
+    using executor_type = client_stream::executor_type;
 
     // `name` prefixes the log lines ("websocket", "events websocket"). `slot` is the
     // connection's place under the connection limits, held until the channel goes.
-    websocket_channel(boost::beast::tcp_stream&& stream, limits socket_limits, logger log,
-                      std::string name, connection_limiter::slot slot = {});
+    websocket_channel(client_stream&& stream, limits socket_limits, logger log, std::string name,
+                      connection_limiter::slot slot = {});
 
     executor_type get_executor() { return ws_.get_executor(); }
 
@@ -81,7 +81,7 @@ private:
     void do_close();
     std::shared_ptr<void> keep_alive() const { return owner_.lock(); }
 
-    boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
+    boost::beast::websocket::stream<client_stream> ws_;
     connection_limiter::slot slot_;
     const limits limits_;
     logger log_;

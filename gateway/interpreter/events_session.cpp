@@ -17,8 +17,7 @@ std::string text_of(const nlohmann::json& message) {
 
 }  // namespace
 
-events_session::events_session(beast::tcp_stream&& stream,
-                               std::shared_ptr<interpreter_context> context,
+events_session::events_session(client_stream&& stream, std::shared_ptr<interpreter_context> context,
                                const interpreter_settings& settings, const server_config& config,
                                logger log, connection_limiter::slot slot)
     : channel_(std::move(stream),

@@ -15,7 +15,6 @@
 #include <string>
 #include <string_view>
 
-#include <boost/beast/core/tcp_stream.hpp>
 #include <nlohmann/json.hpp>
 
 #include "common/logger.hpp"
@@ -30,7 +29,7 @@ namespace callisto::gateway::interpreter {
 class events_session : public websocket_handler,
                        public std::enable_shared_from_this<events_session> {
 public:
-    events_session(boost::beast::tcp_stream&& stream, std::shared_ptr<interpreter_context> context,
+    events_session(client_stream&& stream, std::shared_ptr<interpreter_context> context,
                    const interpreter_settings& settings, const server_config& config, logger log,
                    connection_limiter::slot slot = {});
 

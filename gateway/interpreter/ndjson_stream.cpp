@@ -21,10 +21,10 @@ std::string hex(std::size_t n) {
 }
 }  // namespace
 
-ndjson_stream::ndjson_stream(beast::tcp_stream&& stream, connection_limiter::slot slot,
+ndjson_stream::ndjson_stream(client_stream&& stream, connection_limiter::slot slot,
                              std::size_t max_queued_bytes)
     : stream_(std::move(stream)), slot_(std::move(slot)), max_queued_bytes_(max_queued_bytes) {
-    stream_.expires_never();
+    stream_.tcp().expires_never();
 }
 
 void ndjson_stream::respond(http_response res) {
@@ -90,7 +90,7 @@ void ndjson_stream::enqueue(std::string bytes) {
 
 void ndjson_stream::do_write() {
     writing_ = true;
-    stream_.expires_after(write_timeout);
+    stream_.tcp().expires_after(write_timeout);
     asio::async_write(stream_, asio::buffer(queue_.front()),
                       beast::bind_front_handler(&ndjson_stream::on_write, shared_from_this()));
 }
@@ -112,13 +112,13 @@ void ndjson_stream::shut() {
     closed_ = true;
     beast::error_code ec;
     if (writing_) {
-        stream_.socket().cancel(ec);  // on_write finishes the job
+        stream_.tcp().socket().cancel(ec);  // on_write finishes the job
         return;
     }
     queue_.clear();
     queued_bytes_ = 0;
-    stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
-    stream_.close();
+    stream_.tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+    stream_.tcp().close();
 }
 
 }  // namespace callisto::gateway::interpreter

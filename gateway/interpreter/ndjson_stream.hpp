@@ -11,8 +11,7 @@
 #include <memory>
 #include <string>
 
-#include <boost/beast/core/tcp_stream.hpp>
-
+#include "gateway/http/client_stream.hpp"
 #include "gateway/http/connection_limiter.hpp"
 #include "gateway/http/json_response.hpp"
 
@@ -20,7 +19,7 @@ namespace callisto::gateway::interpreter {
 
 class ndjson_stream : public std::enable_shared_from_this<ndjson_stream> {
 public:
-    ndjson_stream(boost::beast::tcp_stream&& stream, connection_limiter::slot slot = {},
+    ndjson_stream(client_stream&& stream, connection_limiter::slot slot = {},
                   std::size_t max_queued_bytes = 16 << 20);
 
     // An ordinary answer instead of the stream (e.g. an error found after the take-over);
@@ -39,7 +38,7 @@ private:
     void on_write(boost::beast::error_code ec, std::size_t bytes);
     void shut();
 
-    boost::beast::tcp_stream stream_;
+    client_stream stream_;
     connection_limiter::slot slot_;  // the connection's place under the connection limits
     const std::size_t max_queued_bytes_;
     std::deque<std::string> queue_;

@@ -30,7 +30,7 @@ bool offers_v1(std::string_view header) {
 
 }  // namespace
 
-websocket_session::websocket_session(beast::tcp_stream&& stream,
+websocket_session::websocket_session(client_stream&& stream,
                                      std::shared_ptr<kernels::kernel_session> kernel,
                                      std::string user, const server_config& config, logger log,
                                      std::optional<std::uint64_t> since,

@@ -9,8 +9,6 @@
 #include <string>
 #include <string_view>
 
-#include <boost/beast/core/tcp_stream.hpp>
-
 #include "common/logger.hpp"
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/websocket_channel.hpp"
@@ -27,9 +25,8 @@ class websocket_session : public kernels::kernel_client,
 public:
     // `since`: replay the kernel's output after this sequence number first (?since=SEQ).
     // `user`: who attached (the audit log names them).
-    websocket_session(boost::beast::tcp_stream&& stream,
-                      std::shared_ptr<kernels::kernel_session> kernel, std::string user,
-                      const server_config& config, logger log,
+    websocket_session(client_stream&& stream, std::shared_ptr<kernels::kernel_session> kernel,
+                      std::string user, const server_config& config, logger log,
                       std::optional<std::uint64_t> since = std::nullopt,
                       connection_limiter::slot slot = {});
     ~websocket_session() override;

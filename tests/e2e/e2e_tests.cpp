@@ -339,8 +339,44 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "start-up refuses a mistyped kernelspec, a missing kernel dir and a taken port, leaving "
-    "nothing") {
+    "tls: HTTPS and WSS with curl, websocket-client and jupyter_server --gateway-url; TLS 1.2 "
+    "at least; plain HTTP answered; SIGHUP reloads the certificate; mutual TLS") {
+    const std::string dir = "/tmp/cle2e-tls-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    auto made = run_command(
+        {python, source_dir + "/tests/e2e/python/test_tls.py", "--make-certs", dir}, {}, 300);
+    INFO(made.output);
+    REQUIRE(made.exit_code == 0);
+    const std::map<std::string, std::string> env = {{"CALLISTO_CA", dir + "/ca.pem"},
+                                                    {"CALLISTO_TLS_DIR", dir}};
+    const std::string tls = source_dir + "/tests/e2e/python/test_tls.py";
+    {
+        server_process server(
+            {"--certfile=" + dir + "/live.pem", "--keyfile=" + dir + "/live.key"});
+        run_client(server,
+                   {python, tls, "-k", "https", "-k", "wss", "-k", "plain_http", "-k", "tls_1_2",
+                    "-k", "sighup"},
+                   900, env);
+        // The path JupyterLab takes, over HTTPS to the gateway.
+        run_client(server,
+                   {python, source_dir + "/tests/e2e/python/test_jupyter_server_gateway.py"}, 900,
+                   env);
+        CHECK(server.stop() == 0);
+        CHECK(server.log().find("reloaded the TLS certificate") != std::string::npos);
+    }
+    {
+        server_process server({"--certfile=" + dir + "/server.pem",
+                               "--keyfile=" + dir + "/server.key",
+                               "--client-ca=" + dir + "/ca.pem"});
+        run_client(server, {python, tls, "-k", "client_certificate"}, 900, env);
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "start-up refuses a mistyped kernelspec, a missing kernel dir, unusable TLS files and a "
+    "taken port, leaving nothing") {
     const std::string runtime = "/tmp/cle2e-refused-" + std::to_string(::getpid());
     auto start = [&](std::vector<std::string> args) {
         std::vector<std::string> argv = {CALLISTO_BINARY, "--port=0", "--token=refusal-token-1",
@@ -361,6 +397,17 @@ TEST_CASE(
     CHECK(r.exit_code == 1);
     CHECK(r.output.find("--kernel-dir=/nonexistent/kernels: no such directory") !=
           std::string::npos);
+
+    // TLS files that cannot be used, and TLS options that do not go together.
+    r = start({"--certfile=/nonexistent/cert.pem", "--keyfile=/nonexistent/key.pem"});
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find("--certfile /nonexistent/cert.pem: ") != std::string::npos);
+    r = start({"--certfile=/etc/ssl/certs/ca-certificates.crt"});
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("--certfile and --keyfile go together") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(runtime));
 
     server_process holder;  // holds a port
     r = start({"--port=" + std::to_string(holder.port())});

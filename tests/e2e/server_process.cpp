@@ -177,14 +177,18 @@ server_process::server_process(std::vector<std::string> extra_args,
         own_workdir_root_ = "/tmp/cle2e-" + std::to_string(port_) + "-work";
         argv.push_back("--workdir-root=" + own_workdir_root_.string());
     }
-    for (auto& a : extra_args) argv.push_back(a);
+    for (auto& a : extra_args) {
+        argv.push_back(a);
+        if (a.rfind("--certfile=", 0) == 0) tls_ = true;
+    }
     argv.insert(argv.begin(), command_prefix.begin(), command_prefix.end());
     int fd = ::open(log_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     pid_ = spawn(argv, {}, fd);
     ::close(fd);
     auto deadline = steady_clock::now() + seconds(30);
     while (steady_clock::now() < deadline) {
-        if (http_request(port_, "GET", "/api", "") == 200) return;
+        // Over TLS, plain HTTP is answered 400 ("use https://"): the server is up.
+        if (http_request(port_, "GET", "/api", "") == (tls_ ? 400 : 200)) return;
         int status;
         if (::waitpid(pid_, &status, WNOHANG) == pid_) {
             pid_ = -1;

@@ -37,7 +37,10 @@ public:
 
     int port() const { return port_; }
     const std::string& token() const { return token_; }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    // https:// when started with --certfile.
+    std::string url() const {
+        return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
+    }
     const std::filesystem::path& runtime_dir() const { return runtime_dir_; }
     pid_t pid() const { return pid_; }
     std::string log() const;
@@ -51,6 +54,7 @@ public:
 private:
     pid_t pid_ = -1;
     int port_ = 0;
+    bool tls_ = false;
     std::string token_;
     std::filesystem::path runtime_dir_;
     std::filesystem::path own_workdir_root_;  // when the test gave none: removed at the end

@@ -22,6 +22,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
+using callisto::gateway::client_stream;
 using callisto::gateway::websocket_channel;
 using callisto::gateway::websocket_handler;
 using callisto::kernelproto::websocket_frame;
@@ -32,7 +33,7 @@ namespace {
 class recording_session : public websocket_handler,
                           public std::enable_shared_from_this<recording_session> {
 public:
-    recording_session(beast::tcp_stream&& stream, websocket_channel::limits limits)
+    recording_session(client_stream&& stream, websocket_channel::limits limits)
         : channel(std::move(stream), limits, callisto::logger(), "test websocket") {}
 
     void on_open() override {
@@ -97,7 +98,8 @@ public:
         beast::flat_buffer buffer;
         callisto::gateway::http_request upgrade;
         beast::http::read(socket, buffer, upgrade);
-        session = std::make_shared<recording_session>(beast::tcp_stream(std::move(socket)), limits);
+        session = std::make_shared<recording_session>(
+            client_stream(beast::tcp_stream(std::move(socket))), limits);
         if (before_accept) before_accept(*session);
         session->channel.accept(std::move(upgrade), std::move(subprotocol), session, *session);
         server_thread_ = std::thread([this] { server_io_.run(); });

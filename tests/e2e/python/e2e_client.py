@@ -8,6 +8,8 @@ checks, so the tests run with Debian's /usr/bin/python3 and no pytest.
 Environment:
   CALLISTO_URL         http://127.0.0.1:PORT of the server under test
   CALLISTO_TOKEN       its token
+  CALLISTO_CA          with an https:// URL: the CA file its certificate chains to
+  CALLISTO_CLIENT_CERT with mutual TLS: a PEM file holding the client's certificate and key
   CALLISTO_E2E_TARGET  "callisto" (default) or "jupyter_server": the latter skips
                        the checks of Callisto-only behaviour, for validating the
                        suites against jupyter_server.
@@ -18,6 +20,7 @@ import http.client
 import json
 import os
 import signal
+import ssl
 import struct
 import sys
 import time
@@ -196,7 +199,7 @@ def http_request(method, path, body=None, auth="header", token=None, headers=Non
     elif method in ("POST", "PUT", "PATCH"):
         data = b""
     hdrs.update(headers or {})
-    conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=timeout)
+    conn = connection(url, timeout)
     try:
         conn.request(method, target, body=data, headers=hdrs)
         resp = conn.getresponse()
@@ -204,6 +207,30 @@ def http_request(method, path, body=None, auth="header", token=None, headers=Non
         return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, payload)
     finally:
         conn.close()
+
+
+def tls_context():
+    """The client side of HTTPS and WSS: trusts CALLISTO_CA, presents CALLISTO_CLIENT_CERT."""
+    ctx = ssl.create_default_context(cafile=os.environ.get("CALLISTO_CA") or None)
+    if os.environ.get("CALLISTO_CLIENT_CERT"):
+        ctx.load_cert_chain(os.environ["CALLISTO_CLIENT_CERT"])
+    return ctx
+
+
+def connection(url, timeout=None):
+    """An http.client connection to a urlsplit() URL, HTTPS when it says so."""
+    if url.scheme == "https":
+        return http.client.HTTPSConnection(url.hostname, url.port or 443, timeout=timeout,
+                                           context=tls_context())
+    return http.client.HTTPConnection(url.hostname, url.port or 80, timeout=timeout)
+
+
+def ws_sslopt():
+    """websocket-client's TLS options for a wss:// URL."""
+    opt = {"ca_certs": os.environ.get("CALLISTO_CA")} if os.environ.get("CALLISTO_CA") else {}
+    if os.environ.get("CALLISTO_CLIENT_CERT"):
+        opt["certfile"] = os.environ["CALLISTO_CLIENT_CERT"]
+    return opt
 
 
 def api(method, path, body=None, **kw):
@@ -488,7 +515,7 @@ class KernelWS:
         tok = TOKEN if token is None else token
         if auth == "header":
             headers.append(f"Authorization: token {tok}")
-        kw = {}
+        kw = {"sslopt": ws_sslopt()}
         if protocol == "v1":
             kw["subprotocols"] = [V1_PROTOCOL]
         self.ws = websocket.create_connection(

@@ -58,9 +58,16 @@ def start_front():
         "--GatewayClient.connect_timeout=20",
         "--GatewayClient.gateway_retry_max=2",
     ]
+    if os.environ.get("CALLISTO_CA"):  # an https:// gateway with its own CA
+        cmd.append(f"--GatewayClient.ca_certs={os.environ['CALLISTO_CA']}")
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER_GATEWAY_")}
     env["JUPYTER_CONFIG_DIR"] = os.path.join(root, ".jupyter-config")  # no user config
     env["JUPYTER_RUNTIME_DIR"] = os.path.join(root, ".jupyter-runtime")
+    if os.environ.get("CALLISTO_CA"):
+        # jupyter_server 1.23 (Debian 12) applies GatewayClient.ca_certs to its REST calls only
+        # together with a client certificate; the CA trusted process-wide covers them, as an
+        # operator with an internal CA would configure it.
+        env["SSL_CERT_FILE"] = os.environ["CALLISTO_CA"]
     log = open(os.path.join(root, "jupyter_server.log"), "w+b")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root,
                             start_new_session=True)

@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""TLS: HTTPS and WSS with the server's certificate (--certfile, --keyfile), TLS 1.2 at least,
+plain HTTP on the TLS port answered in plain text, SIGHUP reloading the certificate without
+dropping open connections, and mutual TLS (--client-ca).
+
+  test_tls.py --make-certs DIR      writes a CA, two server certificates and a client one
+  CALLISTO_URL=https://... CALLISTO_TOKEN=... CALLISTO_CA=DIR/ca.pem \\
+      CALLISTO_TLS_DIR=DIR CALLISTO_PID=... test_tls.py [-k NAME]
+"""
+
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from e2e_client import (BASE_URL, TOKEN, KernelWS, api, callisto_only, check, check_eq,  # noqa: E402
+                        kernel, poll, run_tests, tls_context)
+
+URL = urllib.parse.urlsplit(BASE_URL)
+TLS_DIR = os.environ.get("CALLISTO_TLS_DIR", "")
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=120)
+
+
+def make_certs(d):
+    """A throwaway CA; server.pem/key and server2.pem/key for 127.0.0.1 (the second one for the
+    reload); client.pem, a client certificate and its key in one file."""
+    os.makedirs(d, exist_ok=True)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+            "ca.pem", "-days", "2", "-subj", "/CN=callisto-test-ca", cwd=d)
+    with open(os.path.join(d, "server.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    with open(os.path.join(d, "client.ext"), "w") as f:
+        f.write("extendedKeyUsage=clientAuth\n")
+    for name, subject, ext in (("server", "/CN=127.0.0.1", "server.ext"),
+                               ("server2", "/CN=127.0.0.1", "server.ext"),
+                               ("client", "/CN=ana", "client.ext")):
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+                f"{name}.csr", "-subj", subject, cwd=d)
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                "-CAcreateserial", "-out", f"{name}.pem", "-days", "2", "-extfile", ext, cwd=d)
+    with open(os.path.join(d, "client-both.pem"), "w") as out:
+        for part in ("client.pem", "client.key"):
+            with open(os.path.join(d, part)) as f:
+                out.write(f.read())
+    # What the server is started with; the reload test copies server2 over it.
+    shutil.copy(os.path.join(d, "server.pem"), os.path.join(d, "live.pem"))
+    shutil.copy(os.path.join(d, "server.key"), os.path.join(d, "live.key"))
+
+
+def handshake(context):
+    """The server's certificate (DER) and the TLS version, over a fresh connection."""
+    with socket.create_connection((URL.hostname, URL.port), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname=URL.hostname) as s:
+            return s.getpeercert(binary_form=True), s.version()
+
+
+@callisto_only
+def test_https_and_curl():
+    r = api("GET", "/api/kernels")
+    check_eq(r.status, 200, "GET /api/kernels over HTTPS")
+    p = subprocess.run(["curl", "-sS", "--cacert", os.environ["CALLISTO_CA"], "-H",
+                        f"Authorization: token {TOKEN}", "-o", "/dev/null", "-w", "%{http_code}",
+                        f"{BASE_URL}/api/kernels"], capture_output=True, timeout=60)
+    check_eq(p.stdout.decode(), "200", "curl --cacert: " + p.stderr.decode())
+    p = subprocess.run(["curl", "-sS", "-o", "/dev/null", f"{BASE_URL}/api"],
+                       capture_output=True, timeout=60)
+    check(p.returncode != 0, "curl without the CA does not trust it", p.returncode)
+    r = api("POST", "/v1/executions", {"code": "print(6 * 7)"})
+    check_eq(r.json()["stdout"], "42\n", "a /v1 execution over HTTPS")
+
+
+@callisto_only
+def test_wss_kernel_execution():
+    with kernel() as k, KernelWS(k["id"]) as ws:
+        check_eq(ws.run("6 * 7").result_text(), "42", "code over WSS")
+        ws_v1 = KernelWS(k["id"], protocol="v1")
+        check_eq(ws_v1.run("1 + 1").result_text(), "2", "the v1 subprotocol over WSS")
+        ws_v1.close()
+
+
+@callisto_only
+def test_plain_http_on_the_tls_port_is_answered_in_plain_text():
+    with socket.create_connection((URL.hostname, URL.port), timeout=10) as s:
+        s.sendall(b"GET /api HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while chunk := s.recv(4096):
+            answer += chunk
+    check(answer.startswith(b"HTTP/1.1 400"), "400 in plain text", answer[:200])
+    check(b"https://" in answer, "says to use https", answer)
+    check_eq(api("GET", "/api").status, 200, "still serving")
+
+
+@callisto_only
+def test_tls_1_2_at_least():
+    ctx = tls_context()
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    _, version = handshake(ctx)
+    check_eq(version, "TLSv1.2", "TLS 1.2 is accepted")
+    old = tls_context()
+    old.minimum_version = ssl.TLSVersion.TLSv1
+    old.maximum_version = ssl.TLSVersion.TLSv1_1
+    old.set_ciphers("DEFAULT:@SECLEVEL=0")
+    try:
+        _, version = handshake(old)
+    except (ssl.SSLError, OSError):
+        return
+    raise AssertionError(f"a {version} handshake was accepted")
+
+
+@callisto_only
+def test_sighup_reloads_the_certificate_and_keeps_connections():
+    before, _ = handshake(tls_context())
+    with kernel() as k, KernelWS(k["id"]) as ws:
+        check_eq(ws.run("x = 1").status, "ok", "a WSS connection before the reload")
+        for ext in ("pem", "key"):
+            shutil.copy(os.path.join(TLS_DIR, f"server2.{ext}"), os.path.join(TLS_DIR, f"live.{ext}"))
+        os.kill(int(os.environ["CALLISTO_PID"]), signal.SIGHUP)
+        poll(lambda: handshake(tls_context())[0] != before, 20, 0.2,
+             what="new connections get the new certificate")
+        check_eq(ws.run("x + 41").result_text(), "42", "the open connection kept working")
+    check_eq(api("GET", "/api").status, 200, "serving with the new certificate")
+
+
+@callisto_only
+def test_client_certificate_required():
+    """Against a server with --client-ca: no certificate, no connection; with one, served."""
+    plain = tls_context()
+    try:
+        with socket.create_connection((URL.hostname, URL.port), timeout=10) as raw:
+            with plain.wrap_socket(raw, server_hostname=URL.hostname) as s:
+                s.sendall(b"GET /api HTTP/1.1\r\nHost: x\r\n\r\n")
+                got = s.recv(100)  # TLS 1.3 reports the refusal on the first read
+    except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
+        got = b""
+    check_eq(got, b"", "nothing served without a client certificate")
+    os.environ["CALLISTO_CLIENT_CERT"] = os.path.join(TLS_DIR, "client-both.pem")
+    try:
+        check_eq(api("GET", "/api/kernels").status, 200, "served with a client certificate")
+        with kernel() as k, KernelWS(k["id"]) as ws:
+            check_eq(ws.run("2 * 21").result_text(), "42", "WSS with a client certificate")
+    finally:
+        del os.environ["CALLISTO_CLIENT_CERT"]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--make-certs":
+        make_certs(sys.argv[2])
+        sys.exit(0)
+    sys.exit(run_tests())
