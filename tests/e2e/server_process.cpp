@@ -250,8 +250,13 @@ std::vector<pid_t> processes_mentioning(const std::string& needle) {
     for (const auto& entry : fs::directory_iterator("/proc", ec)) {
         const std::string name = entry.path().filename().string();
         if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-        std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::string cmdline;
+        try {
+            std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+            cmdline.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        } catch (const std::exception&) {
+            continue;  // it exited while being read (libstdc++ throws on ESRCH)
+        }
         if (cmdline.find(needle) != std::string::npos) found.push_back(std::stoi(name));
     }
     return found;
