@@ -17,7 +17,7 @@ RUN_PACKAGES  := build-essential cmake pkg-config libboost-dev libzmq3-dev cppzm
 # Needed by the test suites: doctest, Python clients (jsonschema for the OpenAPI checks),
 # jupyter_server for the --gateway-url test, Chromium for the web UI test, clang-format-14 for
 # the formatting check.
-TEST_PACKAGES := doctest-dev clang-format-14 prometheus openssl curl python3-jupyter-client python3-websocket python3-jsonschema \
+TEST_PACKAGES := doctest-dev clang-format-14 prometheus openssl curl nginx python3-jupyter-client python3-websocket python3-jsonschema \
                  python3-jupyter-server chromium
 
 .PHONY: run test test-asan build deps deps-test npm-deps clean

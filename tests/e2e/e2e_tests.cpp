@@ -375,6 +375,40 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "two replicas behind nginx (deploy/nginx-callisto.conf): each user stays on one replica, "
+    "the users spread over both") {
+    // Twelve users and an admin, the same users file for both replicas.
+    const std::string users = "/tmp/cle2e-replicas-" + std::to_string(::getpid()) + ".json";
+    nlohmann::json entries = nlohmann::json::array();
+    std::string tokens;
+    auto hash = [](const std::string& token) {
+        auto r = run_command({CALLISTO_BINARY, "--hash-token=" + token}, {}, 30);
+        REQUIRE(r.exit_code == 0);
+        return r.output.substr(0, r.output.find_first_of("\r\n"));
+    };
+    for (int i = 0; i < 12; ++i) {
+        const std::string token = "replica-user-" + std::to_string(i) + "-token";
+        entries.push_back({{"name", "user" + std::to_string(i)}, {"token_sha256", hash(token)}});
+        tokens += token + " ";
+    }
+    entries.push_back(
+        {{"name", "ops"}, {"role", "admin"}, {"token_sha256", hash("replica-admin-token")}});
+    std::ofstream(users) << entries.dump();
+    {
+        server_process a({"--users=" + users, "--pool-size=2"});
+        server_process b({"--users=" + users, "--pool-size=2"});
+        run_client(a, {python, source_dir + "/tests/e2e/python/test_nginx_replicas.py"}, 900,
+                   {{"CALLISTO_REPLICAS", a.url() + " " + b.url()},
+                    {"CALLISTO_USER_TOKENS", tokens},
+                    {"CALLISTO_ADMIN_TOKEN", "replica-admin-token"},
+                    {"CALLISTO_SOURCE_DIR", source_dir}});
+        CHECK(a.stop() == 0);
+        CHECK(b.stop() == 0);
+    }
+    std::filesystem::remove(users);
+}
+
+TEST_CASE(
     "start-up refuses a mistyped kernelspec, a missing kernel dir, unusable TLS files and a "
     "taken port, leaving nothing") {
     const std::string runtime = "/tmp/cle2e-refused-" + std::to_string(::getpid());
