@@ -50,16 +50,16 @@ void kernels_api::handle(const route& r, const http_request& req, const user& wh
             });
             return;
         case route_kind::kernel_interrupt:
-            kernel->interrupt([respond = std::move(respond)](kernels::kernel_outcome r) {
-                respond(r.ok() ? empty_response(http::status::no_content)
-                               : kernel_error_answer(r.error, r.message));
+            kernel->interrupt([respond = std::move(respond)](kernels::kernel_outcome done) {
+                respond(done.ok() ? empty_response(http::status::no_content)
+                                  : kernel_error_answer(done.error, done.message));
             });
             return;
         case route_kind::kernel_restart:
-            kernel->restart([respond = std::move(respond), kernel](kernels::kernel_outcome r) {
-                respond(r.ok() ? json_response(http::status::ok, kernel->model())
-                               : error_response(http::status::internal_server_error,
-                                                "restart failed: " + r.message));
+            kernel->restart([respond = std::move(respond), kernel](kernels::kernel_outcome done) {
+                respond(done.ok() ? json_response(http::status::ok, kernel->model())
+                                  : error_response(http::status::internal_server_error,
+                                                   "restart failed: " + done.message));
             });
             return;
         default: return respond(error_response(http::status::not_found, "not found"));
