@@ -16,9 +16,12 @@ RUN_PACKAGES  := build-essential cmake pkg-config libboost-dev libzmq3-dev cppzm
                  python3-matplotlib bubblewrap libseccomp-dev
 # Needed by the test suites: doctest, Python clients (jsonschema for the OpenAPI checks),
 # jupyter_server for the --gateway-url test, Chromium for the web UI test, clang-format-14 for
-# the formatting check.
-TEST_PACKAGES := doctest-dev clang-format-14 prometheus openssl curl nginx python3-jupyter-client python3-websocket python3-jsonschema \
-                 python3-jupyter-server chromium
+# the formatting check, openssl and curl for the TLS test.
+TEST_PACKAGES := doctest-dev clang-format-14 python3-jupyter-client python3-websocket python3-jsonschema \
+                 python3-jupyter-server chromium openssl curl
+# Needed by the operations tests: promtool and a Prometheus server (metrics), nginx (two
+# replicas), and Debian's Docker, docker-compose v1 and debootstrap (compose.yaml, really run).
+OPS_TEST_PACKAGES := prometheus nginx docker.io docker-compose debootstrap
 
 .PHONY: run test test-asan build deps deps-test npm-deps clean
 
@@ -56,7 +59,7 @@ deps:
 	$(call apt_install_missing,$(RUN_PACKAGES))
 
 deps-test:
-	$(call apt_install_missing,$(TEST_PACKAGES))
+	$(call apt_install_missing,$(TEST_PACKAGES) $(OPS_TEST_PACKAGES))
 	@command -v node >/dev/null && command -v npm >/dev/null || { \
 	  echo "Installing Node.js and npm"; \
 	  $(SUDO) apt-get update -q && \
