@@ -183,6 +183,16 @@ option_io limit_into(std::size_t server_config::*field, std::string expected) {
             [=](const server_config& c) { return nlohmann::json(format_size(c.*field)); }};
 }
 
+// A file path into a field; unset (shown as null) when not given.
+option_io path_into(std::filesystem::path server_config::*field, std::string expected) {
+    return {[=](const std::string& value, parse_state& st) -> std::string {
+                if (value.empty()) return expected;
+                st.cfg.*field = value;
+                return {};
+            },
+            [=](const server_config& c) { return unset_if_empty((c.*field).string()); }};
+}
+
 // Seconds into one of the culling policy's durations; min 0 means 0 disables the rule.
 option_io culling_seconds(std::chrono::seconds kernels::culling_policy::*field, int min) {
     return {[field, min](const std::string& value, parse_state& st) -> std::string {
@@ -391,47 +401,21 @@ const std::vector<option>& options() {
          seconds_into(&server_config::drain_seconds, 0, 3600, "seconds 0-3600")},
         {"--shutdown-wait", "SECS", "shutdown_request to SIGTERM (default 5)",
          seconds_into(&server_config::shutdown_wait, 0, 600, "seconds 0-600")},
-        {"--certfile",
-         "FILE",
+        {"--certfile", "FILE",
          "serve HTTPS and WSS with this PEM certificate chain (with\n"
          "--keyfile; TLS 1.2 at least; SIGHUP reloads both) (default: none)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              if (value.empty()) return "a file path";
-              st.cfg.certfile = value;
-              return {};
-          },
-          [](const server_config& c) { return unset_if_empty(c.certfile.string()); }}},
-        {"--keyfile",
-         "FILE",
-         "the PEM private key of --certfile",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              if (value.empty()) return "a file path";
-              st.cfg.keyfile = value;
-              return {};
-          },
-          [](const server_config& c) { return unset_if_empty(c.keyfile.string()); }}},
-        {"--client-ca",
-         "FILE",
+         path_into(&server_config::certfile, "a file path")},
+        {"--keyfile", "FILE", "the PEM private key of --certfile",
+         path_into(&server_config::keyfile, "a file path")},
+        {"--client-ca", "FILE",
          "mutual TLS: accept only clients with a certificate from this\n"
          "PEM CA (with --certfile) (default: none)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              if (value.empty()) return "a file path";
-              st.cfg.client_ca = value;
-              return {};
-          },
-          [](const server_config& c) { return unset_if_empty(c.client_ca.string()); }}},
-        {"--users",
-         "FILE",
+         path_into(&server_config::client_ca, "a file path")},
+        {"--users", "FILE",
          "users, roles and kernel quotas (JSON; replaces --token):\n"
          "[{\"name\": \"ana\", \"token_sha256\": \"…\", \"role\": \"user\",\n"
          "  \"max_kernels\": 4}, …]",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (value.empty()) return "a users file";
-              c.users_file = value;
-              return {};
-          },
-          [](const server_config& c) { return unset_if_empty(c.users_file.string()); }}},
+         path_into(&server_config::users_file, "a users file")},
         {"--hash-token",
          "T",
          "print the token_sha256 of T for a users file, and exit",
@@ -678,17 +662,11 @@ const std::vector<option>& options() {
         {"--mcp-max-sessions", "N",
          "MCP sessions per user; initialize beyond it answers 429 (default 64)",
          number_into(&server_config::mcp_max_sessions, 1, 10000, "a number 1-10000")},
-        {"--audit-log",
-         "FILE",
+        {"--audit-log", "FILE",
          "append one chained JSON line per execution (/v1 and MCP: code,\n"
          "user, kernel, status, duration, output) to FILE; `callisto\n"
          "audit-verify FILE...` checks the chain (default: none)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              if (value.empty()) return "a file path";
-              st.cfg.audit_log = value;
-              return {};
-          },
-          [](const server_config& c) { return unset_if_empty(c.audit_log.string()); }}},
+         path_into(&server_config::audit_log, "a file path")},
         {"--audit-code",
          "full|hash",
          "record the code itself, or only its sha256 and size (default full)",
