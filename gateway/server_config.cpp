@@ -663,9 +663,10 @@ const std::vector<option>& options() {
          "MCP sessions per user; initialize beyond it answers 429 (default 64)",
          number_into(&server_config::mcp_max_sessions, 1, 10000, "a number 1-10000")},
         {"--audit-log", "FILE",
-         "append one chained JSON line per execution (/v1 and MCP: code,\n"
-         "user, kernel, status, duration, output) to FILE; `callisto\n"
-         "audit-verify FILE...` checks the chain (default: none)",
+         "append one chained JSON line per execution (Jupyter WebSocket,\n"
+         "/v1 and MCP: code, user, kernel, status, duration, output) to\n"
+         "FILE; `callisto audit-verify FILE...` checks the chain (default:\n"
+         "none)",
          path_into(&server_config::audit_log, "a file path")},
         {"--audit-code",
          "full|hash",
