@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,9 @@ import urllib.parse
 import urllib.request
 
 SOURCE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
+sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e", "python"))
+
+from e2e_client import free_port, stop_process  # noqa: E402
 CACHE = "/var/cache/callisto-tests"
 DOCKER = "/usr/bin/docker"  # Debian's client, matching its dockerd
 BASE_IMAGE = "callisto-test-base:bookworm"
@@ -45,11 +47,6 @@ def run(cmd, env=None, timeout=1800, check=True, quiet=False):
         raise RuntimeError(f"{cmd[0]} exited with {p.returncode}")
     return p
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def base_tarball():
@@ -109,12 +106,7 @@ class Dockerd:
             time.sleep(1)
 
     def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc, timeout=60)
         self.log.close()
 
 

@@ -20,8 +20,10 @@ import http.client
 import json
 import os
 import signal
+import socket
 import ssl
 import struct
+import subprocess
 import sys
 import time
 import traceback
@@ -207,6 +209,25 @@ def http_request(method, path, body=None, auth="header", token=None, headers=Non
         return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, payload)
     finally:
         conn.close()
+
+
+def free_port():
+    """A loopback port nobody listens on now, for a helper server a test starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_process(proc, timeout=20):
+    """SIGTERM, then SIGKILL if it has not exited within `timeout` seconds."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def tls_context():

@@ -16,7 +16,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,19 +26,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import e2e_client as ec  # noqa: E402
 from e2e_client import (  # noqa: E402
-    BASE_URL, KERNEL_NAME, TOKEN, KernelWS, check, check_eq, http_request, parse_iso, poll,
-    run_tests, test,
+    BASE_URL, KERNEL_NAME, TOKEN, KernelWS, check, check_eq, free_port, http_request, parse_iso,
+    poll, run_tests, test,
 )
 
 FRONT_TOKEN = "front-" + uuid.uuid4().hex
 FRONT = {"url": None, "proc": None, "log": None, "dir": None}
 START_TIMEOUT = 60
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_front():

@@ -10,17 +10,16 @@ query API, as a dashboard would.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from e2e_client import (BASE_URL, KernelWS, api, callisto_only, check, check_eq, http_request,  # noqa: E402
+from e2e_client import (BASE_URL, KernelWS, api, callisto_only, check, check_eq, free_port,  # noqa: E402
+                        http_request, stop_process,
                         kernel, poll, run_tests)
 
 TOKEN = os.environ.get("CALLISTO_TOKEN", "")
@@ -50,11 +49,6 @@ def test_metrics_need_a_token_and_pass_promtool():
         check(f"# TYPE {name} " in text, f"{name} is exposed")
     check("kernel_id" not in text, "no per-kernel label")
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Prometheus:
@@ -99,12 +93,7 @@ scrape_configs:
         return float(result[0]["value"][1]) if result else None
 
     def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 

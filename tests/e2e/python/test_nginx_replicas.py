@@ -12,14 +12,14 @@ names one already running (compose.yaml's, in tests/deploy/test_compose.py).
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from e2e_client import KernelWS, check, check_eq, http_request, poll, run_tests, test  # noqa: E402
+from e2e_client import (KernelWS, check, check_eq, free_port, http_request, poll,  # noqa: E402
+                        run_tests, stop_process, test)
 
 REPLICAS = os.environ.get("CALLISTO_REPLICAS", "").split()
 USERS = os.environ.get("CALLISTO_USER_TOKENS", "").split()
@@ -27,11 +27,6 @@ ADMIN = os.environ.get("CALLISTO_ADMIN_TOKEN", "")
 ROUTING = os.path.join(os.environ.get("CALLISTO_SOURCE_DIR", "."), "deploy",
                        "nginx-callisto.conf")
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class RunningNginx:
@@ -88,12 +83,7 @@ http {{
             return False
 
     def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
