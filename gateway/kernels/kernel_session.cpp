@@ -444,14 +444,18 @@ bool kernel_session::track_request(const std::shared_ptr<kernel_client>& client,
             return false;
         }
     }
-    auto content = kernelproto::parse_untrusted_json(msg.content).value;
     websocket_execution e;
     e.kernel_id = id_;
     e.kernelspec = spec_.name;
     e.user = client->user_name();
     e.msg_id = msg.msg_id;
-    if (content.is_object() && content.contains("code") && content["code"].is_string())
-        e.code = content["code"].get<std::string>();
+    // The code (up to the message limit) is parsed only for an observer that records it; the
+    // metrics need the reply's status and the time alone.
+    if (env_.executions) {
+        auto content = kernelproto::parse_untrusted_json(msg.content).value;
+        if (content.is_object() && content.contains("code") && content["code"].is_string())
+            e.code = content["code"].get<std::string>();
+    }
     e.started = std::chrono::system_clock::now();
     e.started_steady = std::chrono::steady_clock::now();
     for (const auto& lost : executions_.started(std::move(e))) report(lost);
