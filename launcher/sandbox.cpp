@@ -14,20 +14,6 @@ namespace callisto::launcher {
 
 namespace {
 
-// Read-only host files a Python kernel needs: the dynamic loader's cache, name service and
-// time zone, TLS roots (for code that would talk to a proxy the operator allows one day),
-// fonts and matplotlib's defaults. Missing ones are skipped (--ro-bind-try).
-constexpr const char* etc_files[] = {
-    "/etc/ld.so.cache", "/etc/ld.so.conf",      "/etc/nsswitch.conf",
-    "/etc/localtime",   "/etc/timezone",        "/etc/mime.types",
-    "/etc/ssl/certs",   "/etc/ssl/openssl.cnf", "/etc/ca-certificates.conf",
-    "/etc/fonts",       "/etc/matplotlibrc",    "/etc/alternatives",
-    "/etc/host.conf",
-};
-
-// Debian's usrmerge: /bin, /lib, ... are symlinks into /usr.
-constexpr const char* usr_symlinks[] = {"bin", "sbin", "lib", "lib64", "lib32", "libx32"};
-
 void write_file(const std::filesystem::path& file, const std::string& content) {
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
@@ -85,6 +71,7 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
         cgroup = std::make_unique<kernel_cgroup>(
             cgroups_, cgroup_tag_.empty() ? name : cgroup_tag_ + "-" + name, policy);
 
+    const sandbox_layout layout{workdir, runtime_dir, passwd, group, policy.tmp_bytes};
     const int seccomp_fd = seccomp_.make_fd();
     spawn_description out;
     try {
@@ -93,28 +80,29 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
              // Namespaces. --disable-userns: the kernel cannot make its own user namespace,
              // where it would hold capabilities again.
              "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-             "--unshare-cgroup", "--disable-userns", "--hostname", "kernel",
+             "--unshare-cgroup", "--disable-userns", "--hostname", sandbox_hostname,
              // Lifetime and terminal: dies with its spawner; no controlling tty (TIOCSTI).
              "--die-with-parent", "--new-session",
              // A root that is an empty tmpfs, then only what Python needs, read-only.
              "--tmpfs", "/", "--ro-bind", "/usr", "/usr"};
-        for (const char* link : usr_symlinks) {
+        for (const char* link : sandbox_usr_symlinks()) {
             const std::string host = std::string("/") + link;
             if (is_symlink(host))
                 a.insert(a.end(), {"--symlink", std::string("usr/") + link, host});
         }
         a.insert(a.end(), {"--dir", "/etc"});
-        for (const char* file : etc_files) a.insert(a.end(), {"--ro-bind-try", file, file});
+        for (const char* file : sandbox_etc_files())
+            a.insert(a.end(), {"--ro-bind-try", file, file});
         a.insert(a.end(),
-                 {"--ro-bind", passwd.string(), "/etc/passwd",  //
-                  "--ro-bind", group.string(), "/etc/group",
+                 {"--ro-bind", layout.passwd_file.string(), "/etc/passwd",  //
+                  "--ro-bind", layout.group_file.string(), "/etc/group",
                   // A fresh procfs for the new pid namespace (not the host's), a
                   // minimal /dev, no /sys at all.
-                  "--proc", "/proc", "--dev", "/dev", "--size", std::to_string(policy.tmp_bytes),
-                  "--tmpfs", "/tmp", "--size", std::to_string(policy.tmp_bytes), "--tmpfs",
-                  "/dev/shm", "--bind", workdir.string(), sandbox_workdir,
+                  "--proc", "/proc", "--dev", "/dev", "--size", std::to_string(layout.tmp_bytes),
+                  "--tmpfs", "/tmp", "--size", std::to_string(layout.tmp_bytes), "--tmpfs",
+                  "/dev/shm", "--bind", layout.workdir.string(), sandbox_workdir,
                   // At its host path, so the connection file's ipc paths hold inside.
-                  "--bind", runtime_dir.string(), runtime_dir.string(),
+                  "--bind", layout.runtime_dir.string(), layout.runtime_dir.string(),
                   // /dev is bwrap's own tmpfs: read-only too (the device
                   // nodes stay usable; /dev/shm is its own capped mount).
                   "--chdir", sandbox_workdir, "--remount-ro", "/dev", "--remount-ro", "/",
@@ -153,8 +141,8 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
         ::close(seccomp_fd);
         throw;
     }
-    return std::make_shared<sandboxed_kernel>(std::move(out), policy, who, std::move(cgroup),
-                                              seccomp_fd);
+    return std::make_shared<sandboxed_kernel>(std::move(out), layout, policy, who,
+                                              std::move(cgroup), seccomp_fd);
 }
 
 }  // namespace callisto::launcher

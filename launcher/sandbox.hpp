@@ -15,6 +15,7 @@
 #include <string>
 
 #include "launcher/cgroup_layout.hpp"
+#include "launcher/sandbox_layout.hpp"
 #include "launcher/sandbox_policy.hpp"
 #include "launcher/sandbox_uid_pool.hpp"
 #include "launcher/seccomp_filter.hpp"
@@ -23,9 +24,6 @@
 namespace callisto::launcher {
 
 class sandboxed_kernel;
-
-// Where things are inside the sandbox.
-inline constexpr const char* sandbox_workdir = "/work";
 
 class sandbox {
 public:

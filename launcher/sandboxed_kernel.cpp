@@ -5,10 +5,11 @@
 
 namespace callisto::launcher {
 
-sandboxed_kernel::sandboxed_kernel(spawn_description command, sandbox_policy policy,
-                                   sandbox_identity who, std::unique_ptr<kernel_cgroup> cgroup,
-                                   int seccomp_fd)
+sandboxed_kernel::sandboxed_kernel(spawn_description command, sandbox_layout layout,
+                                   sandbox_policy policy, sandbox_identity who,
+                                   std::unique_ptr<kernel_cgroup> cgroup, int seccomp_fd)
     : command_(std::move(command)),
+      layout_(std::move(layout)),
       policy_(policy),
       who_(who),
       cgroup_(std::move(cgroup)),
@@ -22,7 +23,8 @@ void sandboxed_kernel::spawned() {
 }
 
 exit_status sandboxed_kernel::judge(exit_status status) const {
-    // bwrap's monitor exits with 128+N when the kernel was killed by signal N.
+    // bwrap's monitor, like a zygote fork's init, exits with 128+N when the kernel was
+    // killed by signal N.
     if (status.signal == 0 && status.exit_code > 128 && status.exit_code < 128 + NSIG) {
         status.signal = status.exit_code - 128;
         status.exit_code = -1;

@@ -8,6 +8,7 @@
 
 #include "launcher/kernel_cgroup.hpp"
 #include "launcher/process_supervisor.hpp"
+#include "launcher/sandbox_layout.hpp"
 #include "launcher/sandbox_policy.hpp"
 #include "launcher/sandbox_uid_pool.hpp"
 #include "launcher/spawn_description.hpp"
@@ -16,14 +17,16 @@ namespace callisto::launcher {
 
 class sandboxed_kernel {
 public:
-    sandboxed_kernel(spawn_description command, sandbox_policy policy, sandbox_identity who,
-                     std::unique_ptr<kernel_cgroup> cgroup, int seccomp_fd);
+    sandboxed_kernel(spawn_description command, sandbox_layout layout, sandbox_policy policy,
+                     sandbox_identity who, std::unique_ptr<kernel_cgroup> cgroup, int seccomp_fd);
     ~sandboxed_kernel();  // closes the seccomp fd if still open, removes the cgroup
     sandboxed_kernel(const sandboxed_kernel&) = delete;
     sandboxed_kernel& operator=(const sandboxed_kernel&) = delete;
 
     // What process_supervisor::spawn runs.
     const spawn_description& command() const { return command_; }
+    // What a zygote's fork builds instead of bwrap's namespaces and mounts.
+    const sandbox_layout& layout() const { return layout_; }
 
     // The child has its copy of the seccomp fd (or the spawn failed): close ours.
     void spawned();
@@ -37,6 +40,7 @@ public:
 
 private:
     spawn_description command_;
+    sandbox_layout layout_;
     sandbox_policy policy_;
     sandbox_identity who_;
     std::unique_ptr<kernel_cgroup> cgroup_;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "isolation_probe.hpp"
 #include "launcher/kernel_command.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
 #include "launcher/kernelspec.hpp"
@@ -22,7 +23,9 @@
 #include "test_support.hpp"
 
 using namespace callisto::launcher;
+using callisto::launcher::test::check_isolation;
 using callisto::launcher::test::eventually;
+using callisto::launcher::test::isolation_probe;
 using callisto::launcher::test::read_file;
 using callisto::launcher::test::temp_dir;
 
@@ -89,54 +92,9 @@ TEST_CASE("the probe refuses a missing bwrap with a clear message") {
 }
 
 TEST_CASE("sandboxed code runs as the session uid, sees only its own pids and no network") {
-    sandboxed_run run(R"(
-import ctypes, os, socket
-libc = ctypes.CDLL(None, use_errno=True)
-def unshare(flags):
-    if libc.unshare(flags) != 0:
-        raise OSError(ctypes.get_errno(), "unshare")
-out = []
-out.append("uid=%d gid=%d" % (os.getuid(), os.getgid()))
-out.append("pids=" + ",".join(sorted(p for p in os.listdir("/proc") if p.isdigit())))
-out.append("cwd=" + os.getcwd() + " home=" + os.environ["HOME"])
-out.append("shadow=" + str(os.path.exists("/etc/shadow")))
-out.append("sys=" + str(os.path.exists("/sys/kernel")))
-try:
-    socket.create_connection(("192.0.2.1", 80), timeout=2)
-    out.append("tcp=connected")
-except OSError as e:
-    out.append("tcp=" + type(e).__name__)
-for name, make in [("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW)),
-                   ("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)),
-                   ("userns", lambda: unshare(0x10000000)),
-                   ("netns", lambda: unshare(0x40000000))]:
-    try:
-        make()
-        out.append(name + "=allowed")
-    except OSError:
-        out.append(name + "=denied")
-try:
-    open("/usr/evil", "w")
-    out.append("usr=writable")
-except OSError:
-    out.append("usr=readonly")
-open("out.txt", "w").write("\n".join(out) + "\n")
-)");
+    sandboxed_run run(isolation_probe);
     CHECK(run.status.exit_code == 0);
-    const auto out = run.output("out.txt");
-    INFO(out);
-    CHECK(out.find("uid=" + std::to_string(test_uid) + " gid=" + std::to_string(test_uid)) !=
-          std::string::npos);
-    CHECK(out.find("pids=1,2\n") != std::string::npos);
-    CHECK(out.find("cwd=/work home=/work") != std::string::npos);
-    CHECK(out.find("shadow=False") != std::string::npos);
-    CHECK(out.find("sys=False") != std::string::npos);
-    CHECK(out.find("tcp=connected") == std::string::npos);
-    CHECK(out.find("packet=denied") != std::string::npos);
-    CHECK(out.find("raw=denied") != std::string::npos);
-    CHECK(out.find("userns=denied") != std::string::npos);
-    CHECK(out.find("netns=denied") != std::string::npos);
-    CHECK(out.find("usr=readonly") != std::string::npos);
+    check_isolation(run.output("out.txt"), test_uid);
 }
 
 TEST_CASE("a memory bomb is OOM-killed and judged as such") {

@@ -1,0 +1,40 @@
+#pragma once
+// What a sandboxed kernel sees of the file system, as data: the host paths bound into it and
+// the sizes of its scratch mounts. Two builders read it, so both sandboxes show the kernel the
+// same world: bwrap's command line (sandbox.cpp) and the zygote's in-process jail
+// (zygote/kernel_jail.cpp).
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace callisto::launcher {
+
+// Where things are inside the sandbox.
+inline constexpr const char* sandbox_workdir = "/work";
+inline constexpr const char* sandbox_hostname = "kernel";
+
+struct sandbox_layout {
+    std::filesystem::path workdir;      // bound read-write at sandbox_workdir
+    std::filesystem::path runtime_dir;  // bound read-write at its host path (ipc sockets)
+    std::filesystem::path passwd_file;  // bound read-only at /etc/passwd
+    std::filesystem::path group_file;   // bound read-only at /etc/group
+    std::uint64_t tmp_bytes = 0;        // size of /tmp and of /dev/shm, each
+
+    nlohmann::json to_json() const;
+    // Throws std::invalid_argument naming the field that is missing or not a string/number.
+    static sandbox_layout from_json(const nlohmann::json& j);
+};
+
+// Read-only host files a Python kernel needs, bound when they exist: the dynamic loader's
+// cache, name service and time zone, TLS roots, fonts and matplotlib's defaults.
+std::span<const char* const> sandbox_etc_files();
+
+// Debian's usrmerge: /bin, /lib, ... are symlinks into /usr; the sandbox repeats the ones the
+// host has.
+std::span<const char* const> sandbox_usr_symlinks();
+
+}  // namespace callisto::launcher
