@@ -10,12 +10,25 @@
 #include <string>
 #include <vector>
 
+#include "launcher/sandbox_layout.hpp"
+
 namespace callisto::launcher {
 
 struct resource_limit {
     int resource;        // RLIMIT_*
     unsigned long soft;  // RLIM_INFINITY for none
     unsigned long hard;
+};
+
+// The same start as a fork of the kernelspec's zygote (zygote_pool) instead of an exec of argv:
+// the kernel's own command, and the layout the fork's jail builds in place of bwrap's when
+// sandboxed. The identity, limits, cgroups, environment and output of the spawn_description
+// apply as they are.
+struct zygote_fork {
+    std::string kernelspec;
+    std::vector<std::string> argv;         // e.g. python3 -m ipykernel_launcher -f <file>
+    std::filesystem::path cwd;             // unsandboxed only; a jail starts in sandbox_workdir
+    std::optional<sandbox_layout> layout;  // none: no sandbox
 };
 
 struct spawn_description {
@@ -36,6 +49,9 @@ struct spawn_description {
     // The child's stdout and stderr (e.g. a pipe the gateway reads and logs); -1: the
     // gateway's own.
     int output_fd = -1;
+
+    // Set when a zygote may fork this process; argv is the fallback when none can.
+    std::optional<zygote_fork> zygote;
 };
 
 }  // namespace callisto::launcher

@@ -1,0 +1,317 @@
+#include "launcher/zygote/fork_server.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <system_error>
+
+#include "launcher/seqpacket.hpp"
+#include "launcher/zygote/kernel_jail.hpp"
+#include "launcher/zygote/pid_one.hpp"
+
+namespace callisto::launcher::zygote {
+
+namespace proto = zygote_protocol;
+
+namespace {
+
+// How long a fork may take to reach the kernel's first line of Python.
+constexpr int setup_timeout_ms = 10000;
+
+// In a child: tells the zygote why the start failed (the pipe's only content) and exits.
+[[noreturn]] void report_and_exit(int report, const std::string& why) {
+    [[maybe_unused]] auto n = ::write(report, why.data(), why.size());
+    ::_exit(127);
+}
+
+// The zygote died between the fork and PR_SET_PDEATHSIG: no signal will come, so go now. The
+// report pipe's read end was the zygote's alone.
+void exit_if_zygote_gone(int report) {
+    pollfd p{report, 0, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) ::_exit(127);
+}
+
+void redirect_stdio(int output) {
+    const int devnull = ::open("/dev/null", O_RDWR);
+    if (devnull < 0 || ::dup2(devnull, STDIN_FILENO) < 0)
+        throw std::system_error(errno, std::generic_category(), "redirecting stdin");
+    const int out = output >= 0 ? output : devnull;
+    if (::dup2(out, STDOUT_FILENO) < 0 || ::dup2(out, STDERR_FILENO) < 0)
+        throw std::system_error(errno, std::generic_category(), "redirecting stdout and stderr");
+}
+
+// Every descriptor above 2 but `keep` goes: nothing of the zygote's reaches the kernel.
+void close_all_but(int keep) {
+    if (keep > 3) ::close_range(3, static_cast<unsigned>(keep) - 1, 0);
+    ::close_range(static_cast<unsigned>(keep) + 1, ~0U, 0);
+}
+
+void set_death_signal(int report) {
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+        throw std::system_error(errno, std::generic_category(), "PR_SET_PDEATHSIG");
+    exit_if_zygote_gone(report);
+}
+
+}  // namespace
+
+fork_server::fork_server(int control_fd, python_runtime& python, std::filesystem::path scratch,
+                         std::string seccomp_bpf)
+    : control_(control_fd),
+      python_(python),
+      scratch_(std::move(scratch)),
+      seccomp_bpf_(std::move(seccomp_bpf)) {
+    own_pid_namespace_.reset(::open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
+    if (!own_pid_namespace_)
+        throw std::system_error(errno, std::generic_category(), "open /proc/self/ns/pid");
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    child_signals_.reset(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!child_signals_) throw std::system_error(errno, std::generic_category(), "signalfd");
+}
+
+void fork_server::run() {
+    for (;;) {
+        kill_due();
+        int timeout = -1;
+        for (const auto& [pid, kill_at] : kernels_)
+            if (kill_at) {
+                const auto ms =
+                    std::chrono::duration_cast<std::chrono::milliseconds>(*kill_at - clock::now())
+                        .count();
+                timeout = std::max(0, timeout < 0 ? static_cast<int>(ms)
+                                                  : std::min(timeout, static_cast<int>(ms)));
+            }
+        pollfd fds[] = {{control_, POLLIN, 0}, {child_signals_.get(), POLLIN, 0}};
+        if (::poll(fds, 2, timeout) < 0) {
+            if (errno == EINTR) continue;
+            throw std::system_error(errno, std::generic_category(), "poll");
+        }
+        if (fds[1].revents & POLLIN) {
+            signalfd_siginfo info;
+            while (::read(child_signals_.get(), &info, sizeof info) > 0) {
+            }
+            reap();
+        }
+        if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            std::optional<seqpacket_message> message;
+            try {
+                message = receive_seqpacket(control_);
+            } catch (const std::system_error& e) {
+                std::cerr << "callisto-zygote: " << e.what() << "\n";
+            }
+            if (!message) break;  // the gateway has gone
+            on_message(message->bytes, std::move(message->fd));
+        }
+    }
+    // Kernels never outlive the gateway that asked for them.
+    for (const auto& [pid, kill_at] : kernels_) ::kill(-pid, SIGKILL);
+    for (const auto& [pid, kill_at] : kernels_)
+        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
+}
+
+void fork_server::on_message(const std::string& bytes, unique_fd fd) {
+    proto::order order;
+    try {
+        order = proto::decode_order(bytes);
+    } catch (const std::invalid_argument& e) {
+        std::cerr << "callisto-zygote: " << e.what() << "\n";
+        send(proto::encode(proto::fork_failed_event{0, e.what()}));
+        return;
+    }
+    if (auto* fork = std::get_if<proto::fork_order>(&order)) {
+        fork_kernel(*fork, std::move(fd));
+    } else if (auto* sig = std::get_if<proto::signal_order>(&order)) {
+        // Only to a kernel not yet reaped: its pid cannot have been reused.
+        if (kernels_.contains(sig->pid) && ::kill(-sig->pid, sig->signal) != 0)
+            ::kill(sig->pid, sig->signal);
+    } else if (auto* term = std::get_if<proto::terminate_order>(&order)) {
+        auto it = kernels_.find(term->pid);
+        if (it == kernels_.end()) return;
+        ::kill(-term->pid, SIGTERM);
+        it->second = clock::now() + std::chrono::milliseconds(term->grace_ms);
+    }
+}
+
+void fork_server::fork_kernel(const proto::fork_order& order, unique_fd output) {
+    auto fail = [&](const std::string& why) {
+        send(proto::encode(proto::fork_failed_event{order.id, why}));
+    };
+    if (order.argv.size() < 3 || order.argv[1] != "-m") {
+        fail("a zygote runs `python -m module`, not " + order.argv.front());
+        return;
+    }
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+        fail(std::string("pipe: ") + std::strerror(errno));
+        return;
+    }
+    unique_fd report_read(fds[0]);
+    unique_fd report_write(fds[1]);
+    const bool jailed = order.layout.has_value();
+    // The fork becomes pid 1 of a new pid namespace; children made after are ours again.
+    if (jailed && ::unshare(CLONE_NEWPID) != 0) {
+        fail(std::string("unshare(CLONE_NEWPID): ") + std::strerror(errno));
+        return;
+    }
+    python_.before_fork();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        report_read.reset();
+        if (jailed) jail_child(order, output.get(), report_write.get());
+        kernel_child(order, output.get(), report_write.get(), false);
+    }
+    const int fork_error = errno;
+    python_.after_fork_in_parent();
+    if (jailed && ::setns(own_pid_namespace_.get(), CLONE_NEWPID) != 0) {
+        // Every later jail would nest inside this one: better to stop and be restarted.
+        std::cerr << "callisto-zygote: setns back to its own pid namespace: "
+                  << std::strerror(errno) << "\n";
+        std::_Exit(70);
+    }
+    report_write.reset();
+    output.reset();
+    if (pid < 0) {
+        fail(std::string("fork: ") + std::strerror(fork_error));
+        return;
+    }
+
+    // EOF: the kernel reached Python. Text: the stage that failed.
+    std::string why;
+    pollfd p{report_read.get(), POLLIN, 0};
+    const auto deadline = clock::now() + std::chrono::milliseconds(setup_timeout_ms);
+    for (;;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+        if (left <= 0) {
+            why = "the kernel's sandbox setup took longer than " +
+                  std::to_string(setup_timeout_ms / 1000) + " s";
+            ::kill(-pid, SIGKILL);
+            ::kill(pid, SIGKILL);
+            break;
+        }
+        const int ready = ::poll(&p, 1, static_cast<int>(left));
+        if (ready < 0 && errno != EINTR) break;
+        if (ready <= 0) continue;
+        char buffer[512];
+        const auto n = ::read(report_read.get(), buffer, sizeof buffer);
+        if (n > 0) {
+            why.append(buffer, static_cast<std::size_t>(n));
+            continue;
+        }
+        if (n == 0 || errno != EINTR) break;
+    }
+    if (!why.empty()) {
+        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        fail("cannot start the kernel: " + why);
+        return;
+    }
+    kernels_.emplace(pid, std::nullopt);
+    send(proto::encode(proto::forked_event{order.id, pid}));
+}
+
+void fork_server::jail_child(const proto::fork_order& order, int output, int report) {
+    try {
+        // Its own session and process group: the gateway's signals to the group reach it, and
+        // it hands them to the kernel.
+        ::setsid();
+        set_death_signal(report);
+        redirect_stdio(output);
+        close_all_but(report);
+        join_cgroups(order.cgroup_procs_files);
+        enter_namespaces();
+        build_root(*order.layout, scratch_);
+        apply_rlimits(order.rlimits);
+
+        sigset_t all;
+        sigfillset(&all);
+        ::sigprocmask(SIG_BLOCK, &all, nullptr);
+        const pid_t kernel = ::fork();
+        if (kernel < 0) throw std::system_error(errno, std::generic_category(), "fork");
+        if (kernel == 0) kernel_child(order, -1, report, true);
+
+        become_unprivileged(order.uid, order.gid, true);
+        // Its memory is a copy of the zygote's: not for the kernel to read.
+        if (::prctl(PR_SET_DUMPABLE, 0) != 0 || ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+            throw std::system_error(errno, std::generic_category(), "prctl");
+        set_death_signal(report);  // a new uid cleared it
+        ::close(report);
+        run_pid_one(kernel);
+    } catch (const std::exception& e) {
+        report_and_exit(report, e.what());
+    }
+}
+
+void fork_server::kernel_child(const proto::fork_order& order, int output, int report,
+                               bool jailed) {
+    try {
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        if (jailed) {
+            // Out of pid 1's session: the gateway's signals come through pid 1.
+            ::setsid();
+            if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+                throw std::system_error(errno, std::generic_category(), "PR_SET_PDEATHSIG");
+        } else {
+            ::setpgid(0, 0);
+            set_death_signal(report);
+            redirect_stdio(output);
+            close_all_but(report);
+            join_cgroups(order.cgroup_procs_files);
+            apply_rlimits(order.rlimits);
+        }
+        become_unprivileged(order.uid, order.gid, jailed);
+        if (jailed && ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+            throw std::system_error(errno, std::generic_category(), "PR_SET_PDEATHSIG");
+        const std::string cwd = jailed ? sandbox_workdir : order.cwd.string();
+        if (!cwd.empty() && ::chdir(cwd.c_str()) != 0)
+            throw std::system_error(errno, std::generic_category(), "chdir " + cwd);
+        if (jailed) confine(seccomp_bpf_);
+        ::prctl(PR_SET_NAME, "callisto-kernel");
+    } catch (const std::exception& e) {
+        report_and_exit(report, e.what());
+    }
+    ::close(report);  // EOF: the zygote reports the fork
+    auto env = order.env;
+    env.erase("JPY_PARENT_PID");  // the zygote's death is the kernel's, through the death signal
+    ::_exit(python_.run_kernel(order.argv, env));
+}
+
+void fork_server::reap() {
+    for (;;) {
+        int status = 0;
+        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) return;
+        if (kernels_.erase(pid) == 0) continue;
+        send(proto::encode(proto::exited_event{pid, status}));
+    }
+}
+
+void fork_server::kill_due() {
+    const auto now = clock::now();
+    for (auto& [pid, kill_at] : kernels_)
+        if (kill_at && *kill_at <= now) {
+            ::kill(-pid, SIGKILL);
+            ::kill(pid, SIGKILL);
+            kill_at.reset();
+        }
+}
+
+void fork_server::send(const std::string& bytes) {
+    if (!send_seqpacket(control_, bytes))
+        std::cerr << "callisto-zygote: send: " << std::strerror(errno) << "\n";
+}
+
+}  // namespace callisto::launcher::zygote

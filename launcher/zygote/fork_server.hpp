@@ -1,0 +1,54 @@
+#pragma once
+// A zygote's loop: reads the gateway's orders from its socket, forks a kernel for each fork
+// order (through a jail when the order has a layout), reports each fork's pid or the reason it
+// failed, signals and terminates its kernels on request, reaps them and reports their exits.
+// When the gateway closes the socket, every kernel it forked is killed and the loop ends.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "common/unique_fd.hpp"
+#include "launcher/zygote/python_runtime.hpp"
+#include "launcher/zygote_protocol.hpp"
+
+namespace callisto::launcher::zygote {
+
+class fork_server {
+public:
+    // `scratch` is an empty directory each jail mounts its root on (in its own mount
+    // namespace); `seccomp_bpf` is the kernels' filter. SIGCHLD must be blocked.
+    fork_server(int control_fd, python_runtime& python, std::filesystem::path scratch,
+                std::string seccomp_bpf);
+
+    // Returns once the gateway has gone.
+    void run();
+
+private:
+    using clock = std::chrono::steady_clock;
+
+    void on_message(const std::string& bytes, unique_fd fd);
+    void fork_kernel(const zygote_protocol::fork_order& order, unique_fd output);
+    [[noreturn]] void jail_child(const zygote_protocol::fork_order& order, int output, int report);
+    // `output` is redirected here only when not jailed (the jail's pid 1 did it).
+    [[noreturn]] void kernel_child(const zygote_protocol::fork_order& order, int output, int report,
+                                   bool jailed);
+    void reap();
+    void kill_due();
+    void send(const std::string& bytes);
+
+    int control_;
+    python_runtime& python_;
+    std::filesystem::path scratch_;
+    std::string seccomp_bpf_;
+    unique_fd own_pid_namespace_;
+    unique_fd child_signals_;  // signalfd for SIGCHLD
+    // Forked and not yet reaped, with the time of the SIGKILL a terminate order set.
+    std::map<pid_t, std::optional<clock::time_point>> kernels_;
+};
+
+}  // namespace callisto::launcher::zygote

@@ -1,0 +1,80 @@
+// callisto-zygote: one per kernelspec, started by the gateway. Imports the kernel's modules
+// once, then forks every kernel the gateway orders (see fork_server.hpp and
+// launcher/zygote_protocol.hpp).
+//
+//   callisto-zygote --control-fd=N --scratch=DIR --python=PROGRAM [--preload=a,b,c]
+
+#include <signal.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/seccomp_filter.hpp"
+#include "launcher/seqpacket.hpp"
+#include "launcher/zygote/fork_server.hpp"
+#include "launcher/zygote/python_runtime.hpp"
+
+namespace {
+
+std::vector<std::string> split(const std::string& list) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start < list.size()) {
+        auto end = list.find(',', start);
+        if (end == std::string::npos) end = list.size();
+        if (end > start) out.push_back(list.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace callisto::launcher;
+    int control = -1;
+    std::string scratch, python, preload;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        auto value = [&](std::string_view name) -> const char* {
+            return arg.starts_with(name) ? argv[i] + name.size() : nullptr;
+        };
+        if (const char* fd = value("--control-fd="))
+            control = std::atoi(fd);
+        else if (const char* dir = value("--scratch="))
+            scratch = dir;
+        else if (const char* program = value("--python="))
+            python = program;
+        else if (const char* modules = value("--preload="))
+            preload = modules;
+        else {
+            std::cerr << "callisto-zygote: unknown argument " << arg << "\n";
+            return 2;
+        }
+    }
+    if (control < 3 || scratch.empty() || python.empty()) {
+        std::cerr << "usage: callisto-zygote --control-fd=N --scratch=DIR --python=PROGRAM "
+                     "[--preload=a,b,c]\n";
+        return 2;
+    }
+    // Exits are read from a signalfd; blocked before anything could fork.
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, nullptr);
+    try {
+        const seccomp_filter filter;
+        zygote::python_runtime runtime(python);
+        const auto ready = runtime.preload(split(preload));
+        if (!send_seqpacket(control, zygote_protocol::encode(ready))) return 1;
+        zygote::fork_server server(control, runtime, scratch, filter.bpf());
+        server.run();
+    } catch (const std::exception& e) {
+        std::cerr << "callisto-zygote: " << e.what() << "\n";
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,165 @@
+// Python.h first, before any standard header: it sets feature macros they read.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "launcher/zygote/python_runtime.hpp"
+
+#include <stdexcept>
+
+namespace callisto::launcher::zygote {
+
+namespace {
+
+// Defined in __main__ once; called from C++ with Python objects.
+constexpr const char* helpers = R"PY(
+import gc, importlib, os, sys, time
+
+def _callisto_preload(modules):
+    # The inline backend, as ipykernel would set it, before matplotlib reads its rcParams.
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    started = time.monotonic()
+    loaded, failed = [], {}
+    for name in ["ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell"] + list(modules):
+        try:
+            importlib.import_module(name)
+            loaded.append(name)
+        except BaseException as e:  # a bad preload must not stop the zygote
+            failed[name] = f"{type(e).__name__}: {e}"
+    gc.collect()
+    gc.freeze()
+    return loaded, failed, time.monotonic() - started, sys.version.split()[0]
+
+def _callisto_run_kernel(argv, env):
+    os.environ.clear()
+    os.environ.update(env)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()  # numpy has no at-fork reseed; `random` and `uuid` need none
+    # As `python -m module args`: the module's file as argv[0], the cwd first on sys.path.
+    module = argv[2]
+    sys.argv = [argv[0]] + list(argv[3:])
+    sys.path.insert(0, os.getcwd())
+    import runpy
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+)PY";
+
+PyObject* main_dict() { return PyModule_GetDict(PyImport_AddModule("__main__")); }
+
+std::string error_text() {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    std::string out = "unknown Python error";
+    if (value) {
+        if (PyObject* s = PyObject_Str(value)) {
+            if (const char* c = PyUnicode_AsUTF8(s)) out = c;
+            Py_DECREF(s);
+        }
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+    PyErr_Clear();
+    return out;
+}
+
+PyObject* string_list(const std::vector<std::string>& items) {
+    PyObject* list = PyList_New(0);
+    for (const auto& item : items) {
+        PyObject* s =
+            PyUnicode_DecodeFSDefaultAndSize(item.data(), static_cast<Py_ssize_t>(item.size()));
+        PyList_Append(list, s);
+        Py_DECREF(s);
+    }
+    return list;
+}
+
+std::vector<std::string> strings_of(PyObject* list) {
+    std::vector<std::string> out;
+    for (Py_ssize_t i = 0; i < PyList_Size(list); ++i)
+        if (const char* c = PyUnicode_AsUTF8(PyList_GetItem(list, i))) out.emplace_back(c);
+    return out;
+}
+
+}  // namespace
+
+python_runtime::python_runtime(const std::string& program) {
+    PyConfig config;
+    PyConfig_InitPythonConfig(&config);
+    config.parse_argv = 0;
+    // sys.executable, sys.prefix and sys.path as `program` itself computes them.
+    PyStatus status = PyConfig_SetBytesString(&config, &config.program_name, program.c_str());
+    if (!PyStatus_Exception(status)) status = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(status))
+        throw std::runtime_error(std::string("Python did not start: ") +
+                                 (status.err_msg ? status.err_msg : "unknown error"));
+    if (PyRun_SimpleString(helpers) != 0)
+        throw std::runtime_error("the zygote's Python helpers did not load");
+}
+
+zygote_protocol::ready_event python_runtime::preload(const std::vector<std::string>& modules) {
+    zygote_protocol::ready_event ready;
+    PyObject* fn = PyDict_GetItemString(main_dict(), "_callisto_preload");  // borrowed
+    PyObject* args = string_list(modules);
+    PyObject* result = fn ? PyObject_CallOneArg(fn, args) : nullptr;
+    Py_DECREF(args);
+    if (!result) throw std::runtime_error("preload failed: " + error_text());
+    PyObject* failed = PyTuple_GetItem(result, 1);
+    ready.preloaded = strings_of(PyTuple_GetItem(result, 0));
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(failed, &pos, &key, &value)) {
+        const char* k = PyUnicode_AsUTF8(key);
+        const char* v = PyUnicode_AsUTF8(value);
+        if (k && v) ready.failed[k] = v;
+    }
+    ready.seconds = PyFloat_AsDouble(PyTuple_GetItem(result, 2));
+    if (const char* v = PyUnicode_AsUTF8(PyTuple_GetItem(result, 3))) ready.python = v;
+    Py_DECREF(result);
+    return ready;
+}
+
+void python_runtime::before_fork() { PyOS_BeforeFork(); }
+void python_runtime::after_fork_in_parent() { PyOS_AfterFork_Parent(); }
+
+int python_runtime::run_kernel(const std::vector<std::string>& argv,
+                               const std::map<std::string, std::string>& env) {
+    PyOS_AfterFork_Child();
+    PyObject* fn = PyDict_GetItemString(main_dict(), "_callisto_run_kernel");
+    PyObject* py_env = PyDict_New();
+    for (const auto& [key, value] : env) {
+        PyObject* k = PyUnicode_DecodeFSDefault(key.c_str());
+        PyObject* v = PyUnicode_DecodeFSDefault(value.c_str());
+        PyDict_SetItem(py_env, k, v);
+        Py_DECREF(k);
+        Py_DECREF(v);
+    }
+    PyObject* py_argv = string_list(argv);
+    PyObject* result = fn ? PyObject_CallFunctionObjArgs(fn, py_argv, py_env, nullptr) : nullptr;
+    Py_DECREF(py_argv);
+    Py_DECREF(py_env);
+    int code = 0;
+    if (result) {
+        Py_DECREF(result);
+    } else if (PyErr_ExceptionMatches(PyExc_SystemExit)) {
+        // sys.exit(n) as the interpreter's own main would take it.
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyObject* arg = value ? PyObject_GetAttrString(value, "code") : nullptr;
+        if (arg && PyLong_Check(arg))
+            code = static_cast<int>(PyLong_AsLong(arg));
+        else if (arg && arg != Py_None)
+            code = 1;
+        Py_XDECREF(arg);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+    } else {
+        PyErr_Print();
+        code = 1;
+    }
+    if (Py_FinalizeEx() < 0 && code == 0) code = 120;  // as Python's own main does
+    return code;
+}
+
+}  // namespace callisto::launcher::zygote

@@ -1,0 +1,170 @@
+#include "launcher/zygote_pool.hpp"
+
+#include <cstdlib>
+#include <system_error>
+
+namespace callisto::launcher {
+
+namespace {
+
+constexpr std::chrono::seconds max_backoff{60};
+constexpr std::chrono::seconds healthy_after{60};
+
+std::filesystem::path on_path(const std::string& program) {
+    if (program.find('/') != std::string::npos) return program;
+    const char* path = std::getenv("PATH");
+    std::string search = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    std::size_t start = 0;
+    while (start <= search.size()) {
+        auto end = search.find(':', start);
+        if (end == std::string::npos) end = search.size();
+        const std::filesystem::path candidate =
+            std::filesystem::path(search.substr(start, end - start)) / program;
+        start = end + 1;
+        std::error_code ec;
+        if (candidate.is_absolute() && std::filesystem::exists(candidate, ec)) return candidate;
+    }
+    return program;
+}
+
+}  // namespace
+
+zygote_pool::zygote_pool(process_supervisor& supervisor, zygote_settings settings, logger log)
+    : supervisor_(supervisor), settings_(std::move(settings)), log_(std::move(log)) {}
+
+zygote_pool::~zygote_pool() {
+    std::map<std::string, entry> entries;
+    {
+        std::lock_guard lock(mutex_);
+        entries.swap(entries_);
+    }
+    entries.clear();  // outside the lock: a client's thread may be in on_gone
+}
+
+std::filesystem::path zygote_pool::built_python() { return CALLISTO_ZYGOTE_PYTHON; }
+
+std::string zygote_pool::why_not_eligible(const kernelspec& spec,
+                                          const std::filesystem::path& python) {
+    const auto callisto = spec.metadata.find("callisto");
+    if (callisto != spec.metadata.end() && callisto->is_object()) {
+        const auto flag = callisto->find("zygote");
+        if (flag != callisto->end() && flag->is_boolean() && !flag->get<bool>())
+            return "its kernelspec opts out (metadata.callisto.zygote: false)";
+    }
+    if (spec.argv.size() < 3 || spec.argv[1] != "-m")
+        return "its command is not `python -m module`";
+    std::error_code a, b;
+    const auto theirs = std::filesystem::canonical(on_path(spec.argv[0]), a);
+    const auto ours = std::filesystem::canonical(python, b);
+    if (a || b || theirs != ours)
+        return "it runs " + spec.argv[0] + ", and the zygote embeds " + python.string();
+    return {};
+}
+
+std::vector<std::string> zygote_pool::preloads(const kernelspec& spec) {
+    const auto callisto = spec.metadata.find("callisto");
+    if (callisto != spec.metadata.end() && callisto->is_object()) {
+        const auto list = callisto->find("preload");
+        if (list != callisto->end() && list->is_array()) {
+            std::vector<std::string> out;
+            for (const auto& item : *list)
+                if (item.is_string()) out.push_back(item.get<std::string>());
+            return out;
+        }
+    }
+    if (spec.language == "python") return {"numpy", "pandas", "matplotlib", "matplotlib.pyplot"};
+    return {};
+}
+
+void zygote_pool::start(const std::vector<kernelspec>& specs) {
+    std::lock_guard lock(mutex_);
+    for (const auto& spec : specs) {
+        if (auto why = why_not_eligible(spec, settings_.python); !why.empty()) {
+            log_.info("kernelspec " + spec.name + " starts without a zygote: " + why);
+            continue;
+        }
+        auto& e = entries_[spec.name];
+        e.spec = spec;
+        launch(e);
+    }
+}
+
+void zygote_pool::launch(entry& e) {
+    e.started = clock::now();
+    try {
+        const std::string name = e.spec.name;
+        e.client = std::make_shared<zygote_client>(
+            supervisor_, settings_, e.spec, preloads(e.spec), log_,
+            [this, name](const std::string& why) { on_gone(name, why); });
+    } catch (const std::exception& ex) {
+        e.client.reset();
+        e.retry_at = clock::now() + e.backoff;
+        log_.warn("zygote for " + e.spec.name + " did not start: " + ex.what());
+    }
+}
+
+void zygote_pool::on_gone(const std::string& name, const std::string& why) {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return;  // shutting down
+    auto& e = it->second;
+    if (clock::now() - e.started > healthy_after) e.backoff = std::chrono::seconds(1);
+    e.retry_at = clock::now() + e.backoff;
+    log_.warn("zygote for " + name + " exited (" + why + "); its kernels start the usual way " +
+              "until it is restarted in " + std::to_string(e.backoff.count()) + " s");
+    e.backoff = std::min(e.backoff * 2, max_backoff);
+}
+
+std::optional<pid_t> zygote_pool::try_fork(const spawn_description& what, exit_handler on_exit) {
+    if (!what.zygote) return std::nullopt;
+    std::shared_ptr<zygote_client> client;
+    std::shared_ptr<zygote_client> dead;  // destroyed outside the lock (joins its thread)
+    {
+        std::lock_guard lock(mutex_);
+        auto it = entries_.find(what.zygote->kernelspec);
+        if (it == entries_.end()) return std::nullopt;
+        auto& e = it->second;
+        if ((!e.client || e.client->gone()) && clock::now() >= e.retry_at) {
+            dead = std::move(e.client);
+            launch(e);
+            return std::nullopt;  // importing: this kernel starts the usual way
+        }
+        if (!e.client || !e.client->ready()) return std::nullopt;
+        client = e.client;
+    }
+    try {
+        return client->fork(what, std::move(on_exit));
+    } catch (const std::exception& ex) {
+        log_.warn("zygote for " + what.zygote->kernelspec + " could not fork a kernel (" +
+                  ex.what() + "); starting it the usual way");
+        return std::nullopt;
+    }
+}
+
+std::vector<std::shared_ptr<zygote_client>> zygote_pool::clients() const {
+    std::lock_guard lock(mutex_);
+    std::vector<std::shared_ptr<zygote_client>> out;
+    for (const auto& [name, e] : entries_)
+        if (e.client) out.push_back(e.client);
+    return out;
+}
+
+bool zygote_pool::signal(pid_t pid, int sig) {
+    for (const auto& client : clients())
+        if (client->signal(pid, sig)) return true;
+    return false;
+}
+
+bool zygote_pool::terminate(pid_t pid, std::chrono::milliseconds grace) {
+    for (const auto& client : clients())
+        if (client->terminate(pid, grace)) return true;
+    return false;
+}
+
+bool zygote_pool::forked(pid_t pid) const {
+    for (const auto& client : clients())
+        if (client->owns(pid)) return true;
+    return false;
+}
+
+}  // namespace callisto::launcher

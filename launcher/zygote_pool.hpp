@@ -1,0 +1,79 @@
+#pragma once
+// One zygote per kernelspec that can have one: a `python -m module` kernelspec run by the
+// interpreter the zygote embeds, not opted out with "metadata": {"callisto": {"zygote": false}}.
+// Its preloads are metadata.callisto.preload, or the data stack for a Python kernelspec.
+//
+// A fork is tried first; whenever no zygote can fork (not eligible, still importing, dead
+// and waiting out its restart backoff, or its fork failed) the caller starts the kernel the
+// usual way, so kernels always start. A zygote that died is restarted on the next fork after
+// its backoff (1 s, doubling to 60 s, back to 1 s after a minute alive), with the reason
+// logged.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/logger.hpp"
+#include "launcher/kernelspec.hpp"
+#include "launcher/process_supervisor.hpp"
+#include "launcher/zygote_client.hpp"
+
+namespace callisto::launcher {
+
+class zygote_pool {
+public:
+    using exit_handler = process_supervisor::exit_handler;
+    using clock = std::chrono::steady_clock;
+
+    zygote_pool(process_supervisor& supervisor, zygote_settings settings, logger log);
+    ~zygote_pool();  // stops every zygote (and so every kernel it forked)
+
+    // The interpreter a zygote embeds, as built (CALLISTO_ZYGOTE_PYTHON).
+    static std::filesystem::path built_python();
+
+    // "" when `spec` can be forked by a zygote embedding `python`, else why not.
+    static std::string why_not_eligible(const kernelspec& spec,
+                                        const std::filesystem::path& python);
+    // metadata.callisto.preload, or numpy, pandas and matplotlib for Python kernelspecs.
+    static std::vector<std::string> preloads(const kernelspec& spec);
+
+    // Starts a zygote for each eligible kernelspec now (importing takes a second or two), and
+    // logs why the others start the usual way.
+    void start(const std::vector<kernelspec>& specs);
+
+    // A fork of `what` (what.zygote set) by its kernelspec's zygote; nullopt when none could
+    // fork it now, and the caller should start it the usual way.
+    std::optional<pid_t> try_fork(const spawn_description& what, exit_handler on_exit);
+
+    // False when `pid` is not a kernel a zygote forked (then it is the supervisor's).
+    bool signal(pid_t pid, int sig);
+    bool terminate(pid_t pid, std::chrono::milliseconds grace);
+    bool forked(pid_t pid) const;
+
+private:
+    struct entry {
+        kernelspec spec;
+        std::shared_ptr<zygote_client> client;
+        clock::time_point started{};
+        clock::time_point retry_at{};
+        std::chrono::seconds backoff{1};
+    };
+
+    void launch(entry& e);  // under mutex_
+    void on_gone(const std::string& name, const std::string& why);
+    std::vector<std::shared_ptr<zygote_client>> clients() const;
+
+    process_supervisor& supervisor_;
+    zygote_settings settings_;
+    logger log_;
+    mutable std::mutex mutex_;
+    std::map<std::string, entry> entries_;  // by kernelspec name, guarded by mutex_
+};
+
+}  // namespace callisto::launcher

@@ -1,0 +1,258 @@
+// Integration tests of the zygote on this host: the real callisto-zygote, real namespaces,
+// cgroups and seccomp, real Python. They need root, as `make test` runs them.
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "isolation_probe.hpp"
+#include "launcher/kernel_runtime_dir.hpp"
+#include "launcher/sandbox.hpp"
+#include "launcher/sandboxed_kernel.hpp"
+#include "launcher/session_workdir.hpp"
+#include "launcher/zygote_client.hpp"
+#include "launcher/zygote_pool.hpp"
+#include "test_support.hpp"
+
+using namespace callisto::launcher;
+using callisto::launcher::test::check_isolation;
+using callisto::launcher::test::eventually;
+using callisto::launcher::test::isolation_probe;
+using callisto::launcher::test::read_file;
+using callisto::launcher::test::temp_dir;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uid_t test_uid = 61910;
+
+struct open_temp_dir : temp_dir {
+    open_temp_dir() { ::chmod(path().c_str(), 0755); }
+};
+
+// One zygote (preloading numpy) and the exits of the kernels it forks.
+struct zygote_fixture {
+    process_supervisor supervisor{{}};
+    open_temp_dir scratch_root;
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::map<pid_t, exit_status> exits;
+    std::string gone_why;
+    std::unique_ptr<zygote_client> client;
+
+    zygote_fixture() {
+        kernelspec spec;
+        spec.name = "zt";
+        spec.language = "python";
+        const zygote_settings settings{CALLISTO_ZYGOTE_PROGRAM, zygote_pool::built_python(),
+                                       scratch_root.path()};
+        client = std::make_unique<zygote_client>(supervisor, settings, spec,
+                                                 std::vector<std::string>{"numpy"},
+                                                 callisto::logger(), [this](const std::string& w) {
+                                                     std::lock_guard lock(mutex);
+                                                     gone_why = w.empty() ? "gone" : w;
+                                                     changed.notify_all();
+                                                 });
+        REQUIRE(eventually([&] { return client->ready(); }, 60s));
+    }
+
+    pid_t fork(const spawn_description& what, const sandboxed_kernel* boxed = nullptr) {
+        return client->fork(what, [this, boxed](pid_t pid, exit_status st) {
+            std::lock_guard lock(mutex);
+            exits[pid] = boxed ? boxed->judge(st) : st;
+            changed.notify_all();
+        });
+    }
+
+    exit_status wait_exit(pid_t pid) {
+        std::unique_lock lock(mutex);
+        REQUIRE(changed.wait_for(lock, 60s, [&] { return exits.contains(pid); }));
+        return exits[pid];
+    }
+};
+
+// A sandboxed start as the gateway prepares it, with a module `name` in its workdir.
+struct jailed_kernel {
+    open_temp_dir root;
+    open_temp_dir runtime_root;
+    std::unique_ptr<session_workdir> workdir;
+    std::unique_ptr<kernel_runtime_dir> runtime;
+    std::shared_ptr<sandboxed_kernel> boxed;
+    spawn_description what;
+
+    jailed_kernel(const std::string& module_code, uid_t uid = test_uid) {
+        sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
+        const sandbox_identity who{uid, uid};
+        workdir = std::make_unique<session_workdir>(root.path(), "w", who, 64 << 20);
+        runtime = std::make_unique<kernel_runtime_dir>(runtime_root.path(), "r",
+                                                       transport_kind::ipc, "t");
+        std::ofstream(workdir->path() / "probe.py") << module_code;
+        spawn_description inner;
+        inner.argv = {"/usr/bin/python3", "-m", "probe"};
+        inner.env = {{"PATH", "/usr/bin"}};
+        boxed = box.prepare(inner, sandbox_policy{}, who, workdir->path(), runtime->path(),
+                            runtime->connection_file(), "clzt-" + std::to_string(::getpid()));
+        what = boxed->command();
+        what.zygote = zygote_fork{"zt", inner.argv, {}, boxed->layout()};
+    }
+    std::string output(const std::string& file) const { return read_file(workdir->path() / file); }
+};
+
+}  // namespace
+
+TEST_CASE("a zygote's fork is walled in as bwrap's kernels are: uid, pids, network, files") {
+    zygote_fixture z;
+    jailed_kernel k(isolation_probe);
+    const pid_t pid = z.fork(k.what, k.boxed.get());
+    CHECK(z.client->owns(pid));
+    CHECK(z.wait_exit(pid).exit_code == 0);
+    check_isolation(k.output("out.txt"), test_uid);
+}
+
+TEST_CASE("a forked kernel is confined: no capabilities, no_new_privs, seccomp, own hostname") {
+    zygote_fixture z;
+    jailed_kernel k(R"(
+import json, os, socket
+status = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
+fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
+try:
+    open("/proc/1/environ").read()
+    environ = "readable"
+except OSError as e:
+    environ = type(e).__name__
+json.dump({"caps": [status[c].strip() for c in ("CapEff", "CapPrm", "CapBnd", "CapAmb")],
+           "nnp": status["NoNewPrivs"].strip(), "seccomp": status["Seccomp"].strip(),
+           "host": socket.gethostname(), "fds": fds, "pid1_environ": environ,
+           "env": sorted(os.environ)}, open("out.json", "w"))
+)");
+    const pid_t pid = z.fork(k.what, k.boxed.get());
+    CHECK(z.wait_exit(pid).exit_code == 0);
+    const auto out = nlohmann::json::parse(k.output("out.json"));
+    INFO(out.dump());
+    for (const auto& cap : out["caps"]) CHECK(cap == "0000000000000000");
+    CHECK(out["nnp"] == "1");
+    CHECK(out["seccomp"] == "2");
+    CHECK(out["host"] == "kernel");
+    CHECK(out["pid1_environ"] == "PermissionError");  // pid 1 is a copy of the zygote
+    // stdin, stdout, stderr and the listing's own descriptor: nothing of the zygote's.
+    CHECK(out["fds"].size() <= 4);
+    for (const auto& name : out["env"]) CHECK(name != "PYDEVD_DISABLE_FILE_VALIDATION");
+}
+
+TEST_CASE("forked kernels share the zygote's imports but not its random state") {
+    zygote_fixture z;
+    const char* code = R"(
+import json, random, sys, uuid
+preloaded = "numpy" in sys.modules
+import numpy
+json.dump({"preloaded": preloaded, "random": random.random(), "numpy": numpy.random.rand(),
+           "uuid": str(uuid.uuid4())}, open("out.json", "w"))
+)";
+    jailed_kernel a(code, test_uid);
+    jailed_kernel b(code, test_uid + 1);
+    const pid_t pa = z.fork(a.what, a.boxed.get());
+    const pid_t pb = z.fork(b.what, b.boxed.get());
+    CHECK(z.wait_exit(pa).exit_code == 0);
+    CHECK(z.wait_exit(pb).exit_code == 0);
+    const auto ja = nlohmann::json::parse(a.output("out.json"));
+    const auto jb = nlohmann::json::parse(b.output("out.json"));
+    INFO(ja.dump() << " " << jb.dump());
+    CHECK(ja["preloaded"] == true);
+    CHECK(jb["preloaded"] == true);
+    CHECK(ja["random"] != jb["random"]);
+    CHECK(ja["numpy"] != jb["numpy"]);
+    CHECK(ja["uuid"] != jb["uuid"]);
+}
+
+TEST_CASE("a forked kernel's exit code and death by signal read as an exec'd kernel's") {
+    zygote_fixture z;
+    jailed_kernel exits("import sys; sys.exit(3)");
+    const pid_t p1 = z.fork(exits.what, exits.boxed.get());
+    CHECK(z.wait_exit(p1).exit_code == 3);
+
+    jailed_kernel killed("import os, signal; os.kill(os.getpid(), signal.SIGKILL)");
+    const pid_t p2 = z.fork(killed.what, killed.boxed.get());
+    const auto st = z.wait_exit(p2);
+    CHECK(st.signal == SIGKILL);
+    CHECK_FALSE(z.client->owns(p2));
+}
+
+TEST_CASE("terminate: SIGTERM reaches the kernel through the jail's pid 1, SIGKILL after grace") {
+    zygote_fixture z;
+    jailed_kernel polite("import time; time.sleep(120)");
+    jailed_kernel stubborn(R"(
+import signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+open("armed", "w").close()
+time.sleep(120)
+)",
+                           test_uid + 2);
+    const pid_t p1 = z.fork(polite.what, polite.boxed.get());
+    const pid_t p2 = z.fork(stubborn.what, stubborn.boxed.get());
+    REQUIRE(
+        eventually([&] { return std::filesystem::exists(stubborn.workdir->path() / "armed"); }));
+    CHECK(z.client->terminate(p1, 30s));
+    CHECK(z.wait_exit(p1).signal == SIGTERM);
+    CHECK(z.client->terminate(p2, 300ms));
+    CHECK(z.wait_exit(p2).signal == SIGKILL);
+    CHECK_FALSE(z.client->terminate(p2, 1s));  // gone: not the zygote's to signal any more
+}
+
+TEST_CASE("a fork whose jail cannot be built is refused with the reason; the zygote goes on") {
+    zygote_fixture z;
+    jailed_kernel broken("pass");
+    broken.what.zygote->layout->workdir = "/nonexistent/workdir";
+    try {
+        z.fork(broken.what);
+        FAIL("forked");
+    } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()).find("/nonexistent/workdir") != std::string::npos);
+    }
+    jailed_kernel fine("open('ok', 'w').close()");
+    const pid_t pid = z.fork(fine.what, fine.boxed.get());
+    CHECK(z.wait_exit(pid).exit_code == 0);
+    CHECK(std::filesystem::exists(fine.workdir->path() / "ok"));
+}
+
+TEST_CASE("an unsandboxed fork runs in its own directory with its own environment") {
+    zygote_fixture z;
+    open_temp_dir dir;
+    std::ofstream(dir.path() / "probe.py")
+        << "import os, json; json.dump({'cwd': os.getcwd(), 'marker': os.environ.get('MARK'), "
+           "'parent': os.environ.get('JPY_PARENT_PID')}, open('out.json', 'w'))";
+    spawn_description what;
+    what.argv = {"/usr/bin/python3", "-m", "probe"};
+    what.env = {{"PATH", "/usr/bin"}, {"MARK", "m1"}, {"JPY_PARENT_PID", "1"}};
+    what.zygote = zygote_fork{"zt", what.argv, dir.path(), std::nullopt};
+    const pid_t pid = z.fork(what);
+    CHECK(z.wait_exit(pid).exit_code == 0);
+    const auto out = nlohmann::json::parse(read_file(dir.path() / "out.json"));
+    CHECK(out["cwd"] == dir.path().string());
+    CHECK(out["marker"] == "m1");
+    CHECK(out["parent"].is_null());  // the kernel's parent is the zygote, not the gateway
+}
+
+TEST_CASE("when the zygote dies its kernels are reported killed, and it says it has gone") {
+    zygote_fixture z;
+    jailed_kernel k("import time; time.sleep(120)");
+    const pid_t pid = z.fork(k.what, k.boxed.get());
+    ::kill(z.client->pid(), SIGKILL);
+    const auto st = z.wait_exit(pid);
+    CHECK(st.signal == SIGKILL);
+    CHECK(st.describe().find("zygote") != std::string::npos);
+    REQUIRE(eventually([&] { return z.client->gone(); }));
+    // The jail went with it: its pid 1 had the zygote's death as its own.
+    CHECK(eventually([&] { return ::kill(pid, 0) != 0; }));
+    CHECK_THROWS_AS(z.fork(k.what), std::runtime_error);
+}
