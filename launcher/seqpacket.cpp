@@ -9,24 +9,24 @@
 
 namespace callisto::launcher {
 
-bool send_seqpacket(int socket, std::string_view bytes, int fd) {
-    if (bytes.size() > max_seqpacket_message) {
+bool send_seqpacket(int socket, std::string_view bytes, std::span<const int> fds) {
+    if (bytes.size() > max_seqpacket_message || fds.size() > max_seqpacket_fds) {
         errno = EMSGSIZE;
         return false;
     }
     iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    alignas(cmsghdr) char control[CMSG_SPACE(max_seqpacket_fds * sizeof(int))] = {};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
-    if (fd >= 0) {
+    if (!fds.empty()) {
         msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
+        msg.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
         cmsghdr* c = CMSG_FIRSTHDR(&msg);
         c->cmsg_level = SOL_SOCKET;
         c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+        c->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
+        std::memcpy(CMSG_DATA(c), fds.data(), fds.size() * sizeof(int));
     }
     ssize_t n;
     do {
@@ -38,8 +38,8 @@ bool send_seqpacket(int socket, std::string_view bytes, int fd) {
 std::optional<seqpacket_message> receive_seqpacket(int socket) {
     thread_local std::vector<char> buffer(max_seqpacket_message);
     iovec iov{buffer.data(), buffer.size()};
-    // Room for a few descriptors, so that extra ones are received (and closed), not leaked.
-    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
+    // Descriptors past the room here are closed by the kernel and flagged MSG_CTRUNC.
+    alignas(cmsghdr) char control[CMSG_SPACE(max_seqpacket_fds * sizeof(int))] = {};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
@@ -52,7 +52,7 @@ std::optional<seqpacket_message> receive_seqpacket(int socket) {
     if (n < 0) throw std::system_error(errno, std::generic_category(), "recvmsg");
 
     seqpacket_message out;
-    std::vector<unique_fd> received;
+    auto& received = out.fds;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
         const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -64,12 +64,8 @@ std::optional<seqpacket_message> receive_seqpacket(int socket) {
     }
     if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
         throw std::system_error(EMSGSIZE, std::generic_category(), "recvmsg: message truncated");
-    if (received.size() > 1)
-        throw std::system_error(EPROTO, std::generic_category(),
-                                "recvmsg: more than one descriptor");
     if (n == 0 && received.empty()) return std::nullopt;  // the peer closed
     out.bytes.assign(buffer.data(), static_cast<std::size_t>(n));
-    if (!received.empty()) out.fd = std::move(received.front());
     return out;
 }
 

@@ -1,5 +1,8 @@
 #include "launcher/zygote_client.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -29,6 +32,21 @@ exit_status from_wait_status(int w) {
         s.core_dumped = WCOREDUMP(w);
     }
     return s;
+}
+
+// The kernel's environment in a sealed-to-the-zygote memfd: only the fork reads it.
+unique_fd environment_memfd(const std::map<std::string, std::string>& env) {
+    unique_fd fd(::memfd_create("callisto-kernel-env", MFD_CLOEXEC));
+    if (!fd) throw std::system_error(errno, std::generic_category(), "zygote: memfd_create");
+    const std::string text = proto::encode_environment(env);
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const auto n = ::write(fd.get(), text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw std::system_error(errno, std::generic_category(), "zygote: environment");
+        done += static_cast<std::size_t>(n);
+    }
+    return fd;
 }
 
 std::string joined(const std::vector<std::string>& items) {
@@ -72,6 +90,14 @@ zygote_client::zygote_client(process_supervisor& supervisor, const zygote_settin
     what.env["HOME"] = home.string();
     what.env["MPLCONFIGDIR"] = home.string();  // matplotlib's font cache, built once here
     what.inherit_fds = {theirs.get()};
+    // Its own output (Python's warnings at import, a traceback) goes to the log, a line at a
+    // time, never raw onto the gateway's stderr (which may be a JSON log).
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0)
+        throw std::system_error(errno, std::generic_category(), "zygote: pipe");
+    output_.reset(out[0]);
+    unique_fd output_write(out[1]);
+    what.output_fd = output_write.get();
     what.env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1";  // debugpy's frozen-modules warning
     pid_ = supervisor.spawn(what, [log = log_, name = spec.name](pid_t, exit_status s) {
         log.info("zygote for " + name + " " + s.describe());
@@ -97,7 +123,10 @@ pid_t zygote_client::fork(const spawn_description& what, exit_handler on_exit) {
         pending.on_exit = std::move(on_exit);
         answer = pending.result.get_future();
         // Sent under the lock: ids and messages stay in one order.
-        if (!send_seqpacket(socket_.get(), proto::encode_fork(id, what), what.output_fd)) {
+        const unique_fd env = environment_memfd(what.env);
+        std::vector<int> fds{env.get()};
+        if (what.output_fd >= 0) fds.push_back(what.output_fd);
+        if (!send_seqpacket(socket_.get(), proto::encode_fork(id, what), fds)) {
             const int err = errno;
             pending_.erase(id);
             throw std::system_error(err, std::generic_category(), "zygote: send");
@@ -136,9 +165,38 @@ void zygote_client::send(const std::string& bytes) {
         log_.warn("zygote for " + spec_name_ + ": send: " + std::strerror(errno));
 }
 
+void zygote_client::log_output() {
+    char buffer[4096];
+    const auto n = ::read(output_.get(), buffer, sizeof buffer);
+    if (n <= 0) {
+        output_.reset();
+        return;
+    }
+    output_line_.append(buffer, static_cast<std::size_t>(n));
+    std::size_t start = 0;
+    for (auto end = output_line_.find('\n'); end != std::string::npos;
+         end = output_line_.find('\n', start)) {
+        log_.info("zygote for " + spec_name_ + ": " + output_line_.substr(start, end - start));
+        start = end + 1;
+    }
+    output_line_.erase(0, start);
+    if (output_line_.size() > 2048) {  // a line without end: logged in pieces
+        log_.info("zygote for " + spec_name_ + ": " + output_line_);
+        output_line_.clear();
+    }
+}
+
 void zygote_client::read_events() {
     std::string why = "its socket closed";
     for (;;) {
+        pollfd fds[] = {{socket_.get(), POLLIN, 0}, {output_.get(), POLLIN, 0}};
+        if (::poll(fds, output_ ? 2 : 1, -1) < 0) {
+            if (errno == EINTR) continue;
+            why = std::string("poll: ") + std::strerror(errno);
+            break;
+        }
+        if (output_ && fds[1].revents) log_output();
+        if (!fds[0].revents) continue;
         std::optional<seqpacket_message> message;
         try {
             message = receive_seqpacket(socket_.get());
@@ -193,6 +251,9 @@ void zygote_client::read_events() {
             if (handler) handler(exited->pid, from_wait_status(exited->status));
         }
     }
+
+    // What it wrote last (a traceback) says why it went.
+    for (pollfd p{output_.get(), POLLIN, 0}; output_ && ::poll(&p, 1, 100) > 0;) log_output();
 
     // The zygote has gone, and every jail it forked with it (their death signal).
     gone_ = true;

@@ -68,6 +68,7 @@ private:
     };
 
     void read_events();
+    void log_output();  // on the reader thread
     void send(const std::string& bytes);
 
     logger log_;
@@ -75,6 +76,8 @@ private:
     std::chrono::milliseconds fork_timeout_;
     std::function<void(const std::string&)> on_gone_;
     unique_fd socket_;
+    unique_fd output_;         // the zygote's stdout and stderr
+    std::string output_line_;  // a line not yet ended
     pid_t pid_ = 0;
     std::atomic<bool> ready_{false};
     std::atomic<bool> gone_{false};

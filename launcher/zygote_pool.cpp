@@ -30,14 +30,19 @@ std::filesystem::path on_path(const std::string& program) {
 }  // namespace
 
 zygote_pool::zygote_pool(process_supervisor& supervisor, zygote_settings settings, logger log)
-    : supervisor_(supervisor), settings_(std::move(settings)), log_(std::move(log)) {}
+    : supervisor_(supervisor), settings_(std::move(settings)), log_(std::move(log)) {
+    restarter_ = std::thread([this] { restart_when_due(); });
+}
 
 zygote_pool::~zygote_pool() {
     std::map<std::string, entry> entries;
     {
         std::lock_guard lock(mutex_);
+        stopping_ = true;
         entries.swap(entries_);
     }
+    changed_.notify_all();
+    restarter_.join();
     entries.clear();  // outside the lock: a client's thread may be in on_gone
 }
 
@@ -98,39 +103,65 @@ void zygote_pool::launch(entry& e) {
             [this, name](const std::string& why) { on_gone(name, why); });
     } catch (const std::exception& ex) {
         e.client.reset();
-        e.retry_at = clock::now() + e.backoff;
+        e.restart_at = clock::now() + e.backoff;
+        e.backoff = std::min(e.backoff * 2, max_backoff);
         log_.warn("zygote for " + e.spec.name + " did not start: " + ex.what());
+        changed_.notify_all();
     }
 }
 
 void zygote_pool::on_gone(const std::string& name, const std::string& why) {
-    std::lock_guard lock(mutex_);
-    auto it = entries_.find(name);
-    if (it == entries_.end()) return;  // shutting down
-    auto& e = it->second;
-    if (clock::now() - e.started > healthy_after) e.backoff = std::chrono::seconds(1);
-    e.retry_at = clock::now() + e.backoff;
-    log_.warn("zygote for " + name + " exited (" + why + "); its kernels start the usual way " +
-              "until it is restarted in " + std::to_string(e.backoff.count()) + " s");
-    e.backoff = std::min(e.backoff * 2, max_backoff);
+    {
+        std::lock_guard lock(mutex_);
+        auto it = entries_.find(name);
+        if (it == entries_.end()) return;  // shutting down
+        auto& e = it->second;
+        if (clock::now() - e.started > healthy_after) e.backoff = std::chrono::seconds(1);
+        e.restart_at = clock::now() + e.backoff;
+        log_.warn("zygote for " + name + " exited (" + why + "); its kernels start the usual " +
+                  "way until it is restarted in " + std::to_string(e.backoff.count()) + " s");
+        e.backoff = std::min(e.backoff * 2, max_backoff);
+    }
+    changed_.notify_all();
+}
+
+void zygote_pool::restart_when_due() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+        std::optional<clock::time_point> next;
+        std::vector<std::shared_ptr<zygote_client>> dead;  // destroyed without the lock
+        for (auto& [name, e] : entries_) {
+            if (!e.restart_at) continue;
+            if (*e.restart_at <= clock::now()) {
+                e.restart_at.reset();
+                dead.push_back(std::move(e.client));
+                launch(e);  // on failure, sets restart_at again
+            }
+            if (e.restart_at && (!next || *e.restart_at < *next)) next = e.restart_at;
+        }
+        if (!dead.empty()) {
+            lock.unlock();
+            dead.clear();  // joins each reader, which has finished
+            lock.lock();
+            continue;
+        }
+        if (next)
+            changed_.wait_until(lock, *next);
+        else
+            changed_.wait(lock);
+    }
 }
 
 std::optional<pid_t> zygote_pool::try_fork(const spawn_description& what, exit_handler on_exit) {
     if (!what.zygote) return std::nullopt;
     std::shared_ptr<zygote_client> client;
-    std::shared_ptr<zygote_client> dead;  // destroyed outside the lock (joins its thread)
     {
         std::lock_guard lock(mutex_);
         auto it = entries_.find(what.zygote->kernelspec);
         if (it == entries_.end()) return std::nullopt;
-        auto& e = it->second;
-        if ((!e.client || e.client->gone()) && clock::now() >= e.retry_at) {
-            dead = std::move(e.client);
-            launch(e);
-            return std::nullopt;  // importing: this kernel starts the usual way
-        }
-        if (!e.client || !e.client->ready()) return std::nullopt;
-        client = e.client;
+        // Importing, or gone and not yet restarted: this kernel starts the usual way.
+        if (!it->second.client || !it->second.client->ready()) return std::nullopt;
+        client = it->second.client;
     }
     try {
         return client->fork(what, std::move(on_exit));

@@ -5,18 +5,20 @@
 //
 // A fork is tried first; whenever no zygote can fork (not eligible, still importing, dead
 // and waiting out its restart backoff, or its fork failed) the caller starts the kernel the
-// usual way, so kernels always start. A zygote that died is restarted on the next fork after
-// its backoff (1 s, doubling to 60 s, back to 1 s after a minute alive), with the reason
-// logged.
+// usual way, so kernels always start. A zygote that died is restarted by the pool's own thread
+// after a backoff (1 s, doubling to 60 s, back to 1 s after a minute alive), with the reason
+// logged, whether or not kernels are being asked for.
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/logger.hpp"
@@ -61,19 +63,23 @@ private:
         kernelspec spec;
         std::shared_ptr<zygote_client> client;
         clock::time_point started{};
-        clock::time_point retry_at{};
+        std::optional<clock::time_point> restart_at;  // set once the zygote has gone
         std::chrono::seconds backoff{1};
     };
 
     void launch(entry& e);  // under mutex_
     void on_gone(const std::string& name, const std::string& why);
+    void restart_when_due();  // the restarter thread
     std::vector<std::shared_ptr<zygote_client>> clients() const;
 
     process_supervisor& supervisor_;
     zygote_settings settings_;
     logger log_;
     mutable std::mutex mutex_;
+    std::condition_variable changed_;
     std::map<std::string, entry> entries_;  // by kernelspec name, guarded by mutex_
+    bool stopping_ = false;                 // guarded by mutex_
+    std::thread restarter_;
 };
 
 }  // namespace callisto::launcher

@@ -79,7 +79,6 @@ std::string encode_fork(std::uint64_t id, const spawn_description& what) {
     json j = {{"op", "fork"},
               {"id", id},
               {"argv", fork.argv},
-              {"env", what.env},
               {"cwd", fork.cwd.string()},
               {"uid", what.uid ? json(*what.uid) : json()},
               {"gid", what.gid ? json(*what.gid) : json()},
@@ -116,12 +115,6 @@ order decode_order(const std::string& bytes) {
     o.id = whole<std::uint64_t>(j, "id", 0);
     o.argv = strings(j, "argv");
     if (o.argv.empty()) bad("'argv' is empty");
-    const auto& env = field(j, "env");
-    if (!env.is_object()) bad("'env' is not an object");
-    for (const auto& [key, value] : env.items()) {
-        if (!value.is_string()) bad("'env' holds a non-string");
-        o.env[key] = value.get<std::string>();
-    }
     o.cwd = text(j, "cwd");
     if (const auto& uid = field(j, "uid"); !uid.is_null()) o.uid = whole<uid_t>(uid, "uid");
     if (const auto& gid = field(j, "gid"); !gid.is_null()) o.gid = whole<gid_t>(gid, "gid");
@@ -142,6 +135,20 @@ order decode_order(const std::string& bytes) {
         }
     }
     return o;
+}
+
+std::string encode_environment(const std::map<std::string, std::string>& env) {
+    return json(env).dump();
+}
+
+std::map<std::string, std::string> decode_environment(const std::string& text) {
+    const json j = parse_object(text);
+    std::map<std::string, std::string> env;
+    for (const auto& [key, value] : j.items()) {
+        if (!value.is_string()) bad("the environment holds a non-string");
+        env[key] = value.get<std::string>();
+    }
+    return env;
 }
 
 std::string encode(const ready_event& e) {

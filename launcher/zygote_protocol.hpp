@@ -1,8 +1,13 @@
 #pragma once
 // What the gateway and a zygote say to each other over their socket pair: one JSON object per
-// SOCK_SEQPACKET message, a descriptor passed beside a fork order (the kernel's output pipe).
+// SOCK_SEQPACKET message. Beside a fork order go two descriptors: a memfd holding the kernel's
+// environment (encode_environment), and the kernel's output pipe when it has one.
 //
-//   gateway -> zygote   {"op":"fork","id":7,"argv":[...],"env":{...},"cwd":"...","uid":..,
+// The environment travels in a descriptor the zygote never reads, because whatever the zygote
+// reads stays in its memory, and every later fork is a copy of that memory: a KERNEL_ variable
+// one user gave their kernel must not be readable in another's. Only the fork reads it.
+//
+//   gateway -> zygote   {"op":"fork","id":7,"argv":[...],"cwd":"...","uid":..,
 //                        "gid":..,"rlimits":[[res,soft,hard],..],"cgroup_procs":[..],
 //                        "layout":{..}|null}
 //                       {"op":"signal","pid":P,"signal":S}
@@ -38,7 +43,6 @@ namespace callisto::launcher::zygote_protocol {
 struct fork_order {
     std::uint64_t id = 0;
     std::vector<std::string> argv;
-    std::map<std::string, std::string> env;
     std::filesystem::path cwd;
     std::optional<uid_t> uid;
     std::optional<gid_t> gid;
@@ -83,12 +87,17 @@ struct exited_event {
 
 using event = std::variant<ready_event, forked_event, fork_failed_event, exited_event>;
 
-// The fork order for a spawn_description whose `zygote` is set. Throws std::invalid_argument
-// when it is not.
+// The fork order for a spawn_description whose `zygote` is set (without its environment).
+// Throws std::invalid_argument when it is not.
 std::string encode_fork(std::uint64_t id, const spawn_description& what);
 std::string encode(const signal_order& o);
 std::string encode(const terminate_order& o);
 order decode_order(const std::string& text);
+
+// The kernel's environment, as the memfd beside a fork order holds it. decode_environment
+// throws std::invalid_argument when it is not an object of strings.
+std::string encode_environment(const std::map<std::string, std::string>& env);
+std::map<std::string, std::string> decode_environment(const std::string& text);
 
 std::string encode(const ready_event& e);
 std::string encode(const forked_event& e);

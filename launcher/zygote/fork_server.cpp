@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -49,10 +50,32 @@ void redirect_stdio(int output) {
         throw std::system_error(errno, std::generic_category(), "redirecting stdout and stderr");
 }
 
-// Every descriptor above 2 but `keep` goes: nothing of the zygote's reaches the kernel.
-void close_all_but(int keep) {
-    if (keep > 3) ::close_range(3, static_cast<unsigned>(keep) - 1, 0);
-    ::close_range(static_cast<unsigned>(keep) + 1, ~0U, 0);
+// Every descriptor above 2 but those in `keep` goes: nothing of the zygote's reaches the kernel.
+void close_all_but(std::vector<int> keep) {
+    std::sort(keep.begin(), keep.end());
+    unsigned next = 3;
+    for (int fd : keep) {
+        if (fd < 3) continue;
+        if (static_cast<unsigned>(fd) > next) ::close_range(next, static_cast<unsigned>(fd) - 1, 0);
+        next = static_cast<unsigned>(fd) + 1;
+    }
+    ::close_range(next, ~0U, 0);
+}
+
+// The environment the gateway wrote for this kernel, read by the fork alone.
+std::map<std::string, std::string> read_environment(int fd) {
+    std::string text;
+    char buffer[4096];
+    for (off_t at = 0;;) {
+        const auto n = ::pread(fd, buffer, sizeof buffer, at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0)
+            throw std::system_error(errno, std::generic_category(), "reading the environment");
+        if (n == 0) break;
+        text.append(buffer, static_cast<std::size_t>(n));
+        at += n;
+    }
+    return zygote_protocol::decode_environment(text);
 }
 
 void set_death_signal(int report) {
@@ -110,7 +133,7 @@ void fork_server::run() {
                 std::cerr << "callisto-zygote: " << e.what() << "\n";
             }
             if (!message) break;  // the gateway has gone
-            on_message(message->bytes, std::move(message->fd));
+            on_message(message->bytes, std::move(message->fds));
         }
     }
     // Kernels never outlive the gateway that asked for them.
@@ -120,7 +143,7 @@ void fork_server::run() {
         }
 }
 
-void fork_server::on_message(const std::string& bytes, unique_fd fd) {
+void fork_server::on_message(const std::string& bytes, std::vector<unique_fd> fds) {
     proto::order order;
     try {
         order = proto::decode_order(bytes);
@@ -130,7 +153,12 @@ void fork_server::on_message(const std::string& bytes, unique_fd fd) {
         return;
     }
     if (auto* fork = std::get_if<proto::fork_order>(&order)) {
-        fork_kernel(*fork, std::move(fd));
+        if (fds.empty()) {
+            send(proto::encode(proto::fork_failed_event{fork->id, "no environment was passed"}));
+            return;
+        }
+        unique_fd output = fds.size() > 1 ? std::move(fds[1]) : unique_fd();
+        fork_kernel(*fork, std::move(fds[0]), std::move(output));
     } else if (auto* sig = std::get_if<proto::signal_order>(&order)) {
         // Only to a kernel not yet reaped: its pid cannot have been reused.
         if (kernels_.contains(sig->pid) && ::kill(-sig->pid, sig->signal) != 0)
@@ -143,7 +171,8 @@ void fork_server::on_message(const std::string& bytes, unique_fd fd) {
     }
 }
 
-void fork_server::fork_kernel(const proto::fork_order& order, unique_fd output) {
+void fork_server::fork_kernel(const proto::fork_order& order, unique_fd environment,
+                              unique_fd output) {
     auto fail = [&](const std::string& why) {
         send(proto::encode(proto::fork_failed_event{order.id, why}));
     };
@@ -168,8 +197,8 @@ void fork_server::fork_kernel(const proto::fork_order& order, unique_fd output) 
     const pid_t pid = ::fork();
     if (pid == 0) {
         report_read.reset();
-        if (jailed) jail_child(order, output.get(), report_write.get());
-        kernel_child(order, output.get(), report_write.get(), false);
+        if (jailed) jail_child(order, environment.get(), output.get(), report_write.get());
+        kernel_child(order, environment.get(), output.get(), report_write.get(), false);
     }
     const int fork_error = errno;
     python_.after_fork_in_parent();
@@ -181,6 +210,7 @@ void fork_server::fork_kernel(const proto::fork_order& order, unique_fd output) 
     }
     report_write.reset();
     output.reset();
+    environment.reset();
     if (pid < 0) {
         fail(std::string("fork: ") + std::strerror(fork_error));
         return;
@@ -221,14 +251,15 @@ void fork_server::fork_kernel(const proto::fork_order& order, unique_fd output) 
     send(proto::encode(proto::forked_event{order.id, pid}));
 }
 
-void fork_server::jail_child(const proto::fork_order& order, int output, int report) {
+void fork_server::jail_child(const proto::fork_order& order, int environment, int output,
+                             int report) {
     try {
         // Its own session and process group: the gateway's signals to the group reach it, and
         // it hands them to the kernel.
         ::setsid();
         set_death_signal(report);
         redirect_stdio(output);
-        close_all_but(report);
+        close_all_but({report, environment});
         join_cgroups(order.cgroup_procs_files);
         enter_namespaces();
         build_root(*order.layout, scratch_);
@@ -239,7 +270,8 @@ void fork_server::jail_child(const proto::fork_order& order, int output, int rep
         ::sigprocmask(SIG_BLOCK, &all, nullptr);
         const pid_t kernel = ::fork();
         if (kernel < 0) throw std::system_error(errno, std::generic_category(), "fork");
-        if (kernel == 0) kernel_child(order, -1, report, true);
+        if (kernel == 0) kernel_child(order, environment, -1, report, true);
+        ::close(environment);
 
         become_unprivileged(order.uid, order.gid, true);
         // Its memory is a copy of the zygote's: not for the kernel to read.
@@ -253,8 +285,9 @@ void fork_server::jail_child(const proto::fork_order& order, int output, int rep
     }
 }
 
-void fork_server::kernel_child(const proto::fork_order& order, int output, int report,
-                               bool jailed) {
+void fork_server::kernel_child(const proto::fork_order& order, int environment, int output,
+                               int report, bool jailed) {
+    std::map<std::string, std::string> env;
     try {
         sigset_t none;
         sigemptyset(&none);
@@ -268,10 +301,12 @@ void fork_server::kernel_child(const proto::fork_order& order, int output, int r
             ::setpgid(0, 0);
             set_death_signal(report);
             redirect_stdio(output);
-            close_all_but(report);
+            close_all_but({report, environment});
             join_cgroups(order.cgroup_procs_files);
             apply_rlimits(order.rlimits);
         }
+        env = read_environment(environment);
+        ::close(environment);
         become_unprivileged(order.uid, order.gid, jailed);
         if (jailed && ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
             throw std::system_error(errno, std::generic_category(), "PR_SET_PDEATHSIG");
@@ -283,8 +318,7 @@ void fork_server::kernel_child(const proto::fork_order& order, int output, int r
     } catch (const std::exception& e) {
         report_and_exit(report, e.what());
     }
-    ::close(report);  // EOF: the zygote reports the fork
-    auto env = order.env;
+    ::close(report);              // EOF: the zygote reports the fork
     env.erase("JPY_PARENT_PID");  // the zygote's death is the kernel's, through the death signal
     ::_exit(python_.run_kernel(order.argv, env));
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/unique_fd.hpp"
 #include "launcher/zygote/python_runtime.hpp"
@@ -31,12 +32,15 @@ public:
 private:
     using clock = std::chrono::steady_clock;
 
-    void on_message(const std::string& bytes, unique_fd fd);
-    void fork_kernel(const zygote_protocol::fork_order& order, unique_fd output);
-    [[noreturn]] void jail_child(const zygote_protocol::fork_order& order, int output, int report);
+    void on_message(const std::string& bytes, std::vector<unique_fd> fds);
+    // `environment` is the memfd holding the kernel's environment: never read here.
+    void fork_kernel(const zygote_protocol::fork_order& order, unique_fd environment,
+                     unique_fd output);
+    [[noreturn]] void jail_child(const zygote_protocol::fork_order& order, int environment,
+                                 int output, int report);
     // `output` is redirected here only when not jailed (the jail's pid 1 did it).
-    [[noreturn]] void kernel_child(const zygote_protocol::fork_order& order, int output, int report,
-                                   bool jailed);
+    [[noreturn]] void kernel_child(const zygote_protocol::fork_order& order, int environment,
+                                   int output, int report, bool jailed);
     void reap();
     void kill_due();
     void send(const std::string& bytes);

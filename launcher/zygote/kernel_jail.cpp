@@ -55,17 +55,20 @@ void make_file(const fs::path& path) {
 }
 
 // A bind mount's own flags, set by a second, remounting call (mount(2) ignores them on the
-// first). nosuid and nodev always; read-only unless asked otherwise.
-void bind(const fs::path& source, const fs::path& target, bool read_only, unsigned long extra = 0) {
+// first): nosuid always, nodev but for device nodes, read-only when asked.
+enum class bind_kind { read_only, read_write, device };
+
+void bind(const fs::path& source, const fs::path& target, bind_kind kind) {
     check(::mount(source.c_str(), target.c_str(), nullptr, MS_BIND, nullptr),
           "bind " + source.string());
-    const unsigned long flags =
-        MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (read_only ? MS_RDONLY : 0) | extra;
+    unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID;
+    if (kind != bind_kind::device) flags |= MS_NODEV;
+    if (kind == bind_kind::read_only) flags |= MS_RDONLY;
     check(::mount(nullptr, target.c_str(), nullptr, flags, nullptr), "remount " + target.string());
 }
 
 // A bind target must be of the source's kind: a directory for a directory, a file otherwise.
-void bind_like_source(const fs::path& source, const fs::path& target, bool read_only) {
+void bind_like_source(const fs::path& source, const fs::path& target, bind_kind kind) {
     struct stat st {};
     if (::stat(source.c_str(), &st) != 0) fail("stat " + source.string());
     make_dirs(target.parent_path());
@@ -73,7 +76,7 @@ void bind_like_source(const fs::path& source, const fs::path& target, bool read_
         make_dir(target);
     else
         make_file(target);
-    bind(source, target, read_only);
+    bind(source, target, kind);
 }
 
 void mount_tmpfs(const fs::path& target, const std::string& options, unsigned long flags) {
@@ -83,10 +86,11 @@ void mount_tmpfs(const fs::path& target, const std::string& options, unsigned lo
 
 void build_dev(const fs::path& dev, std::uint64_t shm_bytes) {
     make_dir(dev);
-    mount_tmpfs(dev, "mode=0755", MS_NOSUID | MS_NOEXEC);
+    // As bwrap's --dev: nosuid and nodev on the tmpfs; the nodes are their own bind mounts.
+    mount_tmpfs(dev, "mode=0755", MS_NOSUID | MS_NODEV);
     for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
         make_file(dev / node);
-        bind(fs::path("/dev") / node, dev / node, false, MS_NOEXEC);
+        bind(fs::path("/dev") / node, dev / node, bind_kind::device);
     }
     make_dir(dev / "pts");
     check(::mount("devpts", (dev / "pts").c_str(), "devpts", MS_NOSUID | MS_NOEXEC,
@@ -134,7 +138,7 @@ void build_root(const sandbox_layout& layout, const fs::path& scratch) {
     mount_tmpfs(root, "mode=0755", MS_NOSUID | MS_NODEV);
 
     make_dir(root / "usr");
-    bind("/usr", root / "usr", true);
+    bind("/usr", root / "usr", bind_kind::read_only);
     for (const char* link : sandbox_usr_symlinks()) {
         const fs::path host = fs::path("/") / link;
         struct stat st {};
@@ -146,10 +150,10 @@ void build_root(const sandbox_layout& layout, const fs::path& scratch) {
     for (const char* file : sandbox_etc_files()) {
         struct stat st {};
         if (::stat(file, &st) != 0) continue;  // as bwrap's --ro-bind-try
-        bind_like_source(file, root / fs::path(file).relative_path(), true);
+        bind_like_source(file, root / fs::path(file).relative_path(), bind_kind::read_only);
     }
-    bind_like_source(layout.passwd_file, root / "etc/passwd", true);
-    bind_like_source(layout.group_file, root / "etc/group", true);
+    bind_like_source(layout.passwd_file, root / "etc/passwd", bind_kind::read_only);
+    bind_like_source(layout.group_file, root / "etc/group", bind_kind::read_only);
 
     // This process is pid 1 of the new pid namespace: the procfs mounted here is that
     // namespace's, showing only the kernel's own processes.
@@ -161,16 +165,18 @@ void build_root(const sandbox_layout& layout, const fs::path& scratch) {
     make_dir(root / "tmp");
     mount_tmpfs(root / "tmp", "mode=1777,size=" + std::to_string(layout.tmp_bytes),
                 MS_NOSUID | MS_NODEV);
-    bind_like_source(layout.workdir, root / fs::path(sandbox_workdir).relative_path(), false);
-    bind_like_source(layout.runtime_dir, root / layout.runtime_dir.relative_path(), false);
+    bind_like_source(layout.workdir, root / fs::path(sandbox_workdir).relative_path(),
+                     bind_kind::read_write);
+    bind_like_source(layout.runtime_dir, root / layout.runtime_dir.relative_path(),
+                     bind_kind::read_write);
 
     // pivot_root(".", "."): the old root ends up on top of the new one, then goes.
     check(::chdir(root.c_str()), "chdir to the new root");
     check(static_cast<int>(::syscall(SYS_pivot_root, ".", ".")), "pivot_root");
     check(::umount2(".", MNT_DETACH), "detaching the old root");
     check(::chdir("/"), "chdir /");
-    check(::mount(nullptr, "/dev", nullptr,
-                  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, nullptr),
+    check(::mount(nullptr, "/dev", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+                  nullptr),
           "remount /dev read-only");
     check(::mount(nullptr, "/", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
                   nullptr),

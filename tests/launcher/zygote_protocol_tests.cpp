@@ -47,7 +47,6 @@ TEST_CASE("a fork order carries the unwrapped command, identity, limits and layo
         std::get<proto::fork_order>(proto::decode_order(proto::encode_fork(42, sandboxed_spawn())));
     CHECK(order.id == 42);
     CHECK(order.argv.at(2) == "ipykernel_launcher");  // not bwrap's command line
-    CHECK(order.env.at("HOME") == "/work");
     CHECK(order.uid == 60001u);
     CHECK(order.gid == 60001u);
     REQUIRE(order.rlimits.size() == 2);
@@ -75,6 +74,17 @@ TEST_CASE("encoding a fork refuses a spawn that no zygote may fork") {
     spawn_description what;
     what.argv = {"/bin/true"};
     CHECK_THROWS_AS(proto::encode_fork(1, what), std::invalid_argument);
+}
+
+TEST_CASE("the environment travels beside a fork order, never inside it") {
+    const auto what = sandboxed_spawn();
+    const auto text = proto::encode_fork(1, what);
+    CHECK(text.find("/work") == std::string::npos);  // HOME's value is not in the order
+    const auto env = proto::decode_environment(proto::encode_environment(what.env));
+    CHECK(env == what.env);
+    CHECK_THROWS_AS(proto::decode_environment(R"({"A":1})"), std::invalid_argument);
+    CHECK_THROWS_AS(proto::decode_environment("[]"), std::invalid_argument);
+    CHECK_THROWS_AS(proto::decode_environment("{"), std::invalid_argument);
 }
 
 TEST_CASE("signal and terminate orders round-trip") {
@@ -108,7 +118,6 @@ TEST_CASE("malformed orders are refused with the field named") {
     refused(R"({"op":"terminate","pid":1,"grace_ms":-1})", "out of range");
     refused(fork_with("argv", "[]"), "'argv' is empty");
     refused(fork_with("argv", "[1]"), "non-string");
-    refused(fork_with("env", R"({"A":1})"), "'env' holds a non-string");
     refused(fork_with("uid", "-1"), "'uid' is out of range");
     refused(fork_with("uid", "4294967296"), "'uid' is out of range");
     refused(fork_with("rlimits", "[[1,2]]"), "[resource, soft, hard]");
@@ -149,7 +158,7 @@ TEST_CASE("events round-trip and malformed ones are refused") {
     CHECK_THROWS_AS(proto::decode_event("{"), std::invalid_argument);
 }
 
-TEST_CASE("seqpacket messages arrive whole, with the descriptor passed beside them") {
+TEST_CASE("seqpacket messages arrive whole, with the descriptors passed beside them") {
     int pair[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
     callisto::unique_fd a(pair[0]), b(pair[1]);
@@ -157,23 +166,27 @@ TEST_CASE("seqpacket messages arrive whole, with the descriptor passed beside th
     REQUIRE(::pipe(pipe_fds) == 0);
     callisto::unique_fd pipe_read(pipe_fds[0]), pipe_write(pipe_fds[1]);
 
-    REQUIRE(send_seqpacket(a.get(), "first", pipe_write.get()));
+    const int passed[] = {pipe_read.get(), pipe_write.get()};
+    REQUIRE(send_seqpacket(a.get(), "first", passed));
     REQUIRE(send_seqpacket(a.get(), std::string(100000, 'x')));
     auto first = receive_seqpacket(b.get());
     REQUIRE(first);
     CHECK(first->bytes == "first");
-    REQUIRE(first->fd);
-    CHECK(first->fd.get() != pipe_write.get());
-    CHECK(::write(first->fd.get(), "z", 1) == 1);  // the same pipe, through the passed copy
+    REQUIRE(first->fds.size() == 2);
+    CHECK(first->fds[1].get() != pipe_write.get());
+    CHECK(::write(first->fds[1].get(), "z", 1) == 1);  // the same pipe, through the copies
     char c = 0;
-    CHECK(::read(pipe_read.get(), &c, 1) == 1);
+    CHECK(::read(first->fds[0].get(), &c, 1) == 1);
     CHECK(c == 'z');
     auto second = receive_seqpacket(b.get());
     REQUIRE(second);
     CHECK(second->bytes.size() == 100000);
-    CHECK_FALSE(second->fd);
+    CHECK(second->fds.empty());
 
     CHECK_FALSE(send_seqpacket(a.get(), std::string(max_seqpacket_message + 1, 'x')));
+    CHECK(errno == EMSGSIZE);
+    const int too_many[] = {0, 1, 2, 0, 1};
+    CHECK_FALSE(send_seqpacket(a.get(), "x", too_many));
     CHECK(errno == EMSGSIZE);
     a.reset();
     CHECK_FALSE(receive_seqpacket(b.get()));  // end of stream

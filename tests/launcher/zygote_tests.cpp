@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -109,6 +110,25 @@ struct jailed_kernel {
     std::string output(const std::string& file) const { return read_file(workdir->path() / file); }
 };
 
+// Whether `needle` is anywhere in the readable memory of `pid` (as root, through /proc).
+bool memory_contains(pid_t pid, const std::string& needle) {
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    std::ifstream mem("/proc/" + std::to_string(pid) + "/mem", std::ios::binary);
+    std::string line;
+    while (std::getline(maps, line)) {
+        unsigned long start = 0, end = 0;
+        char perms[5] = {};
+        if (std::sscanf(line.c_str(), "%lx-%lx %4s", &start, &end, perms) != 3) continue;
+        if (perms[0] != 'r' || end - start > (1ul << 30)) continue;
+        std::string bytes(end - start, '\0');
+        mem.clear();
+        mem.seekg(static_cast<std::streamoff>(start));
+        if (!mem.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) continue;
+        if (bytes.find(needle) != std::string::npos) return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 TEST_CASE("a zygote's fork is walled in as bwrap's kernels are: uid, pids, network, files") {
@@ -148,6 +168,44 @@ json.dump({"caps": [status[c].strip() for c in ("CapEff", "CapPrm", "CapBnd", "C
     // stdin, stdout, stderr and the listing's own descriptor: nothing of the zygote's.
     CHECK(out["fds"].size() <= 4);
     for (const auto& name : out["env"]) CHECK(name != "PYDEVD_DISABLE_FILE_VALIDATION");
+}
+
+TEST_CASE("device nodes work in a fork: /dev/null, /dev/zero, /dev/urandom, subprocess DEVNULL") {
+    zygote_fixture z;
+    jailed_kernel k(R"(
+import json, os, subprocess
+out = {}
+for node in ("null", "zero", "full", "random", "urandom"):
+    try:
+        with open("/dev/" + node, "rb") as f:
+            f.read(1)
+        out[node] = "ok"
+    except OSError as e:
+        out[node] = type(e).__name__
+with open("/dev/null", "w") as f:
+    f.write("x")
+out["devnull_run"] = subprocess.run(["/bin/true"], stdout=subprocess.DEVNULL).returncode
+json.dump(out, open("out.json", "w"))
+)");
+    const pid_t pid = z.fork(k.what, k.boxed.get());
+    CHECK(z.wait_exit(pid).exit_code == 0);
+    const auto out = nlohmann::json::parse(k.output("out.json"));
+    INFO(out.dump());
+    for (const char* node : {"null", "zero", "full", "random", "urandom"}) CHECK(out[node] == "ok");
+    CHECK(out["devnull_run"] == 0);
+}
+
+TEST_CASE("a kernel's environment never enters the zygote's memory, which later forks copy") {
+    zygote_fixture z;
+    jailed_kernel k("import os; assert os.environ['KERNEL_API_KEY'].startswith('sk-')");
+    const std::string secret = "sk-" + std::to_string(::getpid()) + "-do-not-copy-f00dcafe";
+    k.what.env["KERNEL_API_KEY"] = secret;
+    const pid_t pid = z.fork(k.what, k.boxed.get());
+    CHECK(z.wait_exit(pid).exit_code == 0);  // the kernel had it
+    // What the zygote did read stays in its memory (the scan finds the order's paths)...
+    CHECK(memory_contains(z.client->pid(), k.workdir->path().string()));
+    // ...and the environment was never among it.
+    CHECK_FALSE(memory_contains(z.client->pid(), secret));
 }
 
 TEST_CASE("forked kernels share the zygote's imports but not its random state") {
