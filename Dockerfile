@@ -9,7 +9,7 @@ FROM ${BASE_IMAGE} AS build
 RUN apt-get update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
       build-essential cmake pkg-config libboost-dev libzmq3-dev cppzmq-dev \
-      nlohmann-json3-dev libssl-dev libseccomp-dev \
+      nlohmann-json3-dev libssl-dev libseccomp-dev python3-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -21,16 +21,18 @@ COPY launcher launcher
 COPY gateway gateway
 COPY docs/openapi.json docs/openapi.json
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCALLISTO_BUILD_TESTS=OFF \
- && cmake --build build -j"$(nproc)" --target callisto \
- && strip build/gateway/callisto
+ && cmake --build build -j"$(nproc)" --target callisto callisto-zygote \
+ && strip build/gateway/callisto build/gateway/callisto-zygote
 
 FROM ${BASE_IMAGE}
 RUN apt-get update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      libzmq5 libssl3 libseccomp2 bubblewrap ca-certificates curl \
+      libzmq5 libssl3 libseccomp2 libpython3.11 bubblewrap ca-certificates curl \
       python3-ipykernel python3-numpy python3-pandas python3-matplotlib \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/gateway/callisto /usr/local/bin/callisto
+# Beside the gateway, where it looks for it: the fork server of Python kernels (--zygote).
+COPY --from=build /src/build/gateway/callisto-zygote /usr/local/bin/callisto-zygote
 COPY web /usr/share/callisto/web
 COPY deploy/container-entrypoint.sh /usr/local/bin/callisto-entrypoint
 # Kernels' working directories (one per kernel) and the audit log: volumes in compose.yaml.

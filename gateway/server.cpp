@@ -1,5 +1,7 @@
 #include "gateway/server.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
@@ -35,6 +37,26 @@ void prepare_runtime_root(const fs::path& root, bool sandboxed) {
                         ? fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec
                         : fs::perms::owner_all,
                     fs::perm_options::replace);
+}
+
+// The zygotes fork kernels from callisto-zygote, beside this binary unless configured.
+std::unique_ptr<launcher::zygote_pool> make_zygote_pool(const server_config& config,
+                                                        launcher::process_supervisor& supervisor,
+                                                        logger log) {
+    if (!config.zygote) return nullptr;
+    auto program = config.zygote_program;
+    if (program.empty()) {
+        std::error_code ec;
+        program = fs::read_symlink("/proc/self/exe", ec).parent_path() / "callisto-zygote";
+    }
+    if (::access(program.c_str(), X_OK) != 0) {
+        log.warn("no zygote program at " + program.string() +
+                 "; every kernel starts its own interpreter");
+        return nullptr;
+    }
+    launcher::zygote_settings settings{program, launcher::zygote_pool::built_python(),
+                                       config.runtime_root};
+    return std::make_unique<launcher::zygote_pool>(supervisor, std::move(settings), std::move(log));
 }
 
 // A --kernel-dir that does not exist or a --default-kernel no directory provides is a typo:
@@ -203,8 +225,9 @@ server::server(server_config config, logger log)
       signals_(ioc_, SIGINT, SIGTERM, SIGHUP),
       reactor_(log_.component("reactor")),
       supervisor_(log_.component("supervisor")),
+      zygotes_(make_zygote_pool(config_, supervisor_, log_.component("zygote"))),
       kernel_links_(reactor_),
-      kernel_processes_(supervisor_),
+      kernel_processes_(supervisor_, zygotes_.get()),
       catalog_(kernel_search_path(config_), log_.component("kernelspecs")),
       sandbox_(make_sandbox(config_, workdir_lock_.get(), log_.component("sandbox"))),
       sandbox_uids_(sandbox_ ? std::make_unique<launcher::sandbox_uid_pool>(
@@ -269,6 +292,8 @@ server::server(server_config config, logger log)
         log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
     for (const auto& spec : catalog_.all())
         log_.info("kernelspec " + spec.name + " from " + spec.resource_dir.string());
+    // After the runtime root exists: the zygotes' scratch directories go there.
+    if (zygotes_) zygotes_->start(catalog_.all());
 }
 
 server::~server() {

@@ -39,6 +39,7 @@
 #include "launcher/process_supervisor.hpp"
 #include "launcher/sandbox.hpp"
 #include "launcher/sandbox_uid_pool.hpp"
+#include "launcher/zygote_pool.hpp"
 #include "transport/reactor.hpp"
 
 namespace callisto::gateway {
@@ -82,6 +83,8 @@ private:
     boost::asio::signal_set signals_;
     transport::reactor reactor_;
     launcher::process_supervisor supervisor_;
+    // Null with --zygote=off or without the program. Outlives the kernels it forks.
+    std::unique_ptr<launcher::zygote_pool> zygotes_;
     kernels::reactor_link_port kernel_links_;
     kernels::supervisor_process_port kernel_processes_;
     launcher::kernelspec_catalog catalog_;

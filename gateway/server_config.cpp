@@ -536,6 +536,17 @@ const std::vector<option>& options() {
               return {};
           },
           [](const server_config& c) { return nlohmann::json(c.sandbox ? "on" : "off"); }}},
+        {"--zygote",
+         "on|off",
+         "fork Python kernels from a zygote per kernelspec that has\n"
+         "imported ipykernel and the data stack (default on); off: every\n"
+         "kernel starts its own interpreter",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              if (value != "on" && value != "off") return "on or off";
+              st.cfg.zygote = value == "on";
+              return {};
+          },
+          [](const server_config& c) { return nlohmann::json(c.zygote ? "on" : "off"); }}},
         {"--workdir-root",
          "DIR",
          "per-kernel working directories (default /var/lib/callisto/work);\n"

@@ -76,6 +76,10 @@ struct server_config {
     std::uint32_t sandbox_uid_first = 60000;  // per-session uids: [first, first+count)
     std::uint32_t sandbox_uid_count = 1000;
     std::filesystem::path bwrap = "/usr/bin/bwrap";
+    // Python kernels forked from a zygote per kernelspec (launcher/zygote_pool.hpp); the
+    // program defaults to callisto-zygote beside the gateway's own binary.
+    bool zygote = true;
+    std::filesystem::path zygote_program;
 
     // The interpreter API (/v1, gateway/interpreter/).
     std::size_t output_budget_bytes = 1u << 20;       // per stream per execution: head + tail

@@ -1,6 +1,7 @@
 #include "gateway/kernels/kernel_model.hpp"
 
 #include "kernelproto/iso_time.hpp"
+#include "launcher/process_memory.hpp"
 
 namespace callisto::gateway::kernels {
 
@@ -15,7 +16,26 @@ nlohmann::json kernel_model::to_json(const std::string& id, const std::string& n
                         {"execution_state", execution_state_},
                         {"connections", connections_}};
     if (!reason_.empty()) m["reason"] = reason_;
+    if (pid_ > 0) {
+        // smaps_rollup costs a walk of the process's mappings: not on every GET.
+        const auto now = std::chrono::steady_clock::now();
+        if (now - pss_read_ > std::chrono::seconds(5)) {
+            pss_ = launcher::process_tree_pss(pid_);
+            pss_read_ = now;
+        }
+        m["callisto"] = {{"launch", forked_ ? "zygote" : "exec"},
+                         {"pid", pid_},
+                         {"pss_bytes", pss_ ? nlohmann::json(*pss_) : nlohmann::json()}};
+    }
     return m;
+}
+
+void kernel_model::set_process(pid_t pid, bool forked) {
+    std::lock_guard lock(mutex_);
+    pid_ = pid;
+    forked_ = forked;
+    pss_.reset();
+    pss_read_ = {};
 }
 
 kernel_activity kernel_model::activity() const {

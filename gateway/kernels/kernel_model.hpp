@@ -6,8 +6,11 @@
 #include <chrono>
 #include <cstddef>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include <sys/types.h>
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +22,9 @@ class kernel_model {
 public:
     kernel_model();
 
-    // {id, name, last_activity, execution_state, connections[, reason]}.
+    // {id, name, last_activity, execution_state, connections[, reason], callisto: {launch,
+    // pid, pss_bytes}}: how the running process started (a zygote's fork or an exec), its host
+    // pid and its memory (PSS of its process tree, read at most every few seconds).
     nlohmann::json to_json(const std::string& id, const std::string& name) const;
     kernel_activity activity() const;
     std::string reason() const;
@@ -32,6 +37,8 @@ public:
     // A new lifecycle state ("starting", "idle", "restarting", "dead") and why.
     void set(std::string execution_state, std::string reason);
     void set_connections(std::size_t n);
+    // The process now behind the kernel (0: none), and whether a zygote forked it.
+    void set_process(pid_t pid, bool forked);
     // A kernel message arrived: that is activity. A status message of a running kernel also
     // changes the execution state; `execution_state` is "" for every other message.
     void on_kernel_message(std::string_view execution_state, bool running);
@@ -45,6 +52,10 @@ private:
     std::size_t connections_ = 0;
     std::string reason_;
     std::string owner_;
+    pid_t pid_ = 0;
+    bool forked_ = false;
+    mutable std::optional<std::uint64_t> pss_;  // cached, read at pss_read_
+    mutable std::chrono::steady_clock::time_point pss_read_{};
 };
 
 }  // namespace callisto::gateway::kernels

@@ -14,6 +14,7 @@
 #include "kernelproto/message.hpp"
 #include "launcher/process_supervisor.hpp"
 #include "launcher/spawn_description.hpp"
+#include "launcher/zygote_pool.hpp"
 #include "transport/link_events.hpp"
 #include "transport/reactor.hpp"
 
@@ -37,6 +38,8 @@ public:
                         launcher::process_supervisor::exit_handler on_exit) = 0;
     virtual void signal_group(pid_t pid, int sig) = 0;
     virtual void terminate(pid_t pid, std::chrono::milliseconds grace) = 0;
+    // True when a zygote forked it (the kernel model says how each kernel started).
+    virtual bool forked(pid_t) const { return false; }
 };
 
 class reactor_link_port final : public link_port {
@@ -56,21 +59,30 @@ private:
     transport::reactor& reactor_;
 };
 
+// A zygote's fork first, when the spawn allows one and a zygote can make it; else an exec by
+// the supervisor. Signals go to whichever started the process.
 class supervisor_process_port final : public process_port {
 public:
-    explicit supervisor_process_port(launcher::process_supervisor& supervisor)
-        : supervisor_(supervisor) {}
+    supervisor_process_port(launcher::process_supervisor& supervisor,
+                            launcher::zygote_pool* zygotes)
+        : supervisor_(supervisor), zygotes_(zygotes) {}
     pid_t spawn(const launcher::spawn_description& what,
                 launcher::process_supervisor::exit_handler on_exit) override {
+        if (zygotes_ && what.zygote)
+            if (auto pid = zygotes_->try_fork(what, on_exit)) return *pid;
         return supervisor_.spawn(what, std::move(on_exit));
     }
-    void signal_group(pid_t pid, int sig) override { supervisor_.signal_group(pid, sig); }
-    void terminate(pid_t pid, std::chrono::milliseconds grace) override {
-        supervisor_.terminate(pid, grace);
+    void signal_group(pid_t pid, int sig) override {
+        if (!zygotes_ || !zygotes_->signal(pid, sig)) supervisor_.signal_group(pid, sig);
     }
+    void terminate(pid_t pid, std::chrono::milliseconds grace) override {
+        if (!zygotes_ || !zygotes_->terminate(pid, grace)) supervisor_.terminate(pid, grace);
+    }
+    bool forked(pid_t pid) const override { return zygotes_ && zygotes_->forked(pid); }
 
 private:
     launcher::process_supervisor& supervisor_;
+    launcher::zygote_pool* zygotes_;  // null with --zygote=off
 };
 
 }  // namespace callisto::gateway::kernels

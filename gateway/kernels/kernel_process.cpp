@@ -53,6 +53,9 @@ std::string kernel_process::spawn() {
         auto output = std::make_shared<kernel_output_log>(strand_, log_);
         auto what = boxed ? boxed->command() : command;
         what.output_fd = output->child_end();
+        // A zygote may fork it instead (kernel_ports.hpp): the same command, unwrapped.
+        what.zygote = launcher::zygote_fork{spec_.name, command.argv, command.cwd,
+                                            boxed ? std::optional(boxed->layout()) : std::nullopt};
         std::weak_ptr<kernel_process> weak = weak_from_this();
         auto strand = strand_;
         pid_ =
@@ -63,6 +66,7 @@ std::string kernel_process::spawn() {
                 });
             });
         if (boxed) boxed->spawned();
+        forked_ = env_.processes.forked(pid_);
         output->start();
         output_ = std::move(output);
     } catch (const std::exception& e) {
@@ -72,6 +76,7 @@ std::string kernel_process::spawn() {
     }
     log_.info(
         "started " + spec_.name + " kernel, pid " + std::to_string(pid_) +
+        (forked_ ? ", forked by its zygote" : "") +
         (boxed ? " (sandboxed as uid " + std::to_string(sandbox_->identity().uid) + ")" : ""));
 
     ready_timer_.expires_after(env_.settings.kernel_ready_timeout);

@@ -56,6 +56,8 @@ public:
     // restarts). "" once it runs; else why it could not start.
     std::string spawn();
     bool running() const { return pid_ > 0; }
+    pid_t pid() const { return pid_; }
+    bool forked() const { return forked_; }  // by a zygote, rather than exec'd
     bool sandboxed() const { return sandbox_ != nullptr; }
     const kernelproto::connection_info& connection() const { return runtime_dir_->connection(); }
     void cancel_ready_timeout() { ready_timer_.cancel(); }
@@ -95,6 +97,7 @@ private:
     std::unique_ptr<launcher::session_sandbox> sandbox_;  // null with --sandbox=off
     std::shared_ptr<kernel_output_log> output_;           // the process's stdout and stderr
     pid_t pid_ = 0;
+    bool forked_ = false;
     std::function<void()> on_gone_;  // set while a stop we asked for is under way
     std::deque<std::chrono::steady_clock::time_point> auto_restarts_;  // within the window
 };

@@ -143,7 +143,9 @@ void kernel_session::spawn_process() {
         env_.metrics.start_failures.with({spec_.name}).inc();
         set_state(kernel_state::dead, "dead", why);
         finish_start({kernel_error::start_failed, why});
+        return;
     }
+    model_.set_process(process_->pid(), process_->forked());
 }
 
 void kernel_session::on_sockets_ready() { open_link(); }
@@ -244,6 +246,7 @@ void kernel_session::on_exit(const launcher::exit_status& status) {
 
 void kernel_session::release_process() {
     process_->release();
+    model_.set_process(0, false);
     if (link_) env_.links.close(*link_);
     link_.reset();
     connected_ = false;
