@@ -193,6 +193,16 @@ option_io path_into(std::filesystem::path server_config::*field, std::string exp
             [=](const server_config& c) { return unset_if_empty((c.*field).string()); }};
 }
 
+// "on" or "off" into a flag.
+option_io switch_into(bool server_config::*field) {
+    return {[=](const std::string& value, parse_state& st) -> std::string {
+                if (value != "on" && value != "off") return "on or off";
+                st.cfg.*field = value == "on";
+                return {};
+            },
+            [=](const server_config& c) { return nlohmann::json(c.*field ? "on" : "off"); }};
+}
+
 // Seconds into one of the culling policy's durations; min 0 means 0 disables the rule.
 option_io culling_seconds(std::chrono::seconds kernels::culling_policy::*field, int min) {
     return {[field, min](const std::string& value, parse_state& st) -> std::string {
@@ -525,28 +535,15 @@ const std::vector<option>& options() {
         {"--culled-retention", "SECS",
          "how long a culled kernel's id answers 410 Gone (default 3600)",
          culling_seconds(&kernels::culling_policy::retention, 0)},
-        {"--sandbox",
-         "on|off",
+        {"--sandbox", "on|off",
          "run kernels in the sandbox (default on; off is for development\n"
          "only: kernel code then runs as the gateway's user)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (value != "on" && value != "off") return "on or off";
-              c.sandbox = value == "on";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.sandbox ? "on" : "off"); }}},
-        {"--zygote",
-         "on|off",
+         switch_into(&server_config::sandbox)},
+        {"--zygote", "on|off",
          "fork Python kernels from a zygote per kernelspec that has\n"
          "imported ipykernel and the data stack (default on); off: every\n"
          "kernel starts its own interpreter",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              if (value != "on" && value != "off") return "on or off";
-              st.cfg.zygote = value == "on";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.zygote ? "on" : "off"); }}},
+         switch_into(&server_config::zygote)},
         {"--workdir-root",
          "DIR",
          "per-kernel working directories (default /var/lib/callisto/work);\n"
@@ -695,16 +692,10 @@ const std::vector<option>& options() {
                     "a size like 100MiB, at least 1KiB, or 0 for never")},
         {"--audit-keep", "N", "rotated audit files kept (default 0: all)",
          number_into(&server_config::audit_keep, 0, 100000, "a number 0-100000")},
-        {"--audit-required",
-         "on|off",
+        {"--audit-required", "on|off",
          "refuse executions that cannot be recorded (unwritable file, full\n"
          "disk) rather than run them unrecorded (default on)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              if (value != "on" && value != "off") return "on or off";
-              st.cfg.audit_required = value == "on";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.audit_required ? "on" : "off"); }}},
+         switch_into(&server_config::audit_required)},
         {"--metrics-public",
          nullptr,
          "serve GET /metrics without a token (for a scraper on a private\n"
