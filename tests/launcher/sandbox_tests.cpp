@@ -20,44 +20,28 @@
 #include "launcher/sandbox_probe.hpp"
 #include "launcher/sandboxed_kernel.hpp"
 #include "launcher/session_workdir.hpp"
+#include "sandbox_start.hpp"
 #include "test_support.hpp"
 
 using namespace callisto::launcher;
 using callisto::launcher::test::check_isolation;
 using callisto::launcher::test::eventually;
 using callisto::launcher::test::isolation_probe;
+using callisto::launcher::test::open_temp_dir;
 using callisto::launcher::test::read_file;
+using callisto::launcher::test::sandbox_start;
 using callisto::launcher::test::temp_dir;
 
 namespace {
 
 constexpr uid_t test_uid = 61900;
 
-// A temp dir the sandbox uid may traverse (mkdtemp makes it 0700).
-struct open_temp_dir : temp_dir {
-    open_temp_dir() { ::chmod(path().c_str(), 0755); }
-};
-
 // Runs `python -c code` in the sandbox and waits for its exit.
-struct sandboxed_run {
-    open_temp_dir root;
-    open_temp_dir runtime_root;
-    std::unique_ptr<session_workdir> workdir;
-    std::unique_ptr<kernel_runtime_dir> runtime;
-    std::shared_ptr<sandboxed_kernel> kernel;
+struct sandboxed_run : sandbox_start {
     exit_status status;
 
-    sandboxed_run(const std::string& code, const sandbox_policy& policy = {}) {
-        sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
-        const sandbox_identity who{test_uid, test_uid};
-        workdir = std::make_unique<session_workdir>(root.path(), "w", who, policy.disk_bytes);
-        runtime = std::make_unique<kernel_runtime_dir>(runtime_root.path(), "r",
-                                                       transport_kind::ipc, "t");
-        spawn_description inner;
-        inner.argv = {"/usr/bin/python3", "-c", code};
-        inner.env = {{"PATH", "/usr/bin"}};
-        kernel = box.prepare(inner, policy, who, workdir->path(), runtime->path(),
-                             runtime->connection_file(), "cltest-" + std::to_string(::getpid()));
+    sandboxed_run(const std::string& code, const sandbox_policy& policy = {})
+        : sandbox_start(python_c(code), policy, test_uid, "cltest") {
         std::mutex mutex;
         std::condition_variable changed;
         std::optional<exit_status> exited;
@@ -73,7 +57,13 @@ struct sandboxed_run {
             changed.wait_for(lock, std::chrono::seconds(120), [&] { return exited.has_value(); }));
         status = *exited;
     }
-    std::string output(const std::string& file) const { return read_file(workdir->path() / file); }
+
+    static spawn_description python_c(const std::string& code) {
+        spawn_description inner;
+        inner.argv = {"/usr/bin/python3", "-c", code};
+        inner.env = {{"PATH", "/usr/bin"}};
+        return inner;
+    }
 };
 
 }  // namespace

@@ -24,23 +24,22 @@
 #include "launcher/session_workdir.hpp"
 #include "launcher/zygote_client.hpp"
 #include "launcher/zygote_pool.hpp"
+#include "sandbox_start.hpp"
 #include "test_support.hpp"
 
 using namespace callisto::launcher;
 using callisto::launcher::test::check_isolation;
 using callisto::launcher::test::eventually;
 using callisto::launcher::test::isolation_probe;
+using callisto::launcher::test::open_temp_dir;
 using callisto::launcher::test::read_file;
+using callisto::launcher::test::sandbox_start;
 using callisto::launcher::test::temp_dir;
 using namespace std::chrono_literals;
 
 namespace {
 
 constexpr uid_t test_uid = 61910;
-
-struct open_temp_dir : temp_dir {
-    open_temp_dir() { ::chmod(path().c_str(), 0755); }
-};
 
 // One zygote (preloading numpy) and the exits of the kernels it forks.
 struct zygote_fixture {
@@ -83,31 +82,24 @@ struct zygote_fixture {
     }
 };
 
-// A sandboxed start as the gateway prepares it, with a module `name` in its workdir.
-struct jailed_kernel {
-    open_temp_dir root;
-    open_temp_dir runtime_root;
-    std::unique_ptr<session_workdir> workdir;
-    std::unique_ptr<kernel_runtime_dir> runtime;
-    std::shared_ptr<sandboxed_kernel> boxed;
+// A sandboxed start as the gateway prepares it, with a module `probe` in its workdir and the
+// fork a zygote may make of it.
+struct jailed_kernel : sandbox_start {
     spawn_description what;
 
-    jailed_kernel(const std::string& module_code, uid_t uid = test_uid) {
-        sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
-        const sandbox_identity who{uid, uid};
-        workdir = std::make_unique<session_workdir>(root.path(), "w", who, 64 << 20);
-        runtime = std::make_unique<kernel_runtime_dir>(runtime_root.path(), "r",
-                                                       transport_kind::ipc, "t");
+    jailed_kernel(const std::string& module_code, uid_t uid = test_uid)
+        : sandbox_start(python_m_probe(), sandbox_policy{}, uid, "clzt") {
         std::ofstream(workdir->path() / "probe.py") << module_code;
+        what = kernel->command();
+        what.zygote = zygote_fork{"zt", python_m_probe().argv, {}, kernel->layout()};
+    }
+
+    static spawn_description python_m_probe() {
         spawn_description inner;
         inner.argv = {"/usr/bin/python3", "-m", "probe"};
         inner.env = {{"PATH", "/usr/bin"}};
-        boxed = box.prepare(inner, sandbox_policy{}, who, workdir->path(), runtime->path(),
-                            runtime->connection_file(), "clzt-" + std::to_string(::getpid()));
-        what = boxed->command();
-        what.zygote = zygote_fork{"zt", inner.argv, {}, boxed->layout()};
+        return inner;
     }
-    std::string output(const std::string& file) const { return read_file(workdir->path() / file); }
 };
 
 // Whether `needle` is anywhere in the readable memory of `pid` (as root, through /proc).
@@ -134,7 +126,7 @@ bool memory_contains(pid_t pid, const std::string& needle) {
 TEST_CASE("a zygote's fork is walled in as bwrap's kernels are: uid, pids, network, files") {
     zygote_fixture z;
     jailed_kernel k(isolation_probe);
-    const pid_t pid = z.fork(k.what, k.boxed.get());
+    const pid_t pid = z.fork(k.what, k.kernel.get());
     CHECK(z.client->owns(pid));
     CHECK(z.wait_exit(pid).exit_code == 0);
     check_isolation(k.output("out.txt"), test_uid);
@@ -156,7 +148,7 @@ json.dump({"caps": [status[c].strip() for c in ("CapEff", "CapPrm", "CapBnd", "C
            "host": socket.gethostname(), "fds": fds, "pid1_environ": environ,
            "env": sorted(os.environ)}, open("out.json", "w"))
 )");
-    const pid_t pid = z.fork(k.what, k.boxed.get());
+    const pid_t pid = z.fork(k.what, k.kernel.get());
     CHECK(z.wait_exit(pid).exit_code == 0);
     const auto out = nlohmann::json::parse(k.output("out.json"));
     INFO(out.dump());
@@ -187,7 +179,7 @@ with open("/dev/null", "w") as f:
 out["devnull_run"] = subprocess.run(["/bin/true"], stdout=subprocess.DEVNULL).returncode
 json.dump(out, open("out.json", "w"))
 )");
-    const pid_t pid = z.fork(k.what, k.boxed.get());
+    const pid_t pid = z.fork(k.what, k.kernel.get());
     CHECK(z.wait_exit(pid).exit_code == 0);
     const auto out = nlohmann::json::parse(k.output("out.json"));
     INFO(out.dump());
@@ -200,7 +192,7 @@ TEST_CASE("a kernel's environment never enters the zygote's memory, which later 
     jailed_kernel k("import os; assert os.environ['KERNEL_API_KEY'].startswith('sk-')");
     const std::string secret = "sk-" + std::to_string(::getpid()) + "-do-not-copy-f00dcafe";
     k.what.env["KERNEL_API_KEY"] = secret;
-    const pid_t pid = z.fork(k.what, k.boxed.get());
+    const pid_t pid = z.fork(k.what, k.kernel.get());
     CHECK(z.wait_exit(pid).exit_code == 0);  // the kernel had it
     // What the zygote did read stays in its memory (the scan finds the order's paths)...
     CHECK(memory_contains(z.client->pid(), k.workdir->path().string()));
@@ -219,8 +211,8 @@ json.dump({"preloaded": preloaded, "random": random.random(), "numpy": numpy.ran
 )";
     jailed_kernel a(code, test_uid);
     jailed_kernel b(code, test_uid + 1);
-    const pid_t pa = z.fork(a.what, a.boxed.get());
-    const pid_t pb = z.fork(b.what, b.boxed.get());
+    const pid_t pa = z.fork(a.what, a.kernel.get());
+    const pid_t pb = z.fork(b.what, b.kernel.get());
     CHECK(z.wait_exit(pa).exit_code == 0);
     CHECK(z.wait_exit(pb).exit_code == 0);
     const auto ja = nlohmann::json::parse(a.output("out.json"));
@@ -236,11 +228,11 @@ json.dump({"preloaded": preloaded, "random": random.random(), "numpy": numpy.ran
 TEST_CASE("a forked kernel's exit code and death by signal read as an exec'd kernel's") {
     zygote_fixture z;
     jailed_kernel exits("import sys; sys.exit(3)");
-    const pid_t p1 = z.fork(exits.what, exits.boxed.get());
+    const pid_t p1 = z.fork(exits.what, exits.kernel.get());
     CHECK(z.wait_exit(p1).exit_code == 3);
 
     jailed_kernel killed("import os, signal; os.kill(os.getpid(), signal.SIGKILL)");
-    const pid_t p2 = z.fork(killed.what, killed.boxed.get());
+    const pid_t p2 = z.fork(killed.what, killed.kernel.get());
     const auto st = z.wait_exit(p2);
     CHECK(st.signal == SIGKILL);
     CHECK_FALSE(z.client->owns(p2));
@@ -256,8 +248,8 @@ open("armed", "w").close()
 time.sleep(120)
 )",
                            test_uid + 2);
-    const pid_t p1 = z.fork(polite.what, polite.boxed.get());
-    const pid_t p2 = z.fork(stubborn.what, stubborn.boxed.get());
+    const pid_t p1 = z.fork(polite.what, polite.kernel.get());
+    const pid_t p2 = z.fork(stubborn.what, stubborn.kernel.get());
     REQUIRE(
         eventually([&] { return std::filesystem::exists(stubborn.workdir->path() / "armed"); }));
     CHECK(z.client->terminate(p1, 30s));
@@ -278,7 +270,7 @@ TEST_CASE("a fork whose jail cannot be built is refused with the reason; the zyg
         CHECK(std::string(e.what()).find("/nonexistent/workdir") != std::string::npos);
     }
     jailed_kernel fine("open('ok', 'w').close()");
-    const pid_t pid = z.fork(fine.what, fine.boxed.get());
+    const pid_t pid = z.fork(fine.what, fine.kernel.get());
     CHECK(z.wait_exit(pid).exit_code == 0);
     CHECK(std::filesystem::exists(fine.workdir->path() / "ok"));
 }
@@ -304,7 +296,7 @@ TEST_CASE("an unsandboxed fork runs in its own directory with its own environmen
 TEST_CASE("when the zygote dies its kernels are reported killed, and it says it has gone") {
     zygote_fixture z;
     jailed_kernel k("import time; time.sleep(120)");
-    const pid_t pid = z.fork(k.what, k.boxed.get());
+    const pid_t pid = z.fork(k.what, k.kernel.get());
     ::kill(z.client->pid(), SIGKILL);
     const auto st = z.wait_exit(pid);
     CHECK(st.signal == SIGKILL);
