@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -281,10 +282,74 @@ TEST_CASE("interpreter API: multipart uploads from Node's own FormData and fetch
 
 TEST_CASE(
     "sandbox escape suite: every attack from kernel code fails and the gateway keeps serving") {
-    // Small limits so the bombs end quickly; see docs/security.md for each attack.
+    // Small limits so the bombs end quickly; see docs/security.md for each attack. The kernels
+    // attacked are forks of the zygote (the default); the fallback case below runs the suite
+    // against bwrap's sandbox.
     server_process server({"--memory-limit=256MiB", "--pids-limit=64", "--disk-quota=64MiB"});
-    run_client(server, {python, source_dir + "/tests/e2e/python/test_sandbox_escape.py"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_sandbox_escape.py"}, 900,
+               {{"CALLISTO_E2E_LAUNCH", "zygote"}});
     CHECK(server.stop() == 0);
+}
+
+TEST_CASE(
+    "zygote kernels: forked from a preloaded zygote, independent of each other, and every "
+    "fork-server attack fails") {
+    // A variable only the gateway's environment holds (not CALLISTO_*: those are options): no
+    // kernel may see it, in its environment or in the memory it inherits from the zygote.
+    const std::string secret_name = "E2E_GATEWAY_ONLY_SECRET";
+    const std::string secret =
+        "gateway-only-" + std::to_string(::getpid()) + "-" +
+        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+    REQUIRE(::setenv(secret_name.c_str(), secret.c_str(), 1) == 0);
+    std::optional<server_process> server;
+    try {
+        // Small limits, as for the escape suite.
+        server.emplace(std::vector<std::string>{"--memory-limit=256MiB", "--pids-limit=64",
+                                                "--disk-quota=64MiB"});
+    } catch (...) {
+        ::unsetenv(secret_name.c_str());
+        throw;
+    }
+    ::unsetenv(secret_name.c_str());
+    run_client(*server,
+               {python, source_dir + "/tests/e2e/python/test_zygote.py", "-k", "test_zygote_"}, 900,
+               {{"CALLISTO_E2E_SECRET_NAME", secret_name},
+                {"CALLISTO_E2E_SECRET_VALUE", secret},
+                {"CALLISTO_E2E_RUNTIME_DIR", server->runtime_dir().string()}});
+    CHECK(server->stop() == 0);
+}
+
+TEST_CASE(
+    "zygote fallback: a kernelspec that opts out, and --zygote=off, start kernels through bwrap "
+    "in the same sandbox") {
+    // python3's kernel.json under another name, with metadata.callisto.zygote false.
+    const std::string dir = "/tmp/cle2e-nozygote-" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir + "/python3-nozygote");
+    auto spec = nlohmann::json::parse(R"json({
+        "argv": ["", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (no zygote)", "language": "python",
+        "metadata": {"callisto": {"zygote": false}}})json");
+    spec["argv"][0] = python;
+    std::ofstream(dir + "/python3-nozygote/kernel.json") << spec.dump();
+    const std::string suite = source_dir + "/tests/e2e/python/test_zygote.py";
+    {
+        // The opted-out spec execs; python3 is still forked; both see the same sandbox.
+        server_process server({"--kernel-dir=" + dir});
+        run_client(server, {python, suite, "-k", "test_fallback_opt_out"}, 900,
+                   {{"CALLISTO_E2E_OPT_OUT_KERNEL", "python3-nozygote"}});
+        CHECK(server.stop() == 0);
+    }
+    {
+        // No zygote at all; the escape suite again, against bwrap's sandbox.
+        server_process server(
+            {"--zygote=off", "--memory-limit=256MiB", "--pids-limit=64", "--disk-quota=64MiB"});
+        run_client(server, {python, suite, "-k", "test_fallback_zygote_off"}, 900,
+                   {{"CALLISTO_E2E_ZYGOTE", "off"}});
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_sandbox_escape.py"}, 900,
+                   {{"CALLISTO_E2E_LAUNCH", "exec"}});
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("hardening: deep JSON, bodies without a token, the body budget, connection limits") {

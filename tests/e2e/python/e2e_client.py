@@ -391,6 +391,91 @@ class kernel:
         return False
 
 
+def launch_info(kernel_id):
+    """The kernel model's "callisto" object, checked: how the kernel started ("zygote": forked
+    by its kernelspec's callisto-zygote; "exec": bwrap and python exec'd), the host pid of its
+    top process, and its PSS in bytes (null when unknown)."""
+    model = get_kernel(kernel_id)
+    info = model.get("callisto")
+    check(isinstance(info, dict), "the kernel model has a 'callisto' object", model)
+    check(info.get("launch") in ("zygote", "exec"), "callisto.launch is 'zygote' or 'exec'", info)
+    pid = info.get("pid")
+    check(isinstance(pid, int) and not isinstance(pid, bool) and pid > 0,
+          "callisto.pid is a positive integer", info)
+    pss = info.get("pss_bytes", "absent")
+    check(pss is None or (isinstance(pss, int) and not isinstance(pss, bool) and pss > 0),
+          "callisto.pss_bytes is a positive integer or null", info)
+    return info
+
+
+class launched_kernel:
+    """Context manager: a fresh kernel started the way `launch` says ("zygote" or "exec"),
+    deleted on exit; its model carries the checked "callisto" object. While no zygote is
+    ready (at server start, or while a dead one restarts) kernels start the old way: for
+    "zygote" those are deleted and the create retried for up to `timeout` seconds. Against
+    jupyter_server, a plain kernel."""
+
+    def __init__(self, launch, name=KERNEL_NAME, body=None, timeout=90):
+        self.launch = launch
+        self.body = body if body is not None else {"name": name}
+        self.timeout = timeout
+        self.model = None
+
+    def __enter__(self):
+        if not is_callisto():
+            self.model = create_kernel(body=self.body)
+            return self.model
+        deadline = time.monotonic() + self.timeout
+        seen = []
+        while True:
+            model = create_kernel(body=self.body)
+            try:
+                info = launch_info(model["id"])
+            except BaseException:
+                delete_kernel(model["id"])
+                raise
+            if info["launch"] == self.launch:
+                model["callisto"] = info
+                self.model = model
+                return model
+            delete_kernel(model["id"])
+            seen.append(info["launch"])
+            if self.launch != "zygote" or time.monotonic() >= deadline:
+                raise AssertionError(f"kernel started by {info['launch']!r}, expected "
+                                     f"{self.launch!r} (launches seen: {seen})")
+            time.sleep(1)
+
+    def __exit__(self, *exc):
+        if self.model:
+            delete_kernel(self.model["id"])
+        return False
+
+
+def run_json(ws, code, timeout=60):
+    """Runs kernel code that prints one JSON line last; returns it parsed."""
+    ex = ws.run(code, timeout=timeout)
+    out = ex.stdout().strip().splitlines()
+    check(ex.status == "ok" and out, "kernel code ran", ex.status,
+          [m["content"] for m in ex.of_type("error")], ex.stdout()[-500:])
+    return json.loads(out[-1])
+
+
+def gateway_pid():
+    """Host pid of the callisto serving BASE_URL (found by its --port)."""
+    port = str(urllib.parse.urlparse(BASE_URL).port)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if args and args[0].endswith(b"callisto") and f"--port={port}".encode() in args:
+            return int(entry)
+    raise AssertionError("gateway process not found")
+
+
 def parse_iso(s):
     return datetime.datetime.strptime(s, ISO_FORMAT)
 

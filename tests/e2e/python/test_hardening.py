@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
     BASE_URL, TOKEN, KernelWS, api, callisto_only, check, check_eq, encode_v1, encode_v1_parts,
-    kernel, make_msg, poll, run_tests,
+    get_kernel, kernel, make_msg, poll, run_tests,
 )
 from mcp_client import Session  # noqa: E402
 
@@ -367,19 +367,19 @@ def test_a_kernel_resending_a_20_mib_message_300_times_cannot_grow_the_gateway()
 
 
 def kernel_host_pids(kernel_id):
-    """The host pids of a kernel's processes (bwrap and ipykernel): their command lines name
-    the kernel's runtime directory, which starts with the kernel id's first eight digits."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    """The host pids of a kernel's processes: its model's top process (bwrap, or the jail's
+    pid 1 of a zygote's fork) and every descendant, the ipykernel among them."""
+    top = (get_kernel(kernel_id).get("callisto") or {}).get("pid")
+    pids, pending = [], [top] if top else []
+    while pending:
+        pid = pending.pop()
+        pids.append(pid)
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmd = f.read()
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    pending += [int(child) for child in f.read().split()]
         except OSError:
-            continue
-        if b"ipykernel" in cmd and kernel_id[:8].encode() in cmd:
-            pids.append(int(entry))
+            pass
     return pids
 
 

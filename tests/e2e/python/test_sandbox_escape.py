@@ -4,47 +4,38 @@ second session must still work. docs/security.md lists the defences.
 
 Run against a server started with small limits, e.g.
   callisto --memory-limit=256MiB --pids-limit=64 --disk-quota=64MiB
-(tests/e2e/e2e_tests.cpp does). Never targets a real address: the egress test
+(tests/e2e/e2e_tests.cpp does). Every kernel attacked must have started as
+CALLISTO_E2E_LAUNCH says: "zygote" (the default: forked by callisto-zygote) or "exec"
+(bwrap; a server with --zygote=off). Never targets a real address: the egress test
 uses TEST-NET-1 (192.0.2.1), which must fail before any packet leaves.
 """
 
-import json
 import os
 import sys
-import time
-import urllib.parse
 
-from e2e_client import (KernelWS, api, check, check_eq, create_kernel, delete_kernel,
-                        get_kernel, kernel, poll, run_tests, test, BASE_URL, TOKEN)
+from e2e_client import (api, check, check_eq, get_kernel, gateway_pid, launched_kernel, poll,
+                        run_json, run_tests, test, KernelWS, TOKEN)
 
-
-def run_json(ws, code, timeout=60):
-    """Runs code that prints one JSON line last; returns it parsed."""
-    ex = ws.run(code, timeout=timeout)
-    out = ex.stdout().strip().splitlines()
-    check(ex.status == "ok" and out, "attack code ran", ex.status,
-          [m["content"] for m in ex.of_type("error")])
-    return json.loads(out[-1])
+# How the kernels under attack must have started: "zygote" (forked by callisto-zygote, the
+# default) or "exec" (bwrap, with --zygote=off), so that a pass says which sandbox held.
+LAUNCH = os.environ.get("CALLISTO_E2E_LAUNCH", "zygote")
 
 
-def gateway_pid():
-    port = str(urllib.parse.urlparse(BASE_URL).port)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if args and args[0].endswith(b"callisto") and f"--port={port}".encode() in args:
-            return int(entry)
-    raise AssertionError("gateway process not found")
+def sandboxed_kernel():
+    """A fresh kernel started as LAUNCH says, deleted on exit."""
+    return launched_kernel(LAUNCH)
+
+
+@test
+def test_the_kernels_under_attack_start_as_expected():
+    with sandboxed_kernel() as k:
+        check_eq(k["callisto"]["launch"], LAUNCH, "the kernel model's callisto.launch")
+        print(f"  kernels under attack start by {LAUNCH}")
 
 
 @test
 def test_tcp_egress_fails():
-    with kernel() as k, KernelWS(k["id"]) as ws:
+    with sandboxed_kernel() as k, KernelWS(k["id"]) as ws:
         r = run_json(ws, """
 import socket, json, errno
 try:
@@ -60,7 +51,7 @@ print(json.dumps(r))
 
 @test
 def test_dns_lookup_fails():
-    with kernel() as k, KernelWS(k["id"]) as ws:
+    with sandboxed_kernel() as k, KernelWS(k["id"]) as ws:
         r = run_json(ws, """
 import socket, json
 try:
@@ -75,7 +66,7 @@ print(json.dumps(r))
 @test
 def test_host_secrets_unreadable():
     gw = gateway_pid()
-    with kernel() as k, KernelWS(k["id"]) as ws:
+    with sandboxed_kernel() as k, KernelWS(k["id"]) as ws:
         r = run_json(ws, f"""
 import os, json
 r = {{}}
@@ -112,7 +103,8 @@ print(json.dumps(r))
 
 @test
 def test_other_session_workdir_unreachable():
-    with kernel() as a, kernel() as b, KernelWS(a["id"]) as wa, KernelWS(b["id"]) as wb:
+    with sandboxed_kernel() as a, sandboxed_kernel() as b, \
+            KernelWS(a["id"]) as wa, KernelWS(b["id"]) as wb:
         wa.run("open('secret.txt', 'w').write('a-secret')")
         where = run_json(wa, "import os, json; print(json.dumps(os.getcwd()))")
         r = run_json(wb, f"""
@@ -135,7 +127,7 @@ print(json.dumps(hits))
 
 @test
 def test_writes_outside_workdir_fail():
-    with kernel() as k, KernelWS(k["id"]) as ws:
+    with sandboxed_kernel() as k, KernelWS(k["id"]) as ws:
         r = run_json(ws, """
 import json
 r = {}
@@ -153,7 +145,7 @@ print(json.dumps(r))
 
 @test
 def test_ipc_socket_cannot_be_replaced():
-    with kernel() as k, KernelWS(k["id"]) as ws:
+    with sandboxed_kernel() as k, KernelWS(k["id"]) as ws:
         r = run_json(ws, """
 import json, os
 from ipykernel.kernelapp import IPKernelApp
@@ -176,7 +168,7 @@ print(json.dumps(r))
 
 @test
 def test_fork_bomb_is_bounded():
-    with kernel() as k, KernelWS(k["id"]) as ws:
+    with sandboxed_kernel() as k, KernelWS(k["id"]) as ws:
         r = run_json(ws, """
 import os, time, json, errno
 pids, err = [], None
@@ -201,7 +193,7 @@ print(json.dumps([len(pids), err]))
 
 @test
 def test_memory_bomb_dies_with_a_reason():
-    with kernel() as k, KernelWS(k["id"]) as ws:
+    with sandboxed_kernel() as k, KernelWS(k["id"]) as ws:
         ws.kernel_info()
         ws.execute("chunks = []\nwhile True:\n    chunks.append(bytearray(64 << 20))\n")
         died = ws.wait_for(lambda m: m["channel"] == "iopub" and m["msg_type"] == "stream"
@@ -238,7 +230,7 @@ def test_memory_bomb_through_the_interpreter_api_says_why():
 
 @test
 def test_filling_the_disk_stops_at_the_quota():
-    with kernel() as k, KernelWS(k["id"]) as ws:
+    with sandboxed_kernel() as k, KernelWS(k["id"]) as ws:
         r = run_json(ws, """
 import json, errno, os
 written, err = 0, None
@@ -260,7 +252,7 @@ print(json.dumps([written, err]))
 @test
 def test_gateway_cannot_be_signalled_or_traced():
     gw = gateway_pid()
-    with kernel() as k, KernelWS(k["id"]) as ws:
+    with sandboxed_kernel() as k, KernelWS(k["id"]) as ws:
         r = run_json(ws, f"""
 import os, json, signal, ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -283,7 +275,7 @@ print(json.dumps(r))
 
 @test
 def test_namespaces_and_raw_sockets_denied():
-    with kernel() as k, KernelWS(k["id"]) as ws:
+    with sandboxed_kernel() as k, KernelWS(k["id"]) as ws:
         r = run_json(ws, """
 import ctypes, os, socket, json
 libc = ctypes.CDLL(None, use_errno=True)
@@ -308,7 +300,7 @@ print(json.dumps(r))
 @test
 def test_gateway_and_a_second_session_still_work():
     check_eq(api("GET", "/api").status, 200, "GET /api")
-    with kernel() as k, KernelWS(k["id"], "v1") as ws:
+    with sandboxed_kernel() as k, KernelWS(k["id"], "v1") as ws:
         check_eq(ws.run("6*7").result_text(), "42", "a fresh session computes")
 
 
