@@ -39,8 +39,29 @@ def _callisto_run_kernel(argv, env):
     module = argv[2]
     sys.argv = [argv[0]] + list(argv[3:])
     sys.path.insert(0, os.getcwd())
-    import runpy
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    import atexit, runpy, traceback
+    code = 0
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            code = e.code or 0
+        else:
+            print(e.code, file=sys.__stderr__)
+            code = 1
+    except BaseException:
+        traceback.print_exc(file=sys.__stderr__)
+        code = 1
+    # What the interpreter's own exit runs (IPython saves its history here), but not its
+    # finalization, which would touch every object shared with the zygote and copy its
+    # pages only to free them.
+    atexit._run_exitfuncs()
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    return code
 )PY";
 
 PyObject* main_dict() { return PyModule_GetDict(PyImport_AddModule("__main__")); }
@@ -138,28 +159,13 @@ int python_runtime::run_kernel(const std::vector<std::string>& argv,
     PyObject* result = fn ? PyObject_CallFunctionObjArgs(fn, py_argv, py_env, nullptr) : nullptr;
     Py_DECREF(py_argv);
     Py_DECREF(py_env);
-    int code = 0;
-    if (result) {
-        Py_DECREF(result);
-    } else if (PyErr_ExceptionMatches(PyExc_SystemExit)) {
-        // sys.exit(n) as the interpreter's own main would take it.
-        PyObject *type, *value, *traceback;
-        PyErr_Fetch(&type, &value, &traceback);
-        PyObject* arg = value ? PyObject_GetAttrString(value, "code") : nullptr;
-        if (arg && PyLong_Check(arg))
-            code = static_cast<int>(PyLong_AsLong(arg));
-        else if (arg && arg != Py_None)
-            code = 1;
-        Py_XDECREF(arg);
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(traceback);
-    } else {
+    if (!result) {  // only if the helper itself failed
         PyErr_Print();
-        code = 1;
+        return 1;
     }
-    if (Py_FinalizeEx() < 0 && code == 0) code = 120;  // as Python's own main does
-    return code;
+    const long code = PyLong_AsLong(result);
+    Py_DECREF(result);
+    return code == -1 && PyErr_Occurred() ? 1 : static_cast<int>(code);
 }
 
 }  // namespace callisto::launcher::zygote

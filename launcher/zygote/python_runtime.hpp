@@ -32,7 +32,8 @@ public:
     // In the forked kernel: reinitialises Python's runtime for this process (random is reseeded
     // by its at-fork hook), then runs `argv[0] -m module args...` with `env` as the whole
     // environment, numpy's global generator reseeded from the OS, and cwd first on sys.path.
-    // Returns the exit status.
+    // Returns the exit status once the atexit handlers ran; the interpreter is not finalized,
+    // which would touch (and copy) every page shared with the zygote: the caller _exits.
     int run_kernel(const std::vector<std::string>& argv,
                    const std::map<std::string, std::string>& env);
 };
