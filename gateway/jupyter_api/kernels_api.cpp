@@ -32,7 +32,7 @@ void kernels_api::handle(const route& r, const http_request& req, const user& wh
                          respond_fn respond) {
     if (r.kind == route_kind::kernels_list) {
         nlohmann::json list = nlohmann::json::array();
-        for (const auto& k : kernels_.list_for(who)) list.push_back(k->model());
+        for (const auto& k : kernels_.list_for(who)) list.push_back(k->model(true));
         return respond(json_response(http::status::ok, list));
     }
     if (r.kind == route_kind::kernel_create) return create(req, who, std::move(respond));
@@ -42,7 +42,7 @@ void kernels_api::handle(const route& r, const http_request& req, const user& wh
 
     switch (r.kind) {
         case route_kind::kernel_get:
-            return respond(json_response(http::status::ok, kernel->model()));
+            return respond(json_response(http::status::ok, kernel->model(true)));
         case route_kind::kernel_delete:
             kernels_.remove(r.kernel_id, [this, respond = std::move(respond), id = r.kernel_id,
                                           who](bool found) {

@@ -8,7 +8,8 @@ namespace callisto::gateway::kernels {
 kernel_model::kernel_model()
     : last_activity_(std::chrono::system_clock::now()), started_at_(last_activity_) {}
 
-nlohmann::json kernel_model::to_json(const std::string& id, const std::string& name) const {
+nlohmann::json kernel_model::to_json(const std::string& id, const std::string& name,
+                                     bool with_memory) const {
     std::lock_guard lock(mutex_);
     nlohmann::json m = {{"id", id},
                         {"name", name},
@@ -19,7 +20,7 @@ nlohmann::json kernel_model::to_json(const std::string& id, const std::string& n
     if (pid_ > 0) {
         // smaps_rollup costs a walk of the process's mappings: not on every GET.
         const auto now = std::chrono::steady_clock::now();
-        if (now - pss_read_ > std::chrono::seconds(5)) {
+        if (with_memory && now - pss_read_ > std::chrono::seconds(5)) {
             pss_ = launcher::process_tree_pss(pid_);
             pss_read_ = now;
         }
@@ -28,6 +29,11 @@ nlohmann::json kernel_model::to_json(const std::string& id, const std::string& n
                          {"pss_bytes", pss_ ? nlohmann::json(*pss_) : nlohmann::json()}};
     }
     return m;
+}
+
+bool kernel_model::forked() const {
+    std::lock_guard lock(mutex_);
+    return forked_;
 }
 
 void kernel_model::set_process(pid_t pid, bool forked) {

@@ -24,8 +24,10 @@ public:
 
     // {id, name, last_activity, execution_state, connections[, reason], callisto: {launch,
     // pid, pss_bytes}}: how the running process started (a zygote's fork or an exec), its host
-    // pid and its memory (PSS of its process tree, read at most every few seconds).
-    nlohmann::json to_json(const std::string& id, const std::string& name) const;
+    // pid and, `with_memory`, its memory (PSS of its process tree, read at most every 5 s: a
+    // walk of its mappings, kept off the paths that start kernels); else pss_bytes is null.
+    nlohmann::json to_json(const std::string& id, const std::string& name,
+                           bool with_memory = false) const;
     kernel_activity activity() const;
     std::string reason() const;
 
@@ -39,6 +41,7 @@ public:
     void set_connections(std::size_t n);
     // The process now behind the kernel (0: none), and whether a zygote forked it.
     void set_process(pid_t pid, bool forked);
+    bool forked() const;
     // A kernel message arrived: that is activity. A status message of a running kernel also
     // changes the execution state; `execution_state` is "" for every other message.
     void on_kernel_message(std::string_view execution_state, bool running);

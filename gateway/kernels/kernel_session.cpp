@@ -105,7 +105,9 @@ kernel_session::~kernel_session() {
     if (link_) env_.links.close(*link_);
 }
 
-nlohmann::json kernel_session::model() const { return model_.to_json(id_, spec_.name); }
+nlohmann::json kernel_session::model(bool with_memory) const {
+    return model_.to_json(id_, spec_.name, with_memory);
+}
 
 kernel_state kernel_session::state() const { return state_.load(); }
 

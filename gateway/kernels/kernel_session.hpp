@@ -82,7 +82,8 @@ public:
                 kernelproto::message msg);
 
     // {id, name, last_activity, execution_state, connections[, reason]}. Thread-safe.
-    nlohmann::json model() const;
+    // The kernel model (kernel_model::to_json).
+    nlohmann::json model(bool with_memory = false) const;
     kernel_state state() const;
     // What the culling rules look at. Thread-safe.
     kernel_activity activity() const;
