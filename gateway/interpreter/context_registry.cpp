@@ -165,18 +165,29 @@ void context_registry::release_kernel(const std::shared_ptr<interpreter_context>
     remove_own_dir(context);
     if (!kernels_.keep(kernel, context->options().kernel_uses)) return destroy(std::move(done));
     const bool sandboxed = !settings_.kernel_workdir_root.empty();
-    kernel_reset::run(
-        ioc_, kernel, sandboxed ? "/work" : settings_.context_root.string(), sandboxed,
-        settings_.reset_timeout,
-        [this, context, kernel, destroy, done = std::move(done)](bool ok) mutable {
-            if (!ok) {
-                log_.warn("kernel " + kernel->id() + " did not reset; destroying it");
-                return destroy(std::move(done));
-            }
-            if (kernels_.kept_ready(kernel))
-                log_.info("kernel " + kernel->id() + " reset and kept for " + context->owner());
-            done();
-        });
+    auto finished = std::make_shared<std::function<void()>>(std::move(done));
+    auto reset = [this, context, kernel, destroy, sandboxed, finished] {
+        kernel_reset::run(
+            ioc_, kernel, sandboxed ? "/work" : settings_.context_root.string(), sandboxed,
+            settings_.reset_timeout, [this, context, kernel, destroy, finished](bool ok) {
+                if (!ok) {
+                    log_.warn("kernel " + kernel->id() + " did not reset; destroying it");
+                    return destroy(std::move(*finished));
+                }
+                if (kernels_.kept_ready(kernel))
+                    log_.info("kernel " + kernel->id() + " reset and kept for " + context->owner());
+                (*finished)();
+            });
+    };
+    if (!kernel->forked()) return reset();
+    // A forked kernel is first renewed: a new fork, with nothing of the last context left
+    // that an IPython reset cannot undo (imported modules, threads, the environment), for
+    // about the cost of the reset; the reset then empties the workdir.
+    kernel->renew([this, kernel, destroy, reset, finished](kernels::kernel_outcome r) {
+        if (r.ok()) return reset();
+        log_.warn("kernel " + kernel->id() + " was not renewed (" + r.message + "); destroying it");
+        destroy(std::move(*finished));
+    });
 }
 
 void context_registry::forget(const std::shared_ptr<interpreter_context>& context,

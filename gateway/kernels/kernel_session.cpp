@@ -254,13 +254,13 @@ void kernel_session::release_process() {
     connected_ = false;
 }
 
-void kernel_session::stop_process(bool restart, std::function<void()> then) {
+void kernel_session::stop_process(bool restart, std::function<void()> then, bool ask) {
     auto done = [self = shared_from_this(), then = std::move(then)] {
         self->release_process();
         then();
     };
     if (!process_->running()) return done();
-    const bool asked = link_ && connected_;
+    const bool asked = ask && link_ && connected_;
     if (asked) {
         auto request =
             kernelproto::make_message("shutdown_request", {{"restart", restart}}, session_id_);
@@ -269,8 +269,12 @@ void kernel_session::stop_process(bool restart, std::function<void()> then) {
     process_->stop(asked, std::move(done));
 }
 
-void kernel_session::restart(result_handler on_done) {
-    asio::post(strand_, [self = shared_from_this(), on_done = std::move(on_done)]() mutable {
+void kernel_session::restart(result_handler on_done) { restart_process(true, std::move(on_done)); }
+
+void kernel_session::renew(result_handler on_done) { restart_process(false, std::move(on_done)); }
+
+void kernel_session::restart_process(bool ask, result_handler on_done) {
+    asio::post(strand_, [self = shared_from_this(), ask, on_done = std::move(on_done)]() mutable {
         if (self->state_ == kernel_state::shutting_down || self->state_ == kernel_state::gone) {
             on_done({kernel_error::shutting_down, "kernel is shutting down"});
             return;
@@ -280,16 +284,20 @@ void kernel_session::restart(result_handler on_done) {
             return;
         }
         self->log_.info("restarting");
-        self->env_.metrics.restarts.with({"requested"}).inc();
+        // A renewal resets a kept kernel for its owner's next context: no one asked for it.
+        self->env_.metrics.restarts.with({ask ? "requested" : "reset"}).inc();
         self->ready_waiters_.push_back(std::move(on_done));
         self->set_state(kernel_state::restarting, "restarting");
         self->clients_.broadcast_status("restarting");
         self->awaiting_reply_.clear();
-        self->stop_process(true, [self] {
-            self->lose_executions();
-            if (self->state_ != kernel_state::restarting) return;
-            self->spawn_process();
-        });
+        self->stop_process(
+            true,
+            [self] {
+                self->lose_executions();
+                if (self->state_ != kernel_state::restarting) return;
+                self->spawn_process();
+            },
+            ask);
     });
 }
 

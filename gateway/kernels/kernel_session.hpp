@@ -63,6 +63,11 @@ public:
     // Stops the process (shutdown_request with restart=true, then signals) and starts a new one
     // with a fresh connection file; clients stay attached and see iopub status "restarting".
     void restart(result_handler on_done);
+    // A restart that does not ask the old process to shut down (SIGTERM at once): for a reset,
+    // where nothing of its state is wanted. With a zygote it costs a fork.
+    void renew(result_handler on_done);
+    // Whether the running process was forked by a zygote (any thread).
+    bool forked() const { return model_.forked(); }
     // SIGINT to the kernel's process group, or interrupt_request when the kernelspec says
     // interrupt_mode "message".
     void interrupt(result_handler on_done);
@@ -116,7 +121,9 @@ private:
     void on_socket_check_failed(const std::string& why) override;
     void on_ready_timeout() override;
     void on_exit(const launcher::exit_status& status) override;
-    void stop_process(bool restart, std::function<void()> then);
+    // `ask`: send shutdown_request (with `restart`) and give the kernel shutdown_wait first.
+    void stop_process(bool restart, std::function<void()> then, bool ask = true);
+    void restart_process(bool ask, result_handler on_done);
     void release_process();
     void finish_start(kernel_outcome outcome);
     void forward(const std::weak_ptr<kernel_client>& from, kernelproto::channel ch,

@@ -104,6 +104,26 @@ TEST_CASE(
     CHECK(client->statuses().back() == "dead");
 }
 
+TEST_CASE("a renewal asks nothing of the old process: SIGTERM at once, then a new process") {
+    fake_world w;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    std::optional<std::string> renewed;
+    k->renew([&](kernel_outcome r) { renewed = r.message; });
+    REQUIRE(w.run_until([&] { return !w.processes.terminations.empty(); }));
+    CHECK(w.links.count(channel::control, "shutdown_request") == 0);
+    CHECK(w.processes.terminations[0].first == 1000);
+    w.processes.exit(1000, 0);
+    REQUIRE(w.run_until([&] { return w.links.opened.size() == 2; }));
+    w.links.last().on_connected();
+    REQUIRE(w.run_until([&] { return renewed.has_value(); }));
+    CHECK(*renewed == "");
+    CHECK(w.processes.spawned.size() == 2);
+    CHECK(k->state() == kernel_state::running);
+    CHECK(w.metrics.restarts.with({"reset"}).value() == 1);  // not counted as asked for
+    CHECK(w.metrics.restarts.with({"requested"}).value() == 0);
+}
+
 TEST_CASE("a kernel that exits after shutdown_request is not terminated") {
     fake_world w;
     auto k = make_session(w);

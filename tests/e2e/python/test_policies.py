@@ -16,7 +16,7 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from e2e_client import api, check, check_eq, poll, run_tests, test  # noqa: E402
+from e2e_client import api, check, check_eq, get_kernel, poll, run_tests, test  # noqa: E402
 
 TIMEOUT = 120
 
@@ -119,7 +119,9 @@ def test_reuse_kernel_is_reset_and_kept_for_the_owners_next_context():
     check_eq(a["kernel_uses"], 1, "a kernel no one used")
     run(a, "secret = 42\nimport matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
            "plt.figure()\nopen('left-behind.txt', 'w').write('x')\nopen('.hidden', 'w').write('x')\n"
-           "import os; os.makedirs('sub/dir', exist_ok=True); open('sub/dir/f', 'w').write('x')")
+           "import os; os.makedirs('sub/dir', exist_ok=True); open('sub/dir/f', 'w').write('x')\n"
+           "import sys; sys.modules['callisto_leak'] = sys")
+    forked = (get_kernel(a["kernel_id"]).get("callisto") or {}).get("launch") == "zygote"
     # A result over --result-cap is written by the gateway into callisto-outputs/.
     out = run(a, "from IPython.display import display\n"
                  "display({'text/plain': 'x' * (6 << 20)}, raw=True)")
@@ -140,6 +142,9 @@ def test_reuse_kernel_is_reset_and_kept_for_the_owners_next_context():
         out = run_until_not_aborted(b, "1 + 1")
         check(out.get("execution_count") is not None and out["execution_count"] <= 3,
               "the execution count started again", out)
+        if forked:  # renewed by a fork before the reset: nothing the reset cannot undo is left
+            out = run_until_not_aborted(b, "import sys; 'callisto_leak' in sys.modules")
+            check_eq(result_text(out), "False", "no module of the last context is left")
     finally:
         delete_context(b)
 
