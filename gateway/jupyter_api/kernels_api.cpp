@@ -32,7 +32,9 @@ void kernels_api::handle(const route& r, const http_request& req, const user& wh
                          respond_fn respond) {
     if (r.kind == route_kind::kernels_list) {
         nlohmann::json list = nlohmann::json::array();
-        for (const auto& k : kernels_.list_for(who)) list.push_back(k->model(true));
+        // The memory each kernel had when last read: reading hundreds of kernels' mappings
+        // here would hold this answer up.
+        for (const auto& k : kernels_.list_for(who)) list.push_back(k->model());
         return respond(json_response(http::status::ok, list));
     }
     if (r.kind == route_kind::kernel_create) return create(req, who, std::move(respond));

@@ -24,8 +24,8 @@ public:
 
     // {id, name, last_activity, execution_state, connections[, reason], callisto: {launch,
     // pid, pss_bytes}}: how the running process started (a zygote's fork or an exec), its host
-    // pid and, `with_memory`, its memory (PSS of its process tree, read at most every 5 s: a
-    // walk of its mappings, kept off the paths that start kernels); else pss_bytes is null.
+    // pid and its memory (PSS of its process tree) as last read; `with_memory` reads it again
+    // when older than 5 s (a walk of its mappings: only GET /api/kernels/{id} asks).
     nlohmann::json to_json(const std::string& id, const std::string& name,
                            bool with_memory = false) const;
     kernel_activity activity() const;
