@@ -474,6 +474,17 @@ def delete_all(server, kids, workers=4):
 
 # -- measurements ----------------------------------------------------------------------------
 
+def release(server, kid, ch, errors):
+    """Closes a measurement's channel and deletes its kernel; a failed delete is an error."""
+    if ch:
+        ch.close()
+    if kid:
+        try:
+            server.delete_kernel(kid)
+        except BenchError as exc:
+            errors.append(str(exc))
+
+
 def bench_start(server, cfg):
     totals, creates, launches, sources, errors = [], [], {}, set(), []
     truncated = False
@@ -505,13 +516,7 @@ def bench_start(server, cfg):
             errors.append(str(exc))
             log("  start %d failed: %s" % (i + 1, exc))
         finally:
-            if ch:
-                ch.close()
-            if kid:
-                try:
-                    server.delete_kernel(kid)
-                except BenchError as exc:
-                    errors.append(str(exc))
+            release(server, kid, ch, errors)
     if not totals:
         raise BenchError("no kernel started: %s" % "; ".join(errors[:3]))
     res = {"n": len(totals), "p50_ms": ms(statistics.median(totals)), "p90_ms": ms(pct(totals, 90)),
@@ -549,13 +554,7 @@ def bench_import(server, cfg):
             errors.append(str(exc))
             log("  import %d failed: %s" % (i + 1, exc))
         finally:
-            if ch:
-                ch.close()
-            if kid:
-                try:
-                    server.delete_kernel(kid)
-                except BenchError as exc:
-                    errors.append(str(exc))
+            release(server, kid, ch, errors)
     if not inside:
         raise BenchError("no import measured: %s" % "; ".join(errors[:3]))
     return {"n": len(inside), "p50_ms": ms(statistics.median(inside)),
