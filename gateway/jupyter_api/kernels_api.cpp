@@ -10,6 +10,11 @@ namespace callisto::gateway::jupyter_api {
 
 namespace {
 
+// Only an admin sees the process behind a kernel (kernel_model.hpp).
+kernels::kernel_process_view process_view(const user& who) {
+    return who.admin ? kernels::kernel_process_view::shown : kernels::kernel_process_view::hidden;
+}
+
 // Kernel Gateway passes only KERNEL_-prefixed variables from the request to the kernel.
 bool allowed_kernel_env(const std::string& name) { return name.rfind("KERNEL_", 0) == 0; }
 
@@ -32,9 +37,7 @@ void kernels_api::handle(const route& r, const http_request& req, const user& wh
                          respond_fn respond) {
     if (r.kind == route_kind::kernels_list) {
         nlohmann::json list = nlohmann::json::array();
-        // The memory each kernel had when last read: reading hundreds of kernels' mappings
-        // here would hold this answer up.
-        for (const auto& k : kernels_.list_for(who)) list.push_back(k->model());
+        for (const auto& k : kernels_.list_for(who)) list.push_back(k->model(process_view(who)));
         return respond(json_response(http::status::ok, list));
     }
     if (r.kind == route_kind::kernel_create) return create(req, who, std::move(respond));
@@ -44,7 +47,10 @@ void kernels_api::handle(const route& r, const http_request& req, const user& wh
 
     switch (r.kind) {
         case route_kind::kernel_get:
-            return respond(json_response(http::status::ok, kernel->model(true)));
+            return respond(json_response(
+                http::status::ok,
+                kernel->model(who.admin ? kernels::kernel_process_view::shown_with_fresh_memory
+                                        : kernels::kernel_process_view::hidden)));
         case route_kind::kernel_delete:
             kernels_.remove(r.kernel_id, [this, respond = std::move(respond), id = r.kernel_id,
                                           who](bool found) {
@@ -58,8 +64,9 @@ void kernels_api::handle(const route& r, const http_request& req, const user& wh
             });
             return;
         case route_kind::kernel_restart:
-            kernel->restart([respond = std::move(respond), kernel](kernels::kernel_outcome done) {
-                respond(done.ok() ? json_response(http::status::ok, kernel->model())
+            kernel->restart([respond = std::move(respond), kernel,
+                             view = process_view(who)](kernels::kernel_outcome done) {
+                respond(done.ok() ? json_response(http::status::ok, kernel->model(view))
                                   : error_response(http::status::internal_server_error,
                                                    "restart failed: " + done.message));
             });
@@ -111,14 +118,14 @@ void kernels_api::create(const http_request& req, const user& who, respond_fn re
                 error_response(http::status::bad_request, "'kernel_id' must be a lower-case UUID"));
         request.kernel_id = chosen;
     }
-    kernels_.create(
-        std::move(request), [respond = std::move(respond)](kernels::create_kernel_result r) {
-            if (!r.kernel) return respond(kernel_error_answer(r.error, r.message));
-            auto res = json_response(r.created ? http::status::created : http::status::ok,
-                                     r.kernel->model());
-            res.set(http::field::location, "/api/kernels/" + r.kernel->id());
-            respond(std::move(res));
-        });
+    kernels_.create(std::move(request), [respond = std::move(respond), view = process_view(who)](
+                                            kernels::create_kernel_result r) {
+        if (!r.kernel) return respond(kernel_error_answer(r.error, r.message));
+        auto res = json_response(r.created ? http::status::created : http::status::ok,
+                                 r.kernel->model(view));
+        res.set(http::field::location, "/api/kernels/" + r.kernel->id());
+        respond(std::move(res));
+    });
 }
 
 }  // namespace callisto::gateway::jupyter_api

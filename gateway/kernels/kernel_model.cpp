@@ -9,7 +9,7 @@ kernel_model::kernel_model()
     : last_activity_(std::chrono::system_clock::now()), started_at_(last_activity_) {}
 
 nlohmann::json kernel_model::to_json(const std::string& id, const std::string& name,
-                                     bool with_memory) const {
+                                     kernel_process_view view) const {
     std::lock_guard lock(mutex_);
     nlohmann::json m = {{"id", id},
                         {"name", name},
@@ -17,10 +17,11 @@ nlohmann::json kernel_model::to_json(const std::string& id, const std::string& n
                         {"execution_state", execution_state_},
                         {"connections", connections_}};
     if (!reason_.empty()) m["reason"] = reason_;
-    if (pid_ > 0) {
+    if (pid_ > 0 && view != kernel_process_view::hidden) {
         // smaps_rollup costs a walk of the process's mappings: not on every GET.
         const auto now = std::chrono::steady_clock::now();
-        if (with_memory && now - pss_read_ > std::chrono::seconds(5)) {
+        if (view == kernel_process_view::shown_with_fresh_memory &&
+            now - pss_read_ > std::chrono::seconds(5)) {
             pss_ = launcher::process_tree_pss(pid_);
             pss_read_ = now;
         }

@@ -18,16 +18,20 @@
 
 namespace callisto::gateway::kernels {
 
+// How much of the process behind a kernel its model shows. An admin sees how it started (a
+// zygote's fork or an exec), its host pid and its memory (PSS of its process tree) as last
+// read; for one kernel the memory is read again when older than 5 s (a walk of its mappings,
+// kept off every other answer). A user sees none of it.
+enum class kernel_process_view { hidden, shown, shown_with_fresh_memory };
+
 class kernel_model {
 public:
     kernel_model();
 
-    // {id, name, last_activity, execution_state, connections[, reason], callisto: {launch,
-    // pid, pss_bytes}}: how the running process started (a zygote's fork or an exec), its host
-    // pid and its memory (PSS of its process tree) as last read; `with_memory` reads it again
-    // when older than 5 s (a walk of its mappings: only GET /api/kernels/{id} asks).
+    // {id, name, last_activity, execution_state, connections[, reason][, callisto: {launch,
+    // pid, pss_bytes}]}: what `view` allows of the process behind it (kernel_process_view).
     nlohmann::json to_json(const std::string& id, const std::string& name,
-                           bool with_memory = false) const;
+                           kernel_process_view view = kernel_process_view::hidden) const;
     kernel_activity activity() const;
     std::string reason() const;
 

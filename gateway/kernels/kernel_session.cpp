@@ -105,8 +105,8 @@ kernel_session::~kernel_session() {
     if (link_) env_.links.close(*link_);
 }
 
-nlohmann::json kernel_session::model(bool with_memory) const {
-    return model_.to_json(id_, spec_.name, with_memory);
+nlohmann::json kernel_session::model(kernel_process_view view) const {
+    return model_.to_json(id_, spec_.name, view);
 }
 
 kernel_state kernel_session::state() const { return state_.load(); }

@@ -88,7 +88,7 @@ public:
 
     // {id, name, last_activity, execution_state, connections[, reason]}. Thread-safe.
     // The kernel model (kernel_model::to_json).
-    nlohmann::json model(bool with_memory = false) const;
+    nlohmann::json model(kernel_process_view view = kernel_process_view::hidden) const;
     kernel_state state() const;
     // What the culling rules look at. Thread-safe.
     kernel_activity activity() const;

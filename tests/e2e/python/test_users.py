@@ -89,6 +89,25 @@ def test_admin_sees_and_attaches_to_any_kernel():
 
 
 @test
+def test_only_an_admin_sees_the_process_behind_a_kernel():
+    r = create(ANA)
+    check_eq(r.status, 201, "ana creates a kernel")
+    kid = r.json()["id"]
+    try:
+        check("callisto" not in r.json(), "ana's create answer has no process view", r.json())
+        mine = api("GET", f"/api/kernels/{kid}", token=ANA).json()
+        check("callisto" not in mine, "ana does not see the kernel's host pid or memory", mine)
+        listed = [k for k in api("GET", "/api/kernels", token=ANA).json() if k["id"] == kid]
+        check(listed and "callisto" not in listed[0], "nor in her list", listed)
+        seen = api("GET", f"/api/kernels/{kid}", token=ROOT).json()
+        info = seen.get("callisto") or {}
+        check(info.get("launch") in ("zygote", "exec") and info.get("pid", 0) > 0,
+              "the admin sees how it started and its host pid", seen)
+    finally:
+        delete(ANA, kid)
+
+
+@test
 def test_per_user_limit_under_concurrent_creates():
     results = concurrent_creates(ANA, 4)
     try:
