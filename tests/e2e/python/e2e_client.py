@@ -754,6 +754,17 @@ class KernelWS:
         msg_id = self.execute(code, allow_stdin=allow_stdin)
         return self.collect(msg_id, timeout)
 
+    def run_not_aborted(self, code, tries=5, timeout=EXEC_TIMEOUT):
+        """run(), again while the kernel answers "aborted": after an error ipykernel aborts
+        what arrives until its stop_on_error timer fires, which on a busy machine can be the
+        next request. That is the kernel's call, not the gateway's."""
+        for _ in range(tries):
+            ex = self.run(code, timeout)
+            if ex.status != "aborted":
+                break
+            time.sleep(0.5)
+        return ex
+
     def collect(self, msg_id, timeout=EXEC_TIMEOUT):
         ex = Execution(msg_id)
         deadline = time.monotonic() + timeout

@@ -455,13 +455,7 @@ def _interrupt(protocol):
         check(dt <= 2.0, f"execute_reply within 2 s of the interrupt (took {dt:.2f} s)")
         check_eq(reply["content"]["status"], "error", "interrupted status")
         check_eq(reply["content"].get("ename"), "KeyboardInterrupt", "ename")
-        # ipykernel aborts requests that arrive just after an error (stop_on_error):
-        # an immediate follow-up can be answered "aborted"; that is the kernel's call.
-        for _ in range(3):
-            ex = ws.run("1+1")
-            if ex.status != "aborted":
-                break
-            time.sleep(0.5)
+        ex = ws.run_not_aborted("1+1")
         check_eq(ex.status, "ok", f"follow-up status {ex.reply['content']}")
         check_eq(ex.result_text(), "2", "kernel usable after interrupt")
 
@@ -492,13 +486,7 @@ def test_restart_clears_state():
         ex = ws.run("x_e2e")
         check_eq(ex.status, "error", "state gone")
         check_eq(ex.reply["content"]["ename"], "NameError", "NameError after restart")
-        # ipykernel (stop_on_error) may answer a request that arrives just after an error
-        # "aborted"; that is the kernel's call, so the follow-up is retried.
-        for _ in range(3):
-            ex = ws.run("1+1")
-            if ex.status != "aborted":
-                break
-            time.sleep(0.5)
+        ex = ws.run_not_aborted("1+1")
         check_eq(ex.result_text(), "2", f"kernel works after restart ({ex.status})")
 
 
