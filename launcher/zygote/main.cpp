@@ -5,6 +5,7 @@
 //   callisto-zygote --control-fd=N --scratch=DIR --python=PROGRAM [--preload=a,b,c]
 
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdlib>
 #include <iostream>
@@ -67,8 +68,13 @@ int main(int argc, char** argv) {
     sigprocmask(SIG_BLOCK, &chld, nullptr);
     try {
         const seccomp_filter filter;
+        // Importing takes a core for a second or two, while kernels already run (or start the
+        // usual way meanwhile): at a low priority, then back to normal for the forks, which
+        // inherit it.
+        ::setpriority(PRIO_PROCESS, 0, 10);
         zygote::python_runtime runtime(python);
         const auto ready = runtime.preload(split(preload));
+        ::setpriority(PRIO_PROCESS, 0, 0);
         if (!send_seqpacket(control, zygote_protocol::encode(ready))) return 1;
         zygote::fork_server server(control, runtime, scratch, filter.bpf());
         server.run();
