@@ -34,7 +34,7 @@ exit_status from_wait_status(int w) {
     return s;
 }
 
-// The kernel's environment in a sealed-to-the-zygote memfd: only the fork reads it.
+// The kernel's environment in a memfd the zygote hands on unread: only the fork reads it.
 unique_fd environment_memfd(const std::map<std::string, std::string>& env) {
     unique_fd fd(::memfd_create("callisto-kernel-env", MFD_CLOEXEC));
     if (!fd) throw std::system_error(errno, std::generic_category(), "zygote: memfd_create");
