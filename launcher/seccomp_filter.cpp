@@ -13,6 +13,8 @@
 
 #include <linux/netlink.h>
 
+#include "launcher/memfd.hpp"
+
 namespace callisto::launcher {
 
 namespace {
@@ -156,22 +158,6 @@ seccomp_filter::seccomp_filter() {
     ::close(fd);
 }
 
-int seccomp_filter::make_fd() const {
-    const int fd = ::memfd_create("callisto-seccomp", MFD_CLOEXEC);
-    if (fd < 0) throw std::system_error(errno, std::generic_category(), "seccomp: memfd_create");
-    std::size_t done = 0;
-    while (done < bpf_.size()) {
-        const auto n = ::write(fd, bpf_.data() + done, bpf_.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            const int err = errno;
-            ::close(fd);
-            throw std::system_error(err, std::generic_category(), "seccomp: writing the program");
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    ::lseek(fd, 0, SEEK_SET);
-    return fd;
-}
+int seccomp_filter::make_fd() const { return memfd_holding("callisto-seccomp", bpf_).release(); }
 
 }  // namespace callisto::launcher

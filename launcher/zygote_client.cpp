@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,6 +13,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "launcher/memfd.hpp"
 #include "launcher/seqpacket.hpp"
 #include "launcher/zygote_protocol.hpp"
 
@@ -32,21 +32,6 @@ exit_status from_wait_status(int w) {
         s.core_dumped = WCOREDUMP(w);
     }
     return s;
-}
-
-// The kernel's environment in a memfd the zygote hands on unread: only the fork reads it.
-unique_fd environment_memfd(const std::map<std::string, std::string>& env) {
-    unique_fd fd(::memfd_create("callisto-kernel-env", MFD_CLOEXEC));
-    if (!fd) throw std::system_error(errno, std::generic_category(), "zygote: memfd_create");
-    const std::string text = proto::encode_environment(env);
-    std::size_t done = 0;
-    while (done < text.size()) {
-        const auto n = ::write(fd.get(), text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) throw std::system_error(errno, std::generic_category(), "zygote: environment");
-        done += static_cast<std::size_t>(n);
-    }
-    return fd;
 }
 
 std::string joined(const std::vector<std::string>& items) {
@@ -123,7 +108,9 @@ pid_t zygote_client::fork(const spawn_description& what, exit_handler on_exit) {
         pending.on_exit = std::move(on_exit);
         answer = pending.result.get_future();
         // Sent under the lock: ids and messages stay in one order.
-        const unique_fd env = environment_memfd(what.env);
+        // Handed on unread by the zygote: only the fork reads it.
+        const unique_fd env =
+            memfd_holding("callisto-kernel-env", proto::encode_environment(what.env));
         std::vector<int> fds{env.get()};
         if (what.output_fd >= 0) fds.push_back(what.output_fd);
         if (!send_seqpacket(socket_.get(), proto::encode_fork(id, what), fds)) {

@@ -1,0 +1,28 @@
+#include "launcher/memfd.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+#include <system_error>
+
+namespace callisto::launcher {
+
+unique_fd memfd_holding(const char* name, std::string_view bytes) {
+    unique_fd fd(::memfd_create(name, MFD_CLOEXEC));
+    if (!fd) throw std::system_error(errno, std::generic_category(), std::string("memfd ") + name);
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const auto n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0)
+            throw std::system_error(errno, std::generic_category(),
+                                    std::string("writing memfd ") + name);
+        done += static_cast<std::size_t>(n);
+    }
+    ::lseek(fd.get(), 0, SEEK_SET);
+    return fd;
+}
+
+}  // namespace callisto::launcher
