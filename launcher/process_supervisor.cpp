@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -271,6 +272,16 @@ pid_t process_supervisor::spawn(const spawn_description& what, exit_handler on_e
 void process_supervisor::signal_group(pid_t pid, int sig) {
     std::lock_guard lock(impl_->mutex_);
     if (impl_->children_.contains(pid)) impl_->send_locked(pid, sig);
+}
+
+void process_supervisor::signal_child_groups(pid_t pid, int sig) {
+    // Under the lock, as signal_group: the child is not reaped meanwhile, so its children are
+    // still the ones listed (a grandchild that exits first is reaped by the child alone).
+    std::lock_guard lock(impl_->mutex_);
+    if (!impl_->children_.contains(pid)) return;
+    const auto id = std::to_string(pid);
+    std::ifstream list("/proc/" + id + "/task/" + id + "/children");
+    for (pid_t child = 0; list >> child;) impl_->send_locked(child, sig);
 }
 
 void process_supervisor::terminate(pid_t pid, std::chrono::milliseconds grace) {

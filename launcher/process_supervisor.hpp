@@ -45,6 +45,10 @@ public:
 
     // Sends a signal to the child's process group. No-op once it was reaped.
     void signal_group(pid_t pid, int sig);
+    // Sends a signal to the process group of each of the child's own children: under bwrap,
+    // the sandbox's init, whose group the kernel shares (--new-session), where a signal to
+    // bwrap itself would stop at bwrap. No-op once it was reaped.
+    void signal_child_groups(pid_t pid, int sig);
 
     // SIGTERM to the group now, SIGKILL to the group after `grace` if still running.
     void terminate(pid_t pid, std::chrono::milliseconds grace);

@@ -7,11 +7,20 @@ namespace callisto::launcher {
 namespace {
 
 constexpr const char* etc_files[] = {
-    "/etc/ld.so.cache", "/etc/ld.so.conf",      "/etc/nsswitch.conf",
-    "/etc/localtime",   "/etc/timezone",        "/etc/mime.types",
-    "/etc/ssl/certs",   "/etc/ssl/openssl.cnf", "/etc/ca-certificates.conf",
-    "/etc/fonts",       "/etc/matplotlibrc",    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/nsswitch.conf",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/mime.types",
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
+    "/etc/ca-certificates.conf",
+    "/etc/fonts",
+    "/etc/matplotlibrc",
+    "/etc/alternatives",
     "/etc/host.conf",
+    "/etc/R",
 };
 
 constexpr const char* usr_symlinks[] = {"bin", "sbin", "lib", "lib64", "lib32", "libx32"};

@@ -30,7 +30,8 @@ struct sandbox_layout {
 };
 
 // Read-only host files a Python kernel needs, bound when they exist: the dynamic loader's
-// cache, name service and time zone, TLS roots, fonts and matplotlib's defaults.
+// cache, name service and time zone, TLS roots, fonts, matplotlib's defaults and R's site
+// configuration (R reads /etc/R through /usr/lib/R/etc's links).
 std::span<const char* const> sandbox_etc_files();
 
 // Debian's usrmerge: /bin, /lib, ... are symlinks into /usr; the sandbox repeats the ones the

@@ -37,6 +37,8 @@ public:
     virtual pid_t spawn(const launcher::spawn_description& what,
                         launcher::process_supervisor::exit_handler on_exit) = 0;
     virtual void signal_group(pid_t pid, int sig) = 0;
+    // To the groups of the process's children: the kernel under bwrap's init.
+    virtual void signal_child_groups(pid_t pid, int sig) { signal_group(pid, sig); }
     virtual void terminate(pid_t pid, std::chrono::milliseconds grace) = 0;
     // True when a zygote forked it (the kernel model says how each kernel started).
     virtual bool forked(pid_t) const { return false; }
@@ -74,6 +76,9 @@ public:
     }
     void signal_group(pid_t pid, int sig) override {
         if (!zygotes_ || !zygotes_->signal(pid, sig)) supervisor_.signal_group(pid, sig);
+    }
+    void signal_child_groups(pid_t pid, int sig) override {
+        supervisor_.signal_child_groups(pid, sig);
     }
     void terminate(pid_t pid, std::chrono::milliseconds grace) override {
         if (!zygotes_ || !zygotes_->terminate(pid, grace)) supervisor_.terminate(pid, grace);

@@ -162,6 +162,14 @@ void kernel_process::signal_group(int sig) {
     if (pid_ > 0) env_.processes.signal_group(pid_, sig);
 }
 
+void kernel_process::interrupt() {
+    if (pid_ <= 0) return;
+    if (sandboxed() && !forked_)
+        env_.processes.signal_child_groups(pid_, SIGINT);
+    else
+        env_.processes.signal_group(pid_, SIGINT);
+}
+
 void kernel_process::stop(bool asked, std::function<void()> then) {
     if (pid_ <= 0) {
         then();

@@ -62,6 +62,10 @@ public:
     const kernelproto::connection_info& connection() const { return runtime_dir_->connection(); }
     void cancel_ready_timeout() { ready_timer_.cancel(); }
     void signal_group(int sig);
+    // SIGINT where the kernel itself gets it, as Jupyter's signal interrupt_mode does: the
+    // process group of a plain exec; under bwrap, the group of the sandbox's init, which the
+    // kernel shares; a zygote's fork's pid 1, which passes it on to the kernel's group.
+    void interrupt();
 
     // Stops it: when the session has sent shutdown_request (`asked`), SIGTERM follows after
     // shutdown_wait, else at once; SIGKILL after kill_grace. `then` runs once it exited.

@@ -307,16 +307,15 @@ void kernel_session::interrupt(result_handler on_done) {
             on_done({kernel_error::not_running, "kernel is not running"});
             return;
         }
-        // Sandboxed: signals reach bwrap, not the kernel in its own session and pid namespace.
-        const bool by_message = self->spec_.interrupt == launcher::interrupt_mode::message ||
-                                self->process_->sandboxed();
-        if (by_message && self->link_) {
+        // As the kernelspec says: IRkernel, for one, reads no control message while it runs
+        // code, and ipykernel turns its interrupt_request into this same SIGINT.
+        if (self->spec_.interrupt == launcher::interrupt_mode::message && self->link_) {
             self->env_.links.send(
                 *self->link_, channel::control,
                 kernelproto::make_message("interrupt_request", nlohmann::json::object(),
                                           self->session_id_));
         } else {
-            self->process_->signal_group(SIGINT);
+            self->process_->interrupt();
         }
         on_done({});
     });

@@ -18,8 +18,12 @@ void run_pid_one(pid_t kernel) {
         if (sig != SIGCHLD) {
             // A blocked signal is queued even for a namespace's init, which would otherwise
             // drop every signal it has no handler for.
-            if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT ||
-                sig == SIGUSR1 || sig == SIGUSR2)
+            // SIGINT goes to the kernel's group (it leads its own session), as a terminal's
+            // Ctrl-C and ipykernel's own interrupt do: a subprocess it waits for stops too.
+            if (sig == SIGINT)
+                ::kill(-kernel, sig);
+            else if (sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT || sig == SIGUSR1 ||
+                     sig == SIGUSR2)
                 ::kill(kernel, sig);
             continue;
         }
