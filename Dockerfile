@@ -28,7 +28,7 @@ FROM ${BASE_IMAGE}
 RUN apt-get update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
       libzmq5 libssl3 libseccomp2 libpython3.11 bubblewrap ca-certificates curl \
-      python3-ipykernel python3-numpy python3-pandas python3-matplotlib \
+      python3-ipykernel python3-numpy python3-pandas python3-matplotlib r-cran-irkernel \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/gateway/callisto /usr/local/bin/callisto
 # Beside the gateway, where it looks for it: the fork server of Python kernels (--zygote).

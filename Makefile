@@ -10,10 +10,11 @@ IP         ?= 127.0.0.1
 ARGS       ?=
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# Needed to build and serve (python3-dev: the zygote embeds the kernels' Python).
+# Needed to build and serve (python3-dev: the zygote embeds the kernels' Python; r-cran-irkernel:
+# the R kernelspec "ir").
 RUN_PACKAGES  := build-essential cmake pkg-config libboost-dev libzmq3-dev cppzmq-dev \
                  nlohmann-json3-dev libssl-dev python3-ipykernel python3-numpy python3-pandas \
-                 python3-matplotlib bubblewrap libseccomp-dev python3-dev
+                 python3-matplotlib bubblewrap libseccomp-dev python3-dev r-cran-irkernel
 # Needed by the test suites: doctest, Python clients (jsonschema for the OpenAPI checks),
 # jupyter_server for the --gateway-url test, Chromium for the web UI test, clang-format-14 for
 # the formatting check, openssl and curl for the TLS test.
