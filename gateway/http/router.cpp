@@ -60,10 +60,16 @@ route match_v1_oneshot(std::string_view method, const std::vector<std::string>& 
     return r;
 }
 
-// /v1/contexts[/{id}[/restart | /events | /executions[/{eid}] | /files[/{path...}]]]
+// /v1/languages, and /v1/contexts[/{id}[/restart | /events | /executions[/{eid}] |
+// /files[/{path...}]]]
 route match_v1(std::string_view method, const std::vector<std::string>& seg, route r) {
     const std::size_t n = seg.size();
     if (n >= 2 && seg[1] == "executions") return match_v1_oneshot(method, seg, std::move(r));
+    if (n == 2 && seg[1] == "languages") {
+        if (method != "GET") return method_not_allowed("GET");
+        r.kind = route_kind::languages_list;
+        return r;
+    }
     if (n < 2 || seg[1] != "contexts") return r;
     if (n >= 4 && seg[3] == "files") {
         r.context_id = seg[2];
@@ -158,7 +164,8 @@ bool is_interpreter_route(route_kind kind) {
         case route_kind::file_delete:
         case route_kind::oneshot_create:
         case route_kind::oneshot_get:
-        case route_kind::oneshot_delete: return true;
+        case route_kind::oneshot_delete:
+        case route_kind::languages_list: return true;
         default: return false;
     }
 }
@@ -206,6 +213,7 @@ std::string_view to_string(route_kind kind) {
         case route_kind::oneshot_create: return "oneshot_create";
         case route_kind::oneshot_get: return "oneshot_get";
         case route_kind::oneshot_delete: return "oneshot_delete";
+        case route_kind::languages_list: return "languages_list";
         case route_kind::files_upload: return "files_upload";
         case route_kind::context_events: return "context_events";
         case route_kind::mcp: return "mcp";

@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 
 #include "gateway/interpreter/kernel_reset.hpp"
+#include "gateway/languages/kernel_languages.hpp"
 #include "kernelproto/ids.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -16,6 +17,30 @@ context_registry::context_registry(boost::asio::io_context& ioc, kernels::kernel
       settings_(std::move(settings)),
       log_(std::move(log)),
       culled_(settings_.culled_retention) {}
+
+nlohmann::json context_registry::languages() const {
+    return languages::languages_document(kernels_.kernelspecs(), kernels_.default_kernel_name());
+}
+
+std::optional<std::string> context_registry::choose_kernel(context_request& request) const {
+    if (!request.language) return std::nullopt;
+    const std::string language(languages::to_string(*request.language));
+    const auto& specs = kernels_.kernelspecs();
+    if (request.kernel.empty()) {
+        auto kernel =
+            languages::kernel_for(*request.language, specs, kernels_.default_kernel_name());
+        if (!kernel)
+            return "no kernel installed here runs " + language +
+                   "; GET /v1/languages lists what does";
+        request.kernel = *kernel;
+        return std::nullopt;
+    }
+    for (const auto& spec : specs)
+        if (spec.name == request.kernel && !languages::kernel_runs(spec, *request.language))
+            return "the kernel '" + request.kernel + "' does not run " + language +
+                   "; GET /v1/languages lists which kernel does";
+    return std::nullopt;  // an unknown kernel is the kernel manager's 404
+}
 
 void context_registry::create(const context_request& request, const user& owner,
                               std::function<void(create_context_result)> done) {
@@ -168,8 +193,9 @@ void context_registry::release_kernel(const std::shared_ptr<interpreter_context>
     auto finished = std::make_shared<std::function<void()>>(std::move(done));
     auto reset = [this, context, kernel, destroy, sandboxed, finished] {
         kernel_reset::run(
-            ioc_, kernel, sandboxed ? "/work" : settings_.context_root.string(), sandboxed,
-            settings_.reset_timeout, [this, context, kernel, destroy, finished](bool ok) {
+            ioc_, kernel, context->dialect(), sandboxed ? "/work" : settings_.context_root.string(),
+            sandboxed, settings_.reset_timeout,
+            [this, context, kernel, destroy, finished](bool ok) {
                 if (!ok) {
                     log_.warn("kernel " + kernel->id() + " did not reset; destroying it");
                     return destroy(std::move(*finished));

@@ -18,6 +18,7 @@
 #include "gateway/interpreter/interpreter_settings.hpp"
 #include "gateway/kernels/culled_kernels.hpp"
 #include "gateway/kernels/kernel_manager.hpp"
+#include "gateway/languages/execution_language.hpp"
 #include "gateway/user.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -34,6 +35,11 @@ public:
                      interpreter_settings settings, logger log);
 
     const interpreter_settings& settings() const { return settings_; }
+    // GET /v1/languages: which kernelspec runs which language.
+    nlohmann::json languages() const;
+    // A request naming a language but no kernel gets the kernel that runs it; one naming both
+    // must name a kernel that runs it. nullopt, or why not (for a 400).
+    std::optional<std::string> choose_kernel(context_request& request) const;
 
     // Completion on an arbitrary thread.
     void create(const context_request& request, const user& owner,

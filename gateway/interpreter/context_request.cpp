@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/interpreter/context_fields.hpp"
+#include "gateway/interpreter/execution_request.hpp"
 #include "gateway/interpreter/json_body.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -13,12 +14,20 @@ std::optional<context_request> parse_context_request(std::string_view body, std:
     auto doc = parse_json_body(body, error);
     if (!doc) return std::nullopt;
     for (auto& [name, value] : doc->items()) {
-        if (!is_context_field(name)) {
+        if (!is_context_field(name) && name != "language") {
             error = "unknown field '" + name + "'";
             return std::nullopt;
         }
     }
     if (!read_context_fields(*doc, req, error)) return std::nullopt;
+    if (doc->contains("language") && !(*doc)["language"].is_null()) {
+        const auto& l = (*doc)["language"];
+        if (!l.is_string() ||
+            !(req.language = languages::parse_execution_language(l.get<std::string>()))) {
+            error = "'language' must be one of " + language_choices();
+            return std::nullopt;
+        }
+    }
     return req;
 }
 

@@ -6,11 +6,15 @@
 #include <string_view>
 
 #include "gateway/kernels/kernel_policy.hpp"
+#include "gateway/languages/execution_language.hpp"
 
 namespace callisto::gateway::interpreter {
 
 struct context_request {
-    std::string kernel;                            // kernelspec name; empty: the default
+    std::string kernel;  // kernelspec name; empty: the default
+    // With no kernel named: the kernel that runs this language (GET /v1/languages). A one-shot
+    // execution's own "language" does the same.
+    std::optional<languages::execution_language> language;
     std::optional<kernels::kernel_policy> policy;  // none: the server's --kernel-policy
     bool one_shot = false;                         // set by POST /v1/executions, never by a body
 };

@@ -78,6 +78,8 @@ void events_session::execute(events_command cmd) {
                 return self->refuse("this context already has " + std::to_string(limit) +
                                         " executions waiting; try again when one has finished",
                                     request_id);
+            if (r.outcome == interpreter_context::submit_outcome::refused)
+                return self->refuse(r.why, request_id);
             if (!r.exec) return self->refuse("the context is closed", request_id);
             nlohmann::json queued = {
                 {"type", "queued"},

@@ -137,15 +137,18 @@ nlohmann::json execution::to_json_locked() const {
           {"results", truncated_results_}}},
     };
     if (!request_.idempotency_key.empty()) j["idempotency_key"] = request_.idempotency_key;
+    if (request_.language) j["language"] = languages::to_string(*request_.language);
     if (state_preserved_) j["state_preserved"] = *state_preserved_;
     return j;
 }
 
 nlohmann::json execution::summary() const {
     std::lock_guard lock(mutex_);
-    return {{"id", id_},
-            {"status", to_string(status_)},
-            {"created_at", kernelproto::format_iso_time(created_at_)}};
+    nlohmann::json j = {{"id", id_},
+                        {"status", to_string(status_)},
+                        {"created_at", kernelproto::format_iso_time(created_at_)}};
+    if (request_.language) j["language"] = languages::to_string(*request_.language);
+    return j;
 }
 
 void execution::subscribe(event_sink sink, bool from_start) {

@@ -10,13 +10,6 @@ namespace {
 bool is_name_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
 
-// Python source for a str: JSON's string escapes (\" \\ \n \t \uXXXX) are Python's too, and
-// the text stays UTF-8 (ensure_ascii would split characters outside the BMP into surrogates,
-// which Python would not join again).
-std::string python_str(const std::string& s) {
-    return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
-}
-
 }  // namespace
 
 std::optional<std::string> check_env_name(std::string_view name, const env_limits& limits) {
@@ -85,26 +78,6 @@ std::optional<env_vars> parse_env(const nlohmann::json& value, const env_limits&
     }
     std::sort(vars.begin(), vars.end());
     return vars;
-}
-
-std::string env_apply_code(const env_vars& vars) {
-    std::string dict = "{";
-    for (const auto& [name, value] : vars)
-        dict += python_str(name) + ": " + python_str(value) + ", ";
-    dict += "}";
-    // One expression, no names left in the user's namespace; the saved values live on the sys
-    // module, out of the way of dir() and %who.
-    return "(lambda o, s, new: (setattr(s, '_callisto_saved_env', "
-           "{k: o.environ.get(k) for k in new}), o.environ.update(new)))"
-           "(__import__('os'), __import__('sys'), " +
-           dict + ")\n";
-}
-
-std::string env_restore_code() {
-    return "(lambda o, saved: [o.environ.pop(k, None) if v is None else o.environ.__setitem__(k, "
-           "v) "
-           "for k, v in saved.items()])"
-           "(__import__('os'), __import__('sys').__dict__.pop('_callisto_saved_env', {}))\n";
 }
 
 }  // namespace callisto::gateway::interpreter

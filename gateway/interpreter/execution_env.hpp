@@ -1,9 +1,9 @@
 #pragma once
 // Per-execution environment variables ("env" in an execution request): which names and values
-// are accepted, and the two silent kernel requests that set them before the user's code and
-// put the previous values back after it. Setting them from separate requests, not by wrapping
-// the user's code, keeps its tracebacks and line numbers its own. Pure, so every bad form is
-// unit-tested.
+// are accepted. The kernel's dialect writes the two silent requests that set them before the
+// user's code and put the previous values back after it (languages/kernel_dialect.hpp):
+// separate requests, not a wrapper around the user's code, keep its tracebacks and line
+// numbers its own. Pure, so every bad form is unit-tested.
 
 #include <cstddef>
 #include <optional>
@@ -14,9 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/languages/kernel_dialect.hpp"
+
 namespace callisto::gateway::interpreter {
 
-using env_vars = std::vector<std::pair<std::string, std::string>>;  // sorted by name
+using env_vars = languages::env_vars;  // sorted by name
 
 struct env_limits {
     std::size_t max_vars = 64;
@@ -35,12 +37,5 @@ std::optional<std::string> check_env_name(std::string_view name, const env_limit
 // and a sentence for the client in `error`.
 std::optional<env_vars> parse_env(const nlohmann::json& value, const env_limits& limits,
                                   std::string& error);
-
-// Python for a silent execute_request: remembers the current values of the names (absent
-// ones too) and sets the new ones.
-std::string env_apply_code(const env_vars& vars);
-// Python for a silent execute_request: puts back what env_apply_code remembered; does nothing
-// when nothing was remembered (e.g. the kernel restarted in between).
-std::string env_restore_code();
 
 }  // namespace callisto::gateway::interpreter

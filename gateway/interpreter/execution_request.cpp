@@ -20,6 +20,17 @@ bool is_valid_key(const std::string& key, std::size_t max_bytes) {
 
 }  // namespace
 
+std::string language_choices() {
+    std::string out;
+    const auto& all = languages::all_execution_languages();
+    for (std::size_t i = 0; i < all.size(); ++i)
+        out += std::string(i == 0                ? ""
+                           : i + 1 == all.size() ? " or "
+                                                 : ", ") +
+               "'" + std::string(languages::to_string(all[i])) + "'";
+    return out;
+}
+
 std::optional<execution_request> parse_execution_request(std::string_view body,
                                                          std::string_view accept,
                                                          const execution_request_limits& limits,
@@ -36,8 +47,8 @@ std::optional<execution_request> execution_request_from_json(
         error = "the request must be a JSON object";
         return std::nullopt;
     }
-    static const char* known[] = {"code",   "timeout", "idempotency_key",
-                                  "stream", "env",     "keep_ansi"};
+    static const char* known[] = {"code",   "language", "timeout",  "idempotency_key",
+                                  "stream", "env",      "keep_ansi"};
     for (auto& [name, value] : doc.items()) {
         bool ok = false;
         for (const char* k : known) ok = ok || name == k;
@@ -56,6 +67,13 @@ std::optional<execution_request> execution_request_from_json(
     if (req.code.size() > limits.max_code_bytes) {
         error = "'code' is larger than " + std::to_string(limits.max_code_bytes) + " bytes";
         return std::nullopt;
+    }
+    if (doc.contains("language") && !doc["language"].is_null()) {
+        if (!doc["language"].is_string() || !(req.language = languages::parse_execution_language(
+                                                  doc["language"].get<std::string>()))) {
+            error = "'language' must be one of " + language_choices();
+            return std::nullopt;
+        }
     }
     if (doc.contains("timeout") && !doc["timeout"].is_null()) {
         const auto& t = doc["timeout"];

@@ -11,11 +11,15 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "gateway/interpreter/execution_env.hpp"
+#include "gateway/languages/execution_language.hpp"
 
 namespace callisto::gateway::interpreter {
 
 struct execution_request {
     std::string code;
+    // none: the kernel's own language; else one the context's kernel runs (its own, or bash
+    // and sql in a Python kernel).
+    std::optional<languages::execution_language> language;
     std::optional<std::chrono::milliseconds> timeout;  // none: no deadline
     std::string idempotency_key;                       // empty: none
     bool stream = false;                               // NDJSON events instead of one answer
@@ -30,6 +34,9 @@ struct execution_request_limits {
     std::size_t max_key_bytes = 128;
     env_limits env;
 };
+
+// "'python', 'r', 'bash' or 'sql'": the languages a request may name, for error messages.
+std::string language_choices();
 
 // On error returns nullopt and a sentence for the client in `error`.
 // `accept` is the Accept header: "application/x-ndjson" asks for the stream too.

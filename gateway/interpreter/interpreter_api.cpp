@@ -88,6 +88,8 @@ void interpreter_api::handle(const route& r, http_request req, const user& who, 
         for (const auto& c : contexts_.list_for(who)) list.push_back(c->model());
         return respond(json_response(http::status::ok, list));
     }
+    if (r.kind == route_kind::languages_list)
+        return respond(json_response(http::status::ok, contexts_.languages()));
     if (r.kind == route_kind::context_create) return create_context(req, who, std::move(respond));
     if (r.kind == route_kind::oneshot_create)
         return create_oneshot(req, who, std::move(respond), take_stream);
@@ -223,6 +225,8 @@ void interpreter_api::create_context(const http_request& req, const user& who, r
     std::string error;
     auto request = parse_context_request(req.body(), error);
     if (!request) return respond(error_response(http::status::bad_request, error));
+    if (auto why = contexts_.choose_kernel(*request))
+        return respond(error_response(http::status::bad_request, *why));
     contexts_.create(*request, who, [respond = std::move(respond)](create_context_result r) {
         if (!r.context) return respond(jupyter_api::kernel_error_answer(r.error, r.message));
         auto res = json_response(http::status::created, r.context->model());
@@ -250,6 +254,8 @@ void interpreter_api::create_oneshot(const http_request& req, const user& who, r
     auto request = parse_oneshot_request(req.body(), req[http::field::accept],
                                          contexts_.settings().request_limits, error);
     if (!request) return respond(error_response(http::status::bad_request, error));
+    if (auto why = contexts_.choose_kernel(request->context))
+        return respond(error_response(http::status::bad_request, *why));
     const std::string key = request->execution.idempotency_key;
     if (!key.empty()) {
         auto claim = oneshots_.claim_key(who.name, key);
@@ -323,6 +329,10 @@ void interpreter_api::submit_and_answer(
         auto answer =
             stream ? respond_fn([stream](http_response res) { stream->respond(std::move(res)); })
                    : respond;
+        if (r.outcome == interpreter_context::submit_outcome::refused) {
+            if (on_refused) on_refused();
+            return answer(error_response(http::status::bad_request, r.why));
+        }
         if (r.outcome == interpreter_context::submit_outcome::queue_full || !r.exec) {
             if (on_refused) on_refused();
             if (r.exec == nullptr && r.outcome != interpreter_context::submit_outcome::queue_full)

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -11,6 +12,7 @@
 #include "common/unique_fd.hpp"
 #include "gateway/interpreter/execution_metrics.hpp"
 #include "gateway/kernels/server_status.hpp"
+#include "gateway/languages/execution_language.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
 #include "kernelproto/untrusted_json.hpp"
@@ -66,6 +68,7 @@ interpreter_context::interpreter_context(asio::io_context& ioc, std::string id, 
       kernel_(std::move(kernel)),
       workdir_(std::move(workdir)),
       chdir_kernel_(chdir_kernel),
+      dialect_(languages::dialect_of(kernel_->language())),
       options_(options),
       settings_(settings),
       session_id_(kernelproto::new_uuid()),
@@ -80,6 +83,7 @@ nlohmann::json interpreter_context::model() const {
     return {{"id", id_},
             {"kernel_id", kernel_->id()},
             {"kernel", kernel_->kernelspec_name()},
+            {"languages", languages::language_names(languages::languages_run_by(dialect_))},
             {"state", k.value("execution_state", "unknown")},
             {"created_at", kernelproto::format_iso_time(created_at_)},
             {"policy", to_string(options_.policy)},
@@ -104,10 +108,31 @@ void interpreter_context::close(std::string reason) {
     });
 }
 
+std::optional<std::string> interpreter_context::refusal(const execution_request& request) const {
+    const auto runs = languages::languages_run_by(dialect_);
+    const std::string kernel = "this context's kernel (" + kernel_->kernelspec_name() + ")";
+    if (request.language && std::find(runs.begin(), runs.end(), *request.language) == runs.end()) {
+        std::string can;
+        for (const auto& name : languages::language_names(runs))
+            can += (can.empty() ? "" : ", ") + name;
+        return kernel + " does not run " + std::string(languages::to_string(*request.language)) +
+               (can.empty() ? std::string(": it runs only its own code, with no 'language'")
+                            : "; it runs " + can) +
+               ". GET /v1/languages says which kernel runs which language";
+    }
+    if (!request.env.empty() && !languages::env_apply_code(dialect_, request.env))
+        return kernel + " is not a Python or R kernel: 'env' cannot be set in it";
+    return std::nullopt;
+}
+
 void interpreter_context::send_chdir() {
     if (!chdir_kernel_) return;
-    const std::string path = nlohmann::json(workdir_.string()).dump();
-    send_silent("import os as _callisto_os\n_callisto_os.chdir(" + path + ")\ndel _callisto_os\n");
+    if (auto code = languages::chdir_code(dialect_, workdir_.string()))
+        send_silent(std::move(*code));
+    else
+        log_.warn(
+            "the kernel's language has no way to change directory; it stays where it "
+            "started");
 }
 
 void interpreter_context::send_silent(std::string code) {
@@ -132,12 +157,14 @@ void interpreter_context::submit(execution_request request,
             auto it = self->keys_.find(request.idempotency_key);
             if (it != self->keys_.end()) {
                 if (auto e = self->executions_.find(it->second); e != self->executions_.end())
-                    return done({submit_outcome::repeated, e->second});
+                    return done({submit_outcome::repeated, e->second, {}});
             }
         }
-        if (self->closed_) return done({submit_outcome::closed, nullptr});
+        if (self->closed_) return done({submit_outcome::closed, nullptr, {}});
+        if (auto why = self->refusal(request))
+            return done({submit_outcome::refused, nullptr, std::move(*why)});
         if (self->queue_.size() >= self->settings_.queue_limit)
-            return done({submit_outcome::queue_full, nullptr});
+            return done({submit_outcome::queue_full, nullptr, {}});
         auto e = std::make_shared<execution>(kernelproto::new_uuid(), self->id_, std::move(request),
                                              self->settings_.text_budget_bytes);
         self->executions_[e->id()] = e;
@@ -147,7 +174,7 @@ void interpreter_context::submit(execution_request request,
             e->subscribe(count_when_finished(*self->settings_.metrics, e->request().api));
         self->queue_.push_back(e);
         self->waiting_ = self->queue_.size();
-        done({submit_outcome::accepted, e});
+        done({submit_outcome::accepted, e, {}});
         if (!self->current_) self->start_next();
     });
 }
@@ -237,8 +264,14 @@ void interpreter_context::start_next() {
         current_ = e;
         running_ = true;
         ladder_ = ladder::none;
+        // Checked at submit: the kernel runs the language.
+        const auto& request = e->request();
+        std::string code =
+            request.language ? languages::kernel_code_for(*request.language, dialect_, request.code)
+                                   .value_or(request.code)
+                             : request.code;
         auto msg = kernelproto::make_message("execute_request",
-                                             {{"code", e->request().code},
+                                             {{"code", std::move(code)},
                                               {"silent", false},
                                               {"store_history", true},
                                               {"user_expressions", nlohmann::json::object()},
@@ -263,8 +296,14 @@ void interpreter_context::start_next() {
             options_.one_shot ? "and a one-shot execution keeps no files"
                               : "and the workdir is not writable");
         e->mark_started();
-        // The shell channel keeps order: the variables are set before the code runs.
-        if (!e->request().env.empty()) send_silent(env_apply_code(e->request().env));
+        // The shell channel keeps order: the runner is loaded and the variables are set
+        // before the code runs.
+        if (request.language)
+            if (auto setup = languages::runner_setup_code(*request.language, dialect_))
+                send_silent(std::move(*setup));
+        if (!request.env.empty())
+            if (auto set = languages::env_apply_code(dialect_, request.env))
+                send_silent(std::move(*set));
         kernel_->submit(weak_from_this(), channel::shell, std::move(msg));
         if (auto t = e->request().timeout) {
             deadline_timer_.expires_after(*t);
@@ -357,7 +396,8 @@ void interpreter_context::finish_current(execution_status status,
     if (!e) return;
     // After the reply, not queued behind the code: stop_on_error would abort it when the code
     // fails. Harmless after a restart (nothing remembered, nothing restored).
-    if (!e->request().env.empty() && !closed_) send_silent(env_restore_code());
+    if (!e->request().env.empty() && !closed_)
+        if (auto restore = languages::env_restore_code(dialect_)) send_silent(std::move(*restore));
     e->finish(status, state_preserved);
     audit(*e);
     remember(e);

@@ -27,6 +27,7 @@
 #include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/kernel_policy.hpp"
 #include "gateway/kernels/kernel_session.hpp"
+#include "gateway/languages/kernel_dialect.hpp"
 
 namespace callisto::gateway::interpreter {
 
@@ -40,10 +41,11 @@ struct context_options {
 class interpreter_context : public kernels::kernel_client,
                             public std::enable_shared_from_this<interpreter_context> {
 public:
-    enum class submit_outcome { accepted, repeated, queue_full, closed };
+    enum class submit_outcome { accepted, repeated, queue_full, closed, refused };
     struct submit_result {
         submit_outcome outcome;
         std::shared_ptr<execution> exec;  // accepted, repeated
+        std::string why;                  // refused: a sentence for the client
     };
 
     // `workdir` is the context's directory as the gateway sees it; with chdir_kernel the
@@ -58,6 +60,10 @@ public:
     const std::shared_ptr<kernels::kernel_session>& kernel() const { return kernel_; }
     const std::filesystem::path& workdir() const { return workdir_; }
     const context_options& options() const { return options_; }
+    languages::kernel_dialect dialect() const { return dialect_; }
+    // Why this context's kernel cannot run the request (a language it does not run, "env" in a
+    // kernel the gateway cannot set variables in), or nullopt. Thread-safe.
+    std::optional<std::string> refusal(const execution_request& request) const;
     nlohmann::json model() const;  // thread-safe
     // Something queued or running (thread-safe): the kernel is not fit to be kept.
     bool busy() const { return running_ || waiting_ > 0; }
@@ -124,6 +130,7 @@ private:
     const std::shared_ptr<kernels::kernel_session> kernel_;
     const std::filesystem::path workdir_;
     const bool chdir_kernel_;
+    const languages::kernel_dialect dialect_;
     const context_options options_;
     std::function<void(std::string)> on_kernel_gone_;
     std::vector<std::weak_ptr<const close_watcher>> close_watchers_;  // strand

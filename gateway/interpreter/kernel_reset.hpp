@@ -1,10 +1,8 @@
 #pragma once
-// Resets a kernel before it is kept for its owner's next context: closes figures, empties the
-// workdir (the kernel does it, as the sandbox's user, so nothing it planted can redirect the
-// deletion) but for IPython's open history database and the font caches in .ipython and
-// .cache (the workdir is the sandbox's HOME; deleting an open SQLite file makes every later
-// cell print an error), changes into it, and clears the namespace with IPython's reset in a
-// new history session (the execution count starts at 1 again). What reset cannot undo —
+// Resets a kernel before it is kept for its owner's next context, in the kernel's language
+// (languages/python_dialect.cpp, r_dialect.cpp): closes figures, empties the workdir (the
+// kernel does it, as the sandbox's user, so nothing it planted can redirect the deletion),
+// changes into it, and clears the namespace. What reset cannot undo —
 // imported modules, environment changes, threads — is why reuse never crosses owners.
 //
 // The kernel is offered to anyone only once the reset has answered: files uploaded for the
@@ -13,6 +11,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
@@ -21,6 +20,7 @@
 
 #include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/kernel_session.hpp"
+#include "gateway/languages/kernel_dialect.hpp"
 #include "kernelproto/message.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -28,8 +28,10 @@ namespace callisto::gateway::interpreter {
 // The kernel changes into `workdir` (as it sees it) before the reset, which needs a current
 // directory that exists; with `wipe` it empties it first. Unsandboxed kernels leave their
 // context's own directory, which the gateway removes, for a directory that stays.
-kernelproto::message make_reset_request(const std::string& workdir, bool wipe,
-                                        const std::string& session);
+// In the kernel's own language; nullopt for a dialect the gateway cannot reset.
+std::optional<kernelproto::message> make_reset_request(languages::kernel_dialect dialect,
+                                                       const std::string& workdir, bool wipe,
+                                                       const std::string& session);
 
 class kernel_reset : public kernels::kernel_client,
                      public std::enable_shared_from_this<kernel_reset> {
@@ -38,8 +40,8 @@ public:
     // or no answer within `timeout`. Runs on the kernel's or a timer's thread.
     static void run(boost::asio::io_context& ioc,
                     const std::shared_ptr<kernels::kernel_session>& kernel,
-                    const std::string& workdir, bool wipe, std::chrono::milliseconds timeout,
-                    std::function<void(bool ok)> done);
+                    languages::kernel_dialect dialect, const std::string& workdir, bool wipe,
+                    std::chrono::milliseconds timeout, std::function<void(bool ok)> done);
 
     kernel_reset(boost::asio::io_context& ioc, std::function<void(bool)> done);
 

@@ -21,6 +21,7 @@ std::optional<oneshot_request> parse_oneshot_request(std::string_view body, std:
     auto execution = execution_request_from_json(*doc, accept, limits, error);
     if (!execution) return std::nullopt;
     req.execution = std::move(*execution);
+    req.context.language = req.execution.language;
     return req;
 }
 

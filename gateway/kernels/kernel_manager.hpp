@@ -88,6 +88,7 @@ public:
     void shutdown_all(std::function<void()> done);
 
     std::string default_kernel_name() const;
+    const std::vector<launcher::kernelspec>& kernelspecs() const { return catalog_.all(); }
 
     // The warm pool has been full once since start (see warm_pool::filled_once).
     bool pool_filled_once() const { return pool_.filled_once(); }

@@ -57,6 +57,7 @@ public:
 
     const std::string& id() const { return id_; }
     const std::string& kernelspec_name() const { return spec_.name; }
+    const std::string& language() const { return spec_.language; }  // the kernelspec's
 
     // Spawns the process and waits until it answers; on_ready fires once.
     void start(result_handler on_ready);

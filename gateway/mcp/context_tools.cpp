@@ -148,6 +148,10 @@ void context_tools::run_code(const context_ptr& c, const std::string& call_id,
                 "too many run_code calls are waiting in this session; wait for one to finish",
                 true));
         }
+        if (r.outcome == interpreter_context::submit_outcome::refused) {
+            self->forget_call(call_id);
+            return done(text_tool_result(r.why, true));
+        }
         if (!r.exec) {
             self->forget_call(call_id);
             return done(text_tool_result("the session's context is closed", true));

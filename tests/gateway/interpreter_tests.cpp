@@ -230,17 +230,43 @@ TEST_CASE("execution request from a JSON object skips the fields the caller allo
                                             error));
 }
 
-TEST_CASE("env code: sets the names as Python literals and restores from what it saved") {
-    auto code = env_apply_code({{"A", "x\"y\\z\n"}, {"EMOJI", "😀"}});
-    CHECK(code.find(R"("A": "x\"y\\z\n")") != std::string::npos);
-    CHECK(code.find("\"EMOJI\": \"😀\"") != std::string::npos);  // UTF-8, not surrogates
-    CHECK(code.find("_callisto_saved_env") != std::string::npos);
-    CHECK(code.find('\n') == code.size() - 1);  // one line: no line of the user's shifts
-    auto restore = env_restore_code();
-    CHECK(restore.find("pop('_callisto_saved_env', {})") != std::string::npos);
+TEST_CASE("env names: POSIX names pass, the loader's prefix only as a prefix") {
     CHECK_FALSE(check_env_name("MY_VAR_2", env_limits{}));
     CHECK_FALSE(check_env_name("_x", env_limits{}));
     CHECK_FALSE(check_env_name("LD", env_limits{}));  // only the LD_ prefix is the loader's
+}
+
+TEST_CASE("execution request: 'language' names one of the four, case-insensitively") {
+    std::string error;
+    auto r = parse_execution_request(R"({"code": "ls", "language": "Bash"})", "",
+                                     execution_request_limits{}, error);
+    REQUIRE(r);
+    CHECK(r->language == languages::execution_language::bash);
+    r = parse_execution_request(R"({"code": "1", "language": null})", "",
+                                execution_request_limits{}, error);
+    REQUIRE(r);
+    CHECK_FALSE(r->language);
+    for (const char* bad :
+         {R"({"code": "1", "language": "ruby"})", R"({"code": "1", "language": ""})",
+          R"({"code": "1", "language": 3})", R"({"code": "1", "language": ["sql"]})"}) {
+        CAPTURE(bad);
+        CHECK_FALSE(parse_execution_request(bad, "", execution_request_limits{}, error));
+        CHECK(error == "'language' must be one of 'python', 'r', 'bash' or 'sql'");
+    }
+}
+
+TEST_CASE("context request: a language, alone or with a kernel; a bad one refused") {
+    std::string error;
+    auto r = parse_context_request(R"({"language": "R"})", error);
+    REQUIRE(r);
+    CHECK(r->language == languages::execution_language::r);
+    CHECK(r->kernel.empty());
+    r = parse_context_request(R"({"language": "sql", "kernel": "python3"})", error);
+    REQUIRE(r);
+    CHECK(r->kernel == "python3");
+    CHECK_FALSE(parse_context_request(R"({"language": "cobol"})", error));
+    CHECK(error == "'language' must be one of 'python', 'r', 'bash' or 'sql'");
+    CHECK_FALSE(parse_context_request(R"({"language": 1})", error));
 }
 
 TEST_CASE("context request: empty body, a kernel name, and the bad forms") {
@@ -426,6 +452,12 @@ TEST_CASE("events messages: every bad form is refused with a sentence") {
 // ---- routes ----------------------------------------------------------------------------------
 
 TEST_CASE("router maps the /v1 interpreter routes") {
+    CHECK(match_route("GET", "/v1/languages", false).kind == route_kind::languages_list);
+    CHECK(match_route("GET", "/v1/languages/", false).kind == route_kind::languages_list);
+    auto post_languages = match_route("POST", "/v1/languages", false);
+    CHECK(post_languages.kind == route_kind::method_not_allowed);
+    CHECK(post_languages.allow == "GET");
+    CHECK(match_route("GET", "/v1/languages/python", false).kind == route_kind::not_found);
     CHECK(match_route("GET", "/v1/contexts", false).kind == route_kind::contexts_list);
     CHECK(match_route("POST", "/v1/contexts/", false).kind == route_kind::context_create);
     auto g = match_route("GET", "/v1/contexts/" + cid, false);

@@ -44,6 +44,16 @@ TEST_CASE("context request takes a policy, and refuses unknown ones") {
     }
 }
 
+TEST_CASE("one-shot request: the execution's language also chooses its context's kernel") {
+    std::string error;
+    auto r = parse(R"({"code": "SELECT 1", "language": "sql"})", error);
+    REQUIRE(r);
+    CHECK(r->execution.language == languages::execution_language::sql);
+    CHECK(r->context.language == languages::execution_language::sql);
+    CHECK_FALSE(parse(R"({"code": "1", "language": "fortran"})", error));
+    CHECK(error == "'language' must be one of 'python', 'r', 'bash' or 'sql'");
+}
+
 TEST_CASE("one-shot request: the execution's fields plus kernel and policy") {
     std::string error;
     auto r = parse(R"j({"code": "print(1)", "policy": "fresh", "kernel": "python3", "timeout": 2,

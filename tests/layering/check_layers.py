@@ -27,15 +27,19 @@ RULES = {
     # The HTTP server knows routes, tokens and users, never the APIs: the composition root
     # registers their handlers with the request dispatcher (gateway/routes.cpp).
     "gateway/http": (("gateway/http/", "gateway/user.hpp", "gateway/token_auth.hpp") + LOWER, ()),
+    # The languages of executions: code for kernels, pure (no Asio, no HTTP, no kernels).
+    "gateway/languages": (("gateway/languages/",) + LOWER, ("boost/",)),
     # The audit log: files and hashes, told what ran by the APIs.
     "gateway/audit": (("gateway/audit/",) + LOWER, ("boost/",)),
     "gateway/jupyter_api": (("gateway/jupyter_api/", "gateway/audit/", "gateway/http/", "gateway/kernels/",
                              "gateway/user.hpp", "gateway/server_config.hpp") + LOWER, ()),
     # The interpreter answers the kernels layer's refusals as the Jupyter API does.
     "gateway/interpreter": (("gateway/interpreter/", "gateway/audit/", "gateway/http/", "gateway/kernels/",
+                             "gateway/languages/",
                              "gateway/jupyter_api/kernel_error_answer.hpp",
                              "gateway/user.hpp", "gateway/server_config.hpp") + LOWER, ()),
     "gateway/mcp": (("gateway/mcp/", "gateway/audit/", "gateway/interpreter/", "gateway/http/",
+                     "gateway/languages/",
                      "gateway/user.hpp") + LOWER, ()),
 }
 # Public headers of transport keep ZeroMQ out (design: zmq.hpp is a private dependency);

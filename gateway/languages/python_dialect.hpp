@@ -1,0 +1,20 @@
+#pragma once
+// The gateway's own requests to an ipykernel, in Python (see kernel_dialect.hpp). Each leaves
+// no name in the user's namespace: one expression, or names prefixed _callisto_ and deleted.
+
+#include <string>
+
+#include "gateway/languages/kernel_dialect.hpp"
+
+namespace callisto::gateway::languages::python_dialect {
+
+std::string chdir_code(const std::string& path);
+// The saved values live on the sys module, out of the way of dir() and %who.
+std::string env_apply_code(const env_vars& vars);
+std::string env_restore_code();
+// Keeps IPython's open history database and the font caches (.ipython, .cache) when wiping:
+// the workdir is the sandbox's HOME, and deleting an open SQLite file makes every later cell
+// print an error. A new history session lets the execution count start at 1 again.
+std::string reset_code(const std::string& workdir, bool wipe);
+
+}  // namespace callisto::gateway::languages::python_dialect
