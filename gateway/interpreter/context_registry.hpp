@@ -35,6 +35,8 @@ public:
                      interpreter_settings settings, logger log);
 
     const interpreter_settings& settings() const { return settings_; }
+    // The kernelspec a request naming none gets.
+    std::string default_kernel() const { return kernels_.default_kernel_name(); }
     // GET /v1/languages: which kernelspec runs which language.
     nlohmann::json languages() const;
     // A request naming a language but no kernel gets the kernel that runs it; one naming both

@@ -13,6 +13,10 @@ nlohmann::json file_error_result(const interpreter::file_error& e) {
     return text_tool_result(e.message, true);
 }
 
+tool_language language_of(const tool_call& call) {
+    return std::visit([](const auto& args) { return args.language; }, call);
+}
+
 }  // namespace
 
 context_tools::context_tools(interpreter::context_registry& contexts, user owner,
@@ -28,8 +32,9 @@ void context_tools::call(const std::string& call_id, tool_call call,
         std::lock_guard lock(mutex_);
         calls_[call_id] = {};
     }
-    with_context([self = shared_from_this(), call_id, call = std::move(call),
-                  done = std::move(done)](context_ptr c, std::string error) mutable {
+    const auto language = language_of(call);
+    with_context(language, [self = shared_from_this(), call_id, call = std::move(call),
+                            done = std::move(done)](context_ptr c, std::string error) mutable {
         if (!c) {
             self->forget_call(call_id);
             return done(text_tool_result(error, true));
@@ -63,7 +68,12 @@ void context_tools::call(const std::string& call_id, tool_call call,
     });
 }
 
-void context_tools::with_context(context_fn fn) {
+void context_tools::with_context(const tool_language& language, context_fn fn) {
+    // bash and sql run in the default kernel when it is Python, as python does.
+    interpreter::context_request request;
+    request.language = language;
+    if (auto why = contexts_.choose_kernel(request)) return fn(nullptr, *why);
+    const std::string kernel = request.kernel.empty() ? contexts_.default_kernel() : request.kernel;
     context_ptr stale;
     {
         std::unique_lock lock(mutex_);
@@ -71,43 +81,48 @@ void context_tools::with_context(context_fn fn) {
             lock.unlock();
             return fn(nullptr, "the MCP session has ended");
         }
-        if (context_ && context_->kernel()->state() == kernels::kernel_state::gone) {
-            stale = std::move(context_);
-            context_.reset();
-            notice_ = "[callisto] this session's previous Python kernel is gone (" +
+        auto& slot = contexts_by_kernel_[kernel];
+        if (slot.context && slot.context->kernel()->state() == kernels::kernel_state::gone) {
+            stale = std::move(slot.context);
+            slot.context.reset();
+            notice_ = "[callisto] this session's previous " + kernel + " kernel is gone (" +
                       stale->kernel()->model().value("reason", std::string("shut down")) +
                       "); a new one was started: variables and files from earlier calls are lost.";
         }
-        if (context_) {
-            auto c = context_;
+        if (slot.context) {
+            auto c = slot.context;
             lock.unlock();
             return fn(c, {});
         }
-        waiting_.push_back(std::move(fn));
-        if (creating_) return;
-        creating_ = true;
+        slot.waiting.push_back(std::move(fn));
+        if (slot.creating) return;
+        slot.creating = true;
     }
     if (stale) {
         log_.info("context " + stale->id() + " lost its kernel; replacing it");
         contexts_.remove(stale, [] {});
     }
-    contexts_.create({}, owner_, [self = shared_from_this()](interpreter::create_context_result r) {
-        self->on_created(std::move(r));
-    });
+    request.language.reset();
+    request.kernel = kernel;
+    contexts_.create(request, owner_,
+                     [self = shared_from_this(), kernel](interpreter::create_context_result r) {
+                         self->on_created(kernel, std::move(r));
+                     });
 }
 
-void context_tools::on_created(interpreter::create_context_result r) {
+void context_tools::on_created(const std::string& kernel, interpreter::create_context_result r) {
     std::vector<context_fn> waiting;
     bool orphan = false;
     {
         std::lock_guard lock(mutex_);
-        creating_ = false;
-        waiting.swap(waiting_);
+        auto& slot = contexts_by_kernel_[kernel];
+        slot.creating = false;
+        waiting.swap(slot.waiting);
         if (r.context) {
             if (closed_)
                 orphan = true;  // the session ended while its kernel started
             else
-                context_ = r.context;
+                slot.context = r.context;
         }
     }
     if (orphan) {
@@ -115,23 +130,25 @@ void context_tools::on_created(interpreter::create_context_result r) {
         for (auto& fn : waiting) fn(nullptr, "the MCP session has ended");
         return;
     }
-    if (r.context) log_.info("context " + r.context->id() + " for the MCP session");
+    if (r.context)
+        log_.info("context " + r.context->id() + " (" + kernel + ") for the MCP session");
     const std::string error =
         r.context ? std::string()
-                  : "could not start a Python kernel for this session: " + r.message;
+                  : "could not start a " + kernel + " kernel for this session: " + r.message;
     for (auto& fn : waiting) fn(r.context, error);
 }
 
 void context_tools::close() {
-    context_ptr c;
+    std::vector<context_ptr> contexts;
     {
         std::lock_guard lock(mutex_);
         if (closed_) return;
         closed_ = true;
-        c = std::move(context_);
+        for (auto& [kernel, slot] : contexts_by_kernel_)
+            if (slot.context) contexts.push_back(std::move(slot.context));
     }
     // A creation in flight is cleaned up in on_created.
-    if (c) contexts_.remove(c, [] {});
+    for (auto& c : contexts) contexts_.remove(c, [] {});
 }
 
 void context_tools::run_code(const context_ptr& c, const std::string& call_id,
@@ -140,6 +157,7 @@ void context_tools::run_code(const context_ptr& c, const std::string& call_id,
     request.api = "mcp";
     request.code = a.code;
     request.timeout = a.timeout;
+    request.language = a.language;
     c->submit(std::move(request), [self = shared_from_this(), c, call_id,
                                    done = std::move(done)](interpreter_context::submit_result r) {
         if (r.outcome == interpreter_context::submit_outcome::queue_full) {
@@ -172,6 +190,7 @@ void context_tools::on_submitted(const context_ptr& c, const std::string& call_i
         std::lock_guard lock(mutex_);
         auto it = calls_.find(call_id);
         if (it == calls_.end()) return;
+        it->second.context = c;
         it->second.execution_id = execution_id;
         cancelled = it->second.cancelled;
     }
@@ -188,7 +207,7 @@ void context_tools::cancel(const std::string& call_id) {
         if (it == calls_.end()) return;
         it->second.cancelled = true;
         execution_id = it->second.execution_id;
-        c = context_;
+        c = it->second.context;
     }
     if (c && !execution_id.empty()) {
         log_.info("run_code call " + call_id + " cancelled by the client; interrupting");

@@ -1,9 +1,11 @@
 #pragma once
-// The MCP tools of one session, carried out in an interpreter context of its own: created on
-// the first tool call (so a client that only lists tools costs no kernel), owned by the
-// session's user (owners and kernel quotas apply as for /v1), deleted when the session ends.
-// A context whose kernel is gone (culled, or shut down by an admin) is replaced by a new
-// one on the next call, and the model is told its state is lost.
+// The MCP tools of one session, carried out in interpreter contexts of its own, one per kernel
+// its calls need: the default kernel's (Python: python, bash and sql), and R's once a call
+// names "r". Each is created on the first call that needs it (so a client that only lists
+// tools costs no kernel), owned by the session's user (owners and kernel quotas apply as for
+// /v1), and deleted when the session ends. A context whose kernel is gone (culled, or shut
+// down by an admin) is replaced by a new one on the next call, and the model is told its
+// state is lost.
 // Everything goes through the interpreter classes: submit() for code, workdir_files for files.
 
 #include <functional>
@@ -34,9 +36,10 @@ private:
     using context_ptr = std::shared_ptr<interpreter::interpreter_context>;
     using context_fn = std::function<void(context_ptr, std::string error)>;
 
-    // The session's context, created on first use; concurrent first calls share one creation.
-    void with_context(context_fn fn);
-    void on_created(interpreter::create_context_result r);
+    // The session's context for `language` (none: the default kernel's), created on first
+    // use; concurrent first calls share one creation.
+    void with_context(const tool_language& language, context_fn fn);
+    void on_created(const std::string& kernel, interpreter::create_context_result r);
 
     void run_code(const context_ptr& c, const std::string& call_id, const run_code_args& a,
                   std::function<void(nlohmann::json)> done);
@@ -54,14 +57,18 @@ private:
     logger log_;
 
     std::mutex mutex_;
-    context_ptr context_;
-    bool creating_ = false;
+    struct kernel_context {
+        context_ptr context;
+        bool creating = false;
+        std::vector<context_fn> waiting;
+    };
+    std::map<std::string, kernel_context> contexts_by_kernel_;  // by kernelspec name
     bool closed_ = false;
-    std::vector<context_fn> waiting_;
     // Said once, with the next result, when a culled or dead kernel was replaced.
     std::string notice_;
     // run_code calls in flight, by call id: cancel() interrupts their execution.
     struct pending_call {
+        context_ptr context;       // null until the context accepted it
         std::string execution_id;  // empty until the context accepted it
         bool cancelled = false;
     };

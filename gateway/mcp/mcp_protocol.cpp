@@ -41,8 +41,11 @@ nlohmann::json initialize_result(std::string_view protocol_version,
             {"instructions",
              "Callisto runs Python in a sandboxed Jupyter kernel that belongs to this MCP "
              "session: variables, imports and files persist between run_code calls until the "
-             "session ends. Put input files in the working directory with upload_file, read "
-             "what your code writes with read_file. Charts (matplotlib) come back as images."}};
+             "session ends. run_code also takes language \"bash\" (a shell script) and \"sql\" "
+             "(SQLite over the CSV and JSON-lines files in the working directory, each a table "
+             "named after its file) in the same kernel and directory, and \"r\" in an R kernel "
+             "of its own. Put input files in the working directory with upload_file, read "
+             "what your code writes with read_file. Charts come back as images."}};
 }
 
 }  // namespace callisto::gateway::mcp

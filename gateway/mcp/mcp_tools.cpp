@@ -55,6 +55,26 @@ bool checked_path(const nlohmann::json& args, std::string& out, std::string& err
     return true;
 }
 
+// "language", optional in every tool; false (with `error`) when present but not one of four.
+bool optional_language(const nlohmann::json& args, tool_language& out, std::string& error) {
+    if (!args.contains("language") || args["language"].is_null()) return true;
+    if (args["language"].is_string())
+        out = languages::parse_execution_language(args["language"].get<std::string>());
+    if (!out) error = R"("language" must be "python", "r", "bash" or "sql")";
+    return out.has_value();
+}
+
+nlohmann::json language_schema(std::string what) {
+    return {{"type", "string"},
+            {"enum", {"python", "r", "bash", "sql"}},
+            {"default", "python"},
+            {"description", std::move(what)}};
+}
+
+const char* files_language =
+    "Whose working directory: \"python\" (the default; bash and sql see the same files) or "
+    "\"r\" (the R kernel's own).";
+
 }  // namespace
 
 nlohmann::json tool_definitions(const tool_limits& limits) {
@@ -62,16 +82,21 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
     nlohmann::json tools = nlohmann::json::array();
     tools.push_back(
         {{"name", "run_code"},
-         {"title", "Run Python code"},
+         {"title", "Run code"},
          {"description",
-          "Runs Python code in a persistent Jupyter kernel (IPython). Variables, imports and "
-          "files persist between calls of this session. Returns stdout, stderr, the value of "
-          "the last expression, charts (matplotlib figures come back as PNG images) and, on an "
-          "exception, the full traceback. The working directory holds the files of "
-          "upload_file. numpy, pandas and matplotlib are available; there is no network."},
+          "Runs code in a persistent, sandboxed Jupyter kernel. language \"python\" (the "
+          "default, IPython): variables, imports and files persist between calls of this "
+          "session; numpy, pandas and matplotlib are available (figures come back as PNG). "
+          "\"bash\": a shell script in the same working directory. \"sql\": SQLite over the "
+          "working directory, where each .csv/.tsv/.jsonl file is a table named after the file "
+          "(sales.csv is sales) and callisto.db keeps tables you create. \"r\": R in a kernel of "
+          "its own, with its own working directory (upload_file with language \"r\" puts files "
+          "there). Returns stdout, stderr, the value of the last expression or the query's "
+          "table, charts and, on an error, the traceback. There is no network."},
          {"inputSchema",
           object_schema(
-              {{"code", {{"type", "string"}, {"description", "Python code to run."}}},
+              {{"code", {{"type", "string"}, {"description", "The code to run."}}},
+               {"language", language_schema("The language of code (default \"python\").")},
                {"timeout_seconds",
                 {{"type", "number"},
                  {"exclusiveMinimum", 0},
@@ -91,6 +116,7 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
          {"inputSchema",
           object_schema({{"path", path_schema},
                          {"content", {{"type", "string"}, {"description", "The file's content."}}},
+                         {"language", language_schema(files_language)},
                          {"encoding",
                           {{"type", "string"},
                            {"enum", {"text", "base64"}},
@@ -108,7 +134,8 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
                                           {"default", false},
                                           {"description",
                                            "Also list dot-files and dot-directories (the kernel's "
-                                           ".cache, .ipython, .config)."}}}},
+                                           ".cache, .ipython, .config)."}}},
+                                        {"language", language_schema(files_language)}},
                                        nlohmann::json::array())},
          {"annotations", {{"readOnlyHint", true}}}});
     tools.push_back({{"name", "read_file"},
@@ -116,15 +143,20 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
                      {"description",
                       "Reads a file from the working directory of run_code: text files as "
                       "text, images as images, other binary files as a base64 resource."},
-                     {"inputSchema", object_schema({{"path", path_schema}}, {"path"})},
+                     {"inputSchema", object_schema({{"path", path_schema},
+                                                    {"language", language_schema(files_language)}},
+                                                   {"path"})},
                      {"annotations", {{"readOnlyHint", true}}}});
     tools.push_back(
         {{"name", "restart_context"},
-         {"title", "Restart the Python kernel"},
+         {"title", "Restart a kernel"},
          {"description",
-          "Restarts the Python kernel: every variable and import is lost, files in "
+          "Restarts the kernel: every variable and import is lost, files in "
           "the working directory stay. Use it when the kernel is stuck or broken."},
-         {"inputSchema", object_schema(nlohmann::json::object(), nlohmann::json::array())},
+         {"inputSchema",
+          object_schema({{"language", language_schema("Which kernel: \"python\" (the default; "
+                                                      "also bash's and sql's) or \"r\".")}},
+                        nlohmann::json::array())},
          {"annotations", {{"destructiveHint", true}}}});
     return tools;
 }
@@ -150,9 +182,10 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
     };
 
     if (name == "run_code") {
-        if (!only_known(args, {"code", "timeout_seconds"}, error)) return fail(error);
-        run_code_args a{{}, limits.default_timeout};
+        if (!only_known(args, {"code", "language", "timeout_seconds"}, error)) return fail(error);
+        run_code_args a{{}, limits.default_timeout, {}};
         if (!required_string(args, "code", a.code, error)) return fail(error);
+        if (!optional_language(args, a.language, error)) return fail(error);
         if (a.code.size() > limits.max_code_bytes)
             return fail("\"code\" is longer than " + std::to_string(limits.max_code_bytes) +
                         " bytes");
@@ -170,9 +203,11 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
         return a;
     }
     if (name == "upload_file") {
-        if (!only_known(args, {"path", "content", "encoding"}, error)) return fail(error);
+        if (!only_known(args, {"path", "content", "encoding", "language"}, error))
+            return fail(error);
         upload_file_args a;
         if (!checked_path(args, a.path, error)) return fail(error);
+        if (!optional_language(args, a.language, error)) return fail(error);
         if (!required_string(args, "content", a.bytes, error)) return fail(error);
         std::string encoding = "text";
         if (args.contains("encoding")) {
@@ -193,8 +228,9 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
         return a;
     }
     if (name == "list_files") {
-        if (!only_known(args, {"include_hidden"}, error)) return fail(error);
+        if (!only_known(args, {"include_hidden", "language"}, error)) return fail(error);
         list_files_args a;
+        if (!optional_language(args, a.language, error)) return fail(error);
         if (args.contains("include_hidden")) {
             if (!args["include_hidden"].is_boolean())
                 return fail("\"include_hidden\" must be true or false");
@@ -203,14 +239,17 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
         return a;
     }
     if (name == "read_file") {
-        if (!only_known(args, {"path"}, error)) return fail(error);
+        if (!only_known(args, {"path", "language"}, error)) return fail(error);
         read_file_args a;
         if (!checked_path(args, a.path, error)) return fail(error);
+        if (!optional_language(args, a.language, error)) return fail(error);
         return a;
     }
     if (name == "restart_context") {
-        if (!only_known(args, {}, error)) return fail(error);
-        return restart_context_args{};
+        if (!only_known(args, {"language"}, error)) return fail(error);
+        restart_context_args a;
+        if (!optional_language(args, a.language, error)) return fail(error);
+        return a;
     }
     error = "unknown tool \"" + name + "\"; tools/list names the tools";
     return std::nullopt;

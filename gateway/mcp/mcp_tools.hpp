@@ -11,23 +11,36 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/languages/execution_language.hpp"
+
 namespace callisto::gateway::mcp {
+
+// Every tool takes "language": which of the session's kernels it is about (none: the default
+// kernel's). Python's kernel also runs bash and sql, in its working directory; R has a kernel
+// and a working directory of its own.
+using tool_language = std::optional<languages::execution_language>;
 
 struct run_code_args {
     std::string code;
     std::chrono::milliseconds timeout;
+    tool_language language;
 };
 struct upload_file_args {
     std::string path;
     std::string bytes;  // decoded
+    tool_language language;
 };
 struct list_files_args {
     bool include_hidden = false;  // the kernel's dot-directories (.cache, .ipython, ...)
+    tool_language language;
 };
 struct read_file_args {
     std::string path;
+    tool_language language;
 };
-struct restart_context_args {};
+struct restart_context_args {
+    tool_language language;
+};
 
 using tool_call = std::variant<run_code_args, upload_file_args, list_files_args, read_file_args,
                                restart_context_args>;

@@ -291,6 +291,38 @@ TEST_CASE("tools/call arguments: the good forms") {
     CHECK(std::holds_alternative<restart_context_args>(parse_ok({{"name", "restart_context"}})));
 }
 
+TEST_CASE("tools/call arguments: every tool takes a language, one of the four") {
+    using languages::execution_language;
+    auto run = std::get<run_code_args>(parse_ok(
+        {{"name", "run_code"}, {"arguments", {{"code", "SELECT 1"}, {"language", "sql"}}}}));
+    CHECK(run.language == execution_language::sql);
+    CHECK_FALSE(
+        std::get<run_code_args>(parse_ok({{"name", "run_code"}, {"arguments", {{"code", "1"}}}}))
+            .language);
+    CHECK(std::get<upload_file_args>(
+              parse_ok({{"name", "upload_file"},
+                        {"arguments", {{"path", "a.csv"}, {"content", "x"}, {"language", "R"}}}}))
+              .language == execution_language::r);
+    CHECK(std::get<list_files_args>(
+              parse_ok({{"name", "list_files"}, {"arguments", {{"language", "bash"}}}}))
+              .language == execution_language::bash);
+    CHECK(std::get<read_file_args>(
+              parse_ok({{"name", "read_file"}, {"arguments", {{"path", "a"}, {"language", "r"}}}}))
+              .language == execution_language::r);
+    CHECK(std::get<restart_context_args>(
+              parse_ok({{"name", "restart_context"}, {"arguments", {{"language", "python"}}}}))
+              .language == execution_language::python);
+    for (json bad : {json("cobol"), json(""), json(1), json::array({"sql"})})
+        CHECK(parse_fails(
+                  {{"name", "run_code"}, {"arguments", {{"code", "x"}, {"language", bad}}}}) ==
+              R"(run_code: "language" must be "python", "r", "bash" or "sql")");
+    for (const auto& tool : tool_definitions(tool_limits{})) {
+        CAPTURE(tool["name"]);
+        CHECK(tool["inputSchema"]["properties"]["language"]["enum"] ==
+              json({"python", "r", "bash", "sql"}));
+    }
+}
+
 TEST_CASE("tools/call arguments: every bad form is refused with a reason") {
     CHECK(parse_fails(json::object()).find("name") != std::string::npos);
     CHECK(parse_fails({{"name", 3}}).find("name") != std::string::npos);
