@@ -273,6 +273,30 @@ TEST_CASE(
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE(
+    "languages: bash and SQL in a Python context, R in its own, over /v1, the events WebSocket "
+    "and MCP; GET /v1/languages") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_languages.py"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE(
+    "R (IRkernel) through the Jupyter WebSocket and /v1, in the sandbox: plots, tables, errors, "
+    "the deadline ladder, caps, and the escape attacks written in R") {
+    // The escape suite's small limits, so the R bombs end quickly.
+    server_process server({"--memory-limit=256MiB", "--pids-limit=64", "--disk-quota=64MiB"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_r_kernel.py"}, 900);
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE("@jupyterlab/services drives an R kernel unchanged") {
+    server_process server;
+    run_client(server,
+               {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/services_r_test.mjs"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("interpreter API: multipart uploads from Node's own FormData and fetch, read by pandas") {
     server_process server;
     run_client(server,

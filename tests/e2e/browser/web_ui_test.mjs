@@ -346,6 +346,36 @@ async function main() {
     check(await page.locator('#run').isDisabled(), 'Run is disabled with no kernel');
   });
 
+  await test('the kernelspec list offers R: an ir kernel prints and plots in the same UI', async () => {
+    await page.locator('#spec-select').selectOption('ir');
+    const before = kernelId;
+    await page.locator('#start-kernel').click();
+    const handle = await page.waitForFunction(
+      prev => {
+        const id = window.callistoDebug.kernelId;
+        return id && id !== prev ? id : null;
+      }, before,
+      { timeout: SLOW_MS });
+    kernelId = await handle.jsonValue();
+    createdKernels.add(kernelId);
+    const started = await rest('GET', `/api/kernels/${kernelId}`);
+    check(started.body.name === 'ir', 'an ir kernel started', started);
+    await page.locator('#kernel-status[data-state="idle"]').waitFor({ timeout: SLOW_MS });
+    await page.locator('#kernel-info', { hasText: /\bR\b/ }).waitFor({ timeout: SLOW_MS });
+    const printed = await runCell('cat(6 * 7, "\\n")', { ms: SLOW_MS });
+    check((await printed.locator('.out-stream.stdout').textContent()).trim() === '42', 'R printed 42');
+    const plotted = await runCell('plot(1:10)', { ms: SLOW_MS });
+    const img = plotted.locator('img.out-image');
+    await img.waitFor();
+    const size = await img.evaluate(i => (i.complete ? i.naturalWidth : 0));
+    check(size > 100, "R's PNG plot decodes", size);
+    const failed = await runCell('stop("from R")', { ms: SLOW_MS });
+    check((await failed.textContent()).includes('from R'), "R's error is shown");
+    const gone = await rest('DELETE', `/api/kernels/${kernelId}`);
+    check(gone.status === 204, 'the R kernel is deleted', gone.status);
+    createdKernels.delete(kernelId);
+  });
+
   await test('no page errors and no requests outside the server', async () => {
     check(pageErrors.length === 0, 'page errors', pageErrors);
     check(failedScripts.length === 0, 'failed module requests', failedScripts);
