@@ -25,14 +25,20 @@ import urllib.parse
 RUN_CODE_TOOL = {
     "name": "run_code",
     "description": (
-        "Run Python code in a persistent Jupyter kernel. Variables, imports and files "
-        "persist between calls. Returns stdout, stderr, the value of the last expression, "
-        "charts as images, and on an exception the full traceback. numpy, pandas and "
-        "matplotlib are installed; there is no network access."),
+        "Run Python code, a bash script or an SQL query in a persistent Jupyter kernel. "
+        "Variables, imports and files persist between calls. Returns stdout, stderr, the "
+        "value of the last expression, charts as images, and on an exception the full "
+        "traceback. numpy, pandas and matplotlib are installed; there is no network access."),
     "input_schema": {
         "type": "object",
         "properties": {
-            "code": {"type": "string", "description": "Python code to run."},
+            "code": {"type": "string",
+                     "description": "The code to run, in language (Python by default)."},
+            "language": {
+                "type": "string", "enum": ["python", "bash", "sql"],
+                "description": "python (the default); bash: code is a shell script run in "
+                               "the same working directory; sql: a SQLite query where each "
+                               "CSV or JSON-lines file there is a table (sales.csv is sales)."},
             "timeout_seconds": {
                 "type": "number", "exclusiveMinimum": 0, "maximum": 3600,
                 "description": "Time limit; the code is interrupted when it is reached."},
@@ -79,10 +85,12 @@ class Callisto:
     def create_context(self):
         return self.request("POST", "/v1/contexts", {})["id"]
 
-    def run(self, context_id, code, timeout_seconds=None):
+    def run(self, context_id, code, timeout_seconds=None, language=None):
         body = {"code": code}
         if timeout_seconds is not None:
             body["timeout"] = timeout_seconds
+        if language is not None:
+            body["language"] = language
         return self.request("POST", f"/v1/contexts/{context_id}/executions", body)
 
     def delete_context(self, context_id):
@@ -130,7 +138,8 @@ def agent_loop(model, callisto, task, max_turns=10):
                     content, failed = f"unknown tool {call['name']!r}", True
                 else:
                     execution = callisto.run(context_id, call["input"]["code"],
-                                             call["input"].get("timeout_seconds"))
+                                             call["input"].get("timeout_seconds"),
+                                             call["input"].get("language"))
                     content = tool_result_content(execution)
                     failed = execution["status"] != "ok"
                 results.append({"type": "tool_result", "tool_use_id": call["id"],

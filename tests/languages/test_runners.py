@@ -114,6 +114,22 @@ def test_shell_background_processes_end_with_the_script():
         check(not os.path.exists(marker), "the background child was killed", marker)
 
 
+def test_shell_processes_that_left_the_group_end_with_the_script_too():
+    with tempfile.TemporaryDirectory() as d:
+        marker = os.path.join(d, "escaped")
+        before = shell._children()
+        out, _, e = captured(
+            shell.run,
+            f"setsid sh -c 'sleep 2; touch {marker}' >/dev/null 2>&1 </dev/null & "
+            f"(sh -c 'sleep 2; touch {marker}.2' &) ; sleep 0.5; echo ok")
+        time.sleep(2.5)
+        check(out == "ok\n" and e is None, "the script's own output", (out, e))
+        check(not os.path.exists(marker), "a setsid child was killed", marker)
+        check(not os.path.exists(marker + ".2"), "a double-forked child was killed", marker)
+        check(shell._children() == before, "and reaped: no zombie, no child left",
+              shell._children() - before)
+
+
 def test_shell_interrupt_stops_the_group():
     with tempfile.TemporaryDirectory() as d:
         marker = os.path.join(d, "after")

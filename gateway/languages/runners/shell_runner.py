@@ -6,11 +6,14 @@ limits, with the kernel's environment (an execution's "env" included). Its stdou
 are streamed as they come. A non-zero exit is an error (ShellError) that shows the status and
 the last lines of stderr. An interrupt (the client's, or the deadline's) stops the script's
 whole process group: SIGINT, then SIGTERM, then SIGKILL. When bash exits, whatever it left
-running in its process group is killed too, so an execution that ended runs nothing more.
+running is killed too, in its process group or out of it (setsid, a double fork: while the
+script runs the kernel is a child subreaper, so such orphans become its children), so an
+execution that ended runs nothing more.
 """
 
 import codecs
 import collections
+import ctypes
 import os
 import selectors
 import signal
@@ -26,6 +29,9 @@ TAIL_LINE_CHARS = 500
 MAX_ARGUMENT_BYTES = 100_000
 # After an interrupt, how long each signal is given before the next one.
 STOP_STEPS = ((signal.SIGINT, 1.0), (signal.SIGTERM, 1.0), (signal.SIGKILL, 5.0))
+
+
+PR_SET_CHILD_SUBREAPER = 36
 
 
 class ShellError(Exception):
@@ -130,6 +136,50 @@ class _Streams:
         return tail[-TAIL_LINES:]
 
 
+def _set_subreaper(on):
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children():
+    """The pids of this process's children (of every thread)."""
+    pids = set()
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return pids
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                pids.update(int(p) for p in f.read().split())
+        except OSError:
+            pass
+    return pids
+
+
+def _end_strays(before):
+    """Kills and reaps every child this process gained since `before` (what the script left
+    behind, reparented here), until none is left: killing one may orphan its own children."""
+    for _ in range(100):
+        strays = _children() - before
+        if not strays:
+            return
+        for pid in strays:
+            for target in (-pid, pid):  # its group, when it leads one, then itself
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except OSError:
+                    pass
+        for pid in strays:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
 def _stop(proc, streams):
     """The ladder after an interrupt: each signal to the script's group, given its time."""
     for sig, grace in STOP_STEPS:
@@ -152,6 +202,8 @@ def run(script):
         argv = [BASH, script_file]
     else:
         argv = [BASH, "-c", script]
+    before = _children()
+    reaping = _set_subreaper(True)
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -175,6 +227,9 @@ def run(script):
         streams.close()
         status = proc.wait()
     finally:
+        if reaping:
+            _end_strays(before)
+            _set_subreaper(False)
         if script_file:
             os.unlink(script_file)
     if status != 0:

@@ -31,15 +31,20 @@ class ScriptedModel:
         check([t["name"] for t in tools] == ["run_code"], "the model is offered run_code", tools)
         check("input_schema" in tools[0] and tools[0]["input_schema"]["required"] == ["code"],
               "with its schema", tools[0])
+        check_eq(tools[0]["input_schema"]["properties"]["language"]["enum"],
+                 ["python", "bash", "sql"], "the languages it may name")
         check(self.steps, "the loop asked the model once more than scripted")
         self.calls += 1
         return self.steps.pop(0)(messages)
 
 
-def tool_use(call_id, code):
+def tool_use(call_id, code, language=None):
+    tool_input = {"code": code}
+    if language is not None:
+        tool_input["language"] = language
     return {"role": "assistant", "content": [
         {"type": "text", "text": "Let me compute that."},
-        {"type": "tool_use", "id": call_id, "name": "run_code", "input": {"code": code}}]}
+        {"type": "tool_use", "id": call_id, "name": "run_code", "input": tool_input}]}
 
 
 def final(text):
@@ -130,6 +135,74 @@ def test_a_chart_reaches_the_model_as_an_image_block():
 
     text, _ = agent_loop.agent_loop(ScriptedModel([plot, look]), callisto(), "Plot squares.")
     check_eq(text, "A rising curve.", "final answer")
+
+
+def upload(context_id, path, data):
+    """What a user attaching a file does: PUT it into the conversation's context."""
+    r = api("PUT", f"/v1/contexts/{context_id}/files/{path}", data)
+    check_eq(r.status, 201, f"upload {path}: {r.body[:200]!r}")
+
+
+SALES_CSV = (b"city,amount\nOslo,120\nRome,80\nCairo,40\nOslo,30\nLima,90\n"
+             b"Rome,95\nCairo,20\n")
+
+
+@callisto_only
+def test_the_model_answers_from_an_sql_query_over_an_uploaded_csv():
+    before = contexts()
+
+    def query(messages):
+        new = contexts() - before
+        check(len(new) == 1, "the loop made one context", new)
+        upload(next(iter(new)), "sales.csv", SALES_CSV)
+        return tool_use("sql-1", "SELECT city, SUM(amount) AS total FROM sales\n"
+                                 "GROUP BY city ORDER BY total DESC LIMIT 1", language="sql")
+
+    def answer(messages):
+        text, images, is_error = last_tool_result(messages, "sql-1")
+        check(not is_error and "status: ok" in text, "the query ran", text)
+        check_eq(images, [], "no image blocks")
+        table = text.split("result:\n", 1)[1].splitlines()
+        check_eq(table[0].split(), ["city", "|", "total"], "the table's header reached the model")
+        city, total = [cell.strip() for cell in table[2].split("|")]
+        check_eq(table[-1], "(1 row)", "the row count")
+        return final(f"{city} sold the most: {total}.")
+
+    text, _ = agent_loop.agent_loop(ScriptedModel([query, answer]), callisto(),
+                                    "Which city sold the most? The data is in sales.csv.")
+    check_eq(text, "Rome sold the most: 175.", "the answer read from the query's result")
+    check_eq(contexts(), before, "the context is deleted afterwards")
+
+
+@callisto_only
+def test_the_model_counts_lines_with_a_shell_command_and_fixes_a_wrong_name():
+    before = contexts()
+
+    def wrong_name(messages):
+        (context_id,) = contexts() - before
+        upload(context_id, "notes.txt", "".join(f"note {i}\n" for i in range(37)).encode())
+        return tool_use("sh-1", "wc -l < notes.text", language="bash")
+
+    def fix(messages):
+        text, _, is_error = last_tool_result(messages, "sh-1")
+        check(is_error and "status: error" in text, "the failed script is flagged", text)
+        check("ShellError: the script exited with status 1" in text, "the exit status", text)
+        check("notes.text: No such file or directory" in text,
+              "the stderr tail tells the model why", text)
+        return tool_use("sh-2", "ls; wc -l < notes.txt", language="bash")
+
+    def answer(messages):
+        text, _, is_error = last_tool_result(messages, "sh-2")
+        check(not is_error and "status: ok" in text, "the fixed script ran", text)
+        out = text.split("stdout:\n", 1)[1].split()
+        check("notes.txt" in out, "ls shows the upload", out)
+        return final(f"notes.txt has {out[-1]} lines.")
+
+    model = ScriptedModel([wrong_name, fix, answer])
+    text, _ = agent_loop.agent_loop(model, callisto(), "How many lines does notes.txt have?")
+    check_eq(text, "notes.txt has 37 lines.", "the answer read from wc's output")
+    check_eq(model.calls, 3, "model turns")
+    check_eq(contexts(), before, "the context is deleted afterwards")
 
 
 @callisto_only
