@@ -17,7 +17,7 @@ std::optional<kernelproto::message> make_reset_request(languages::kernel_dialect
     if (!code) return std::nullopt;
     return kernelproto::make_message("execute_request",
                                      {{"code", std::move(*code)},
-                                      {"silent", true},
+                                      {"silent", languages::silent_requests_report_errors(dialect)},
                                       {"store_history", false},
                                       {"user_expressions", nlohmann::json::object()},
                                       {"allow_stdin", false},

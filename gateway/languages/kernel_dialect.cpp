@@ -28,6 +28,8 @@ std::string_view to_string(kernel_dialect d) {
     return "other";
 }
 
+bool silent_requests_report_errors(kernel_dialect d) { return d != kernel_dialect::r; }
+
 std::string string_literal(const std::string& s) {
     return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
 }

@@ -37,6 +37,11 @@ std::optional<std::string> env_restore_code(kernel_dialect d);
 // (as the kernel sees it), empties it when `wipe`, and clears the user's namespace.
 std::optional<std::string> reset_code(kernel_dialect d, const std::string& workdir, bool wipe);
 
+// Whether the kernel's reply to a silent execute_request says "error" when the code failed.
+// IRkernel answers "ok" to every silent request, so a request whose outcome matters (the reset
+// of a kept kernel) goes to it unsilenced (its iopub output then has no one to reach).
+bool silent_requests_report_errors(kernel_dialect d);
+
 // A string literal of both Python and R: JSON's escapes (\" \\ \n \t \uXXXX) are theirs too,
 // and the text stays UTF-8 (ensure_ascii would split characters outside the BMP into
 // surrogates, which neither joins again). NUL must not occur (neither language takes it).

@@ -1,6 +1,8 @@
 #pragma once
 // The gateway's own requests to an IRkernel, in R (see kernel_dialect.hpp). Each runs in
 // local() and returns invisibly: nothing is left in the global environment, nothing is shown.
+// Every function is named with its package (base::rm, not rm): local()'s enclosure is the
+// global environment, where the user's code may have defined an rm or a setwd of its own.
 
 #include <string>
 

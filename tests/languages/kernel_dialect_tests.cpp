@@ -33,18 +33,20 @@ TEST_CASE("python dialect: env set from literals, one line, restored from what i
 }
 
 TEST_CASE("r dialect: env through Sys.setenv, saved in options(), everything invisible") {
+    // Every call names its package: the user's global environment may shadow any of them.
     auto code = env_apply_code(kernel_dialect::r, {{"A", "x\"y"}, {"B", ""}});
     REQUIRE(code);
-    CHECK(code->starts_with("invisible(local({"));
-    CHECK(code->find(R"(c("A", "B"))") != std::string::npos);
-    CHECK(code->find(R"(c("x\"y", ""))") != std::string::npos);
-    CHECK(code->find("options(callisto.saved_env") != std::string::npos);
+    CHECK(code->starts_with("base::invisible(base::local({"));
+    CHECK(code->find(R"(base::c("A", "B"))") != std::string::npos);
+    CHECK(code->find(R"(base::c("x\"y", ""))") != std::string::npos);
+    CHECK(code->find("base::options(callisto.saved_env") != std::string::npos);
     CHECK(code->find("unset = NA") != std::string::npos);
     auto restore = env_restore_code(kernel_dialect::r);
     REQUIRE(restore);
-    CHECK(restore->find("Sys.unsetenv(n)") != std::string::npos);
-    CHECK(restore->find("options(callisto.saved_env = NULL)") != std::string::npos);
-    CHECK(*chdir_code(kernel_dialect::r, "/w \"x\"") == "invisible(setwd(\"/w \\\"x\\\"\"))\n");
+    CHECK(restore->find("base::Sys.unsetenv(n)") != std::string::npos);
+    CHECK(restore->find("base::options(callisto.saved_env = NULL)") != std::string::npos);
+    CHECK(*chdir_code(kernel_dialect::r, "/w \"x\"") ==
+          "base::invisible(base::setwd(\"/w \\\"x\\\"\"))\n");
 }
 
 TEST_CASE("reset: each dialect clears its namespace; the workdir is emptied only with wipe") {
@@ -56,11 +58,17 @@ TEST_CASE("reset: each dialect clears its namespace; the workdir is emptied only
     CHECK(reset_code(kernel_dialect::python, "/c", false)->find("rmtree") == std::string::npos);
     auto r = reset_code(kernel_dialect::r, "/work", true);
     REQUIRE(r);
-    CHECK(r->find("setwd(\"/work\")") != std::string::npos);
-    CHECK(r->find("rm(list = ls(envir = globalenv(), all.names = TRUE)") != std::string::npos);
+    CHECK(r->find("base::setwd(\"/work\")") != std::string::npos);
+    CHECK(r->find("base::rm(list = base::ls(envir = base::globalenv(), all.names = TRUE)") !=
+          std::string::npos);
     CHECK(r->find("graphics.off()") != std::string::npos);
     CHECK(r->find("unlink(") != std::string::npos);
     CHECK(reset_code(kernel_dialect::r, "/c", false)->find("unlink(") == std::string::npos);
+}
+
+TEST_CASE("silent requests: only IRkernel hides their errors") {
+    CHECK(silent_requests_report_errors(kernel_dialect::python));
+    CHECK_FALSE(silent_requests_report_errors(kernel_dialect::r));
 }
 
 TEST_CASE("other dialects: the gateway writes nothing for them") {
