@@ -46,6 +46,7 @@ class Server:
         self.port = free_port()
         self.token = secrets.token_hex(16)
         self.dir = tempfile.mkdtemp(prefix="callisto-langbench-")
+        os.chmod(self.dir, 0o755)  # the sandbox uids reach their runtime dirs through it
         self.proc = subprocess.Popen(
             [binary, "--ip=127.0.0.1", f"--port={self.port}", f"--token={self.token}",
              "--pool-size=0", f"--runtime-dir={self.dir}/rt", f"--workdir-root={self.dir}/work",
@@ -70,7 +71,10 @@ class Server:
         c.close()
         return r.status, (json.loads(out) if out else None)
 
-    def stop(self):
+    def stop(self, failed=False):
+        if failed:  # the server's own account of what went wrong
+            with open(f"{self.dir}/log") as f:
+                sys.stderr.write("".join(f.readlines()[-30:]))
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(30)
@@ -150,8 +154,10 @@ def main():
                timed_runs(server, py["id"], {"code": "SELECT COUNT(*) FROM t", "language": "sql"},
                           args.runs, before_each=touch))
         record("r 1 + 1", timed_runs(server, r["id"], {"code": "1 + 1"}, args.runs))
-    finally:
-        server.stop()
+    except BaseException:
+        server.stop(failed=True)
+        raise
+    server.stop()
 
     print("\n| measurement | n | p50 ms | p90 ms |\n|---|---|---|---|")
     for line in results:

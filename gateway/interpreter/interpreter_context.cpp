@@ -220,6 +220,7 @@ void interpreter_context::restart(std::function<void(std::string)> done) {
             self->deadline_timer_.cancel();
             self->grace_timer_.cancel();
         }
+        self->runners_loaded_.clear();
         self->kernel_->restart([self, done = std::move(done)](kernels::kernel_outcome r) mutable {
             // The context's own callers take "" for success.
             std::string error = r.ok() ? std::string() : r.message;
@@ -298,9 +299,11 @@ void interpreter_context::start_next() {
         e->mark_started();
         // The shell channel keeps order: the runner is loaded and the variables are set
         // before the code runs.
-        if (request.language)
-            if (auto setup = languages::runner_setup_code(*request.language, dialect_))
+        if (request.language && !runners_loaded_.contains(*request.language))
+            if (auto setup = languages::runner_setup_code(*request.language, dialect_)) {
                 send_silent(std::move(*setup));
+                runners_loaded_.insert(*request.language);
+            }
         if (!request.env.empty())
             if (auto set = languages::env_apply_code(dialect_, request.env))
                 send_silent(std::move(*set));
@@ -346,6 +349,7 @@ void interpreter_context::on_kernel_message(channel ch, const kernelproto::messa
         // evalue; the ename stays the stable kind.
         const std::string why = kernels::server_status_reason(msg);
         const std::string cause = why.empty() ? "" : " (" + why + ")";
+        if (state == "restarting" || state == "dead") runners_loaded_.clear();  // a new process
         if (state == "restarting") {
             send_chdir();  // queued by the kernel session until the new process answers
             if (current_ && ladder_ != ladder::restarting) {

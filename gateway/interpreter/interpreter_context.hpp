@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/kernel_policy.hpp"
 #include "gateway/kernels/kernel_session.hpp"
+#include "gateway/languages/execution_language.hpp"
 #include "gateway/languages/kernel_dialect.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -145,6 +147,9 @@ private:
 
     // strand state
     bool closed_ = false;
+    // Runners sent to the kernel's current process (sent again after a restart): the load is
+    // a no-op once done, but a round trip through the kernel all the same.
+    std::set<languages::execution_language> runners_loaded_;
     std::deque<std::shared_ptr<execution>> queue_;
     std::shared_ptr<execution> current_;
     std::optional<execution_recorder> recorder_;  // the current execution's

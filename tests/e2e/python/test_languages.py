@@ -553,6 +553,19 @@ def test_bash_background_processes_end_with_the_script():
 
 
 @callisto_only
+def test_bash_and_sql_work_again_after_the_kernel_process_died():
+    # The gateway loads each runner once per kernel process: a new process needs it again.
+    with context() as ctx:
+        check_eq(run_ok(ctx, "echo one", language="bash")["stdout"], "one\n", "bash before")
+        run_ok(ctx, "SELECT 1", language="sql")
+        died = api("POST", f"/v1/contexts/{ctx['id']}/executions",
+                   {"code": "import os; os.kill(os.getpid(), 9)"}).json()
+        check_eq(died["error"]["name"], "KernelRestarted", "the kernel died and restarted")
+        check_eq(run_ok(ctx, "echo two", language="bash")["stdout"], "two\n", "bash after")
+        rows = run_ok(ctx, "SELECT 2 AS n", language="sql")["results"][0]["data"]
+        check_eq(rows["application/json"]["rows"], [[2]], "sql after")
+
+@callisto_only
 def test_bash_runs_inside_the_sandbox():
     port = urllib.parse.urlsplit(BASE_URL).port
     script = (
