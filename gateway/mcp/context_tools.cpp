@@ -13,6 +13,16 @@ nlohmann::json file_error_result(const interpreter::file_error& e) {
     return text_tool_result(e.message, true);
 }
 
+// "Python", "R": how a model knows the kernel (else its kernelspec's name).
+std::string kernel_label(const interpreter_context& c) {
+    switch (c.dialect()) {
+        case languages::kernel_dialect::python: return "Python";
+        case languages::kernel_dialect::r: return "R";
+        case languages::kernel_dialect::other: break;
+    }
+    return c.kernel()->kernelspec_name();
+}
+
 tool_language language_of(const tool_call& call) {
     return std::visit([](const auto& args) { return args.language; }, call);
 }
@@ -85,7 +95,8 @@ void context_tools::with_context(const tool_language& language, context_fn fn) {
         if (slot.context && slot.context->kernel()->state() == kernels::kernel_state::gone) {
             stale = std::move(slot.context);
             slot.context.reset();
-            notice_ = "[callisto] this session's previous " + kernel + " kernel is gone (" +
+            notice_ = "[callisto] this session's previous " + kernel_label(*stale) +
+                      " kernel is gone (" +
                       stale->kernel()->model().value("reason", std::string("shut down")) +
                       "); a new one was started: variables and files from earlier calls are lost.";
         }
