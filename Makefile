@@ -3,6 +3,8 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS       ?= 2
 BUILD_TYPE ?= RelWithDebInfo
 PORT       ?= 8888
@@ -17,14 +19,15 @@ RUN_PACKAGES  := build-essential cmake pkg-config libboost-dev libzmq3-dev cppzm
                  python3-matplotlib bubblewrap libseccomp-dev python3-dev r-cran-irkernel
 # Needed by the test suites: doctest, Python clients (jsonschema for the OpenAPI checks),
 # jupyter_server for the --gateway-url test, Chromium for the web UI test, clang-format-14 for
-# the formatting check, openssl and curl for the TLS test.
+# the formatting check, openssl and curl for the TLS test, clang-14 and its runtime for the
+# libFuzzer targets.
 TEST_PACKAGES := doctest-dev clang-format-14 python3-jupyter-client python3-websocket python3-jsonschema \
-                 python3-jupyter-server chromium openssl curl
+                 python3-jupyter-server chromium openssl curl clang-14 libclang-rt-14-dev
 # Needed by the operations tests: promtool and a Prometheus server (metrics), nginx (two
 # replicas), and Debian's Docker, docker-compose v1 and debootstrap (compose.yaml, really run).
 OPS_TEST_PACKAGES := prometheus nginx docker.io docker-compose debootstrap
 
-.PHONY: run test test-asan build deps deps-test npm-deps clean
+.PHONY: run test test-asan fuzz fuzz-build build deps deps-test npm-deps clean
 
 run: deps build
 	$(BUILD)/gateway/callisto --ip $(IP) --port $(PORT) --web-root web $(ARGS)
@@ -33,12 +36,29 @@ test: deps deps-test npm-deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCALLISTO_BUILD_TESTS=ON
 	cmake --build $(BUILD) -j$(JOBS)
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
+	$(MAKE) fuzz-build
+	cd $(FUZZ_BUILD) && ctest --output-on-failure -L fuzz
 
 # Unit and integration suites under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps deps-test
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCALLISTO_SANITIZE=ON -DCALLISTO_BUILD_TESTS=ON
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure --timeout 900 -L 'unit|integration'
+
+# The libFuzzer targets (tests/fuzz): built with clang, each run FUZZ_SECONDS from its seed
+# corpus, new inputs kept under $(FUZZ_BUILD)/corpus. make test runs each for a fixed count.
+fuzz: deps deps-test fuzz-build
+	@for t in $$(cd tests/fuzz/corpus && ls); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	  echo "== $$t, $(FUZZ_SECONDS) s"; \
+	  $(FUZZ_BUILD)/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	    -rss_limit_mb=2048 -print_final_stats=1 $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t \
+	    || exit 1; \
+	done
+
+fuzz-build:
+	CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALLISTO_FUZZ=ON
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_all
 
 build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
@@ -71,4 +91,4 @@ npm-deps:
 	cd tests/e2e/browser && npm ci --no-audit --no-fund --loglevel=error
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
