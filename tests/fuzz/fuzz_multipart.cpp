@@ -11,10 +11,9 @@ namespace in_ = callisto::gateway::interpreter;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     FuzzedDataProvider in(data, size);
     // Mostly a well-formed header, so the fuzzer spends its time in the body.
-    std::string content_type = in.ConsumeBool()
-                                   ? "multipart/form-data; boundary=" +
-                                         in.ConsumeRandomLengthString(80)
-                                   : in.ConsumeRandomLengthString(200);
+    std::string content_type =
+        in.ConsumeBool() ? "multipart/form-data; boundary=" + in.ConsumeRandomLengthString(80)
+                         : in.ConsumeRandomLengthString(200);
     const std::string body = in.ConsumeRemainingBytesAsString();
     std::string error;
     (void)in_::multipart_boundary(content_type, error);
