@@ -58,6 +58,18 @@ export function check(cond, what, detail) {
   }
 }
 
+// The WebSocket format the server chose for a kernel's connection: v1 when the library offers
+// it, legacy JSON (no subprotocol) when the client offers none.
+export function checkSubprotocol(kernel, protocol) {
+  const selected = kernel._ws ? kernel._ws.protocol : '?';
+  console.log(`  WebSocket subprotocol selected: ${JSON.stringify(selected)}`);
+  if (protocol === 'v1') {
+    check(selected === 'v1.kernel.websocket.jupyter.org', 'server selected v1', selected);
+  } else {
+    check(selected === '', 'legacy connection has no subprotocol', selected);
+  }
+}
+
 export const sleep = ms => new Promise(r => setTimeout(r, ms));
 
 // Execute code; collect iopub for this request; resolve with {reply, iopub}.

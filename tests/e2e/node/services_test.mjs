@@ -9,8 +9,8 @@
 // format (a WebSocket class that offers no subprotocol).
 
 import {
-  KernelAPI, KernelSpecAPI, STEP_MS, check, createdKernelIds, run, runTests, settings, sleep,
-  streamText, test, waitReady, withKernel, withTimeout,
+  KernelAPI, KernelSpecAPI, STEP_MS, check, checkSubprotocol, createdKernelIds, run, runTests,
+  settings, sleep, streamText, test, waitReady, withKernel, withTimeout,
 } from './services_harness.mjs';
 
 test('kernelspecs', async () => {
@@ -22,13 +22,7 @@ test('kernelspecs', async () => {
 
 for (const protocol of ['v1', 'legacy']) {
   test(`execute_${protocol}`, () => withKernel('python3', protocol, async kernel => {
-    const selected = kernel._ws ? kernel._ws.protocol : '?';
-    console.log(`  WebSocket subprotocol selected: ${JSON.stringify(selected)}`);
-    if (protocol === 'v1') {
-      check(selected === 'v1.kernel.websocket.jupyter.org', 'server selected v1', selected);
-    } else {
-      check(selected === '', 'legacy connection has no subprotocol', selected);
-    }
+    checkSubprotocol(kernel, protocol);
     const info = await waitReady(kernel);
     check(info.content.status === 'ok', 'kernel_info ok', info.content);
     check(info.content.language_info.name === 'python', 'python kernel', info.content.language_info);
