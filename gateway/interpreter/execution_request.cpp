@@ -20,16 +20,7 @@ bool is_valid_key(const std::string& key, std::size_t max_bytes) {
 
 }  // namespace
 
-std::string language_choices() {
-    std::string out;
-    const auto& all = languages::all_execution_languages();
-    for (std::size_t i = 0; i < all.size(); ++i)
-        out += std::string(i == 0                ? ""
-                           : i + 1 == all.size() ? " or "
-                                                 : ", ") +
-               "'" + std::string(languages::to_string(all[i])) + "'";
-    return out;
-}
+std::string language_choices() { return languages::language_list('\''); }
 
 std::optional<execution_request> parse_execution_request(std::string_view body,
                                                          std::string_view accept,

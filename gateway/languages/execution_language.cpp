@@ -75,6 +75,17 @@ std::vector<std::string> language_names(const std::vector<execution_language>& l
     return names;
 }
 
+std::string language_list(char quote) {
+    const auto names = language_names(all_execution_languages());
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out += std::string(i == 0                  ? ""
+                           : i + 1 == names.size() ? " or "
+                                                   : ", ") +
+               quote + names[i] + quote;
+    return out;
+}
+
 std::optional<std::string> kernel_code_for(execution_language language, kernel_dialect d,
                                            const std::string& code) {
     const auto runs = languages_run_by(d);

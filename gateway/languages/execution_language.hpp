@@ -28,6 +28,8 @@ const std::vector<execution_language>& all_execution_languages();
 // only requests that name no language.
 std::vector<execution_language> languages_run_by(kernel_dialect d);
 std::vector<std::string> language_names(const std::vector<execution_language>& languages);
+// Every language for an error message, each in `quote`: 'python', 'r', 'bash' or 'sql'.
+std::string language_list(char quote);
 
 // The code to send a kernel of dialect `d` for `code` written in `language`, or nullopt when
 // it does not run that language.

@@ -60,13 +60,13 @@ bool optional_language(const nlohmann::json& args, tool_language& out, std::stri
     if (!args.contains("language") || args["language"].is_null()) return true;
     if (args["language"].is_string())
         out = languages::parse_execution_language(args["language"].get<std::string>());
-    if (!out) error = R"("language" must be "python", "r", "bash" or "sql")";
+    if (!out) error = R"("language" must be )" + languages::language_list('"');
     return out.has_value();
 }
 
 nlohmann::json language_schema(std::string what) {
     return {{"type", "string"},
-            {"enum", {"python", "r", "bash", "sql"}},
+            {"enum", languages::language_names(languages::all_execution_languages())},
             {"default", "python"},
             {"description", std::move(what)}};
 }

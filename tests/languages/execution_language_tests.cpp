@@ -41,6 +41,8 @@ TEST_CASE("language names: the four, case-insensitively; nothing else") {
         CHECK_FALSE(parse_execution_language(bad));
     }
     for (auto l : all_execution_languages()) CHECK(parse_execution_language(to_string(l)) == l);
+    CHECK(language_list('\'') == "'python', 'r', 'bash' or 'sql'");
+    CHECK(language_list('"') == R"("python", "r", "bash" or "sql")");
 }
 
 TEST_CASE("what each dialect runs: Python also bash and sql, R its own, others nothing named") {
