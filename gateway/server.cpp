@@ -297,8 +297,14 @@ server::server(server_config config, logger log)
 }
 
 server::~server() {
+    // The zygotes write in the runtime root (their scratch, matplotlib's font cache) until
+    // they are reaped; removing it under a zygote still preloading would leave it behind.
+    zygotes_.reset();
     std::error_code ec;
     fs::remove_all(config_.runtime_root, ec);
+    if (ec)
+        log_.warn("could not remove the runtime directory " + config_.runtime_root.string() + ": " +
+                  ec.message());
 }
 
 asio::ip::tcp::endpoint server::local_endpoint() const { return listener_->local_endpoint(); }

@@ -84,9 +84,11 @@ zygote_client::zygote_client(process_supervisor& supervisor, const zygote_settin
     unique_fd output_write(out[1]);
     what.output_fd = output_write.get();
     what.env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1";  // debugpy's frozen-modules warning
-    pid_ = supervisor.spawn(what, [log = log_, name = spec.name](pid_t, exit_status s) {
-        log.info("zygote for " + name + " " + s.describe());
-    });
+    pid_ = supervisor.spawn(what,
+                            [exited = exited_, log = log_, name = spec.name](pid_t, exit_status s) {
+                                log.info("zygote for " + name + " " + s.describe());
+                                exited->set_value();
+                            });
     log_.info("zygote for " + spec.name + " started, pid " + std::to_string(pid_) +
               ", preloading " + (preload.empty() ? "nothing" : joined(preload)));
     reader_ = std::thread([this] { read_events(); });
@@ -95,6 +97,14 @@ zygote_client::zygote_client(process_supervisor& supervisor, const zygote_settin
 zygote_client::~zygote_client() {
     ::shutdown(socket_.get(), SHUT_RDWR);
     if (reader_.joinable()) reader_.join();
+    // An idle zygote exits on the closed socket at once; one still preloading reads it only
+    // when done, seconds later. Its kernels die with it (PR_SET_PDEATHSIG).
+    using namespace std::chrono_literals;
+    if (exited_future_.wait_for(2s) == std::future_status::ready) return;
+    ::kill(pid_, SIGKILL);  // not reaped yet, so the pid is still the zygote's
+    if (exited_future_.wait_for(10s) != std::future_status::ready)
+        log_.warn("zygote for " + spec_name_ + " (pid " + std::to_string(pid_) +
+                  ") not reaped 10 s after SIGKILL");
 }
 
 pid_t zygote_client::fork(const spawn_description& what, exit_handler on_exit) {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -43,7 +44,9 @@ public:
     zygote_client(process_supervisor& supervisor, const zygote_settings& settings,
                   const kernelspec& spec, const std::vector<std::string>& preload, logger log,
                   std::function<void(const std::string&)> on_gone);
-    // Closes the socket: the zygote kills what it forked and exits. Joins the reader.
+    // Closes the socket: the zygote kills what it forked and exits. Joins the reader, and
+    // returns once the zygote is reaped (killed if it is still busy, say preloading): it
+    // writes in the scratch root, which its owner removes next.
     ~zygote_client();
     zygote_client(const zygote_client&) = delete;
     zygote_client& operator=(const zygote_client&) = delete;
@@ -86,6 +89,9 @@ private:
     std::map<std::uint64_t, pending_fork> pending_;  // guarded by mutex_
     std::map<pid_t, exit_handler> kernels_;          // guarded by mutex_
     std::thread reader_;
+    // Set by the supervisor when it reaps the zygote; shared, as that may outlive this.
+    std::shared_ptr<std::promise<void>> exited_ = std::make_shared<std::promise<void>>();
+    std::future<void> exited_future_ = exited_->get_future();
 };
 
 }  // namespace callisto::launcher

@@ -214,6 +214,14 @@ TEST_CASE("SIGTERM stops the server in order, leaving no kernel process, socket 
     CHECK_FALSE(std::filesystem::exists(runtime));
 }
 
+TEST_CASE("SIGTERM while the zygote still preloads leaves no zygote and no runtime directory") {
+    server_process server;  // serving: the zygote is still importing (and writing its caches)
+    const std::string runtime = server.runtime_dir().string();
+    CHECK(server.stop() == 0);
+    CHECK(processes_mentioning(runtime).empty());
+    CHECK_FALSE(std::filesystem::exists(runtime));
+}
+
 TEST_CASE(
     "after a SIGKILL the next start on the same workdir root reaps the kernels, tmpfs mounts, "
     "cgroups and runtime root left behind") {
