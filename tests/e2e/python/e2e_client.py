@@ -667,15 +667,19 @@ class KernelWS:
     # -- receiving
     def _recv_one(self, timeout):
         """One decoded message, or None at the deadline."""
-        if timeout <= 0:
-            timeout = 0.001
-        self.ws.settimeout(timeout)
-        try:
-            opcode, data = self.ws.recv_data()
-        except websocket.WebSocketTimeoutException:
-            return None
-        except TimeoutError:
-            return None
+        # Pings come back to us (answered) so the deadline holds: websocket-client would
+        # otherwise wait again after each one, and a server's keep-alive pings never end.
+        deadline = time.monotonic() + max(timeout, 0.001)
+        while True:
+            self.ws.settimeout(max(deadline - time.monotonic(), 0.001))
+            try:
+                opcode, data = self.ws.recv_data(control_frame=True)
+            except (websocket.WebSocketTimeoutException, TimeoutError):
+                return None
+            if opcode not in (websocket.ABNF.OPCODE_PING, websocket.ABNF.OPCODE_PONG):
+                break
+            if time.monotonic() >= deadline:
+                return None
         if opcode == websocket.ABNF.OPCODE_CLOSE:
             raise ConnectionError("server closed the WebSocket")
         binary = opcode == websocket.ABNF.OPCODE_BINARY
