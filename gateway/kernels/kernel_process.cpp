@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 
 #include "kernelproto/ids.hpp"
+#include "launcher/ipykernel_bootstrap.hpp"
 #include "launcher/kernel_command.hpp"
 #include "launcher/sandboxed_kernel.hpp"
 
@@ -48,12 +49,13 @@ std::string kernel_process::spawn() {
                 sandbox_ = std::make_unique<launcher::session_sandbox>(
                     *env_.sandbox, *env_.sandbox_uids, env_.settings.workdir_root, id_,
                     env_.settings.limits, spec_);
-            boxed = sandbox_->prepare(command, *runtime_dir_);
+            boxed = sandbox_->prepare(launcher::with_ipykernel_bootstrap(command), *runtime_dir_);
         }
         auto output = std::make_shared<kernel_output_log>(strand_, log_);
-        auto what = boxed ? boxed->command() : command;
+        auto what = boxed ? boxed->command() : launcher::with_ipykernel_bootstrap(command);
         what.output_fd = output->child_end();
-        // A zygote may fork it instead (kernel_ports.hpp): the same command, unwrapped.
+        // A zygote may fork it instead (kernel_ports.hpp): the same command, unwrapped (the
+        // zygote runs the ipykernel bootstrap itself).
         what.zygote = launcher::zygote_fork{spec_.name, command.argv, command.cwd,
                                             boxed ? std::optional(boxed->layout()) : std::nullopt};
         std::weak_ptr<kernel_process> weak = weak_from_this();

@@ -5,6 +5,9 @@
 #include "launcher/zygote/python_runtime.hpp"
 
 #include <stdexcept>
+#include <string>
+
+#include "launcher/ipykernel_bootstrap.hpp"
 
 namespace callisto::launcher::zygote {
 
@@ -37,6 +40,8 @@ def _callisto_run_kernel(argv, env):
         numpy.random.seed()  # numpy has no at-fork reseed; `random` and `uuid` need none
     # As `python -m module args`: the module's file as argv[0], the cwd first on sys.path.
     module = argv[2]
+    if module.startswith("ipykernel"):
+        _callisto_iopub_holds_bursts()  # launcher/ipykernel_bootstrap.py
     sys.argv = [argv[0]] + list(argv[3:])
     sys.path.insert(0, os.getcwd())
     import atexit, runpy, traceback
@@ -114,7 +119,8 @@ python_runtime::python_runtime(const std::string& program) {
     if (PyStatus_Exception(status))
         throw std::runtime_error(std::string("Python did not start: ") +
                                  (status.err_msg ? status.err_msg : "unknown error"));
-    if (PyRun_SimpleString(helpers) != 0)
+    if (PyRun_SimpleString(helpers) != 0 ||
+        PyRun_SimpleString(std::string(ipykernel_bootstrap_source()).c_str()) != 0)
         throw std::runtime_error("the zygote's Python helpers did not load");
 }
 

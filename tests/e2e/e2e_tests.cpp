@@ -118,6 +118,12 @@ TEST_CASE("replay: output dropped from a small replay buffer is announced as a g
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("a burst of output sent while the gateway is stopped arrives whole, in order") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_output_delivery.py"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE(
     "output caps: a runaway cell is cut for WebSocket clients with a notice; the kernel keeps "
     "working") {

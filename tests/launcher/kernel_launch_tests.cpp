@@ -8,6 +8,9 @@
 #include <set>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "launcher/ipykernel_bootstrap.hpp"
 #include "launcher/kernel_command.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
 #include "launcher/kernelspec.hpp"
@@ -94,4 +97,56 @@ TEST_CASE("an ipykernel from the python3 kernelspec binds its ipc sockets and is
         CHECK_FALSE(std::filesystem::exists(dir_path));
     }
     MESSAGE("ipykernel " << exited->describe());
+}
+
+TEST_CASE("the ipykernel bootstrap runs the module as -m would, with its iopub patch in place") {
+    temp_dir workdir;
+    // A user's file named like what the bootstrap imports must not stand in for it.
+    callisto::launcher::test::write_file(workdir.path() / "zmq.py", "raise ImportError('mine')\n");
+    callisto::launcher::test::write_file(workdir.path() / "ipykernel_probe.py", R"PY(
+import json, os, sys
+from ipykernel.kernelapp import IPKernelApp
+json.dump({"name": __name__, "argv": sys.argv, "path0": os.path.abspath(sys.path[0]),
+           "patched": getattr(IPKernelApp.init_iopub, "_callisto", False)},
+          open("probe.json", "w"))
+)PY");
+    callisto::launcher::spawn_description what;
+    what.argv = {CALLISTO_TEST_PYTHON, "-m", "ipykernel_probe", "-f", "x.json"};
+    what.cwd = workdir.path();
+    what.env = {{"PATH", "/usr/bin:/bin"}, {"PYDEVD_DISABLE_FILE_VALIDATION", "1"}};
+    const auto booted = callisto::launcher::with_ipykernel_bootstrap(what);
+    CHECK(booted.argv.size() == 6);
+    CHECK(booted.argv[1] == "-c");
+    CHECK(booted.argv[3] == "ipykernel_probe");
+
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::optional<exit_status> exited;
+    process_supervisor supervisor({});
+    supervisor.spawn(booted, [&](pid_t, exit_status status) {
+        std::lock_guard lock(mutex);
+        exited = status;
+        changed.notify_all();
+    });
+    std::unique_lock lock(mutex);
+    REQUIRE(changed.wait_for(lock, 60s, [&] { return exited.has_value(); }));
+    CHECK(exited->describe() == "exited with code 0");
+    const auto probe =
+        nlohmann::json::parse(callisto::launcher::test::read_file(workdir.path() / "probe.json"));
+    CHECK(probe["name"] == "__main__");
+    CHECK(probe["argv"] == nlohmann::json::array(
+                               {(workdir.path() / "ipykernel_probe.py").string(), "-f", "x.json"}));
+    CHECK(probe["path0"] == workdir.path().string());  // the cwd first, as with -m
+    CHECK(probe["patched"] == true);
+}
+
+TEST_CASE("the ipykernel bootstrap leaves every other command as it is") {
+    callisto::launcher::spawn_description what;
+    for (const auto& argv : std::vector<std::vector<std::string>>{
+             {"/usr/bin/R", "--slave", "-e", "IRkernel::main()"},
+             {"/usr/bin/python3", "-m", "my_kernel", "-f", "c.json"},
+             {"/usr/bin/python3", "-m"}}) {
+        what.argv = argv;
+        CHECK(callisto::launcher::with_ipykernel_bootstrap(what).argv == argv);
+    }
 }

@@ -14,7 +14,8 @@ namespace kp = callisto::kernelproto;
 // Messages ZeroMQ may hold per receiving socket. Few: ZeroMQ reads its socket whenever its
 // pipe has room, faster than the reactor verifies big messages, so a large mark lets a kernel
 // park gigabytes in the gateway. A burst beyond it waits in the kernel's own send pipe (its
-// memory, under its limits) until the reactor reads on.
+// memory, under its limits) until the reactor reads on: for iopub that needs a PUB without a
+// send mark, which launcher/ipykernel_bootstrap.py gives every ipykernel.
 constexpr int receive_hwm = 2;
 // Replies, input requests: far smaller than output by nature.
 constexpr std::size_t max_reply_part_bytes = 16u << 20;

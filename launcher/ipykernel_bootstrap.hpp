@@ -1,0 +1,23 @@
+#pragma once
+// The Python every ipykernel Callisto starts runs before the kernel's own code
+// (launcher/ipykernel_bootstrap.py): today, an iopub socket that holds a burst of output
+// instead of dropping it past ZeroMQ's high-water mark.
+
+#include <string>
+#include <string_view>
+
+#include "launcher/spawn_description.hpp"
+
+namespace callisto::launcher {
+
+// The bootstrap's source: definitions only, nothing runs.
+std::string_view ipykernel_bootstrap_source();
+
+// True for `python -m ipykernel...` (ipykernel_launcher, ipykernel): the kernels it applies to.
+bool runs_ipykernel(const spawn_description& what);
+
+// `python -m module args` as `python -c BOOTSTRAP module args`, which runs the bootstrap, then
+// the module as -m would. Any other command is returned unchanged.
+spawn_description with_ipykernel_bootstrap(spawn_description what);
+
+}  // namespace callisto::launcher
