@@ -161,6 +161,7 @@ kernels::kernel_settings kernel_settings_for(const server_config& config) {
     s.autorestart_window = config.autorestart_window;
     s.shutdown_wait = config.shutdown_wait;
     s.kill_grace = config.kill_grace;
+    s.heartbeat_timeout = config.heartbeat_timeout;
     return s;
 }
 

@@ -515,6 +515,11 @@ const std::vector<option>& options() {
          number_into(&server_config::autorestart_limit, 0, 1000, "a number 0-1000")},
         {"--autorestart-window", "SECS", "the window for --autorestart-limit (default 60)",
          seconds_into(&server_config::autorestart_window, 1, 24 * 3600, "seconds 1-86400")},
+        {"--heartbeat-timeout", "SECS",
+         "a kernel that answers no heartbeat this long is frozen (stopped,\n"
+         "deadlocked): it is killed and restarted per --autorestart-limit\n"
+         "(default 30; 0: never)",
+         seconds_into(&server_config::heartbeat_timeout, 0, 24 * 3600, "seconds 0-86400")},
         {"--cull-idle-timeout", "SECS", "shut down kernels idle this long (default 0: never)",
          culling_seconds(&kernels::culling_policy::idle_timeout, 0)},
         {"--cull-busy-timeout", "SECS", "shut down kernels busy this long (default 0: never)",

@@ -62,6 +62,7 @@ struct server_config {
     std::map<std::string, std::size_t> pool_sizes;  // --pool=NAME:N, per kernelspec
     std::chrono::milliseconds shutdown_wait{5000};  // shutdown_request -> SIGTERM
     std::chrono::milliseconds kill_grace{3000};     // SIGTERM -> SIGKILL
+    std::chrono::seconds heartbeat_timeout{30};     // unanswered this long: killed; 0: never
     std::chrono::seconds drain_seconds{0};  // at SIGTERM, not ready this long before stopping
     bool metrics_public = false;            // GET /metrics without a token
     // TLS: HTTPS and WSS when a certificate is given; client certificates from client_ca.

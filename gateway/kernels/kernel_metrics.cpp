@@ -23,7 +23,7 @@ kernel_metrics::kernel_metrics(metrics::registry& r)
       restarts(r.counters("callisto_kernel_restarts_total",
                           "Kernel restarts: asked for (requested), a kept kernel renewed for "
                           "its owner's next context (reset), or automatic after an OOM kill "
-                          "(oom) or another death (crash)",
+                          "(oom), a frozen kernel killed (unresponsive) or another death (crash)",
                           {"reason"})),
       deaths(r.counters("callisto_kernel_deaths_total",
                         "Kernel processes that exited without being asked to, by cause",
@@ -63,8 +63,9 @@ kernel_metrics::kernel_metrics(metrics::registry& r)
                                       "Time an execution waited in its context's queue", {"api"},
                                       duration_buckets())) {
     // Zeros for the series a dashboard expects before anything happened.
-    for (const char* reason : {"requested", "reset", "oom", "crash"}) restarts.with({reason});
-    for (const char* cause : {"oom", "crash"}) deaths.with({cause});
+    for (const char* reason : {"requested", "reset", "oom", "unresponsive", "crash"})
+        restarts.with({reason});
+    for (const char* cause : {"oom", "unresponsive", "crash"}) deaths.with({cause});
     for (const char* rule : {"idle", "busy", "lifetime"}) culls.with({rule});
     for (const char* result : {"hit", "miss"}) reuse_claims.with({result});
 }

@@ -58,9 +58,8 @@ public:
         });
     }
     void on_heartbeat(bool beating) override {
-        asio::post(strand_, [s = session_, beating] {
-            if (auto self = s.lock())
-                self->log_.debug(beating ? "heartbeat resumed" : "heartbeat missed");
+        asio::post(strand_, [s = session_, link = link_.load(), beating] {
+            if (auto self = s.lock()) self->on_heartbeat(link, beating);
         });
     }
     void on_bad_message(channel ch, std::error_code ec) override {
@@ -89,6 +88,8 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       strand_(asio::make_strand(env.ioc)),
       process_(std::make_shared<kernel_process>(env, strand_, id_, spec_, extra_env_, log_)),
       inbound_(std::make_shared<message_budget>(env.settings.kernel_buffer_bytes)),
+      heartbeat_(strand_, env.settings.heartbeat_timeout,
+                 [this](std::chrono::seconds silent_for) { on_frozen(silent_for); }),
       clients_(
           session_id_, env.settings.replay_buffer_bytes,
           output_limits{env.settings.ws_output_limit_bytes,
@@ -208,17 +209,36 @@ void kernel_session::finish_start(kernel_outcome outcome) {
 }
 
 // It died on its own: a crash, a kill from outside, an OOM kill.
+void kernel_session::on_heartbeat(transport::link_id link, bool beating) {
+    if (link_ != link) return;  // a report about a previous process
+    if (!beating) {
+        log_.debug("heartbeat missed");
+        return heartbeat_.missed();
+    }
+    if (auto silence = heartbeat_.answered())
+        log_.info("heartbeat answered again after " + std::to_string(silence->count()) + " s");
+}
+
+void kernel_session::on_frozen(std::chrono::seconds silent_for) {
+    if (state_ != kernel_state::running || !process_->running()) return;
+    frozen_reason_ =
+        "unresponsive: answered no heartbeat for " + std::to_string(silent_for.count()) + " s";
+    log_.warn("kernel " + frozen_reason_ + "; killing it");
+    env_.processes.terminate(process_->pid(), std::chrono::milliseconds(0));
+}
+
 void kernel_session::on_exit(const launcher::exit_status& status) {
-    std::string why = "kernel process " + status.describe();
+    const bool frozen = !frozen_reason_.empty();
+    std::string why = frozen ? frozen_reason_ + " (killed)" : "kernel process " + status.describe();
     log_.warn(why);
     const bool was_running = state_ == kernel_state::running;
-    const char* cause = death_cause(status);
+    const char* cause = frozen ? "unresponsive" : death_cause(status);
     env_.metrics.deaths.with({cause}).inc();
     if (!was_running) env_.metrics.start_failures.with({spec_.name}).inc();
     release_process();
+    lose_executions(why);
     awaiting_reply_.clear();
     queued_.clear();
-    lose_executions();
     if (was_running && process_->may_auto_restart()) {
         env_.metrics.restarts.with({cause}).inc();
         // Its state is lost either way; a fresh process keeps the kernel id and the clients.
@@ -247,6 +267,8 @@ void kernel_session::on_exit(const launcher::exit_status& status) {
 }
 
 void kernel_session::release_process() {
+    heartbeat_.stop();
+    frozen_reason_.clear();
     process_->release();
     model_.set_process(0, false);
     if (link_) env_.links.close(*link_);
@@ -461,6 +483,7 @@ bool kernel_session::track_request(const std::shared_ptr<kernel_client>& client,
     e.kernelspec = spec_.name;
     e.user = client->user_name();
     e.msg_id = msg.msg_id;
+    e.request_header = msg.header;
     // The code (up to the message limit) is parsed only for an observer that records it; the
     // metrics need the reply's status and the time alone.
     if (env_.executions) {
@@ -484,8 +507,20 @@ void kernel_session::track_reply(const kernelproto::message& msg) {
     if (auto e = executions_.replied(msg.parent_msg_id, std::move(status))) report(*e);
 }
 
-void kernel_session::lose_executions() {
-    for (const auto& e : executions_.lose_all()) report(e);
+void kernel_session::lose_executions(const std::string& why) {
+    for (const auto& e : executions_.lose_all()) {
+        report(e);
+        if (why.empty()) continue;
+        // Its client would otherwise wait for a reply no process will send.
+        auto waiting = awaiting_reply_.find(e.msg_id);
+        auto client = waiting == awaiting_reply_.end() ? nullptr : waiting->second.lock();
+        if (!client) continue;
+        kernelproto::message request;
+        request.header = e.request_header;
+        request.msg_id = e.msg_id;
+        answer_failed_execution(client, request, "KernelDied",
+                                "the kernel died while this ran: " + why, false);
+    }
 }
 
 void kernel_session::report(const websocket_execution& e) {
@@ -497,22 +532,30 @@ void kernel_session::report(const websocket_execution& e) {
 
 void kernel_session::refuse_execution(const std::shared_ptr<kernel_client>& client,
                                       const kernelproto::message& request, const std::string& why) {
-    const std::string evalue = why + "; the code did not run";
-    const nlohmann::json error = {{"ename", "AuditUnavailable"},
-                                  {"evalue", evalue},
-                                  {"traceback", {"AuditUnavailable: " + evalue}}};
+    answer_failed_execution(client, request, "AuditUnavailable", why + "; the code did not run",
+                            true);
+}
+
+void kernel_session::answer_failed_execution(const std::shared_ptr<kernel_client>& client,
+                                             const kernelproto::message& request,
+                                             const std::string& ename, const std::string& evalue,
+                                             bool with_status) {
+    const nlohmann::json error = {
+        {"ename", ename}, {"evalue", evalue}, {"traceback", {ename + ": " + evalue}}};
     auto reply_content = error;
     reply_content["status"] = "error";
     reply_content["execution_count"] = nullptr;
-    // What a kernel sends for a failed execution: busy, the error, idle, and the reply.
+    // What a kernel sends for a failed execution: busy, the error, idle, and the reply. For a
+    // kernel that died, no busy and idle: the server's own status (restarting, dead) is the
+    // kernel's state now.
     auto to_client = [&](channel ch, std::string_view type, const nlohmann::json& content) {
         clients_.send_to(
             client, ch,
             kernelproto::make_message(type, content, session_id_, "callisto", &request));
     };
-    to_client(channel::iopub, "status", {{"execution_state", "busy"}});
+    if (with_status) to_client(channel::iopub, "status", {{"execution_state", "busy"}});
     to_client(channel::iopub, "error", error);
-    to_client(channel::iopub, "status", {{"execution_state", "idle"}});
+    if (with_status) to_client(channel::iopub, "status", {{"execution_state", "idle"}});
     to_client(channel::shell, "execute_reply", reply_content);
 }
 

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/kernels/culling_policy.hpp"
+#include "gateway/kernels/heartbeat_watch.hpp"
 #include "gateway/kernels/iopub_broadcaster.hpp"
 #include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/kernel_environment.hpp"
@@ -117,6 +118,9 @@ private:
     void on_link_message(transport::link_id link, kernelproto::channel ch,
                          kernelproto::message msg);
     void on_link_connected(transport::link_id link);
+    void on_heartbeat(transport::link_id link, bool beating);
+    // Kills a kernel whose heartbeat has been missing past the timeout (heartbeat_watch.hpp).
+    void on_frozen(std::chrono::seconds silent_for);
     // What the process reports (kernel_process::observer).
     void on_sockets_ready() override;
     void on_socket_check_failed(const std::string& why) override;
@@ -137,10 +141,15 @@ private:
                        const kernelproto::message& msg);
     void track_reply(const kernelproto::message& msg);
     void report(const websocket_execution& e);
-    void lose_executions();
+    // Every pending execution is over; with `why` (the kernel died), each client waiting for a
+    // reply gets an error reply that says so.
+    void lose_executions(const std::string& why = {});
     // Answers a refused execute_request as the kernel would answer a failed one.
     void refuse_execution(const std::shared_ptr<kernel_client>& client,
                           const kernelproto::message& request, const std::string& why);
+    void answer_failed_execution(const std::shared_ptr<kernel_client>& client,
+                                 const kernelproto::message& request, const std::string& ename,
+                                 const std::string& evalue, bool with_status);
     // Returns the execution_state of a status message ("" for other messages).
     std::string track_activity(const kernelproto::message& msg);
     void set_state(kernel_state s, std::string execution_state, std::string reason = {});
@@ -166,6 +175,8 @@ private:
     std::deque<queued_request> queued_;        // client requests held until the kernel is connected
     std::shared_ptr<message_budget> inbound_;  // shared with the link listener and the leases
     std::chrono::steady_clock::time_point spawned_at_;  // the current process's
+    heartbeat_watch heartbeat_;
+    std::string frozen_reason_;  // set when the gateway killed the process for being frozen
     websocket_executions executions_;
     kernel_model model_;  // read from any thread
     iopub_broadcaster clients_;

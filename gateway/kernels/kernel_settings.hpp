@@ -27,6 +27,10 @@ struct kernel_settings {
     std::chrono::seconds autorestart_window{60};            // ... per this many seconds
     std::chrono::milliseconds shutdown_wait{5000};          // shutdown_request -> SIGTERM
     std::chrono::milliseconds kill_grace{3000};             // SIGTERM -> SIGKILL
+    // Heartbeats unanswered this long: the process is frozen (stopped, deadlocked outside
+    // Python: ipykernel's heartbeat thread needs no GIL), so it is killed and restarted per
+    // the autorestart rule. 0: never.
+    std::chrono::seconds heartbeat_timeout{30};
 };
 
 }  // namespace callisto::gateway::kernels

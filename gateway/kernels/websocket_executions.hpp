@@ -17,8 +17,9 @@ namespace callisto::gateway::kernels {
 struct websocket_execution {
     std::string kernel_id;
     std::string kernelspec;
-    std::string user;    // who sent it (an admin debugging someone's kernel is named)
-    std::string msg_id;  // the execute_request's
+    std::string user;            // who sent it (an admin debugging someone's kernel is named)
+    std::string msg_id;          // the execute_request's
+    std::string request_header;  // its header (JSON), to answer it when the kernel cannot
     std::string code;
     // The execute_reply's status (ok, error, aborted), or "lost" when the kernel died or
     // restarted before it replied.

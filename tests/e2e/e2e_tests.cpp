@@ -161,8 +161,11 @@ TEST_CASE(
     CHECK(server.stop() == 0);
 }
 
-TEST_CASE("auto-restart: a dead kernel comes back a bounded number of times, then stays dead") {
-    server_process server({"--autorestart-limit=2", "--autorestart-window=600"});
+TEST_CASE(
+    "auto-restart: a dead kernel comes back a bounded number of times, then stays dead; a frozen "
+    "one is killed first") {
+    server_process server(
+        {"--autorestart-limit=2", "--autorestart-window=600", "--heartbeat-timeout=2"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_autorestart.py"});
     CHECK(server.stop() == 0);
 }

@@ -1,0 +1,43 @@
+#pragma once
+// How long a kernel has answered no heartbeat, and the moment that becomes too long.
+//
+// The reactor pings each connected kernel and reports when a ping goes unanswered and when
+// one is answered again. ipykernel answers from a thread of its own that needs no GIL, so a
+// kernel deep in a computation still answers; one that does not is frozen (SIGSTOP, a
+// deadlock in native code, a host swapping it out). Past the timeout its session kills it
+// and the autorestart rule decides what follows. Runs on the session's strand.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+namespace callisto::gateway::kernels {
+
+class heartbeat_watch {
+public:
+    using strand_type = boost::asio::strand<boost::asio::io_context::executor_type>;
+    using clock = std::chrono::steady_clock;
+
+    // `on_frozen(silent_for)` runs on the strand once the heartbeat has been missing for
+    // `timeout` (0: never).
+    heartbeat_watch(strand_type strand, std::chrono::seconds timeout,
+                    std::function<void(std::chrono::seconds)> on_frozen);
+
+    void missed();  // the first unanswered ping of a silence
+    // A ping answered again: how long the silence lasted (nothing if there was none).
+    std::optional<std::chrono::seconds> answered();
+    void stop();  // the process or its link is gone: forget the silence
+
+private:
+    boost::asio::steady_timer timer_;
+    std::chrono::seconds timeout_;
+    std::function<void(std::chrono::seconds)> on_frozen_;
+    std::optional<clock::time_point> silent_since_;
+    std::shared_ptr<const int> alive_ = std::make_shared<const int>(0);
+};
+
+}  // namespace callisto::gateway::kernels
