@@ -165,7 +165,8 @@ TEST_CASE(
     "auto-restart: a dead kernel comes back a bounded number of times, then stays dead; a frozen "
     "one is killed first") {
     server_process server(
-        {"--autorestart-limit=2", "--autorestart-window=600", "--heartbeat-timeout=2"});
+        {"--autorestart-limit=2", "--autorestart-window=600", "--heartbeat-timeout=2",
+         "--pool-size=0"});  // no pool refilling while the test counts descriptors
     run_client(server, {python, source_dir + "/tests/e2e/python/test_autorestart.py"});
     CHECK(server.stop() == 0);
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Automatic restart after an unexpected death, bounded per window, and of a frozen kernel
+"""Automatic restart after an unexpected death, bounded per window; of a kernel killed in the
+middle of a large output, leaving nothing of the old process behind; and of a frozen kernel
 (one that answers no heartbeat). The server under test runs with --autorestart-limit=2
 --autorestart-window=600 --heartbeat-timeout=2.
 
@@ -8,14 +9,18 @@
 
 import os
 import re
+import signal
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    KernelWS, api, check, check_eq, kernel, kill_kernel_process, poll, run_tests, test,
+    KernelWS, api, check, check_eq, kernel, kill_kernel_process, launch_info, poll, run_tests,
+    test,
 )
+
+GATEWAY = int(os.environ.get("CALLISTO_PID", "0"))
 
 
 def state(kernel_id):
@@ -50,6 +55,71 @@ def test_restarts_twice_then_stays_dead():
         m = poll(lambda: (lambda s: s if s["execution_state"] == "dead" else None)(state(k["id"])),
                  30, 0.2, "dead after the limit")
         check("killed" in m.get("reason", "") or "exited" in m.get("reason", ""), "reason", m)
+
+
+def process_tree(top):
+    """`top` and every descendant (host pids)."""
+    pids, pending = [], [top]
+    while pending:
+        pid = pending.pop()
+        pids.append(pid)
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    pending += [int(child) for child in f.read().split()]
+        except OSError:
+            pass
+    return pids
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def kernel_process_pid(top):
+    """The Python process itself: below bwrap and its init, or below a zygote fork's pid 1
+    (forked, not exec'd: its command line is the zygote's). The one process with none below."""
+    leaves = [pid for pid in process_tree(top) if process_tree(pid) == [pid]]
+    return leaves[0] if len(leaves) == 1 and leaves[0] != top else None
+
+
+def gateway_fds():
+    return len(os.listdir(f"/proc/{GATEWAY}/fd"))
+
+
+@test
+def test_a_kernel_killed_in_the_middle_of_a_large_output_leaves_nothing_behind():
+    check(GATEWAY > 0, "CALLISTO_PID names the gateway")
+    with kernel() as k, KernelWS(k["id"]) as ws:
+        ws.kernel_info()
+        ws.run("1")
+        fds_before = gateway_fds()
+        old_tree = process_tree(launch_info(k["id"])["pid"])
+        victim = kernel_process_pid(old_tree[0])
+        check(victim is not None, "the kernel's host pid found", old_tree)
+        big = ws.execute("for i in range(10**7): print('z' * 100, i, flush=True)")
+        ws.wait_for(lambda m: m["msg_type"] == "stream"
+                    and m["parent_header"].get("msg_id") == big, 30, "the output flowing")
+        os.kill(victim, signal.SIGKILL)
+        reply = ws.reply_to(big, timeout=60)
+        check_eq(reply["content"].get("ename"), "KernelDied", "the execution is answered")
+        check("killed" in reply["content"].get("evalue", ""), "with the reason", reply["content"])
+        status_msg(ws, "restarting")
+        poll(lambda: state(k["id"])["execution_state"] == "idle", 60, 0.2, "idle after restart")
+        poll(lambda: not any(alive(p) for p in old_tree), 30, 0.2,
+             "every process of the killed kernel gone")
+        ws.kernel_info()
+        check_eq(ws.run_not_aborted("1+1").result_text(), "2", "the restarted kernel works")
+        # The old process's pipes and sockets are closed, the new one's opened: as many as before.
+        poll(lambda: gateway_fds() <= fds_before, 30, 0.5,
+             f"the gateway's descriptors back to {fds_before}")
+        new_tree = process_tree(launch_info(k["id"])["pid"])
+    # Deleted: the restarted kernel goes the same way.
+    poll(lambda: not any(alive(p) for p in new_tree), 30, 0.2, "the kernel's processes gone")
 
 
 def unresponsive_deaths():
