@@ -128,7 +128,13 @@ struct fake_world {
     kernel_environment env{ioc, links, processes, metrics, settings(root), logger{}};
 
     fake_world() { std::filesystem::create_directories(root); }
-    ~fake_world() { std::filesystem::remove_all(root); }
+    ~fake_world() {
+        // The link listeners and the exit handlers hold strands of the io_context: released
+        // while it still stands (the ports stay usable for sessions closing theirs later).
+        links.opened.clear();
+        processes.spawned.clear();
+        std::filesystem::remove_all(root);
+    }
 
     static kernel_settings settings(const std::filesystem::path& root) {
         kernel_settings s;
