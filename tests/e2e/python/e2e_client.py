@@ -391,6 +391,21 @@ class kernel:
         return False
 
 
+def process_tree(top):
+    """`top` and every descendant (host pids), parents before children."""
+    pids, pending = [], [top]
+    while pending:
+        pid = pending.pop()
+        pids.append(pid)
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    pending += [int(child) for child in f.read().split()]
+        except OSError:
+            pass
+    return pids
+
+
 def launch_info(kernel_id):
     """The kernel model's "callisto" object, checked: how the kernel started ("zygote": forked
     by its kernelspec's callisto-zygote; "exec": bwrap and python exec'd), the host pid of its

@@ -16,8 +16,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    KernelWS, api, check, check_eq, kernel, kill_kernel_process, launch_info, poll, run_tests,
-    test,
+    KernelWS, api, check, check_eq, kernel, kill_kernel_process, launch_info, poll, process_tree,
+    run_tests, test,
 )
 
 GATEWAY = int(os.environ.get("CALLISTO_PID", "0"))
@@ -55,21 +55,6 @@ def test_restarts_twice_then_stays_dead():
         m = poll(lambda: (lambda s: s if s["execution_state"] == "dead" else None)(state(k["id"])),
                  30, 0.2, "dead after the limit")
         check("killed" in m.get("reason", "") or "exited" in m.get("reason", ""), "reason", m)
-
-
-def process_tree(top):
-    """`top` and every descendant (host pids)."""
-    pids, pending = [], [top]
-    while pending:
-        pid = pending.pop()
-        pids.append(pid)
-        try:
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/children") as f:
-                    pending += [int(child) for child in f.read().split()]
-        except OSError:
-            pass
-    return pids
 
 
 def alive(pid):

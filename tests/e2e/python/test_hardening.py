@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
     BASE_URL, TOKEN, KernelWS, api, callisto_only, check, check_eq, encode_v1, encode_v1_parts,
-    get_kernel, kernel, make_msg, poll, run_tests,
+    get_kernel, kernel, make_msg, poll, process_tree, run_tests,
 )
 from mcp_client import Session  # noqa: E402
 
@@ -370,17 +370,7 @@ def kernel_host_pids(kernel_id):
     """The host pids of a kernel's processes: its model's top process (bwrap, or the jail's
     pid 1 of a zygote's fork) and every descendant, the ipykernel among them."""
     top = (get_kernel(kernel_id).get("callisto") or {}).get("pid")
-    pids, pending = [], [top] if top else []
-    while pending:
-        pid = pending.pop()
-        pids.append(pid)
-        try:
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/children") as f:
-                    pending += [int(child) for child in f.read().split()]
-        except OSError:
-            pass
-    return pids
+    return process_tree(top) if top else []
 
 
 def masked_binary_frame(payload):
