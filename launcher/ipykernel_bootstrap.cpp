@@ -2,8 +2,18 @@
 
 namespace callisto::launcher {
 
-bool runs_ipykernel(const spawn_description& what) {
-    return what.argv.size() >= 3 && what.argv[1] == "-m" && what.argv[2].starts_with("ipykernel");
+namespace {
+
+bool is_ipykernel_command(const std::vector<std::string>& argv) {
+    return argv.size() >= 3 && argv[1] == "-m" && argv[2].starts_with("ipykernel");
+}
+
+}  // namespace
+
+bool runs_ipykernel(const spawn_description& what) { return is_ipykernel_command(what.argv); }
+
+bool answers_heartbeat_while_busy(const kernelspec& spec) {
+    return is_ipykernel_command(spec.argv);
 }
 
 spawn_description with_ipykernel_bootstrap(spawn_description what) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "launcher/kernelspec.hpp"
 #include "launcher/spawn_description.hpp"
 
 namespace callisto::launcher {
@@ -15,6 +16,9 @@ std::string_view ipykernel_bootstrap_source();
 
 // True for `python -m ipykernel...` (ipykernel_launcher, ipykernel): the kernels it applies to.
 bool runs_ipykernel(const spawn_description& what);
+// Whether the kernelspec's kernel answers heartbeats while it runs code: ipykernel does, from a
+// thread of its own; IRkernel and others answer from their main loop, between executions.
+bool answers_heartbeat_while_busy(const kernelspec& spec);
 
 // `python -m module args` as `python -c BOOTSTRAP module args`, which runs the bootstrap, then
 // the module as -m would. Any other command is returned unchanged.

@@ -17,6 +17,14 @@ heartbeat_watch::heartbeat_watch(strand_type strand, std::chrono::seconds timeou
 void heartbeat_watch::missed() {
     if (silent_since_) return;
     silent_since_ = clock::now();
+    arm();
+}
+
+void heartbeat_watch::excuse() {
+    if (silent_since_) arm();
+}
+
+void heartbeat_watch::arm() {
     if (timeout_.count() == 0) return;
     timer_.expires_after(timeout_);
     // A wait that completed just before the watch went still finds it gone through `alive`.

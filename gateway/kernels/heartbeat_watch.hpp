@@ -5,7 +5,9 @@
 // one is answered again. ipykernel answers from a thread of its own that needs no GIL, so a
 // kernel deep in a computation still answers; one that does not is frozen (SIGSTOP, a
 // deadlock in native code, a host swapping it out). Past the timeout its session kills it
-// and the autorestart rule decides what follows. Runs on the session's strand.
+// and the autorestart rule decides what follows. Kernels that answer their heartbeat from
+// their main loop (IRkernel) fall silent whenever they run code: their session excuses a
+// silence while they are busy. Runs on the session's strand.
 
 #include <chrono>
 #include <functional>
@@ -28,11 +30,16 @@ public:
                     std::function<void(std::chrono::seconds)> on_frozen);
 
     void missed();  // the first unanswered ping of a silence
+    // The silence goes on but is excused for now (a kernel that answers only between
+    // executions is busy): judged again one timeout later.
+    void excuse();
     // A ping answered again: how long the silence lasted (nothing if there was none).
     std::optional<std::chrono::seconds> answered();
     void stop();  // the process or its link is gone: forget the silence
 
 private:
+    void arm();
+
     boost::asio::steady_timer timer_;
     std::chrono::seconds timeout_;
     std::function<void(std::chrono::seconds)> on_frozen_;

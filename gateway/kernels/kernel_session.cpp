@@ -8,6 +8,7 @@
 #include "gateway/kernels/output_cap_notice.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/untrusted_json.hpp"
+#include "launcher/ipykernel_bootstrap.hpp"
 
 namespace callisto::gateway::kernels {
 
@@ -88,6 +89,7 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       strand_(asio::make_strand(env.ioc)),
       process_(std::make_shared<kernel_process>(env, strand_, id_, spec_, extra_env_, log_)),
       inbound_(std::make_shared<message_budget>(env.settings.kernel_buffer_bytes)),
+      heartbeat_while_busy_(launcher::answers_heartbeat_while_busy(spec_)),
       heartbeat_(strand_, env.settings.heartbeat_timeout,
                  [this](std::chrono::seconds silent_for) { on_frozen(silent_for); }),
       clients_(
@@ -221,6 +223,12 @@ void kernel_session::on_heartbeat(transport::link_id link, bool beating) {
 
 void kernel_session::on_frozen(std::chrono::seconds silent_for) {
     if (state_ != kernel_state::running || !process_->running()) return;
+    if (!heartbeat_while_busy_ && model_.activity().execution_state == "busy") {
+        // Its main loop answers the heartbeat, and it is running code.
+        log_.debug("no heartbeat for " + std::to_string(silent_for.count()) +
+                   " s while busy: excused, as this kernel answers between executions");
+        return heartbeat_.excuse();
+    }
     frozen_reason_ =
         "unresponsive: answered no heartbeat for " + std::to_string(silent_for.count()) + " s";
     log_.warn("kernel " + frozen_reason_ + "; killing it");

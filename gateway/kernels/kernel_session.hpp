@@ -175,6 +175,7 @@ private:
     std::deque<queued_request> queued_;        // client requests held until the kernel is connected
     std::shared_ptr<message_budget> inbound_;  // shared with the link listener and the leases
     std::chrono::steady_clock::time_point spawned_at_;  // the current process's
+    const bool heartbeat_while_busy_;  // its heartbeat has a thread of its own (ipykernel)
     heartbeat_watch heartbeat_;
     std::string frozen_reason_;  // set when the gateway killed the process for being frozen
     websocket_executions executions_;

@@ -302,8 +302,10 @@ TEST_CASE(
 TEST_CASE(
     "R (IRkernel) through the Jupyter WebSocket and /v1, in the sandbox: plots, tables, errors, "
     "the deadline ladder, caps, and the escape attacks written in R") {
-    // The escape suite's small limits, so the R bombs end quickly.
-    server_process server({"--memory-limit=256MiB", "--pids-limit=64", "--disk-quota=64MiB"});
+    // The escape suite's small limits, so the R bombs end quickly; a short heartbeat timeout,
+    // which a busy R kernel (silent while it computes) must survive.
+    server_process server({"--memory-limit=256MiB", "--pids-limit=64", "--disk-quota=64MiB",
+                           "--heartbeat-timeout=2"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_r_kernel.py"}, 900);
     CHECK(server.stop() == 0);
 }

@@ -60,3 +60,18 @@ TEST_CASE("a stopped watch or a zero timeout never reports") {
     CHECK(never.frozen.empty());
     CHECK(never.watch.answered().has_value());  // the silence is still measured
 }
+
+TEST_CASE("an excused silence is judged again a timeout later, still counted from its start") {
+    boost::asio::io_context ioc;
+    std::vector<std::chrono::seconds> frozen;
+    heartbeat_watch* self = nullptr;
+    heartbeat_watch watch(boost::asio::make_strand(ioc), 1s, [&](std::chrono::seconds silent) {
+        frozen.push_back(silent);
+        if (frozen.size() == 1) self->excuse();  // busy, say: not yet
+    });
+    self = &watch;
+    watch.missed();
+    ioc.run_for(5s);  // both judgements, with room for a slow machine
+    REQUIRE(frozen.size() == 2);
+    CHECK(frozen[1] >= 2s);
+}

@@ -6,8 +6,9 @@ output budget, per-execution env, restart, delete, reuse), and the sandbox escap
 test_sandbox_escape.py written in R. Each attack must be blocked; afterwards the gateway and a
 second R session must still work.
 
-Run against a server started with the limits the Python escape suite uses:
-  callisto --memory-limit=256MiB --pids-limit=64 --disk-quota=64MiB ...
+Run against a server started with the limits the Python escape suite uses, and a short
+heartbeat timeout (IRkernel answers its heartbeat only between executions):
+  callisto --memory-limit=256MiB --pids-limit=64 --disk-quota=64MiB --heartbeat-timeout=2 ...
   CALLISTO_URL=… CALLISTO_TOKEN=… /usr/bin/python3 test_r_kernel.py [-k NAME]
 
 IRkernel publishes the value of a cell as `display_data` (never `execute_result`, see
@@ -281,6 +282,19 @@ def test_data_frame_is_an_html_table():
 
 
 @test
+def test_a_busy_kernel_is_not_taken_for_frozen():
+    # IRkernel answers heartbeats from its main loop, so it is silent while it computes; the
+    # server's --heartbeat-timeout=2 must not kill it for that.
+    with r_kernel() as k, KernelWS(k["id"]) as ws:
+        ready(ws)
+        check_eq(run(ws, "kept_busy <- 3").status, "ok", "set a variable")
+        ex = run(ws, "t0 <- Sys.time(); while (Sys.time() - t0 < 8) {}; cat('still here\\n')")
+        check_eq(ex.status, "ok", "the busy cell ran to its end")
+        check_eq(ex.stdout(), "still here\n", "its output")
+        check_eq(value_text(run(ws, "kept_busy")), "[1] 3", "the same R process")
+        check(not get_kernel(k["id"]).get("reason"), "no restart recorded", get_kernel(k["id"]))
+
+
 def test_interrupt_stops_a_sleep_and_keeps_state():
     with r_kernel() as k, KernelWS(k["id"]) as ws:
         ready(ws)
