@@ -222,6 +222,7 @@ server::server(server_config config, logger log)
       workdir_lock_(config_.sandbox
                         ? std::make_unique<launcher::instance_lock>(config_.workdir_root)
                         : nullptr),
+      runtime_root_{config_.runtime_root, log_},
       work_(asio::make_work_guard(ioc_)),
       signals_(ioc_, SIGINT, SIGTERM, SIGHUP),
       reactor_(log_.component("reactor")),
@@ -288,6 +289,7 @@ server::server(server_config config, logger log)
     if (workdir_lock_)
         reap_leftovers(config_, *workdir_lock_, *sandbox_, log_.component("sandbox"));
     prepare_runtime_root(config_.runtime_root, sandbox_ != nullptr);
+    runtime_root_.created = true;
     if (workdir_lock_) workdir_lock_->claim_runtime_root(config_.runtime_root);
     if (catalog_.all().empty())
         log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
@@ -297,15 +299,14 @@ server::server(server_config config, logger log)
     if (zygotes_) zygotes_->start(catalog_.all());
 }
 
-server::~server() {
-    // The zygotes write in the runtime root (their scratch, matplotlib's font cache) until
-    // they are reaped; removing it under a zygote still preloading would leave it behind.
-    zygotes_.reset();
+server::~server() = default;
+
+server::runtime_root_owner::~runtime_root_owner() {
+    if (!created) return;
     std::error_code ec;
-    fs::remove_all(config_.runtime_root, ec);
+    fs::remove_all(path, ec);
     if (ec)
-        log_.warn("could not remove the runtime directory " + config_.runtime_root.string() + ": " +
-                  ec.message());
+        log.warn("could not remove the runtime directory " + path.string() + ": " + ec.message());
 }
 
 asio::ip::tcp::endpoint server::local_endpoint() const { return listener_->local_endpoint(); }

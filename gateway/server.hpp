@@ -78,6 +78,14 @@ private:
     // Held for the server's life (sandboxed only): the workdir root is this instance's, and
     // what a dead previous instance left there is reaped at start.
     std::unique_ptr<launcher::instance_lock> workdir_lock_;
+    // Removes the runtime root once every member below is gone: the zygotes write in it until
+    // they are reaped, the kernels keep their directories there.
+    struct runtime_root_owner {
+        std::filesystem::path path;
+        logger log;
+        bool created = false;
+        ~runtime_root_owner();
+    } runtime_root_;
     boost::asio::io_context ioc_;
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
     boost::asio::signal_set signals_;

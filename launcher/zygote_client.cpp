@@ -53,7 +53,8 @@ std::filesystem::path make_scratch(const std::filesystem::path& root, const std:
 zygote_client::zygote_client(process_supervisor& supervisor, const zygote_settings& settings,
                              const kernelspec& spec, const std::vector<std::string>& preload,
                              logger log, std::function<void(const std::string&)> on_gone)
-    : log_(std::move(log)),
+    : supervisor_(supervisor),
+      log_(std::move(log)),
       spec_name_(spec.name),
       fork_timeout_(settings.fork_timeout),
       on_gone_(std::move(on_gone)) {
@@ -101,7 +102,7 @@ zygote_client::~zygote_client() {
     // when done, seconds later. Its kernels die with it (PR_SET_PDEATHSIG).
     using namespace std::chrono_literals;
     if (exited_future_.wait_for(2s) == std::future_status::ready) return;
-    ::kill(pid_, SIGKILL);  // not reaped yet, so the pid is still the zygote's
+    supervisor_.terminate(pid_, std::chrono::milliseconds(0));  // a no-op once it is reaped
     if (exited_future_.wait_for(10s) != std::future_status::ready)
         log_.warn("zygote for " + spec_name_ + " (pid " + std::to_string(pid_) +
                   ") not reaped 10 s after SIGKILL");

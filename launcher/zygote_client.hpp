@@ -74,6 +74,7 @@ private:
     void log_output();  // on the reader thread
     void send(const std::string& bytes);
 
+    process_supervisor& supervisor_;
     logger log_;
     std::string spec_name_;
     std::chrono::milliseconds fork_timeout_;
