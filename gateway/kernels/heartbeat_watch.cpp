@@ -14,25 +14,31 @@ heartbeat_watch::heartbeat_watch(strand_type strand, std::chrono::seconds timeou
                                  std::function<void(std::chrono::seconds)> on_frozen)
     : timer_(std::move(strand)), timeout_(timeout), on_frozen_(std::move(on_frozen)) {}
 
-void heartbeat_watch::missed() {
+void heartbeat_watch::missed(std::weak_ptr<const void> owner) {
     if (silent_since_) return;
+    owner_ = std::move(owner);
     silent_since_ = clock::now();
     arm();
 }
 
 void heartbeat_watch::excuse() {
-    if (silent_since_) arm();
+    if (!silent_since_) return;
+    silent_since_ = clock::now();
+    arm();
 }
 
 void heartbeat_watch::arm() {
+    const auto wait = ++armed_;
     if (timeout_.count() == 0) return;
     timer_.expires_after(timeout_);
-    // A wait that completed just before the watch went still finds it gone through `alive`.
-    timer_.async_wait(
-        [this, alive = std::weak_ptr<const int>(alive_)](boost::system::error_code ec) {
-            if (ec || alive.expired() || !silent_since_) return;
-            on_frozen_(since(*silent_since_));
-        });
+    // Runs on the strand, as every member does: `armed_` needs no lock. The owner, locked, keeps
+    // this watch (one of its members) alive through the call.
+    timer_.async_wait([this, wait, owner = owner_](boost::system::error_code ec) {
+        if (ec) return;
+        const auto keep = owner.lock();
+        if (!keep || wait != armed_ || !silent_since_) return;
+        on_frozen_(since(*silent_since_));
+    });
 }
 
 std::optional<std::chrono::seconds> heartbeat_watch::answered() {
@@ -44,6 +50,7 @@ std::optional<std::chrono::seconds> heartbeat_watch::answered() {
 
 void heartbeat_watch::stop() {
     silent_since_.reset();
+    ++armed_;
     timer_.cancel();
 }
 

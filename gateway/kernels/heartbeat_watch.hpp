@@ -10,6 +10,7 @@
 // silence while they are busy. Runs on the session's strand.
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -25,13 +26,15 @@ public:
     using clock = std::chrono::steady_clock;
 
     // `on_frozen(silent_for)` runs on the strand once the heartbeat has been missing for
-    // `timeout` (0: never).
+    // `timeout` (0: never), if the owner given to missed() (the session the callback belongs
+    // to) still lives; it is held for the call.
     heartbeat_watch(strand_type strand, std::chrono::seconds timeout,
                     std::function<void(std::chrono::seconds)> on_frozen);
 
-    void missed();  // the first unanswered ping of a silence
-    // The silence goes on but is excused for now (a kernel that answers only between
-    // executions is busy): judged again one timeout later.
+    // The first unanswered ping of a silence.
+    void missed(std::weak_ptr<const void> owner);
+    // The silence so far is excused (a kernel that answers only between executions was busy):
+    // it is counted again from now, and judged a timeout later.
     void excuse();
     // A ping answered again: how long the silence lasted (nothing if there was none).
     std::optional<std::chrono::seconds> answered();
@@ -43,8 +46,9 @@ private:
     boost::asio::steady_timer timer_;
     std::chrono::seconds timeout_;
     std::function<void(std::chrono::seconds)> on_frozen_;
+    std::weak_ptr<const void> owner_;
     std::optional<clock::time_point> silent_since_;
-    std::shared_ptr<const int> alive_ = std::make_shared<const int>(0);
+    std::uint64_t armed_ = 0;  // which wait is current: a completed older one does nothing
 };
 
 }  // namespace callisto::gateway::kernels

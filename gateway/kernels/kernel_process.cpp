@@ -43,19 +43,20 @@ std::string kernel_process::spawn() {
             spec_.name);
         auto command = launcher::kernel_command(spec_, runtime_dir_->connection_file(),
                                                 runtime_dir_->path(), extra_env_);
+        // What runs when no zygote forks it; a zygote runs the ipykernel bootstrap itself.
+        const auto exec_command = launcher::with_ipykernel_bootstrap(command);
         if (env_.sandbox) {
             // The session's uid and workdir outlive restarts; each start gets its own cgroup.
             if (!sandbox_)
                 sandbox_ = std::make_unique<launcher::session_sandbox>(
                     *env_.sandbox, *env_.sandbox_uids, env_.settings.workdir_root, id_,
                     env_.settings.limits, spec_);
-            boxed = sandbox_->prepare(launcher::with_ipykernel_bootstrap(command), *runtime_dir_);
+            boxed = sandbox_->prepare(exec_command, *runtime_dir_);
         }
         auto output = std::make_shared<kernel_output_log>(strand_, log_);
-        auto what = boxed ? boxed->command() : launcher::with_ipykernel_bootstrap(command);
+        auto what = boxed ? boxed->command() : exec_command;
         what.output_fd = output->child_end();
-        // A zygote may fork it instead (kernel_ports.hpp): the same command, unwrapped (the
-        // zygote runs the ipykernel bootstrap itself).
+        // A zygote may fork it instead (kernel_ports.hpp): the same command, unwrapped.
         what.zygote = launcher::zygote_fork{spec_.name, command.argv, command.cwd,
                                             boxed ? std::optional(boxed->layout()) : std::nullopt};
         std::weak_ptr<kernel_process> weak = weak_from_this();

@@ -210,12 +210,11 @@ void kernel_session::finish_start(kernel_outcome outcome) {
     for (auto& w : waiters) w(outcome);
 }
 
-// It died on its own: a crash, a kill from outside, an OOM kill.
 void kernel_session::on_heartbeat(transport::link_id link, bool beating) {
     if (link_ != link) return;  // a report about a previous process
     if (!beating) {
         log_.debug("heartbeat missed");
-        return heartbeat_.missed();
+        return heartbeat_.missed(weak_from_this());
     }
     if (auto silence = heartbeat_.answered())
         log_.info("heartbeat answered again after " + std::to_string(silence->count()) + " s");
@@ -235,6 +234,7 @@ void kernel_session::on_frozen(std::chrono::seconds silent_for) {
     env_.processes.terminate(process_->pid(), std::chrono::milliseconds(0));
 }
 
+// It died on its own: a crash, a kill from outside, an OOM kill, or killed for being frozen.
 void kernel_session::on_exit(const launcher::exit_status& status) {
     const bool frozen = !frozen_reason_.empty();
     std::string why = frozen ? frozen_reason_ + " (killed)" : "kernel process " + status.describe();
@@ -454,6 +454,9 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
         case channel::iopub: {
             if (executions_.pending() > 0) executions_.output(msg.parent_msg_id, bytes);
             const std::string execution_state = track_activity(msg);
+            // A kernel that answers its heartbeat between executions was excused while busy:
+            // its silence counts from the end of the execution, not from its start.
+            if (!heartbeat_while_busy_ && execution_state == "idle") heartbeat_.excuse();
             clients_.relay_iopub(std::move(msg), execution_state);
             return;
         }
