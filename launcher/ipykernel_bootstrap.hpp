@@ -14,14 +14,12 @@ namespace callisto::launcher {
 // The bootstrap's source: definitions only, nothing runs.
 std::string_view ipykernel_bootstrap_source();
 
-// True for `python -m ipykernel...` (ipykernel_launcher, ipykernel): the kernels it applies to.
-bool runs_ipykernel(const spawn_description& what);
 // Whether the kernelspec's kernel answers heartbeats while it runs code: ipykernel does, from a
 // thread of its own; IRkernel and others answer from their main loop, between executions.
 bool answers_heartbeat_while_busy(const kernelspec& spec);
 
-// `python -m module args` as `python -c BOOTSTRAP module args`, which runs the bootstrap, then
-// the module as -m would. Any other command is returned unchanged.
+// `python -m ipykernel... args` as `python -c BOOTSTRAP ipykernel... args`, which runs the
+// bootstrap, then the module as -m would. Any other command is returned unchanged.
 spawn_description with_ipykernel_bootstrap(spawn_description what);
 
 }  // namespace callisto::launcher

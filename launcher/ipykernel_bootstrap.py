@@ -1,7 +1,7 @@
 # What every ipykernel Callisto starts runs before the kernel's own code. Compiled into the
 # launcher: `python -c` runs it for a kernel started as its own process (appending the call of
 # _callisto_run_module), and the zygote defines it once and calls
-# _callisto_iopub_holds_bursts() in each fork. See launcher/ipykernel_bootstrap.hpp.
+# _callisto_try_iopub_holds_bursts() in each fork. See launcher/ipykernel_bootstrap.hpp.
 import sys
 
 
@@ -19,18 +19,30 @@ def _callisto_iopub_holds_bursts():
         return
 
     def init_iopub(self, context):
-        context.setsockopt(zmq.SNDHWM, 0)  # the default of every socket made from here on
+        # The default of every socket made from this context from here on: iopub and the
+        # kernel's later ones. The context is the kernel's own.
+        context.setsockopt(zmq.SNDHWM, 0)
         original(self, context)
 
     init_iopub._callisto = True
     IPKernelApp.init_iopub = init_iopub
 
 
+def _callisto_try_iopub_holds_bursts():
+    """An ipykernel this does not fit (renamed internals) still starts, with its own mark."""
+    try:
+        _callisto_iopub_holds_bursts()
+    except Exception as e:
+        print(f"callisto: the kernel's iopub keeps its send mark ({type(e).__name__}: {e})",
+              file=sys.stderr)
+
+
 def _callisto_run_module():
     """`python -c THIS module args...` as `python -m module args...`."""
+    import os
     import runpy
 
-    cwd = sys.path.pop(0)  # the user's files must not stand in for what is imported here
-    _callisto_iopub_holds_bursts()
-    sys.path.insert(0, cwd)
+    sys.path.pop(0)  # '': the user's files must not stand in for what is imported here
+    _callisto_try_iopub_holds_bursts()
+    sys.path.insert(0, os.getcwd())  # where -m puts it
     runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)

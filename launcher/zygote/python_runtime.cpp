@@ -41,7 +41,7 @@ def _callisto_run_kernel(argv, env):
     # As `python -m module args`: the module's file as argv[0], the cwd first on sys.path.
     module = argv[2]
     if module.startswith("ipykernel"):
-        _callisto_iopub_holds_bursts()  # launcher/ipykernel_bootstrap.py
+        _callisto_try_iopub_holds_bursts()  # launcher/ipykernel_bootstrap.py
     sys.argv = [argv[0]] + list(argv[3:])
     sys.path.insert(0, os.getcwd())
     import atexit, runpy, traceback
