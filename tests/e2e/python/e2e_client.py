@@ -406,6 +406,15 @@ def process_tree(top):
     return pids
 
 
+def alive(pid):
+    """Whether `pid` is a running process (a zombie is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def launch_info(kernel_id):
     """The kernel model's "callisto" object, checked: how the kernel started ("zygote": forked
     by its kernelspec's callisto-zygote; "exec": bwrap and python exec'd), the host pid of its

@@ -16,8 +16,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    KernelWS, api, check, check_eq, kernel, kill_kernel_process, launch_info, poll, process_tree,
-    run_tests, test,
+    KernelWS, alive, api, check, check_eq, kernel, kill_kernel_process, launch_info, poll,
+    process_tree, run_tests, test,
 )
 
 GATEWAY = int(os.environ.get("CALLISTO_PID", "0"))
@@ -55,14 +55,6 @@ def test_restarts_twice_then_stays_dead():
         m = poll(lambda: (lambda s: s if s["execution_state"] == "dead" else None)(state(k["id"])),
                  30, 0.2, "dead after the limit")
         check("killed" in m.get("reason", "") or "exited" in m.get("reason", ""), "reason", m)
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def kernel_process_pid(top):

@@ -27,6 +27,10 @@ def test_a_burst_sent_while_the_gateway_is_stopped_arrives_whole():
         # The kernel prints its burst (5x ZeroMQ's default mark) while the gateway is stopped.
         msg_id = ws.execute("import time\ntime.sleep(0.5)\n"
                             f"for i in range({LINES}): print(f'line {{i:05d}}', flush=True)\n")
+        # Stopped once the kernel has the request (its busy status came through), during the
+        # half-second sleep before the burst.
+        ws.wait_for(lambda m: m["msg_type"] == "status" and m["content"].get("execution_state")
+                    == "busy" and m["parent_header"].get("msg_id") == msg_id, 30, "busy")
         os.kill(PID, signal.SIGSTOP)
         try:
             time.sleep(4)
