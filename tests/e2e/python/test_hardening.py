@@ -15,7 +15,6 @@ import signal
 import socket
 import struct
 import sys
-import threading
 import time
 import urllib.parse
 

@@ -38,9 +38,10 @@ import signal
 import sys
 import uuid
 
-from e2e_client import (KERNEL_NAME, TOKEN, KernelWS, SkipTest, api, check, check_eq,
+from e2e_client import (KERNEL_NAME, TOKEN, KernelWS, SkipTest, alive, api, check, check_eq,
                         create_kernel, delete_kernel, gateway_pid, kernel,
-                        launch_info, launched_kernel, poll, run_json, run_tests, test)
+                        launch_info, launched_kernel, poll, process_tree, run_json, run_tests,
+                        test)
 
 SECRET_NAME = os.environ.get("CALLISTO_E2E_SECRET_NAME", "")
 SECRET_VALUE = os.environ.get("CALLISTO_E2E_SECRET_VALUE", "")
@@ -111,27 +112,6 @@ def host_pids():
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 
 
-def alive(pid):
-    """The process exists and is not a zombie."""
-    state = status(pid).get("State", "")
-    return bool(state) and not state.startswith("Z")
-
-
-def descendants(top):
-    """top and every process below it."""
-    children = {}
-    for pid in host_pids():
-        ppid = parent_of(pid)
-        if ppid is not None:
-            children.setdefault(ppid, []).append(pid)
-    out, todo = [], [top]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
 def namespace(pid, kind):
     try:
         return os.readlink(f"/proc/{pid}/ns/{kind}")
@@ -173,7 +153,7 @@ def the_zygote(gw, timeout=90):
 def kernel_python(top):
     """Host pid of the python kernel below a kernel's top process: pid 2 of its namespace."""
     def find():
-        for pid in descendants(top):
+        for pid in process_tree(top):
             nspid = status(pid).get("NSpid", "").split()
             if len(nspid) >= 2 and nspid[-1] == "2":
                 return pid
@@ -896,12 +876,12 @@ def test_zygote_memory_holds_no_secret_of_another_kernel():
             if SECRET_VALUE:
                 needles["the gateway's planted variable"] = SECRET_VALUE.encode()
             scanned = {"the zygote": [zygote],
-                       "kernel B": descendants(b["callisto"]["pid"])}
+                       "kernel B": process_tree(b["callisto"]["pid"])}
             for who, pids in scanned.items():
                 for pid in pids:
                     hits = memory_hits(pid, needles)
                     check_eq(hits, {}, f"secrets in the memory of {who} (host pid {pid})")
-            for pid in descendants(a["callisto"]["pid"]):
+            for pid in process_tree(a["callisto"]["pid"]):
                 hits = memory_hits(pid, {k: v for k, v in needles.items() if "gateway" in k})
                 check_eq(hits, {}, f"the gateway's secrets in kernel A's memory (host pid {pid})")
 
