@@ -95,6 +95,7 @@ struct child_setup {
     std::vector<int> keep_fds;  // sorted, unique: inherited fds plus the error pipe
     const std::vector<int>* inherit_fds = nullptr;
     int output_fd = -1;
+    bool die_with_parent = true;
 };
 
 // Runs in the forked child: async-signal-safe calls only, no allocation, no locks.
@@ -110,9 +111,11 @@ struct child_setup {
     // Own process group: signals to the kernel reach everything it started, and a terminal's
     // Ctrl-C aimed at the gateway does not reach the kernel.
     if (::setpgid(0, 0) != 0) fail(child_stage::setpgid);
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(child_stage::pdeathsig);
-    // The gateway may have died between fork and prctl; then no signal will ever come.
-    if (::getppid() != parent) ::_exit(127);
+    if (setup.die_with_parent) {
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(child_stage::pdeathsig);
+        // The gateway may have died between fork and prctl; then no signal will ever come.
+        if (::getppid() != parent) ::_exit(127);
+    }
 
     // Ignored signals and the blocked mask survive execve; the kernel must start clean.
     struct sigaction dfl {};
@@ -150,8 +153,10 @@ struct child_setup {
             fail(child_stage::setuid);
         // A new effective uid or gid clears the parent-death signal (prctl(2)): without this a
         // sandboxed kernel outlived a gateway that died before bwrap's --die-with-parent ran.
-        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(child_stage::pdeathsig);
-        if (::getppid() != parent) ::_exit(127);
+        if (setup.die_with_parent) {
+            if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(child_stage::pdeathsig);
+            if (::getppid() != parent) ::_exit(127);
+        }
     }
     if (cwd && ::chdir(cwd) != 0) fail(child_stage::chdir);
 
@@ -200,6 +205,7 @@ launched fork_exec(const spawn_description& what) {
     setup.gid = what.gid;
     setup.inherit_fds = &what.inherit_fds;
     setup.output_fd = what.output_fd;
+    setup.die_with_parent = !what.outlive_gateway;
     for (int fd : what.inherit_fds) {
         if (fd < 3 || ::fcntl(fd, F_GETFD) < 0)
             throw std::invalid_argument("cannot start " + name + ": inherited fd " +

@@ -17,6 +17,7 @@ namespace {
 constexpr const char* lock_file = ".callisto.lock";
 constexpr const char* tag_file = ".callisto-instance";  // in the workdir root and the runtime root
 constexpr const char* runtime_note = ".callisto-runtime";
+constexpr const char* state_dir_name = ".callisto-state";  // the default --state-dir
 
 [[noreturn]] void fail(const std::string& what, int err) {
     throw std::runtime_error("workdir root lock: " + what + ": " + std::strerror(err));
@@ -98,7 +99,7 @@ void instance_lock::claim_runtime_root(const std::filesystem::path& runtime_root
 }
 
 bool instance_lock::is_own_file(const std::string& name) {
-    return name == lock_file || name == tag_file || name == runtime_note;
+    return name == lock_file || name == tag_file || name == runtime_note || name == state_dir_name;
 }
 
 bool instance_lock::runtime_root_marked(const std::filesystem::path& runtime_root,

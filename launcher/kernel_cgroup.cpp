@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -101,6 +102,27 @@ kernel_cgroup::kernel_cgroup(const cgroup_layout& layout, const std::string& nam
         for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) ::rmdir(it->c_str());
         throw;
     }
+}
+
+kernel_cgroup::kernel_cgroup(adopt_existing_t, const cgroup_layout& layout, const std::string& name)
+    : layout_(layout) {
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+        throw std::invalid_argument("cgroup: invalid name " + name);
+    auto adopt = [&](const std::filesystem::path& mount) {
+        const auto dir = mount / layout.parent / name;
+        if (std::find(dirs_.begin(), dirs_.end(), dir) == dirs_.end() &&
+            std::filesystem::is_directory(dir))
+            dirs_.push_back(dir);
+        return dir;
+    };
+    if (layout.version == cgroup_version::v2) {
+        memory_dir_ = adopt(layout.v2_root);
+    } else if (layout.version == cgroup_version::v1) {
+        memory_dir_ = adopt(layout.v1_memory);
+        adopt(layout.v1_pids);
+        adopt(layout.v1_cpu);
+    }
+    if (dirs_.empty()) throw std::runtime_error("cgroup " + name + " does not exist");
 }
 
 kernel_cgroup::~kernel_cgroup() {

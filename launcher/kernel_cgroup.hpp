@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/adopt_existing.hpp"
 #include "launcher/cgroup_layout.hpp"
 #include "launcher/sandbox_policy.hpp"
 
@@ -19,6 +20,8 @@ public:
     // Throws std::runtime_error naming the file that could not be written.
     kernel_cgroup(const cgroup_layout& layout, const std::string& name,
                   const sandbox_policy& policy);
+    // Takes over the cgroup `name` an earlier gateway made for a kernel that outlived it.
+    kernel_cgroup(adopt_existing_t, const cgroup_layout& layout, const std::string& name);
     ~kernel_cgroup();  // removes the directories (they are empty once the kernel was reaped)
     kernel_cgroup(const kernel_cgroup&) = delete;
     kernel_cgroup& operator=(const kernel_cgroup&) = delete;
@@ -28,6 +31,8 @@ public:
 
     // How many times the kernel's OOM killer killed a process in this cgroup.
     std::uint64_t oom_kills() const;
+    // Its name under the layout's parent ("" when it has no directory).
+    std::string name() const { return dirs_.empty() ? "" : dirs_.front().filename().string(); }
 
 private:
     cgroup_layout layout_;

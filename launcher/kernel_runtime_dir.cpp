@@ -70,6 +70,10 @@ void write_private_file(const std::filesystem::path& file, const std::string& co
 
 }  // namespace
 
+kernel_runtime_dir::kernel_runtime_dir(adopt_existing_t, std::filesystem::path dir,
+                                       kernelproto::connection_info info)
+    : dir_(std::move(dir)), connection_file_(dir_ / "kernel.json"), info_(std::move(info)) {}
+
 kernel_runtime_dir::kernel_runtime_dir(const std::filesystem::path& root,
                                        const std::string& short_name, transport_kind transport,
                                        const std::string& kernel_name) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernelproto/connection_info.hpp"
+#include "launcher/adopt_existing.hpp"
 
 namespace callisto::launcher {
 
@@ -19,6 +20,10 @@ public:
     // free ports picked by the OS. Throws std::runtime_error on failure.
     kernel_runtime_dir(const std::filesystem::path& root, const std::string& short_name,
                        transport_kind transport, const std::string& kernel_name);
+    // Takes over the directory of a kernel an earlier gateway started (its connection as
+    // recorded, with the directory's current path).
+    kernel_runtime_dir(adopt_existing_t, std::filesystem::path dir,
+                       kernelproto::connection_info info);
     ~kernel_runtime_dir();  // removes the directory and everything in it
     kernel_runtime_dir(const kernel_runtime_dir&) = delete;
     kernel_runtime_dir& operator=(const kernel_runtime_dir&) = delete;

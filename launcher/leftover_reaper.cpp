@@ -18,6 +18,7 @@
 
 #include "common/unique_fd.hpp"
 #include "launcher/instance_lock.hpp"
+#include "launcher/process_identity.hpp"
 #include "launcher/process_kill_list.hpp"
 
 namespace callisto::launcher {
@@ -67,19 +68,6 @@ std::vector<std::string> split_nul(const std::string& s) {
         start = end + 1;
     }
     return out;
-}
-
-std::optional<uid_t> real_uid(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("Uid:", 0) != 0) continue;
-        std::istringstream fields(line.substr(4));
-        unsigned long uid = 0;
-        if (fields >> uid) return static_cast<uid_t>(uid);
-        return std::nullopt;
-    }
-    return std::nullopt;
 }
 
 std::vector<fs::path> hierarchies(const cgroup_layout& layout) {
@@ -173,7 +161,8 @@ std::vector<fs::path> leftover_reaper::tagged_cgroups(const leftover_scope& scop
         std::error_code ec;
         for (const auto& entry : fs::directory_iterator(hierarchy / scope.cgroups.parent, ec)) {
             const auto name = entry.path().filename().string();
-            if (name.rfind(prefix, 0) == 0 && entry.is_directory(ec) && !entry.is_symlink(ec))
+            if (name.rfind(prefix, 0) == 0 && entry.is_directory(ec) && !entry.is_symlink(ec) &&
+                !scope.adopted_cgroups.contains(name))
                 out.push_back(entry.path());
         }
     }
@@ -199,9 +188,10 @@ reap_report leftover_reaper::reap() const {
             const auto name = entry.path().filename().string();
             if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
             killed.kill_if(static_cast<pid_t>(std::stol(name)), [&](pid_t p) {
-                const auto uid = real_uid(p);
-                return uid && is_leftover_process(scope_, *uid,
-                                                  split_nul(read_file(entry.path() / "cmdline")));
+                const auto uid = process_real_uid(p);
+                return uid && !scope_.adopted_uids.contains(*uid) &&
+                       is_leftover_process(scope_, *uid,
+                                           split_nul(read_file(entry.path() / "cmdline")));
             });
         }
         if (killed.size() == before) break;  // nothing new (a dying sandbox forks no more)
@@ -229,7 +219,8 @@ reap_report leftover_reaper::reap() const {
     for (const auto& m : mounts_below(read_file("/proc/self/mountinfo"), root)) {
         const bool ours = m.mount_point.parent_path() == root &&
                           is_kernel_id(m.mount_point.filename().string()) && m.fstype == "tmpfs" &&
-                          m.source == "callisto-work";
+                          m.source == "callisto-work" &&
+                          !scope_.adopted_workdirs.contains(m.mount_point.filename().string());
         if (!ours) continue;  // reported below when its directory is not removed
         if (::umount2(m.mount_point.c_str(), MNT_DETACH) == 0) {
             ++report.mounts;
@@ -251,7 +242,7 @@ reap_report leftover_reaper::reap() const {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(root, ec)) {
         const auto name = entry.path().filename().string();
-        if (instance_lock::is_own_file(name)) continue;
+        if (instance_lock::is_own_file(name) || scope_.adopted_workdirs.contains(name)) continue;
         const auto& dir = entry.path();
         struct stat st {};
         const bool is_dir = ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,12 @@ struct leftover_scope {
     cgroup_layout cgroups;
     std::string tag;                                    // this root's cgroup name prefix
     std::optional<std::filesystem::path> runtime_root;  // the previous instance's, if recorded
+    // What this instance adopted from the previous one (kernels that outlived it, --state-dir)
+    // and must not be reaped: their sandbox uids, cgroup names and workdir names. Their
+    // runtime directories were moved out of the previous runtime root before.
+    std::set<uid_t> adopted_uids;
+    std::set<std::string> adopted_cgroups;
+    std::set<std::string> adopted_workdirs;
 };
 
 struct reap_report {

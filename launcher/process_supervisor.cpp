@@ -66,6 +66,7 @@ struct process_supervisor::impl {
         int pidfd = -1;  // -1: no pidfd, checked every fallback_poll_ms
         exit_handler on_exit;
         std::optional<clock::time_point> kill_at;  // SIGKILL the group then (terminate's grace)
+        bool adopted = false;                      // not our child: no status to wait for
     };
 
     logger log_;
@@ -195,12 +196,21 @@ void process_supervisor::impl::run() {
             for (pid_t pid : candidates) {
                 auto it = children_.find(pid);
                 if (it == children_.end()) continue;
+                exit_status status;
+                if (it->second.adopted) {
+                    status.verdict =
+                        "exited (its status went to its new parent: it outlived "
+                        "the gateway that started it)";
+                    ::close(it->second.pidfd);
+                    exited.emplace_back(pid, status, std::move(it->second.on_exit));
+                    children_.erase(it);
+                    continue;
+                }
                 siginfo_t info{};
                 int rc;
                 do {
                     rc = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG);
                 } while (rc < 0 && errno == EINTR);
-                exit_status status;
                 if (rc < 0) {
                     // ECHILD: someone else reaped it (SIGCHLD ignored, or a waitpid(-1) elsewhere).
                     log_.warn("waitid(" + std::to_string(pid) + "): " + std::strerror(errno));
@@ -267,6 +277,27 @@ pid_t process_supervisor::spawn(const spawn_description& what, exit_handler on_e
     }
     impl_->wake();
     return result.get();
+}
+
+bool process_supervisor::adopt(pid_t pid, exit_handler on_exit) {
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (pidfd < 0) return false;
+    // A zombie (its parent has not reaped it yet) is as good as gone.
+    if (pollfd p{pidfd, POLLIN, 0}; ::poll(&p, 1, 0) > 0) {
+        ::close(pidfd);
+        return false;
+    }
+    {
+        std::lock_guard lock(impl_->mutex_);
+        if (impl_->stopping_ || impl_->children_.contains(pid)) {
+            ::close(pidfd);
+            return false;
+        }
+        impl_->children_.emplace(pid, impl::child{pidfd, std::move(on_exit), std::nullopt, true});
+    }
+    impl_->log_.info("adopted pid " + std::to_string(pid));
+    impl_->wake();
+    return true;
 }
 
 void process_supervisor::signal_group(pid_t pid, int sig) {

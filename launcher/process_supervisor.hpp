@@ -43,6 +43,12 @@ public:
     // (the child reports errno through a CLOEXEC pipe).
     pid_t spawn(const spawn_description& what, exit_handler on_exit);
 
+    // Watches a process that is not our child: a kernel an earlier gateway (or a zygote that
+    // exited) started to outlive it. Its group is signalled as a child's; its exit is seen
+    // through a pidfd, but its status goes to its new parent, so on_exit gets an unknown
+    // status. False when it is gone already (or pidfds are unavailable).
+    bool adopt(pid_t pid, exit_handler on_exit);
+
     // Sends a signal to the child's process group. No-op once it was reaped.
     void signal_group(pid_t pid, int sig);
     // Sends a signal to the process group of each of the child's own children: under bwrap,

@@ -44,6 +44,16 @@ unsigned long rl(std::uint64_t v) { return static_cast<unsigned long>(v); }
 sandbox::sandbox(std::filesystem::path bwrap, cgroup_layout cgroups, std::string cgroup_tag)
     : bwrap_(std::move(bwrap)), cgroups_(std::move(cgroups)), cgroup_tag_(std::move(cgroup_tag)) {}
 
+std::shared_ptr<sandboxed_kernel> sandbox::adopt(const sandbox_policy& policy,
+                                                 const sandbox_identity& who,
+                                                 const std::string& cgroup_name) const {
+    std::unique_ptr<kernel_cgroup> cgroup;
+    if (!cgroup_name.empty() && cgroups_.version != cgroup_version::none)
+        cgroup = std::make_unique<kernel_cgroup>(adopt_existing, cgroups_, cgroup_name);
+    return std::make_shared<sandboxed_kernel>(spawn_description{}, sandbox_layout{}, policy, who,
+                                              std::move(cgroup), -1);
+}
+
 std::shared_ptr<sandboxed_kernel> sandbox::prepare(
     const spawn_description& inner, const sandbox_policy& policy, const sandbox_identity& who,
     const std::filesystem::path& workdir, const std::filesystem::path& runtime_dir,
@@ -81,8 +91,8 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
              // where it would hold capabilities again.
              "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
              "--unshare-cgroup", "--disable-userns", "--hostname", sandbox_hostname,
-             // Lifetime and terminal: dies with its spawner; no controlling tty (TIOCSTI).
-             "--die-with-parent", "--new-session",
+             // No controlling tty (TIOCSTI).
+             "--new-session",
              // A root that is an empty tmpfs, then only what Python needs, read-only.
              "--tmpfs", "/", "--ro-bind", "/usr", "/usr"};
         for (const char* link : sandbox_usr_symlinks()) {
@@ -90,6 +100,9 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
             if (is_symlink(host))
                 a.insert(a.end(), {"--symlink", std::string("usr/") + link, host});
         }
+        // Lifetime: dies with its spawner, unless it is to outlive the gateway; then the
+        // kernel's cgroup is what kills a sandbox left behind by a bwrap that was killed.
+        if (!(inner.outlive_gateway && cgroup)) a.insert(a.end(), "--die-with-parent");
         a.insert(a.end(), {"--dir", "/etc"});
         for (const char* file : sandbox_etc_files())
             a.insert(a.end(), {"--ro-bind-try", file, file});
@@ -126,6 +139,7 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
         out.gid = who.gid;
         out.inherit_fds = {seccomp_fd};
         if (cgroup) out.cgroup_procs_files = cgroup->procs_files();
+        out.outlive_gateway = inner.outlive_gateway && cgroup;
         // RLIMIT_NPROC counts the uid's processes host-wide; with a uid per session it is a
         // second pids limit. RLIMIT_CPU: SIGXCPU at the limit, SIGKILL 5 s later.
         out.rlimits = {

@@ -41,6 +41,12 @@ public:
         const std::filesystem::path& workdir, const std::filesystem::path& runtime_dir,
         const std::filesystem::path& connection_file, const std::string& name) const;
 
+    // The judge and cgroup owner of a kernel an earlier gateway started (its cgroup `name`,
+    // "" for none). Throws std::runtime_error when the cgroup is not there.
+    std::shared_ptr<sandboxed_kernel> adopt(const sandbox_policy& policy,
+                                            const sandbox_identity& who,
+                                            const std::string& cgroup_name) const;
+
     const cgroup_layout& cgroups() const { return cgroups_; }
     const std::filesystem::path& bwrap() const { return bwrap_; }
 

@@ -22,6 +22,12 @@ std::optional<sandbox_identity> sandbox_uid_pool::acquire() {
     return std::nullopt;
 }
 
+std::optional<sandbox_identity> sandbox_uid_pool::acquire(uid_t uid) {
+    std::lock_guard lock(mutex_);
+    if (uid < first_ || uid - first_ >= count_ || !taken_.insert(uid).second) return std::nullopt;
+    return sandbox_identity{uid, static_cast<gid_t>(uid)};
+}
+
 void sandbox_uid_pool::release(const sandbox_identity& who) {
     std::lock_guard lock(mutex_);
     taken_.erase(who.uid);

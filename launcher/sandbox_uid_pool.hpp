@@ -24,6 +24,9 @@ public:
 
     // nullopt when every uid is taken.
     std::optional<sandbox_identity> acquire();
+    // Takes this uid (a kernel adopted after a restart keeps its own); nullopt when it is
+    // outside the range or taken.
+    std::optional<sandbox_identity> acquire(uid_t uid);
     void release(const sandbox_identity& who);
 
     std::size_t in_use() const;

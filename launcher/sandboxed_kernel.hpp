@@ -37,6 +37,7 @@ public:
     exit_status judge(exit_status status) const;
 
     const sandbox_identity& identity() const { return who_; }
+    std::string cgroup_name() const { return cgroup_ ? cgroup_->name() : ""; }
 
 private:
     spawn_description command_;

@@ -37,6 +37,19 @@ session_sandbox::session_sandbox(const sandbox& box, sandbox_uid_pool& uids,
     }
 }
 
+session_sandbox::session_sandbox(adopt_existing_t, const sandbox& box, sandbox_uid_pool& uids,
+                                 std::filesystem::path workdir, uid_t uid,
+                                 const sandbox_policy& defaults, const kernelspec& spec)
+    : box_(box), uids_(uids), policy_(policy_for(defaults, spec)) {
+    auto who = uids_.acquire(uid);
+    if (!who)
+        throw std::runtime_error("uid " + std::to_string(uid) +
+                                 " is outside --sandbox-uids or taken by another kernel");
+    who_ = *who;
+    workdir_ = std::make_unique<session_workdir>(adopt_existing, std::move(workdir),
+                                                 policy_.disk_bytes > 0);
+}
+
 session_sandbox::~session_sandbox() {
     workdir_.reset();
     uids_.release(who_);

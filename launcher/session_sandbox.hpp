@@ -26,6 +26,11 @@ public:
     session_sandbox(const sandbox& box, sandbox_uid_pool& uids,
                     const std::filesystem::path& workdir_root, const std::string& name,
                     const sandbox_policy& defaults, const kernelspec& spec);
+    // Takes over the sandbox of a kernel an earlier gateway started: its uid (taken from
+    // `uids`) and its workdir. Throws std::runtime_error when the uid is not free.
+    session_sandbox(adopt_existing_t, const sandbox& box, sandbox_uid_pool& uids,
+                    std::filesystem::path workdir, uid_t uid, const sandbox_policy& defaults,
+                    const kernelspec& spec);
     ~session_sandbox();  // removes the workdir, returns the uid
     session_sandbox(const session_sandbox&) = delete;
     session_sandbox& operator=(const session_sandbox&) = delete;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <string>
 
+#include "launcher/adopt_existing.hpp"
 #include "launcher/sandbox_uid_pool.hpp"
 
 namespace callisto::launcher {
@@ -22,6 +23,9 @@ public:
     // Throws std::runtime_error saying what failed.
     session_workdir(const std::filesystem::path& root, const std::string& name,
                     const sandbox_identity& owner, std::uint64_t quota_bytes);
+    // Takes over the workdir of a kernel an earlier gateway started; `mounted`: its tmpfs.
+    session_workdir(adopt_existing_t, std::filesystem::path dir, bool mounted)
+        : dir_(std::move(dir)), mounted_(mounted) {}
     ~session_workdir();  // unmounts and removes everything
     session_workdir(const session_workdir&) = delete;
     session_workdir& operator=(const session_workdir&) = delete;

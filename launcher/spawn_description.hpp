@@ -52,6 +52,11 @@ struct spawn_description {
 
     // Set when a zygote may fork this process; argv is the fallback when none can.
     std::optional<zygote_fork> zygote;
+
+    // False: the process is killed when the gateway dies (PR_SET_PDEATHSIG, bwrap's
+    // --die-with-parent). True: it lives on for the next gateway to adopt (--state-dir); the
+    // gateway then stops it itself, and a sandbox's cgroup catches what outlives bwrap.
+    bool outlive_gateway = false;
 };
 
 }  // namespace callisto::launcher

@@ -99,7 +99,8 @@ zygote_client::~zygote_client() {
     ::shutdown(socket_.get(), SHUT_RDWR);
     if (reader_.joinable()) reader_.join();
     // An idle zygote exits on the closed socket at once; one still preloading reads it only
-    // when done, seconds later. Its kernels die with it (PR_SET_PDEATHSIG).
+    // when done, seconds later. Its kernels die with it (PR_SET_PDEATHSIG), but for those
+    // forked to outlive the gateway.
     using namespace std::chrono_literals;
     if (exited_future_.wait_for(2s) == std::future_status::ready) return;
     supervisor_.terminate(pid_, std::chrono::milliseconds(0));  // a no-op once it is reaped
@@ -117,6 +118,7 @@ pid_t zygote_client::fork(const spawn_description& what, exit_handler on_exit) {
         id = ++next_id_;
         auto& pending = pending_[id];
         pending.on_exit = std::move(on_exit);
+        pending.outlives = what.outlive_gateway;
         answer = pending.result.get_future();
         // Sent under the lock: ids and messages stay in one order.
         // Handed on unread by the zygote: only the fork reads it.
@@ -228,6 +230,7 @@ void zygote_client::read_events() {
                 continue;
             }
             kernels_[forked->pid] = std::move(it->second.on_exit);
+            if (it->second.outlives) outliving_.insert(forked->pid);
             it->second.result.set_value(forked->pid);
             pending_.erase(it);
         } else if (auto* failed = std::get_if<proto::fork_failed_event>(&event)) {
@@ -245,6 +248,7 @@ void zygote_client::read_events() {
                 if (it == kernels_.end()) continue;
                 handler = std::move(it->second);
                 kernels_.erase(it);
+                outliving_.erase(exited->pid);
             }
             if (handler) handler(exited->pid, from_wait_status(exited->status));
         }
@@ -256,6 +260,7 @@ void zygote_client::read_events() {
     // The zygote has gone, and every jail it forked with it (their death signal).
     gone_ = true;
     std::map<pid_t, exit_handler> orphans;
+    std::set<pid_t> outliving;
     {
         std::lock_guard lock(mutex_);
         for (auto& [id, pending] : pending_)
@@ -263,8 +268,10 @@ void zygote_client::read_events() {
                 std::make_exception_ptr(std::runtime_error("the zygote exited")));
         pending_.clear();
         orphans.swap(kernels_);
+        outliving.swap(outliving_);
     }
     for (auto& [pid, handler] : orphans) {
+        if (outliving.contains(pid) && supervisor_.adopt(pid, handler)) continue;
         exit_status status;
         status.signal = SIGKILL;
         status.verdict = "killed: the zygote it was forked from exited";

@@ -3,7 +3,8 @@
 // process as a child of the process supervisor (so it dies with the gateway), sends it fork,
 // signal and terminate orders, and reads its events on a thread of its own: each fork's pid or
 // reason, each kernel's exit. When the zygote goes, every kernel it forked is reported
-// killed (their jails die with it) and `on_gone` runs.
+// killed (their jails die with it), except those forked to outlive the gateway: the supervisor
+// adopts them. Then `on_gone` runs.
 
 #include <sys/types.h>
 
@@ -16,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,6 +70,7 @@ private:
     struct pending_fork {
         exit_handler on_exit;
         std::promise<pid_t> result;
+        bool outlives = false;
     };
 
     void read_events();
@@ -89,6 +92,7 @@ private:
     std::uint64_t next_id_ = 0;                      // guarded by mutex_
     std::map<std::uint64_t, pending_fork> pending_;  // guarded by mutex_
     std::map<pid_t, exit_handler> kernels_;          // guarded by mutex_
+    std::set<pid_t> outliving_;  // kernels_ forked to outlive us, guarded by mutex_
     std::thread reader_;
     // Set by the supervisor when it reaps the zygote; shared, as that may outlive this.
     std::shared_ptr<std::promise<void>> exited_ = std::make_shared<std::promise<void>>();

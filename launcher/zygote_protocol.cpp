@@ -84,7 +84,8 @@ std::string encode_fork(std::uint64_t id, const spawn_description& what) {
               {"gid", what.gid ? json(*what.gid) : json()},
               {"rlimits", std::move(rlimits)},
               {"cgroup_procs", std::move(cgroups)},
-              {"layout", fork.layout ? fork.layout->to_json() : json()}};
+              {"layout", fork.layout ? fork.layout->to_json() : json()},
+              {"outlive", what.outlive_gateway}};
     return j.dump();
 }
 
@@ -127,6 +128,10 @@ order decode_order(const std::string& bytes) {
                              whole<unsigned long>(l[2], "rlimit hard")});
     }
     for (auto& f : strings(j, "cgroup_procs")) o.cgroup_procs_files.emplace_back(std::move(f));
+    if (const auto it = j.find("outlive"); it != j.end()) {
+        if (!it->is_boolean()) bad("'outlive' is not a boolean");
+        o.outlive_gateway = it->get<bool>();
+    }
     if (const auto& layout = field(j, "layout"); !layout.is_null()) {
         try {
             o.layout = sandbox_layout::from_json(layout);

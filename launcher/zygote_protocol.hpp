@@ -49,6 +49,7 @@ struct fork_order {
     std::vector<resource_limit> rlimits;
     std::vector<std::filesystem::path> cgroup_procs_files;
     std::optional<sandbox_layout> layout;
+    bool outlive_gateway = false;  // no death signal tied to the zygote (spawn_description)
 };
 
 struct signal_order {

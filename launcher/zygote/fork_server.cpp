@@ -136,11 +136,14 @@ void fork_server::run() {
             on_message(message->bytes, std::move(message->fds));
         }
     }
-    // Kernels never outlive the gateway that asked for them.
-    for (const auto& [pid, kill_at] : kernels_) ::kill(-pid, SIGKILL);
+    // Kernels do not outlive the gateway that asked for them, unless it asked them to (the
+    // next gateway adopts them).
     for (const auto& [pid, kill_at] : kernels_)
-        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-        }
+        if (!outliving_.contains(pid)) ::kill(-pid, SIGKILL);
+    for (const auto& [pid, kill_at] : kernels_)
+        if (!outliving_.contains(pid))
+            while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+            }
 }
 
 void fork_server::on_message(const std::string& bytes, std::vector<unique_fd> fds) {
@@ -248,6 +251,7 @@ void fork_server::fork_kernel(const proto::fork_order& order, unique_fd environm
         return;
     }
     kernels_.emplace(pid, std::nullopt);
+    if (order.outlive_gateway) outliving_.insert(pid);
     send(proto::encode(proto::forked_event{order.id, pid}));
 }
 
@@ -257,7 +261,7 @@ void fork_server::jail_child(const proto::fork_order& order, int environment, in
         // Its own session and process group: the gateway's signals to the group reach it, and
         // it hands them to the kernel.
         ::setsid();
-        set_death_signal(report);
+        if (!order.outlive_gateway) set_death_signal(report);
         redirect_stdio(output);
         close_all_but({report, environment});
         join_cgroups(order.cgroup_procs_files);
@@ -277,7 +281,7 @@ void fork_server::jail_child(const proto::fork_order& order, int environment, in
         // Its memory is a copy of the zygote's: not for the kernel to read.
         if (::prctl(PR_SET_DUMPABLE, 0) != 0 || ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
             throw std::system_error(errno, std::generic_category(), "prctl");
-        set_death_signal(report);  // a new uid cleared it
+        if (!order.outlive_gateway) set_death_signal(report);  // a new uid cleared it
         ::close(report);
         run_pid_one(kernel);
     } catch (const std::exception& e) {
@@ -299,7 +303,7 @@ void fork_server::kernel_child(const proto::fork_order& order, int environment, 
                 throw std::system_error(errno, std::generic_category(), "PR_SET_PDEATHSIG");
         } else {
             ::setpgid(0, 0);
-            set_death_signal(report);
+            if (!order.outlive_gateway) set_death_signal(report);
             redirect_stdio(output);
             close_all_but({report, environment});
             join_cgroups(order.cgroup_procs_files);
@@ -318,8 +322,9 @@ void fork_server::kernel_child(const proto::fork_order& order, int environment, 
     } catch (const std::exception& e) {
         report_and_exit(report, e.what());
     }
-    ::close(report);              // EOF: the zygote reports the fork
-    env.erase("JPY_PARENT_PID");  // the zygote's death is the kernel's, through the death signal
+    ::close(report);  // EOF: the zygote reports the fork
+    // The zygote's death is the kernel's through the death signal, or not at all (outliving).
+    env.erase("JPY_PARENT_PID");
     ::_exit(python_.run_kernel(order.argv, env));
 }
 
@@ -329,6 +334,7 @@ void fork_server::reap() {
         const pid_t pid = ::waitpid(-1, &status, WNOHANG);
         if (pid <= 0) return;
         if (kernels_.erase(pid) == 0) continue;
+        outliving_.erase(pid);
         send(proto::encode(proto::exited_event{pid, status}));
     }
 }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,7 @@ private:
     unique_fd child_signals_;  // signalfd for SIGCHLD
     // Forked and not yet reaped, with the time of the SIGKILL a terminate order set.
     std::map<pid_t, std::optional<clock::time_point>> kernels_;
+    std::set<pid_t> outliving_;  // kernels_ forked to outlive the gateway
 };
 
 }  // namespace callisto::launcher::zygote
