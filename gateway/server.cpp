@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <boost/asio/post.hpp>
 
 #include "gateway/http/listener.hpp"
+#include "gateway/kernel_adoption.hpp"
 #include "gateway/mcp/context_tools.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/metrics/process_metrics.hpp"
@@ -116,14 +120,19 @@ std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
 // A previous instance on this workdir root that died without cleaning up (SIGKILL, a crash)
 // left its kernels, workdir mounts, cgroups and runtime root; the lock says it is gone.
 void reap_leftovers(const server_config& config, const launcher::instance_lock& lock,
-                    const launcher::sandbox& box, const logger& log) {
+                    const launcher::sandbox& box, const kernel_adoption* adoption,
+                    const logger& log) {
     launcher::leftover_scope scope;
     scope.workdir_root = lock.root();
     scope.uid_first = config.sandbox_uid_first;
     scope.uid_count = config.sandbox_uid_count;
     scope.cgroups = box.cgroups();
     scope.tag = lock.tag();
-    scope.runtime_root = lock.previous_runtime_root();
+    // The same --runtime-dir as before is ours again (adopted kernels keep their directories
+    // there); a previous one goes.
+    if (lock.previous_runtime_root() != config.runtime_root)
+        scope.runtime_root = lock.previous_runtime_root();
+    if (adoption) adoption->spare_in(scope);
     const auto report = launcher::leftover_reaper(scope).reap();
     log.info("leftovers of earlier instances on " + lock.root().string() + " (tag " + lock.tag() +
              "): " + report.describe());
@@ -181,15 +190,19 @@ std::unique_ptr<audit::audit_log> make_audit_log(const server_config& config) {
     }
 }
 
-interpreter::interpreter_settings interpreter_settings_for(const server_config& config,
-                                                           audit::audit_log* audit,
-                                                           kernels::kernel_metrics& metrics) {
+interpreter::interpreter_settings interpreter_settings_for(
+    const server_config& config, audit::audit_log* audit, kernels::kernel_metrics& metrics,
+    interpreter::context_record_store* records) {
     interpreter::interpreter_settings s;
     s.audit = audit;
     s.metrics = &metrics;
+    s.context_records = records;
     // Sandboxed kernels already run in their session workdir, <workdir_root>/<kernel id>.
     if (config.sandbox) s.kernel_workdir_root = config.workdir_root;
-    s.context_root = config.runtime_root / "contexts";
+    // Unsandboxed contexts get a directory of their own: under the state directory when there
+    // is one (it outlives this process, as the contexts do), else in the runtime root.
+    s.context_root =
+        config.state_dir.empty() ? config.runtime_root / "contexts" : config.state_dir / "workdirs";
     s.text_budget_bytes = config.output_budget_bytes;
     s.result_cap_bytes = config.result_cap_bytes;
     s.queue_limit = config.execution_queue;
@@ -219,10 +232,18 @@ server::server(server_config config, logger log)
                                     : std::make_unique<tls_context>(tls_files{
                                           config_.certfile, config_.keyfile, config_.client_ca})),
       kernel_metrics_(metrics_),
-      workdir_lock_(config_.sandbox
+      workdir_lock_(config_.sandbox || !config_.state_dir.empty()
                         ? std::make_unique<launcher::instance_lock>(config_.workdir_root)
                         : nullptr),
       runtime_root_{config_.runtime_root, log_},
+      kernel_records_(config_.state_dir.empty()
+                          ? nullptr
+                          : std::make_unique<kernels::kernel_record_store>(
+                                config_.state_dir / "kernels", log_.component("state"))),
+      context_records_(config_.state_dir.empty()
+                           ? nullptr
+                           : std::make_unique<interpreter::context_record_store>(
+                                 config_.state_dir / "contexts", log_.component("state"))),
       work_(asio::make_work_guard(ioc_)),
       signals_(ioc_, SIGINT, SIGTERM, SIGHUP),
       reactor_(log_.component("reactor")),
@@ -251,8 +272,10 @@ server::server(server_config config, logger log)
       websocket_audit_(
           audit_ ? std::make_unique<jupyter_api::execution_audit>(*audit_, log_.component("audit"))
                  : nullptr),
-      contexts_(ioc_, kernels_, interpreter_settings_for(config_, audit_.get(), kernel_metrics_),
-                log_.component("interpreter")),
+      contexts_(
+          ioc_, kernels_,
+          interpreter_settings_for(config_, audit_.get(), kernel_metrics_, context_records_.get()),
+          log_.component("interpreter")),
       interpreter_rest_(contexts_),
       mcp_sessions_(
           [this](const user& owner, const std::string&) -> std::shared_ptr<mcp::tool_backend> {
@@ -281,15 +304,21 @@ server::server(server_config config, logger log)
             requests_,   config_.header_timeout, log_.component("http"), tls_.get()} {
     check_kernel_options(config_, catalog_);
     kernel_env_.executions = websocket_audit_.get();
+    kernel_env_.records = kernel_records_.get();
+    signals_.add(SIGUSR2);
     register_gateway_metrics(metrics_, kernels_, catalog_, sessions_);
     register_process_metrics(metrics_);
     register_routes(dispatcher_, services_);
     // Bound before anything is written: a taken port leaves no runtime directory behind.
     listener_ = make_listener(ioc_, config_, http_);
-    if (workdir_lock_)
-        reap_leftovers(config_, *workdir_lock_, *sandbox_, log_.component("sandbox"));
+    std::optional<kernel_adoption> adoption;
+    if (kernel_records_) adoption.emplace(*kernel_records_, log_.component("adoption"));
     prepare_runtime_root(config_.runtime_root, sandbox_ != nullptr);
     runtime_root_.created = true;
+    if (adoption) adoption->move_runtime_dirs(config_.runtime_root);
+    if (workdir_lock_ && sandbox_)
+        reap_leftovers(config_, *workdir_lock_, *sandbox_, adoption ? &*adoption : nullptr,
+                       log_.component("sandbox"));
     if (workdir_lock_) workdir_lock_->claim_runtime_root(config_.runtime_root);
     if (catalog_.all().empty())
         log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
@@ -297,6 +326,9 @@ server::server(server_config config, logger log)
         log_.info("kernelspec " + spec.name + " from " + spec.resource_dir.string());
     // After the runtime root exists: the zygotes' scratch directories go there.
     if (zygotes_) zygotes_->start(catalog_.all());
+    if (adoption) adoption->adopt_into(kernels_);
+    // After the adopted kernels are registered (they may still be connecting).
+    if (context_records_) contexts_.restore(*context_records_);
 }
 
 server::~server() = default;
@@ -337,7 +369,14 @@ void server::on_signal(int sig) {
         reload_certificate();
         return wait_for_signal();
     }
-    const std::string name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    const std::string name = sig == SIGINT ? "SIGINT" : sig == SIGUSR2 ? "SIGUSR2" : "SIGTERM";
+    if (sig == SIGUSR2 || (sig == SIGTERM && config_.keep_kernels_on_exit)) {
+        if (kernel_records_) leave_kernels_running(name);
+        log_.warn("received " + name +
+                  "; ignored: without --state-dir no kernel outlives the "
+                  "gateway");
+        return wait_for_signal();
+    }
     // First not ready for --drain-seconds, so a load balancer sends new users elsewhere while
     // the connected ones finish; a second signal stops at once.
     if (config_.drain_seconds.count() > 0 && !readiness_.draining()) {
@@ -365,6 +404,18 @@ void server::reload_certificate() {
     } catch (const std::exception& e) {
         log_.error("received SIGHUP; kept the TLS certificate in use: " + std::string(e.what()));
     }
+}
+
+void server::leave_kernels_running(const std::string& signal_name) {
+    log_.info("received " + signal_name + "; exiting now and leaving " +
+              std::to_string(kernels_.list().size()) +
+              " kernels running for the next start to adopt (records in " +
+              config_.state_dir.string() + ")");
+    // No destructor runs: they would stop the kernels and remove their directories. What the
+    // next start needs is on disk; the zygotes die with us (their death signal), the kernels
+    // do not. Client connections close with the process.
+    std::fflush(nullptr);
+    std::_Exit(0);
 }
 
 void server::request_stop() {

@@ -28,6 +28,7 @@
 #include "gateway/jupyter_api/kernelspec_api.hpp"
 #include "gateway/kernels/kernel_manager.hpp"
 #include "gateway/kernels/kernel_metrics.hpp"
+#include "gateway/kernels/kernel_record_store.hpp"
 #include "gateway/mcp/mcp_endpoint.hpp"
 #include "gateway/mcp/mcp_session_registry.hpp"
 #include "gateway/memory_trimmer.hpp"
@@ -68,6 +69,9 @@ private:
     void on_signal(int sig);
     void reload_certificate();
     void begin_stop();
+    // SIGUSR2 (or SIGTERM with --keep-kernels-on-exit): exits at once, leaving the kernels
+    // running and recorded for the next start to adopt.
+    [[noreturn]] void leave_kernels_running(const std::string& signal_name);
     void finish_stop();
 
     const server_config config_;
@@ -75,8 +79,8 @@ private:
     std::unique_ptr<tls_context> tls_;  // null without --certfile
     metrics::registry metrics_;         // GET /metrics; every layer registers its own
     kernels::kernel_metrics kernel_metrics_;
-    // Held for the server's life (sandboxed only): the workdir root is this instance's, and
-    // what a dead previous instance left there is reaped at start.
+    // Held for the server's life (sandboxed, or with --state-dir): the workdir root is this
+    // instance's, and what a dead previous instance left there is adopted or reaped at start.
     std::unique_ptr<launcher::instance_lock> workdir_lock_;
     // Removes the runtime root once every member below is gone: the zygotes write in it until
     // they are reaped, the kernels keep their directories there.
@@ -86,6 +90,9 @@ private:
         bool created = false;
         ~runtime_root_owner();
     } runtime_root_;
+    // Null without --state-dir: kernels then die with the gateway.
+    std::unique_ptr<kernels::kernel_record_store> kernel_records_;
+    std::unique_ptr<interpreter::context_record_store> context_records_;
     boost::asio::io_context ioc_;
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
     boost::asio::signal_set signals_;

@@ -549,6 +549,32 @@ const std::vector<option>& options() {
          "imported ipykernel and the data stack (default on); off: every\n"
          "kernel starts its own interpreter",
          switch_into(&server_config::zygote)},
+        {"--state-dir",
+         "DIR|off",
+         "where kernel records are kept so that kernels outlive a gateway\n"
+         "crash or upgrade and the next start adopts them (default\n"
+         "<workdir-root>/.callisto-state; off with --sandbox=off); off:\n"
+         "kernels die with the gateway",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              auto& c = st.cfg;
+              if (value == "off") {
+                  c.state_dir_off = true;
+                  c.state_dir.clear();
+                  return {};
+              }
+              if (value.empty() || value.front() != '/') return "an absolute directory path or off";
+              c.state_dir_off = false;
+              c.state_dir = value;
+              return {};
+          },
+          [](const server_config& c) -> nlohmann::json {
+              if (c.state_dir_off) return "off";
+              return unset_if_empty(c.state_dir.string());
+          }}},
+        {"--keep-kernels-on-exit", "on|off",
+         "SIGTERM leaves the kernels running for the next start to adopt\n"
+         "(needs --state-dir), as SIGUSR2 does; default off: SIGTERM stops them",
+         switch_into(&server_config::keep_kernels_on_exit)},
         {"--workdir-root",
          "DIR",
          "per-kernel working directories (default /var/lib/callisto/work);\n"
@@ -994,6 +1020,12 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         return fail("--client-ca needs --certfile and --keyfile: mutual TLS is TLS first");
     if (st.print_config) return {std::nullopt, effective_config(cfg).dump(2), 0};
     if (cfg.runtime_root.empty()) cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
+    if (!cfg.state_dir_off && cfg.state_dir.empty() && cfg.sandbox)
+        cfg.state_dir = cfg.workdir_root / ".callisto-state";
+    if (cfg.keep_kernels_on_exit && cfg.state_dir.empty())
+        return fail(
+            "--keep-kernels-on-exit needs --state-dir: the next start adopts kernels "
+            "from their records there");
     return {cfg, {}, 0};
 }
 

@@ -80,6 +80,13 @@ struct server_config {
     // Python kernels forked from a zygote per kernelspec (launcher/zygote_pool.hpp); the
     // program defaults to callisto-zygote beside the gateway's own binary.
     bool zygote = true;
+    // Kernel records for the next gateway process to adopt the kernels this one leaves
+    // running (kernels then outlive the gateway). Empty: <workdir_root>/.callisto-state when
+    // sandboxed, none with --sandbox=off; state_dir_off: none.
+    std::filesystem::path state_dir;
+    bool state_dir_off = false;
+    // SIGTERM leaves the kernels running for the next gateway, as SIGUSR2 always does.
+    bool keep_kernels_on_exit = false;
     std::filesystem::path zygote_program;
 
     // The interpreter API (/v1, gateway/interpreter/).

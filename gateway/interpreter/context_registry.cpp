@@ -74,14 +74,7 @@ void context_registry::create(const context_request& request, const user& owner,
                 .with("context_id", id)
                 .with("kernel_id", r.kernel->id())
                 .with("user", owner_name));
-        context->on_kernel_gone([this, weak = std::weak_ptr(context)](std::string reason) {
-            if (auto c = weak.lock()) forget(c, reason);
-        });
-        {
-            std::lock_guard lock(mutex_);
-            contexts_[id] = context;
-        }
-        context->open();
+        add(context);
         log_.info("context " + id + " (" + std::string(to_string(policy)) +
                   (one_shot ? ", one-shot" : "") + ") on kernel " + r.kernel->id() + " (use " +
                   std::to_string(uses) + ") for " + owner_name);
@@ -100,6 +93,50 @@ void context_registry::create(const context_request& request, const user& owner,
                     [open_context = std::move(open_context)](kernels::create_kernel_result r) {
                         open_context(std::move(r), 1);
                     });
+}
+
+void context_registry::add(const std::shared_ptr<interpreter_context>& context) {
+    context->on_kernel_gone([this, weak = std::weak_ptr(context)](std::string reason) {
+        if (auto c = weak.lock()) forget(c, reason);
+    });
+    {
+        std::lock_guard lock(mutex_);
+        contexts_[context->id()] = context;
+    }
+    context->open();
+}
+
+void context_registry::restore(context_record_store& records) {
+    auto loaded = records.load();
+    for (const auto& problem : loaded.problems)
+        log_.warn("unreadable context record removed: " + problem);
+    for (const auto& record : loaded.records) {
+        auto kernel = kernels_.find(record.kernel_id);
+        if (!kernel || kernel->owner() != record.owner) {
+            log_.info("context " + record.id + " of " + record.owner +
+                      " is not restored: its kernel " + record.kernel_id + " was not adopted");
+            records.remove(record.id);
+            continue;
+        }
+        auto context = std::make_shared<interpreter_context>(
+            ioc_, record.id, record.owner, kernel, record.workdir, record.chdir_kernel,
+            context_options{record.policy, false, record.kernel_uses}, settings_,
+            log_.component("context")
+                .with("context_id", record.id)
+                .with("kernel_id", kernel->id())
+                .with("user", record.owner));
+        try {
+            context->restore(record);
+        } catch (const std::exception& e) {
+            log_.warn("context " + record.id + " is not restored: " + e.what());
+            records.remove(record.id);
+            continue;
+        }
+        add(context);
+        log_.info("context " + record.id + " of " + record.owner + " restored on kernel " +
+                  kernel->id() + " with " + std::to_string(record.executions.size()) +
+                  " executions");
+    }
 }
 
 std::shared_ptr<interpreter_context> context_registry::find_for(const std::string& id,

@@ -43,6 +43,11 @@ public:
     // must name a kernel that runs it. nullopt, or why not (for a 400).
     std::optional<std::string> choose_kernel(context_request& request) const;
 
+    // Brings back the contexts an earlier gateway recorded (--state-dir) whose kernels were
+    // adopted (registered with the kernel manager, maybe still connecting), under their ids
+    // and with their executions; the other records go.
+    void restore(context_record_store& records);
+
     // Completion on an arbitrary thread.
     void create(const context_request& request, const user& owner,
                 std::function<void(create_context_result)> done);
@@ -64,6 +69,8 @@ public:
     void remove_all();
 
 private:
+    // Makes it findable, forgets it when its kernel goes, and opens it.
+    void add(const std::shared_ptr<interpreter_context>& context);
     void forget(const std::shared_ptr<interpreter_context>& context, const std::string& reason);
     void release_kernel(const std::shared_ptr<interpreter_context>& context,
                         std::function<void()> done);

@@ -1,5 +1,7 @@
 #include "gateway/interpreter/execution.hpp"
 
+#include <stdexcept>
+
 #include "kernelproto/iso_time.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -117,6 +119,7 @@ nlohmann::json execution::to_json() const {
 }
 
 nlohmann::json execution::to_json_locked() const {
+    if (restored_) return *restored_;
     const auto now = steady::now();
     nlohmann::json j = {
         {"id", id_},
@@ -144,6 +147,14 @@ nlohmann::json execution::to_json_locked() const {
 
 nlohmann::json execution::summary() const {
     std::lock_guard lock(mutex_);
+    if (restored_) {
+        nlohmann::json j = {{"id", id_},
+                            {"status", (*restored_)["status"]},
+                            {"created_at", (*restored_)["created_at"]},
+                            {"restored", true}};
+        if (restored_->contains("language")) j["language"] = (*restored_)["language"];
+        return j;
+    }
     nlohmann::json j = {{"id", id_},
                         {"status", to_string(status_)},
                         {"created_at", kernelproto::format_iso_time(created_at_)}};
@@ -151,9 +162,83 @@ nlohmann::json execution::summary() const {
     return j;
 }
 
+namespace {
+
+constexpr std::size_t recorded_text_bytes = 4096;
+
+// The last `keep` bytes of `text`, not starting inside a UTF-8 sequence.
+std::string tail_of(const std::string& text, std::size_t keep) {
+    if (text.size() <= keep) return text;
+    std::size_t from = text.size() - keep;
+    while (from < text.size() && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80) ++from;
+    return "[... " + std::to_string(from) + " bytes not recorded ...]\n" + text.substr(from);
+}
+
+}  // namespace
+
+nlohmann::json execution::to_record() const {
+    auto j = to_json();
+    for (const char* name : {"stdout", "stderr"})
+        j[name] = tail_of(j[name].get<std::string>(), recorded_text_bytes);
+    nlohmann::json results = nlohmann::json::array();
+    for (const auto& r : j["results"]) {
+        const auto text = r["data"].find("text/plain");
+        if (text != r["data"].end() && text->is_string() &&
+            text->get_ref<const std::string&>().size() <= recorded_text_bytes)
+            results.push_back(
+                {{"data", {{"text/plain", *text}}}, {"metadata", nlohmann::json::object()}});
+    }
+    j["results"] = std::move(results);
+    return j;
+}
+
+std::shared_ptr<execution> execution::restored(nlohmann::json saved,
+                                               const std::string& context_id) {
+    if (!saved.is_object()) throw std::invalid_argument("an execution record is not an object");
+    auto text = [&](const char* name) {
+        const auto it = saved.find(name);
+        if (it == saved.end() || !it->is_string())
+            throw std::invalid_argument(std::string("an execution record has no string '") + name +
+                                        "'");
+        return it->get<std::string>();
+    };
+    const std::string id = text("id");
+    const std::string status = text("status");
+    text("created_at");
+    std::optional<execution_status> known;
+    for (auto s :
+         {execution_status::queued, execution_status::running, execution_status::ok,
+          execution_status::error, execution_status::timeout, execution_status::interrupted})
+        if (to_string(s) == status) known = s;
+    if (!known) throw std::invalid_argument("an execution record has status '" + status + "'");
+    if (*known == execution_status::queued || *known == execution_status::running) {
+        const bool ran = *known == execution_status::running;
+        known = execution_status::error;
+        saved["status"] = "error";
+        saved["error"] = {
+            {"name", "GatewayRestarted"},
+            {"value", ran ? "the gateway restarted while this ran; the kernel went on running it, "
+                            "and what it printed and returned since then is lost"
+                          : "the gateway restarted while this waited in the queue; it never ran"},
+            {"traceback", nlohmann::json::array()}};
+        saved["state_preserved"] = true;
+    }
+    saved["restored"] = true;
+    saved["context_id"] = context_id;
+
+    execution_request request;
+    if (const auto key = saved.find("idempotency_key"); key != saved.end() && key->is_string())
+        request.idempotency_key = key->get<std::string>();
+    auto e = std::make_shared<execution>(id, context_id, std::move(request), 0);
+    e->status_ = *known;
+    e->ended_ = e->started_ = steady::now();
+    e->restored_ = std::move(saved);
+    return e;
+}
+
 void execution::subscribe(event_sink sink, bool from_start) {
     std::lock_guard lock(mutex_);
-    if (from_start) replay_locked(sink);
+    if (from_start && !restored_) replay_locked(sink);
     if (ended_) {
         sink({{"type", "end"}, {"execution", to_json_locked()}}, true);
         return;

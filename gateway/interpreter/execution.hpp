@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -49,6 +50,14 @@ public:
     nlohmann::json to_json() const;
     nlohmann::json summary() const;  // without outputs, for listings
 
+    // What a context record keeps of it (--state-dir): to_json() with stdout and stderr cut to
+    // their last few KiB and results to their short text/plain.
+    nlohmann::json to_record() const;
+    // An execution an earlier gateway recorded, answered as recorded (with "restored": true)
+    // from now on. One that was queued or running then ended with the restart: it becomes an
+    // error "GatewayRestarted" saying so. Throws std::invalid_argument on a malformed record.
+    static std::shared_ptr<execution> restored(nlohmann::json saved, const std::string& context_id);
+
     // Receives every later event; when already finished, just the "end" event. With
     // `from_start`, first what happened so far as remembered: "start" (once started), then the
     // kept stdout and stderr (head, marker, tail), each result and the error, in that order.
@@ -79,6 +88,7 @@ private:
     std::optional<long long> execution_count_;
     std::optional<bool> state_preserved_;
     std::vector<event_sink> sinks_;
+    std::optional<nlohmann::json> restored_;  // set: answered as this, unchanging
 };
 
 }  // namespace callisto::gateway::interpreter

@@ -97,7 +97,37 @@ void interpreter_context::open() {
     asio::post(strand_, [self = shared_from_this()] {
         self->kernel_->attach(self);
         self->send_chdir();
+        self->save_record();
     });
+}
+
+void interpreter_context::restore(const context_record& record) {
+    if (auto t = kernelproto::parse_iso_time(record.created_at)) created_at_ = *t;
+    for (const auto& saved : record.executions) {
+        auto e = execution::restored(saved, id_);
+        executions_[e->id()] = e;
+        if (!e->request().idempotency_key.empty()) keys_[e->request().idempotency_key] = e->id();
+        remember(e);
+    }
+}
+
+void interpreter_context::save_record() const {
+    if (!settings_.context_records || options_.one_shot || closed_) return;
+    context_record r;
+    r.id = id_;
+    r.owner = owner_;
+    r.kernel_id = kernel_->id();
+    r.policy = options_.policy;
+    r.kernel_uses = options_.kernel_uses;
+    r.workdir = workdir_;
+    r.chdir_kernel = chdir_kernel_;
+    r.created_at = kernelproto::format_iso_time(created_at_);
+    for (const auto& id : finished_order_)
+        if (auto it = executions_.find(id); it != executions_.end())
+            r.executions.push_back(it->second->to_record());
+    if (current_) r.executions.push_back(current_->to_record());
+    for (const auto& e : queue_) r.executions.push_back(e->to_record());
+    settings_.context_records->save(r);
 }
 
 void interpreter_context::close(std::string reason) {
@@ -176,6 +206,7 @@ void interpreter_context::submit(execution_request request,
         self->waiting_ = self->queue_.size();
         done({submit_outcome::accepted, e, {}});
         if (!self->current_) self->start_next();
+        self->save_record();
     });
 }
 
@@ -405,6 +436,7 @@ void interpreter_context::finish_current(execution_status status,
     e->finish(status, state_preserved);
     audit(*e);
     remember(e);
+    save_record();
 }
 
 void interpreter_context::audit(const execution& e) {
@@ -501,6 +533,7 @@ void interpreter_context::watch_close(std::weak_ptr<const close_watcher> watcher
 void interpreter_context::close_from_kernel_now(const std::string& reason) {
     if (closed_) return;
     closed_ = true;
+    if (settings_.context_records && !options_.one_shot) settings_.context_records->remove(id_);
     close_reason_ = reason;
     auto fail = [&](const std::shared_ptr<execution>& e) {
         e->set_error("ContextClosed", reason, {});

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/logger.hpp"
+#include "gateway/interpreter/context_record.hpp"
 #include "gateway/interpreter/execution.hpp"
 #include "gateway/interpreter/execution_recorder.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
@@ -83,6 +84,10 @@ public:
     void watch_close(std::weak_ptr<const close_watcher> watcher);
     // Attaches to the kernel; call once, after construction.
     void open();
+    // Before open(), for a context an earlier gateway recorded: its creation time and its
+    // executions come back (execution::restored). Throws std::invalid_argument on a
+    // malformed execution record.
+    void restore(const context_record& record);
     // Fails what is queued or running and detaches; the kernel itself is the caller's.
     void close(std::string reason);
 
@@ -124,6 +129,9 @@ private:
     void send_chdir();
     void send_silent(std::string code);
     void remember(const std::shared_ptr<execution>& e);
+    // The context's record (--state-dir) follows its executions: rewritten when one is
+    // queued, starts or ends; removed when the context closes. One-shot contexts have none.
+    void save_record() const;
     // One line in the audit log (--audit-log), when there is one.
     void audit(const execution& e);
 
@@ -139,7 +147,7 @@ private:
     std::string close_reason_;                                        // strand
     const interpreter_settings& settings_;
     const std::string session_id_;
-    const std::chrono::system_clock::time_point created_at_;
+    std::chrono::system_clock::time_point created_at_;  // set once, before open()
     logger log_;
     boost::asio::strand<boost::asio::io_context::executor_type> strand_;
     boost::asio::steady_timer deadline_timer_;

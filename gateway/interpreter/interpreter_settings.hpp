@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "gateway/audit/audit_log.hpp"
+#include "gateway/interpreter/context_record.hpp"
 #include "gateway/interpreter/execution_request.hpp"
 #include "gateway/kernels/kernel_metrics.hpp"
 #include "gateway/kernels/kernel_policy.hpp"
@@ -39,6 +40,8 @@ struct interpreter_settings {
     // --audit-log: every execution is recorded there, or refused when it cannot be (a
     // service the server owns, not a knob; null: no audit log).
     audit::audit_log* audit = nullptr;
+    // --state-dir: each context's record, for the next gateway to bring it back (null: none).
+    context_record_store* context_records = nullptr;
     // GET /metrics: executions by API and status, their time, queue wait and truncations.
     kernels::kernel_metrics* metrics = nullptr;
 };

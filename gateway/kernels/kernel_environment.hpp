@@ -6,6 +6,7 @@
 #include "common/logger.hpp"
 #include "gateway/kernels/kernel_metrics.hpp"
 #include "gateway/kernels/kernel_ports.hpp"
+#include "gateway/kernels/kernel_record_store.hpp"
 #include "gateway/kernels/kernel_settings.hpp"
 #include "gateway/kernels/websocket_executions.hpp"
 #include "launcher/sandbox.hpp"
@@ -23,6 +24,8 @@ struct kernel_environment {
     // Both null with --sandbox=off.
     const launcher::sandbox* sandbox = nullptr;
     launcher::sandbox_uid_pool* sandbox_uids = nullptr;
+    // The kernel records of --state-dir; null: kernels die with the gateway, none is recorded.
+    kernel_record_store* records = nullptr;
     // Told of every execution a WebSocket client runs (metrics, audit); null: nobody listens.
     execution_observer* executions = nullptr;
 };

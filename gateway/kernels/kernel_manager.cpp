@@ -90,6 +90,37 @@ std::string kernel_manager::default_kernel_name() const {
                                                 : env_.settings.default_kernel;
 }
 
+void kernel_manager::adopt(kernel_record record, std::function<void(create_kernel_result)> done) {
+    auto spec = catalog_.find(record.kernelspec);
+    const bool known_spec = spec.has_value();
+    if (!spec) {
+        // Nothing here can run it again; its process is stopped all the same (below), so
+        // nothing is left behind.
+        spec = launcher::kernelspec{};
+        spec->name = record.kernelspec;
+    }
+    auto kernel = std::make_shared<kernel_session>(env_, record.id, std::move(*spec), record.env);
+    // Now, not once the session's strand runs: its contexts are restored right after this.
+    kernel->assign_owner(record.owner);
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_ || kernels_.contains(record.id))
+            return done({nullptr, false, kernel_error::id_taken, "kernel id is in use"});
+        kernels_.emplace(kernel->id(), kernel);
+    }
+    kernel->adopt(std::move(record),
+                  [this, kernel, known_spec, done = std::move(done)](kernel_outcome ready) {
+                      if (ready.ok() && known_spec)
+                          return done({kernel, true, kernel_error::none, {}});
+                      const std::string error =
+                          ready.ok() ? "its kernelspec '" + kernel->kernelspec_name() + "' is gone"
+                                     : ready.message;
+                      remove(kernel->id(), [done, error](bool) {
+                          done({nullptr, false, kernel_error::start_failed, error});
+                      });
+                  });
+}
+
 void kernel_manager::create(create_kernel_request request,
                             std::function<void(create_kernel_result)> done) {
     const std::string name = request.name.empty() ? default_kernel_name() : request.name;

@@ -62,6 +62,11 @@ public:
     // Completion runs on an arbitrary thread.
     void create(create_kernel_request request, std::function<void(create_kernel_result)> done);
 
+    // Takes over a kernel an earlier gateway left running (kernel_session::adopt); done(null
+    // kernel, why) when it cannot be, after it was killed and its leftovers removed.
+    // Completion runs on an arbitrary thread.
+    void adopt(kernel_record record, std::function<void(create_kernel_result)> done);
+
     std::shared_ptr<kernel_session> find(const std::string& id) const;
     std::vector<std::shared_ptr<kernel_session>> list() const;
     // Only what `who` may see: their own kernels, or all for an admin. Others' ids are

@@ -36,6 +36,8 @@ public:
     // Throws when the process cannot be started.
     virtual pid_t spawn(const launcher::spawn_description& what,
                         launcher::process_supervisor::exit_handler on_exit) = 0;
+    // Watches a process an earlier gateway started (kernel_process::adopt); false when gone.
+    virtual bool adopt(pid_t pid, launcher::process_supervisor::exit_handler on_exit) = 0;
     virtual void signal_group(pid_t pid, int sig) = 0;
     // To the groups of the process's children: the kernel under bwrap's init.
     virtual void signal_child_groups(pid_t pid, int sig) { signal_group(pid, sig); }
@@ -73,6 +75,9 @@ public:
         if (zygotes_ && what.zygote)
             if (auto pid = zygotes_->try_fork(what, on_exit)) return *pid;
         return supervisor_.spawn(what, std::move(on_exit));
+    }
+    bool adopt(pid_t pid, launcher::process_supervisor::exit_handler on_exit) override {
+        return supervisor_.adopt(pid, std::move(on_exit));
     }
     void signal_group(pid_t pid, int sig) override {
         if (!zygotes_ || !zygotes_->signal(pid, sig)) supervisor_.signal_group(pid, sig);

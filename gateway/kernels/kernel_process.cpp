@@ -4,9 +4,12 @@
 
 #include <boost/asio/post.hpp>
 
+#include "gateway/kernels/kernel_record_store.hpp"
 #include "kernelproto/ids.hpp"
 #include "launcher/ipykernel_bootstrap.hpp"
 #include "launcher/kernel_command.hpp"
+#include "launcher/process_identity.hpp"
+#include "launcher/process_kill_list.hpp"
 #include "launcher/sandboxed_kernel.hpp"
 
 namespace callisto::gateway::kernels {
@@ -44,6 +47,11 @@ std::string kernel_process::spawn() {
         auto command = launcher::kernel_command(spec_, runtime_dir_->connection_file(),
                                                 runtime_dir_->path(), extra_env_);
         // What runs when no zygote forks it; a zygote runs the ipykernel bootstrap itself.
+        // A kernel to outlive the gateway must not watch for its parent's death (ipykernel's
+        // parent poller would end it); the sandbox drops this variable anyway.
+        const bool outlive = env_.records != nullptr;
+        if (outlive) command.env.erase("JPY_PARENT_PID");
+        command.outlive_gateway = outlive;
         const auto exec_command = launcher::with_ipykernel_bootstrap(command);
         if (env_.sandbox) {
             // The session's uid and workdir outlive restarts; each start gets its own cgroup.
@@ -59,16 +67,9 @@ std::string kernel_process::spawn() {
         // A zygote may fork it instead (kernel_ports.hpp): the same command, unwrapped.
         what.zygote = launcher::zygote_fork{spec_.name, command.argv, command.cwd,
                                             boxed ? std::optional(boxed->layout()) : std::nullopt};
-        std::weak_ptr<kernel_process> weak = weak_from_this();
-        auto strand = strand_;
-        pid_ =
-            env_.processes.spawn(what, [weak, strand, boxed](pid_t pid, launcher::exit_status st) {
-                if (boxed) st = boxed->judge(st);  // OOM, CPU time: read before the cgroup goes
-                asio::post(strand, [weak, pid, st] {
-                    if (auto self = weak.lock()) self->on_exit(pid, st);
-                });
-            });
+        pid_ = env_.processes.spawn(what, exit_handler(boxed));
         if (boxed) boxed->spawned();
+        cgroup_name_ = boxed ? boxed->cgroup_name() : "";
         forked_ = env_.processes.forked(pid_);
         output->start();
         output_ = std::move(output);
@@ -82,17 +83,93 @@ std::string kernel_process::spawn() {
         (forked_ ? ", forked by its zygote" : "") +
         (boxed ? " (sandboxed as uid " + std::to_string(sandbox_->identity().uid) + ")" : ""));
 
-    ready_timer_.expires_after(env_.settings.kernel_ready_timeout);
-    ready_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
-        if (ec) return;
-        if (auto self = weak.lock()) self->tell([](observer& o) { o.on_ready_timeout(); });
-    });
+    arm_ready_timer();
     if (boxed) {
         await_sockets(pid_, std::nullopt);
     } else {
         tell([](observer& o) { o.on_sockets_ready(); });
     }
     return {};
+}
+
+launcher::process_supervisor::exit_handler kernel_process::exit_handler(
+    std::shared_ptr<launcher::sandboxed_kernel> boxed) {
+    return [weak = weak_from_this(), strand = strand_, boxed](pid_t pid, launcher::exit_status st) {
+        if (boxed) st = boxed->judge(st);  // OOM, CPU time: read before the cgroup goes
+        asio::post(strand, [weak, pid, st] {
+            if (auto self = weak.lock()) self->on_exit(pid, st);
+        });
+    };
+}
+
+void kernel_process::arm_ready_timer() {
+    ready_timer_.expires_after(env_.settings.kernel_ready_timeout);
+    ready_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+        if (ec) return;
+        if (auto self = weak.lock()) self->tell([](observer& o) { o.on_ready_timeout(); });
+    });
+}
+
+std::string kernel_process::adopt(const kernel_record& record) {
+    std::shared_ptr<launcher::sandboxed_kernel> boxed;
+    auto give_up = [&](const std::string& why) {
+        // Not ours to keep: the process goes first (its cgroup's destructor kills what is
+        // left in it), then its directories.
+        launcher::process_kill_list kill;
+        kill.kill_if(record.pid,
+                     [&](pid_t) { return kernel_record_store::still_running(record).empty(); });
+        kill.wait(std::chrono::seconds(2));
+        boxed.reset();
+        sandbox_.reset();
+        runtime_dir_.reset();
+        return "cannot adopt kernel " + id_ + ": " + why;
+    };
+    try {
+        runtime_dir_ = std::make_unique<launcher::kernel_runtime_dir>(
+            launcher::adopt_existing, record.runtime_dir, record.connection);
+        if (record.uid.has_value() != (env_.sandbox != nullptr))
+            return give_up(record.uid ? "it is sandboxed and the sandbox is off now"
+                                      : "it is not sandboxed and the sandbox is on now");
+        if (record.uid) {
+            sandbox_ = std::make_unique<launcher::session_sandbox>(
+                launcher::adopt_existing, *env_.sandbox, *env_.sandbox_uids, record.workdir,
+                *record.uid, env_.settings.limits, spec_);
+            boxed = env_.sandbox->adopt(sandbox_->policy(), sandbox_->identity(), record.cgroup);
+        }
+    } catch (const std::exception& e) {
+        return give_up(e.what());
+    }
+    if (auto why = kernel_record_store::still_running(record); !why.empty()) return give_up(why);
+    if (!env_.processes.adopt(record.pid, exit_handler(boxed))) return give_up("it has exited");
+    pid_ = record.pid;
+    forked_ = record.forked;
+    cgroup_name_ = record.cgroup;
+    log_.info("adopted " + spec_.name + " kernel, pid " + std::to_string(pid_) +
+              (sandbox_ ? " (sandboxed as uid " + std::to_string(*record.uid) + ")" : "") +
+              ", left running by an earlier gateway");
+    arm_ready_timer();
+    tell([](observer& o) { o.on_sockets_ready(); });
+    return {};
+}
+
+kernel_record kernel_process::record() const {
+    kernel_record r;
+    r.id = id_;
+    r.kernelspec = spec_.name;
+    r.env = extra_env_;
+    r.pid = pid_;
+    r.start_ticks = launcher::process_start_ticks(pid_).value_or(0);
+    r.forked = forked_;
+    if (runtime_dir_) {
+        r.runtime_dir = runtime_dir_->path();
+        r.connection = runtime_dir_->connection();
+    }
+    if (sandbox_) {
+        r.uid = sandbox_->identity().uid;
+        r.cgroup = cgroup_name_;
+        r.workdir = sandbox_->workdir();
+    }
+    return r;
 }
 
 // A sandboxed kernel owns its ipc directory until its sockets exist; only after seal() has

@@ -19,6 +19,7 @@
 #include "common/logger.hpp"
 #include "gateway/kernels/kernel_environment.hpp"
 #include "gateway/kernels/kernel_output_log.hpp"
+#include "gateway/kernels/kernel_record.hpp"
 #include "kernelproto/connection_info.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
 #include "launcher/kernelspec.hpp"
@@ -55,6 +56,12 @@ public:
     // A fresh process with a new connection file (the sandbox's uid and workdir outlive
     // restarts). "" once it runs; else why it could not start.
     std::string spawn();
+    // Takes over the process an earlier gateway started and recorded (--state-dir): its
+    // runtime directory, sandbox and cgroup, and watches its exit. "" once adopted; else why
+    // not, and the process (if it still runs) was killed, its leftovers removed.
+    std::string adopt(const kernel_record& record);
+    // What the next gateway needs to adopt the running process (owner left empty).
+    kernel_record record() const;
     bool running() const { return pid_ > 0; }
     pid_t pid() const { return pid_; }
     bool forked() const { return forked_; }  // by a zygote, rather than exec'd
@@ -79,6 +86,9 @@ public:
     std::size_t recent_auto_restarts() const { return auto_restarts_.size(); }
 
 private:
+    launcher::process_supervisor::exit_handler exit_handler(
+        std::shared_ptr<launcher::sandboxed_kernel> boxed);
+    void arm_ready_timer();
     void await_sockets(pid_t pid,
                        std::optional<std::chrono::steady_clock::time_point> sockets_seen);
     void on_exit(pid_t pid, const launcher::exit_status& status);
@@ -102,6 +112,7 @@ private:
     std::shared_ptr<kernel_output_log> output_;           // the process's stdout and stderr
     pid_t pid_ = 0;
     bool forked_ = false;
+    std::string cgroup_name_;        // of the running process, "" without one
     std::function<void()> on_gone_;  // set while a stop we asked for is under way
     std::deque<std::chrono::steady_clock::time_point> auto_restarts_;  // within the window
 };

@@ -116,7 +116,24 @@ kernel_state kernel_session::state() const { return state_.load(); }
 
 std::string kernel_session::owner() const { return model_.owner(); }
 
-void kernel_session::assign_owner(std::string name) { model_.assign_owner(std::move(name)); }
+void kernel_session::assign_owner(std::string name) {
+    model_.assign_owner(std::move(name));
+    if (env_.records)
+        asio::post(strand_, [self = shared_from_this()] {
+            if (self->state_ == kernel_state::running) self->save_record();
+        });
+}
+
+void kernel_session::save_record() {
+    if (!env_.records || !process_->running()) return;
+    auto record = process_->record();
+    record.owner = model_.owner();
+    env_.records->save(record);
+}
+
+void kernel_session::forget_record() {
+    if (env_.records) env_.records->remove(id_);
+}
 
 void kernel_session::mark_claimed() { model_.touch(); }
 
@@ -124,6 +141,7 @@ kernel_activity kernel_session::activity() const { return model_.activity(); }
 
 void kernel_session::set_state(kernel_state s, std::string execution_state, std::string reason) {
     state_ = s;
+    if (s == kernel_state::dead) forget_record();
     model_.set(std::move(execution_state), std::move(reason));
 }
 
@@ -137,6 +155,26 @@ void kernel_session::start(result_handler on_ready) {
             self, static_cast<kernel_process::observer*>(self.get())));
         self->set_state(kernel_state::starting, "starting");
         self->spawn_process();
+    });
+}
+
+void kernel_session::adopt(kernel_record record, result_handler on_ready) {
+    asio::post(strand_, [self = shared_from_this(), record = std::move(record),
+                         on_ready = std::move(on_ready)]() mutable {
+        self->ready_waiters_.push_back(std::move(on_ready));
+        self->process_->set_observer(std::shared_ptr<kernel_process::observer>(
+            self, static_cast<kernel_process::observer*>(self.get())));
+        self->model_.assign_owner(record.owner);
+        self->set_state(kernel_state::starting, "starting");
+        self->connected_ = false;
+        self->spawned_at_ = std::chrono::steady_clock::now();
+        if (auto why = self->process_->adopt(record); !why.empty()) {
+            self->log_.warn(why);
+            self->set_state(kernel_state::dead, "dead", why);
+            self->finish_start({kernel_error::start_failed, why});
+            return;
+        }
+        self->model_.set_process(self->process_->pid(), self->process_->forked());
     });
 }
 
@@ -192,6 +230,7 @@ void kernel_session::on_link_connected(transport::link_id link) {
     process_->cancel_ready_timeout();
     if (state_ == kernel_state::starting || state_ == kernel_state::restarting) {
         set_state(kernel_state::running, "idle");
+        save_record();
         env_.metrics.starts.with({spec_.name}).inc();
         env_.metrics.start_seconds.with({spec_.name}).observe(seconds_since(spawned_at_));
     }
@@ -369,6 +408,7 @@ void kernel_session::shutdown(std::function<void()> on_done, std::string reason)
             self->awaiting_reply_.clear();
             self->queued_.clear();
             self->state_ = kernel_state::gone;
+            self->forget_record();
             auto waiters = std::move(self->shutdown_waiters_);
             self->shutdown_waiters_.clear();
             for (auto& w : waiters) w();

@@ -62,6 +62,9 @@ public:
 
     // Spawns the process and waits until it answers; on_ready fires once.
     void start(result_handler on_ready);
+    // Instead of start(): takes over the kernel an earlier gateway left running (--state-dir);
+    // on_ready as for start, once it answered kernel_info with its recorded key.
+    void adopt(kernel_record record, result_handler on_ready);
     // Stops the process (shutdown_request with restart=true, then signals) and starts a new one
     // with a fresh connection file; clients stay attached and see iopub status "restarting".
     void restart(result_handler on_done);
@@ -114,6 +117,10 @@ private:
 
     // All of these run on strand_.
     void spawn_process();
+    // The kernel record (--state-dir) follows the process: written once it runs, and when
+    // its owner changes; removed when it is dead or gone.
+    void save_record();
+    void forget_record();
     void open_link();
     void on_link_message(transport::link_id link, kernelproto::channel ch,
                          kernelproto::message msg);

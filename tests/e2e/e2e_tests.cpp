@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -237,9 +238,10 @@ TEST_CASE(
     "cgroups and runtime root left behind") {
     const std::string root = "/tmp/cle2e-reap-" + std::to_string(::getpid());
     const std::string state = root + ".json";
-    // Its own uids, so the stand-ins the client plants touch no other test's kernels.
+    // Its own uids, so the stand-ins the client plants touch no other test's kernels. Without
+    // a state directory kernels die with the gateway, and what they leave is reaped.
     const std::vector<std::string> args = {"--workdir-root=" + root, "--sandbox-uids=61000-61099",
-                                           "--pool-size=0"};
+                                           "--pool-size=0", "--state-dir=off"};
     const std::string script = source_dir + "/tests/e2e/python/test_crash_leftovers.py";
     {
         server_process first(args);
@@ -264,6 +266,50 @@ TEST_CASE(
               std::string::npos);
         CHECK(second.stop() == 0);
     }
+    std::error_code ec;
+    std::filesystem::remove(state, ec);
+    std::filesystem::remove_all(root, ec);
+}
+
+TEST_CASE(
+    "kernels outlive a SIGKILLed gateway and a SIGUSR2 upgrade; the next start adopts them with "
+    "their variables, and reaps those that ended meanwhile") {
+    const std::string root = "/tmp/cle2e-adopt-" + std::to_string(::getpid());
+    const std::string state = root + ".json";
+    const std::vector<std::string> args = {"--workdir-root=" + root, "--sandbox-uids=61100-61199",
+                                           "--pool-size=0"};
+    const std::string script = source_dir + "/tests/e2e/python/test_gateway_restart.py";
+    const std::map<std::string, std::string> env = {{"CALLISTO_E2E_STATE", state}};
+    auto with = [](std::vector<std::string> a, const std::string& extra) {
+        a.push_back(extra);
+        return a;
+    };
+    {
+        server_process first(with(args, "--zygote=off"));  // exec'd kernels (bwrap)
+        run_client(first, {python, script, "-k", "before_crash"}, 300, env);
+        first.crash();
+    }
+    auto down = run_command({python, script, "-k", "while_down"}, env, 60);
+    INFO("while down:\n" << down.output);
+    CHECK(down.exit_code == 0);
+    {
+        server_process second(args);  // zygote on: kernel C is forked
+        run_client(second, {python, script, "-k", "after_crash"}, 300, env);
+        INFO("server log:\n" << second.log());
+        CHECK(second.log().find(" adopted: it kept running through the gateway restart") !=
+              std::string::npos);
+        CHECK(second.exit_on(SIGUSR2) == 0);
+        CHECK(second.log().find("received SIGUSR2; exiting now and leaving 3 kernels running") !=
+              std::string::npos);
+    }
+    {
+        server_process third(args);
+        run_client(third, {python, script, "-k", "after_upgrade"}, 300, env);
+        CHECK(third.stop() == 0);
+    }
+    auto stopped = run_command({python, script, "-k", "after_stop"}, env, 60);
+    INFO("after stop:\n" << stopped.output);
+    CHECK(stopped.exit_code == 0);
     std::error_code ec;
     std::filesystem::remove(state, ec);
     std::filesystem::remove_all(root, ec);

@@ -200,7 +200,13 @@ server_process::server_process(std::vector<std::string> extra_args,
 }
 
 server_process::~server_process() {
+    // Kernels outlive a killed gateway (--state-dir) for the next start to adopt; a test that
+    // did not stop its server (it failed) leaves none behind for the tests after it.
+    const bool abandoned = pid_ > 0;
     crash();
+    if (abandoned)
+        for (pid_t orphan : processes_mentioning(runtime_dir_.string() + "/"))
+            ::kill(orphan, SIGKILL);
     if (!own_workdir_root_.empty()) {
         // After a clean stop only the lock's files are left; after a kill, detach what is
         // still mounted there before removing anything.
@@ -209,6 +215,15 @@ server_process::~server_process() {
             ::umount2(entry.path().c_str(), MNT_DETACH);
         fs::remove_all(own_workdir_root_, ec);
     }
+}
+
+int server_process::exit_on(int sig, int timeout_s) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, sig);
+    int status = 0;
+    if (!wait_exit(pid_, timeout_s, status)) return -1;
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 void server_process::crash() {

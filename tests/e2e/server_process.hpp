@@ -48,8 +48,11 @@ public:
     // SIGTERM, then wait; the exit code, -1 when it did not exit within timeout_s, or -2 when
     // a process naming its runtime directory (an orphaned kernel) outlived it.
     int stop(int timeout_s = 60);
-    // SIGKILL, as a crash: nothing of the server's own cleanup runs.
+    // SIGKILL, as a crash: nothing of the server's own cleanup runs; kernels outlive it.
     void crash();
+    // Sends `sig` and waits: the exit code, -1 when it did not exit within timeout_s. No check
+    // for processes left behind (SIGUSR2 leaves the kernels running on purpose).
+    int exit_on(int sig, int timeout_s = 30);
 
 private:
     pid_t pid_ = -1;

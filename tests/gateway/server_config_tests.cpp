@@ -512,3 +512,33 @@ TEST_CASE("--print-config shows every option's effective value, and reads back t
     reread.erase("runtime-dir");
     CHECK(reread == shown);
 }
+
+TEST_CASE(
+    "--state-dir: under the workdir root when sandboxed, none without a sandbox, or as given") {
+    auto r = parse({"--workdir-root=/srv/work"});
+    REQUIRE(r.config);
+    CHECK(r.config->state_dir == "/srv/work/.callisto-state");
+    r = parse({"--sandbox=off"});
+    REQUIRE(r.config);
+    CHECK(r.config->state_dir.empty());
+    r = parse({"--sandbox=off", "--state-dir=/var/lib/callisto/state"});
+    REQUIRE(r.config);
+    CHECK(r.config->state_dir == "/var/lib/callisto/state");
+    r = parse({"--state-dir=off"});
+    REQUIRE(r.config);
+    CHECK(r.config->state_dir.empty());
+    CHECK(r.config->state_dir_off);
+}
+
+TEST_CASE("--state-dir and --keep-kernels-on-exit refuse what cannot work") {
+    auto r = parse({"--state-dir=relative/dir"});
+    CHECK_FALSE(r.config);
+    CHECK(r.message.find("--state-dir") != std::string::npos);
+    CHECK(r.message.find("an absolute directory path or off") != std::string::npos);
+    r = parse({"--state-dir=off", "--keep-kernels-on-exit=on"});
+    CHECK_FALSE(r.config);
+    CHECK(r.message.find("--keep-kernels-on-exit needs --state-dir") != std::string::npos);
+    r = parse({"--keep-kernels-on-exit=on"});
+    REQUIRE(r.config);
+    CHECK(r.config->keep_kernels_on_exit);
+}

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -59,7 +60,9 @@ struct fake_processes final : process_port {
     std::vector<child> spawned;
     std::vector<std::pair<pid_t, int>> signals;
     std::vector<std::pair<pid_t, std::chrono::milliseconds>> terminations;
-    int failures_to_come = 0;  // the next spawns that throw
+    int failures_to_come = 0;   // the next spawns that throw
+    std::set<pid_t> adoptable;  // pids adopt() finds alive
+    std::vector<child> adopted;
 
     pid_t spawn(const launcher::spawn_description&,
                 launcher::process_supervisor::exit_handler on_exit) override {
@@ -71,14 +74,20 @@ struct fake_processes final : process_port {
         spawned.push_back({pid, std::move(on_exit)});
         return pid;
     }
+    bool adopt(pid_t pid, launcher::process_supervisor::exit_handler on_exit) override {
+        if (!adoptable.contains(pid)) return false;
+        adopted.push_back({pid, std::move(on_exit)});
+        return true;
+    }
     void signal_group(pid_t pid, int sig) override { signals.emplace_back(pid, sig); }
     void terminate(pid_t pid, std::chrono::milliseconds grace) override {
         terminations.emplace_back(pid, grace);
     }
     // The process exits, as the supervisor reports it (from its own thread, here the test's).
     void exit(pid_t pid, int code) {
-        for (auto& c : spawned)
-            if (c.pid == pid) c.on_exit(pid, launcher::exit_status{code, 0, false, {}});
+        for (auto* list : {&spawned, &adopted})
+            for (auto& c : *list)
+                if (c.pid == pid) c.on_exit(pid, launcher::exit_status{code, 0, false, {}});
     }
 };
 
@@ -133,6 +142,7 @@ struct fake_world {
         // while it still stands (the ports stay usable for sessions closing theirs later).
         links.opened.clear();
         processes.spawned.clear();
+        processes.adopted.clear();
         std::filesystem::remove_all(root);
     }
 

@@ -406,6 +406,34 @@ def process_tree(top):
     return pids
 
 
+def gateway_args(pid=None):
+    """The --name=value flags the server under test runs with ($CALLISTO_PID), as a dict."""
+    pid = pid or os.environ["CALLISTO_PID"]
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        args = [a.decode() for a in f.read().split(b"\0") if a]
+    return dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+
+
+def real_uid(pid):
+    """The real uid `pid` runs as; None when there is no such process, or a zombie."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("State:") and line.split()[1] == "Z":
+                    return None  # a zombie runs nothing
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def pids_of_uids(first, last):
+    """Running processes whose real uid is in [first, last]."""
+    return [int(p) for p in os.listdir("/proc")
+            if p.isdigit() and first <= (real_uid(int(p)) or -1) <= last]
+
+
 def alive(pid):
     """Whether `pid` is a running process (a zombie is not)."""
     try:

@@ -20,36 +20,14 @@ import json
 import os
 import subprocess
 
-from e2e_client import KernelWS, check, check_eq, create_kernel, delete_kernel, poll, run_tests, test
+from e2e_client import (KernelWS, alive, check, check_eq, create_kernel, delete_kernel,
+                        gateway_args, pids_of_uids, poll, run_tests, test)
 
 STATE = os.environ["CALLISTO_E2E_STATE"]
 
 
-def gateway_args():
-    with open(f"/proc/{os.environ['CALLISTO_PID']}/cmdline", "rb") as f:
-        args = [a.decode() for a in f.read().split(b"\0") if a]
-    return dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
-
-
-def real_uid(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Uid:"):
-                    return int(line.split()[1])
-                if line.startswith("State:") and line.split()[1] == "Z":
-                    return None  # a zombie runs nothing
-    except OSError:
-        return None
-    return None
-
-
 def pids_of_uid(uid):
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and real_uid(int(p)) == uid]
-
-
-def alive(pid):
-    return real_uid(pid) is not None
+    return pids_of_uids(uid, uid)
 
 
 def workdir_mounts(path):

@@ -40,8 +40,8 @@ import uuid
 
 from e2e_client import (KERNEL_NAME, TOKEN, KernelWS, SkipTest, alive, api, check, check_eq,
                         create_kernel, delete_kernel, gateway_pid, kernel,
-                        launch_info, launched_kernel, poll, process_tree, run_json, run_tests,
-                        test)
+                        launch_info, launched_kernel, poll, process_tree, real_uid, run_json,
+                        run_tests, test)
 
 SECRET_NAME = os.environ.get("CALLISTO_E2E_SECRET_NAME", "")
 SECRET_VALUE = os.environ.get("CALLISTO_E2E_SECRET_VALUE", "")
@@ -101,11 +101,6 @@ def status(pid):
 def parent_of(pid):
     ppid = status(pid).get("PPid")
     return int(ppid) if ppid else None
-
-
-def real_uid(pid):
-    uids = status(pid).get("Uid", "").split()
-    return int(uids[0]) if uids else None
 
 
 def host_pids():

@@ -1,0 +1,61 @@
+#include "gateway/interpreter/context_record.hpp"
+
+#include <stdexcept>
+
+#include "kernelproto/json_fields.hpp"
+
+namespace callisto::gateway::interpreter {
+
+using nlohmann::json;
+
+using namespace callisto::kernelproto;
+
+json context_record::to_json() const {
+    return {{"id", id},
+            {"owner", owner},
+            {"kernel_id", kernel_id},
+            {"policy", kernels::to_string(policy)},
+            {"kernel_uses", kernel_uses},
+            {"workdir", workdir.string()},
+            {"chdir_kernel", chdir_kernel},
+            {"created_at", created_at},
+            {"executions", executions}};
+}
+
+context_record context_record::from_json(const json& j) {
+    if (!j.is_object()) throw std::invalid_argument("not an object");
+    context_record r;
+    r.id = string_field(j, "id");
+    r.owner = string_field(j, "owner");
+    r.kernel_id = string_field(j, "kernel_id");
+    const auto policy = kernels::parse_kernel_policy(string_field(j, "policy"));
+    if (!policy) throw std::invalid_argument("'policy' is not a kernel policy");
+    r.policy = *policy;
+    r.kernel_uses = whole_field<std::size_t>(j, "kernel_uses");
+    r.workdir = string_field(j, "workdir");
+    r.chdir_kernel = bool_field(j, "chdir_kernel");
+    r.created_at = string_field(j, "created_at");
+    r.executions = required_field(j, "executions");
+    if (!r.executions.is_array()) throw std::invalid_argument("'executions' is not a list");
+    return r;
+}
+
+context_record_store::context_record_store(std::filesystem::path dir, logger log)
+    : records_(std::move(dir), "context", record_directory::sync::never, std::move(log)) {}
+
+context_record_store::loaded context_record_store::load() {
+    loaded out;
+    for (auto& [id, text] : records_.load()) {
+        try {
+            auto record = context_record::from_json(json::parse(text));
+            if (record.id != id) throw std::invalid_argument("its id is not its file's name");
+            out.records.push_back(std::move(record));
+        } catch (const std::exception& e) {
+            out.problems.push_back(id + ".json: " + e.what());
+            records_.remove(id);
+        }
+    }
+    return out;
+}
+
+}  // namespace callisto::gateway::interpreter

@@ -1,0 +1,58 @@
+#pragma once
+// What a gateway writes down about each interpreter context (--state-dir) so that the next
+// gateway process, having adopted the context's kernel, brings the context back under the
+// same id: its owner, kernel, policy and workdir, and its executions (finished ones as
+// summaries; one queued or running at a crash is reported as ended by the restart).
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/logger.hpp"
+#include "common/record_directory.hpp"
+#include "gateway/kernels/kernel_policy.hpp"
+
+namespace callisto::gateway::interpreter {
+
+struct context_record {
+    std::string id;
+    std::string owner;
+    std::string kernel_id;
+    kernels::kernel_policy policy = kernels::kernel_policy::reuse;
+    std::size_t kernel_uses = 1;
+    std::filesystem::path workdir;
+    bool chdir_kernel = false;
+    std::string created_at;                               // ISO 8601, as the model shows it
+    nlohmann::json executions = nlohmann::json::array();  // execution::to_record(), oldest first
+
+    nlohmann::json to_json() const;
+    // Throws std::invalid_argument saying what is missing or malformed.
+    static context_record from_json(const nlohmann::json& j);
+};
+
+// <state-dir>/contexts: one record per context, rewritten as its executions come and go
+// (atomically, without fsync: a record outlives a gateway crash, which is what it is for; a
+// machine crash takes the kernels with it anyway).
+class context_record_store {
+public:
+    context_record_store(std::filesystem::path dir, logger log);
+
+    std::string save(const context_record& record) {
+        return records_.save(record.id, record.to_json().dump());
+    }
+    void remove(const std::string& context_id) { records_.remove(context_id); }
+
+    struct loaded {
+        std::vector<context_record> records;
+        std::vector<std::string> problems;  // unreadable files (removed)
+    };
+    loaded load();
+
+private:
+    record_directory records_;
+};
+
+}  // namespace callisto::gateway::interpreter

@@ -1,0 +1,93 @@
+#include "gateway/kernel_adoption.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#include "launcher/process_kill_list.hpp"
+
+namespace callisto::gateway {
+
+namespace fs = std::filesystem;
+
+kernel_adoption::kernel_adoption(kernels::kernel_record_store& records, logger log)
+    : records_(records), log_(std::move(log)) {
+    auto loaded = records_.load();
+    for (const auto& problem : loaded.problems)
+        log_.warn("unreadable kernel record removed: " + problem);
+    for (auto& record : loaded.records) {
+        if (auto why = kernels::kernel_record_store::still_running(record); !why.empty()) {
+            log_.info("kernel " + record.id + " of " + record.owner +
+                      " ended while no gateway ran (" + why + "); its leftovers are reaped");
+            records_.remove(record.id);
+            continue;
+        }
+        if (record.owner.empty()) {
+            // A warm-pool kernel nobody claimed: the new pool starts its own.
+            drop(record, "a warm-pool kernel nobody had claimed");
+            continue;
+        }
+        found_.push_back(std::move(record));
+    }
+}
+
+void kernel_adoption::move_runtime_dirs(const fs::path& runtime_root) {
+    std::vector<kernels::kernel_record> kept;
+    for (auto& record : found_) {
+        const auto target = runtime_root / record.runtime_dir.filename();
+        if (record.runtime_dir != target) {
+            if (std::rename(record.runtime_dir.c_str(), target.c_str()) != 0) {
+                drop(record, "cannot move " + record.runtime_dir.string() + " to " +
+                                 target.string() + ": " + std::strerror(errno));
+                continue;
+            }
+            record.runtime_dir = target;
+            // The kernel bound its ipc sockets by path; the sockets moved with the directory.
+            if (record.connection.transport == "ipc")
+                record.connection.ip =
+                    (target / fs::path(record.connection.ip).filename()).string();
+            // Where it is now, should this process die before the kernel answers.
+            records_.save(record);
+        }
+        kept.push_back(std::move(record));
+    }
+    found_ = std::move(kept);
+}
+
+void kernel_adoption::drop(const kernels::kernel_record& record, const std::string& why) {
+    log_.warn("kernel " + record.id + " of " + record.owner + " is not adopted (" + why +
+              "); it is stopped");
+    launcher::process_kill_list kill;
+    kill.kill_if(record.pid, [&](pid_t) {
+        return kernels::kernel_record_store::still_running(record).empty();
+    });
+    kill.wait(std::chrono::seconds(2));
+    records_.remove(record.id);
+}
+
+void kernel_adoption::spare_in(launcher::leftover_scope& scope) const {
+    for (const auto& record : found_) {
+        if (!record.uid) continue;
+        scope.adopted_uids.insert(*record.uid);
+        if (!record.cgroup.empty()) scope.adopted_cgroups.insert(record.cgroup);
+        scope.adopted_workdirs.insert(record.workdir.filename().string());
+    }
+}
+
+void kernel_adoption::adopt_into(kernels::kernel_manager& kernels) {
+    for (auto& record : found_) {
+        const std::string id = record.id;
+        const std::string owner = record.owner;
+        kernels.adopt(std::move(record),
+                      [log = log_, id, owner](const kernels::create_kernel_result& result) {
+                          if (result.kernel)
+                              log.info("kernel " + id + " of " + owner +
+                                       " adopted: it kept running through the gateway restart");
+                          else
+                              log.warn("kernel " + id + " of " + owner +
+                                       " could not be adopted: " + result.message);
+                      });
+    }
+    found_.clear();
+}
+
+}  // namespace callisto::gateway

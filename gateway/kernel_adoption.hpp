@@ -1,0 +1,46 @@
+#pragma once
+// A gateway start after a crash or an upgrade: the kernels the previous gateway process left
+// running (--state-dir) are taken over instead of reaped. In three steps, around the start:
+//   1. (constructor) read the records; keep those whose process still runs (same pid, start
+//      time and uid), drop the others' records (the reaper then takes what they left);
+//   2. (before the leftover reaper) move their runtime directories into the new runtime root
+//      (ipc sockets keep working after a rename), and tell the reaper what to spare;
+//   3. (once the kernel manager exists) adopt each: it answers kernel_info with its recorded
+//      key, or it is killed and its leftovers removed.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/logger.hpp"
+#include "gateway/kernels/kernel_manager.hpp"
+#include "gateway/kernels/kernel_record_store.hpp"
+#include "launcher/leftover_reaper.hpp"
+
+namespace callisto::gateway {
+
+class kernel_adoption {
+public:
+    kernel_adoption(kernels::kernel_record_store& records, logger log);
+
+    std::size_t candidates() const { return found_.size(); }
+
+    // Moves each candidate's runtime directory below `runtime_root` (already created); a
+    // candidate whose directory cannot be moved is dropped.
+    void move_runtime_dirs(const std::filesystem::path& runtime_root);
+    // What the reaper must leave alone: the candidates' uids, cgroups, workdirs.
+    void spare_in(launcher::leftover_scope& scope) const;
+    // Hands every candidate to the kernel manager; the outcome of each is logged.
+    void adopt_into(kernels::kernel_manager& kernels);
+
+private:
+    // Kills a candidate that will not be adopted (when it is still the recorded process) and
+    // forgets its record; the reaper removes what it leaves.
+    void drop(const kernels::kernel_record& record, const std::string& why);
+
+    kernels::kernel_record_store& records_;
+    logger log_;
+    std::vector<kernels::kernel_record> found_;
+};
+
+}  // namespace callisto::gateway

@@ -1,0 +1,40 @@
+#pragma once
+// What a gateway writes down about each running kernel so the next gateway process can adopt
+// it (--state-dir): who owns it, which kernelspec, how to reach it (connection info with its
+// key), which process it is (pid and start time, so a reused pid is never mistaken for it),
+// and, when sandboxed, its uid, cgroup and workdir.
+
+#include <sys/types.h>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kernelproto/connection_info.hpp"
+
+namespace callisto::gateway::kernels {
+
+struct kernel_record {
+    std::string id;
+    std::string kernelspec;
+    std::string owner;
+    std::map<std::string, std::string> env;  // the client's KERNEL_* variables (for restarts)
+    pid_t pid = 0;
+    std::uint64_t start_ticks = 0;  // launcher::process_start_ticks(pid) when recorded
+    bool forked = false;            // by a zygote
+    std::filesystem::path runtime_dir;
+    kernelproto::connection_info connection;
+    // Sandboxed kernels only.
+    std::optional<uid_t> uid;
+    std::string cgroup;  // the cgroup's name ("" without cgroups)
+    std::filesystem::path workdir;
+
+    nlohmann::json to_json() const;
+    // Throws std::invalid_argument saying what is missing or malformed.
+    static kernel_record from_json(const nlohmann::json& j);
+};
+
+}  // namespace callisto::gateway::kernels

@@ -1,0 +1,200 @@
+"""Kernels outlive the gateway (--state-dir, on by default when sandboxed), and the next
+start adopts them with their state (issue 14). Phases, run by the TEST_CASE in
+tests/e2e/e2e_tests.cpp around the kills and restarts; state in $CALLISTO_E2E_STATE:
+
+  -k before_crash   first server (--zygote=off): kernel A (exec'd) holds x = 42 and a file,
+                    and is running a cell when the gateway is SIGKILLed; kernel B too; a /v1
+                    context holds z = 5, one finished execution and one running.
+  -k while_down     no server: B's processes are killed (it ends while no gateway runs) and
+                    a garbage record is planted.
+  -k after_crash    second server: A is back with its owner, variables and files; B and the
+                    garbage record are gone with everything B left; the context is back with
+                    z, its finished execution, and the running one reported as ended by the
+                    restart; kernel C (forked by the
+                    zygote) is made to hold y = 7, then the gateway gets SIGUSR2 (upgrade).
+  -k after_upgrade  third server: A and C are adopted again with their state.
+  -k after_stop     no server: SIGTERM stopped every kernel; nothing is left.
+"""
+
+import glob
+import http.client
+import json
+import os
+import signal
+import time
+import urllib.parse
+
+from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, KernelWS, alive, api, check, check_eq,
+                        check_documented, create_kernel, gateway_args, launch_info, pids_of_uids,
+                        poll, process_tree, run_tests, test)
+
+STATE = os.environ["CALLISTO_E2E_STATE"]
+
+
+def load():
+    with open(STATE) as f:
+        return json.load(f)
+
+
+def save(s):
+    with open(STATE, "w") as f:
+        json.dump(s, f)
+
+
+def kernel_cgroups(kernel_id):
+    return [d for d in glob.glob("/sys/fs/cgroup/*/callisto/*") + glob.glob("/sys/fs/cgroup/callisto/*")
+            if kernel_id[:8] in os.path.basename(d)]
+
+
+def records(state_dir, kind="kernels"):
+    d = os.path.join(state_dir, kind)
+    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+
+def run_in(ctx_id, code):
+    r = api("POST", f"/v1/contexts/{ctx_id}/executions", {"code": code}, timeout=120)
+    check(r.status == 200, f"execution of {code!r} answered", r)
+    return r.json()
+
+
+def start_streaming(ctx_id, code):
+    """Starts an execution with NDJSON events; returns (connection, execution id) once it runs."""
+    url = urllib.parse.urlsplit(BASE_URL)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=HTTP_TIMEOUT)
+    conn.request("POST", f"/v1/contexts/{ctx_id}/executions", body=json.dumps({"code": code}),
+                 headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json",
+                          "Accept": "application/x-ndjson"})
+    resp = conn.getresponse()
+    queued = json.loads(resp.readline())
+    check_eq(queued["type"], "queued", "the first event")
+    started = json.loads(resp.readline())
+    check_eq(started["type"], "start", "the second event")
+    return conn, queued["id"]
+
+
+@test
+def test_before_crash():
+    args = gateway_args()
+    a = create_kernel()
+    b = create_kernel()
+    with KernelWS(a["id"]) as ws:
+        ws.kernel_info()
+        check_eq(ws.run("x = 41 + 1; open('kept.txt', 'w').write('kept'); print(x)").stdout(),
+                 "42\n", "kernel A ran")
+        # Still running when the gateway is killed: the kernel goes on with it.
+        ws.execute("import time; time.sleep(4); open('finished.txt', 'w').write('yes')")
+        ws.wait_for(lambda m: m["msg_type"] == "status" and
+                    m["content"].get("execution_state") == "busy", what="A busy")
+    with KernelWS(b["id"]) as ws:
+        check_eq(ws.run("print('b')").stdout(), "b\n", "kernel B ran")
+
+    r = api("POST", "/v1/contexts", {})
+    check(r.status == 201, "a context was made", r)
+    ctx = r.json()
+    done = run_in(ctx["id"], "z = 5\nprint(z)")
+    check_eq(done["stdout"], "5\n", "the context ran")
+    conn, running = start_streaming(ctx["id"], "import time\ntime.sleep(4)\nprint('late')")
+
+    state_dir = os.path.join(args["workdir-root"], ".callisto-state")
+    check_eq(records(state_dir),
+             sorted([a["id"] + ".json", b["id"] + ".json", ctx["kernel_id"] + ".json"]),
+             "a record per running kernel")
+    check_eq(records(state_dir, "contexts"), [ctx["id"] + ".json"], "a record of the context")
+    save({"a": a["id"], "b": b["id"], "a_pid": launch_info(a["id"])["pid"],
+          "b_pid": launch_info(b["id"])["pid"], "root": args["workdir-root"],
+          "state_dir": state_dir, "uids": args["sandbox-uids"],
+          "b_cgroups": kernel_cgroups(b["id"]), "ctx": ctx["id"], "done": done["id"],
+          "running": running})
+    conn.close()
+
+
+@test
+def test_while_down():
+    s = load()
+    check(alive(s["a_pid"]) and alive(s["b_pid"]), "both kernels outlived the SIGKILLed gateway")
+    for pid in reversed(process_tree(s["b_pid"])):
+        os.kill(pid, signal.SIGKILL)
+    poll(lambda: not alive(s["b_pid"]), 10, what="kernel B to end")
+    garbage = os.path.join(s["state_dir"], "kernels", "deadbeef-0000-4000-8000-000000000000.json")
+    with open(garbage, "w") as f:
+        f.write('{"id": "deadbeef-0000-4000-8000-000000000000", "pid": ')
+    s["garbage"] = garbage
+    save(s)
+
+
+@test
+def test_after_crash():
+    s = load()
+    model = api("GET", f"/api/kernels/{s['a']}")
+    check_eq(model.status, 200, "kernel A is listed after the restart")
+    check_eq(launch_info(s["a"])["pid"], s["a_pid"], "kernel A is the same process")
+    with KernelWS(s["a"]) as ws:
+        ws.kernel_info(timeout=60)
+        ex = ws.run("print(x, open('kept.txt').read(), open('finished.txt').read())", timeout=60)
+        check_eq(ex.stdout(), "42 kept yes\n",
+                 "A's variables and files are there; the cell running at the crash finished")
+
+    check_eq(api("GET", f"/api/kernels/{s['b']}").status, 404, "kernel B, ended meanwhile, is gone")
+    check(not os.path.exists(os.path.join(s["root"], s["b"])), "B's workdir was removed")
+    check_eq([d for d in s["b_cgroups"] if os.path.exists(d)], [], "B's cgroups were removed")
+    check(not os.path.exists(s["garbage"]), "the unreadable record was removed")
+    check(s["b"] + ".json" not in records(s["state_dir"]), "B's record is gone")
+
+    # The /v1 context is back, with its history; the execution cut off is reported as such.
+    r = api("GET", f"/v1/contexts/{s['ctx']}")
+    check(r.status == 200, "the context is back after the restart", r)
+    done = api("GET", f"/v1/contexts/{s['ctx']}/executions/{s['done']}")
+    check_documented("GET", "/v1/contexts/{context_id}/executions/{execution_id}", done)
+    done = done.json()
+    check_eq((done["status"], done["stdout"], done.get("restored")), ("ok", "5\n", True),
+             "the finished execution, as recorded")
+    cut = api("GET", f"/v1/contexts/{s['ctx']}/executions/{s['running']}")
+    check_documented("GET", "/v1/contexts/{context_id}/executions/{execution_id}", cut)
+    cut = cut.json()
+    check_eq((cut["status"], cut["error"]["name"]), ("error", "GatewayRestarted"),
+             "the execution running at the crash is reported as ended by the restart")
+    check("went on running it" in cut["error"]["value"], "the reason says what happened", cut)
+    listing = api("GET", f"/v1/contexts/{s['ctx']}/executions").json()
+    check({s["done"], s["running"]} <= {e["id"] for e in listing}, "both are listed", listing)
+    check_eq(run_in(s["ctx"], "print(z)")["stdout"], "5\n", "the context keeps its variables")
+
+    # Kernel C is forked by the zygote (on for this server): wait until it is ready.
+    deadline = time.monotonic() + 90
+    while True:
+        c = create_kernel()
+        if launch_info(c["id"])["launch"] == "zygote":
+            break
+        api("DELETE", f"/api/kernels/{c['id']}")
+        check(time.monotonic() < deadline, "the zygote became ready")
+        time.sleep(1)
+    with KernelWS(c["id"]) as ws:
+        check_eq(ws.run("y = 7; print(y)").stdout(), "7\n", "kernel C ran")
+    s["c"] = c["id"]
+    s["c_pid"] = launch_info(c["id"])["pid"]
+    save(s)
+
+
+@test
+def test_after_upgrade():
+    s = load()
+    for kernel, code, out in ((s["a"], "print(x)", "42\n"), (s["c"], "print(y)", "7\n")):
+        with KernelWS(kernel) as ws:
+            ws.kernel_info(timeout=60)
+            check_eq(ws.run(code, timeout=60).stdout(), out, f"kernel {kernel} kept its state")
+    check_eq(launch_info(s["c"])["pid"], s["c_pid"], "the forked kernel C is the same process")
+    check_eq(run_in(s["ctx"], "print(z + 1)")["stdout"], "6\n", "the context came back again")
+
+
+@test
+def test_after_stop():
+    s = load()
+    first, last = (int(x) for x in s["uids"].split("-"))
+    poll(lambda: not pids_of_uids(first, last), 15, what="every kernel process to end")
+    check_eq(records(s["state_dir"]), [], "no kernel record is left after SIGTERM")
+    check_eq(records(s["state_dir"], "contexts"), [], "no context record is left after SIGTERM")
+    left = [e for e in os.listdir(s["root"]) if not e.startswith(".callisto")]
+    check_eq(left, [], "no workdir is left")
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_tests())
