@@ -1,5 +1,6 @@
 #include "gateway/kernel_adoption.hpp"
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
@@ -56,9 +57,13 @@ void kernel_adoption::move_runtime_dirs(const fs::path& runtime_root) {
 void kernel_adoption::drop(const kernels::kernel_record& record, const std::string& why) {
     log_.warn("kernel " + record.id + " of " + record.owner + " is not adopted (" + why +
               "); it is stopped");
+    // Its group too: an unsandboxed kernel's children are there (a sandboxed one's are in
+    // its cgroup, which the reaper empties).
     launcher::process_kill_list kill;
-    kill.kill_if(record.pid, [&](pid_t) {
-        return kernels::kernel_record_store::still_running(record).empty();
+    kill.kill_if(record.pid, [&](pid_t pid) {
+        if (!kernels::kernel_record_store::still_running(record).empty()) return false;
+        ::kill(-pid, SIGKILL);
+        return true;
     });
     kill.wait(std::chrono::seconds(2));
     records_.remove(record.id);
@@ -73,7 +78,12 @@ void kernel_adoption::spare_in(launcher::leftover_scope& scope) const {
     }
 }
 
-void kernel_adoption::adopt_into(kernels::kernel_manager& kernels) {
+void kernel_adoption::adopt_into(kernels::kernel_manager& kernels,
+                                 launcher::sandbox_uid_pool* uids) {
+    // Held now, before any other kernel starts and could take one of them.
+    if (uids)
+        for (const auto& record : found_)
+            if (record.uid) uids->reserve(*record.uid);
     for (auto& record : found_) {
         const std::string id = record.id;
         const std::string owner = record.owner;

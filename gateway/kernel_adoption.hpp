@@ -16,6 +16,7 @@
 #include "gateway/kernels/kernel_manager.hpp"
 #include "gateway/kernels/kernel_record_store.hpp"
 #include "launcher/leftover_reaper.hpp"
+#include "launcher/sandbox_uid_pool.hpp"
 
 namespace callisto::gateway {
 
@@ -30,8 +31,9 @@ public:
     void move_runtime_dirs(const std::filesystem::path& runtime_root);
     // What the reaper must leave alone: the candidates' uids, cgroups, workdirs.
     void spare_in(launcher::leftover_scope& scope) const;
-    // Hands every candidate to the kernel manager; the outcome of each is logged.
-    void adopt_into(kernels::kernel_manager& kernels);
+    // Hands every candidate to the kernel manager, their uids reserved in `uids` (null: no
+    // sandbox); the outcome of each is logged.
+    void adopt_into(kernels::kernel_manager& kernels, launcher::sandbox_uid_pool* uids);
 
 private:
     // Kills a candidate that will not be adopted (when it is still the recorded process) and

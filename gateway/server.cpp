@@ -130,8 +130,10 @@ void reap_leftovers(const server_config& config, const launcher::instance_lock& 
     scope.tag = lock.tag();
     // The same --runtime-dir as before is ours again (adopted kernels keep their directories
     // there); a previous one goes.
-    if (lock.previous_runtime_root() != config.runtime_root)
-        scope.runtime_root = lock.previous_runtime_root();
+    std::error_code ec;
+    const auto& previous = lock.previous_runtime_root();
+    if (previous && !fs::equivalent(*previous, config.runtime_root, ec))
+        scope.runtime_root = previous;
     if (adoption) adoption->spare_in(scope);
     const auto report = launcher::leftover_reaper(scope).reap();
     log.info("leftovers of earlier instances on " + lock.root().string() + " (tag " + lock.tag() +
@@ -326,7 +328,7 @@ server::server(server_config config, logger log)
         log_.info("kernelspec " + spec.name + " from " + spec.resource_dir.string());
     // After the runtime root exists: the zygotes' scratch directories go there.
     if (zygotes_) zygotes_->start(catalog_.all());
-    if (adoption) adoption->adopt_into(kernels_);
+    if (adoption) adoption->adopt_into(kernels_, sandbox_uids_.get());
     // After the adopted kernels are registered (they may still be connecting).
     if (context_records_) contexts_.restore(*context_records_);
 }

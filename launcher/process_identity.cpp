@@ -1,7 +1,6 @@
 #include "launcher/process_identity.hpp"
 
 #include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -9,7 +8,8 @@ namespace callisto::launcher {
 
 std::optional<std::uint64_t> process_start_ticks(pid_t pid) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string stat;
+    std::getline(in, stat);  // one line
     // "pid (comm) state ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
     const auto end_of_comm = stat.rfind(')');
     if (end_of_comm == std::string::npos) return std::nullopt;

@@ -24,8 +24,21 @@ std::optional<sandbox_identity> sandbox_uid_pool::acquire() {
 
 std::optional<sandbox_identity> sandbox_uid_pool::acquire(uid_t uid) {
     std::lock_guard lock(mutex_);
-    if (uid < first_ || uid - first_ >= count_ || !taken_.insert(uid).second) return std::nullopt;
+    if (uid < first_ || uid - first_ >= count_) return std::nullopt;
+    if (!reserved_.erase(uid) && !taken_.insert(uid).second) return std::nullopt;
     return sandbox_identity{uid, static_cast<gid_t>(uid)};
+}
+
+bool sandbox_uid_pool::reserve(uid_t uid) {
+    std::lock_guard lock(mutex_);
+    if (uid < first_ || uid - first_ >= count_ || !taken_.insert(uid).second) return false;
+    reserved_.insert(uid);
+    return true;
+}
+
+void sandbox_uid_pool::cancel_reservation(uid_t uid) {
+    std::lock_guard lock(mutex_);
+    if (reserved_.erase(uid)) taken_.erase(uid);
 }
 
 void sandbox_uid_pool::release(const sandbox_identity& who) {

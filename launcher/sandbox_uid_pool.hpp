@@ -25,8 +25,13 @@ public:
     // nullopt when every uid is taken.
     std::optional<sandbox_identity> acquire();
     // Takes this uid (a kernel adopted after a restart keeps its own); nullopt when it is
-    // outside the range or taken.
+    // outside the range or taken by someone else. A reserved uid is taken by this call.
     std::optional<sandbox_identity> acquire(uid_t uid);
+    // Holds a uid for a later acquire(uid) (adoptions are decided before the kernels they
+    // concern start, while other kernels already may): false when outside the range or taken.
+    bool reserve(uid_t uid);
+    // Frees a reservation never acquired; a uid acquired since stays taken.
+    void cancel_reservation(uid_t uid);
     void release(const sandbox_identity& who);
 
     std::size_t in_use() const;
@@ -37,6 +42,7 @@ private:
     std::uint32_t next_ = 0;  // round robin, so a uid is not reused right after release
     mutable std::mutex mutex_;
     std::set<uid_t> taken_;
+    std::set<uid_t> reserved_;  // taken, for one acquire(uid)
 };
 
 }  // namespace callisto::launcher

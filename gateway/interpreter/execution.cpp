@@ -164,7 +164,7 @@ nlohmann::json execution::summary() const {
 
 namespace {
 
-constexpr std::size_t recorded_text_bytes = 4096;
+constexpr std::size_t recorded_text_bytes = 2048;
 
 // The last `keep` bytes of `text`, not starting inside a UTF-8 sequence.
 std::string tail_of(const std::string& text, std::size_t keep) {
@@ -179,9 +179,10 @@ std::string tail_of(const std::string& text, std::size_t keep) {
 nlohmann::json execution::to_record() const {
     auto j = to_json();
     for (const char* name : {"stdout", "stderr"})
-        j[name] = tail_of(j[name].get<std::string>(), recorded_text_bytes);
+        j[name] = tail_of(j.value(name, std::string()), recorded_text_bytes);
     nlohmann::json results = nlohmann::json::array();
-    for (const auto& r : j["results"]) {
+    for (const auto& r : j.value("results", nlohmann::json::array())) {
+        if (!r.is_object() || !r.contains("data") || !r["data"].is_object()) continue;
         const auto text = r["data"].find("text/plain");
         if (text != r["data"].end() && text->is_string() &&
             text->get_ref<const std::string&>().size() <= recorded_text_bytes)
@@ -225,6 +226,24 @@ std::shared_ptr<execution> execution::restored(nlohmann::json saved,
     }
     saved["restored"] = true;
     saved["context_id"] = context_id;
+    // What the API promises of an execution holds for a record read back, whatever it lacks.
+    auto ensure = [&](const char* name, bool (nlohmann::json::*is)() const noexcept,
+                      nlohmann::json fallback) {
+        const auto it = saved.find(name);
+        if (it == saved.end() || !((*it).*is)()) saved[name] = std::move(fallback);
+    };
+    ensure("stdout", &nlohmann::json::is_string, "");
+    ensure("stderr", &nlohmann::json::is_string, "");
+    ensure("results", &nlohmann::json::is_array, nlohmann::json::array());
+    ensure("queue_ms", &nlohmann::json::is_number_unsigned, 0);
+    ensure("duration_ms", &nlohmann::json::is_number_unsigned, 0);
+    ensure("truncated", &nlohmann::json::is_object,
+           {{"stdout_bytes", 0}, {"stderr_bytes", 0}, {"results", nlohmann::json::array()}});
+    if (!saved.contains("error") || !(saved["error"].is_object() || saved["error"].is_null()))
+        saved["error"] = nullptr;
+    if (!saved.contains("execution_count") ||
+        !(saved["execution_count"].is_number_integer() || saved["execution_count"].is_null()))
+        saved["execution_count"] = nullptr;
 
     execution_request request;
     if (const auto key = saved.find("idempotency_key"); key != saved.end() && key->is_string())

@@ -122,11 +122,22 @@ void interpreter_context::save_record() const {
     r.workdir = workdir_;
     r.chdir_kernel = chdir_kernel_;
     r.created_at = kernelproto::format_iso_time(created_at_);
-    for (const auto& id : finished_order_)
-        if (auto it = executions_.find(id); it != executions_.end())
-            r.executions.push_back(it->second->to_record());
-    if (current_) r.executions.push_back(current_->to_record());
-    for (const auto& e : queue_) r.executions.push_back(e->to_record());
+    // The latest finished ones only: the record is rewritten as each execution is queued,
+    // starts and ends, on this strand.
+    constexpr std::size_t recorded_finished = 16;
+    const auto skip =
+        finished_order_.size() > recorded_finished ? finished_order_.size() - recorded_finished : 0;
+    try {
+        for (auto id = finished_order_.begin() + static_cast<std::ptrdiff_t>(skip);
+             id != finished_order_.end(); ++id)
+            if (auto it = executions_.find(*id); it != executions_.end())
+                r.executions.push_back(it->second->to_record());
+        if (current_) r.executions.push_back(current_->to_record());
+        for (const auto& e : queue_) r.executions.push_back(e->to_record());
+    } catch (const std::exception& e) {
+        log_.warn(std::string("context record not written: ") + e.what());
+        return;
+    }
     settings_.context_records->save(r);
 }
 
@@ -204,9 +215,11 @@ void interpreter_context::submit(execution_request request,
             e->subscribe(count_when_finished(*self->settings_.metrics, e->request().api));
         self->queue_.push_back(e);
         self->waiting_ = self->queue_.size();
+        // Recorded before it is answered: a restart from now on reports it, never loses it.
+        // Answered before it starts: the answer subscribes to its events, "start" included.
+        self->save_record();
         done({submit_outcome::accepted, e, {}});
         if (!self->current_) self->start_next();
-        self->save_record();
     });
 }
 
@@ -239,6 +252,7 @@ void interpreter_context::interrupt(const std::string& execution_id,
             self->waiting_ = self->queue_.size();
             e->finish(execution_status::interrupted, true);  // never ran
             self->remember(e);
+            self->save_record();
         }
         done(e);
     });
@@ -281,6 +295,7 @@ void interpreter_context::start_next() {
                          {});
             e->finish(execution_status::error);
             remember(e);
+            save_record();
             continue;
         }
         // Code that cannot be recorded does not run (--audit-required).
@@ -290,6 +305,7 @@ void interpreter_context::start_next() {
                 e->set_error("AuditUnavailable", why + "; the code did not run", {});
                 e->finish(execution_status::error);
                 remember(e);
+                save_record();
                 continue;
             }
         }
@@ -328,6 +344,7 @@ void interpreter_context::start_next() {
             options_.one_shot ? "and a one-shot execution keeps no files"
                               : "and the workdir is not writable");
         e->mark_started();
+        save_record();  // running, before the kernel has the code
         // The shell channel keeps order: the runner is loaded and the variables are set
         // before the code runs.
         if (request.language && !runners_loaded_.contains(*request.language))

@@ -7,6 +7,7 @@
 #include "gateway/kernels/kernel_record_store.hpp"
 #include "kernelproto/ids.hpp"
 #include "launcher/ipykernel_bootstrap.hpp"
+#include "launcher/kernel_cgroup.hpp"
 #include "launcher/kernel_command.hpp"
 #include "launcher/process_identity.hpp"
 #include "launcher/process_kill_list.hpp"
@@ -112,15 +113,32 @@ void kernel_process::arm_ready_timer() {
 
 std::string kernel_process::adopt(const kernel_record& record) {
     std::shared_ptr<launcher::sandboxed_kernel> boxed;
+    const bool sandboxed = record.uid.has_value() && env_.sandbox;
+    const bool workdir_is_ours = record.workdir == env_.settings.workdir_root / id_;
     auto give_up = [&](const std::string& why) {
-        // Not ours to keep: the process goes first (its cgroup's destructor kills what is
-        // left in it), then its directories.
+        // Not ours to keep: the process and its group go first, then what is left in its
+        // cgroup (the cgroup's destructor kills it: a sandbox outlives a killed bwrap), then
+        // its directories, and last its uid.
         launcher::process_kill_list kill;
-        kill.kill_if(record.pid,
-                     [&](pid_t) { return kernel_record_store::still_running(record).empty(); });
+        kill.kill_if(record.pid, [&](pid_t pid) {
+            if (!kernel_record_store::still_running(record).empty()) return false;
+            ::kill(-pid, SIGKILL);
+            return true;
+        });
         kill.wait(std::chrono::seconds(2));
+        if (!boxed && sandboxed && !record.cgroup.empty()) {
+            try {
+                launcher::kernel_cgroup leftover(launcher::adopt_existing, env_.sandbox->cgroups(),
+                                                 record.cgroup);
+            } catch (const std::exception&) {
+            }
+        }
         boxed.reset();
+        if (!sandbox_ && sandboxed && workdir_is_ours)
+            launcher::session_workdir leftover(launcher::adopt_existing, record.workdir, true);
+        const bool uid_not_taken = sandboxed && !sandbox_;
         sandbox_.reset();
+        if (uid_not_taken) env_.sandbox_uids->cancel_reservation(*record.uid);
         runtime_dir_.reset();
         return "cannot adopt kernel " + id_ + ": " + why;
     };
@@ -130,6 +148,9 @@ std::string kernel_process::adopt(const kernel_record& record) {
         if (record.uid.has_value() != (env_.sandbox != nullptr))
             return give_up(record.uid ? "it is sandboxed and the sandbox is off now"
                                       : "it is not sandboxed and the sandbox is on now");
+        if (record.uid && !workdir_is_ours)
+            return give_up("its workdir " + record.workdir.string() + " is not " +
+                           (env_.settings.workdir_root / id_).string());
         if (record.uid) {
             sandbox_ = std::make_unique<launcher::session_sandbox>(
                 launcher::adopt_existing, *env_.sandbox, *env_.sandbox_uids, record.workdir,
@@ -147,7 +168,9 @@ std::string kernel_process::adopt(const kernel_record& record) {
     log_.info("adopted " + spec_.name + " kernel, pid " + std::to_string(pid_) +
               (sandbox_ ? " (sandboxed as uid " + std::to_string(*record.uid) + ")" : "") +
               ", left running by an earlier gateway");
-    arm_ready_timer();
+    // No ready timeout: kernel_info is answered on the shell channel, after the cell the
+    // kernel may still be running from before the restart, however long it takes. Its
+    // heartbeat says whether it is alive meanwhile (--heartbeat-timeout).
     tell([](observer& o) { o.on_sockets_ready(); });
     return {};
 }

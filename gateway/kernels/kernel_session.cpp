@@ -166,6 +166,7 @@ void kernel_session::adopt(kernel_record record, result_handler on_ready) {
             self, static_cast<kernel_process::observer*>(self.get())));
         self->model_.assign_owner(record.owner);
         self->set_state(kernel_state::starting, "starting");
+        self->adopting_ = true;
         self->connected_ = false;
         self->spawned_at_ = std::chrono::steady_clock::now();
         if (auto why = self->process_->adopt(record); !why.empty()) {
@@ -227,6 +228,7 @@ void kernel_session::on_ready_timeout() {
 void kernel_session::on_link_connected(transport::link_id link) {
     if (link_ != link || connected_) return;
     connected_ = true;
+    adopting_ = false;
     process_->cancel_ready_timeout();
     if (state_ == kernel_state::starting || state_ == kernel_state::restarting) {
         set_state(kernel_state::running, "idle");
@@ -260,7 +262,11 @@ void kernel_session::on_heartbeat(transport::link_id link, bool beating) {
 }
 
 void kernel_session::on_frozen(std::chrono::seconds silent_for) {
-    if (state_ != kernel_state::running || !process_->running()) return;
+    // An adopted kernel still starting (busy with a cell from before the restart) is judged
+    // by its heartbeat too: nothing else would notice it frozen.
+    const bool judged =
+        state_ == kernel_state::running || (adopting_ && state_ == kernel_state::starting);
+    if (!judged || !process_->running()) return;
     if (!heartbeat_while_busy_ && model_.activity().execution_state == "busy") {
         // Its main loop answers the heartbeat, and it is running code.
         log_.debug("no heartbeat for " + std::to_string(silent_for.count()) +

@@ -176,6 +176,7 @@ private:
     std::shared_ptr<kernel_process> process_;
     std::optional<transport::link_id> link_;
     bool connected_ = false;
+    bool adopting_ = false;  // adopted, its first kernel_info not answered yet
     std::vector<result_handler> ready_waiters_;
     std::vector<std::function<void()>> shutdown_waiters_;
     std::unordered_map<std::string, std::weak_ptr<kernel_client>> awaiting_reply_;

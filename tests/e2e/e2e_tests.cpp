@@ -276,8 +276,10 @@ TEST_CASE(
     "their variables, and reaps those that ended meanwhile") {
     const std::string root = "/tmp/cle2e-adopt-" + std::to_string(::getpid());
     const std::string state = root + ".json";
+    // A ready timeout shorter than the cell kernel A runs across the crash: an adopted kernel
+    // busy with it must wait for it, not be killed as one that never answered.
     const std::vector<std::string> args = {"--workdir-root=" + root, "--sandbox-uids=61100-61199",
-                                           "--pool-size=0"};
+                                           "--pool-size=0", "--kernel-ready-timeout=10"};
     const std::string script = source_dir + "/tests/e2e/python/test_gateway_restart.py";
     const std::map<std::string, std::string> env = {{"CALLISTO_E2E_STATE", state}};
     auto with = [](std::vector<std::string> a, const std::string& extra) {

@@ -52,7 +52,7 @@ TEST_CASE("an execution's record keeps the tail of long output and only short te
     const std::string long_text = std::string(6000, 'a') + "THE END\n";
     const auto saved = finished_execution(long_text)->to_record();
     const auto text = saved["stdout"].get<std::string>();
-    CHECK(text.size() < 4200);
+    CHECK(text.size() < 2200);
     CHECK(text.find("bytes not recorded ...]") != std::string::npos);
     CHECK(text.substr(text.size() - 8) == "THE END\n");
     REQUIRE(saved["results"].size() == 1);  // the image is not kept

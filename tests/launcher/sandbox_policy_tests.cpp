@@ -68,3 +68,26 @@ TEST_CASE("the uid pool hands out distinct non-root uids and reuses released one
     CHECK(c->uid == a->uid);
     CHECK_THROWS_AS(sandbox_uid_pool(0, 10), std::invalid_argument);
 }
+
+TEST_CASE("a reserved uid is held for its adopter alone, and a cancelled one is free again") {
+    sandbox_uid_pool pool(60000, 3);
+    CHECK(pool.reserve(60001));
+    CHECK_FALSE(pool.reserve(60001));  // held
+    CHECK_FALSE(pool.reserve(70000));  // outside the range
+    auto a = pool.acquire();
+    auto b = pool.acquire();
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(a->uid != 60001);  // the others never get it
+    CHECK(b->uid != 60001);
+    CHECK_FALSE(pool.acquire());
+    auto adopter = pool.acquire(60001);  // the adopter does
+    REQUIRE(adopter);
+    CHECK_FALSE(pool.acquire(60001));  // once
+    pool.cancel_reservation(60001);    // acquired since: it stays taken
+    CHECK_FALSE(pool.acquire(60001));
+    pool.release(*adopter);
+    CHECK(pool.reserve(60001));
+    pool.cancel_reservation(60001);  // never acquired: free again
+    CHECK(pool.acquire(60001));
+}

@@ -3,7 +3,8 @@ start adopts them with their state (issue 14). Phases, run by the TEST_CASE in
 tests/e2e/e2e_tests.cpp around the kills and restarts; state in $CALLISTO_E2E_STATE:
 
   -k before_crash   first server (--zygote=off): kernel A (exec'd) holds x = 42 and a file,
-                    and is running a cell when the gateway is SIGKILLed; kernel B too; a /v1
+                    and is running a 16 s cell when the gateway is SIGKILLed (the servers'
+                    --kernel-ready-timeout is 10 s); kernel B too; a /v1
                     context holds z = 5, one finished execution and one running.
   -k while_down     no server: B's processes are killed (it ends while no gateway runs) and
                     a garbage record is planted.
@@ -81,8 +82,9 @@ def test_before_crash():
         ws.kernel_info()
         check_eq(ws.run("x = 41 + 1; open('kept.txt', 'w').write('kept'); print(x)").stdout(),
                  "42\n", "kernel A ran")
-        # Still running when the gateway is killed: the kernel goes on with it.
-        ws.execute("import time; time.sleep(4); open('finished.txt', 'w').write('yes')")
+        # Still running when the gateway is killed, and for longer than the next gateway's
+        # --kernel-ready-timeout (10 s): the kernel goes on with it, and is adopted after.
+        ws.execute("import time; time.sleep(16); open('finished.txt', 'w').write('yes')")
         ws.wait_for(lambda m: m["msg_type"] == "status" and
                     m["content"].get("execution_state") == "busy", what="A busy")
     with KernelWS(b["id"]) as ws:
