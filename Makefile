@@ -74,7 +74,7 @@ fuzz-build:
 
 build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
-	cmake --build $(BUILD) -j$(JOBS) --target callisto callisto-zygote
+	cmake --build $(BUILD) -j$(JOBS) --target callisto callisto-zygote callisto-load
 
 # Installs only the Debian packages that are missing (non-interactive: CI has no stdin).
 define apt_install_missing

@@ -271,6 +271,30 @@ TEST_CASE(
     std::filesystem::remove_all(root, ec);
 }
 
+TEST_CASE("callisto-load for 60 s: 100 clients over 10 kernels, the mixed scenario, nothing lost") {
+    // The soak of docs/reliability.md in small: every snippet kind (prints, plots, errors,
+    // sleeps, interrupts, one-shot fresh kernels), answered as expected, no connection failed.
+    server_process server({"--pool-size=2"});
+    const std::string report = "/tmp/cle2e-load-" + std::to_string(::getpid()) + ".json";
+    auto run = run_command({CALLISTO_LOAD, "--url=" + server.url(), "--token=" + server.token(),
+                            "--clients=100", "--kernels=10", "--duration=60", "--ramp-up=5",
+                            "--think-ms=200", "--timeout=120", "--no-progress", "--json=" + report},
+                           {}, 400);
+    INFO("callisto-load:\n" << run.output);
+    CHECK(run.exit_code == 0);
+    std::ifstream in(report);
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    REQUIRE(j.is_object());
+    CHECK(j["answered"].get<int>() > 0);
+    CHECK(j["lost"] == 0);
+    CHECK(j["wrong"] == 0);
+    CHECK(j["connection_errors"] == 0);
+    for (const char* kind : {"tiny", "print", "plot", "fail", "sleep", "interrupt", "oneshot"})
+        CHECK_MESSAGE(j["by_kind"].contains(kind), kind);
+    CHECK(server.stop() == 0);
+    std::filesystem::remove(report);
+}
+
 TEST_CASE(
     "kernels outlive a SIGKILLed gateway and a SIGUSR2 upgrade; the next start adopts them with "
     "their variables, and reaps those that ended meanwhile") {

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 
-FOLDERS = ("common", "kernelproto", "transport", "launcher", "gateway", "tests")
+FOLDERS = ("common", "kernelproto", "transport", "launcher", "gateway", "bench", "tests")
 TOOL = "clang-format-14"
 
 

@@ -1,0 +1,73 @@
+#pragma once
+// The two ways callisto-load talks to a gateway, as coroutines: a keep-alive HTTP connection,
+// and a kernel's WebSocket channels (the Jupyter protocol's JSON messages).
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>  // before Boost 1.74's awaitable.hpp, which uses std::exchange unincluded
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <boost/beast/websocket/stream.hpp>
+#include <nlohmann/json.hpp>
+
+#include "load_options.hpp"
+
+namespace callisto::load {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+
+struct http_answer {
+    unsigned status = 0;
+    std::string body;
+};
+
+class http_connection {
+public:
+    http_connection(asio::any_io_executor executor, const load_options& options);
+
+    // Connects (again) when needed. Throws boost::system::system_error on a network error
+    // or when no answer came within `timeout`; the connection is then reopened next time.
+    asio::awaitable<http_answer> request(beast::http::verb method, std::string target,
+                                         std::string body, std::chrono::seconds timeout);
+
+private:
+    asio::any_io_executor executor_;
+    const load_options& options_;
+    std::optional<beast::tcp_stream> stream_;
+    beast::flat_buffer buffer_;
+};
+
+class kernel_socket {
+public:
+    kernel_socket(asio::any_io_executor executor, const load_options& options);
+
+    // Throws boost::system::system_error when it cannot connect.
+    asio::awaitable<void> open(const std::string& kernel_id);
+    bool is_open() const { return ws_.has_value(); }
+    void close() { ws_.reset(); }
+
+    asio::awaitable<void> send(const nlohmann::json& message);
+    // The next JSON message, or nullopt at `deadline` (the socket is then closed).
+    // Throws boost::system::system_error when the connection fails.
+    asio::awaitable<std::optional<nlohmann::json>> receive(
+        std::chrono::steady_clock::time_point deadline);
+
+private:
+    asio::any_io_executor executor_;
+    const load_options& options_;
+    std::optional<beast::websocket::stream<beast::tcp_stream>> ws_;
+    beast::flat_buffer buffer_;
+};
+
+// A Jupyter message of this type and content, with a fresh msg_id, for `session`.
+nlohmann::json make_message(const std::string& msg_type, nlohmann::json content,
+                            const std::string& session, const char* channel);
+std::string new_id();
+
+}  // namespace callisto::load

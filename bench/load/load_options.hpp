@@ -1,0 +1,41 @@
+#pragma once
+// callisto-load's command line.
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace callisto::load {
+
+enum class api_kind { jupyter, v1 };
+
+struct load_options {
+    std::string host = "127.0.0.1";
+    std::string port = "8888";
+    std::string token;
+    api_kind api = api_kind::jupyter;
+    std::string kernel = "python3";
+    int clients = 10;
+    int kernels = 2;  // kernels (jupyter) or contexts (v1) the clients share, round robin
+    std::chrono::seconds duration{30};
+    std::chrono::seconds ramp_up{0};             // clients start evenly over this time
+    std::chrono::milliseconds think{100};        // a client's pause between two executions
+    std::chrono::seconds execution_timeout{60};  // no answer by then: lost
+    // Snippet kind -> weight (scenario.hpp): "tiny=1" or the mixed default.
+    std::map<std::string, int> mix;
+    std::string json_file;  // also write the report there
+    bool progress = true;   // a line on stderr each second
+    bool keep_kernels = false;
+};
+
+struct parsed_options {
+    std::optional<load_options> options;  // nullopt: print `message`, exit with `exit_code`
+    std::string message;
+    int exit_code = 0;
+};
+
+parsed_options parse_load_options(const std::vector<std::string>& args);
+
+}  // namespace callisto::load

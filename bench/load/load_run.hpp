@@ -1,0 +1,67 @@
+#pragma once
+// One load run: makes the kernels (or /v1 contexts) the clients share, runs every client as a
+// coroutine on one thread until the duration is over, samples the server each second, and
+// removes what it made.
+
+#include <chrono>
+#include <random>
+#include <string>
+#include <utility>  // before Boost 1.74's awaitable.hpp, which uses std::exchange unincluded
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "gateway_connection.hpp"
+#include "load_options.hpp"
+#include "load_stats.hpp"
+#include "scenario.hpp"
+
+namespace callisto::load {
+
+class load_run {
+public:
+    explicit load_run(load_options options);
+
+    // Runs to the end; the stats then hold the outcome. "" or why the run could not start.
+    std::string run();
+    const load_stats& stats() const { return stats_; }
+    double elapsed_seconds() const;
+    const load_options& options() const { return options_; }
+
+private:
+    struct outcome {
+        std::string status;  // "ok", "error", "timeout", "aborted"
+        std::string stdout_text;
+        std::string text_result;
+        std::string error_name;
+        bool image = false;
+    };
+
+    asio::awaitable<void> main_task();
+    asio::awaitable<std::string> make_targets();
+    asio::awaitable<void> remove_targets();
+    asio::awaitable<void> client(int index);
+    asio::awaitable<void> jupyter_execution(kernel_socket& socket, const std::string& kernel_id,
+                                            const std::string& session, const snippet& s);
+    asio::awaitable<void> http_execution(http_connection& http, std::string target,
+                                         const snippet& s);
+    asio::awaitable<void> interrupt_soon(std::string kernel_id);
+    asio::awaitable<void> sampler();
+    asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d);
+    bool expected(const snippet& s, const outcome& o, bool over_v1, std::string& why) const;
+    static outcome outcome_of_execution_json(const nlohmann::json& execution);
+
+    load_options options_;
+    load_stats stats_;
+    snippet_mix mix_;
+    asio::io_context ioc_;
+    std::vector<std::string> targets_;  // kernel ids or context ids
+    std::chrono::steady_clock::time_point started_;
+    std::chrono::steady_clock::time_point ends_;
+    std::chrono::steady_clock::time_point finished_;
+    bool stopping_ = false;
+    std::string setup_error_;
+};
+
+}  // namespace callisto::load

@@ -1,0 +1,143 @@
+// callisto-load without a server: percentiles, the snippet mix, the command line and the
+// report.
+
+#include <random>
+
+#include <doctest/doctest.h>
+
+#include "latency_histogram.hpp"
+#include "load_options.hpp"
+#include "load_stats.hpp"
+#include "scenario.hpp"
+
+using namespace callisto::load;
+using std::chrono::microseconds;
+
+TEST_CASE("the histogram's percentiles are within its bucket width of the true ones") {
+    latency_histogram h;
+    for (int i = 1; i <= 10000; ++i) h.record(microseconds(i * 100));  // 0.1 ms .. 1 s
+    auto near = [](microseconds got, double want_us) {
+        return got.count() >= want_us * 0.98 && got.count() <= want_us * 1.02;
+    };
+    CHECK(near(h.percentile(0.5), 500000));
+    CHECK(near(h.percentile(0.9), 900000));
+    CHECK(near(h.percentile(0.99), 990000));
+    CHECK(h.max() == microseconds(1000000));
+    CHECK(h.count() == 10000);
+    CHECK(h.mean_ms() == doctest::Approx(500.05));
+
+    latency_histogram small;
+    for (int i = 0; i < 64; ++i) small.record(microseconds(i));  // exact below 64 µs
+    CHECK(small.percentile(0.5) == microseconds(31));
+    CHECK(latency_histogram{}.percentile(0.99) == microseconds(0));
+
+    latency_histogram merged;
+    merged.merge(h);
+    merged.merge(small);
+    CHECK(merged.count() == 10064);
+    latency_histogram huge;
+    huge.record(std::chrono::hours(48));  // past the last bucket: kept there, max exact
+    CHECK(huge.percentile(1.0) == std::chrono::hours(48));
+}
+
+TEST_CASE("a mix draws its kinds in proportion to their weights") {
+    snippet_mix mix({{"tiny", 3}, {"fail", 1}, {"plot", 0}});
+    std::mt19937 random(1);
+    int tiny = 0, fail = 0, other = 0;
+    for (int i = 0; i < 4000; ++i) {
+        const auto kind = mix.draw(random);
+        (kind == snippet_kind::tiny ? tiny : kind == snippet_kind::fail ? fail : other)++;
+    }
+    CHECK(other == 0);
+    CHECK(tiny > 2800);
+    CHECK(tiny < 3200);
+    CHECK(snippet_of(snippet_kind::fail).expect_error == "ZeroDivisionError");
+}
+
+TEST_CASE("a bad --mix is refused; a good one replaces the default") {
+    CHECK(parse_mix("tiny=1,print=2"));
+    CHECK_FALSE(parse_mix("tiny=1,walk=2"));
+    CHECK_FALSE(parse_mix("tiny"));
+    CHECK_FALSE(parse_mix("tiny=-1"));
+    CHECK_FALSE(parse_mix("tiny=0"));
+    CHECK_FALSE(parse_mix("tiny=1x"));
+    auto r = parse_load_options({"--token=t", "--mix=sleep=1"});
+    REQUIRE(r.options);
+    CHECK(r.options->mix == std::map<std::string, int>{{"sleep", 1}});
+}
+
+TEST_CASE("the command line: defaults, every option, and its bad forms") {
+    auto r = parse_load_options({"--token=t"});
+    REQUIRE(r.options);
+    CHECK(r.options->host == "127.0.0.1");
+    CHECK(r.options->port == "8888");
+    CHECK(r.options->mix == default_mix());
+    r = parse_load_options({"--url=http://10.0.0.5:9000/", "--token=t", "--api=v1", "--clients=500",
+                            "--kernels=50", "--duration=1800", "--ramp-up=60", "--think-ms=250",
+                            "--timeout=90", "--kernel=ir", "--json=out.json", "--no-progress",
+                            "--keep-kernels"});
+    REQUIRE(r.options);
+    const auto& o = *r.options;
+    CHECK(o.host == "10.0.0.5");
+    CHECK(o.port == "9000");
+    CHECK(o.api == api_kind::v1);
+    CHECK(o.clients == 500);
+    CHECK(o.kernels == 50);
+    CHECK(o.duration == std::chrono::seconds(1800));
+    CHECK(o.ramp_up == std::chrono::seconds(60));
+    CHECK(o.think == std::chrono::milliseconds(250));
+    CHECK(o.execution_timeout == std::chrono::seconds(90));
+    CHECK(o.kernel == "ir");
+    CHECK(o.json_file == "out.json");
+    CHECK_FALSE(o.progress);
+    CHECK(o.keep_kernels);
+
+    for (const char* bad : {"--clients=0", "--clients=ten", "--duration=0", "--api=grpc",
+                            "--url=https://x:1", "--url=http://nohost", "--think-ms=-5",
+                            "--frobnicate=1", "positional", "--kernels=1e3"}) {
+        INFO(bad);
+        auto refused = parse_load_options({"--token=t", bad});
+        CHECK_FALSE(refused.options);
+        CHECK(refused.exit_code == 2);
+        CHECK_FALSE(refused.message.empty());
+    }
+    auto help = parse_load_options({"--help"});
+    CHECK_FALSE(help.options);
+    CHECK(help.exit_code == 0);
+    CHECK(help.message.find("--clients=N") != std::string::npos);
+}
+
+TEST_CASE("the report counts answers, problems and the server's memory over time") {
+    load_stats s;
+    s.sent = 4;
+    s.answered("tiny", microseconds(2000), true, "");
+    s.answered("tiny", microseconds(4000), true, "");
+    s.answered("fail", microseconds(3000), false, "expected ZeroDivisionError (status ok)");
+    s.lost = 1;
+    s.timeline.push_back({0, 0, 100e6, 50});
+    s.timeline.push_back({1, 3, 110e6, 52});
+    CHECK_FALSE(s.clean());
+    load_options o;
+    const auto table = report_table(s, o, 2.0);
+    CHECK(table.find("3 answered (1.5/s), 2 as expected, 1 wrong, 1 lost") != std::string::npos);
+    CHECK(table.find("fail: expected ZeroDivisionError") != std::string::npos);
+    CHECK(table.find("RSS 100.0 MB at start, 110.0 MB at the end, 110.0 MB peak; fds 50 -> 52") !=
+          std::string::npos);
+    const auto j = report_json(s, o, 2.0);
+    CHECK(j["answered"] == 3);
+    CHECK(j["lost"] == 1);
+    CHECK(j["by_kind"]["tiny"]["count"] == 2);
+    CHECK(j["server"].size() == 2);
+    CHECK(progress_line(s, 2.0).find("executions 3 (1.5/s)") != std::string::npos);
+}
+
+TEST_CASE("values are read from Prometheus text by their exact name") {
+    const std::string text =
+        "# HELP process_resident_memory_bytes Resident memory\n"
+        "process_resident_memory_bytes_total 1\n"
+        "process_resident_memory_bytes 9.5e+07\n"
+        "process_open_fds 42\n";
+    CHECK(prometheus_value(text, "process_resident_memory_bytes") == 9.5e7);
+    CHECK(prometheus_value(text, "process_open_fds") == 42);
+    CHECK_FALSE(prometheus_value(text, "process_max_fds"));
+}
