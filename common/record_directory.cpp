@@ -85,6 +85,11 @@ std::vector<record_directory::entry> record_directory::load() const {
     std::error_code ec;
     for (const auto& file : fs::directory_iterator(dir_, ec)) {
         const auto& path = file.path();
+        const auto name = path.filename().string();
+        if (name.size() > 10 && name.front() == '.' && name.ends_with(".json.tmp")) {
+            std::remove(path.c_str());  // a save a crash interrupted; the record is intact
+            continue;
+        }
         if (path.extension() != ".json" || !valid_id(path.stem().string())) continue;
         std::ifstream in(path, std::ios::binary);
         std::ostringstream text;

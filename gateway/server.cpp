@@ -238,6 +238,9 @@ server::server(server_config config, logger log)
                         ? std::make_unique<launcher::instance_lock>(config_.workdir_root)
                         : nullptr),
       runtime_root_{config_.runtime_root, log_},
+      state_lock_(config_.state_dir.empty()
+                      ? nullptr
+                      : std::make_unique<directory_lock>(config_.state_dir, "--state-dir")),
       kernel_records_(config_.state_dir.empty()
                           ? nullptr
                           : std::make_unique<kernels::kernel_record_store>(

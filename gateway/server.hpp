@@ -14,6 +14,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "common/directory_lock.hpp"
 #include "common/logger.hpp"
 #include "gateway/audit/audit_log.hpp"
 #include "gateway/gateway_services.hpp"
@@ -90,7 +91,9 @@ private:
         bool created = false;
         ~runtime_root_owner();
     } runtime_root_;
-    // Null without --state-dir: kernels then die with the gateway.
+    // Null without --state-dir: kernels then die with the gateway. The lock first: one live
+    // gateway per state directory.
+    std::unique_ptr<directory_lock> state_lock_;
     std::unique_ptr<kernels::kernel_record_store> kernel_records_;
     std::unique_ptr<interpreter::context_record_store> context_records_;
     boost::asio::io_context ioc_;

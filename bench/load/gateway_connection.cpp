@@ -59,34 +59,44 @@ http_connection::http_connection(asio::any_io_executor executor, const load_opti
 asio::awaitable<http_answer> http_connection::request(http::verb method, std::string target,
                                                       std::string body,
                                                       std::chrono::seconds timeout) {
-    try {
-        if (!stream_) {
-            stream_.emplace(executor_);
+    http::request<http::string_body> req{method, target, 11};
+    req.set(http::field::host, options_.host);
+    req.set(http::field::authorization, "token " + options_.token);
+    req.keep_alive(true);
+    if (!body.empty()) {
+        req.set(http::field::content_type, "application/json");
+        req.body() = std::move(body);
+    }
+    req.prepare_payload();
+    // A kept-alive connection the server closed while it was idle fails at once, before any
+    // answer: that one request is sent again on a new connection, as HTTP clients do.
+    for (int attempt = 0;; ++attempt) {
+        const bool reused = stream_.has_value();
+        bool answer_started = false;
+        try {
+            if (!stream_) {
+                stream_.emplace(executor_);
+                stream_->expires_after(timeout);
+                co_await stream_->async_connect(co_await resolve(executor_, options_),
+                                                use_awaitable);
+            }
             stream_->expires_after(timeout);
-            co_await stream_->async_connect(co_await resolve(executor_, options_), use_awaitable);
+            co_await http::async_write(*stream_, req, use_awaitable);
+            http::response_parser<http::string_body> parser;
+            parser.body_limit(64u << 20);
+            co_await http::async_read_header(*stream_, buffer_, parser, use_awaitable);
+            answer_started = true;
+            co_await http::async_read(*stream_, buffer_, parser, use_awaitable);
+            stream_->expires_never();
+            auto res = parser.release();
+            if (!res.keep_alive()) stream_.reset();
+            co_return http_answer{res.result_int(), std::move(res.body())};
+        } catch (const boost::system::system_error& e) {
+            stream_.reset();
+            buffer_.clear();
+            const bool stale = reused && !answer_started && e.code() != beast::error::timeout;
+            if (!stale || attempt > 0) throw;
         }
-        http::request<http::string_body> req{method, target, 11};
-        req.set(http::field::host, options_.host);
-        req.set(http::field::authorization, "token " + options_.token);
-        req.keep_alive(true);
-        if (!body.empty()) {
-            req.set(http::field::content_type, "application/json");
-            req.body() = std::move(body);
-        }
-        req.prepare_payload();
-        stream_->expires_after(timeout);
-        co_await http::async_write(*stream_, req, use_awaitable);
-        http::response_parser<http::string_body> parser;
-        parser.body_limit(64u << 20);
-        co_await http::async_read(*stream_, buffer_, parser, use_awaitable);
-        auto res = parser.release();
-        stream_->expires_never();
-        if (!res.keep_alive()) stream_.reset();
-        co_return http_answer{res.result_int(), std::move(res.body())};
-    } catch (...) {
-        stream_.reset();
-        buffer_.clear();
-        throw;
     }
 }
 
