@@ -98,6 +98,11 @@ asio::awaitable<void> load_run::client(int index) {
     kernel_socket socket(executor, options_);
     http_connection http(executor, options_);
     const std::string session = new_id();
+    // A WebSocket nobody reads answers no ping: a gateway closes it after its ping interval
+    // (Callisto's --ws-ping-interval, 30 s). One left unread longer than this (a slow one-shot
+    // meanwhile) is opened again rather than found closed in the middle of an execution.
+    constexpr auto unread_limit = std::chrono::seconds(10);
+    auto last_read = clock::now();
     while (clock::now() < ends_) {
         const snippet& s = snippet_of(mix_.draw(random));
         if (s.kind == snippet_kind::oneshot) {
@@ -105,6 +110,7 @@ asio::awaitable<void> load_run::client(int index) {
         } else if (options_.api == api_kind::v1) {
             co_await http_execution(http, "/v1/contexts/" + target + "/executions", s);
         } else {
+            if (socket.is_open() && clock::now() - last_read > unread_limit) socket.close();
             if (!socket.is_open()) {
                 bool failed = false;
                 try {
@@ -120,6 +126,7 @@ asio::awaitable<void> load_run::client(int index) {
                 }
             }
             co_await jupyter_execution(socket, target, session, s);
+            last_read = clock::now();
         }
         if (options_.think.count() > 0) co_await sleep_for(options_.think);
     }
