@@ -20,7 +20,7 @@ COPY transport transport
 COPY launcher launcher
 COPY gateway gateway
 COPY docs/openapi.json docs/openapi.json
-RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCALLISTO_BUILD_TESTS=OFF \
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCALLISTO_BUILD_TESTS=OFF -DCALLISTO_BUILD_LOAD=OFF \
  && cmake --build build -j"$(nproc)" --target callisto callisto-zygote \
  && strip build/gateway/callisto build/gateway/callisto-zygote
 
