@@ -1,10 +1,7 @@
 #include "gateway/kernel_adoption.hpp"
 
-#include <csignal>
 #include <cstdio>
 #include <cstring>
-
-#include "launcher/process_kill_list.hpp"
 
 namespace callisto::gateway {
 
@@ -59,13 +56,7 @@ void kernel_adoption::drop(const kernels::kernel_record& record, const std::stri
               "); it is stopped");
     // Its group too: an unsandboxed kernel's children are there (a sandboxed one's are in
     // its cgroup, which the reaper empties).
-    launcher::process_kill_list kill;
-    kill.kill_if(record.pid, [&](pid_t pid) {
-        if (!kernels::kernel_record_store::still_running(record).empty()) return false;
-        ::kill(-pid, SIGKILL);
-        return true;
-    });
-    kill.wait(std::chrono::seconds(2));
+    kernels::kernel_record_store::kill_recorded_process(record);
     records_.remove(record.id);
 }
 

@@ -10,7 +10,6 @@
 #include "launcher/kernel_cgroup.hpp"
 #include "launcher/kernel_command.hpp"
 #include "launcher/process_identity.hpp"
-#include "launcher/process_kill_list.hpp"
 #include "launcher/sandboxed_kernel.hpp"
 
 namespace callisto::gateway::kernels {
@@ -119,13 +118,7 @@ std::string kernel_process::adopt(const kernel_record& record) {
         // Not ours to keep: the process and its group go first, then what is left in its
         // cgroup (the cgroup's destructor kills it: a sandbox outlives a killed bwrap), then
         // its directories, and last its uid.
-        launcher::process_kill_list kill;
-        kill.kill_if(record.pid, [&](pid_t pid) {
-            if (!kernel_record_store::still_running(record).empty()) return false;
-            ::kill(-pid, SIGKILL);
-            return true;
-        });
-        kill.wait(std::chrono::seconds(2));
+        kernel_record_store::kill_recorded_process(record);
         if (!boxed && sandboxed && !record.cgroup.empty()) {
             try {
                 launcher::kernel_cgroup leftover(launcher::adopt_existing, env_.sandbox->cgroups(),

@@ -1,8 +1,10 @@
 #include "gateway/kernels/kernel_record_store.hpp"
 
+#include <csignal>
 #include <stdexcept>
 
 #include "launcher/process_identity.hpp"
+#include "launcher/process_kill_list.hpp"
 
 namespace callisto::gateway::kernels {
 
@@ -22,6 +24,16 @@ kernel_record_store::loaded kernel_record_store::load() {
         }
     }
     return out;
+}
+
+void kernel_record_store::kill_recorded_process(const kernel_record& record) {
+    launcher::process_kill_list kill;
+    kill.kill_if(record.pid, [&](pid_t pid) {
+        if (!still_running(record).empty()) return false;
+        ::kill(-pid, SIGKILL);
+        return true;
+    });
+    kill.wait(std::chrono::seconds(2));
 }
 
 std::string kernel_record_store::still_running(const kernel_record& record) {

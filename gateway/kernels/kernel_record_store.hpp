@@ -40,6 +40,10 @@ public:
     // Whether the record's process is still the one it names: the same pid and start time,
     // and, sandboxed, the same uid. "" or why not.
     static std::string still_running(const kernel_record& record);
+    // SIGKILLs the record's process and its process group (an unsandboxed kernel's children;
+    // a sandboxed one's are in its cgroup) while it is still that process, and waits up to 2 s
+    // for it to go.
+    static void kill_recorded_process(const kernel_record& record);
 
 private:
     record_directory records_;
