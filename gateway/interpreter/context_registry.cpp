@@ -46,8 +46,8 @@ void context_registry::create(const context_request& request, const user& owner,
                               std::function<void(create_context_result)> done) {
     const kernels::kernel_policy policy = request.policy.value_or(settings_.default_policy);
     auto open_context = [this, owner_name = owner.name, policy, one_shot = request.one_shot,
-                         done = std::move(done)](kernels::create_kernel_result r,
-                                                 std::size_t uses) {
+                         via_mcp = request.via_mcp, done = std::move(done)](
+                            kernels::create_kernel_result r, std::size_t uses) {
         if (!r.kernel) return done({nullptr, r.error, r.message});
         const std::string id = kernelproto::new_uuid();
         fs::path workdir;
@@ -69,7 +69,7 @@ void context_registry::create(const context_request& request, const user& owner,
         }
         auto context = std::make_shared<interpreter_context>(
             ioc_, id, owner_name, r.kernel, workdir, chdir_kernel,
-            context_options{policy, one_shot, uses}, settings_,
+            context_options{policy, one_shot, via_mcp, uses}, settings_,
             log_.component("context")
                 .with("context_id", id)
                 .with("kernel_id", r.kernel->id())
@@ -120,7 +120,7 @@ void context_registry::restore(context_record_store& records) {
         }
         auto context = std::make_shared<interpreter_context>(
             ioc_, record.id, record.owner, kernel, record.workdir, record.chdir_kernel,
-            context_options{record.policy, false, record.kernel_uses}, settings_,
+            context_options{record.policy, false, false, record.kernel_uses}, settings_,
             log_.component("context")
                 .with("context_id", record.id)
                 .with("kernel_id", kernel->id())

@@ -81,6 +81,7 @@ interpreter_context::interpreter_context(asio::io_context& ioc, std::string id, 
 nlohmann::json interpreter_context::model() const {
     auto k = kernel_->model();
     return {{"id", id_},
+            {"owner", owner_},
             {"kernel_id", kernel_->id()},
             {"kernel", kernel_->kernelspec_name()},
             {"languages", languages::language_names(languages::languages_run_by(dialect_))},
@@ -96,6 +97,9 @@ nlohmann::json interpreter_context::model() const {
 void interpreter_context::open() {
     asio::post(strand_, [self = shared_from_this()] {
         self->kernel_->attach(self);
+        self->kernel_->hold(
+            self->options_.via_mcp ? kernels::kernel_holder::mcp : kernels::kernel_holder::context,
+            self->id_);
         self->send_chdir();
         self->save_record();
     });
@@ -355,6 +359,7 @@ void interpreter_context::start_next() {
         if (!request.env.empty())
             if (auto set = languages::env_apply_code(dialect_, request.env))
                 send_silent(std::move(*set));
+        kernel_->count_execution();
         kernel_->submit(weak_from_this(), channel::shell, std::move(msg));
         if (auto t = e->request().timeout) {
             deadline_timer_.expires_after(*t);

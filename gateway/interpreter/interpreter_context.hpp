@@ -38,6 +38,7 @@ namespace callisto::gateway::interpreter {
 struct context_options {
     kernels::kernel_policy policy = kernels::kernel_policy::reuse;
     bool one_shot = false;        // made for one POST /v1/executions; keeps no files
+    bool via_mcp = false;         // made by an MCP session's tools (shown to admins)
     std::size_t kernel_uses = 1;  // contexts or one-shot runs its kernel served, this one too
 };
 

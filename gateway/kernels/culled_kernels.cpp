@@ -31,6 +31,20 @@ void culled_kernels::forget(const std::string& id) {
     entries_.erase(id);
 }
 
+std::vector<std::pair<std::string, culled_kernel>> culled_kernels::latest(
+    std::size_t limit, wall_clock::time_point now) const {
+    std::vector<std::pair<std::string, culled_kernel>> out;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& [id, entry] : entries_)
+            if (now - entry.culled_at < retention_) out.emplace_back(id, entry);
+    }
+    std::sort(out.begin(), out.end(),
+              [](const auto& a, const auto& b) { return a.second.culled_at > b.second.culled_at; });
+    if (out.size() > limit) out.resize(limit);
+    return out;
+}
+
 void culled_kernels::prune(wall_clock::time_point now) {
     std::erase_if(entries_,
                   [&](const auto& kv) { return now - kv.second.culled_at >= retention_; });

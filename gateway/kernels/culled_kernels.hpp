@@ -7,6 +7,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gateway/kernels/culling_policy.hpp"
 
@@ -16,6 +18,7 @@ struct culled_kernel {
     wall_clock::time_point culled_at;
     std::string reason;
     std::string owner;  // only they (and admins) learn that the id was culled
+    std::string kernelspec;
 };
 
 class culled_kernels {
@@ -26,6 +29,9 @@ public:
     void record(const std::string& id, culled_kernel entry, wall_clock::time_point now);
     std::optional<culled_kernel> find(const std::string& id, wall_clock::time_point now) const;
     void forget(const std::string& id);  // the id was reused by an idempotent create
+    // The `limit` most recently culled within the retention period, newest first (admins).
+    std::vector<std::pair<std::string, culled_kernel>> latest(std::size_t limit,
+                                                              wall_clock::time_point now) const;
 
 private:
     void prune(wall_clock::time_point now);

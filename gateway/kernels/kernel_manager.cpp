@@ -66,7 +66,8 @@ std::size_t kernel_manager::cull_once() {
         const std::string& reason = decision->reason;
         env_.log.info("culling kernel " + kernel->id() + ": " + reason);
         env_.metrics.culls.with({decision->rule}).inc();
-        culled_.record(kernel->id(), {now, reason, kernel->owner()}, now);
+        culled_.record(kernel->id(), {now, reason, kernel->owner(), kernel->kernelspec_name()},
+                       now);
         ++culled;
         kernel->shutdown(
             [this, kernel] {
@@ -255,8 +256,11 @@ bool kernel_manager::keep(const std::shared_ptr<kernel_session>& kernel, std::si
     if (!may_reuse(uses, activity.started_at, now, reuse_.limits)) return false;
     std::lock_guard lock(mutex_);
     if (stopping_ || kernels_.find(kernel->id()) == kernels_.end()) return false;
-    return kept_.put({kernel->id(), kernel->owner(), kernel->kernelspec_name(), uses,
-                      activity.started_at, now, false});
+    if (!kept_.put({kernel->id(), kernel->owner(), kernel->kernelspec_name(), uses,
+                    activity.started_at, now, false}))
+        return false;
+    kernel->hold(kernel_holder::keep);
+    return true;
 }
 
 bool kernel_manager::kept_ready(const std::shared_ptr<kernel_session>& kernel) {

@@ -107,6 +107,10 @@ public:
     // A kernel of `who` (any, for an admin) culled within the retention period: its id
     // answers 410 Gone. Others' culled ids stay unknown, as their live ones are.
     std::optional<culled_kernel> culled_for(const std::string& id, const user& who) const;
+    // The most recently culled kernels, newest first: what an admin's overview shows.
+    std::vector<std::pair<std::string, culled_kernel>> recently_culled(std::size_t limit) const {
+        return culled_.latest(limit, clock_());
+    }
 
 private:
     void start_culling();

@@ -5,6 +5,16 @@
 
 namespace callisto::gateway::kernels {
 
+std::string_view to_string(kernel_holder holder) {
+    switch (holder) {
+        case kernel_holder::client: return "client";
+        case kernel_holder::context: return "context";
+        case kernel_holder::mcp: return "mcp";
+        case kernel_holder::keep: return "keep";
+    }
+    return "client";
+}
+
 kernel_model::kernel_model()
     : last_activity_(std::chrono::system_clock::now()), started_at_(last_activity_) {}
 
@@ -27,7 +37,12 @@ nlohmann::json kernel_model::to_json(const std::string& id, const std::string& n
         }
         m["callisto"] = {{"launch", forked_ ? "zygote" : "exec"},
                          {"pid", pid_},
-                         {"pss_bytes", pss_ ? nlohmann::json(*pss_) : nlohmann::json()}};
+                         {"pss_bytes", pss_ ? nlohmann::json(*pss_) : nlohmann::json()},
+                         {"owner", owner_},
+                         {"started", kernelproto::format_iso_time(started_at_)},
+                         {"executions", executions_},
+                         {"held_by", to_string(holder_)}};
+        if (!holder_context_.empty()) m["callisto"]["context_id"] = holder_context_;
     }
     return m;
 }
@@ -63,6 +78,17 @@ std::string kernel_model::owner() const {
 void kernel_model::assign_owner(std::string name) {
     std::lock_guard lock(mutex_);
     owner_ = std::move(name);
+}
+
+void kernel_model::hold(kernel_holder holder, std::string context_id) {
+    std::lock_guard lock(mutex_);
+    holder_ = holder;
+    holder_context_ = std::move(context_id);
+}
+
+void kernel_model::count_execution() {
+    std::lock_guard lock(mutex_);
+    ++executions_;
 }
 
 void kernel_model::touch() {

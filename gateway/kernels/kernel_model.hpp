@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -24,12 +25,19 @@ namespace callisto::gateway::kernels {
 // kept off every other answer). A user sees none of it.
 enum class kernel_process_view { hidden, shown, shown_with_fresh_memory };
 
+// What holds a kernel, for an admin looking at the list: a Jupyter client's kernel (the
+// default), an interpreter context's (/v1 or an MCP session's), or the reuse keep's, where a
+// reset kernel waits for its owner's next context.
+enum class kernel_holder { client, context, mcp, keep };
+std::string_view to_string(kernel_holder holder);
+
 class kernel_model {
 public:
     kernel_model();
 
     // {id, name, last_activity, execution_state, connections[, reason][, callisto: {launch,
-    // pid, pss_bytes}]}: what `view` allows of the process behind it (kernel_process_view).
+    // pid, pss_bytes, owner, started, executions, held_by[, context_id]}]}: what `view` allows
+    // of the process behind it (kernel_process_view).
     nlohmann::json to_json(const std::string& id, const std::string& name,
                            kernel_process_view view = kernel_process_view::hidden) const;
     kernel_activity activity() const;
@@ -37,6 +45,10 @@ public:
 
     std::string owner() const;
     void assign_owner(std::string name);
+    // What holds the kernel now; context_id for a context or an MCP session's context.
+    void hold(kernel_holder holder, std::string context_id = {});
+    // An execution a user sent (not the gateway's own resets and runners).
+    void count_execution();
 
     // Now is activity: a request arrived, or the kernel was handed to someone.
     void touch();
@@ -59,6 +71,9 @@ private:
     std::size_t connections_ = 0;
     std::string reason_;
     std::string owner_;
+    kernel_holder holder_ = kernel_holder::client;
+    std::string holder_context_;
+    std::uint64_t executions_ = 0;
     pid_t pid_ = 0;
     bool forked_ = false;
     mutable std::optional<std::uint64_t> pss_;  // cached, read at pss_read_

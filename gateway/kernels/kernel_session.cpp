@@ -137,6 +137,12 @@ void kernel_session::forget_record() {
 
 void kernel_session::mark_claimed() { model_.touch(); }
 
+void kernel_session::hold(kernel_holder holder, std::string context_id) {
+    model_.hold(holder, std::move(context_id));
+}
+
+void kernel_session::count_execution() { model_.count_execution(); }
+
 kernel_activity kernel_session::activity() const { return model_.activity(); }
 
 void kernel_session::set_state(kernel_state s, std::string execution_state, std::string reason) {
@@ -474,7 +480,10 @@ void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel c
     if (!link_) return;
     if (ch == channel::shell && msg.msg_type == "execute_request") {
         auto client = from.lock();
-        if (client && !client->takes_messages() && !track_request(client, msg)) return;
+        if (client && !client->takes_messages()) {
+            if (!track_request(client, msg)) return;
+            model_.count_execution();
+        }
     }
     if (ch == channel::shell || ch == channel::control) {
         if (awaiting_reply_.size() >= max_awaiting_replies)

@@ -106,6 +106,11 @@ public:
     // activity, so the idle culler does not take a kernel someone has just been given, before
     // its first request, for the time it sat waiting. Thread-safe.
     void mark_claimed();
+    // What holds the kernel now, for an admin's view of it (kernel_holder). Thread-safe.
+    void hold(kernel_holder holder, std::string context_id = {});
+    // An interpreter context sends a user's execution (a Jupyter client's are counted on
+    // their way through submit). Thread-safe.
+    void count_execution();
 
 private:
     class link_listener;

@@ -115,6 +115,7 @@ void context_tools::with_context(const tool_language& language, context_fn fn) {
     }
     request.language.reset();
     request.kernel = kernel;
+    request.via_mcp = true;
     contexts_.create(request, owner_,
                      [self = shared_from_this(), kernel](interpreter::create_context_result r) {
                          self->on_created(kernel, std::move(r));

@@ -96,3 +96,21 @@ TEST_CASE("the culled registry is bounded, dropping the oldest record") {
     CHECK(culled.find("b", t0 + 2s));
     CHECK(culled.find("c", t0 + 2s));
 }
+
+TEST_CASE("the latest culled kernels come newest first, within the retention, at most N") {
+    culled_kernels culled(3600s);
+    culled.record("a", {t0, "idle for 600 s", "ana", "python3"}, t0);
+    culled.record("b", {t0 + 10s, "max age", "bob", "ir"}, t0 + 10s);
+    culled.record("c", {t0 + 20s, "idle for 600 s", "ana", "python3"}, t0 + 20s);
+    auto latest = culled.latest(10, t0 + 20s);
+    REQUIRE(latest.size() == 3);
+    CHECK(latest[0].first == "c");
+    CHECK(latest[1].first == "b");
+    CHECK(latest[1].second.kernelspec == "ir");
+    CHECK(latest[1].second.owner == "bob");
+    CHECK(latest[2].first == "a");
+    CHECK(culled.latest(2, t0 + 20s).size() == 2);
+    auto later = culled.latest(10, t0 + 3605s);  // a has passed its retention
+    REQUIRE(later.size() == 2);
+    CHECK(later[1].first == "b");
+}
