@@ -160,7 +160,35 @@ std::string audit_log::record(const execution_entry& entry) {
     size_ += written;
     end_ = {line.hash, end_.seq + 1};
     last_error_.clear();
+    remember_locked(record, end_.seq);
     return {};
+}
+
+void audit_log::remember_locked(nlohmann::json record, std::uint64_t seq) {
+    constexpr std::size_t latest_kept = 100;
+    constexpr std::size_t code_shown = 500;
+    record["seq"] = seq;
+    if (auto it = record.find("code"); it != record.end() && it->is_string()) {
+        auto& code = it->get_ref<std::string&>();
+        if (code.size() > code_shown) {
+            // Cut between characters: code is UTF-8 (it came through JSON).
+            std::size_t cut = code_shown;
+            while (cut > 0 && (static_cast<unsigned char>(code[cut]) & 0xC0) == 0x80) --cut;
+            code = code.substr(0, cut) + "…";
+        }
+    }
+    latest_.push_front(std::move(record));
+    if (latest_.size() > latest_kept) latest_.pop_back();
+}
+
+nlohmann::json audit_log::latest(std::size_t limit) const {
+    std::lock_guard lock(mutex_);
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : latest_) {
+        if (out.size() >= limit) break;
+        out.push_back(r);
+    }
+    return out;
 }
 
 int verify_files(const std::vector<std::string>& files, std::string& report) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -53,12 +54,18 @@ public:
     // Appends the entry's line; "" or why it could not.
     std::string record(const execution_entry& entry);
 
+    // The latest lines written, newest first, at most `limit` (an admin's overview): as in the
+    // file, with "seq", and code cut to its first 500 characters. Kept in memory, so no read
+    // of the file (which may be rotated away or unreadable to us) is needed.
+    nlohmann::json latest(std::size_t limit) const;
+
     // The JSON object a line holds before it is chained (public for tests).
     nlohmann::json to_json(const execution_entry& entry) const;
 
 private:
     std::string rotate_locked();
     void open_locked();
+    void remember_locked(nlohmann::json record, std::uint64_t seq);
 
     const audit_settings settings_;
     mutable std::mutex mutex_;
@@ -66,6 +73,7 @@ private:
     std::uint64_t size_ = 0;
     chain_end end_;
     std::string last_error_;
+    std::deque<nlohmann::json> latest_;  // newest first, at most latest_kept entries
 };
 
 // `callisto audit-verify FILE…`: the files in chain order (oldest first). Returns the exit

@@ -216,3 +216,25 @@ TEST_CASE("audit log on a full disk fails the write and refuses what follows, th
     CHECK(why.find("No space left on device") != std::string::npos);
     CHECK(log.refuse_reason().find("cannot be written") != std::string::npos);
 }
+
+TEST_CASE("audit log keeps its latest lines in memory, newest first, the code cut to 500") {
+    temp_dir dir;
+    audit_log log({dir.path / "audit.log"});
+    CHECK(log.latest(10).empty());
+    CHECK(log.record(entry("print(1)")) == "");
+    // 499 ASCII bytes, then a 2-byte character across the 500th byte: cut before it.
+    const std::string long_code = std::string(499, 'x') + "é" + std::string(100, 'y');
+    CHECK(log.record(entry(long_code, "error")) == "");
+    auto latest = log.latest(10);
+    REQUIRE(latest.size() == 2);
+    CHECK(latest[0]["seq"] == 2);
+    CHECK(latest[0]["status"] == "error");
+    CHECK(latest[0]["code"] == std::string(499, 'x') + "…");
+    CHECK(latest[0]["code_bytes"] == long_code.size());
+    CHECK(latest[1]["seq"] == 1);
+    CHECK(latest[1]["code"] == "print(1)");
+    CHECK(log.latest(1).size() == 1);
+    for (int i = 0; i < 150; ++i) CHECK(log.record(entry("x")) == "");
+    CHECK(log.latest(1000).size() == 100);  // bounded
+    CHECK(log.latest(1)[0]["seq"] == 152);
+}
