@@ -6,6 +6,7 @@
 
 #include "common/logger.hpp"
 #include "common/metrics.hpp"
+#include "gateway/admin/admin_api.hpp"
 #include "gateway/http/body_budget.hpp"
 #include "gateway/http/connection_limiter.hpp"
 #include "gateway/http/session_registry.hpp"
@@ -34,6 +35,7 @@ struct gateway_services {
     interpreter::interpreter_api& interpreter_rest;
     mcp::mcp_endpoint& mcp;
     const metrics::registry& metrics;
+    const admin::admin_api& admin_rest;
 };
 
 }  // namespace callisto::gateway

@@ -148,6 +148,9 @@ void register_routes(request_dispatcher& d, gateway_services& s) {
             k, [&s](incoming_request in) { interpreter_route(s, std::move(in)); }, options);
     }
     d.handle(kind::context_events, [&s](incoming_request in) { context_events(s, std::move(in)); });
+    d.handle(kind::whoami, [&s](incoming_request in) { in.respond(s.admin_rest.whoami(*in.who)); });
+    d.handle(kind::admin_overview,
+             [&s](incoming_request in) { in.respond(s.admin_rest.overview(*in.who)); });
 
     // MCP hosts send bearer tokens and expect 401 with a challenge when it is wrong; a body
     // carries upload_file's base64 content.

@@ -298,12 +298,17 @@ server::server(server_config config, logger log)
       connections_(config_.max_connections, config_.max_connections_per_address),
       request_bodies_(config_.max_body_bytes_in_flight),
       trimmer_(ioc_, std::chrono::seconds(10)),
+      // An hour of 10 s samples for the admin console's chart.
+      activity_(std::chrono::seconds(10), 360),
+      activity_sampler_(ioc_, activity_, [this] { return sample_activity(); }),
+      admin_rest_(kernels_, audit_.get(), activity_,
+                  {CALLISTO_VERSION, std::chrono::system_clock::now(), sandbox_ != nullptr}),
       readiness_(kernels_, sandbox_ != nullptr),
       drain_timer_(ioc_),
       services_{
           config_,           auth_,        kernels_,        kernels_rest_, kernelspecs_rest_,
           sessions_,         connections_, request_bodies_, readiness_,    log_.component("http"),
-          interpreter_rest_, mcp_,         metrics_},
+          interpreter_rest_, mcp_,         metrics_,        admin_rest_},
       dispatcher_(auth_, !config_.web_root.empty(), config_.max_request_body_bytes),
       http_{dispatcher_, connections_,           request_bodies_,        sessions_,
             requests_,   config_.header_timeout, log_.component("http"), tls_.get()} {
@@ -354,6 +359,7 @@ void server::run() {
     kernels_.start();
     mcp_sessions_.start_expiry(ioc_);
     trimmer_.start();
+    activity_sampler_.start();
 
     std::vector<std::thread> threads;
     for (int i = 1; i < config_.threads; ++i) threads.emplace_back([this] { ioc_.run(); });
@@ -431,6 +437,7 @@ void server::request_stop() {
 void server::begin_stop() {
     listener_->stop();
     trimmer_.stop();
+    activity_sampler_.stop();
     drain_timer_.cancel();
     readiness_.begin_drain();
     sessions_.close_all();
@@ -439,6 +446,20 @@ void server::begin_stop() {
     contexts_.stop();
     mcp_sessions_.close_all();
     kernels_.shutdown_all([this] { asio::post(ioc_, [this] { finish_stop(); }); });
+}
+
+admin::activity_sample server::sample_activity() const {
+    admin::activity_sample sample;
+    sample.at = std::chrono::system_clock::now();
+    for (const auto& k : kernels_.list()) {
+        ++sample.kernels;
+        if (k->activity().execution_state == "busy") ++sample.busy;
+    }
+    double executions = 0;
+    kernel_metrics_.executions.for_each(
+        [&](const auto&, const metrics::counter& c) { executions += c.value(); });
+    sample.executions_total = static_cast<std::uint64_t>(executions);
+    return sample;
 }
 
 void server::finish_stop() {

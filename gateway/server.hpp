@@ -16,6 +16,8 @@
 
 #include "common/directory_lock.hpp"
 #include "common/logger.hpp"
+#include "gateway/admin/activity_sampler.hpp"
+#include "gateway/admin/admin_api.hpp"
 #include "gateway/audit/audit_log.hpp"
 #include "gateway/gateway_services.hpp"
 #include "gateway/http/http_services.hpp"
@@ -74,6 +76,7 @@ private:
     // running and recorded for the next start to adopt.
     [[noreturn]] void leave_kernels_running(const std::string& signal_name);
     void finish_stop();
+    admin::activity_sample sample_activity() const;
 
     const server_config config_;
     logger log_;
@@ -124,6 +127,9 @@ private:
     connection_limiter connections_;
     body_budget request_bodies_;
     memory_trimmer trimmer_;
+    admin::activity_history activity_;
+    admin::activity_sampler activity_sampler_;
+    admin::admin_api admin_rest_;
     readiness readiness_;
     boost::asio::steady_timer drain_timer_;
     gateway_services services_;

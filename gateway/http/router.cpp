@@ -60,14 +60,18 @@ route match_v1_oneshot(std::string_view method, const std::vector<std::string>& 
     return r;
 }
 
-// /v1/languages, and /v1/contexts[/{id}[/restart | /events | /executions[/{eid}] |
-// /files[/{path...}]]]
+// /v1/languages, /v1/whoami, /v1/admin/overview, and /v1/contexts[/{id}[/restart | /events |
+// /executions[/{eid}] | /files[/{path...}]]]
 route match_v1(std::string_view method, const std::vector<std::string>& seg, route r) {
     const std::size_t n = seg.size();
     if (n >= 2 && seg[1] == "executions") return match_v1_oneshot(method, seg, std::move(r));
-    if (n == 2 && seg[1] == "languages") {
+    const bool get_only = (n == 2 && (seg[1] == "languages" || seg[1] == "whoami")) ||
+                          (n == 3 && seg[1] == "admin" && seg[2] == "overview");
+    if (get_only) {
         if (method != "GET") return method_not_allowed("GET");
-        r.kind = route_kind::languages_list;
+        r.kind = seg[1] == "languages" ? route_kind::languages_list
+                 : seg[1] == "whoami"  ? route_kind::whoami
+                                       : route_kind::admin_overview;
         return r;
     }
     if (n < 2 || seg[1] != "contexts") return r;
@@ -214,6 +218,8 @@ std::string_view to_string(route_kind kind) {
         case route_kind::oneshot_get: return "oneshot_get";
         case route_kind::oneshot_delete: return "oneshot_delete";
         case route_kind::languages_list: return "languages_list";
+        case route_kind::whoami: return "whoami";
+        case route_kind::admin_overview: return "admin_overview";
         case route_kind::files_upload: return "files_upload";
         case route_kind::context_events: return "context_events";
         case route_kind::mcp: return "mcp";

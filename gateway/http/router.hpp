@@ -45,6 +45,8 @@ enum class route_kind {
     oneshot_get,       // GET /v1/executions/{eid}
     oneshot_delete,    // DELETE /v1/executions/{eid} (interrupts it)
     languages_list,    // GET /v1/languages: which kernel runs which language
+    whoami,            // GET /v1/whoami: the caller's name and role
+    admin_overview,    // GET /v1/admin/overview: the warm pool, culled kernels, activity, audit
     mcp,               // POST, DELETE /mcp (gateway/mcp/); GET answers 405: no SSE stream
     bad_v1_path,       // a /v1 path with an unsafe segment ("..", "%2F", NUL, "//"): 400
     // Add new kinds above this line: route_kind_count must stay last. The OpenAPI test walks

@@ -104,3 +104,18 @@ TEST_CASE("kernel ids must be canonical lower-case UUIDs") {
     CHECK_FALSE(is_valid_kernel_id(id + "0"));
     CHECK_FALSE(is_valid_kernel_id("0f1e2d3c-4b5a-4968-8776_655443322110"));
 }
+
+TEST_CASE("router maps who-am-I and the admin overview, GET only, behind the token") {
+    CHECK(get("/v1/whoami").kind == route_kind::whoami);
+    CHECK(get("/v1/whoami/").kind == route_kind::whoami);
+    CHECK(get("/v1/admin/overview").kind == route_kind::admin_overview);
+    CHECK_FALSE(is_public_route(route_kind::whoami));
+    CHECK_FALSE(is_public_route(route_kind::admin_overview));
+    CHECK_FALSE(is_interpreter_route(route_kind::admin_overview));
+    auto post = match_route("POST", "/v1/admin/overview", false);
+    CHECK(post.kind == route_kind::method_not_allowed);
+    CHECK(post.allow == "GET");
+    CHECK(get("/v1/admin").kind == route_kind::not_found);
+    CHECK(get("/v1/admin/kernels").kind == route_kind::not_found);
+    CHECK(get("/v1/whoami/x").kind == route_kind::not_found);
+}

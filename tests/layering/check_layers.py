@@ -38,6 +38,9 @@ RULES = {
                              "gateway/languages/",
                              "gateway/jupyter_api/kernel_error_answer.hpp",
                              "gateway/user.hpp", "gateway/server_config.hpp") + LOWER, ()),
+    # The admin console's own answers: read-only views of the kernels, the audit log, activity.
+    "gateway/admin": (("gateway/admin/", "gateway/audit/", "gateway/http/", "gateway/kernels/",
+                       "gateway/user.hpp") + LOWER, ()),
     "gateway/mcp": (("gateway/mcp/", "gateway/audit/", "gateway/interpreter/", "gateway/http/",
                      "gateway/languages/",
                      "gateway/user.hpp") + LOWER, ()),

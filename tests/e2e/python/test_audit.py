@@ -94,6 +94,17 @@ def test_every_execution_of_every_api_is_recorded():
     for a, b in zip(lines, lines[1:]):
         check_eq(b["prev"], a["hash"], "the chain")
         check_eq(b["seq"], a["seq"] + 1, "the sequence")
+    # The admin console's overview lists the latest lines, newest first, as the file has them.
+    latest = api("GET", "/v1/admin/overview").json()["audit"]
+    check(latest["enabled"], "the overview knows of the audit log", latest)
+    shown = {e["seq"]: e for e in latest["latest"]}
+    newest = lines[-1]
+    check(newest["seq"] in shown, "the newest line is shown", latest["latest"][:2])
+    check_eq(latest["latest"][0]["seq"], max(shown), "newest first")
+    entry = shown[newest["seq"]]
+    check_eq((entry["execution_id"], entry["kernel_id"], entry["user"], entry["status"]),
+             (newest["execution"], newest["kernel"], newest["user"], newest["status"]),
+             f"the overview's entry is the file's line ({entry})")
     api("DELETE", f"/v1/contexts/{ctx}")
 
 

@@ -108,6 +108,59 @@ def test_only_an_admin_sees_the_process_behind_a_kernel():
 
 
 @test
+def test_whoami_names_the_caller_and_their_role():
+    for token, name, admin in ((ANA, "ana", False), (ROOT, "root", True)):
+        r = check_documented("GET", "/v1/whoami", api("GET", "/v1/whoami", token=token))
+        check_eq(r.status, 200, f"{name} asks who she is")
+        check_eq(r.json(), {"user": name, "admin": admin}, f"{name}'s answer")
+    check_eq(api("GET", "/v1/whoami", token="wrong-token").status, 401, "a wrong token")
+
+
+@test
+def test_admin_console_sees_owners_holders_and_the_overview():
+    r = check_documented("GET", "/v1/admin/overview", api("GET", "/v1/admin/overview", token=ANA))
+    check_eq(r.status, 403, "a user may not read the overview")
+    kernel = create(ANA).json()["id"]
+    ctx = api("POST", "/v1/contexts", {}, token=BOB)
+    check_eq(ctx.status, 201, "bob creates a context")
+    ctx = ctx.json()
+    try:
+        check_eq(ctx.get("owner"), "bob", "a context names its owner")
+        run = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": "print(1)"}, token=BOB)
+        check_eq(run.json().get("status"), "ok", "bob's execution")
+        with KernelWS(kernel, token=ANA) as ws:
+            ws.kernel_info()
+            check_eq(ws.run("6 * 7").result_text(), "42", "ana's execution")
+        listed = check_documented("GET", "/api/kernels", api("GET", "/api/kernels", token=ROOT))
+        by_id = {k["id"]: k for k in listed.json()}
+        check(kernel in by_id and ctx["kernel_id"] in by_id, "the admin lists both kernels")
+        ana_k = by_id[kernel]["callisto"]
+        check_eq((ana_k["owner"], ana_k["held_by"], ana_k["executions"]), ("ana", "client", 1),
+                 f"ana's kernel: owner, holder, executions ({ana_k})")
+        bob_k = check_documented("GET", "/api/kernels/{kernel_id}",
+                                 api("GET", f"/api/kernels/{ctx['kernel_id']}", token=ROOT))
+        info = bob_k.json()["callisto"]
+        check_eq((info["owner"], info["held_by"], info.get("context_id"), info["executions"]),
+                 ("bob", "context", ctx["id"], 1), f"bob's kernel is his context's ({info})")
+        check(isinstance(info["pss_bytes"], int) and info["pss_bytes"] > 0,
+              "its memory is read for one kernel", info)
+        contexts = check_documented("GET", "/v1/contexts", api("GET", "/v1/contexts", token=ROOT))
+        check(any(c["id"] == ctx["id"] and c["owner"] == "bob" for c in contexts.json()),
+              "the admin lists bob's context with its owner")
+        overview = check_documented("GET", "/v1/admin/overview",
+                                    api("GET", "/v1/admin/overview", token=ROOT))
+        check_eq(overview.status, 200, "the admin reads the overview")
+        o = overview.json()
+        check(o["server"]["version"] and o["server"]["started_at"].endswith("Z"), "server facts", o)
+        check_eq(o["audit"], {"enabled": False, "latest": []}, "no audit log here")
+        samples = o["history"]["samples"]
+        check(samples and o["history"]["interval_seconds"] == 10, "activity sampled at start", o)
+    finally:
+        delete(ANA, kernel)
+        api("DELETE", f"/v1/contexts/{ctx['id']}", token=BOB)
+
+
+@test
 def test_per_user_limit_under_concurrent_creates():
     results = concurrent_creates(ANA, 4)
     try:

@@ -1,0 +1,69 @@
+#include "gateway/admin/admin_api.hpp"
+
+#include "gateway/http/json_response.hpp"
+#include "kernelproto/iso_time.hpp"
+
+namespace callisto::gateway::admin {
+namespace {
+
+// An audit line as the console lists it: the names of the rest of this API (kernel_id,
+// started, duration_seconds), not the log's terse ones; the code when the log keeps it.
+nlohmann::json audit_entry_view(const nlohmann::json& line) {
+    nlohmann::json v = {{"seq", line.value("seq", 0)},
+                        {"started", line.value("time", "")},
+                        {"user", line.value("user", "")},
+                        {"api", line.value("api", "")},
+                        {"kernel_id", line.value("kernel", "")},
+                        {"context_id", line.contains("context") ? line["context"] : nullptr},
+                        {"execution_id", line.value("execution", "")},
+                        {"status", line.value("status", "")},
+                        {"duration_seconds", line.value("duration_s", 0.0)},
+                        {"output_bytes", line.value("output_bytes", 0)},
+                        {"files_written", line.value("files_written", nlohmann::json::array())},
+                        {"code_sha256", line.value("code_sha256", "")}};
+    if (line.contains("code")) v["code"] = line["code"];
+    return v;
+}
+
+}  // namespace
+
+admin_api::admin_api(const kernels::kernel_manager& kernels, const audit::audit_log* audit,
+                     const activity_history& history, server_facts facts)
+    : kernels_(kernels), audit_(audit), history_(history), facts_(std::move(facts)) {}
+
+http_response admin_api::whoami(const user& who) const {
+    return json_response(http::status::ok, {{"user", who.name}, {"admin", who.admin}});
+}
+
+http_response admin_api::overview(const user& who) const {
+    if (!who.admin)
+        return error_response(http::status::forbidden,
+                              "GET /v1/admin/overview needs an admin's token");
+    nlohmann::json pool = nlohmann::json::array();
+    for (const auto& [kernelspec, level] : kernels_.pool_levels())
+        pool.push_back(
+            {{"kernelspec", kernelspec}, {"ready", level.first}, {"target", level.second}});
+    nlohmann::json culled = nlohmann::json::array();
+    for (const auto& [id, c] : kernels_.recently_culled(latest_shown))
+        culled.push_back({{"id", id},
+                          {"name", c.kernelspec},
+                          {"owner", c.owner},
+                          {"reason", c.reason},
+                          {"culled_at", kernelproto::format_iso_time(c.culled_at)}});
+    nlohmann::json latest = nlohmann::json::array();
+    if (audit_)
+        for (const auto& line : audit_->latest(latest_shown))
+            latest.push_back(audit_entry_view(line));
+    nlohmann::json audit = {{"enabled", audit_ != nullptr}, {"latest", std::move(latest)}};
+    return json_response(http::status::ok,
+                         {{"server",
+                           {{"version", facts_.version},
+                            {"started_at", kernelproto::format_iso_time(facts_.started_at)},
+                            {"sandbox", facts_.sandbox}}},
+                          {"pool", std::move(pool)},
+                          {"culled", std::move(culled)},
+                          {"history", history_.to_json()},
+                          {"audit", std::move(audit)}});
+}
+
+}  // namespace callisto::gateway::admin
