@@ -473,6 +473,30 @@ def launch_info(kernel_id):
     return info
 
 
+def _start_as(launch, create, delete, kernel_id_of, timeout):
+    """create() until what it made runs a kernel started the way `launch` says ("zygote" or
+    "exec"): while no zygote is ready (at server start, or while a dead one restarts) kernels
+    start the old way, so for "zygote" those are deleted (delete(made)) and the create retried
+    for up to `timeout` seconds. Returns (made, its kernel's checked "callisto" object)."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while True:
+        made = create()
+        try:
+            info = launch_info(kernel_id_of(made))
+        except BaseException:
+            delete(made)
+            raise
+        if info["launch"] == launch:
+            return made, info
+        delete(made)
+        seen.append(info["launch"])
+        if launch != "zygote" or time.monotonic() >= deadline:
+            raise AssertionError(f"kernel started by {info['launch']!r}, expected "
+                                 f"{launch!r} (launches seen: {seen})")
+        time.sleep(1)
+
+
 class launched_kernel:
     """Context manager: a fresh kernel started the way `launch` says ("zygote" or "exec"),
     deleted on exit; its model carries the checked "callisto" object. While no zygote is
@@ -490,29 +514,55 @@ class launched_kernel:
         if not is_callisto():
             self.model = create_kernel(body=self.body)
             return self.model
-        deadline = time.monotonic() + self.timeout
-        seen = []
-        while True:
-            model = create_kernel(body=self.body)
-            try:
-                info = launch_info(model["id"])
-            except BaseException:
-                delete_kernel(model["id"])
-                raise
-            if info["launch"] == self.launch:
-                model["callisto"] = info
-                self.model = model
-                return model
-            delete_kernel(model["id"])
-            seen.append(info["launch"])
-            if self.launch != "zygote" or time.monotonic() >= deadline:
-                raise AssertionError(f"kernel started by {info['launch']!r}, expected "
-                                     f"{self.launch!r} (launches seen: {seen})")
-            time.sleep(1)
+        model, info = _start_as(self.launch, lambda: create_kernel(body=self.body),
+                                lambda m: delete_kernel(m["id"]), lambda m: m["id"],
+                                self.timeout)
+        model["callisto"] = info
+        self.model = model
+        return model
 
     def __exit__(self, *exc):
         if self.model:
             delete_kernel(self.model["id"])
+        return False
+
+
+def delete_context(context_id):
+    """DELETE /v1/contexts/{id} that never raises: for finally blocks."""
+    try:
+        return api("DELETE", f"/v1/contexts/{context_id}").status
+    except Exception as e:  # noqa: BLE001
+        print(f"  (cleanup: DELETE context {context_id} failed: {e})")
+        return None
+
+
+class launched_context:
+    """Context manager: a new /v1 context (POST /v1/contexts with `body`, by default policy
+    "fresh": a kernel no one used before) whose kernel started the way `launch` says, retried
+    as launched_kernel does; deleted on exit. The context carries its kernel's checked
+    "callisto" object."""
+
+    def __init__(self, launch, body=None, timeout=90):
+        self.launch = launch
+        self.body = body if body is not None else {"policy": "fresh"}
+        self.timeout = timeout
+        self.ctx = None
+
+    def _create(self):
+        r = api("POST", "/v1/contexts", self.body, timeout=90)
+        check_eq(r.status, 201, f"POST /v1/contexts status ({r.body[:300]!r})")
+        return r.json()
+
+    def __enter__(self):
+        ctx, info = _start_as(self.launch, self._create, lambda c: delete_context(c["id"]),
+                              lambda c: c["kernel_id"], self.timeout)
+        ctx["callisto"] = info
+        self.ctx = ctx
+        return ctx
+
+    def __exit__(self, *exc):
+        if self.ctx:
+            delete_context(self.ctx["id"])
         return False
 
 

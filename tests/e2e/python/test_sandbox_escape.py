@@ -1,6 +1,9 @@
 """Escape attempts against Callisto's kernel sandbox (issue 3). Each attack runs as
 kernel code through the gateway's API and must fail; afterwards the gateway and a
-second session must still work. docs/security.md lists the defences.
+second session must still work. docs/security.md lists the defences. The fork bomb, the
+memory bomb, the disk fill, network access and reads outside the workdir are also run as
+bash scripts ("language": "bash" executions on /v1, issue 16) in a Python context, which
+runs them in its kernel's sandbox.
 
 Run against a server started with small limits, e.g.
   callisto --memory-limit=256MiB --pids-limit=64 --disk-quota=64MiB
@@ -12,13 +15,22 @@ uses TEST-NET-1 (192.0.2.1), which must fail before any packet leaves.
 
 import os
 import sys
+import threading
+import time
+import urllib.parse
 
-from e2e_client import (api, check, check_eq, get_kernel, gateway_pid, launched_kernel, poll,
-                        run_json, run_tests, test, KernelWS, TOKEN)
+from e2e_client import (BASE_URL, api, callisto_only, check, check_eq, gateway_args, get_kernel,
+                        gateway_pid, launch_info, launched_context, launched_kernel, poll,
+                        process_tree, run_json, run_tests, test, KernelWS, TOKEN)
 
 # How the kernels under attack must have started: "zygote" (forked by callisto-zygote, the
 # default) or "exec" (bwrap, with --zygote=off), so that a pass says which sandbox held.
 LAUNCH = os.environ.get("CALLISTO_E2E_LAUNCH", "zygote")
+# The limits the server under test was started with (see the module's docstring).
+PIDS_LIMIT = 64
+DISK_QUOTA = 64 << 20
+# An execution's answer: its deadline, the interrupt's grace and a restart, on a loaded machine.
+V1_TIMEOUT = 150
 
 
 def sandboxed_kernel():
@@ -295,6 +307,239 @@ print(json.dumps(r))
 """)
         for key, value in r.items():
             check(value != "ok", f"{key} denied", value)
+
+
+# --------------------------------------------------------------------------
+# The same attacks as bash scripts: "language": "bash" executions on /v1 in a Python context
+# (issue 16). The script runs in the context's kernel, so in its sandbox and under its limits.
+
+def sandboxed_context():
+    """A fresh /v1 context whose Python kernel started as LAUNCH says, deleted on exit."""
+    return launched_context(LAUNCH)
+
+
+def execute(ctx, code, **fields):
+    """POST an execution to the context; returns the execution it answers (status 200)."""
+    body = {"code": code}
+    body.update(fields)
+    r = api("POST", f"/v1/contexts/{ctx['id']}/executions", body, timeout=V1_TIMEOUT)
+    check_eq(r.status, 200, f"execution of {code[:60]!r} answered ({r.body[:300]!r})")
+    return r.json()
+
+
+def bash(ctx, script, **fields):
+    return execute(ctx, script, language="bash", **fields)
+
+
+def summary(ex):
+    return repr({k: (ex.get(k)[-600:] if isinstance(ex.get(k), str) else ex.get(k))
+                 for k in ("status", "stdout", "stderr", "error", "state_preserved")})
+
+
+def keep_state(ctx):
+    """Sets a Python variable that still_usable() looks for."""
+    ex = execute(ctx, "kept = 'yes'")
+    check_eq(ex["status"], "ok", "set a Python variable " + summary(ex))
+
+
+def still_usable(ctx, root):
+    """After an attack: the same kernel process (no restart) kept its Python state, the
+    context runs bash again, and the gateway answers."""
+    check_eq(launch_info(ctx["kernel_id"])["pid"], root, "the same kernel process")
+    ex = execute(ctx, "kept")
+    check_eq((ex["status"], ex["results"][0]["data"]["text/plain"] if ex["results"] else None),
+             ("ok", "'yes'"), "the Python variable set before the attack " + summary(ex))
+    ex = bash(ctx, "echo still-here")
+    check_eq((ex["status"], ex["stdout"]), ("ok", "still-here\n"), "bash runs " + summary(ex))
+    check_eq(api("GET", "/api").status, 200, "the gateway answers")
+
+
+def cgroup_counter(pid, controller, v1_file, v2_file, key):
+    """A counter of the cgroup host process `pid` is in, read on the host: the line `key N`
+    of <v1_file> in the cgroup v1 `controller` hierarchy, or of <v2_file> in cgroup v2."""
+    with open(f"/proc/{pid}/cgroup") as f:
+        lines = [line.rstrip("\n").split(":", 2) for line in f]
+    v1 = [path for _, names, path in lines if controller in names.split(",")]
+    v2 = [path for hid, names, path in lines if hid == "0" and names == ""]
+    file = (f"/sys/fs/cgroup/{controller}{v1[0]}/{v1_file}" if v1
+            else f"/sys/fs/cgroup{v2[0]}/{v2_file}")
+    with open(file) as f:
+        for line in f:
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    raise AssertionError(f"no {key} in {file}")
+
+
+def oom_kills(pid):
+    """How many processes the memory cgroup of `pid` has had OOM-killed."""
+    return cgroup_counter(pid, "memory", "memory.oom_control", "memory.events", "oom_kill")
+
+
+@callisto_only
+def test_bash_fork_bomb_is_bounded():
+    with sandboxed_context() as ctx:
+        root = ctx["callisto"]["pid"]
+        keep_state(ctx)
+        before = len(process_tree(root))
+        answer = {}
+
+        def run_the_bomb():
+            try:
+                # Bounded by the deadline: the interrupt stops the script's whole group.
+                answer["ex"] = bash(ctx, ":(){ :|:& };:\nsleep 60", timeout=10)
+            except BaseException as e:  # noqa: B902 - reported below
+                answer["error"] = e
+
+        bomb = threading.Thread(target=run_the_bomb, daemon=True)
+        bomb.start()
+        counts = []
+        for _ in range(6):
+            time.sleep(1)
+            counts.append(len(process_tree(root)))
+        t0 = time.monotonic()
+        check_eq(api("GET", "/api").status, 200, "the gateway answers during the bomb")
+        check(time.monotonic() - t0 < 10, "promptly", time.monotonic() - t0)
+        bomb.join(V1_TIMEOUT)
+        check("error" not in answer, "the bomb's execution answered", answer.get("error"))
+        check("ex" in answer, "the bomb's execution ended")
+        ex = answer["ex"]
+        print(f"  processes of the kernel, {before} before the bomb, then once a second: {counts}")
+        check(max(counts) - before > 20, "the bomb did run (else this test proves nothing)", counts)
+        # The kernel's top process and the sandbox's init are in the count too.
+        check(max(counts) <= PIDS_LIMIT + 2, "the pids limit holds the bomb", counts)
+        check("fork: retry: Resource temporarily unavailable" in ex["stderr"],
+              "bash was refused forks (EAGAIN)", ex["stderr"][-300:])
+        check_eq((ex["status"], (ex["error"] or {}).get("name"), ex["state_preserved"]),
+                 ("timeout", "KeyboardInterrupt", True),
+                 "the deadline's interrupt stopped the script, not the kernel " + summary(ex))
+        poll(lambda: len(process_tree(root)) <= before, 30, 0.2,
+             "every process of the bomb to be gone")
+        still_usable(ctx, root)
+
+
+@callisto_only
+def test_bash_memory_bomb_is_oom_killed_and_the_kernel_lives_on():
+    with sandboxed_context() as ctx:
+        root = ctx["callisto"]["pid"]
+        keep_state(ctx)
+        kills = oom_kills(root)
+        # tail keeps the last line whole: 2 GiB without a newline, far past the 256 MiB limit.
+        ex = bash(ctx, "set -o pipefail\nhead -c 2G /dev/zero | tail | wc -c")
+        check_eq((ex["status"], ex["error"] and ex["error"]["name"]), ("error", "ShellError"),
+                 "the script failed " + summary(ex))
+        check_eq(ex["error"]["value"], "the script exited with status 137",
+                 "a process of the pipeline was SIGKILLed (128 + 9)")
+        check("Killed" in ex["stderr"] and "tail" in ex["stderr"], "bash says tail was killed",
+              ex["stderr"])
+        check(oom_kills(root) > kills, "by the OOM killer of the kernel's memory cgroup",
+              kills, oom_kills(root))
+        still_usable(ctx, root)
+
+
+@callisto_only
+def test_bash_filling_the_disk_stops_at_the_quota():
+    with sandboxed_context() as ctx:
+        root = ctx["callisto"]["pid"]
+        keep_state(ctx)
+        ex = bash(ctx, "head -c 512M /dev/zero > fill.bin")
+        check_eq((ex["status"], ex["error"] and ex["error"]["name"]), ("error", "ShellError"),
+                 "writing 512 MiB fails " + summary(ex))
+        check(any("No space left on device" in line for line in ex["error"]["traceback"]),
+              "at the quota", ex["error"]["traceback"])
+        ex = bash(ctx, "stat -c size=%s fill.bin\nrm fill.bin\necho small > after.txt\n"
+                       "echo after=$(cat after.txt)")
+        check_eq(ex["status"], "ok", "the workdir after the fill " + summary(ex))
+        # (Its stdout may begin with IPython's notice that it could not save the history.)
+        said = dict(line.split("=", 1) for line in ex["stdout"].splitlines()
+                    if line.startswith(("size=", "after=")))
+        size, after = said.get("size"), said.get("after")
+        check(size is not None and 0 < int(size) <= DISK_QUOTA,
+              "the file is no larger than the quota", ex["stdout"][-300:])
+        check_eq(after, "small", "the workdir is writable again once freed")
+        still_usable(ctx, root)
+
+
+@callisto_only
+def test_bash_network_access_fails():
+    port = urllib.parse.urlsplit(BASE_URL).port
+    # Each probe: bash's /dev/tcp connect (bounded by timeout 5), its exit status, how long it
+    # took (EPOCHREALTIME in microseconds) and what it said, on one line.
+    script = f"""
+probe() {{
+  local start=${{EPOCHREALTIME//[!0-9]/}} out rc
+  out=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/$0/$1" && echo connected' "$1" "$2" 2>&1); rc=$?
+  echo "$1:$2|$rc|$(( (${{EPOCHREALTIME//[!0-9]/}} - start) / 1000 ))|${{out//$'\\n'/ }}"
+}}
+probe 192.0.2.1 80
+probe 127.0.0.1 {port}
+if getent hosts example.com; then echo "dns|0|0|resolved"; else echo "dns|$?|0|failed"; fi
+"""
+    with sandboxed_context() as ctx:
+        ex = bash(ctx, script, timeout=30)
+        check_eq(ex["status"], "ok", "the probes ran " + summary(ex))
+        r = {}
+        for line in ex["stdout"].splitlines():
+            target, rc, ms, said = line.split("|", 3)
+            r[target] = (int(rc), int(ms), said)
+        print(f"  {r}")
+        rc, ms, said = r["192.0.2.1:80"]
+        check(rc != 0 and "connected" not in said and "Network is unreachable" in said,
+              "TCP to 192.0.2.1 (TEST-NET-1): no route", r["192.0.2.1:80"])
+        check(ms < 2000, "it fails at once, not at a timeout", ms)
+        rc, ms, said = r[f"127.0.0.1:{port}"]
+        check(rc != 0 and "connected" not in said and "Connection refused" in said,
+              "the gateway's port on 127.0.0.1: the sandbox's own loopback, nothing listening",
+              r[f"127.0.0.1:{port}"])
+        check(r["dns"][0] != 0 and r["dns"][2] == "failed", "DNS resolves nothing", r["dns"])
+    check_eq(api("GET", "/api").status, 200, "the gateway answers")
+
+
+@callisto_only
+def test_bash_reads_outside_the_workdir_fail():
+    gw = gateway_pid()
+    workdirs = gateway_args(gw)["workdir-root"]
+    with sandboxed_context() as a, sandboxed_context() as b:
+        ex = bash(a, "echo a-secret > secret_sh.txt")
+        check_eq(ex["status"], "ok", "session A wrote its secret " + summary(ex))
+        a_dir = f"{workdirs}/{a['kernel_id']}"
+        check(os.path.isfile(f"{a_dir}/secret_sh.txt"), "A's file is at the host path B tries",
+              a_dir)
+        # The token for B to look for, in a file: in the script it would be in bash's cmdline.
+        r = api("PUT", f"/v1/contexts/{b['id']}/files/needle.txt", TOKEN.encode())
+        check_eq(r.status, 201, "upload the needle")
+        paths = ["/etc/shadow", "/root", f"/proc/{gw}/environ", f"/proc/{gw}/cmdline",
+                 "/var/lib/callisto", "/sys/kernel", workdirs, a_dir, f"{a_dir}/secret_sh.txt"]
+        script = """
+probe() {
+  local out
+  if [ -d "$1" ]; then out=$(ls -A "$1" 2>&1) && { echo "$1|listed: ${out//$'\\n'/ }"; return; }
+  else out=$(head -c 64 "$1" 2>&1) && { echo "$1|read: ${out//$'\\n'/ }"; return; }
+  fi
+  echo "$1|refused: ${out//$'\\n'/ }"
+}
+""" + "".join(f"probe '{p}'\n" for p in paths) + """
+echo own > secret_sh_own.txt  # the search must find this one: it works
+echo "found|$(find / \\( -path /proc -o -path /sys \\) -prune -o -name 'secret_sh*.txt' -print \\
+             2>/dev/null | tr '\\n' ' ')"
+echo "token_in_proc|$(grep -laF -f needle.txt /proc/[0-9]*/environ /proc/[0-9]*/cmdline \\
+                     2>/dev/null | tr '\\n' ' ')"
+echo "token_in_env|$(env | grep -cF -f needle.txt)"
+echo "pids|$(ls -d /proc/[0-9]* | tr -dc '0-9\\n' | sort -n | tail -1)"
+"""
+        ex = bash(b, script, timeout=60)
+        check_eq(ex["status"], "ok", "the probes ran " + summary(ex))
+        r = dict(line.split("|", 1) for line in ex["stdout"].splitlines())
+        print("  " + "; ".join(f"{p}: {r[p].rsplit(': ', 1)[-1]}" for p in paths))
+        for p in paths:
+            check(r[p].startswith("refused:") and
+                  ("No such file or directory" in r[p] or "Permission denied" in r[p]),
+                  f"{p} is unreadable", r[p][:300])
+        check_eq(r["found"].split(), ["/work/secret_sh_own.txt"],
+                 "session B finds its own file and no trace of session A's")
+        check_eq(r["token_in_proc"].strip(), "", "the token is in no /proc file the script sees")
+        check_eq(r["token_in_env"], "0", "the token is not in the script's environment")
+        check(int(r["pids"]) < 100, "only the sandbox's own pids are visible", r["pids"])
 
 
 @test
