@@ -624,12 +624,17 @@ def test_one_shot_runs_pick_the_kernel_of_their_language():
     r = check_documented("POST", X, api("POST", X, {"language": "sql", "kernel": "ir",
                                                     "code": "SELECT 1"}))
     check_eq(r.status, 400, "sql on ir")
-    check("does not run sql" in r.json()["message"] or "sql" in r.json()["message"],
-          "says why", r.body)
-    for body in ({"language": "cobol", "code": "1"}, {"language": "r", "kernel": "python3",
-                                                       "code": "1"}):
+    check_eq(r.json()["message"],
+             "the kernel 'ir' does not run sql; GET /v1/languages lists which kernel does",
+             "says why")
+    for body, message in (
+            ({"language": "cobol", "code": "1"},
+             "'language' must be one of 'python', 'r', 'bash' or 'sql'"),
+            ({"language": "r", "kernel": "python3", "code": "1"},
+             "the kernel 'python3' does not run r; GET /v1/languages lists which kernel does")):
         r = check_documented("POST", X, api("POST", X, body))
         check_eq(r.status, 400, f"one-shot {body}")
+        check_eq(r.json()["message"], message, f"why one-shot {body} is refused")
     r = check_documented("POST", X, api("POST", X, {"language": "sql", "code":
                                                     "SELECT 6 * 7 AS answer"},
                                         timeout=LADDER_TIMEOUT))

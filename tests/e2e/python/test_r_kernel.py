@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
     Execution, KernelWS, TOKEN, api, callisto_only, check, check_eq, create_kernel,
-    delete_kernel, gateway_pid, get_kernel, launched_kernel, poll, run_tests, test,
+    delete_kernel, gateway_args, gateway_pid, get_kernel, launched_kernel, poll, run_tests, test,
 )
 
 R = "ir"
@@ -436,6 +436,35 @@ def test_v1_deadline_stops_a_busy_loop():
 
 
 @callisto_only
+def test_v1_deadline_restarts_an_r_kernel_that_defers_the_interrupt():
+    # The ladder's last rung: suspendInterrupts() holds the deadline's SIGINT pending while R
+    # computes (a busy loop: Sys.sleep would return early on the signal), so the interrupt
+    # does not stop the code and the gateway must restart the kernel after its grace.
+    grace = int(gateway_args(gateway_pid()).get("interrupt-grace", "5"))
+    with context() as ctx:
+        execute(ctx, 'kept <- "yes"')
+        pid = get_kernel(ctx["kernel_id"])["callisto"]["pid"]
+        t0 = time.monotonic()
+        ex = execute(ctx, "suspendInterrupts({t0 <- Sys.time(); "
+                          "while (Sys.time() - t0 < 120) {}}); cat('ran to its end\\n')",
+                     timeout=2)
+        took = time.monotonic() - t0
+        check_eq(ex["status"], "timeout", "status " + summary(ex))
+        check_eq(ex.get("state_preserved"), False, "the interrupt did not suffice: a restart")
+        check("ran to its end" not in ex["stdout"], "the loop did not finish", summary(ex))
+        check((2 + grace) * 1000 <= ex["duration_ms"] < 60000,
+              f"ended after the deadline (2 s) and the interrupt's grace ({grace} s), long before "
+              "the loop's 120 s", ex["duration_ms"])
+        check(took < 90, "the answer came in bounded time", took)
+        check_eq(api("GET", "/v1/contexts/" + ctx["id"]).json()["kernel_id"], ctx["kernel_id"],
+                 "the context keeps its kernel id")
+        check(get_kernel(ctx["kernel_id"])["callisto"]["pid"] != pid, "a new R process", pid)
+        after = execute(ctx, 'cat(exists("kept"), "\\n")')
+        check_eq(after["status"], "ok", "the context runs code after the restart " + summary(after))
+        check_eq(after["stdout"], "FALSE \n", "the variable set before is gone")
+
+
+@callisto_only
 def test_v1_a_big_cat_is_capped_with_head_tail_and_marker():
     with context() as ctx:
         ex = execute(ctx, 'cat("HEAD"); cat(strrep("x", 20e6)); cat("TAIL")')
@@ -645,7 +674,10 @@ r <- list(hits = I(hits), own = normalizePath("secret_r_own.txt"))
 @callisto_only
 def test_writes_outside_workdir_fail():
     targets = ["/usr/evil_r", "/etc/evil_r", "/evil_r", "/proc/evil_r", "/dev/evil_r",
-               "/tmp/../usr/evil_r2"]
+               "/tmp/../usr/evil_r2",
+               # R's own directories: its library tree, its site configuration (a write there
+               # would reach every later R session), through /usr/lib/R/etc and at /etc/R.
+               "/usr/lib/R/evil_r", "/usr/lib/R/etc/evil_r", "/etc/R/evil_r"]
     with r_kernel() as k, KernelWS(k["id"]) as ws:
         ready(ws)
         r = r_json(ws, f"""
@@ -664,7 +696,8 @@ r <- list(res = res, sh = sh, dir = dir.create("/usr/evil_dir", showWarnings = F
         check(r["sh"] != 0, "a shell redirect into /usr fails", r["sh"])
         check_eq(r["dir"], False, "mkdir in /usr fails")
         check_eq(r["ok"], "fine", "writing the workdir works")
-    for p in ("/usr/evil_r", "/usr/evil_r2", "/usr/evil_sh", "/usr/evil_dir", "/etc/evil_r"):
+    for p in ("/usr/evil_r", "/usr/evil_r2", "/usr/evil_sh", "/usr/evil_dir", "/etc/evil_r",
+              "/usr/lib/R/evil_r", "/usr/lib/R/etc/evil_r", "/etc/R/evil_r"):
         check(not os.path.exists(p), f"{p} does not exist on the host")
 
 
