@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/http/router.hpp"
+#include "gateway/http/websocket_subprotocols.hpp"
 
 namespace callisto::gateway {
 namespace {
@@ -112,10 +113,11 @@ std::optional<user> token_auth::match(std::string_view candidate) const {
     return found;
 }
 
-std::optional<user> token_auth::authenticate(std::string_view authorization,
-                                             std::string_view query) const {
+std::optional<user> token_auth::authenticate(std::string_view authorization, std::string_view query,
+                                             std::string_view websocket_offer) const {
     if (anonymous_) return user{"admin", true, 0};
     if (auto u = match(strip_scheme(authorization))) return u;
+    if (auto u = match(token_in_subprotocols(websocket_offer))) return u;
     return match(query_param(query, "token"));
 }
 

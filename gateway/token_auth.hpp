@@ -1,8 +1,9 @@
 #pragma once
 // Token authentication as jupyter_server does it: "Authorization: token T" (or "Bearer T")
-// or "?token=T", compared in constant time. Either one token for one admin user, or a users
-// file: a JSON array of {"name", "token_sha256", "role": "user"|"admin", "max_kernels"}, so
-// no plain token is ever stored.
+// or "?token=T", compared in constant time; and, for browsers' WebSockets, the token in the
+// Sec-WebSocket-Protocol offer (gateway/http/websocket_subprotocols.hpp). Either one token for one
+// admin user, or a users file: a JSON array of {"name", "token_sha256", "role": "user"|"admin",
+// "max_kernels"}, so no plain token is ever stored.
 
 #include <filesystem>
 #include <optional>
@@ -25,8 +26,11 @@ public:
 
     bool enabled() const { return !anonymous_; }
 
-    // `authorization` is the Authorization header value ("" if absent), `query` the raw query.
-    std::optional<user> authenticate(std::string_view authorization, std::string_view query) const;
+    // `authorization` is the Authorization header value ("" if absent), `query` the raw query,
+    // `websocket_offer` the Sec-WebSocket-Protocol header ("" if absent). Any of them carrying
+    // a valid token is enough, as with jupyter_server's header and query.
+    std::optional<user> authenticate(std::string_view authorization, std::string_view query,
+                                     std::string_view websocket_offer = {}) const;
 
     // Lower-case hex SHA-256 of a token, as the users file stores it.
     static std::string token_sha256(std::string_view token);

@@ -127,7 +127,8 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     // Who sends it and where it goes are known from the header alone: nothing of the body is
     // read (or buffered, or acknowledged with 100 Continue) for a request that will be refused.
     auto verdict = services_.dispatcher.on_header(req.method_string(), req.target(),
-                                                  req[http::field::authorization]);
+                                                  req[http::field::authorization],
+                                                  req[http::field::sec_websocket_protocol]);
     kind_ = verdict.where.kind;
     user_ = verdict.who ? verdict.who->name : std::string();
     if (verdict.refusal) return send(std::move(*verdict.refusal));

@@ -36,10 +36,11 @@ std::size_t request_dispatcher::largest_body_limit() const {
 }
 
 header_verdict request_dispatcher::on_header(std::string_view method, std::string_view target,
-                                             std::string_view authorization) const {
+                                             std::string_view authorization,
+                                             std::string_view websocket_offer) const {
     header_verdict v;
     v.where = match_route(method, target, serves_web_root_);
-    v.who = auth_.authenticate(authorization, v.where.query);
+    v.who = auth_.authenticate(authorization, v.where.query, websocket_offer);
     const auto& e = routes_[static_cast<std::size_t>(v.where.kind)];
     v.body_limit = e.options.body_limit ? e.options.body_limit : default_body_limit_;
     if (is_public_route(v.where.kind) || e.options.without_token || v.who) return v;

@@ -66,8 +66,11 @@ public:
     // What Beast may let through while parsing a header: the largest limit of any route.
     std::size_t largest_body_limit() const;
 
+    // `websocket_offer` is the Sec-WebSocket-Protocol header, where a browser's WebSocket
+    // may carry its token.
     header_verdict on_header(std::string_view method, std::string_view target,
-                             std::string_view authorization) const;
+                             std::string_view authorization,
+                             std::string_view websocket_offer = {}) const;
 
     // Unknown paths, unsafe /v1 paths and wrong methods are answered here; the rest goes to
     // the route's handler (a route without one answers 404).

@@ -3,6 +3,8 @@
 
 #include <boost/beast/http/field.hpp>
 
+#include "gateway/http/websocket_subprotocols.hpp"
+
 namespace callisto::gateway {
 
 namespace asio = boost::asio;
@@ -34,6 +36,9 @@ void websocket_channel::accept(http_request upgrade, std::string subprotocol,
     ws_.set_option(timeouts);
     ws_.read_message_max(0);  // enforced per message in on_read, without dropping the socket
     ws_.auto_fragment(false);
+    if (subprotocol.empty() &&
+        offers_subprotocol(upgrade[http::field::sec_websocket_protocol], auth_subprotocol))
+        subprotocol = auth_subprotocol;
     ws_.set_option(websocket::stream_base::decorator(
         [subprotocol = std::move(subprotocol)](websocket::response_type& res) {
             res.set(http::field::server, "callisto");

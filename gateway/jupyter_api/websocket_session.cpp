@@ -5,6 +5,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include "gateway/http/beast.hpp"
+#include "gateway/http/websocket_subprotocols.hpp"
 #include "gateway/jupyter_api/client_frame_errors.hpp"
 #include "gateway/kernels/output_cap_notice.hpp"
 
@@ -12,23 +13,6 @@ namespace callisto::gateway::jupyter_api {
 
 namespace asio = boost::asio;
 using kernelproto::websocket_format;
-
-namespace {
-
-bool offers_v1(std::string_view header) {
-    while (!header.empty()) {
-        auto comma = header.find(',');
-        auto token = header.substr(0, comma);
-        while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
-        while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
-        if (token == kernelproto::v1_subprotocol) return true;
-        if (comma == std::string_view::npos) break;
-        header.remove_prefix(comma + 1);
-    }
-    return false;
-}
-
-}  // namespace
 
 websocket_session::websocket_session(client_stream&& stream,
                                      std::shared_ptr<kernels::kernel_session> kernel,
@@ -48,7 +32,8 @@ websocket_session::~websocket_session() { kernel_->detach(this); }
 
 void websocket_session::run(http_request upgrade) {
     std::string subprotocol;
-    if (offers_v1(upgrade[http::field::sec_websocket_protocol])) {
+    if (offers_subprotocol(upgrade[http::field::sec_websocket_protocol],
+                           kernelproto::v1_subprotocol)) {
         format_ = websocket_format::v1;
         subprotocol = kernelproto::v1_subprotocol;
     }

@@ -1,3 +1,4 @@
+#include "gateway/http/websocket_subprotocols.hpp"
 #include "gateway/token_auth.hpp"
 
 #include <unistd.h>
@@ -49,6 +50,45 @@ TEST_CASE("auth refuses missing, wrong and near-miss tokens") {
     CHECK_FALSE(accepts(auth, "Basic s3cret-token", ""));
     CHECK_FALSE(accepts(auth, "token ", "token="));
     CHECK_FALSE(accepts(auth, "", "tokens=s3cret-token"));
+}
+
+TEST_CASE("auth takes a browser WebSocket's token from its Sec-WebSocket-Protocol offer") {
+    token_auth auth("s3cret-token");
+    const std::string hex = "73336372 65742d74 6f6b656e";  // "s3cret-token", spaced for reading
+    std::string packed;
+    for (char c : hex)
+        if (c != ' ') packed.push_back(c);
+    CHECK(auth.authenticate("", "", "callisto.auth, callisto.token." + packed));
+    CHECK(auth.authenticate("", "", " callisto.token." + packed + " ,callisto.auth"));
+    // Any place that carries the valid token is enough; a wrong one elsewhere does not veto it.
+    CHECK(auth.authenticate("token wrong", "", "callisto.token." + packed));
+    CHECK(auth.authenticate("", "token=s3cret-token", "callisto.token.00"));
+    CHECK_FALSE(auth.authenticate("token wrong", "token=wrong", "callisto.token.00"));
+}
+
+TEST_CASE("a malformed or wrong token in the offer is refused") {
+    token_auth auth("s3cret-token");
+    for (std::string_view offer :
+         {"callisto.token.", "callisto.token.7", "callisto.token.7Z", "callisto.token.7333637",
+          "callisto.token.73336372 65742d746f6b656e", "callisto.token.73336372656b",
+          "callisto.TOKEN.733363726574 2d746f6b656e", "s3cret-token", "callisto.token.s3cret-token",
+          ",,,", "callisto.auth"}) {
+        INFO(offer);
+        CHECK_FALSE(auth.authenticate("", "", offer));
+    }
+    // Upper-case hex is not the form the web UI sends; it is refused rather than guessed at.
+    CHECK_FALSE(auth.authenticate("", "", "callisto.token.7333637265742D746F6B656E"));
+}
+
+TEST_CASE("offers_subprotocol finds a whole entry, blanks around it ignored") {
+    using callisto::gateway::offers_subprotocol;
+    CHECK(offers_subprotocol("callisto.auth", "callisto.auth"));
+    CHECK(offers_subprotocol("v1.kernel.websocket.jupyter.org , callisto.auth", "callisto.auth"));
+    CHECK(offers_subprotocol("a,\tcallisto.auth\t,b", "callisto.auth"));
+    CHECK_FALSE(offers_subprotocol("callisto.authx", "callisto.auth"));
+    CHECK_FALSE(offers_subprotocol("xcallisto.auth", "callisto.auth"));
+    CHECK_FALSE(offers_subprotocol("", "callisto.auth"));
+    CHECK_FALSE(offers_subprotocol(",,", "callisto.auth"));
 }
 
 TEST_CASE("auth with an empty token lets everything through") {
