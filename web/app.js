@@ -1,66 +1,76 @@
-// Callisto web UI: a small code-interpreter page on the gateway's REST and WebSocket API.
-//
-// Plain ES module, no build step, no external resources. Kernel output is never injected into
-// this page as HTML: text goes through textContent, images through data: URLs on <img>, and
-// text/html into an <iframe sandbox=""> (no scripts, opaque origin) via srcdoc.
-//
-// WebSocket: /api/kernels/{id}/channels?token=…&session_id=… in the legacy JSON format (no
-// subprotocol offered): text frames {header, parent_header, metadata, content, channel, buffers}.
-//
-// The page is split into ES modules under js/, one per job; this file wires them up.
+// Callisto web UI: plain ES modules, no build step, no framework, nothing from elsewhere.
+// This file only wires the modules together: signing in and out, and the three views —
+// the playground (/v1 contexts), the raw Jupyter kernels, and the admin console.
 
-import { kernelAction, onEditorKey, runCode } from './js/actions.js';
-import { attach, loadSpecs, refreshKernels, startKernel } from './js/kernels.js';
-import { showTokenPanel, takeToken } from './js/rest.js';
-import { $, KERNEL_KEY, KERNEL_POLL_MS, state, TOKEN_KEY } from './js/state.js';
-import { updateControls } from './js/status.js';
+import { hideAdmin, initAdmin, showAdmin } from './js/admin/console.js';
+import { onAuthFailure, setToken } from './js/api.js';
+import { forgetSession, initialToken, rememberToken, showApp, showSignIn, whoami } from './js/auth.js';
+import { hidePlayground, initPlayground, playgroundDebug, showPlayground, startPlayground,
+         stopPlayground } from './js/contexts/playground.js';
+import { $ } from './js/dom.js';
+import { initFiles } from './js/files/panel.js';
+import { hideKernelsView, initKernelsView, kernelsDebug, showKernelsView, startKernelsView,
+         stopKernelsView } from './js/kernels/view.js';
+import { initViews, registerView, startViews, stopViews } from './js/ui/views.js';
 
-async function main() {
-  $('token-form').addEventListener('submit', ev => {
-    ev.preventDefault();
-    const t = $('token-input').value.trim();
-    if (!t) return;
-    sessionStorage.setItem(TOKEN_KEY, t);
-    $('token-input').value = '';
-    boot();
-  });
-  $('start-kernel').addEventListener('click', startKernel);
-  $('refresh-kernels').addEventListener('click', refreshKernels);
-  $('interrupt').addEventListener('click', () => kernelAction('interrupt'));
-  $('restart').addEventListener('click', () => kernelAction('restart'));
-  $('shutdown').addEventListener('click', () => kernelAction('shutdown'));
-  $('editor-form').addEventListener('submit', ev => { ev.preventDefault(); runCode(); });
-  $('code').addEventListener('keydown', onEditorKey);
-  $('clear-log').addEventListener('click', () => {
-    $('log').replaceChildren();
-    for (const [id, cell] of state.cells) if (cell.el.dataset.state !== 'running') state.cells.delete(id);
-    state.displays.clear();
-  });
-  setInterval(() => { if (!$('app').hidden && !document.hidden) refreshKernels(); }, KERNEL_POLL_MS);
-  await boot();
-}
+let signedIn = false;
 
-async function boot() {
-  state.token = takeToken();
-  if (!state.token) return showTokenPanel();
+async function signIn(token) {
+  setToken(token);
+  let who;
   try {
-    await loadSpecs();
+    who = await whoami();
   } catch (e) {
-    if (e.status === 403 || e.status === 401) {
-      sessionStorage.removeItem(TOKEN_KEY);
-      return showTokenPanel('The server refused this token.');
-    }
-    showTokenPanel(`Cannot reach the server: ${e.message}`);
+    // A refused token already brought the sign-in panel back (onAuthFailure).
+    if (e.status !== 401 && e.status !== 403) showSignIn(`Cannot reach the server: ${e.message}`);
     return;
   }
-  $('token-panel').hidden = true;
-  $('app').hidden = false;
-  updateControls();
-  const kernels = await refreshKernels();
-  // After a reload, reattach to the kernel this tab was using if it still runs.
-  const previous = sessionStorage.getItem(KERNEL_KEY);
-  const model = previous && kernels?.find(k => k.id === previous);
-  if (model && !state.kernelId) attach(model.id, model);
+  rememberToken(token);
+  signedIn = true;
+  showApp(who);
+  startViews(who);
+  await Promise.all([startPlayground(who), startKernelsView()]);
 }
+
+function signOut(message) {
+  if (signedIn) {
+    stopViews();
+    stopPlayground();
+    stopKernelsView();
+  }
+  signedIn = false;
+  forgetSession();
+  showSignIn(message);
+}
+
+function main() {
+  initPlayground();
+  initFiles();
+  initKernelsView();
+  initAdmin();
+  initViews();
+  registerView('playground', { show: showPlayground, hide: hidePlayground });
+  registerView('kernels', { show: showKernelsView, hide: hideKernelsView });
+  registerView('admin', { show: showAdmin, hide: hideAdmin });
+  onAuthFailure(message => signOut(message));
+  $('signin-form').addEventListener('submit', ev => {
+    ev.preventDefault();
+    const token = $('signin-token').value.trim();
+    if (token) signIn(token);
+  });
+  $('sign-out').addEventListener('click', () => signOut('Signed out.'));
+  const token = initialToken();
+  if (token) signIn(token); else showSignIn();
+}
+
+// Hooks for the headless browser tests (and for poking at the page from the console).
+window.callistoDebug = {
+  get kernelId() { return kernelsDebug.kernelId; },
+  get sessionId() { return kernelsDebug.sessionId; },
+  sendRaw: text => kernelsDebug.sendRaw(text),
+  dropConnection: () => kernelsDebug.dropConnection(),
+  get contextId() { return playgroundDebug.contextId; },
+  dropEvents: () => playgroundDebug.dropConnection(),
+};
 
 main();

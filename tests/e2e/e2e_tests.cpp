@@ -202,7 +202,11 @@ TEST_CASE("the served OpenAPI document passes an independent OpenAPI 3.1 validat
 
 TEST_CASE("the web UI runs code in headless Chromium") {
     server_process server({"--web-root=" + source_dir + "/web"});
-    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/browser/web_ui_test.mjs"});
+    // A screenshot after every browser test, kept in the build directory to look at.
+    const std::string shots = std::string(CALLISTO_E2E_BINARY_DIR) + "/web-ui-screenshots";
+    std::filesystem::remove_all(shots);
+    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/browser/web_ui_test.mjs"},
+               900, {{"CALLISTO_E2E_SCREENSHOT_DIR", shots}});
     CHECK(server.stop() == 0);
 }
 

@@ -1,4 +1,36 @@
-// Small helpers: ids, elements, ANSI colour codes as spans, carriage returns.
+// DOM helpers. Every piece of text reaches the page through textContent or a text node:
+// nothing in this UI parses a string as HTML in the page itself.
+
+export const $ = id => document.getElementById(id);
+
+// el('button', {class: 'small', text: 'Run', onclick: fn}, child…): attributes, a text,
+// listeners (on…) and children; null/undefined/false values and children are skipped.
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') node.className = v;
+    else if (k === 'text') node.textContent = v;
+    else if (k === 'dataset') Object.assign(node.dataset, v);
+    else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? '' : String(v));
+  }
+  node.append(...children.flat().filter(c => c !== null && c !== undefined && c !== false));
+  return node;
+}
+
+// SVG elements need their namespace; same calling convention as el().
+export function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'text') node.textContent = v;
+    else if (k === 'class') node.setAttribute('class', v);
+    else node.setAttribute(k, String(v));
+  }
+  node.append(...children.filter(Boolean));
+  return node;
+}
 
 export function uuid() {
   // crypto.randomUUID needs a secure context; getRandomValues works on plain http too.
@@ -9,65 +41,26 @@ export function uuid() {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-export function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === 'class') node.className = v;
-    else if (k === 'text') node.textContent = v;
-    else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
-    else node.setAttribute(k, v === true ? '' : String(v));
-  }
-  node.append(...children.filter(c => c !== null && c !== undefined));
-  return node;
+// Runs fn and keeps a scrolling container pinned to its bottom if it was there before, so
+// new output follows along unless the user scrolled up to read.
+export function keepScrolled(container, fn, force = false) {
+  const nearBottom = container.scrollHeight - container.scrollTop - container.clientHeight < 80;
+  const result = fn();
+  if (nearBottom || force) container.scrollTop = container.scrollHeight;
+  return result;
 }
 
-export const shortId = id => String(id).slice(0, 8);
-export const asText = v => (Array.isArray(v) ? v.join('') : String(v ?? ''));
-
-// ANSI escape codes → spans with classes for the basic 16 colours and bold; every other escape
-// sequence is dropped. Text is only ever set through text nodes.
-export function ansiToFragment(input) {
-  const text = String(input)
-    .replace(/\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g, '')      // OSC (titles, hyperlinks)
-    .replace(/\x1b\[[0-9;?]*[A-Za-ln-z@`]/g, '');            // CSI other than SGR (…m)
-  const frag = document.createDocumentFragment();
-  const re = /\x1b\[([0-9;]*)m/g;
-  let fg = null, bold = false, last = 0, m;
-  const push = s => {
-    s = s.replace(/\x1b/g, '');
-    if (!s) return;
-    if (fg === null && !bold) { frag.append(s); return; }
-    const cls = [fg !== null ? `ansi-${fg}` : '', bold ? 'ansi-bold' : ''].join(' ').trim();
-    frag.append(el('span', { class: cls, text: s }));
-  };
-  while ((m = re.exec(text))) {
-    push(text.slice(last, m.index));
-    last = re.lastIndex;
-    const codes = m[1] ? m[1].split(';').map(Number) : [0];
-    for (let i = 0; i < codes.length; i++) {
-      const c = codes[i];
-      if (c === 0) { fg = null; bold = false; }
-      else if (c === 1) bold = true;
-      else if (c === 22) bold = false;
-      else if (c === 39) fg = null;
-      else if ((c >= 30 && c <= 37) || (c >= 90 && c <= 97)) fg = c;
-      else if (c === 38 || c === 48) {            // extended colours: skip their arguments
-        if (codes[i + 1] === 5) i += 2; else if (codes[i + 1] === 2) i += 4;
-      }
+// Runs async jobs with at most `limit` at a time (history restore, PSS refreshes): a page
+// must not open dozens of requests at once on a browser's six connections per host.
+export async function mapLimited(items, limit, fn) {
+  const results = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i], i);
     }
-  }
-  push(text.slice(last));
-  return frag;
-}
-
-export const stripAnsi = s => String(s).replace(/\x1b\[[0-9;?]*[A-Za-z@`]/g, '')
-                                .replace(/\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g, '');
-
-// Carriage returns overwrite the current line (progress bars).
-export function applyCarriageReturns(text) {
-  if (!text.includes('\r')) return text;
-  return text.replace(/\r\n/g, '\n').split('\n')
-    .map(line => { const i = line.lastIndexOf('\r', line.length - 2); return i < 0 ? line : line.slice(i + 1); })
-    .join('\n').replace(/\r$/, '');
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
 }
