@@ -171,6 +171,39 @@ def test_websocket_auth_required():
             ws.kernel_info()
 
 
+@callisto_only
+def test_ws_token_as_a_subprotocol_as_browsers_send_it():
+    # A browser cannot set Authorization on a WebSocket: the web UI offers the token in
+    # Sec-WebSocket-Protocol instead of ?token= (docs/security.md). The server selects
+    # callisto.auth (or v1 when offered) and never the entry that carries the token.
+    import websocket
+    from e2e_client import TOKEN, ws_sslopt, ws_url
+
+    def offer(token):
+        return ["callisto.auth", "callisto.token." + token.encode().hex()]
+
+    with kernel() as k:
+        url = ws_url(k["id"], uuid.uuid4().hex, auth=None)
+        for protocols, selected in ((offer(TOKEN), "callisto.auth"),
+                                    ([V1_PROTOCOL] + offer(TOKEN), V1_PROTOCOL)):
+            ws = websocket.create_connection(url, subprotocols=protocols, timeout=30,
+                                             sslopt=ws_sslopt())
+            try:
+                check_eq(ws.getsubprotocol(), selected, f"the protocol selected for {protocols}")
+            finally:
+                ws.close()
+        for bad in (offer("wrong-" + TOKEN), ["callisto.auth", "callisto.token.zz"],
+                    ["callisto.auth", "callisto.token." + TOKEN]):
+            try:
+                ws = websocket.create_connection(url, subprotocols=bad, timeout=30,
+                                                 sslopt=ws_sslopt())
+            except websocket.WebSocketBadStatusException as e:
+                check_eq(e.status_code, 401, f"refused with {bad}")
+            else:
+                ws.close()
+                raise AssertionError(f"WebSocket opened with {bad}")
+
+
 @test
 def test_bad_kernel_ids_404():
     r = api("GET", f"/api/kernels/{uuid.uuid4()}")
