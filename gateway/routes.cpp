@@ -31,18 +31,22 @@ void kernel_channels(gateway_services& s, incoming_request in) {
                       ? s.kernels.find_for(in.where.kernel_id, who)
                       : nullptr;
     if (!kernel) return in.respond(s.kernels_rest.no_such_kernel(in.where.kernel_id, who));
-    std::optional<std::uint64_t> since;
+    jupyter_api::websocket_session::url_options from_url;
     if (auto text = query_param(in.where.query, "since"); !text.empty()) {
         std::uint64_t value = 0;
         auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
         if (ec != std::errc{} || end != text.data() + text.size())
             return in.respond(error_response(http::status::bad_request,
                                              "'since' must be a message sequence number"));
-        since = value;
+        from_url.since = value;
     }
+    // jupyter_server and @jupyterlab/services name the client's session; only a bounded
+    // one is kept (it only ever matches a session sent in message headers).
+    if (auto session = query_param(in.where.query, "session_id"); session.size() <= 256)
+        from_url.session_id = std::string(session);
     auto taken = in.take_connection();
     auto ws = std::make_shared<jupyter_api::websocket_session>(
-        std::move(taken.stream), std::move(kernel), who.name, s.config, s.log, since,
+        std::move(taken.stream), std::move(kernel), who.name, s.config, s.log, std::move(from_url),
         std::move(taken.slot));
     s.sessions.add(ws, "kernel_websocket");
     ws->run(std::move(in.req));

@@ -173,6 +173,7 @@ kernels::kernel_settings kernel_settings_for(const server_config& config) {
     s.shutdown_wait = config.shutdown_wait;
     s.kill_grace = config.kill_grace;
     s.heartbeat_timeout = config.heartbeat_timeout;
+    s.state_required = config.state_required;
     return s;
 }
 
@@ -317,6 +318,7 @@ server::server(server_config config, logger log)
     kernel_env_.records = kernel_records_.get();
     signals_.add(SIGUSR2);
     register_gateway_metrics(metrics_, kernels_, catalog_, sessions_);
+    if (kernel_records_) register_state_metrics(metrics_, *kernel_records_, *context_records_);
     register_process_metrics(metrics_);
     register_routes(dispatcher_, services_);
     // Bound before anything is written: a taken port leaves no runtime directory behind.

@@ -575,6 +575,11 @@ const std::vector<option>& options() {
          "SIGTERM leaves the kernels running for the next start to adopt\n"
          "(needs --state-dir), as SIGUSR2 does; default off: SIGTERM stops them",
          switch_into(&server_config::keep_kernels_on_exit)},
+        {"--state-required", "on|off",
+         "refuse to start a kernel whose record cannot be written to\n"
+         "--state-dir (a full disk): it would not survive a restart; default\n"
+         "off: it runs without, and the error is logged and counted",
+         switch_into(&server_config::state_required)},
         {"--workdir-root",
          "DIR",
          "per-kernel working directories (default /var/lib/callisto/work);\n"
@@ -1026,6 +1031,8 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         return fail(
             "--keep-kernels-on-exit needs --state-dir: the next start adopts kernels "
             "from their records there");
+    if (cfg.state_required && cfg.state_dir.empty())
+        return fail("--state-required needs --state-dir: there is nowhere to write the records");
     return {cfg, {}, 0};
 }
 

@@ -87,6 +87,9 @@ struct server_config {
     bool state_dir_off = false;
     // SIGTERM leaves the kernels running for the next gateway, as SIGUSR2 always does.
     bool keep_kernels_on_exit = false;
+    // A kernel whose record cannot be written (a full disk) is stopped and its start refused,
+    // rather than run without surviving a restart.
+    bool state_required = false;
     std::filesystem::path zygote_program;
 
     // The interpreter API (/v1, gateway/interpreter/).

@@ -29,6 +29,12 @@ std::string string_field(const nlohmann::json& obj, const char* name) {
 
 }  // namespace
 
+std::size_t message_bytes(const message& m) {
+    std::size_t n = m.header.size() + m.parent_header.size() + m.metadata.size() + m.content.size();
+    for (const auto& b : m.buffers) n += b.size();
+    return n;
+}
+
 bool is_json_object(std::string_view text) {
     // A valid document that starts with '{' is an object, so the first significant character
     // settles the type; is_valid_json checks the rest without building a DOM.

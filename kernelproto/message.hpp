@@ -5,6 +5,7 @@
 // message to a client never re-serialises it (the v1 WebSocket format copies them as bytes,
 // the legacy JSON format splices them). The few header fields routing needs are parsed once.
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -39,6 +40,9 @@ struct message {
 // Returns false (leaving the fields unspecified) when header is not a JSON object with string
 // msg_id and msg_type, or parent_header is not a JSON object.
 bool parse_routing_fields(message& msg);
+
+// What a message weighs on the wire: its four JSON parts and its buffers.
+std::size_t message_bytes(const message& m);
 
 // True when text is one complete JSON object ("{...}"), without building a DOM (content can be
 // many MB). Used to validate the raw parts that are relayed as bytes.

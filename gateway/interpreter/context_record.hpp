@@ -44,6 +44,7 @@ public:
         return records_.save(record.id, record.to_json().dump());
     }
     void remove(const std::string& context_id) { records_.remove(context_id); }
+    std::uint64_t failed_writes() const { return records_.failed_writes(); }
 
     struct loaded {
         std::vector<context_record> records;

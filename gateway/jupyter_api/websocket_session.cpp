@@ -17,8 +17,7 @@ using kernelproto::websocket_format;
 websocket_session::websocket_session(client_stream&& stream,
                                      std::shared_ptr<kernels::kernel_session> kernel,
                                      std::string user, const server_config& config, logger log,
-                                     std::optional<std::uint64_t> since,
-                                     connection_limiter::slot slot)
+                                     url_options from_url, connection_limiter::slot slot)
     : channel_(std::move(stream),
                {config.max_message_bytes, config.client_send_queue_bytes, config.ws_ping_interval},
                log, "websocket", std::move(slot)),
@@ -26,7 +25,7 @@ websocket_session::websocket_session(client_stream&& stream,
       kernel_(std::move(kernel)),
       user_(std::move(user)),
       log_(std::move(log)),
-      since_(since) {}
+      url_(std::move(from_url)) {}
 
 websocket_session::~websocket_session() { kernel_->detach(this); }
 
@@ -40,7 +39,7 @@ void websocket_session::run(http_request upgrade) {
     channel_.accept(std::move(upgrade), std::move(subprotocol), weak_from_this(), *this);
 }
 
-void websocket_session::on_open() { kernel_->attach(shared_from_this(), since_); }
+void websocket_session::on_open() { kernel_->attach(shared_from_this(), url_.since); }
 
 void websocket_session::on_message(std::string_view text, bool binary) {
     std::error_code ec;

@@ -23,12 +23,17 @@ class websocket_session : public kernels::kernel_client,
                           public websocket_handler,
                           public std::enable_shared_from_this<websocket_session> {
 public:
-    // `since`: replay the kernel's output after this sequence number first (?since=SEQ).
+    // What the client's URL asked for: replay the kernel's output after this sequence number
+    // first (?since=SEQ); the Jupyter session it belongs to (?session_id=).
+    struct url_options {
+        std::optional<std::uint64_t> since;
+        std::string session_id;
+    };
+
     // `user`: who attached (the audit log names them).
     websocket_session(client_stream&& stream, std::shared_ptr<kernels::kernel_session> kernel,
                       std::string user, const server_config& config, logger log,
-                      std::optional<std::uint64_t> since = std::nullopt,
-                      connection_limiter::slot slot = {});
+                      url_options from_url, connection_limiter::slot slot = {});
     ~websocket_session() override;
 
     // Accepts the upgrade (choosing the v1 subprotocol when offered) and starts relaying.
@@ -41,6 +46,7 @@ public:
     void deliver(std::shared_ptr<const kernelproto::websocket_frame> frame) override;
     void close_from_kernel(std::string reason) override;
     std::string user_name() const override { return user_; }
+    std::string jupyter_session() const override { return url_.session_id; }
 
 private:
     void on_open() override;
@@ -54,7 +60,7 @@ private:
     const std::string user_;
     logger log_;
     kernelproto::websocket_format format_ = kernelproto::websocket_format::legacy;
-    std::optional<std::uint64_t> since_;
+    const url_options url_;
 };
 
 }  // namespace callisto::gateway::jupyter_api

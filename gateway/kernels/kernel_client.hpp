@@ -32,6 +32,10 @@ public:
     // Who is behind it, for the audit log ("" when unknown).
     virtual std::string user_name() const { return {}; }
 
+    // The Jupyter session it named when it connected (a WebSocket URL's session_id), "" when
+    // none: replies to requests it sent before a gateway restart find it by that.
+    virtual std::string jupyter_session() const { return {}; }
+
     // The kernel is gone (deleted, or the server is stopping): close with this reason.
     virtual void close_from_kernel(std::string reason) = 0;
 };

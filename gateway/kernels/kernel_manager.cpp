@@ -100,7 +100,8 @@ void kernel_manager::adopt(kernel_record record, std::function<void(create_kerne
         spec = launcher::kernelspec{};
         spec->name = record.kernelspec;
     }
-    auto kernel = std::make_shared<kernel_session>(env_, record.id, std::move(*spec), record.env);
+    auto kernel = std::make_shared<kernel_session>(env_, record.id, std::move(*spec), record.env,
+                                                   record.session);
     // Now, not once the session's strand runs: its contexts are restored right after this.
     kernel->assign_owner(record.owner);
     {

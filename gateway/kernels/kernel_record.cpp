@@ -18,7 +18,8 @@ json kernel_record::to_json() const {
               {"start_ticks", start_ticks},
               {"forked", forked},
               {"runtime_dir", runtime_dir.string()},
-              {"connection", connection.to_json()}};
+              {"connection", connection.to_json()},
+              {"session", session}};
     if (uid) {
         j["uid"] = *uid;
         j["cgroup"] = cgroup;
@@ -45,6 +46,7 @@ kernel_record kernel_record::from_json(const json& j) {
     r.forked = bool_field(j, "forked");
     r.runtime_dir = string_field(j, "runtime_dir");
     r.connection = connection_info::from_json(required_field(j, "connection"));
+    if (j.contains("session")) r.session = string_field(j, "session");
     if (j.contains("uid")) {
         r.uid = whole_field<uid_t>(j, "uid");
         r.cgroup = string_field(j, "cgroup");

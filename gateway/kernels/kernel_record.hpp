@@ -27,6 +27,10 @@ struct kernel_record {
     bool forked = false;            // by a zygote
     std::filesystem::path runtime_dir;
     kernelproto::connection_info connection;
+    // The gateway's Jupyter session id for this kernel, which is also its ZeroMQ routing
+    // identity: kept, so that the kernel's replies to requests sent before a restart reach the
+    // gateway that adopts it. "" in records older than this field (a new one is made).
+    std::string session;
     // Sandboxed kernels only.
     std::optional<uid_t> uid;
     std::string cgroup;  // the cgroup's name ("" without cgroups)

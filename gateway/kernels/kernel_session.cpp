@@ -21,13 +21,6 @@ namespace {
 constexpr std::size_t max_queued_requests = 1024;     // while the kernel is not yet connected
 constexpr std::size_t max_awaiting_replies = 100000;  // requests in flight
 
-// What a message weighs on the wire: its four JSON parts and its buffers.
-std::size_t message_bytes(const kernelproto::message& m) {
-    std::size_t n = m.header.size() + m.parent_header.size() + m.metadata.size() + m.content.size();
-    for (const auto& b : m.buffers) n += b.size();
-    return n;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -48,7 +41,7 @@ public:
     bool admit(channel, std::size_t bytes) override { return inbound_->admit(bytes); }
 
     void on_message(channel ch, kernelproto::message msg) override {
-        msg.lease = inbound_->lease(message_bytes(msg));
+        msg.lease = inbound_->lease(kernelproto::message_bytes(msg));
         asio::post(strand_, [s = session_, link = link_.load(), ch, m = std::move(msg)]() mutable {
             if (auto self = s.lock()) self->on_link_message(link, ch, std::move(m));
         });
@@ -79,12 +72,12 @@ private:
 };
 
 kernel_session::kernel_session(kernel_environment& env, std::string id, launcher::kernelspec spec,
-                               std::map<std::string, std::string> extra_env)
+                               std::map<std::string, std::string> extra_env, std::string session_id)
     : env_(env),
       id_(std::move(id)),
       spec_(std::move(spec)),
       extra_env_(std::move(extra_env)),
-      session_id_(kernelproto::new_uuid()),
+      session_id_(session_id.empty() ? kernelproto::new_uuid() : std::move(session_id)),
       log_(env.log.component("kernel").with("kernel_id", id_)),
       strand_(asio::make_strand(env.ioc)),
       process_(std::make_shared<kernel_process>(env, strand_, id_, spec_, extra_env_, log_)),
@@ -124,11 +117,12 @@ void kernel_session::assign_owner(std::string name) {
         });
 }
 
-void kernel_session::save_record() {
-    if (!env_.records || !process_->running()) return;
+std::string kernel_session::save_record() {
+    if (!env_.records || !process_->running()) return {};
     auto record = process_->record();
     record.owner = model_.owner();
-    env_.records->save(record);
+    record.session = session_id_;
+    return env_.records->save(record);
 }
 
 void kernel_session::forget_record() {
@@ -173,6 +167,7 @@ void kernel_session::adopt(kernel_record record, result_handler on_ready) {
         self->model_.assign_owner(record.owner);
         self->set_state(kernel_state::starting, "starting");
         self->adopting_ = true;
+        self->orphans_.emplace(self->session_id_);
         self->connected_ = false;
         self->spawned_at_ = std::chrono::steady_clock::now();
         if (auto why = self->process_->adopt(record); !why.empty()) {
@@ -187,6 +182,7 @@ void kernel_session::adopt(kernel_record record, result_handler on_ready) {
 
 void kernel_session::spawn_process() {
     connected_ = false;
+    orphans_.reset();             // a process started here answers only what was sent from here
     clients_.reset_executions();  // the executions of a previous process are over
     spawned_at_ = std::chrono::steady_clock::now();
     if (auto why = process_->spawn(); !why.empty()) {
@@ -237,8 +233,9 @@ void kernel_session::on_link_connected(transport::link_id link) {
     adopting_ = false;
     process_->cancel_ready_timeout();
     if (state_ == kernel_state::starting || state_ == kernel_state::restarting) {
+        if (auto why = save_record(); !why.empty() && env_.settings.state_required)
+            return refuse_unrecorded(why);
         set_state(kernel_state::running, "idle");
-        save_record();
         env_.metrics.starts.with({spec_.name}).inc();
         env_.metrics.start_seconds.with({spec_.name}).observe(seconds_since(spawned_at_));
     }
@@ -248,6 +245,19 @@ void kernel_session::on_link_connected(transport::link_id link) {
         forward(q.from, q.ch, std::move(q.msg));
     }
     finish_start({});
+}
+
+void kernel_session::refuse_unrecorded(const std::string& why) {
+    const std::string reason =
+        "its record could not be written to --state-dir (" + why +
+        "), so it would not survive a gateway restart; refused (--state-required)";
+    log_.error("kernel stopped: " + reason);
+    env_.metrics.start_failures.with({spec_.name}).inc();
+    stop_process(false, [self = shared_from_this(), reason] {
+        self->set_state(kernel_state::dead, "dead", reason);
+        self->clients_.broadcast_status("dead", reason);
+        self->finish_start({kernel_error::start_failed, reason});
+    });
 }
 
 void kernel_session::finish_start(kernel_outcome outcome) {
@@ -444,6 +454,7 @@ void kernel_session::attach(const std::shared_ptr<kernel_client>& client,
             return;
         }
         self->clients_.add(c, since);
+        self->note_client_session(c, c->jupyter_session());
         if (self->state_ == kernel_state::dead)
             self->clients_.send_to(c, channel::iopub,
                                    kernelproto::make_message(
@@ -452,7 +463,10 @@ void kernel_session::attach(const std::shared_ptr<kernel_client>& client,
 }
 
 void kernel_session::detach(const kernel_client* client) {
-    asio::post(strand_, [self = shared_from_this(), client] { self->clients_.remove(client); });
+    asio::post(strand_, [self = shared_from_this(), client] {
+        self->clients_.remove(client);
+        if (self->orphans_) self->orphans_->client_gone(client);
+    });
 }
 
 void kernel_session::submit(std::weak_ptr<kernel_client> from, channel ch,
@@ -478,6 +492,8 @@ void kernel_session::submit(std::weak_ptr<kernel_client> from, channel ch,
 void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel ch,
                              kernelproto::message msg) {
     if (!link_) return;
+    if (orphans_)
+        if (auto client = from.lock()) note_client_session(client, header_session(msg));
     if (ch == channel::shell && msg.msg_type == "execute_request") {
         auto client = from.lock();
         if (client && !client->takes_messages()) {
@@ -495,7 +511,7 @@ void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel c
         awaiting_reply_[msg.msg_id] = from;
     }
     msg.identities.clear();
-    env_.metrics.relayed_to_kernel.observe(static_cast<double>(message_bytes(msg)));
+    env_.metrics.relayed_to_kernel.observe(static_cast<double>(kernelproto::message_bytes(msg)));
     env_.links.send(*link_, ch, std::move(msg));
 }
 
@@ -503,7 +519,7 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
                                      kernelproto::message msg) {
     if (link_ != link) return;  // from a previous process
     report_dropped(msg);
-    const std::size_t bytes = message_bytes(msg);
+    const std::size_t bytes = kernelproto::message_bytes(msg);
     env_.metrics.relayed_to_clients.observe(static_cast<double>(bytes));
     switch (ch) {
         case channel::iopub: {
@@ -518,7 +534,11 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
         case channel::shell:
         case channel::control: {
             auto it = awaiting_reply_.find(msg.parent_msg_id);
-            if (it == awaiting_reply_.end()) return;  // our own request, or its client left
+            if (it == awaiting_reply_.end()) {
+                // Our own request, its client left, or (adopted) sent before the restart.
+                if (orphans_) deliver_orphan(ch, std::move(msg));
+                return;
+            }
             if (msg.msg_type == "execute_reply") track_reply(msg);
             auto client = it->second.lock();
             awaiting_reply_.erase(it);
@@ -532,6 +552,24 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
             if (auto client = it->second.lock()) clients_.send_to(client, ch, std::move(msg));
             return;
         }
+    }
+}
+
+void kernel_session::deliver_orphan(channel ch, kernelproto::message msg) {
+    const std::string what = msg.msg_type + " to " + msg.parent_msg_id;
+    if (auto d = orphans_->arrived(ch, std::move(msg))) {
+        log_.info("delivered " + what + ", sent before the gateway restarted");
+        clients_.send_to(d->client, d->what.channel, std::move(d->what.message));
+    }
+}
+
+void kernel_session::note_client_session(const std::shared_ptr<kernel_client>& client,
+                                         const std::string& session) {
+    if (!orphans_ || session.empty()) return;
+    for (auto& r : orphans_->client_seen(client, session)) {
+        log_.info("delivered " + r.message.msg_type + " to " + r.message.parent_msg_id +
+                  ", sent before the gateway restarted, on its session's return");
+        clients_.send_to(client, r.channel, std::move(r.message));
     }
 }
 

@@ -30,6 +30,7 @@
 #include "gateway/kernels/kernel_model.hpp"
 #include "gateway/kernels/kernel_process.hpp"
 #include "gateway/kernels/message_budget.hpp"
+#include "gateway/kernels/orphan_replies.hpp"
 #include "gateway/kernels/websocket_executions.hpp"
 #include "kernelproto/message.hpp"
 #include "launcher/kernelspec.hpp"
@@ -52,8 +53,10 @@ class kernel_session : public std::enable_shared_from_this<kernel_session>,
 public:
     using result_handler = std::function<void(kernel_outcome)>;
 
+    // `session_id` is the Jupyter session and ZeroMQ routing identity to use ("" makes a new
+    // one); an adopted kernel keeps its recorded one.
     kernel_session(kernel_environment& env, std::string id, launcher::kernelspec spec,
-                   std::map<std::string, std::string> extra_env);
+                   std::map<std::string, std::string> extra_env, std::string session_id = {});
     ~kernel_session();
 
     const std::string& id() const { return id_; }
@@ -124,7 +127,11 @@ private:
     void spawn_process();
     // The kernel record (--state-dir) follows the process: written once it runs, and when
     // its owner changes; removed when it is dead or gone.
-    void save_record();
+    // "" when written (or there is no --state-dir), else why not.
+    std::string save_record();
+    // --state-required and the record could not be written: the process is stopped, the
+    // start (or restart) fails with the reason.
+    void refuse_unrecorded(const std::string& why);
     void forget_record();
     void open_link();
     void on_link_message(transport::link_id link, kernelproto::channel ch,
@@ -145,6 +152,11 @@ private:
     void finish_start(kernel_outcome outcome);
     void forward(const std::weak_ptr<kernel_client>& from, kernelproto::channel ch,
                  kernelproto::message msg);
+    // An adopted process's reply to a request this gateway never sent (orphans_), and the
+    // Jupyter session a client showed (its URL's session_id, its messages' header).
+    void deliver_orphan(kernelproto::channel ch, kernelproto::message msg);
+    void note_client_session(const std::shared_ptr<kernel_client>& client,
+                             const std::string& session);
     // Tells every client when messages were dropped for being over the kernel's budget.
     void report_dropped(const kernelproto::message& next);
     // The executions of WebSocket clients: noted on the way to the kernel, reported when the
@@ -182,6 +194,9 @@ private:
     std::optional<transport::link_id> link_;
     bool connected_ = false;
     bool adopting_ = false;  // adopted, its first kernel_info not answered yet
+    // For a process an earlier gateway started: its replies to that gateway's requests, on
+    // their way to the clients that sent them. Empty for a process started here.
+    std::optional<orphan_replies> orphans_;
     std::vector<result_handler> ready_waiters_;
     std::vector<std::function<void()>> shutdown_waiters_;
     std::unordered_map<std::string, std::weak_ptr<kernel_client>> awaiting_reply_;

@@ -31,6 +31,8 @@ struct kernel_settings {
     // Python: ipykernel's heartbeat thread needs no GIL), so it is killed and restarted per
     // the autorestart rule. 0: never.
     std::chrono::seconds heartbeat_timeout{30};
+    // A process whose record cannot be written to --state-dir is stopped, its start refused.
+    bool state_required = false;
 };
 
 }  // namespace callisto::gateway::kernels

@@ -75,4 +75,16 @@ void register_gateway_metrics(metrics::registry& r, const kernels::kernel_manage
                 });
 }
 
+void register_state_metrics(metrics::registry& r, const kernels::kernel_record_store& kernels,
+                            const interpreter::context_record_store& contexts) {
+    r.collected("callisto_state_write_failures_total",
+                "Records that could not be written to --state-dir (a full disk), by kind: "
+                "those kernels and contexts would not survive a gateway restart",
+                metrics::metric_type::counter, {"records"}, [&kernels, &contexts] {
+                    return std::vector<metrics::sample>{
+                        {{"kernels"}, static_cast<double>(kernels.failed_writes())},
+                        {{"contexts"}, static_cast<double>(contexts.failed_writes())}};
+                });
+}
+
 }  // namespace callisto::gateway

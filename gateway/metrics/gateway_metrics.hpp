@@ -6,7 +6,9 @@
 
 #include "common/metrics.hpp"
 #include "gateway/http/session_registry.hpp"
+#include "gateway/interpreter/context_record.hpp"
 #include "gateway/kernels/kernel_manager.hpp"
+#include "gateway/kernels/kernel_record_store.hpp"
 #include "launcher/kernelspec_catalog.hpp"
 
 namespace callisto::gateway {
@@ -14,5 +16,9 @@ namespace callisto::gateway {
 void register_gateway_metrics(metrics::registry& r, const kernels::kernel_manager& kernels,
                               const launcher::kernelspec_catalog& catalog,
                               const session_registry& sessions);
+
+// Writes to --state-dir that failed (a full disk): what a restart would not bring back.
+void register_state_metrics(metrics::registry& r, const kernels::kernel_record_store& kernels,
+                            const interpreter::context_record_store& contexts);
 
 }  // namespace callisto::gateway

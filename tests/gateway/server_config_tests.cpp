@@ -541,4 +541,15 @@ TEST_CASE("--state-dir and --keep-kernels-on-exit refuse what cannot work") {
     r = parse({"--keep-kernels-on-exit=on"});
     REQUIRE(r.config);
     CHECK(r.config->keep_kernels_on_exit);
+    CHECK_FALSE(r.config->state_required);
+
+    r = parse({"--state-dir=off", "--state-required=on"});
+    CHECK_FALSE(r.config);
+    CHECK(r.message.find("--state-required needs --state-dir") != std::string::npos);
+    r = parse({"--state-required=maybe"});
+    CHECK_FALSE(r.config);
+    CHECK(r.message.find("--state-required") != std::string::npos);
+    r = parse({"--state-required=on"});
+    REQUIRE(r.config);
+    CHECK(r.config->state_required);
 }

@@ -30,13 +30,15 @@ struct fake_links final : link_port {
         kp::message msg;
     };
     std::vector<std::shared_ptr<transport::link_events>> opened;  // index = id - 1
+    std::vector<transport::link_options> options;                 // as opened
     std::vector<sent_message> sent;
     std::vector<transport::link_id> closed;
 
     transport::link_id open(const kp::connection_info&,
                             std::shared_ptr<transport::link_events> events,
-                            transport::link_options) override {
+                            transport::link_options o) override {
         opened.push_back(std::move(events));
+        options.push_back(std::move(o));
         return opened.size();
     }
     void send(transport::link_id id, kp::channel ch, kp::message msg) override {
@@ -95,6 +97,7 @@ struct fake_processes final : process_port {
 struct recording_client final : kernel_client {
     std::vector<std::pair<kp::channel, std::shared_ptr<const kp::message>>> got;
     std::vector<std::string> closed_because;
+    std::string session;  // the Jupyter session it names on connecting
 
     kp::websocket_format format() const override { return kp::websocket_format::v1; }
     void deliver(std::shared_ptr<const kp::websocket_frame>) override {}
@@ -105,6 +108,7 @@ struct recording_client final : kernel_client {
     void close_from_kernel(std::string reason) override {
         closed_because.push_back(std::move(reason));
     }
+    std::string jupyter_session() const override { return session; }
     // The text of every stream message received, in order.
     std::vector<std::string> stream_texts() const {
         std::vector<std::string> out;

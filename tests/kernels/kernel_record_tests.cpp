@@ -18,6 +18,7 @@
 
 using namespace callisto::gateway::kernels;
 using namespace callisto::gateway::kernels::test;
+using callisto::kernelproto::channel;
 namespace fs = std::filesystem;
 
 namespace {
@@ -44,6 +45,7 @@ kernel_record sample_record() {
     r.uid = 60007;
     r.cgroup = "1a2b3c4d-0b7c2a2e-abcdef";
     r.workdir = "/var/lib/callisto/work/0b7c2a2e-6c1f-4c3e-9a55-0d5d0e0c9a11";
+    r.session = "5f0e2b8c-3d1a-4c2e-8f6b-9a7d1c0e4b21";
     return r;
 }
 
@@ -75,6 +77,12 @@ TEST_CASE("a kernel record reads back as it was written") {
     CHECK(back.uid == r.uid);
     CHECK(back.cgroup == r.cgroup);
     CHECK(back.workdir == r.workdir);
+    CHECK(back.session == r.session);
+
+    // A record written before the session was recorded reads back without one.
+    auto older = r.to_json();
+    older.erase("session");
+    CHECK(kernel_record::from_json(older).session.empty());
 
     auto unsandboxed = r;
     unsandboxed.uid.reset();
@@ -103,6 +111,8 @@ TEST_CASE("a kernel record in a bad form is refused, saying what is wrong") {
                          "'env' holds a value not a string", std::invalid_argument);
     CHECK_THROWS_AS(kernel_record::from_json(with("connection", "tcp")), std::invalid_argument);
     CHECK_THROWS_AS(kernel_record::from_json(with("uid", "60007")), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(kernel_record::from_json(with("session", 7)), "'session' is not a string",
+                         std::invalid_argument);
     CHECK_THROWS_AS(kernel_record::from_json(nlohmann::json::array()), std::invalid_argument);
 }
 
@@ -222,6 +232,127 @@ TEST_CASE("an adopted kernel runs once its link answers, and its record follows 
     REQUIRE(w.run_until([&] { return gone; }));
     CHECK(store.load().records.empty());
     CHECK_FALSE(fs::exists(r.runtime_dir));  // taken over, so removed with the kernel
+}
+
+TEST_CASE(
+    "an adopted kernel keeps its session; replies to requests from before reach their client") {
+    fake_world w;
+    temp_dir dir;
+    kernel_record_store store(dir.path / "state", {});
+    w.env.records = &store;
+    auto r = sample_record();
+    r.uid.reset();
+    r.runtime_dir = dir.path / "run";
+    fs::create_directories(r.runtime_dir);
+    w.processes.adoptable.insert(r.pid);
+
+    auto k = std::make_shared<kernel_session>(w.env, r.id, fake_world::spec(), r.env, r.session);
+    std::optional<std::string> ready;
+    k->adopt(r, [&](kernel_outcome o) { ready = o.message; });
+    REQUIRE(w.run_until([&] { return !w.links.opened.empty(); }));
+    // The same routing identity as the gateway before: the kernel answers it.
+    CHECK(w.links.options.back().session_id == r.session);
+    w.links.last().on_connected();
+    REQUIRE(w.run_until([&] { return ready.has_value(); }));
+    CHECK(store.load().records.at(0).session == r.session);
+
+    // The reply to a cell a JupyterLab client sent before the restart, while no client is
+    // here: it waits. A reply to the gateway's own request is nobody's.
+    const auto lab_request = kp::make_message("execute_request", {{"code", "sleep"}}, "lab");
+    auto lab_reply =
+        kp::make_message("execute_reply", {{"status", "ok"}}, "kernel", "k", &lab_request);
+    REQUIRE(kp::parse_routing_fields(lab_reply));
+    const auto own_request = kp::make_message("kernel_info_request", {}, r.session);
+    auto own_reply = kp::make_message("kernel_info_reply", {}, "kernel", "k", &own_request);
+    REQUIRE(kp::parse_routing_fields(own_reply));
+    w.links.last().on_message(channel::shell, lab_reply);
+    w.links.last().on_message(channel::shell, own_reply);
+    w.settle();
+
+    auto stranger = std::make_shared<recording_client>();
+    stranger->session = "someone-else";
+    k->attach(stranger);
+    auto lab = std::make_shared<recording_client>();
+    lab->session = "lab";
+    k->attach(lab);
+    REQUIRE(w.run_until([&] { return !lab->got.empty(); }));
+    CHECK(lab->got.size() == 1);
+    CHECK(lab->got[0].first == channel::shell);
+    CHECK(lab->got[0].second->msg_id == lab_reply.msg_id);
+    CHECK(stranger->got.empty());
+
+    // A later one goes straight to the client that showed that session in a message.
+    auto anon = std::make_shared<recording_client>();
+    k->attach(anon);
+    k->submit(anon, channel::shell, kp::make_message("kernel_info_request", {}, "nb-2"));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "kernel_info_request") == 1; }));
+    const auto nb_request = kp::make_message("execute_request", {{"code", "1"}}, "nb-2");
+    auto nb_reply =
+        kp::make_message("execute_reply", {{"status", "ok"}}, "kernel", "k", &nb_request);
+    REQUIRE(kp::parse_routing_fields(nb_reply));
+    w.links.last().on_message(channel::shell, nb_reply);
+    REQUIRE(w.run_until([&] { return !anon->got.empty(); }));
+    CHECK(anon->got[0].second->msg_id == nb_reply.msg_id);
+    CHECK(lab->got.size() == 1);
+
+    bool gone = false;
+    k->shutdown([&] { gone = true; });
+    w.processes.exit(r.pid, 0);
+    REQUIRE(w.run_until([&] { return gone; }));
+}
+
+TEST_CASE(
+    "--state-required: a kernel whose record cannot be written is stopped, its start refused") {
+    fake_world w;
+    temp_dir dir;
+    if (::geteuid() != 0 ||
+        ::mount("callisto-test", dir.path.c_str(), "tmpfs", 0, "size=8k") != 0) {
+        MESSAGE("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    kernel_record_store store(dir.path / "state", {});
+    {
+        std::ofstream filler(dir.path / "filler");
+        const std::string block(1024, 'x');
+        for (int i = 0; i < 64 && filler; ++i) filler << block << std::flush;
+    }
+    w.env.records = &store;
+    w.env.settings.state_required = true;
+    auto k =
+        std::make_shared<kernel_session>(w.env, "5a1d9e2c-0000-4c3e-9a55-0d5d0e0c9a12",
+                                         fake_world::spec(), std::map<std::string, std::string>{});
+    std::optional<kernel_outcome> ready;
+    k->start([&](kernel_outcome o) { ready = o; });
+    REQUIRE(w.run_until([&] { return !w.links.opened.empty(); }));
+    w.links.last().on_connected();
+    // Asked to shut down, then terminated after --shutdown-wait.
+    REQUIRE(w.run_until([&] { return w.links.count(channel::control, "shutdown_request") == 1; }));
+    REQUIRE(w.run_until([&] { return !w.processes.terminations.empty(); }));
+    w.processes.exit(w.processes.spawned.back().pid, 143);
+    REQUIRE(w.run_until([&] { return ready.has_value(); }));
+    CHECK_FALSE(ready->ok());
+    INFO(ready->message);
+    CHECK(ready->message.find("No space left on device") != std::string::npos);
+    CHECK(ready->message.find("refused (--state-required)") != std::string::npos);
+    CHECK(k->state() == kernel_state::dead);
+    CHECK(fs::is_empty(store.dir()));
+
+    // Without the flag the same kernel runs, unrecorded.
+    w.env.settings.state_required = false;
+    auto free_kernel =
+        std::make_shared<kernel_session>(w.env, "5a1d9e2c-0000-4c3e-9a55-0d5d0e0c9a13",
+                                         fake_world::spec(), std::map<std::string, std::string>{});
+    std::optional<kernel_outcome> ran;
+    free_kernel->start([&](kernel_outcome o) { ran = o; });
+    REQUIRE(w.run_until([&] { return w.links.opened.size() == 2; }));
+    w.links.last().on_connected();
+    REQUIRE(w.run_until([&] { return ran.has_value(); }));
+    CHECK(ran->ok());
+    CHECK(free_kernel->state() == kernel_state::running);
+    bool gone = false;
+    free_kernel->shutdown([&] { gone = true; });
+    w.processes.exit(w.processes.spawned.back().pid, 0);
+    REQUIRE(w.run_until([&] { return gone; }));
 }
 
 TEST_CASE("a record whose process cannot be adopted ends the kernel as dead, saying why") {

@@ -8,7 +8,9 @@ tests/e2e/e2e_tests.cpp around the kills and restarts; state in $CALLISTO_E2E_ST
                     context holds z = 5, one finished execution and one running.
   -k while_down     no server: B's processes are killed (it ends while no gateway runs) and
                     a garbage record is planted.
-  -k after_crash    second server: A is back with its owner, variables and files; B and the
+  -k after_crash    second server: A is back with its owner, variables and files, and the
+                    Jupyter client that sent the 16 s cell, reconnecting with its session,
+                    gets that cell's execute_reply; B and the
                     garbage record are gone with everything B left; the context is back with
                     z, its finished execution, and the running one reported as ended by the
                     restart; kernel C (forked by the
@@ -84,7 +86,8 @@ def test_before_crash():
                  "42\n", "kernel A ran")
         # Still running when the gateway is killed, and for longer than the next gateway's
         # --kernel-ready-timeout (10 s): the kernel goes on with it, and is adopted after.
-        ws.execute("import time; time.sleep(16); open('finished.txt', 'w').write('yes')")
+        long_cell = ws.execute("import time; time.sleep(16); open('finished.txt', 'w').write('yes')")
+        lab_session = ws.session
         ws.wait_for(lambda m: m["msg_type"] == "status" and
                     m["content"].get("execution_state") == "busy", what="A busy")
     with KernelWS(b["id"]) as ws:
@@ -104,6 +107,7 @@ def test_before_crash():
     check_eq(records(state_dir, "contexts"), [ctx["id"] + ".json"], "a record of the context")
     save({"a": a["id"], "b": b["id"], "a_pid": launch_info(a["id"])["pid"],
           "b_pid": launch_info(b["id"])["pid"], "root": args["workdir-root"],
+          "long_cell": long_cell, "lab_session": lab_session,
           "state_dir": state_dir, "uids": args["sandbox-uids"],
           "b_cgroups": kernel_cgroups(b["id"]), "ctx": ctx["id"], "done": done["id"],
           "running": running})
@@ -130,8 +134,14 @@ def test_after_crash():
     model = api("GET", f"/api/kernels/{s['a']}")
     check_eq(model.status, 200, "kernel A is listed after the restart")
     check_eq(launch_info(s["a"])["pid"], s["a_pid"], "kernel A is the same process")
-    with KernelWS(s["a"]) as ws:
+    # The client reconnects as a Jupyter client does, with its session in the URL: the reply
+    # to the cell it sent the gateway that was killed reaches it all the same.
+    with KernelWS(s["a"], session_id=s["lab_session"]) as ws:
         ws.kernel_info(timeout=60)
+        reply = ws.wait_for(lambda m: m["msg_type"] == "execute_reply" and
+                            m["parent_header"].get("msg_id") == s["long_cell"], timeout=30,
+                            what="the reply to the cell sent before the crash")
+        check_eq(reply["content"]["status"], "ok", "the cell from before the crash ended ok")
         ex = ws.run("print(x, open('kept.txt').read(), open('finished.txt').read())", timeout=60)
         check_eq(ex.stdout(), "42 kept yes\n",
                  "A's variables and files are there; the cell running at the crash finished")
