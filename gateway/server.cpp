@@ -109,6 +109,13 @@ std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
     if (!probe.usable())
         throw std::runtime_error(probe.describe() +
                                  " (--sandbox=off disables it, for development only)");
+    // The runtime root itself is made searchable at start (prepare_runtime_root); what lies
+    // above it, and the workdir root, are the operator's.
+    for (const auto& [dir, option] :
+         {std::pair{config.workdir_root, "--workdir-root"},
+          std::pair{config.runtime_root.parent_path(), "--runtime-dir's parent"}})
+        if (auto why = launcher::sandbox_probe::unreachable_by_sandbox(dir, option); !why.empty())
+            throw std::runtime_error(why);
     log.info(probe.describe());
     log.info("sandbox limits per kernel: " + config.limits.describe() + "; uids " +
              std::to_string(config.sandbox_uid_first) + "-" +

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -123,6 +124,27 @@ sandbox_probe sandbox_probe::run(const std::filesystem::path& bwrap, uid_t test_
         if (clone == "0") p.failure += "; kernel.unprivileged_userns_clone is 0: set it to 1";
     }
     return p;
+}
+
+std::string sandbox_probe::unreachable_by_sandbox(const std::filesystem::path& dir,
+                                                  const std::string& what) {
+    const auto absolute = std::filesystem::absolute(dir).lexically_normal();
+    std::filesystem::path walked;
+    for (const auto& part : absolute) {
+        walked /= part;
+        struct stat st {};
+        if (::stat(walked.c_str(), &st) != 0) break;  // made by the gateway, searchable
+        if (!S_ISDIR(st.st_mode))
+            return what + " " + dir.string() + ": " + walked.string() + " is not a directory";
+        if ((st.st_mode & S_IXOTH) == 0) {
+            char mode[8];
+            std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+            return what + " " + dir.string() + ": " + walked.string() + " (mode " + mode +
+                   ") is not searchable by other users, so kernels, which run as the sandbox "
+                   "uids, could not reach their files; chmod o+x it or choose another directory";
+        }
+    }
+    return {};
 }
 
 std::string sandbox_probe::describe() const {

@@ -25,6 +25,13 @@ struct sandbox_probe {
 
     // `test_uid`: an unprivileged uid to try bwrap as (the first of the sandbox range).
     static sandbox_probe run(const std::filesystem::path& bwrap, uid_t test_uid);
+
+    // Kernels run as sandbox uids, which own none of the gateway's directories: every existing
+    // directory down to `dir` (which may not exist yet) must be searchable by others, or bwrap
+    // cannot reach a kernel's workdir or connection file. "" when it is, else which directory
+    // stops them and its mode. `what` names the option ("--workdir-root").
+    static std::string unreachable_by_sandbox(const std::filesystem::path& dir,
+                                              const std::string& what);
 };
 
 }  // namespace callisto::launcher

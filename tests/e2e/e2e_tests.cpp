@@ -620,6 +620,18 @@ TEST_CASE(
     CHECK(r.output.find("--kernel-dir=/nonexistent/kernels: no such directory") !=
           std::string::npos);
 
+    // A workdir root under a directory only its owner may search (mktemp -d makes them 0700):
+    // kernels running as the sandbox uids could not reach their workdirs.
+    const std::string closed = runtime + "-closed";
+    std::filesystem::create_directories(closed);
+    std::filesystem::permissions(closed, std::filesystem::perms::owner_all);
+    r = start({"--workdir-root=" + closed + "/work"});
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find(closed + " (mode 0700) is not searchable by other users") !=
+          std::string::npos);
+    std::filesystem::remove_all(closed);
+
     // TLS files that cannot be used, and TLS options that do not go together.
     r = start({"--certfile=/nonexistent/cert.pem", "--keyfile=/nonexistent/key.pem"});
     INFO(r.output);
