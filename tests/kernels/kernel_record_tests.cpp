@@ -61,6 +61,22 @@ struct temp_dir {
     }
 };
 
+// An 8 KiB tmpfs at dir with its state directory, then filled: the next record written there
+// fails with ENOSPC. False (the test is skipped) without root.
+bool mount_full_disk(const temp_dir& dir) {
+    if (::geteuid() != 0 ||
+        ::mount("callisto-test", dir.path.c_str(), "tmpfs", 0, "size=8k") != 0) {
+        MESSAGE("skipped: mounting a small tmpfs needs root");
+        return false;
+    }
+    std::error_code ec;
+    fs::create_directories(dir.path / "state", ec);  // made before the disk filled, as a store's
+    std::ofstream filler(dir.path / "filler");
+    const std::string block(1024, 'x');
+    for (int i = 0; i < 64 && filler; ++i) filler << block << std::flush;
+    return true;
+}
+
 }  // namespace
 
 TEST_CASE("a kernel record reads back as it was written") {
@@ -148,17 +164,8 @@ TEST_CASE("the record store writes, reads back and removes records; a bad file i
 
 TEST_CASE("a full disk under the store is an error for that kernel, and writes resume after") {
     temp_dir dir;
-    if (::geteuid() != 0 ||
-        ::mount("callisto-test", dir.path.c_str(), "tmpfs", 0, "size=8k") != 0) {
-        MESSAGE("skipped: mounting a small tmpfs needs root");
-        return;
-    }
+    if (!mount_full_disk(dir)) return;
     kernel_record_store store(dir.path / "state", {});
-    {
-        std::ofstream filler(dir.path / "filler");
-        const std::string block(1024, 'x');
-        for (int i = 0; i < 64 && filler; ++i) filler << block << std::flush;
-    }
     auto r = sample_record();
     const auto why = store.save(r);
     CHECK(why.find("No space left on device") != std::string::npos);
@@ -305,17 +312,8 @@ TEST_CASE(
     "--state-required: a kernel whose record cannot be written is stopped, its start refused") {
     fake_world w;
     temp_dir dir;
-    if (::geteuid() != 0 ||
-        ::mount("callisto-test", dir.path.c_str(), "tmpfs", 0, "size=8k") != 0) {
-        MESSAGE("skipped: mounting a small tmpfs needs root");
-        return;
-    }
+    if (!mount_full_disk(dir)) return;
     kernel_record_store store(dir.path / "state", {});
-    {
-        std::ofstream filler(dir.path / "filler");
-        const std::string block(1024, 'x');
-        for (int i = 0; i < 64 && filler; ++i) filler << block << std::flush;
-    }
     w.env.records = &store;
     w.env.settings.state_required = true;
     auto k =
