@@ -61,6 +61,15 @@ struct temp_dir {
     }
 };
 
+// The sample record as the fake world can adopt it: no sandbox, its runtime directory made.
+kernel_record unsandboxed_record(const temp_dir& dir) {
+    auto r = sample_record();
+    r.uid.reset();
+    r.runtime_dir = dir.path / "run";
+    fs::create_directories(r.runtime_dir);
+    return r;
+}
+
 // An 8 KiB tmpfs at dir with its state directory, then filled: the next record written there
 // fails with ENOSPC. False (the test is skipped) without root.
 bool mount_full_disk(const temp_dir& dir) {
@@ -206,10 +215,7 @@ TEST_CASE("an adopted kernel runs once its link answers, and its record follows 
     temp_dir dir;
     kernel_record_store store(dir.path / "state", {});
     w.env.records = &store;
-    auto r = sample_record();
-    r.uid.reset();  // the fake world has no sandbox
-    r.runtime_dir = dir.path / "run";
-    fs::create_directories(r.runtime_dir);
+    auto r = unsandboxed_record(dir);
     w.processes.adoptable.insert(r.pid);
 
     auto k = std::make_shared<kernel_session>(w.env, r.id, fake_world::spec(), r.env);
@@ -247,10 +253,7 @@ TEST_CASE(
     temp_dir dir;
     kernel_record_store store(dir.path / "state", {});
     w.env.records = &store;
-    auto r = sample_record();
-    r.uid.reset();
-    r.runtime_dir = dir.path / "run";
-    fs::create_directories(r.runtime_dir);
+    auto r = unsandboxed_record(dir);
     w.processes.adoptable.insert(r.pid);
 
     auto k = std::make_shared<kernel_session>(w.env, r.id, fake_world::spec(), r.env, r.session);
@@ -358,10 +361,7 @@ TEST_CASE("a record whose process cannot be adopted ends the kernel as dead, say
     temp_dir dir;
     kernel_record_store store(dir.path / "state", {});
     w.env.records = &store;
-    auto r = sample_record();
-    r.uid.reset();
-    r.runtime_dir = dir.path / "run";
-    fs::create_directories(r.runtime_dir);
+    auto r = unsandboxed_record(dir);
     CHECK(store.save(r) == "");
     // not in w.processes.adoptable: the supervisor finds it gone
 
