@@ -15,7 +15,9 @@
 #include "kernelproto/ids.hpp"
 #include "kernelproto/wire_codec.hpp"
 #include "transport/detail/command_queue.hpp"
+#include "transport/detail/deadline_queue.hpp"
 #include "transport/detail/kernel_link.hpp"
+#include "transport/detail/socket_poller.hpp"
 #include "transport/detail/zmq_frames.hpp"
 
 namespace callisto::transport {
@@ -35,6 +37,16 @@ constexpr std::size_t pending_cap = 100'000;
 // Bad messages from one link that are logged at warn before only every 1000th is.
 constexpr std::uint64_t bad_log_burst = 10;
 
+// The poller reports a socket as its link id and its socket_at index; link ids start at 1,
+// so token 0 is free for the command queue's wake-up fd.
+constexpr std::uint64_t wake_token = 0;
+constexpr unsigned which_bits = 3;
+static_assert(socket_count < (1u << which_bits));
+
+std::uint64_t token_of(link_id id, std::size_t which) { return id << which_bits | which; }
+link_id link_of(std::uint64_t token) { return token >> which_bits; }
+std::size_t which_of(std::uint64_t token) { return token & ((1u << which_bits) - 1); }
+
 }  // namespace
 
 struct reactor::impl {
@@ -45,6 +57,7 @@ struct reactor::impl {
         } catch (const zmq::error_t& e) {
             log_.warn(std::string("cannot raise the ZMQ socket limit: ") + e.what());
         }
+        poller_.watch(commands_.wake_fd(), wake_token);
         thread_ = std::thread([this] { run(); });
         thread_id_ = thread_.get_id();
     }
@@ -99,32 +112,30 @@ private:
 
     // ---- reactor thread ----
 
+    // Each round: commands, then a wait bounded by the nearest deadline (none while sockets are
+    // still queued for service), then the sockets that fired or were queued, then due timers.
+    // Work per round follows what is ready, not how many kernels are open.
     void run() {
-        std::vector<zmq_pollitem_t> items;
-        // For items[i + 1]: the link and socket (0..3 a channel, 4 the heartbeat).
-        std::vector<std::pair<kernel_link*, std::size_t>> owners;
+        std::vector<std::uint64_t> fired;
         while (process_commands()) {
-            build_poll_items(items, owners);
+            fired.clear();
+            auto timeout =
+                dirty_.empty() ? wait_timeout(clock_type::now()) : std::chrono::milliseconds(0);
             try {
-                zmq::poll(items, poll_timeout(clock_type::now()));
-            } catch (const zmq::error_t& e) {
-                if (e.num() != EINTR) zmq_error(nullptr, "poll", e);
-                continue;
+                poller_.wait(timeout, fired);
+            } catch (const std::system_error& e) {
+                log_.error(std::string("wait: ") + e.what());
             }
-            if (items[0].revents & ZMQ_POLLIN) commands_.clear_wake();
-            for (std::size_t i = 1; i < items.size(); ++i) {
-                if (items[i].revents == 0) continue;
-                auto [link, which] = owners[i - 1];
-                if (link->closed) continue;
-                if (which == socket_count) {
-                    on_heartbeat_readable(*link);
+            for (std::uint64_t token : fired) {
+                if (token == wake_token) {
+                    commands_.clear_wake();
                     continue;
                 }
-                auto ch = static_cast<kp::channel>(which);
-                if (items[i].revents & ZMQ_POLLOUT) flush_pending(*link, ch);
-                if (items[i].revents & ZMQ_POLLIN) on_readable(*link, ch);
+                if (auto it = links_.find(link_of(token)); it != links_.end())
+                    mark_dirty(*it->second, which_of(token));
             }
-            run_timers(clock_type::now());
+            serve_dirty();
+            run_due_timers(clock_type::now());
         }
         // Sockets close (linger 0) before the context is destroyed by the owning thread.
         links_.clear();
@@ -176,10 +187,12 @@ private:
         kernel_link& l = *link;
         links_.emplace(c.id, std::move(link));
         links_open_.fetch_add(1);
+        if (!l.failed) watch(l);
         if (l.failed) return;
         auto now = clock_type::now();
         send_nudge(l);
         l.next_nudge = now + l.options.nudge_interval;
+        reschedule(l);
         log_.debug(l.name() + ": opened, session " + l.session);
     }
 
@@ -208,64 +221,146 @@ private:
         auto it = links_.find(c.id);
         if (it == links_.end()) return;
         log_.debug(it->second->name() + ": closed");
+        unwatch(*it->second);
+        timers_.cancel(c.id);
         links_.erase(it);  // socket destructors close with linger 0
         links_open_.fetch_sub(1);
     }
 
-    void build_poll_items(std::vector<zmq_pollitem_t>& items,
-                          std::vector<std::pair<kernel_link*, std::size_t>>& owners) {
-        items.clear();
-        owners.clear();
-        items.push_back(zmq_pollitem_t{nullptr, commands_.wake_fd(), ZMQ_POLLIN, 0});
-        for (auto& [id, link] : links_) {
-            if (link->closed || link->failed) continue;
-            for (std::size_t i = 0; i < socket_count; ++i) {
-                short events = ZMQ_POLLIN;
-                if (!link->pending[i].empty()) events |= ZMQ_POLLOUT;
-                items.push_back(zmq_pollitem_t{link->sockets[i].handle(), 0, events, 0});
-                owners.emplace_back(link.get(), i);
-            }
-            if (link->connected && link->heartbeat) {
-                items.push_back(zmq_pollitem_t{link->heartbeat.handle(), 0, ZMQ_POLLIN, 0});
-                owners.emplace_back(link.get(), socket_count);
+    // ---- readiness ----
+
+    void watch(kernel_link& l) {
+        for (std::size_t which = 0; which <= socket_count; ++which) {
+            if (!watch_socket(l, which)) {
+                unwatch(l);
+                l.fail();
+                return;
             }
         }
     }
 
-    // The poll waits until the nearest nudge or heartbeat deadline.
-    std::chrono::milliseconds poll_timeout(clock_type::time_point now) const {
-        std::optional<clock_type::time_point> nearest;
-        auto consider = [&](clock_type::time_point t) {
-            if (!nearest || t < *nearest) nearest = t;
-        };
-        for (const auto& [id, link] : links_) {
-            if (link->closed || link->failed) continue;
-            consider(link->next_deadline());
+    bool watch_socket(kernel_link& l, std::size_t which) {
+        zmq::socket_t& socket = l.socket_at(which);
+        if (!socket) return true;
+        try {
+            poller_.watch(socket.get(zmq::sockopt::fd), token_of(l.id, which));
+        } catch (const std::exception& e) {
+            log_.error(l.name() + ": cannot watch its sockets: " + e.what());
+            return false;
         }
+        // Whatever arrived before the fd was watched has already spent its signal.
+        mark_dirty(l, which);
+        return true;
+    }
+
+    void unwatch(kernel_link& l) {
+        for (std::size_t which = 0; which <= socket_count; ++which) unwatch_socket(l, which);
+    }
+
+    void unwatch_socket(kernel_link& l, std::size_t which) {
+        zmq::socket_t& socket = l.socket_at(which);
+        if (!socket) return;
+        try {
+            poller_.unwatch(socket.get(zmq::sockopt::fd));
+        } catch (const zmq::error_t& e) {
+            zmq_error(&l, "unwatch", e);
+        }
+    }
+
+    // Queues the socket to have its ZMQ_EVENTS asked this round: after it fired, and after every
+    // send or receive on it, which can swallow the signal of a message that arrived meanwhile.
+    void mark_dirty(kernel_link& l, std::size_t which) {
+        if (l.dirty[which]) return;
+        l.dirty[which] = true;
+        dirty_.emplace_back(l.id, which);
+    }
+
+    void serve_dirty() {
+        std::vector<std::pair<link_id, std::size_t>> batch;
+        batch.swap(dirty_);
+        for (auto [id, which] : batch) {
+            auto it = links_.find(id);
+            if (it == links_.end()) continue;
+            kernel_link& l = *it->second;
+            l.dirty[which] = false;
+            if (l.closed || l.failed) continue;
+            serve(l, which);
+            reschedule(l);  // a pong or the end of the nudge moves the link's deadline
+        }
+    }
+
+    // Reads and flushes what the socket is ready for. One still readable after drain_cap
+    // messages is served again next round, after the others had their turn.
+    void serve(kernel_link& l, std::size_t which) {
+        zmq::socket_t& socket = l.socket_at(which);
+        if (!socket) return;
+        const int events = events_of(l, socket);
+        if (which == socket_count) {
+            if (events & ZMQ_POLLIN) on_heartbeat_readable(l);
+        } else {
+            auto ch = static_cast<kp::channel>(which);
+            if ((events & ZMQ_POLLOUT) && !l.pending[which].empty()) flush_pending(l, ch);
+            if (events & ZMQ_POLLIN) on_readable(l, ch);
+        }
+        if (l.closed || !socket) return;
+        const int after = events_of(l, socket);
+        const bool can_flush =
+            which < socket_count && (after & ZMQ_POLLOUT) && !l.pending[which].empty();
+        if ((after & ZMQ_POLLIN) || can_flush) mark_dirty(l, which);
+    }
+
+    int events_of(kernel_link& l, zmq::socket_t& socket) {
+        try {
+            return socket.get(zmq::sockopt::events);
+        } catch (const zmq::error_t& e) {
+            zmq_error(&l, "events", e);
+            return 0;
+        }
+    }
+
+    // ---- timers ----
+
+    void reschedule(kernel_link& l) {
+        if (l.closed || l.failed)
+            timers_.cancel(l.id);
+        else
+            timers_.schedule(l.id, l.next_deadline());
+    }
+
+    // The wait lasts until the nearest nudge or heartbeat deadline.
+    std::chrono::milliseconds wait_timeout(clock_type::time_point now) const {
+        auto nearest = timers_.nearest();
         if (!nearest) return std::chrono::milliseconds(-1);
         if (*nearest <= now) return std::chrono::milliseconds(0);
         // Round up so we do not wake a fraction of a millisecond early and spin.
         return std::chrono::ceil<std::chrono::milliseconds>(*nearest - now);
     }
 
-    void run_timers(clock_type::time_point now) {
-        for (auto& [id, link] : links_) {
-            kernel_link& l = *link;
+    void run_due_timers(clock_type::time_point now) {
+        for (link_id id : timers_.take_due(now)) {
+            auto it = links_.find(id);
+            if (it == links_.end()) continue;
+            kernel_link& l = *it->second;
             if (l.closed || l.failed) continue;
-            if (!l.connected) {
-                if (now >= l.next_nudge) {
-                    // A backed-up shell pipe means the kernel is not reading yet: more nudges
-                    // would only pile up behind the ones already waiting.
-                    if (l.pending[index_of(kp::channel::shell)].empty()) send_nudge(l);
-                    l.next_nudge = now + l.options.nudge_interval;
-                }
-                continue;
+            on_deadline(l, now);
+            reschedule(l);
+        }
+    }
+
+    void on_deadline(kernel_link& l, clock_type::time_point now) {
+        if (!l.connected) {
+            if (now >= l.next_nudge) {
+                // A backed-up shell pipe means the kernel is not reading yet: more nudges
+                // would only pile up behind the ones already waiting.
+                if (l.pending[index_of(kp::channel::shell)].empty()) send_nudge(l);
+                l.next_nudge = now + l.options.nudge_interval;
             }
-            if (l.ping_outstanding) {
-                if (now >= l.ping_sent + l.options.heartbeat_timeout) on_heartbeat_missed(l, now);
-            } else if (now >= l.next_ping) {
-                send_ping(l, now);
-            }
+            return;
+        }
+        if (l.ping_outstanding) {
+            if (now >= l.ping_sent + l.options.heartbeat_timeout) on_heartbeat_missed(l, now);
+        } else if (now >= l.next_ping) {
+            send_ping(l, now);
         }
     }
 
@@ -365,6 +460,7 @@ private:
     }
 
     send_result try_send(kernel_link& l, kp::channel ch, const frames_t& frames) {
+        mark_dirty(l, index_of(ch));
         send_result r = send_result::failed;
         try {
             r = send_frames(l.sockets[index_of(ch)], frames);
@@ -387,6 +483,7 @@ private:
     // ---- heartbeat ----
 
     void send_ping(kernel_link& l, clock_type::time_point now) {
+        mark_dirty(l, socket_count);
         try {
             l.send_ping(now);
         } catch (const zmq::error_t& e) {
@@ -409,11 +506,14 @@ private:
     }
 
     void on_heartbeat_missed(kernel_link& l, clock_type::time_point now) {
+        unwatch_socket(l, socket_count);
         try {
             l.reconnect_heartbeat(ctx_);
         } catch (const zmq::error_t& e) {
             zmq_error(&l, "heartbeat reconnect", e);
         }
+        // Without a watch the pongs go unseen, which the next timeouts report as missed beats.
+        if (l.heartbeat) watch_socket(l, socket_count);
         if (l.on_ping_missed()) {
             log_.warn(l.name() + ": heartbeat missed");
             notify(l, [](link_events& e) { e.on_heartbeat(false); });
@@ -450,6 +550,9 @@ private:
     logger log_;
     zmq::context_t ctx_;
     command_queue commands_;  // stop() joins the thread before the destructor closes its fd
+    socket_poller poller_;
+    deadline_queue timers_;                               // reactor thread only
+    std::vector<std::pair<link_id, std::size_t>> dirty_;  // reactor thread only
 
     std::mutex join_mutex_;
     std::thread thread_;

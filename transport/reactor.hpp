@@ -1,10 +1,11 @@
 #pragma once
 // The one thread that owns every ZMQ socket of every kernel.
 //
-// It polls all sockets plus a wake-up fd, drains each readable socket until EAGAIN, decodes and
-// verifies each message, and hands it to the link's link_events. Commands from other threads
-// (open, send, close) go through a mutex-guarded queue and the wake-up fd; no ZMQ socket is ever
-// touched from another thread. No thread per kernel.
+// It waits on epoll over every socket's notification fd plus a wake-up fd, drains each ready
+// socket until EAGAIN, decodes and verifies each message, and hands it to the link's
+// link_events. A wake-up costs what is ready, not what is open; timers sit in a deadline queue.
+// Commands from other threads (open, send, close) go through a mutex-guarded queue and the wake-up
+// fd; no ZMQ socket is ever touched from another thread. No thread per kernel.
 
 #include <atomic>
 #include <chrono>

@@ -362,6 +362,28 @@ TEST_CASE("one reactor serves 100 links") {
     CHECK(eventually([&] { return r.stats().links == 0; }));
 }
 
+// Closed sockets give their fds back and new ones take the same numbers: a watch that outlived
+// its socket would leave the new one unheard, or refuse to be added.
+TEST_CASE("links opened after others closed, 60 rounds, each connect and answer") {
+    temp_dir dir;
+    fake_kernel kernel(dir.path() + "/k", key);
+    reactor r(test_logger());
+    for (int round = 0; round < 60; ++round) {
+        CAPTURE(round);
+        auto events = std::make_shared<event_recorder>();
+        link_id id = r.open(kernel.info(), events, fast_options());
+        REQUIRE(events->wait_for(connected));
+        kp::message req = execute_request("round " + std::to_string(round));
+        r.send(id, kp::channel::shell, req);
+        REQUIRE(events->wait_for([&](const recorded_events& e) {
+            return e.count(kp::channel::shell, "execute_reply", req.msg_id) == 1;
+        }));
+        r.close(id);
+    }
+    CHECK(eventually([&] { return r.stats().links == 0; }));
+    CHECK(r.stats().zmq_errors == 0);
+}
+
 TEST_CASE_FIXTURE(connected_link,
                   "a burst of 20000 iopub messages is delivered complete and in order") {
     constexpr int burst = 20000;

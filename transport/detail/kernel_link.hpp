@@ -43,6 +43,12 @@ struct kernel_link {
 
     std::array<zmq::socket_t, socket_count> sockets;  // indexed by channel
     zmq::socket_t heartbeat;
+    // The socket the reactor addresses as `which`: 0..3 a channel, socket_count the heartbeat.
+    zmq::socket_t& socket_at(std::size_t which) {
+        return which < socket_count ? sockets[which] : heartbeat;
+    }
+    // Queued for the reactor to ask ZMQ_EVENTS this round, per socket_at index.
+    std::array<bool, socket_count + 1> dirty{};
     // A message waiting for a full DEALER pipe, with the sender's lease on its bytes
     // (kernelproto::message::lease), which ends once ZeroMQ has taken the frames.
     struct outgoing {
