@@ -1,7 +1,12 @@
 #include "gateway_connection.hpp"
 
+#include <deque>
 #include <random>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -100,65 +105,113 @@ asio::awaitable<http_answer> http_connection::request(http::verb method, std::st
     }
 }
 
+struct kernel_socket::connection {
+    explicit connection(const asio::any_io_executor& executor) : ws(executor), arrival(executor) {}
+
+    websocket::stream<beast::tcp_stream> ws;
+    beast::flat_buffer buffer;
+    std::string expected;              // the msg_id whose answers are kept
+    std::deque<nlohmann::json> inbox;  // kept messages not yet received
+    asio::steady_timer arrival;        // a receive() waits on it; cancelled when one arrives
+    std::optional<boost::system::system_error> failure;  // why reading stopped
+};
+
 kernel_socket::kernel_socket(asio::any_io_executor executor, const load_options& options)
     : executor_(std::move(executor)), options_(options) {}
 
 asio::awaitable<void> kernel_socket::open(const std::string& kernel_id) {
-    ws_.emplace(executor_);
-    buffer_.clear();
-    try {
-        auto& tcp_layer = beast::get_lowest_layer(*ws_);
-        tcp_layer.expires_after(std::chrono::seconds(30));
-        co_await tcp_layer.async_connect(co_await resolve(executor_, options_), use_awaitable);
-        // Every wait is bounded by the TCP layer's timer (receive sets it per message), not by
-        // the WebSocket's own timeouts, so the two never compete.
-        ws_->set_option(websocket::stream_base::decorator([token = options_.token](auto& req) {
-            req.set(http::field::authorization, "token " + token);
-        }));
-        ws_->read_message_max(64u << 20);
-        tcp_layer.expires_after(std::chrono::seconds(30));
-        co_await ws_->async_handshake(options_.host + ":" + options_.port,
-                                      "/api/kernels/" + kernel_id + "/channels", use_awaitable);
-        tcp_layer.expires_never();
-        ws_->text(true);
-    } catch (...) {
-        ws_.reset();
-        throw;
+    close();
+    auto c = std::make_shared<connection>(executor_);
+    auto& tcp_layer = beast::get_lowest_layer(c->ws);
+    tcp_layer.expires_after(std::chrono::seconds(30));
+    co_await tcp_layer.async_connect(co_await resolve(executor_, options_), use_awaitable);
+    // As browsers and jupyter_client do: a small request leaves at once.
+    tcp_layer.socket().set_option(tcp::no_delay(true));
+    c->ws.set_option(websocket::stream_base::decorator([token = options_.token](auto& req) {
+        req.set(http::field::authorization, "token " + token);
+    }));
+    c->ws.read_message_max(64u << 20);
+    co_await c->ws.async_handshake(options_.host + ":" + options_.port,
+                                   "/api/kernels/" + kernel_id + "/channels", use_awaitable);
+    // From here the waits are bounded by receive()'s deadline, not by the stream's timer.
+    tcp_layer.expires_never();
+    c->ws.text(true);
+    connection_ = c;
+    asio::co_spawn(executor_, read_all(std::move(c)), asio::detached);
+}
+
+void kernel_socket::close() {
+    if (!connection_) return;
+    boost::system::error_code ignored;
+    // The reader's read ends with an error; it holds the connection until then.
+    beast::get_lowest_layer(connection_->ws).socket().close(ignored);
+    connection_.reset();
+}
+
+asio::awaitable<void> kernel_socket::read_all(std::shared_ptr<connection> c) {
+    for (;;) {
+        c->buffer.clear();
+        try {
+            co_await c->ws.async_read(c->buffer, use_awaitable);
+        } catch (const boost::system::system_error& e) {
+            c->failure = e;
+            c->arrival.cancel();
+            co_return;
+        }
+        // A binary frame carries a message with buffers, never ours; another client's message
+        // does not name our request, which a search tells without parsing.
+        if (!c->ws.got_text() || c->expected.empty()) continue;
+        std::string text = beast::buffers_to_string(c->buffer.data());
+        if (text.find(c->expected) == std::string::npos) continue;
+        auto parsed = nlohmann::json::parse(text, nullptr, false);
+        if (!parsed.is_object()) continue;
+        const auto& parent = parsed["parent_header"];
+        if (!parent.is_object() || parent.value("msg_id", "") != c->expected) continue;
+        c->inbox.push_back(std::move(parsed));
+        c->arrival.cancel();
     }
 }
 
+void kernel_socket::expect(std::string msg_id) {
+    if (!connection_) return;
+    connection_->expected = std::move(msg_id);
+    connection_->inbox.clear();
+}
+
 asio::awaitable<void> kernel_socket::send(const nlohmann::json& message) {
+    if (!connection_) throw boost::system::system_error(asio::error::not_connected);
+    auto c = connection_;
     const std::string text = message.dump();
     try {
-        co_await ws_->async_write(asio::buffer(text), use_awaitable);
+        co_await c->ws.async_write(asio::buffer(text), use_awaitable);
     } catch (...) {
-        ws_.reset();
+        close();
         throw;
     }
 }
 
 asio::awaitable<std::optional<nlohmann::json>> kernel_socket::receive(
     std::chrono::steady_clock::time_point deadline) {
+    if (!connection_) throw boost::system::system_error(asio::error::not_connected);
+    auto c = connection_;
     for (;;) {
+        if (!c->inbox.empty()) {
+            auto m = std::move(c->inbox.front());
+            c->inbox.pop_front();
+            co_return m;
+        }
+        if (c->failure) {
+            auto failure = *c->failure;
+            close();
+            throw failure;
+        }
         if (std::chrono::steady_clock::now() >= deadline) {
-            ws_.reset();
+            close();
             co_return std::nullopt;
         }
-        buffer_.clear();
-        // The socket's own timer bounds the wait; when it fires the socket is closed.
-        beast::get_lowest_layer(*ws_).expires_at(deadline);
-        try {
-            co_await ws_->async_read(buffer_, use_awaitable);
-        } catch (const boost::system::system_error& e) {
-            ws_.reset();
-            if (e.code() == beast::error::timeout) co_return std::nullopt;
-            throw;
-        }
-        beast::get_lowest_layer(*ws_).expires_never();
-        if (!ws_->got_text()) continue;  // a binary frame: messages with buffers, not ours
-        auto parsed =
-            nlohmann::json::parse(beast::buffers_to_string(buffer_.data()), nullptr, false);
-        if (parsed.is_object()) co_return parsed;
+        c->arrival.expires_at(deadline);
+        boost::system::error_code ec;  // cancelled: a message or a failure came
+        co_await c->arrival.async_wait(asio::redirect_error(use_awaitable, ec));
     }
 }
 

@@ -3,6 +3,7 @@
 // and a kernel's WebSocket channels (the Jupyter protocol's JSON messages).
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>  // before Boost 1.74's awaitable.hpp, which uses std::exchange unincluded
@@ -43,26 +44,37 @@ private:
     beast::flat_buffer buffer_;
 };
 
+// A kernel's WebSocket, read all the time as a real client reads it: the output of the other
+// clients of the kernel is drained as it arrives (and the gateway's pings answered) while this
+// client thinks, so an execution's latency never includes a backlog or a reconnection.
 class kernel_socket {
 public:
     kernel_socket(asio::any_io_executor executor, const load_options& options);
+    ~kernel_socket() { close(); }
+    kernel_socket(const kernel_socket&) = delete;
+    kernel_socket& operator=(const kernel_socket&) = delete;
 
     // Throws boost::system::system_error when it cannot connect.
     asio::awaitable<void> open(const std::string& kernel_id);
-    bool is_open() const { return ws_.has_value(); }
-    void close() { ws_.reset(); }
+    bool is_open() const { return connection_ != nullptr; }
+    void close();
 
+    // From now on only messages answering `msg_id` are kept for receive(); the rest are dropped
+    // unparsed. Call before sending the request.
+    void expect(std::string msg_id);
     asio::awaitable<void> send(const nlohmann::json& message);
-    // The next JSON message, or nullopt at `deadline` (the socket is then closed).
-    // Throws boost::system::system_error when the connection fails.
+    // The next kept message, or nullopt at `deadline` (the socket is then closed).
+    // Throws boost::system::system_error when the connection failed.
     asio::awaitable<std::optional<nlohmann::json>> receive(
         std::chrono::steady_clock::time_point deadline);
 
 private:
+    struct connection;  // shared with the coroutine that reads it
+    static asio::awaitable<void> read_all(std::shared_ptr<connection> c);
+
     asio::any_io_executor executor_;
     const load_options& options_;
-    std::optional<beast::websocket::stream<beast::tcp_stream>> ws_;
-    beast::flat_buffer buffer_;
+    std::shared_ptr<connection> connection_;
 };
 
 // A Jupyter message of this type and content, with a fresh msg_id, for `session`.

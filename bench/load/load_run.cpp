@@ -98,11 +98,6 @@ asio::awaitable<void> load_run::client(int index) {
     kernel_socket socket(executor, options_);
     http_connection http(executor, options_);
     const std::string session = new_id();
-    // A WebSocket nobody reads answers no ping: a gateway closes it after its ping interval
-    // (Callisto's --ws-ping-interval, 30 s). One left unread longer than this (a slow one-shot
-    // meanwhile) is opened again rather than found closed in the middle of an execution.
-    constexpr auto unread_limit = std::chrono::seconds(10);
-    auto last_read = clock::now();
     while (clock::now() < ends_) {
         const snippet& s = snippet_of(mix_.draw(random));
         if (s.kind == snippet_kind::oneshot) {
@@ -110,7 +105,6 @@ asio::awaitable<void> load_run::client(int index) {
         } else if (options_.api == api_kind::v1) {
             co_await http_execution(http, "/v1/contexts/" + target + "/executions", s);
         } else {
-            if (socket.is_open() && clock::now() - last_read > unread_limit) socket.close();
             if (!socket.is_open()) {
                 bool failed = false;
                 try {
@@ -126,7 +120,6 @@ asio::awaitable<void> load_run::client(int index) {
                 }
             }
             co_await jupyter_execution(socket, target, session, s);
-            last_read = clock::now();
         }
         if (options_.think.count() > 0) co_await sleep_for(options_.think);
     }
@@ -147,6 +140,7 @@ asio::awaitable<void> load_run::jupyter_execution(kernel_socket& socket,
                                  {"stop_on_error", false}},
                                 session, "shell");
     const std::string id = message["header"]["msg_id"];
+    socket.expect(id);
     const auto t0 = clock::now();
     ++stats_.sent;
     try {
@@ -175,8 +169,6 @@ asio::awaitable<void> load_run::jupyter_execution(kernel_socket& socket,
                            std::to_string(options_.execution_timeout.count()) + " s");
             co_return;
         }
-        const auto& parent = (*m)["parent_header"];
-        if (!parent.is_object() || parent.value("msg_id", "") != id) continue;
         const std::string type = (*m)["header"].value("msg_type", "");
         const auto& content = (*m)["content"];
         if (type == "status") {
