@@ -49,7 +49,7 @@ struct route_options {
     std::size_t body_limit = 0;  // 0: the default request body limit
     // The answer to a missing or wrong token, when the route's clients expect another
     // than 403 (MCP hosts want 401 with a challenge).
-    std::function<http_response()> unauthorized;
+    std::function<http_response()> unauthorized = {};
     // Answered without a token (GET /metrics with --metrics-public).
     bool without_token = false;
 };

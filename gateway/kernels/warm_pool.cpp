@@ -126,7 +126,7 @@ std::size_t warm_pool::target(const std::string& kernelspec) const {
 std::map<std::string, std::pair<std::size_t, std::size_t>> warm_pool::levels() const {
     std::lock_guard lock(mutex_);
     std::map<std::string, std::pair<std::size_t, std::size_t>> out;
-    for (const auto& [name, slot] : slots_) out[name] = {slot.ready.size(), slot.target};
+    for (const auto& [name, s] : slots_) out[name] = {s.ready.size(), s.target};
     return out;
 }
 
