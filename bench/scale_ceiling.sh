@@ -8,16 +8,18 @@
 #
 #   bench/scale_ceiling.sh OUT_DIR [CLIENTS:KERNELS:THINK_MS ...]
 #
-# Default steps: ten clients per kernel, 1,000 to 5,000 clients, at 50 executions a second in
-# all, then 100 a second (each client thinks clients/rate seconds between executions). From
-# the repository root, after a build.
+# Default steps: one client per kernel, 100 and 200 kernels, at 40 executions a second in all;
+# then ten clients per kernel, 1,000 to 5,000 clients, at 50 executions a second, then 100 a
+# second (each client thinks clients/rate seconds between executions). bench/direct_kernels.py
+# gives the floor to compare with: the same rate sent straight to plain ipykernels. From the
+# repository root, after a build.
 
 set -euo pipefail
 OUT=${1:?usage: bench/scale_ceiling.sh OUT_DIR [CLIENTS:KERNELS:THINK_MS ...]}
 shift
 STEPS=("$@")
-[ ${#STEPS[@]} -gt 0 ] || STEPS=(1000:100:20000 2000:200:40000 5000:500:100000 1000:100:10000
-                                   5000:500:50000)
+[ ${#STEPS[@]} -gt 0 ] || STEPS=(100:100:2500 200:200:5000 1000:100:20000 2000:200:40000
+                                   5000:500:100000 1000:100:10000 5000:500:50000)
 CALLISTO=${CALLISTO:-build/gateway/callisto}
 LOAD=${LOAD:-build/bench/load/callisto-load}
 DURATION=${DURATION:-90}
