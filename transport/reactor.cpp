@@ -131,8 +131,7 @@ private:
                     commands_.clear_wake();
                     continue;
                 }
-                if (auto it = links_.find(link_of(token)); it != links_.end())
-                    mark_dirty(*it->second, which_of(token));
+                if (kernel_link* l = live_link(link_of(token))) mark_dirty(*l, which_of(token));
             }
             serve_dirty();
             run_due_timers(clock_type::now());
@@ -187,8 +186,7 @@ private:
         kernel_link& l = *link;
         links_.emplace(c.id, std::move(link));
         links_open_.fetch_add(1);
-        if (!l.failed) watch(l);
-        if (l.failed) return;
+        if (l.failed || !watch(l)) return;
         auto now = clock_type::now();
         send_nudge(l);
         l.next_nudge = now + l.options.nudge_interval;
@@ -229,14 +227,23 @@ private:
 
     // ---- readiness ----
 
-    void watch(kernel_link& l) {
+    // The open link with this id that may still be served; nullptr once closed or failed.
+    kernel_link* live_link(link_id id) {
+        auto it = links_.find(id);
+        if (it == links_.end() || it->second->closed || it->second->failed) return nullptr;
+        return it->second.get();
+    }
+
+    // False when a socket cannot be watched: the link then fails, as one that cannot connect.
+    bool watch(kernel_link& l) {
         for (std::size_t which = 0; which <= socket_count; ++which) {
             if (!watch_socket(l, which)) {
                 unwatch(l);
                 l.fail();
-                return;
+                return false;
             }
         }
+        return true;
     }
 
     bool watch_socket(kernel_link& l, std::size_t which) {
@@ -279,13 +286,11 @@ private:
         std::vector<std::pair<link_id, std::size_t>> batch;
         batch.swap(dirty_);
         for (auto [id, which] : batch) {
-            auto it = links_.find(id);
-            if (it == links_.end()) continue;
-            kernel_link& l = *it->second;
-            l.dirty[which] = false;
-            if (l.closed || l.failed) continue;
-            serve(l, which);
-            reschedule(l);  // a pong or the end of the nudge moves the link's deadline
+            kernel_link* l = live_link(id);
+            if (!l) continue;
+            l->dirty[which] = false;
+            serve(*l, which);
+            reschedule(*l);  // a pong or the end of the nudge moves the link's deadline
         }
     }
 
@@ -338,12 +343,10 @@ private:
 
     void run_due_timers(clock_type::time_point now) {
         for (link_id id : timers_.take_due(now)) {
-            auto it = links_.find(id);
-            if (it == links_.end()) continue;
-            kernel_link& l = *it->second;
-            if (l.closed || l.failed) continue;
-            on_deadline(l, now);
-            reschedule(l);
+            if (kernel_link* l = live_link(id)) {
+                on_deadline(*l, now);
+                reschedule(*l);
+            }
         }
     }
 
