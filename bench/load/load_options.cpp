@@ -24,7 +24,8 @@ connection errors and the server's memory and descriptors over time.
   --kernels=K              kernels (jupyter) or contexts (v1) they share (default 2)
   --duration=SECS          how long to run (default 30)
   --ramp-up=SECS           start the clients evenly over this time (default 0)
-  --think-ms=MS            each client's pause between executions (default 100)
+  --think-ms=MS            each client's mean pause between executions, drawn at random
+                           from half to one and a half times it (default 100)
   --timeout=SECS           an execution unanswered this long is lost (default 60)
   --mix=KIND=W,...         snippets and their weights; kinds: tiny, print, plot, fail,
                            sleep, interrupt, oneshot (default: the mixed scenario,

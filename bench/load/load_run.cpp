@@ -14,6 +14,12 @@ namespace http = beast::http;
 using asio::use_awaitable;
 using clock = std::chrono::steady_clock;
 
+std::chrono::microseconds think_pause(std::chrono::milliseconds mean, std::mt19937& random) {
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(mean).count();
+    std::uniform_int_distribution<std::int64_t> spread(us / 2, us * 3 / 2);
+    return std::chrono::microseconds(spread(random));
+}
+
 load_run::load_run(load_options options) : options_(std::move(options)), mix_(options_.mix) {}
 
 double load_run::elapsed_seconds() const {
@@ -40,6 +46,7 @@ asio::awaitable<void> load_run::main_task() {
     }
     started_ = clock::now();
     ends_ = started_ + options_.duration;
+    ramp_up_ends_ = started_ + options_.ramp_up;
     auto executor = co_await asio::this_coro::executor;
     asio::co_spawn(executor, sampler(), asio::detached);
     for (int i = 0; i < options_.clients; ++i) asio::co_spawn(executor, client(i), asio::detached);
@@ -121,7 +128,7 @@ asio::awaitable<void> load_run::client(int index) {
             }
             co_await jupyter_execution(socket, target, session, s);
         }
-        if (options_.think.count() > 0) co_await sleep_for(options_.think);
+        if (options_.think.count() > 0) co_await sleep_for(think_pause(options_.think, random));
     }
     --stats_.clients_running;
 }
@@ -195,8 +202,9 @@ asio::awaitable<void> load_run::jupyter_execution(kernel_socket& socket,
     }
     std::string why;
     const bool ok = expected(s, o, false, why);
-    stats_.answered(
-        s.name, std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t0), ok, why);
+    stats_.answered(s.name,
+                    std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t0), ok,
+                    why, t0 < ramp_up_ends_);
 }
 
 asio::awaitable<void> load_run::interrupt_soon(std::string kernel_id) {
@@ -249,15 +257,15 @@ asio::awaitable<void> load_run::http_execution(http_connection& http, std::strin
         co_return;
     }
     if (answer.status != 200) {
-        stats_.answered(
-            s.name, took, false,
-            "HTTP " + std::to_string(answer.status) + ": " + answer.body.substr(0, 200));
+        stats_.answered(s.name, took, false,
+                        "HTTP " + std::to_string(answer.status) + ": " + answer.body.substr(0, 200),
+                        t0 < ramp_up_ends_);
         co_return;
     }
     const auto parsed = nlohmann::json::parse(answer.body, nullptr, false);
     std::string why;
     const bool ok = parsed.is_object() && expected(s, outcome_of_execution_json(parsed), true, why);
-    stats_.answered(s.name, took, ok, parsed.is_object() ? why : "not JSON");
+    stats_.answered(s.name, took, ok, parsed.is_object() ? why : "not JSON", t0 < ramp_up_ends_);
 }
 
 bool load_run::expected(const snippet& s, const outcome& o, bool over_v1, std::string& why) const {

@@ -33,9 +33,13 @@ std::string megabytes(const std::optional<double>& bytes) {
 }  // namespace
 
 void load_stats::answered(const std::string& kind, std::chrono::microseconds took, bool expected,
-                          const std::string& why) {
-    latency.record(took);
-    by_kind[kind].record(took);
+                          const std::string& why, bool sent_during_ramp_up) {
+    if (sent_during_ramp_up) {
+        ramp_up_latency.record(took);
+    } else {
+        latency.record(took);
+        by_kind[kind].record(took);
+    }
     if (expected) {
         ++as_expected;
     } else {
@@ -49,13 +53,14 @@ void load_stats::problem(const std::string& what) {
 }
 
 std::string progress_line(const load_stats& s, double elapsed) {
+    const auto& latency = s.latency.count() > 0 ? s.latency : s.ramp_up_latency;
     std::ostringstream line;
     line << "t=" << fixed(elapsed, 0) << "s clients " << s.clients_running << " executions "
          << s.answered_count() << " ("
          << fixed(elapsed > 0 ? static_cast<double>(s.answered_count()) / elapsed : 0, 1)
-         << "/s) p50 " << fixed(ms(s.latency.percentile(0.5)), 1) << " ms p99 "
-         << fixed(ms(s.latency.percentile(0.99)), 1) << " ms lost " << s.lost << " wrong "
-         << s.wrong << " conn errors " << s.connection_errors;
+         << "/s) p50 " << fixed(ms(latency.percentile(0.5)), 1) << " ms p99 "
+         << fixed(ms(latency.percentile(0.99)), 1) << " ms lost " << s.lost << " wrong " << s.wrong
+         << " conn errors " << s.connection_errors;
     if (!s.timeline.empty()) line << " server RSS " << megabytes(s.timeline.back().rss_bytes);
     return line.str();
 }
@@ -72,6 +77,8 @@ std::string report_table(const load_stats& s, const load_options& o, double elap
     char row[160];
     std::snprintf(row, sizeof row, "%-10s %9s %9s %9s %9s %9s %9s\n", "kind", "count", "p50 ms",
                   "p90 ms", "p99 ms", "p99.9 ms", "max ms");
+    if (o.ramp_up.count() > 0)
+        out << "latencies of the executions sent after the ramp-up (the ramp-up's own: last row)\n";
     out << row;
     auto line = [&](const std::string& name, const latency_histogram& h) {
         std::snprintf(row, sizeof row, "%-10s %9llu %9.1f %9.1f %9.1f %9.1f %9.1f\n", name.c_str(),
@@ -82,6 +89,7 @@ std::string report_table(const load_stats& s, const load_options& o, double elap
     };
     line("all", s.latency);
     for (const auto& [kind, h] : s.by_kind) line(kind, h);
+    if (s.ramp_up_latency.count() > 0) line("(ramp-up)", s.ramp_up_latency);
     if (!s.timeline.empty()) {
         std::optional<double> peak;
         for (const auto& t : s.timeline)
@@ -132,6 +140,7 @@ nlohmann::json report_json(const load_stats& s, const load_options& o, double el
         {"connection_errors", s.connection_errors},
         {"latency", latency_json(s.latency)},
         {"by_kind", kinds},
+        {"ramp_up_latency", latency_json(s.ramp_up_latency)},
         {"server", timeline},
         {"problems", s.samples_of_problems}};
 }

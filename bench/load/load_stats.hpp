@@ -31,13 +31,17 @@ struct load_stats {
     std::uint64_t refused = 0;  // a 429 or 503: the server's limits said no
     std::uint64_t connection_errors = 0;
     int clients_running = 0;
-    latency_histogram latency;  // every answered execution
+    // Latencies of the executions sent after the ramp-up, when every client runs; those sent
+    // during it (WebSockets still opening, kernels' first executions) are checked and counted
+    // all the same, and their latencies kept apart.
+    latency_histogram latency;
     std::map<std::string, latency_histogram> by_kind;
+    latency_histogram ramp_up_latency;
     std::vector<std::string> samples_of_problems;  // the first few, for the report
     std::vector<server_sample> timeline;
 
     void answered(const std::string& kind, std::chrono::microseconds took, bool expected,
-                  const std::string& problem);
+                  const std::string& problem, bool sent_during_ramp_up = false);
     void problem(const std::string& what);
     std::uint64_t answered_count() const { return as_expected + wrong; }
     bool clean() const { return wrong == 0 && lost == 0 && connection_errors == 0; }

@@ -7,6 +7,7 @@
 
 #include "latency_histogram.hpp"
 #include "load_options.hpp"
+#include "load_run.hpp"
 #include "load_stats.hpp"
 #include "scenario.hpp"
 
@@ -131,6 +132,27 @@ TEST_CASE("the report counts answers, problems and the server's memory over time
     CHECK(progress_line(s, 2.0).find("executions 3 (1.5/s)") != std::string::npos);
 }
 
+TEST_CASE("executions sent during the ramp-up are counted, their latencies kept apart") {
+    load_stats s;
+    s.answered("tiny", microseconds(900000), true, "", true);
+    CHECK(progress_line(s, 1.0).find("p50 9") != std::string::npos);  // all there is so far
+    s.answered("tiny", microseconds(2000), true, "");
+    s.answered("fail", microseconds(500000), false, "expected ZeroDivisionError (status ok)", true);
+    CHECK(s.answered_count() == 3);
+    CHECK(s.wrong == 1);
+    CHECK(s.latency.count() == 1);
+    CHECK(s.by_kind["tiny"].count() == 1);
+    CHECK(s.by_kind.count("fail") == 0);
+    CHECK(s.ramp_up_latency.count() == 2);
+    load_options o;
+    o.ramp_up = std::chrono::seconds(10);
+    const auto table = report_table(s, o, 2.0);
+    CHECK(table.find("sent after the ramp-up") != std::string::npos);
+    CHECK(table.find("(ramp-up)          2") != std::string::npos);
+    CHECK(report_json(s, o, 2.0)["ramp_up_latency"]["count"] == 2);
+    CHECK(progress_line(s, 1.0).find("p50 2.0 ms") != std::string::npos);
+}
+
 TEST_CASE("values are read from Prometheus text by their exact name") {
     const std::string text =
         "# HELP process_resident_memory_bytes Resident memory\n"
@@ -140,4 +162,21 @@ TEST_CASE("values are read from Prometheus text by their exact name") {
     CHECK(prometheus_value(text, "process_resident_memory_bytes") == 9.5e7);
     CHECK(prometheus_value(text, "process_open_fds") == 42);
     CHECK_FALSE(prometheus_value(text, "process_max_fds"));
+}
+
+TEST_CASE("think pauses are drawn around the mean, never all alike") {
+    std::mt19937 random(7);
+    const std::chrono::milliseconds mean(200);
+    std::int64_t sum = 0, lowest = INT64_MAX, highest = 0;
+    for (int i = 0; i < 2000; ++i) {
+        const auto p = think_pause(mean, random).count();
+        sum += p;
+        lowest = std::min(lowest, p);
+        highest = std::max(highest, p);
+    }
+    CHECK(lowest >= 100000);
+    CHECK(highest <= 300000);
+    CHECK(highest - lowest > 150000);
+    CHECK(sum / 2000 == doctest::Approx(200000).epsilon(0.05));
+    CHECK(think_pause(std::chrono::milliseconds(0), random).count() == 0);
 }
