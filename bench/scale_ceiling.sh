@@ -10,7 +10,8 @@
 #
 # Default steps: one client per kernel, 100 and 200 kernels, at 40 executions a second in all;
 # then ten clients per kernel, 1,000 to 5,000 clients, at 50 executions a second, then 100 a
-# second (each client thinks clients/rate seconds between executions). bench/direct_kernels.py
+# second (each client pauses clients/rate seconds on average between executions; the latencies
+# reported are those after the ramp-up, the ramp-up's apart). bench/direct_kernels.py
 # gives the floor to compare with: the same rate sent straight to plain ipykernels. From the
 # repository root, after a build.
 
