@@ -215,7 +215,7 @@ void zygote_client::read_events() {
         if (auto* ready = std::get_if<proto::ready_event>(&event)) {
             std::string failed;
             for (const auto& [module, reason] : ready->failed)
-                failed += "; " + module + " did not import: " + reason;
+                failed += "; " + module + " did not load: " + reason;
             log_.info("zygote for " + spec_name_ + " ready (Python " + ready->python + ", " +
                       std::to_string(ready->preloaded.size()) + " modules in " +
                       std::to_string(ready->seconds).substr(0, 4) + " s)" + failed);

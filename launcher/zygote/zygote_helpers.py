@@ -14,9 +14,121 @@ def _callisto_preload(modules):
             loaded.append(name)
         except BaseException as e:  # a bad preload must not stop the zygote
             failed[name] = f"{type(e).__name__}: {e}"
+    if "ipykernel.zmqshell" in loaded:
+        try:
+            _callisto_prebuild_shell()
+            loaded.append(_CALLISTO_SHELL)
+        except BaseException as e:  # the kernels build their own, as without a zygote
+            failed[_CALLISTO_SHELL] = f"{type(e).__name__}: {e}"
     gc.collect()
     gc.freeze()
     return loaded, failed, time.monotonic() - started, sys.version.split()[0]
+
+
+# IPython's shell is half of an ipykernel's start after the fork (35 ms of 75 measured, most
+# of it traitlets and the magics' argument parsers) and depends on nothing of one kernel's: not
+# its sockets, key, directory or environment. So the zygote builds it once; the kernel
+# application in each fork takes it over (_callisto_adopt_prebuilt_shell) where a normal start
+# would build it, and sets what is the kernel's own: kernel, profile, history, home, __main__.
+_CALLISTO_SHELL = "ipykernel's shell (built once)"
+_callisto_shell = None
+
+
+def _callisto_prebuild_shell():
+    global _callisto_shell
+    from IPython.core.history import HistoryManager
+    from IPython.core.profiledir import ProfileDir
+    from IPython.paths import get_ipython_dir
+    from ipykernel.compiler import XCachingCompiler
+    from ipykernel.zmqshell import ZMQInteractiveShell
+
+    def history_in_memory(shell):
+        # No database and no saving thread in the zygote (a thread would not survive the
+        # fork): each kernel opens its own at adoption.
+        shell.history_manager = HistoryManager(shell=shell, parent=shell, enabled=False)
+        shell.configurables.append(shell.history_manager)
+
+    main, init_history = sys.modules["__main__"], ZMQInteractiveShell.init_history
+    ZMQInteractiveShell.init_history = history_in_memory
+    try:
+        # In the zygote's home; each kernel's own profile replaces it.
+        profile = ProfileDir.create_profile_dir_by_name(get_ipython_dir(), "default")
+        _callisto_shell = ZMQInteractiveShell.instance(profile_dir=profile,
+                                                       compiler_class=XCachingCompiler)
+    finally:
+        ZMQInteractiveShell.init_history = init_history
+        sys.modules["__main__"] = main  # the shell made its namespace __main__; not here
+
+
+def _callisto_adopt_prebuilt_shell():
+    """In a fork: the kernel application takes the prebuilt shell, unless its configuration
+    (arguments, config files) says anything the shell was not built with, or its kernel is not
+    ipykernel's own. Then it builds its own, exactly as without a zygote."""
+    from ipykernel.ipkernel import IPythonKernel
+    from ipykernel.kernelapp import IPKernelApp
+    from ipykernel.zmqshell import ZMQInteractiveShell
+
+    shell, init_kernel = _callisto_shell, IPKernelApp.init_kernel
+
+    def init_kernel_with_prebuilt_shell(app):
+        if app.kernel_class is not IPythonKernel or set(app.config) - {"IPKernelApp"}:
+            ZMQInteractiveShell.clear_instance()
+            return init_kernel(app)
+        init_kernel(app)  # ZMQInteractiveShell.instance() returns the prebuilt shell
+        if app.kernel.shell is not shell:
+            raise RuntimeError("the kernel did not take the zygote's shell")
+        _callisto_make_shell_the_kernels(shell, app.kernel)
+
+    IPKernelApp.init_kernel = init_kernel_with_prebuilt_shell
+
+
+def _callisto_read_connection_file_argument():
+    """A kernelspec's usual arguments, `-f FILE`, read as traitlets would read them, without
+    building its argument parser for every trait of every class (10 ms of a start after the
+    shell). Any other command line goes through the parser."""
+    from copy import deepcopy
+    from ipykernel.kernelapp import IPKernelApp
+    from traitlets.config import Config
+
+    parse_command_line = IPKernelApp.parse_command_line
+
+    def parse_connection_file_argument(app, argv=None):
+        argv = sys.argv[1:] if argv is None else argv
+        if len(argv) != 2 or argv[0] != "-f" or argv[1].startswith("-"):
+            return parse_command_line(app, argv)
+        app.argv = list(argv)
+        app.cli_config = deepcopy(Config({"IPKernelApp": {"connection_file": argv[1]}}))
+        app.update_config(app.cli_config)
+        app.extra_args = []
+
+    IPKernelApp.parse_command_line = parse_connection_file_argument
+
+
+def _callisto_make_shell_the_kernels(shell, kernel):
+    """What InteractiveShell.__init__ takes from its kernel, its process and its environment."""
+    from IPython.core.history import HistoryManager
+    from IPython.paths import get_ipython_dir
+    from IPython.utils.path import get_home_dir
+
+    shell.parent = kernel
+    shell.kernel = kernel
+    shell.profile_dir = kernel.profile_dir
+    # Set quietly: the extension manager would create <ipython_dir>/extensions, which a
+    # kernel's own start does not.
+    extensions = shell.extension_manager._on_ipython_dir_changed
+    shell.unobserve(extensions, names="ipython_dir")
+    shell.ipython_dir = get_ipython_dir()
+    shell.observe(extensions, names="ipython_dir")
+    shell.home_dir = get_home_dir()
+    shell.init_environment()  # TERM, PAGER and the like, in this kernel's environment
+    shell.save_sys_module_state()  # this process's streams, restored at exit
+    shell.init_sys_modules()  # the user's namespace as __main__ (pickle finds its classes)
+    shell.db = type(shell.db)(os.path.join(shell.profile_dir.location, "db"))
+    in_memory = shell.history_manager
+    shell.history_manager = HistoryManager(shell=shell, parent=shell)
+    shell.configurables[shell.configurables.index(in_memory)] = shell.history_manager
+    shell.init_user_ns()  # In, Out, _ih, _oh, _dh: the new history's
+    shell._callisto_prebuilt = True  # for tests and whoever debugs a kernel
 
 def _callisto_run_kernel(argv, env):
     os.environ.clear()
@@ -28,6 +140,9 @@ def _callisto_run_kernel(argv, env):
     module = argv[2]
     if module.startswith("ipykernel"):
         _callisto_try_iopub_holds_bursts()  # launcher/ipykernel_bootstrap.py
+        _callisto_read_connection_file_argument()
+        if _callisto_shell is not None:
+            _callisto_adopt_prebuilt_shell()
     sys.argv = [argv[0]] + list(argv[3:])
     sys.path.insert(0, os.getcwd())
     import atexit, runpy, traceback

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -305,4 +306,14 @@ TEST_CASE("when the zygote dies its kernels are reported killed, and it says it 
     // The jail went with it: its pid 1 had the zygote's death as its own.
     CHECK(eventually([&] { return ::kill(pid, 0) != 0; }));
     CHECK_THROWS_AS(z.fork(k.what), std::runtime_error);
+}
+
+TEST_CASE("a kernel that takes the zygote's prebuilt IPython shell has it as its own") {
+    // The zygote's Python side, played by a Python process (tests/launcher/python): history,
+    // profile, home, In/Out and __main__ are each kernel's, and a kernel configured for the
+    // shell builds its own. Real ipykernels, driven by jupyter_client.
+    const std::string command = std::string(CALLISTO_TEST_PYTHON) + " " + CALLISTO_SOURCE_DIR +
+                                "/tests/launcher/python/test_zygote_shell.py " +
+                                CALLISTO_SOURCE_DIR;
+    CHECK(std::system(command.c_str()) == 0);
 }

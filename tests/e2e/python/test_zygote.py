@@ -656,6 +656,36 @@ def test_zygote_preloads_numpy_pandas_and_matplotlib():
 
 
 @test
+def test_zygote_kernels_take_the_prebuilt_shell_as_their_own():
+    """The zygote builds IPython's shell once (launcher/zygote/zygote_helpers.py); each kernel
+    takes it over with its own home, profile, history and __main__. The zygote stays one
+    thread: a thread it started would not survive the fork, and could hold a lock when it runs."""
+    gw = gateway_pid()
+    code = ("import json, os, __main__\nip = get_ipython()\n"
+            "print(json.dumps({'prebuilt': getattr(ip, '_callisto_prebuilt', False), "
+            "'home': ip.home_dir, 'env_home': os.environ['HOME'], "
+            "'profile': ip.profile_dir.location, 'history': str(ip.history_manager.hist_file), "
+            "'main': __main__.__dict__ is ip.user_ns, 'ident': ip.kernel.ident}))")
+    with zygote_kernel() as a, KernelWS(a["id"]) as wa, \
+            zygote_kernel() as b, KernelWS(b["id"]) as wb:
+        ra, rb = run_json(wa, code), run_json(wb, code)
+        for name, r in (("A", ra), ("B", rb)):
+            check(r["prebuilt"], f"kernel {name} took the zygote's shell")
+            check_eq(r["home"], r["env_home"], f"kernel {name}'s shell has its home")
+            check(r["profile"].startswith(r["env_home"] + "/"),
+                  f"kernel {name}'s profile is in its home", r["profile"])
+            check(r["history"].startswith(r["profile"] + "/"),
+                  f"kernel {name}'s history is in its profile", r["history"])
+            check(r["main"], f"kernel {name}'s __main__ is its namespace")
+        check(ra["ident"] != rb["ident"], "each shell serves its own kernel")
+        wa.run("zygote_history_marker = 1")
+        check("zygote_history_marker" not in wb.run("%history").stdout(),
+              "B's history holds nothing of A's")
+        zygote = the_zygote(gw)
+        check_eq(os.listdir(f"/proc/{zygote}/task"), [str(zygote)], "the zygote runs one thread")
+
+
+@test
 def test_zygote_matplotlib_still_draws_inline():
     with zygote_kernel() as k, KernelWS(k["id"]) as ws:
         ex = ws.run("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()", timeout=60)

@@ -1,0 +1,216 @@
+#!/usr/bin/python3
+"""The zygote's prebuilt IPython shell (launcher/zygote/zygote_helpers.py), without the sandbox.
+
+This process plays the zygote: it defines the helpers as callisto-zygote does, preloads, and
+forks kernels that run `_callisto_run_kernel` as a fork of the zygote does. A jupyter_client
+then checks that a kernel which took the prebuilt shell behaves as one that built its own:
+history in its own profile, In/Out, `__main__`, its home and environment; that two kernels share
+nothing of it; and that a kernel configured differently (here an argument for the shell) builds
+its own, configured.
+
+  /usr/bin/python3 test_zygote_shell.py SOURCE_DIR
+"""
+
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+
+import jupyter_client
+
+SOURCE_DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
+                                                                  "..", "..", "..")
+failures = []
+
+
+def check(ok, what, detail=""):
+    print(("  ok    " if ok else "  FAIL  ") + what + (f": {detail}" if not ok and detail else ""))
+    if not ok:
+        failures.append(what)
+
+
+def define_helpers():
+    for name in ("launcher/ipykernel_bootstrap.py", "launcher/zygote/zygote_helpers.py"):
+        with open(os.path.join(SOURCE_DIR, name)) as f:
+            exec(compile(f.read(), name, "exec"), globals())
+
+
+def fork_kernel(root, name, extra_args=()):
+    """A kernel forked from this process, in its own directory and home; its connection file."""
+    work = os.path.join(root, name)
+    home = os.path.join(work, "home")
+    os.makedirs(home)
+    connection = os.path.join(work, "kernel.json")
+    with open(connection, "w") as f:
+        json.dump({"shell_port": 0, "iopub_port": 0, "stdin_port": 0, "control_port": 0,
+                   "hb_port": 0, "ip": "127.0.0.1", "key": os.urandom(16).hex(),
+                   "transport": "tcp", "signature_scheme": "hmac-sha256"}, f)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home,
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", connection, *extra_args]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.chdir(work)
+            log = os.open(os.path.join(work, "kernel.log"), os.O_WRONLY | os.O_CREAT, 0o600)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            code = _callisto_run_kernel(argv, env)  # noqa: F821 - defined by define_helpers
+        finally:
+            os._exit(code if "code" in locals() else 1)
+    return pid, connection, work
+
+
+class Client:
+    def __init__(self, connection):
+        deadline = time.monotonic() + 60
+        while True:  # the kernel binds ports of its choice and writes them back
+            with open(connection) as f:
+                if json.load(f)["shell_port"]:
+                    break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{connection}: the kernel wrote no ports")
+            time.sleep(0.05)
+        self.kc = jupyter_client.BlockingKernelClient(connection_file=connection)
+        self.kc.load_connection_file()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+
+    def run(self, code):
+        """(text of stdout + results, error name or None)"""
+        msg_id = self.kc.execute(code)
+        out, error = [], None
+        while True:
+            m = self.kc.get_iopub_msg(timeout=60)
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = m["msg_type"], m["content"]
+            if kind == "stream":
+                out.append(content["text"])
+            elif kind in ("execute_result", "display_data"):
+                out.append(content["data"].get("text/plain", "") + "\n")
+            elif kind == "error":
+                error = content["ename"]
+            elif kind == "status" and content["execution_state"] == "idle":
+                return "".join(out).strip(), error
+
+    def value(self, expression):
+        text, error = self.run(f"import json as _j; print(_j.dumps({expression}))")
+        if error:
+            raise RuntimeError(f"{expression}: {error}")
+        return json.loads(text)
+
+    def close(self):
+        self.kc.shutdown()
+        self.kc.stop_channels()
+
+
+def main():
+    define_helpers()
+    loaded, failed, _, _ = _callisto_preload(["numpy"])  # noqa: F821
+    check(_CALLISTO_SHELL in loaded, "the zygote built the shell", failed)  # noqa: F821
+    check(threading.active_count() == 1, "the zygote runs one thread after building it",
+          [t.name for t in threading.enumerate()])
+    check(sys.modules["__main__"].__dict__.get("_callisto_run_kernel") is not None,
+          "the zygote's __main__ is still its own")
+
+    root = tempfile.mkdtemp(prefix="callisto-zygote-shell-")
+    pids = []
+    try:
+        a_pid, a_conn, a_work = fork_kernel(root, "a")
+        b_pid, b_conn, b_work = fork_kernel(root, "b")
+        c_pid, c_conn, _ = fork_kernel(root, "c", ["--InteractiveShell.ast_node_interactivity=all"])
+        pids = [a_pid, b_pid, c_pid]
+        a, b, c = Client(a_conn), Client(b_conn), Client(c_conn)
+
+        prebuilt = "getattr(get_ipython(), '_callisto_prebuilt', False)"
+        check(a.value(prebuilt) and b.value(prebuilt), "kernels A and B took the prebuilt shell")
+        check(not c.value(prebuilt), "kernel C, configured for the shell, built its own")
+        # -f FILE read without traitlets' parser, to the same configuration.
+        from ipykernel.kernelapp import IPKernelApp
+        from traitlets.config.application import Application
+        parsed = IPKernelApp()
+        Application.parse_command_line(parsed, ["-f", a_conn])
+        app = "get_ipython().kernel.parent"
+        check(a.value(f"type({app}).parse_command_line.__name__") ==
+              "parse_connection_file_argument", "kernel A read -f FILE directly")
+        check(a.value(f"[{app}.cli_config, {app}.extra_args, {app}.connection_file]") ==
+              [json.loads(json.dumps(parsed.cli_config)), parsed.extra_args, a_conn],
+              "to what traitlets' parser reads", a.value(f"{app}.cli_config"))
+        a.run("x = 6 * 7")
+        check(a.run("x")[0] == "42", "kernel A computes")
+        check(b.run("'x' in dir()")[0] == "False", "kernel B does not see A's variable")
+        shell = ("get_ipython().home_dir, get_ipython().profile_dir.location, "
+                 "str(get_ipython().history_manager.hist_file), get_ipython().ipython_dir")
+        for name, kernel, work in (("A", a, a_work), ("B", b, b_work)):
+            home, profile, history, ipython_dir = kernel.value(f"[{shell}]")
+            home_expected = os.path.join(work, "home")
+            check(home == home_expected, f"kernel {name}'s shell has its home", home)
+            check(profile == os.path.join(home_expected, ".ipython", "profile_default"),
+                  f"kernel {name}'s profile is in its home", profile)
+            check(history == os.path.join(profile, "history.sqlite"),
+                  f"kernel {name}'s history is in its profile", history)
+            check(ipython_dir == os.path.join(home_expected, ".ipython"),
+                  f"kernel {name}'s IPython directory is in its home", ipython_dir)
+            check(not os.path.exists(os.path.join(ipython_dir, "extensions")),
+                  f"kernel {name} has no extensions directory a normal start would not make")
+        check(a.value("get_ipython().kernel.ident") != b.value("get_ipython().kernel.ident"),
+              "each shell serves its own kernel")
+        check(a.value("get_ipython().parent is get_ipython().kernel"),
+              "the shell's parent is its kernel")
+        check(a.value("__import__('os').environ.get('PAGER')") == "cat",
+              "the shell set its variables in the kernel's environment")
+
+        a.run("y = 1")
+        text, _ = a.run("%history -n")
+        check("x = 6 * 7" in text and "y = 1" in text, "%history lists A's cells", text)
+        text, _ = b.run("%history -n")
+        check("x = 6 * 7" not in text, "B's history holds nothing of A's", text)
+        check(a.value("'x = 6 * 7' in In and 42 in Out.values()"), "In and Out")
+        check(a.value("__import__('__main__').__dict__ is get_ipython().user_ns"),
+              "__main__ is the user's namespace")
+        text, error = a.run("import pickle\nclass Point: pass\n"
+                            "type(pickle.loads(pickle.dumps(Point()))).__name__")
+        check(error is None and "Point" in text, "a class defined in a cell pickles", error)
+        text, error = a.run("1 / 0")
+        check(error == "ZeroDivisionError", "an error is an error", error)
+
+        text, _ = c.run("1 + 1\n2 + 2")
+        check(text.split() == ["2", "4"],
+              "a kernel configured for the shell builds its own, configured", text)
+        check(c.value("get_ipython().home_dir") == os.path.join(root, "c", "home"),
+              "the configured kernel's shell has its home")
+
+        for client in (a, b, c):
+            client.close()
+        for pid in pids:
+            _, status = os.waitpid(pid, 0)
+            check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0,
+                  f"kernel {pid} exits cleanly", status)
+        pids = []
+        check(os.path.getsize(os.path.join(a_work, "home", ".ipython", "profile_default",
+                                           "history.sqlite")) > 0,
+              "A's history was saved in its profile")
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        if failures:
+            for name in ("a", "b", "c"):
+                log = os.path.join(root, name, "kernel.log")
+                if os.path.exists(log):
+                    print(f"--- kernel {name}'s log\n" + open(log).read())
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"{len(failures)} failed" if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
