@@ -106,6 +106,7 @@ def _callisto_read_connection_file_argument():
 
 def _callisto_make_shell_the_kernels(shell, kernel):
     """What InteractiveShell.__init__ takes from its kernel, its process and its environment."""
+    import atexit
     from IPython.core.history import HistoryManager
     from IPython.paths import get_ipython_dir
     from IPython.utils.path import get_home_dir
@@ -128,6 +129,11 @@ def _callisto_make_shell_the_kernels(shell, kernel):
     shell.history_manager = HistoryManager(shell=shell, parent=shell)
     shell.configurables[shell.configurables.index(in_memory)] = shell.history_manager
     shell.init_user_ns()  # In, Out, _ih, _oh, _dh: the new history's
+    # Registered again, so that at exit it runs before the application closes its sockets (as
+    # when the shell is built after them). Run after instead, the close raced ipykernel's
+    # control thread, still flushing its reply to shutdown_request: 1 exit in 5 waited 10 s.
+    atexit.unregister(shell.atexit_operations)
+    atexit.register(shell.atexit_operations)
     shell._callisto_prebuilt = True  # for tests and whoever debugs a kernel
 
 def _callisto_run_kernel(argv, env):

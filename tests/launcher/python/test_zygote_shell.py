@@ -65,6 +65,15 @@ def fork_kernel(root, name, extra_args=()):
     return pid, connection, work
 
 
+def exits_within(pid, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return True
+        time.sleep(0.02)
+    return False
+
+
 class Client:
     def __init__(self, connection):
         deadline = time.monotonic() + 60
@@ -195,6 +204,23 @@ def main():
         check(os.path.getsize(os.path.join(a_work, "home", ".ipython", "profile_default",
                                            "history.sqlite")) > 0,
               "A's history was saved in its profile")
+
+        # At exit the shell must save its history before the application closes its sockets,
+        # as when it is built after them: the other order raced the control thread's reply to
+        # shutdown_request, and about 1 exit in 5 waited out ipykernel's 10 s flush timeout.
+        slow = []
+        for i in range(20):
+            pid, connection, _ = fork_kernel(root, f"exit{i}")
+            pids = [pid]
+            client = Client(connection)
+            client.close()
+            if not exits_within(pid, 8):
+                slow.append(i)
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            pids = []
+        check(not slow, "20 kernels in a row exit promptly after shutdown_request",
+              f"kernels {slow} still ran 8 s after it")
     finally:
         for pid in pids:
             try:
