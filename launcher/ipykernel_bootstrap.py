@@ -1,7 +1,8 @@
 # What every ipykernel Callisto starts runs before the kernel's own code. Compiled into the
 # launcher: `python -c` runs it for a kernel started as its own process (appending the call of
 # _callisto_run_module), and the zygote defines it once and calls
-# _callisto_try_iopub_holds_bursts() in each fork. See launcher/ipykernel_bootstrap.hpp.
+# _callisto_try_iopub_holds_bursts() and _callisto_let_the_control_thread_finish() in each fork.
+# See launcher/ipykernel_bootstrap.hpp.
 import sys
 
 
@@ -37,6 +38,25 @@ def _callisto_try_iopub_holds_bursts():
               file=sys.stderr)
 
 
+def _callisto_let_the_control_thread_finish(seconds=2.0):
+    """After shutdown_request the main loop ends while ipykernel's control thread still
+    flushes the output and publishes `idle` through the iopub thread. If the exit's
+    IPKernelApp.close stops the iopub thread first, that flush waits out its 10 s timeout and
+    close waits for it: the gateway saw about 1 exit in 20 take 5 s and be SIGTERMed. The
+    control thread ends by itself once its reply is out (shutdown_request stopped its loop);
+    wait for that, within a bound, before the exit handlers run."""
+    try:
+        from ipykernel.kernelapp import IPKernelApp
+        if not IPKernelApp.initialized():
+            return
+        control = getattr(IPKernelApp.instance(), "control_thread", None)
+        if control is not None and control.is_alive():
+            control.join(seconds)
+    except Exception as e:
+        print(f"callisto: did not wait for the control thread ({type(e).__name__}: {e})",
+              file=sys.__stderr__)
+
+
 def _callisto_run_module():
     """`python -c THIS module args...` as `python -m module args...`."""
     import os
@@ -45,4 +65,9 @@ def _callisto_run_module():
     sys.path.pop(0)  # '': the user's files must not stand in for what is imported here
     _callisto_try_iopub_holds_bursts()
     sys.path.insert(0, os.getcwd())  # where -m puts it
-    runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
+    module = sys.argv.pop(1)
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    finally:
+        if module.startswith("ipykernel"):
+            _callisto_let_the_control_thread_finish()

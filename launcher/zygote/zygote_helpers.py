@@ -164,6 +164,8 @@ def _callisto_run_kernel(argv, env):
     except BaseException:
         traceback.print_exc(file=sys.__stderr__)
         code = 1
+    if module.startswith("ipykernel"):
+        _callisto_let_the_control_thread_finish()  # launcher/ipykernel_bootstrap.py
     # What the interpreter's own exit runs (IPython saves its history here), but not its
     # finalization, which would touch every object shared with the zygote and copy its
     # pages only to free them.
