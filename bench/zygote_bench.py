@@ -191,7 +191,7 @@ class Server:
                     "--token=" + self.token, "--pool-size=0",
                     "--zygote=" + ("on" if name == "zygote" else "off"),
                     "--runtime-dir=" + self.runtime_dir, "--workdir-root=" + self.workdir_root,
-                    "--sandbox-uids=%d-%d" % uids, "--log-level=info"]
+                    "--sandbox-uids=%d-%d" % uids, "--log-level=" + os.environ.get("ZB_LOG_LEVEL", "info")]
         else:
             root = os.path.join(self.tmp, "root")
             os.mkdir(root)

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The soak of docs/reliability.md (issue 14): a fresh Callisto as `make run` starts it (sandbox
+# and zygote on) with a warm pool and idle kernels culled after 60 s, driven by callisto-load
+# for DURATION seconds: 200 Jupyter WebSocket clients over 20 kernels, the mixed scenario
+# (prints, plots, errors, sleeps, interrupts, one-shot fresh kernels). Afterwards it stops the
+# server with SIGTERM and looks for what a leak would leave: processes in the sandbox's uid
+# range, workdirs, the runtime directory, cgroups.
+#
+#   bench/soak.sh OUT_DIR            (DURATION=1800 by default; from the repository root)
+#
+# OUT_DIR gets callisto-load's table and JSON report (RSS and descriptors over time from
+# GET /metrics), the server's log and leftovers.txt. Exit code: callisto-load's, or 3 when
+# something was left behind.
+
+set -euo pipefail
+OUT=${1:?usage: bench/soak.sh OUT_DIR}
+CALLISTO=${CALLISTO:-build/gateway/callisto}
+LOAD=${LOAD:-build/bench/load/callisto-load}
+DURATION=${DURATION:-1800}
+PORT=${PORT:-18899}
+UIDS=${UIDS:-62000-62999}
+TOKEN=soak-$$-token
+WORK=$(mktemp -d /tmp/callisto-soak-XXXXXX)
+chmod 0755 "$WORK"   # sandbox uids must reach the workdirs below it
+mkdir -p "$OUT"
+
+SERVER_PID=
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$CALLISTO" --ip=127.0.0.1 --port="$PORT" --token="$TOKEN" --log-level=info \
+    --runtime-dir="$WORK/runtime" --workdir-root="$WORK/work" --state-dir=off \
+    --sandbox-uids="$UIDS" --pool-size=4 --cull-idle-timeout=60 --cull-interval=10 \
+    --max-connections=0 --max-connections-per-address=0 >"$OUT/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 1 100); do
+  curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+echo "== soak: 200 clients over 20 kernels, the mixed scenario, ${DURATION} s ($(date -u +%FT%TZ))"
+rc=0
+"$LOAD" --url="http://127.0.0.1:$PORT" --token="$TOKEN" --clients=200 --kernels=20 \
+    --duration="$DURATION" --ramp-up=60 --think-ms=200 --timeout=120 --no-progress \
+    --json="$OUT/soak.json" >"$OUT/soak.txt" 2>&1 || rc=$?
+cat "$OUT/soak.txt"
+echo "== fds and RSS before SIGTERM: $(ls /proc/$SERVER_PID/fd | wc -l) fds," \
+     "$(awk '/VmRSS/ {print $2, $3}' /proc/$SERVER_PID/status)"
+
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" || true
+SERVER_PID=
+first=${UIDS%-*}
+last=${UIDS#*-}
+{
+  echo "processes in uids $UIDS:"
+  ps -eo uid=,pid=,comm= | awk -v a="$first" -v b="$last" '$1 >= a && $1 <= b'
+  echo "workdirs left: $(find "$WORK/work" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
+  echo "runtime directory left: $([ -e "$WORK/runtime" ] && echo yes || echo no)"
+  echo "kernel cgroups left: $(find /sys/fs/cgroup -mindepth 2 -maxdepth 3 -type d \
+      -path '*/callisto/*' 2>/dev/null | wc -l)"
+} >"$OUT/leftovers.txt"
+cat "$OUT/leftovers.txt"
+left=$(ps -eo uid= | awk -v a="$first" -v b="$last" '$1 >= a && $1 <= b' | wc -l)
+dirs=$(find "$WORK/work" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+if [ "$left" -ne 0 ] || [ "$dirs" -ne 0 ] || [ -e "$WORK/runtime" ]; then
+  echo "== something was left behind"
+  [ "$rc" -ne 0 ] || rc=3
+fi
+exit "$rc"
