@@ -1,8 +1,10 @@
 #pragma once
-// What the reactor reports about one kernel link. Every call arrives on the reactor thread:
-// implementations must not block; they post the work to their own executor (the kernel's strand).
+// What the reactor reports about one kernel link. Every call but on_open arrives on the reactor
+// thread: implementations must not block; they post the work to their own executor (the
+// kernel's strand).
 
 #include <cstddef>
+#include <cstdint>
 #include <system_error>
 
 #include "kernelproto/channel.hpp"
@@ -10,9 +12,16 @@
 
 namespace callisto::transport {
 
+using link_id = std::uint64_t;
+
 class link_events {
 public:
     virtual ~link_events() = default;
+
+    // The link's id, from reactor::open() on the caller's thread before the reactor can run
+    // anything for the link: a listener that tags its reports with the id must learn it here,
+    // not from open()'s return value, which a fast kernel's first reports can outrun.
+    virtual void on_open(link_id /*id*/) {}
 
     // Asked before a message of `bytes` (all its frames) is verified or decoded: false drops it
     // unread, which costs next to nothing, so the reactor always outpaces a flooding kernel.

@@ -69,6 +69,7 @@ struct reactor::impl {
     link_id open(const kp::connection_info& info, std::shared_ptr<link_events> events,
                  link_options options) {
         link_id id = next_id_.fetch_add(1);
+        events->on_open(id);
         commands_.push(open_command{id, info, std::move(events), std::move(options)});
         return id;
     }

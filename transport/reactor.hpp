@@ -21,8 +21,6 @@
 
 namespace callisto::transport {
 
-using link_id = std::uint64_t;
-
 struct link_options {
     // ZMQ routing id shared by the shell and stdin DEALERs (ipykernel answers stdin requests
     // to the shell sender's identity, as jupyter_client's session.bsession), and the session

@@ -23,6 +23,7 @@ namespace callisto::gateway::kernels {
 class link_port {
 public:
     virtual ~link_port() = default;
+    // Calls events->on_open(id) before it returns, and before any other report on the link.
     virtual transport::link_id open(const kernelproto::connection_info& info,
                                     std::shared_ptr<transport::link_events> events,
                                     transport::link_options options) = 0;

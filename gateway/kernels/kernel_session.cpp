@@ -36,7 +36,7 @@ public:
                   std::shared_ptr<message_budget> inbound)
         : session_(std::move(session)), strand_(std::move(strand)), inbound_(std::move(inbound)) {}
 
-    void set_link(transport::link_id id) { link_ = id; }
+    void on_open(transport::link_id id) override { link_ = id; }
 
     bool admit(channel, std::size_t bytes) override { return inbound_->admit(bytes); }
 
@@ -211,7 +211,6 @@ void kernel_session::open_link() {
     options.session_id = session_id_;
     options.max_part_bytes = env_.settings.kernel_message_limit_bytes;
     link_ = env_.links.open(process_->connection(), listener, options);
-    listener->set_link(*link_);
 }
 
 void kernel_session::on_ready_timeout() {

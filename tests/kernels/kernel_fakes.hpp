@@ -33,13 +33,19 @@ struct fake_links final : link_port {
     std::vector<transport::link_options> options;                 // as opened
     std::vector<sent_message> sent;
     std::vector<transport::link_id> closed;
+    // Reports the link connected from inside open(), before it returns: what the reactor's
+    // thread does when a kernel answers faster than the opener's next statement.
+    bool connect_before_open_returns = false;
 
     transport::link_id open(const kp::connection_info&,
                             std::shared_ptr<transport::link_events> events,
                             transport::link_options o) override {
-        opened.push_back(std::move(events));
+        const transport::link_id id = opened.size() + 1;
+        events->on_open(id);  // as reactor::open does
+        opened.push_back(events);
         options.push_back(std::move(o));
-        return opened.size();
+        if (connect_before_open_returns) events->on_connected();
+        return id;
     }
     void send(transport::link_id id, kp::channel ch, kp::message msg) override {
         sent.push_back({id, ch, std::move(msg)});

@@ -62,6 +62,19 @@ TEST_CASE("a kernel session is running once its link connects, and forwards clie
     CHECK(k->model()["connections"] == 1);
 }
 
+TEST_CASE("a link that connects before open() returns still starts the kernel") {
+    // Seen as a POST /api/kernels left unanswered: the reactor reported the connection before
+    // the session had learnt the link's id, and the session took it for a stale link's.
+    fake_world w;
+    w.links.connect_before_open_returns = true;
+    auto k = make_session(w);
+    std::optional<std::string> ready;
+    k->start([&](kernel_outcome r) { ready = r.message; });
+    REQUIRE(w.run_until([&] { return ready.has_value(); }));
+    CHECK(*ready == "");
+    CHECK(k->state() == kernel_state::running);
+}
+
 TEST_CASE("a restart asked while the kernel is still starting waits for that start") {
     fake_world w;
     auto k = make_session(w);

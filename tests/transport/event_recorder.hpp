@@ -24,6 +24,9 @@ struct recorded_events {
     std::vector<bool> heartbeats;
     std::vector<std::pair<kernelproto::channel, std::error_code>> bad;
     std::set<std::thread::id> threads;  // every call should come from the one reactor thread
+    // on_open's id (0: not called), and how many reports had come before it (should be none).
+    link_id opened_as = 0;
+    std::size_t reports_before_open = 0;
 
     // Counted as they come: a waiting test asks after every message, and a scan of them all
     // each time made a 20,000-message burst quadratic (100 s of CPU under ThreadSanitizer,
@@ -49,6 +52,11 @@ struct recorded_events {
 
 class event_recorder : public link_events {
 public:
+    void on_open(link_id id) override {  // the opener's thread, not the reactor's
+        std::lock_guard lock(mutex_);
+        events_.opened_as = id;
+        events_.reports_before_open = events_.total();
+    }
     void on_message(kernelproto::channel ch, kernelproto::message msg) override {
         update([&](recorded_events& e) { e.add(ch, std::move(msg)); });
     }

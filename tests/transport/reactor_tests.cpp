@@ -77,6 +77,20 @@ struct connected_link {
 
 }  // namespace
 
+TEST_CASE("open() names the link to its listener before the reactor reports anything") {
+    // The kernel session tags what it posts with this id; a fast kernel's first reports used to
+    // arrive before open() had returned it, and a connection was taken for a stale link's.
+    temp_dir dir;
+    fake_kernel kernel(dir.path() + "/k", key);
+    reactor r(test_logger());
+    auto events = std::make_shared<event_recorder>();
+    const link_id id = r.open(kernel.info(), events, fast_options());
+    REQUIRE(events->wait_for(connected));
+    const auto seen = events->snapshot();
+    CHECK(seen.opened_as == id);
+    CHECK(seen.reports_before_open == 0);
+}
+
 TEST_CASE("a link is connected only after a kernel_info_reply and an iopub message") {
     temp_dir dir;
     fake_kernel kernel(dir.path() + "/k", key);
