@@ -374,6 +374,17 @@ private:
         queue_or_send(l, kp::channel::shell, kp::encode(l.make_nudge(), l.signer));
     }
 
+    // The kernel answers, but the status it published went out before our iopub subscription
+    // reached it (ZeroMQ's slow joiner): ask again in 5 ms, then 10, 20... rather than a whole
+    // nudge interval later, which one fresh kernel in ten used to wait.
+    void nudge_soon(kernel_link& l) {
+        using std::chrono::milliseconds;
+        l.quick_nudge = std::min(l.quick_nudge.count() ? l.quick_nudge * 2 : milliseconds(5),
+                                 l.options.nudge_interval);
+        l.next_nudge = std::min(l.next_nudge, clock_type::now() + l.quick_nudge);
+        reschedule(l);
+    }
+
     void check_connected(kernel_link& l) {
         if (!l.becomes_connected(clock_type::now())) return;
         log_.debug(l.name() + ": connected");
@@ -418,6 +429,7 @@ private:
             if (msg.msg_type == "kernel_info_reply") {
                 l.nudge_replied = true;
                 check_connected(l);
+                if (!l.connected) nudge_soon(l);
             }
             return;
         }

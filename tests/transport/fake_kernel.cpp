@@ -117,8 +117,8 @@ void fake_kernel::on_request(zmq::socket_t& socket, kp::message req) {
         if (!req.identities.empty()) shell_identities_.push_back(req.identities.front());
     }
     if (req.msg_type == "kernel_info_request") {
-        kernel_info_requests_.fetch_add(1);
-        if (publish_status) publish("status", {{"execution_state", "busy"}}, req);
+        const bool unpublished = kernel_info_requests_.fetch_add(1) < unpublished_kernel_infos;
+        if (publish_status && !unpublished) publish("status", {{"execution_state", "busy"}}, req);
         if (answer_kernel_info || &socket != &shell_) {
             reply(socket, "kernel_info_reply",
                   {{"status", "ok"},
@@ -129,7 +129,7 @@ void fake_kernel::on_request(zmq::socket_t& socket, kp::message req) {
                    {"banner", ""}},
                   req);
         }
-        if (publish_status) publish("status", {{"execution_state", "idle"}}, req);
+        if (publish_status && !unpublished) publish("status", {{"execution_state", "idle"}}, req);
         return;
     }
     if (req.msg_type == "execute_request" && &socket == &shell_) {

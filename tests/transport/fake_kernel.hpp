@@ -39,6 +39,9 @@ public:
     std::atomic<bool> answer_heartbeat{true};
     std::atomic<bool> answer_kernel_info{true};  // reply to kernel_info_request on shell
     std::atomic<bool> publish_status{true};      // status busy/idle around kernel_info
+    // kernel_info_requests answered with no status on iopub first, as when the gateway's
+    // subscription has not reached the kernel yet (ZeroMQ's slow joiner).
+    std::atomic<int> unpublished_kernel_infos{0};
 
     // Publishes one iopub message signed with the wrong key.
     void publish_badly_signed() { bad_to_send_.fetch_add(1); }

@@ -91,6 +91,20 @@ TEST_CASE("open() names the link to its listener before the reactor reports anyt
     CHECK(seen.reports_before_open == 0);
 }
 
+TEST_CASE("a kernel that answers before the iopub subscription reaches it is nudged again soon") {
+    // A nudge interval far longer than the wait below: only the quick retries can connect it.
+    temp_dir dir;
+    fake_kernel kernel(dir.path() + "/k", key);
+    kernel.unpublished_kernel_infos = 3;
+    reactor r(test_logger());
+    auto events = std::make_shared<event_recorder>();
+    link_options options = fast_options();
+    options.nudge_interval = std::chrono::minutes(10);
+    r.open(kernel.info(), events, options);
+    REQUIRE(events->wait_for(connected));
+    CHECK(kernel.kernel_info_requests() >= 4);
+}
+
 TEST_CASE("a link is connected only after a kernel_info_reply and an iopub message") {
     temp_dir dir;
     fake_kernel kernel(dir.path() + "/k", key);

@@ -63,6 +63,7 @@ struct kernel_link {
     bool iopub_seen = false;
     bool connected = false;
     clock_type::time_point next_nudge{};
+    std::chrono::milliseconds quick_nudge{0};  // while answered but not yet heard on iopub
 
     // Heartbeat (Lazy Pirate), only once connected.
     bool ping_outstanding = false;
