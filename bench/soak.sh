@@ -55,16 +55,18 @@ wait "$SERVER_PID" || true
 SERVER_PID=
 first=${UIDS%-*}
 last=${UIDS#*-}
+# Zombies are listed but not counted: a sandbox's pid 1 that bwrap's outer process did not
+# wait for is reparented to the host's init, which reaps it in its own time.
 {
-  echo "processes in uids $UIDS:"
-  ps -eo uid=,pid=,comm= | awk -v a="$first" -v b="$last" '$1 >= a && $1 <= b'
+  echo "processes in uids $UIDS (state Z: exited, waiting for the host's init to reap them):"
+  ps -eo uid=,pid=,stat=,comm= | awk -v a="$first" -v b="$last" '$1 >= a && $1 <= b'
   echo "workdirs left: $(find "$WORK/work" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
   echo "runtime directory left: $([ -e "$WORK/runtime" ] && echo yes || echo no)"
   echo "kernel cgroups left: $(find /sys/fs/cgroup -mindepth 2 -maxdepth 3 -type d \
       -path '*/callisto/*' 2>/dev/null | wc -l)"
 } >"$OUT/leftovers.txt"
 cat "$OUT/leftovers.txt"
-left=$(ps -eo uid= | awk -v a="$first" -v b="$last" '$1 >= a && $1 <= b' | wc -l)
+left=$(ps -eo uid=,stat= | awk -v a="$first" -v b="$last" '$1 >= a && $1 <= b && $2 !~ /^Z/' | wc -l)
 dirs=$(find "$WORK/work" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
 if [ "$left" -ne 0 ] || [ "$dirs" -ne 0 ] || [ -e "$WORK/runtime" ]; then
   echo "== something was left behind"
