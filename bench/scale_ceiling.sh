@@ -26,31 +26,18 @@ LOAD=${LOAD:-build/bench/load/callisto-load}
 DURATION=${DURATION:-90}
 PORT=${PORT:-18888}
 TOKEN=scale-$$
-WORK=$(mktemp -d /tmp/callisto-scale-XXXXXX)
-chmod 0755 "$WORK"   # sandbox uids must reach the workdirs below it
+source "$(dirname "$0")/lib/callisto_server.sh"
+WORK=$(bench_scratch_dir scale)
 mkdir -p "$OUT"
-
-SERVER_PID=
-cleanup() {
-  [ -n "$SERVER_PID" ] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 for step in "${STEPS[@]}"; do
   IFS=: read -r clients kernels think <<<"$step"
   name="c${clients}-k${kernels}-t${think}"
   # Kernels start at about 15 a second; clients are spread over at least 30 s.
   ramp=$(( clients / 100 > 30 ? clients / 100 : 30 ))
-  "$CALLISTO" --ip=127.0.0.1 --port="$PORT" --token="$TOKEN" --log-level=warn \
-      --workdir-root="$WORK/work" --state-dir=off --pool-size=0 --max-connections=0 \
-      --max-connections-per-address=0 --sandbox-uids=61000-61999 >"$OUT/$name.server.log" 2>&1 &
-  SERVER_PID=$!
-  for _ in $(seq 1 100); do
-    curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
-    sleep 0.2
-  done
+  start_callisto "$OUT/$name.server.log" --ip=127.0.0.1 --port="$PORT" --token="$TOKEN" \
+      --log-level=warn --workdir-root="$WORK/work" --state-dir=off --pool-size=0 \
+      --max-connections=0 --max-connections-per-address=0 --sandbox-uids=61000-61999
   echo "== $name: $clients clients over $kernels kernels, think $think ms, ${ramp}+${DURATION} s"
   rc=0
   "$LOAD" --url="http://127.0.0.1:$PORT" --token="$TOKEN" --clients="$clients" \
@@ -60,8 +47,6 @@ for step in "${STEPS[@]}"; do
   tail -n 20 "$OUT/$name.txt"
   echo "   callisto-load exit $rc"
   # SIGTERM stops the kernels (--keep-kernels left them) all at once.
-  kill -TERM "$SERVER_PID"
-  wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=
+  stop_callisto
   sleep 5   # the kernels' cgroups and workdirs go with the server; let the machine settle
 done

@@ -20,27 +20,14 @@ DURATION=${DURATION:-1800}
 PORT=${PORT:-18899}
 UIDS=${UIDS:-62000-62999}
 TOKEN=soak-$$-token
-WORK=$(mktemp -d /tmp/callisto-soak-XXXXXX)
-chmod 0755 "$WORK"   # sandbox uids must reach the workdirs below it
+source "$(dirname "$0")/lib/callisto_server.sh"
+WORK=$(bench_scratch_dir soak)
 mkdir -p "$OUT"
 
-SERVER_PID=
-cleanup() {
-  [ -n "$SERVER_PID" ] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-"$CALLISTO" --ip=127.0.0.1 --port="$PORT" --token="$TOKEN" --log-level=info \
-    --runtime-dir="$WORK/runtime" --workdir-root="$WORK/work" --state-dir=off \
-    --sandbox-uids="$UIDS" --pool-size=4 --cull-idle-timeout=60 --cull-interval=10 \
-    --max-connections=0 --max-connections-per-address=0 >"$OUT/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
-  sleep 0.2
-done
+start_callisto "$OUT/server.log" --ip=127.0.0.1 --port="$PORT" --token="$TOKEN" \
+    --log-level=info --runtime-dir="$WORK/runtime" --workdir-root="$WORK/work" \
+    --state-dir=off --sandbox-uids="$UIDS" --pool-size=4 --cull-idle-timeout=60 \
+    --cull-interval=10 --max-connections=0 --max-connections-per-address=0
 echo "== soak: 200 clients over 20 kernels, the mixed scenario, ${DURATION} s ($(date -u +%FT%TZ))"
 rc=0
 "$LOAD" --url="http://127.0.0.1:$PORT" --token="$TOKEN" --clients=200 --kernels=20 \
@@ -50,9 +37,7 @@ cat "$OUT/soak.txt"
 echo "== fds and RSS before SIGTERM: $(ls /proc/$SERVER_PID/fd | wc -l) fds," \
      "$(awk '/VmRSS/ {print $2, $3}' /proc/$SERVER_PID/status)"
 
-kill -TERM "$SERVER_PID"
-wait "$SERVER_PID" || true
-SERVER_PID=
+stop_callisto
 first=${UIDS%-*}
 last=${UIDS#*-}
 # Zombies are listed but not counted: a sandbox's pid 1 that bwrap's outer process did not
@@ -60,14 +45,14 @@ last=${UIDS#*-}
 {
   echo "processes in uids $UIDS (state Z: exited, waiting for the host's init to reap them):"
   ps -eo uid=,pid=,stat=,comm= | awk -v a="$first" -v b="$last" '$1 >= a && $1 <= b'
-  echo "workdirs left: $(find "$WORK/work" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
+  echo "workdirs left: $(find "$WORK/work" -mindepth 1 -maxdepth 1 ! -name '.*' 2>/dev/null | wc -l)"
   echo "runtime directory left: $([ -e "$WORK/runtime" ] && echo yes || echo no)"
-  echo "kernel cgroups left: $(find /sys/fs/cgroup -mindepth 2 -maxdepth 3 -type d \
+  echo "kernel cgroups on the host (any server's): $(find /sys/fs/cgroup -mindepth 2 -maxdepth 3 -type d \
       -path '*/callisto/*' 2>/dev/null | wc -l)"
 } >"$OUT/leftovers.txt"
 cat "$OUT/leftovers.txt"
 left=$(ps -eo uid=,stat= | awk -v a="$first" -v b="$last" '$1 >= a && $1 <= b && $2 !~ /^Z/' | wc -l)
-dirs=$(find "$WORK/work" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+dirs=$(find "$WORK/work" -mindepth 1 -maxdepth 1 ! -name '.*' 2>/dev/null | wc -l)  # not the root's own files
 if [ "$left" -ne 0 ] || [ "$dirs" -ne 0 ] || [ -e "$WORK/runtime" ]; then
   echo "== something was left behind"
   [ "$rc" -ne 0 ] || rc=3
