@@ -3,6 +3,7 @@
 # _callisto_run_kernel in each fork.
 import gc, importlib, os, sys, time
 
+
 def _callisto_preload(modules):
     # The inline backend, as ipykernel would set it, before matplotlib reads its rcParams.
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
@@ -64,6 +65,7 @@ def _callisto_adopt_prebuilt_shell():
     """In a fork: the kernel application takes the prebuilt shell, unless its configuration
     (arguments, config files) says anything the shell was not built with, or its kernel is not
     ipykernel's own. Then it builds its own, exactly as without a zygote."""
+    import atexit
     from ipykernel.ipkernel import IPythonKernel
     from ipykernel.kernelapp import IPKernelApp
     from ipykernel.zmqshell import ZMQInteractiveShell
@@ -73,6 +75,7 @@ def _callisto_adopt_prebuilt_shell():
     def init_kernel_with_prebuilt_shell(app):
         if app.kernel_class is not IPythonKernel or set(app.config) - {"IPKernelApp"}:
             ZMQInteractiveShell.clear_instance()
+            atexit.unregister(shell.atexit_operations)  # the zygote's registration
             return init_kernel(app)
         init_kernel(app)  # ZMQInteractiveShell.instance() returns the prebuilt shell
         if app.kernel.shell is not shell:
@@ -135,6 +138,7 @@ def _callisto_make_shell_the_kernels(shell, kernel):
     atexit.unregister(shell.atexit_operations)
     atexit.register(shell.atexit_operations)
     shell._callisto_prebuilt = True  # for tests and whoever debugs a kernel
+
 
 def _callisto_run_kernel(argv, env):
     os.environ.clear()
