@@ -54,6 +54,7 @@ def fork_kernel(root, name, extra_args=()):
     argv = [sys.executable, "-m", "ipykernel_launcher", "-f", connection, *extra_args]
     pid = os.fork()
     if pid == 0:
+        code = 1  # if anything below raises: the child must never return into the test
         try:
             os.chdir(work)
             log = os.open(os.path.join(work, "kernel.log"), os.O_WRONLY | os.O_CREAT, 0o600)
@@ -61,7 +62,7 @@ def fork_kernel(root, name, extra_args=()):
             os.dup2(log, 2)
             code = _callisto_run_kernel(argv, env)  # noqa: F821 - defined by define_helpers
         finally:
-            os._exit(code if "code" in locals() else 1)
+            os._exit(code)
     return pid, connection, work
 
 
