@@ -103,21 +103,44 @@ fork_server::fork_server(int control_fd, python_runtime& python, std::filesystem
 }
 
 void fork_server::run() {
+    std::vector<pollfd> fds;
     for (;;) {
         kill_due();
-        int timeout = -1;
+        std::optional<clock::time_point> wake_at;
         for (const auto& [pid, kill_at] : kernels_)
-            if (kill_at) {
-                const auto ms =
-                    std::chrono::duration_cast<std::chrono::milliseconds>(*kill_at - clock::now())
-                        .count();
-                timeout = std::max(0, timeout < 0 ? static_cast<int>(ms)
-                                                  : std::min(timeout, static_cast<int>(ms)));
-            }
-        pollfd fds[] = {{control_, POLLIN, 0}, {child_signals_.get(), POLLIN, 0}};
-        if (::poll(fds, 2, timeout) < 0) {
+            if (kill_at && (!wake_at || *kill_at < *wake_at)) wake_at = kill_at;
+        for (const auto& start : starting_)
+            if (!wake_at || start.deadline < *wake_at) wake_at = start.deadline;
+        const int timeout =
+            wake_at ? static_cast<int>(std::max<long long>(
+                          0, std::chrono::ceil<std::chrono::milliseconds>(*wake_at - clock::now())
+                                 .count()))
+                    : -1;
+        fds.assign({{control_, POLLIN, 0}, {child_signals_.get(), POLLIN, 0}});
+        for (const auto& start : starting_) fds.push_back({start.report.get(), POLLIN, 0});
+        if (::poll(fds.data(), fds.size(), timeout) < 0) {
             if (errno == EINTR) continue;
             throw std::system_error(errno, std::generic_category(), "poll");
+        }
+        // Reports first: a kernel that reached Python and died at once is reported forked,
+        // then exited.
+        std::vector<bool> ended(starting_.size());
+        for (std::size_t i = 0; i < starting_.size(); ++i)
+            ended[i] = fds[i + 2].revents != 0 && read_report(starting_[i]);
+        const auto now = clock::now();
+        for (std::size_t i = starting_.size(); i-- > 0;) {
+            if (!ended[i] && starting_[i].deadline <= now) {
+                auto& start = starting_[i];
+                ::kill(-start.pid, SIGKILL);
+                ::kill(start.pid, SIGKILL);
+                start.why = "the kernel's sandbox setup took longer than " +
+                            std::to_string(setup_timeout_ms / 1000) + " s";
+                ended[i] = true;
+            }
+            if (ended[i]) {
+                report_start(starting_[i]);
+                starting_.erase(starting_.begin() + static_cast<std::ptrdiff_t>(i));
+            }
         }
         if (fds[1].revents & POLLIN) {
             signalfd_siginfo info;
@@ -137,13 +160,19 @@ void fork_server::run() {
         }
     }
     // Kernels do not outlive the gateway that asked for them, unless it asked them to (the
-    // next gateway adopts them).
+    // next gateway adopts them). A fork still starting was never reported: it goes too.
+    std::vector<pid_t> doomed;
     for (const auto& [pid, kill_at] : kernels_)
-        if (!outliving_.contains(pid)) ::kill(-pid, SIGKILL);
-    for (const auto& [pid, kill_at] : kernels_)
-        if (!outliving_.contains(pid))
-            while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-            }
+        if (!outliving_.contains(pid)) doomed.push_back(pid);
+    for (const auto& start : starting_)
+        if (!start.wait_status) doomed.push_back(start.pid);
+    for (pid_t pid : doomed) {
+        ::kill(-pid, SIGKILL);
+        ::kill(pid, SIGKILL);
+    }
+    for (pid_t pid : doomed)
+        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
 }
 
 void fork_server::on_message(const std::string& bytes, std::vector<unique_fd> fds) {
@@ -218,41 +247,39 @@ void fork_server::fork_kernel(const proto::fork_order& order, unique_fd environm
         fail(std::string("fork: ") + std::strerror(fork_error));
         return;
     }
+    starting_.push_back({order.id,
+                         pid,
+                         std::move(report_read),
+                         clock::now() + std::chrono::milliseconds(setup_timeout_ms),
+                         order.outlive_gateway,
+                         {},
+                         std::nullopt});
+}
 
-    // EOF: the kernel reached Python. Text: the stage that failed.
-    std::string why;
-    pollfd p{report_read.get(), POLLIN, 0};
-    const auto deadline = clock::now() + std::chrono::milliseconds(setup_timeout_ms);
-    for (;;) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-        if (left <= 0) {
-            why = "the kernel's sandbox setup took longer than " +
-                  std::to_string(setup_timeout_ms / 1000) + " s";
-            ::kill(-pid, SIGKILL);
-            ::kill(pid, SIGKILL);
-            break;
-        }
-        const int ready = ::poll(&p, 1, static_cast<int>(left));
-        if (ready < 0 && errno != EINTR) break;
-        if (ready <= 0) continue;
-        char buffer[512];
-        const auto n = ::read(report_read.get(), buffer, sizeof buffer);
-        if (n > 0) {
-            why.append(buffer, static_cast<std::size_t>(n));
-            continue;
-        }
-        if (n == 0 || errno != EINTR) break;
+bool fork_server::read_report(starting_kernel& start) {
+    char buffer[512];
+    const auto n = ::read(start.report.get(), buffer, sizeof buffer);
+    if (n > 0) {
+        start.why.append(buffer, static_cast<std::size_t>(n));
+        return false;
     }
-    if (!why.empty()) {
-        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-        }
-        fail("cannot start the kernel: " + why);
+    return !(n < 0 && (errno == EINTR || errno == EAGAIN));
+}
+
+void fork_server::report_start(starting_kernel& start) {
+    if (!start.why.empty()) {
+        // The child exits by itself after its report (or was killed); reap() collects it.
+        send(proto::encode(
+            proto::fork_failed_event{start.order_id, "cannot start the kernel: " + start.why}));
         return;
     }
-    kernels_.emplace(pid, std::nullopt);
-    if (order.outlive_gateway) outliving_.insert(pid);
-    send(proto::encode(proto::forked_event{order.id, pid}));
+    send(proto::encode(proto::forked_event{start.order_id, start.pid}));
+    if (start.wait_status) {
+        send(proto::encode(proto::exited_event{start.pid, *start.wait_status}));
+        return;
+    }
+    kernels_.emplace(start.pid, std::nullopt);
+    if (start.outlive_gateway) outliving_.insert(start.pid);
 }
 
 void fork_server::jail_child(const proto::fork_order& order, int environment, int output,
@@ -333,6 +360,12 @@ void fork_server::reap() {
         int status = 0;
         const pid_t pid = ::waitpid(-1, &status, WNOHANG);
         if (pid <= 0) return;
+        auto start = std::find_if(starting_.begin(), starting_.end(),
+                                  [&](const starting_kernel& s) { return s.pid == pid; });
+        if (start != starting_.end()) {
+            start->wait_status = status;  // reported with the end of its report
+            continue;
+        }
         if (kernels_.erase(pid) == 0) continue;
         outliving_.erase(pid);
         send(proto::encode(proto::exited_event{pid, status}));

@@ -3,10 +3,14 @@
 // order (through a jail when the order has a layout), reports each fork's pid or the reason it
 // failed, signals and terminates its kernels on request, reaps them and reports their exits.
 // When the gateway closes the socket, every kernel it forked is killed and the loop ends.
+//
+// A fork's setup (cgroups, namespaces, the jail's root) runs in the child while the loop goes
+// on: the next order is forked meanwhile, and the fork is reported when its setup ends.
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -33,6 +37,18 @@ public:
 private:
     using clock = std::chrono::steady_clock;
 
+    // A fork on its way to the kernel's first line of Python. Its report pipe brings the
+    // stage that failed, or EOF once Python runs.
+    struct starting_kernel {
+        std::uint64_t order_id = 0;
+        pid_t pid = 0;
+        unique_fd report;
+        clock::time_point deadline;
+        bool outlive_gateway = false;
+        std::string why;                 // the failure reported so far
+        std::optional<int> wait_status;  // reaped before its report ended
+    };
+
     void on_message(const std::string& bytes, std::vector<unique_fd> fds);
     // `environment` is the memfd holding the kernel's environment: never read here.
     void fork_kernel(const zygote_protocol::fork_order& order, unique_fd environment,
@@ -42,6 +58,9 @@ private:
     // `output` is redirected here only when not jailed (the jail's pid 1 did it).
     [[noreturn]] void kernel_child(const zygote_protocol::fork_order& order, int environment,
                                    int output, int report, bool jailed);
+    // Reads what the fork reported; true once its report has ended (and the fork was reported).
+    bool read_report(starting_kernel& start);
+    void report_start(starting_kernel& start);
     void reap();
     void kill_due();
     void send(const std::string& bytes);
@@ -55,6 +74,7 @@ private:
     // Forked and not yet reaped, with the time of the SIGKILL a terminate order set.
     std::map<pid_t, std::optional<clock::time_point>> kernels_;
     std::set<pid_t> outliving_;  // kernels_ forked to outlive the gateway
+    std::vector<starting_kernel> starting_;
 };
 
 }  // namespace callisto::launcher::zygote

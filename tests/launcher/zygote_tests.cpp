@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -274,6 +276,36 @@ TEST_CASE("a fork whose jail cannot be built is refused with the reason; the zyg
     const pid_t pid = z.fork(fine.what, fine.kernel.get());
     CHECK(z.wait_exit(pid).exit_code == 0);
     CHECK(std::filesystem::exists(fine.workdir->path() / "ok"));
+}
+
+TEST_CASE("a fork still setting up does not hold up the next one") {
+    zygote_fixture z;
+    open_temp_dir dir;
+    std::ofstream(dir.path() / "probe.py") << "pass";
+    auto order = [&](std::vector<std::filesystem::path> procs_files) {
+        spawn_description what;
+        what.argv = {"/usr/bin/python3", "-m", "probe"};
+        what.env = {{"PATH", "/usr/bin"}};
+        what.cgroup_procs_files = std::move(procs_files);
+        what.zygote = zygote_fork{"zt", what.argv, dir.path(), std::nullopt};
+        return what;
+    };
+    // A "cgroup.procs" that is a FIFO nobody reads: the first fork's setup stops there, in
+    // open(2), until the test opens the other end.
+    const auto fifo = dir.path() / "cgroup.procs";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    auto stuck = std::async(std::launch::async, [&] { return z.fork(order({fifo})); });
+    CHECK(stuck.wait_for(300ms) == std::future_status::timeout);
+
+    const pid_t next = z.fork(order({}));
+    CHECK(z.wait_exit(next).exit_code == 0);
+    CHECK(stuck.wait_for(0s) == std::future_status::timeout);
+
+    const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    REQUIRE(reader >= 0);
+    REQUIRE(stuck.wait_for(60s) == std::future_status::ready);
+    CHECK(z.wait_exit(stuck.get()).exit_code == 0);
+    ::close(reader);
 }
 
 TEST_CASE("an unsandboxed fork runs in its own directory with its own environment") {
