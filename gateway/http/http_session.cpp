@@ -228,7 +228,7 @@ void http_session::send(http_response res) {
         target_ = "-";
         started_ = std::chrono::steady_clock::now();
     }
-    log_answer(res.result_int(), res.body().size());
+    log_answer(res.result_int(), res.body().size(), res[http::field::location]);
     auto shared = std::make_shared<http_response>(std::move(res));
     const bool keep_alive = shared->keep_alive();
     // The read's deadline may have passed while a long execution ran.
@@ -240,9 +240,9 @@ void http_session::send(http_response res) {
         });
 }
 
-void http_session::log_answer(int status, std::size_t body_bytes) {
+void http_session::log_answer(int status, std::size_t body_bytes, std::string_view location) {
     services_.requests.answered(method_, target_, kind_, status, body_bytes,
-                                std::chrono::steady_clock::now() - started_, user_);
+                                std::chrono::steady_clock::now() - started_, user_, location);
     method_.clear();
 }
 

@@ -46,7 +46,7 @@ private:
     // A respond_fn callable from any thread: the answer hops back to this session's strand.
     respond_fn respond_later();
     void send(http_response res);
-    void log_answer(int status, std::size_t body_bytes);
+    void log_answer(int status, std::size_t body_bytes, std::string_view location = {});
     void on_write(bool keep_alive, boost::beast::error_code ec, std::size_t bytes);
 
     client_stream stream_;

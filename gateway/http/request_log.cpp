@@ -17,7 +17,8 @@ request_log::request_log(metrics::registry& registry, logger log)
 
 void request_log::answered(std::string_view method, std::string_view target, route_kind kind,
                            int status, std::size_t body_bytes,
-                           std::chrono::steady_clock::duration took, std::string_view user) {
+                           std::chrono::steady_clock::duration took, std::string_view user,
+                           std::string_view location) {
     const std::string route(to_string(kind));
     const double seconds = std::chrono::duration<double>(took).count();
     requests_.with({route, std::to_string(status)}).inc();
@@ -27,8 +28,11 @@ void request_log::answered(std::string_view method, std::string_view target, rou
     std::snprintf(ms, sizeof ms, "%.1f", seconds * 1000);
     auto line = log_.with("route", route);
     if (!user.empty()) line = line.with("user", std::string(user));
-    line.info(std::string(method) + " " + std::string(path_of(target)) + " " +
-              std::to_string(status) + " " + std::to_string(body_bytes) + " B " + ms + " ms");
+    std::string text = std::string(method) + " " + std::string(path_of(target)) + " " +
+                       std::to_string(status) + " " + std::to_string(body_bytes) + " B " + ms +
+                       " ms";
+    if (!location.empty()) text += " -> " + std::string(path_of(location));
+    line.info(text);
 }
 
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }

@@ -1,0 +1,33 @@
+#include "gateway/http/request_log.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace callisto;
+using namespace callisto::gateway;
+
+namespace {
+
+struct access_log {
+    metrics::registry registry;
+    std::vector<std::string> lines;
+    request_log log{registry, logger([this](log_level, std::string_view, const log_fields&,
+                                            std::string_view text) { lines.emplace_back(text); },
+                                     log_level::info)};
+};
+
+}  // namespace
+
+TEST_CASE("the access log names what a POST created, from the answer's Location") {
+    access_log a;
+    a.log.answered("POST", "/api/kernels?token=secret", route_kind::kernel_create, 201, 297,
+                   std::chrono::milliseconds(71), "ana", "/api/kernels/4f1c");
+    a.log.answered("GET", "/api/kernels", route_kind::kernels_list, 200, 2,
+                   std::chrono::milliseconds(1), "ana");
+    REQUIRE(a.lines.size() == 2);
+    CHECK(a.lines[0] == "POST /api/kernels 201 297 B 71.0 ms -> /api/kernels/4f1c");
+    CHECK(a.lines[1] == "GET /api/kernels 200 2 B 1.0 ms");
+    CHECK(a.lines[0].find("secret") == std::string::npos);
+}
