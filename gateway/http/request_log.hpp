@@ -19,8 +19,9 @@ public:
     request_log(metrics::registry& registry, logger log);
 
     // One answered request. status 101 for a connection a WebSocket took over. `location`: the
-    // answer's Location header, if any, which names what a POST created (a kernel, a session):
-    // logged after the size, so that a kernel's log lines lead back to the request.
+    // answer's Location header, if any, which names what the request created (a kernel, a
+    // context, an execution, an uploaded file): logged after the size, so that what the
+    // created thing logs later leads back to the request.
     void answered(std::string_view method, std::string_view target, route_kind kind, int status,
                   std::size_t body_bytes, std::chrono::steady_clock::duration took,
                   std::string_view user, std::string_view location = {});
