@@ -20,6 +20,11 @@ std::chrono::microseconds think_pause(std::chrono::milliseconds mean, std::mt199
     return std::chrono::microseconds(spread(random));
 }
 
+std::chrono::microseconds ramp_up_delay(std::chrono::seconds ramp_up, int index, int clients) {
+    if (clients <= 0) return std::chrono::microseconds(0);
+    return std::chrono::duration_cast<std::chrono::microseconds>(ramp_up) * index / clients;
+}
+
 load_run::load_run(load_options options) : options_(std::move(options)), mix_(options_.mix) {}
 
 double load_run::elapsed_seconds() const {
@@ -97,7 +102,7 @@ asio::awaitable<void> load_run::remove_targets() {
 
 asio::awaitable<void> load_run::client(int index) {
     if (options_.ramp_up.count() > 0)
-        co_await sleep_for(options_.ramp_up * index / options_.clients);
+        co_await sleep_for(ramp_up_delay(options_.ramp_up, index, options_.clients));
     ++stats_.clients_running;
     auto executor = co_await asio::this_coro::executor;
     std::mt19937 random(static_cast<unsigned>(index) * 7919u + 17u);

@@ -25,6 +25,11 @@ namespace callisto::load {
 // process: p50 107 to 174 ms in five runs with fixed pauses, 15.7 ms with drawn ones).
 std::chrono::microseconds think_pause(std::chrono::milliseconds mean, std::mt19937& random);
 
+// When client `index` of `clients` starts: evenly over `ramp_up`. Counted in microseconds, not
+// in the option's whole seconds, where `ramp_up * index / clients` rounded down started the
+// clients in bursts, one a second (60 clients over 3 s: 20 at once, each second).
+std::chrono::microseconds ramp_up_delay(std::chrono::seconds ramp_up, int index, int clients);
+
 class load_run {
 public:
     explicit load_run(load_options options);

@@ -180,3 +180,15 @@ TEST_CASE("think pauses are drawn around the mean, never all alike") {
     CHECK(sum / 2000 == doctest::Approx(200000).epsilon(0.05));
     CHECK(think_pause(std::chrono::milliseconds(0), random).count() == 0);
 }
+
+TEST_CASE("clients start evenly over the ramp-up, not in bursts of a second") {
+    using std::chrono::microseconds;
+    const std::chrono::seconds ramp(3);
+    CHECK(ramp_up_delay(ramp, 0, 60) == microseconds(0));
+    CHECK(ramp_up_delay(ramp, 1, 60) == microseconds(50000));
+    CHECK(ramp_up_delay(ramp, 59, 60) == microseconds(2950000));
+    for (int i = 1; i < 60; ++i) CHECK(ramp_up_delay(ramp, i, 60) > ramp_up_delay(ramp, i - 1, 60));
+    // The largest the options allow: an hour over 100,000 clients.
+    CHECK(ramp_up_delay(std::chrono::seconds(3600), 99999, 100000) < std::chrono::hours(1));
+    CHECK(ramp_up_delay(ramp, 5, 0) == microseconds(0));
+}
