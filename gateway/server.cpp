@@ -17,6 +17,7 @@
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/metrics/process_metrics.hpp"
 #include "gateway/routes.hpp"
+#include "launcher/cgroup_move_timer.hpp"
 #include "launcher/leftover_reaper.hpp"
 #include "launcher/sandbox_probe.hpp"
 
@@ -94,6 +95,32 @@ std::shared_ptr<listener> make_listener(asio::io_context& ioc, const server_conf
     }
 }
 
+// Every sandboxed kernel start waits for one move into a cgroup: the log says how long that
+// takes here, and how to shorten it when it waits for an RCU grace period.
+void report_cgroup_move_time(const launcher::cgroup_layout& cgroups, const std::string& tag,
+                             const logger& log) {
+    if (cgroups.version == launcher::cgroup_version::none) return;
+    const auto timing = launcher::time_cgroup_move(
+        cgroups, (tag.empty() ? "pid" + std::to_string(::getpid()) : tag) + "-move-timer");
+    if (!timing.error.empty()) {
+        log.warn("could not time a move into a cgroup: " + timing.error);
+        return;
+    }
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.2f", timing.median_ms);
+    const std::string figure =
+        std::string("moving a process into its cgroups takes ") + ms + " ms here";
+    if (timing.median_ms <= launcher::slow_cgroup_move_ms) {
+        log.info(figure);
+        return;
+    }
+    log.warn(figure +
+             ", and every kernel start waits for one: the host does not favour dynamic cgroup "
+             "changes. Mounting cgroup2 with favordynmods (mount -o remount,favordynmods on its "
+             "mount) or a kernel built with CONFIG_CGROUP_FAVOR_DYNMODS makes it about 0.5 ms; "
+             "see docs/operations.md, \"Host tuning\"");
+}
+
 // Probes the host; throws with the probe's explanation when no safe mode exists.
 std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
                                                 const launcher::instance_lock* lock,
@@ -121,6 +148,7 @@ std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
              std::to_string(config.sandbox_uid_first) + "-" +
              std::to_string(config.sandbox_uid_first + config.sandbox_uid_count - 1) +
              "; workdirs under " + config.workdir_root.string());
+    report_cgroup_move_time(probe.cgroups, lock ? lock->tag() : "", log);
     return std::make_unique<launcher::sandbox>(probe.bwrap, probe.cgroups, lock ? lock->tag() : "");
 }
 

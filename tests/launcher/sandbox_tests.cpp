@@ -12,6 +12,7 @@
 #include <string>
 
 #include "isolation_probe.hpp"
+#include "launcher/cgroup_move_timer.hpp"
 #include "launcher/kernel_command.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
 #include "launcher/kernelspec.hpp"
@@ -73,6 +74,29 @@ TEST_CASE("the probe finds a usable sandbox on this host") {
     INFO(probe.describe());
     CHECK(probe.usable());
     CHECK(probe.user_namespaces);
+}
+
+TEST_CASE("a move into the kernels' cgroups is timed, and the timer leaves no cgroup behind") {
+    const auto layout = cgroup_layout::detect();
+    if (layout.version == cgroup_version::none) return;
+    const std::string name = "cltest-move-timer-" + std::to_string(::getpid());
+    const auto timing = time_cgroup_move(layout, name, 2, std::chrono::milliseconds(5));
+    CHECK(timing.error.empty());
+    CHECK(timing.median_ms > 0);
+    for (const auto& mount : {layout.v2_root, layout.v1_memory, layout.v1_pids, layout.v1_cpu})
+        if (!mount.empty()) CHECK_FALSE(std::filesystem::exists(mount / layout.parent / name));
+}
+
+TEST_CASE("the cgroup move timer names what it could not do") {
+    CHECK(time_cgroup_move(cgroup_layout{}, "x").error == "no cgroups");
+    // A plain directory is no cgroup hierarchy: the child has no cgroup.procs to write.
+    temp_dir tmp;
+    cgroup_layout fake;
+    fake.version = cgroup_version::v1;
+    fake.v1_memory = fake.v1_pids = fake.v1_cpu = tmp.path();
+    const auto timing = time_cgroup_move(fake, "probe", 2, std::chrono::milliseconds(1));
+    CHECK(timing.error.find("could not join") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(tmp.path() / "callisto" / "probe"));
 }
 
 TEST_CASE("the probe refuses a missing bwrap with a clear message") {
