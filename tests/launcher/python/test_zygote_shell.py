@@ -123,6 +123,7 @@ def main():
     define_helpers()
     loaded, failed, _, _ = _callisto_preload(["numpy"])  # noqa: F821
     check(_CALLISTO_SHELL in loaded, "the zygote built the shell", failed)  # noqa: F821
+    check(_CALLISTO_WARM_UP in loaded, "the zygote warmed its shell up", failed)  # noqa: F821
     check(threading.active_count() == 1, "the zygote runs one thread after building it",
           [t.name for t in threading.enumerate()])
     check(sys.modules["__main__"].__dict__.get("_callisto_run_kernel") is not None,
@@ -137,6 +138,10 @@ def main():
         pids = [a_pid, b_pid, c_pid]
         a, b, c = Client(a_conn), Client(b_conn), Client(c_conn)
 
+        # Nothing of the zygote's warm-up cells: the first execution is the first.
+        first = a.value("[get_ipython().execution_count, len(In), "
+                        "[n for n in ('x', 'numpy') if n in dir()]]")
+        check(first == [1, 2, []], "a fresh kernel's first execution is its first", first)
         prebuilt = "getattr(get_ipython(), '_callisto_prebuilt', False)"
         check(a.value(prebuilt) and b.value(prebuilt), "kernels A and B took the prebuilt shell")
         check(not c.value(prebuilt), "kernel C, configured for the shell, built its own")
