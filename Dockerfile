@@ -22,7 +22,7 @@ COPY gateway gateway
 COPY docs/openapi.json docs/openapi.json
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCALLISTO_BUILD_TESTS=OFF -DCALLISTO_BUILD_LOAD=OFF \
  && cmake --build build -j"$(nproc)" --target callisto callisto-zygote \
- && strip build/gateway/callisto build/gateway/callisto-zygote
+ && strip build/gateway/callisto build/gateway/callisto-zygote build/gateway/callisto-jail-init
 
 FROM ${BASE_IMAGE}
 RUN apt-get update -q \
@@ -33,6 +33,8 @@ RUN apt-get update -q \
 COPY --from=build /src/build/gateway/callisto /usr/local/bin/callisto
 # Beside the gateway, where it looks for it: the fork server of Python kernels (--zygote).
 COPY --from=build /src/build/gateway/callisto-zygote /usr/local/bin/callisto-zygote
+# Beside the zygote, where it looks for it: each zygote kernel's pid 1.
+COPY --from=build /src/build/gateway/callisto-jail-init /usr/local/bin/callisto-jail-init
 COPY web /usr/share/callisto/web
 COPY deploy/container-entrypoint.sh /usr/local/bin/callisto-entrypoint
 # Kernels' working directories (one per kernel) and the audit log: volumes in compose.yaml.

@@ -1,6 +1,7 @@
 #include "launcher/zygote/fork_server.hpp"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -11,13 +12,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <system_error>
 
+#include "launcher/memfd.hpp"
 #include "launcher/seqpacket.hpp"
+#include "launcher/zygote/jail_init.hpp"
 #include "launcher/zygote/kernel_jail.hpp"
-#include "launcher/zygote/pid_one.hpp"
 
 namespace callisto::launcher::zygote {
 
@@ -78,6 +81,39 @@ std::map<std::string, std::string> read_environment(int fd) {
     return zygote_protocol::decode_environment(text);
 }
 
+// In a vfork child: no allocation, no locale, nothing but stores.
+void write_decimal(char* at, long value) {
+    char digits[24];
+    int n = 0;
+    const bool negative = value < 0;
+    unsigned long v =
+        negative ? 0UL - static_cast<unsigned long>(value) : static_cast<unsigned long>(value);
+    do {
+        digits[n++] = static_cast<char>('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    if (negative) *at++ = '-';
+    while (n > 0) *at++ = digits[--n];
+    *at = '\0';
+}
+
+// The parent's pid as this process's /proc shows it (getppid() answers in our own pid
+// namespace, where it is 1).
+pid_t parent_pid_in_proc() {
+    char text[1024];
+    const unique_fd stat(::open("/proc/self/stat", O_RDONLY | O_CLOEXEC));
+    const auto n = stat ? ::read(stat.get(), text, sizeof text - 1) : -1;
+    if (n <= 0) throw std::system_error(errno, std::generic_category(), "reading /proc/self/stat");
+    text[n] = '\0';
+    // pid (comm) state ppid ...: comm may hold anything, so read after its last ')'.
+    const char* close = std::strrchr(text, ')');
+    char state = 0;
+    int ppid = 0;
+    if (!close || std::sscanf(close + 1, " %c %d", &state, &ppid) != 2 || ppid <= 0)
+        throw std::runtime_error("cannot read the parent's pid from /proc/self/stat");
+    return ppid;
+}
+
 void set_death_signal(int report) {
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
         throw std::system_error(errno, std::generic_category(), "PR_SET_PDEATHSIG");
@@ -87,11 +123,12 @@ void set_death_signal(int report) {
 }  // namespace
 
 fork_server::fork_server(int control_fd, python_runtime& python, std::filesystem::path scratch,
-                         std::string seccomp_bpf)
+                         std::string seccomp_bpf, std::filesystem::path jail_init)
     : control_(control_fd),
       python_(python),
       scratch_(std::move(scratch)),
-      seccomp_bpf_(std::move(seccomp_bpf)) {
+      seccomp_bpf_(std::move(seccomp_bpf)),
+      jail_init_(std::move(jail_init)) {
     own_pid_namespace_.reset(::open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
     if (!own_pid_namespace_)
         throw std::system_error(errno, std::generic_category(), "open /proc/self/ns/pid");
@@ -190,7 +227,7 @@ void fork_server::on_message(const std::string& bytes, std::vector<unique_fd> fd
             return;
         }
         unique_fd output = fds.size() > 1 ? std::move(fds[1]) : unique_fd();
-        fork_kernel(*fork, std::move(fds[0]), std::move(output));
+        fork_kernel(*fork, bytes, std::move(fds[0]), std::move(output));
     } else if (auto* sig = std::get_if<proto::signal_order>(&order)) {
         // Only to a kernel not yet reaped: its pid cannot have been reused.
         if (kernels_.contains(sig->pid) && ::kill(-sig->pid, sig->signal) != 0)
@@ -203,8 +240,8 @@ void fork_server::on_message(const std::string& bytes, std::vector<unique_fd> fd
     }
 }
 
-void fork_server::fork_kernel(const proto::fork_order& order, unique_fd environment,
-                              unique_fd output) {
+void fork_server::fork_kernel(const proto::fork_order& order, const std::string& order_bytes,
+                              unique_fd environment, unique_fd output) {
     auto fail = [&](const std::string& why) {
         send(proto::encode(proto::fork_failed_event{order.id, why}));
     };
@@ -219,34 +256,32 @@ void fork_server::fork_kernel(const proto::fork_order& order, unique_fd environm
     }
     unique_fd report_read(fds[0]);
     unique_fd report_write(fds[1]);
-    const bool jailed = order.layout.has_value();
-    // The fork becomes pid 1 of a new pid namespace; children made after are ours again.
-    if (jailed && ::unshare(CLONE_NEWPID) != 0) {
-        fail(std::string("unshare(CLONE_NEWPID): ") + std::strerror(errno));
-        return;
-    }
-    python_.before_fork();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        report_read.reset();
-        if (jailed) jail_child(order, environment.get(), output.get(), report_write.get());
-        kernel_child(order, environment.get(), output.get(), report_write.get(), false);
-    }
-    const int fork_error = errno;
-    python_.after_fork_in_parent();
-    if (jailed && ::setns(own_pid_namespace_.get(), CLONE_NEWPID) != 0) {
-        // Every later jail would nest inside this one: better to stop and be restarted.
-        std::cerr << "callisto-zygote: setns back to its own pid namespace: "
-                  << std::strerror(errno) << "\n";
-        std::_Exit(70);
+    pid_t pid = -1;
+    if (order.layout) {
+        try {
+            pid = fork_jailed(order, order_bytes, environment.get(), output.get(),
+                              report_write.get());
+        } catch (const std::exception& e) {
+            fail(e.what());
+            return;
+        }
+    } else {
+        python_.before_fork();
+        pid = ::fork();
+        if (pid == 0) {
+            report_read.reset();
+            kernel_child(order, environment.get(), output.get(), report_write.get(), {});
+        }
+        const int fork_error = errno;
+        python_.after_fork_in_parent();
+        if (pid < 0) {
+            fail(std::string("fork: ") + std::strerror(fork_error));
+            return;
+        }
     }
     report_write.reset();
     output.reset();
     environment.reset();
-    if (pid < 0) {
-        fail(std::string("fork: ") + std::strerror(fork_error));
-        return;
-    }
     starting_.push_back({order.id,
                          pid,
                          std::move(report_read),
@@ -254,6 +289,74 @@ void fork_server::fork_kernel(const proto::fork_order& order, unique_fd environm
                          order.outlive_gateway,
                          {},
                          std::nullopt});
+}
+
+pid_t fork_server::fork_jailed(const proto::fork_order& order, const std::string& order_bytes,
+                               int environment, int output, int report) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+        throw std::system_error(errno, std::generic_category(), "pipe");
+    const unique_fd ready_read(fds[0]);
+    const unique_fd ready_write(fds[1]);
+    const unique_fd order_fd = memfd_holding("callisto-fork-order", order_bytes);
+    const unique_fd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    if (!devnull) throw std::system_error(errno, std::generic_category(), "open /dev/null");
+    // pid 1's descriptors 0 to 5 (jail_init.hpp), lifted above those numbers first so that no
+    // dup2 in the child overwrites another's source.
+    std::vector<unique_fd> lifted;
+    jail_descriptors sources{};
+    const int out = output >= 0 ? output : devnull.get();
+    const int wanted[] = {devnull.get(), out, out, order_fd.get(), report, ready_write.get()};
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+        lifted.emplace_back(::fcntl(wanted[i], F_DUPFD_CLOEXEC, 10));
+        if (!lifted.back()) throw std::system_error(errno, std::generic_category(), "fcntl");
+        sources[i] = lifted.back().get();
+    }
+    const std::string scratch = "--scratch=" + scratch_.string();
+    char kernel[32] = "--kernel=";  // the pid, written by the child
+    char* argv[] = {const_cast<char*>(jail_init_program), const_cast<char*>(scratch.c_str()),
+                    kernel, nullptr};
+
+    // Children made from here on are born in a new pid namespace.
+    if (::unshare(CLONE_NEWPID) != 0)
+        throw std::system_error(errno, std::generic_category(), "unshare(CLONE_NEWPID)");
+    python_.before_fork();
+    const pid_t pid_one = spawn_jail(order, environment, output, report, ready_read.get(), sources,
+                                     argv, kernel + std::strlen(kernel));
+    const int spawn_error = errno;
+    python_.after_fork_in_parent();
+    if (::setns(own_pid_namespace_.get(), CLONE_NEWPID) != 0) {
+        // Every later jail would nest inside this one: better to stop and be restarted.
+        std::cerr << "callisto-zygote: setns back to its own pid namespace: "
+                  << std::strerror(errno) << "\n";
+        std::_Exit(70);
+    }
+    if (pid_one < 0) throw std::system_error(spawn_error, std::generic_category(), "vfork");
+    return pid_one;
+}
+
+pid_t fork_server::spawn_jail(const proto::fork_order& order, int environment, int output,
+                              int report, int ready, const jail_descriptors& sources,
+                              char* const* argv, char* kernel_digits) {
+    // The vfork child is the new namespace's pid 1 and shares the zygote's memory until its
+    // exec: it forks the kernel (pid 2, its child for good), then becomes
+    // `callisto-jail-init` (jail_init.hpp), which builds the jail around both. No allocation,
+    // nothing but system calls here.
+    const pid_t pid = ::vfork();
+    if (pid != 0) return pid;
+    const pid_t kernel = ::fork();
+    if (kernel == 0) kernel_child(order, environment, output, report, jailed_kernel{ready});
+    write_decimal(kernel_digits, kernel > 0 ? kernel : -errno);
+    // Its own session and process group: the gateway's signals to the group reach it, and it
+    // hands them to the kernel.
+    ::setsid();
+    for (std::size_t i = 0; i < sources.size(); ++i) ::dup2(sources[i], static_cast<int>(i));
+    ::close_range(static_cast<unsigned>(sources.size()), ~0U, CLOSE_RANGE_CLOEXEC);
+    char* no_environment[] = {nullptr};
+    ::execve(jail_init_.c_str(), argv, no_environment);
+    constexpr char why[] = "exec of the jail's pid 1 failed";
+    [[maybe_unused]] auto n = ::write(jail_init_fd::report, why, sizeof why - 1);
+    ::_exit(127);
 }
 
 bool fork_server::read_report(starting_kernel& start) {
@@ -282,69 +385,45 @@ void fork_server::report_start(starting_kernel& start) {
     if (start.outlive_gateway) outliving_.insert(start.pid);
 }
 
-void fork_server::jail_child(const proto::fork_order& order, int environment, int output,
-                             int report) {
-    try {
-        // Its own session and process group: the gateway's signals to the group reach it, and
-        // it hands them to the kernel.
-        ::setsid();
-        if (!order.outlive_gateway) set_death_signal(report);
-        redirect_stdio(output);
-        close_all_but({report, environment});
-        join_cgroups(order.cgroup_procs_files);
-        enter_namespaces();
-        build_root(*order.layout, scratch_);
-        apply_rlimits(order.rlimits);
-
-        sigset_t all;
-        sigfillset(&all);
-        ::sigprocmask(SIG_BLOCK, &all, nullptr);
-        const pid_t kernel = ::fork();
-        if (kernel < 0) throw std::system_error(errno, std::generic_category(), "fork");
-        if (kernel == 0) kernel_child(order, environment, -1, report, true);
-        ::close(environment);
-
-        become_unprivileged(order.uid, order.gid, true);
-        // Its memory is a copy of the zygote's: not for the kernel to read.
-        if (::prctl(PR_SET_DUMPABLE, 0) != 0 || ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-            throw std::system_error(errno, std::generic_category(), "prctl");
-        if (!order.outlive_gateway) set_death_signal(report);  // a new uid cleared it
-        ::close(report);
-        run_pid_one(kernel);
-    } catch (const std::exception& e) {
-        report_and_exit(report, e.what());
-    }
-}
-
 void fork_server::kernel_child(const proto::fork_order& order, int environment, int output,
-                               int report, bool jailed) {
+                               int report, std::optional<jailed_kernel> jail) {
     std::map<std::string, std::string> env;
     try {
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        if (jailed) {
-            // Out of pid 1's session: the gateway's signals come through pid 1.
+        if (jail) {
+            // Its own session, out of pid 1's: the gateway's signals come through pid 1.
             ::setsid();
             if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
                 throw std::system_error(errno, std::generic_category(), "PR_SET_PDEATHSIG");
+            redirect_stdio(output);
+            close_all_but({report, environment, jail->ready});
+            char built = 0;
+            while (::read(jail->ready, &built, 1) < 0 && errno == EINTR) {
+            }
+            if (built != '1') ::_exit(127);  // pid 1 reported why
+            ::close(jail->ready);
+            join_cgroups(order.cgroup_procs_files);
+            // pid 1 by its pid in this /proc, the host's until the mount namespace changes.
+            join_namespaces_of(parent_pid_in_proc());
         } else {
             ::setpgid(0, 0);
             if (!order.outlive_gateway) set_death_signal(report);
             redirect_stdio(output);
             close_all_but({report, environment});
             join_cgroups(order.cgroup_procs_files);
-            apply_rlimits(order.rlimits);
         }
+        apply_rlimits(order.rlimits);
         env = read_environment(environment);
         ::close(environment);
-        become_unprivileged(order.uid, order.gid, jailed);
-        if (jailed && ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+        become_unprivileged(order.uid, order.gid, jail.has_value());
+        if (jail && ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
             throw std::system_error(errno, std::generic_category(), "PR_SET_PDEATHSIG");
-        const std::string cwd = jailed ? sandbox_workdir : order.cwd.string();
+        const std::string cwd = jail ? sandbox_workdir : order.cwd.string();
         if (!cwd.empty() && ::chdir(cwd.c_str()) != 0)
             throw std::system_error(errno, std::generic_category(), "chdir " + cwd);
-        if (jailed) confine(seccomp_bpf_);
+        if (jail) confine(seccomp_bpf_);
         ::prctl(PR_SET_NAME, "callisto-kernel");
     } catch (const std::exception& e) {
         report_and_exit(report, e.what());

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -27,9 +28,10 @@ namespace callisto::launcher::zygote {
 class fork_server {
 public:
     // `scratch` is an empty directory each jail mounts its root on (in its own mount
-    // namespace); `seccomp_bpf` is the kernels' filter. SIGCHLD must be blocked.
+    // namespace); `seccomp_bpf` is the kernels' filter; `jail_init` is callisto-jail-init,
+    // each jail's pid 1. SIGCHLD must be blocked.
     fork_server(int control_fd, python_runtime& python, std::filesystem::path scratch,
-                std::string seccomp_bpf);
+                std::string seccomp_bpf, std::filesystem::path jail_init);
 
     // Returns once the gateway has gone.
     void run();
@@ -49,15 +51,28 @@ private:
         std::optional<int> wait_status;  // reaped before its report ended
     };
 
+    // What a jailed kernel needs of its jail: the pipe on which pid 1, its parent, says the
+    // jail is built.
+    struct jailed_kernel {
+        int ready = -1;
+    };
+    // What the jail's pid 1 gets as its descriptors 0 to 5 (jail_init.hpp).
+    using jail_descriptors = std::array<int, 6>;
+
     void on_message(const std::string& bytes, std::vector<unique_fd> fds);
     // `environment` is the memfd holding the kernel's environment: never read here.
-    void fork_kernel(const zygote_protocol::fork_order& order, unique_fd environment,
-                     unique_fd output);
-    [[noreturn]] void jail_child(const zygote_protocol::fork_order& order, int environment,
-                                 int output, int report);
-    // `output` is redirected here only when not jailed (the jail's pid 1 did it).
+    void fork_kernel(const zygote_protocol::fork_order& order, const std::string& order_bytes,
+                     unique_fd environment, unique_fd output);
+    // Makes a new pid namespace, its pid 1 and the kernel (pid 2) in it; returns pid 1's pid,
+    // which stands for the kernel from then on. Throws what failed.
+    pid_t fork_jailed(const zygote_protocol::fork_order& order, const std::string& order_bytes,
+                      int environment, int output, int report);
+    // The vfork: returns pid 1's pid, or -1 with errno.
+    pid_t spawn_jail(const zygote_protocol::fork_order& order, int environment, int output,
+                     int report, int ready, const jail_descriptors& sources, char* const* argv,
+                     char* kernel_digits);
     [[noreturn]] void kernel_child(const zygote_protocol::fork_order& order, int environment,
-                                   int output, int report, bool jailed);
+                                   int output, int report, std::optional<jailed_kernel> jail);
     // Reads what the fork reported; true once its report has ended (and the fork was reported).
     bool read_report(starting_kernel& start);
     void report_start(starting_kernel& start);
@@ -69,6 +84,7 @@ private:
     python_runtime& python_;
     std::filesystem::path scratch_;
     std::string seccomp_bpf_;
+    std::filesystem::path jail_init_;
     unique_fd own_pid_namespace_;
     unique_fd child_signals_;  // signalfd for SIGCHLD
     // Forked and not yet reaped, with the time of the SIGKILL a terminate order set.

@@ -131,6 +131,17 @@ void enter_namespaces() {
     bring_up_loopback();  // ipykernel binds a loopback pipe even with the ipc transport
 }
 
+void join_namespaces_of(pid_t pid) {
+    // All opened first: /proc is the host's until the mount namespace changes.
+    const std::string dir = "/proc/" + std::to_string(pid) + "/ns/";
+    std::vector<unique_fd> namespaces;
+    for (const char* kind : {"ipc", "uts", "net", "cgroup", "mnt"}) {
+        namespaces.emplace_back(::open((dir + kind).c_str(), O_RDONLY | O_CLOEXEC));
+        if (!namespaces.back()) fail("open " + dir + kind);
+    }
+    for (const auto& ns : namespaces) check(::setns(ns.get(), 0), "setns");
+}
+
 void build_root(const sandbox_layout& layout, const fs::path& scratch) {
     // Nothing mounted from here on reaches the host's namespace, or comes back from it.
     check(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), "making / private");

@@ -1,13 +1,15 @@
 #pragma once
-// The sandbox a zygote's fork builds around itself, in place of bwrap's: the same namespaces,
-// the same read-only root from a sandbox_layout, the same identity, limits and seccomp filter.
-// Runs in the forked child as root, in two steps:
+// The sandbox a zygote's kernel runs in, in place of bwrap's: the same namespaces, the same
+// read-only root from a sandbox_layout, the same identity, limits and seccomp filter. Built as
+// root by two processes of the kernel's new pid namespace (see fork_server.hpp):
 //
-//   the jail's pid 1 (first process of a new pid namespace, made by the zygote):
-//     join_cgroups -> enter_namespaces -> build_root -> apply_rlimits, then forks the kernel
-//   the kernel (pid 2): become_unprivileged -> confine (no_new_privs + seccomp)
+//   the jail's pid 1 (callisto-jail-init, see jail_init.hpp):
+//     join_cgroups -> enter_namespaces -> build_root -> apply_rlimits, then unprivileged
+//   the kernel (forked from the zygote into that pid namespace, the child of pid 1):
+//     join_cgroups -> join_namespaces_of(pid 1) -> apply_rlimits -> become_unprivileged
+//     -> confine (no_new_privs + seccomp)
 //
-// Each step throws std::system_error naming what failed; the child reports it to the zygote.
+// Each step throws std::system_error naming what failed; the process reports it to the zygote.
 
 #include <sys/types.h>
 
@@ -31,6 +33,10 @@ void enter_namespaces();
 // files read-only, the runtime dir and the workdir read-write, a fresh /proc, a minimal /dev,
 // capped /tmp and /dev/shm; then pivot_root, the old root detached, / and /dev read-only.
 void build_root(const sandbox_layout& layout, const std::filesystem::path& scratch);
+
+// The IPC, UTS, network, cgroup and mount namespaces of `pid` (the jail's pid 1, by its pid
+// in the caller's /proc), the mount namespace last: its root becomes the caller's root.
+void join_namespaces_of(pid_t pid);
 
 void apply_rlimits(const std::vector<resource_limit>& limits);
 

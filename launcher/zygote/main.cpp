@@ -6,8 +6,12 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -16,6 +20,7 @@
 #include "launcher/seccomp_filter.hpp"
 #include "launcher/seqpacket.hpp"
 #include "launcher/zygote/fork_server.hpp"
+#include "launcher/zygote/jail_init.hpp"
 #include "launcher/zygote/python_runtime.hpp"
 
 namespace {
@@ -61,6 +66,15 @@ int main(int argc, char** argv) {
                      "[--preload=a,b,c]\n";
         return 2;
     }
+    // Each jail's pid 1 (jail_init.hpp), beside this binary; missing, no jailed kernel starts.
+    std::error_code ec;
+    const auto jail_init = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() /
+                           zygote::jail_init_program;
+    if (ec || ::access(jail_init.c_str(), X_OK) != 0) {
+        std::cerr << "callisto-zygote: cannot run " << jail_init.string() << ": "
+                  << (ec ? ec.message() : std::strerror(errno)) << "\n";
+        return 1;
+    }
     // Exits are read from a signalfd; blocked before anything could fork.
     sigset_t chld;
     sigemptyset(&chld);
@@ -76,7 +90,7 @@ int main(int argc, char** argv) {
         const auto ready = runtime.preload(split(preload));
         ::setpriority(PRIO_PROCESS, 0, 0);
         if (!send_seqpacket(control, zygote_protocol::encode(ready))) return 1;
-        zygote::fork_server server(control, runtime, scratch, filter.bpf());
+        zygote::fork_server server(control, runtime, scratch, filter.bpf(), jail_init);
         server.run();
     } catch (const std::exception& e) {
         std::cerr << "callisto-zygote: " << e.what() << "\n";

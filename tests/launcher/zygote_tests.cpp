@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <map>
@@ -133,6 +134,53 @@ TEST_CASE("a zygote's fork is walled in as bwrap's kernels are: uid, pids, netwo
     CHECK(z.client->owns(pid));
     CHECK(z.wait_exit(pid).exit_code == 0);
     check_isolation(k.output("out.txt"), test_uid);
+}
+
+TEST_CASE("the jail's pid 1 is callisto-jail-init, holding none of the zygote's memory") {
+    zygote_fixture z;
+    jailed_kernel k(
+        "import os, time\nopen('out.txt', 'w').write('%d %d' % (os.getpid(), "
+        "os.getppid()))\ntime.sleep(60)");
+    const pid_t pid = z.fork(k.what, k.kernel.get());
+    REQUIRE(eventually([&] { return !k.output("out.txt").empty(); }, 30s));
+    CHECK(k.output("out.txt") == "2 1");  // as under bwrap
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+    CHECK(exe.filename() == "callisto-jail-init");
+    CHECK(exe.parent_path() ==
+          std::filesystem::path(CALLISTO_ZYGOTE_PROGRAM).parent_path());  // beside the zygote
+    // The zygote's Python and numpy are some 100 MB; a copy of them would show here.
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    long rss_kib = -1;
+    while (std::getline(status, line))
+        if (line.starts_with("VmRSS:")) rss_kib = std::atol(line.c_str() + 6);
+    CHECK(rss_kib > 0);
+    CHECK(rss_kib < 20 * 1024);
+    z.client->terminate(pid, 100ms);
+    z.wait_exit(pid);
+}
+
+TEST_CASE(
+    "a zygote without callisto-jail-init beside it says so at once, and callisto-jail-init "
+    "refuses to run by hand") {
+    temp_dir dir;
+    const auto lone = dir.path() / "callisto-zygote";
+    std::filesystem::copy_file(CALLISTO_ZYGOTE_PROGRAM, lone);
+    const auto err = dir.path() / "err.txt";
+    const std::string zygote = lone.string() + " --control-fd=3 --scratch=" + dir.path().string() +
+                               " --python=/usr/bin/python3 2>" + err.string();
+    const int status = std::system(zygote.c_str());
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK(read_file(err).find("callisto-jail-init") != std::string::npos);
+
+    const auto jail_init =
+        std::filesystem::path(CALLISTO_ZYGOTE_PROGRAM).parent_path() / "callisto-jail-init";
+    const int by_hand = std::system((jail_init.string() + " 2>" + err.string()).c_str());
+    CHECK(WIFEXITED(by_hand));
+    CHECK(WEXITSTATUS(by_hand) == 2);
+    CHECK(read_file(err).find("usage") != std::string::npos);
 }
 
 TEST_CASE("a forked kernel is confined: no capabilities, no_new_privs, seccomp, own hostname") {
