@@ -54,7 +54,7 @@ void run_jail_init(const std::filesystem::path& scratch, long kernel) {
     sigset_t all;
     sigfillset(&all);
     ::sigprocmask(SIG_BLOCK, &all, nullptr);
-    ::prctl(PR_SET_NAME, "callisto-jail");  // not "exe", from /proc/self/exe
+    ::prctl(PR_SET_NAME, "callisto-jail");  // not the truncated "callisto-jail-i"
     try {
         auto order = zygote_protocol::decode_order(read_all(jail_init_fd::order));
         ::close(jail_init_fd::order);
