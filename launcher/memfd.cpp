@@ -25,4 +25,18 @@ unique_fd memfd_holding(const char* name, std::string_view bytes) {
     return fd;
 }
 
+std::string memfd_contents(int fd, const char* what) {
+    std::string text;
+    char buffer[4096];
+    for (off_t at = 0;;) {
+        const auto n = ::pread(fd, buffer, sizeof buffer, at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0)
+            throw std::system_error(errno, std::generic_category(), std::string("reading ") + what);
+        if (n == 0) return text;
+        text.append(buffer, static_cast<std::size_t>(n));
+        at += n;
+    }
+}
+
 }  // namespace callisto::launcher

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -67,34 +68,7 @@ void close_all_but(std::vector<int> keep) {
 
 // The environment the gateway wrote for this kernel, read by the fork alone.
 std::map<std::string, std::string> read_environment(int fd) {
-    std::string text;
-    char buffer[4096];
-    for (off_t at = 0;;) {
-        const auto n = ::pread(fd, buffer, sizeof buffer, at);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0)
-            throw std::system_error(errno, std::generic_category(), "reading the environment");
-        if (n == 0) break;
-        text.append(buffer, static_cast<std::size_t>(n));
-        at += n;
-    }
-    return zygote_protocol::decode_environment(text);
-}
-
-// In a vfork child: no allocation, no locale, nothing but stores.
-void write_decimal(char* at, long value) {
-    char digits[24];
-    int n = 0;
-    const bool negative = value < 0;
-    unsigned long v =
-        negative ? 0UL - static_cast<unsigned long>(value) : static_cast<unsigned long>(value);
-    do {
-        digits[n++] = static_cast<char>('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    if (negative) *at++ = '-';
-    while (n > 0) *at++ = digits[--n];
-    *at = '\0';
+    return zygote_protocol::decode_environment(memfd_contents(fd, "the environment"));
 }
 
 // The parent's pid as this process's /proc shows it (getppid() answers in our own pid
@@ -303,10 +277,14 @@ pid_t fork_server::fork_jailed(const proto::fork_order& order, const std::string
     if (!devnull) throw std::system_error(errno, std::generic_category(), "open /dev/null");
     // pid 1's descriptors 0 to 5 (jail_init.hpp), lifted above those numbers first so that no
     // dup2 in the child overwrites another's source.
+    jail_descriptors wanted{};
+    wanted[STDIN_FILENO] = devnull.get();
+    wanted[STDOUT_FILENO] = wanted[STDERR_FILENO] = output >= 0 ? output : devnull.get();
+    wanted[jail_init_fd::order] = order_fd.get();
+    wanted[jail_init_fd::report] = report;
+    wanted[jail_init_fd::ready] = ready_write.get();
     std::vector<unique_fd> lifted;
     jail_descriptors sources{};
-    const int out = output >= 0 ? output : devnull.get();
-    const int wanted[] = {devnull.get(), out, out, order_fd.get(), report, ready_write.get()};
     for (std::size_t i = 0; i < sources.size(); ++i) {
         lifted.emplace_back(::fcntl(wanted[i], F_DUPFD_CLOEXEC, 10));
         if (!lifted.back()) throw std::system_error(errno, std::generic_category(), "fcntl");
@@ -346,7 +324,8 @@ pid_t fork_server::spawn_jail(const proto::fork_order& order, int environment, i
     if (pid != 0) return pid;
     const pid_t kernel = ::fork();
     if (kernel == 0) kernel_child(order, environment, output, report, jailed_kernel{ready});
-    write_decimal(kernel_digits, kernel > 0 ? kernel : -errno);
+    // std::to_chars: no allocation, no locale, as a vfork child needs.
+    *std::to_chars(kernel_digits, kernel_digits + 16, kernel > 0 ? kernel : -errno).ptr = '\0';
     // Its own session and process group: the gateway's signals to the group reach it, and it
     // hands them to the kernel.
     ::setsid();

@@ -6,12 +6,11 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstdint>
-#include <cstring>
 #include <string>
 #include <system_error>
 #include <variant>
 
+#include "launcher/memfd.hpp"
 #include "launcher/zygote/kernel_jail.hpp"
 #include "launcher/zygote/pid_one.hpp"
 #include "launcher/zygote_protocol.hpp"
@@ -23,18 +22,6 @@ namespace {
 [[noreturn]] void report_and_exit(const std::string& why) {
     [[maybe_unused]] auto n = ::write(jail_init_fd::report, why.data(), why.size());
     ::_exit(127);
-}
-
-std::string read_all(int fd) {
-    std::string text;
-    char buffer[4096];
-    for (;;) {
-        const auto n = ::read(fd, buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw std::system_error(errno, std::generic_category(), "reading the order");
-        if (n == 0) return text;
-        text.append(buffer, static_cast<std::size_t>(n));
-    }
 }
 
 // The zygote died before PR_SET_PDEATHSIG took: no signal will come, so go now. The report
@@ -56,7 +43,8 @@ void run_jail_init(const std::filesystem::path& scratch, long kernel) {
     ::sigprocmask(SIG_BLOCK, &all, nullptr);
     ::prctl(PR_SET_NAME, "callisto-jail");  // not the truncated "callisto-jail-i"
     try {
-        auto order = zygote_protocol::decode_order(read_all(jail_init_fd::order));
+        auto order =
+            zygote_protocol::decode_order(memfd_contents(jail_init_fd::order, "the order"));
         ::close(jail_init_fd::order);
         auto* fork = std::get_if<zygote_protocol::fork_order>(&order);
         if (!fork || !fork->layout) throw std::runtime_error("not a jailed fork order");
