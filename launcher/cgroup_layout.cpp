@@ -1,5 +1,7 @@
 #include "launcher/cgroup_layout.hpp"
 
+#include <algorithm>
+
 #include <unistd.h>
 #include <fstream>
 #include <sstream>
@@ -60,6 +62,20 @@ cgroup_layout cgroup_layout::detect() {
     } else if (!v1.v1_memory.empty() && !v1.v1_pids.empty() && !v1.v1_cpu.empty()) {
         out = v1;
         out.version = cgroup_version::v1;
+    }
+    return out;
+}
+
+std::vector<std::filesystem::path> cgroup_layout::hierarchies() const {
+    std::vector<std::filesystem::path> out;
+    auto add = [&](const std::filesystem::path& p) {
+        if (!p.empty() && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    };
+    if (version == cgroup_version::v2) add(v2_root);
+    if (version == cgroup_version::v1) {
+        add(v1_memory);
+        add(v1_pids);
+        add(v1_cpu);
     }
     return out;
 }

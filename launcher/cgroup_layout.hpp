@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace callisto::launcher {
 
@@ -22,6 +23,10 @@ struct cgroup_layout {
     static cgroup_layout detect();
 
     std::string describe() const;  // "cgroup v1 (memory, pids, cpu)", "no cgroups"
+
+    // Each hierarchy a kernel's cgroups live in, once: the v2 root, or the v1 mounts (two
+    // controllers may share one). Empty without cgroups.
+    std::vector<std::filesystem::path> hierarchies() const;
 };
 
 }  // namespace callisto::launcher

@@ -70,12 +70,7 @@ std::int64_t time_one_move(const std::vector<std::string>& procs_files, std::str
 cgroup_move_timing time_cgroup_move(const cgroup_layout& layout, const std::string& name,
                                     int samples, std::chrono::milliseconds gap) {
     cgroup_move_timing result;
-    std::vector<std::filesystem::path> hierarchies;
-    if (layout.version == cgroup_version::v2) hierarchies = {layout.v2_root};
-    if (layout.version == cgroup_version::v1)
-        for (const auto& mount : {layout.v1_memory, layout.v1_pids, layout.v1_cpu})
-            if (std::find(hierarchies.begin(), hierarchies.end(), mount) == hierarchies.end())
-                hierarchies.push_back(mount);
+    const auto hierarchies = layout.hierarchies();
     if (hierarchies.empty()) {
         result.error = "no cgroups";
         return result;

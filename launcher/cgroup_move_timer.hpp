@@ -23,7 +23,7 @@ struct cgroup_move_timing {
 
 // Moves a short-lived child into <hierarchy>/<layout.parent>/<name> `samples` times, `gap`
 // apart (a grace period started by one move would hide the next one's wait), then removes
-// the directory. Uses one hierarchy: the lock is the same for all.
+// the directories. The child joins every hierarchy, as a kernel does.
 cgroup_move_timing time_cgroup_move(const cgroup_layout& layout, const std::string& name,
                                     int samples = 3,
                                     std::chrono::milliseconds gap = std::chrono::milliseconds(40));

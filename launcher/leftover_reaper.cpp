@@ -70,20 +70,6 @@ std::vector<std::string> split_nul(const std::string& s) {
     return out;
 }
 
-std::vector<fs::path> hierarchies(const cgroup_layout& layout) {
-    std::vector<fs::path> out;
-    auto add = [&](const fs::path& p) {
-        if (!p.empty() && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
-    };
-    if (layout.version == cgroup_version::v2) add(layout.v2_root);
-    if (layout.version == cgroup_version::v1) {
-        add(layout.v1_memory);
-        add(layout.v1_pids);
-        add(layout.v1_cpu);
-    }
-    return out;
-}
-
 std::string plural(std::size_t n, const std::string& one, const std::string& many) {
     return std::to_string(n) + " " + (n == 1 ? one : many);
 }
@@ -157,7 +143,7 @@ std::vector<fs::path> leftover_reaper::tagged_cgroups(const leftover_scope& scop
     std::vector<fs::path> out;
     if (scope.tag.empty()) return out;
     const std::string prefix = scope.tag + "-";
-    for (const auto& hierarchy : hierarchies(scope.cgroups)) {
+    for (const auto& hierarchy : scope.cgroups.hierarchies()) {
         std::error_code ec;
         for (const auto& entry : fs::directory_iterator(hierarchy / scope.cgroups.parent, ec)) {
             const auto name = entry.path().filename().string();

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/unique_fd.hpp"
+#include "launcher/zygote/jail_init.hpp"
 #include "launcher/zygote/python_runtime.hpp"
 #include "launcher/zygote_protocol.hpp"
 
@@ -57,7 +58,7 @@ private:
         int ready = -1;
     };
     // What the jail's pid 1 gets as its descriptors 0 to 5 (jail_init.hpp).
-    using jail_descriptors = std::array<int, 6>;
+    using jail_descriptors = std::array<int, jail_init_fd::ready + 1>;
 
     void on_message(const std::string& bytes, std::vector<unique_fd> fds);
     // `environment` is the memfd holding the kernel's environment: never read here.
