@@ -27,6 +27,12 @@ def _callisto_preload(modules):
             loaded.append(_CALLISTO_WARM_UP)
         except BaseException as e:  # only slower first executions
             failed[_CALLISTO_WARM_UP] = f"{type(e).__name__}: {e}"
+    if "ipykernel.kernelapp" in loaded:  # last: nothing in the zygote may see an application
+        try:
+            _callisto_prebuild_application()
+            loaded.append(_CALLISTO_APPLICATION)
+        except BaseException as e:  # the kernels build their own
+            failed[_CALLISTO_APPLICATION] = f"{type(e).__name__}: {e}"
     gc.collect()
     gc.freeze()
     return loaded, failed, time.monotonic() - started, sys.version.split()[0]
@@ -86,21 +92,87 @@ def _callisto_warm_up_shell(shell):
         del shell.user_ns[name]
 
 
+# The kernel application's object, built once as well: 3-4 ms of each fork's start, most of it
+# copying the pages its construction writes to. Built, it holds nothing but an empty
+# configuration, as after `IPKernelApp.instance()` in any start: every trait that depends on the
+# kernel (its arguments, configuration, profile, connection file) is read or computed later, in
+# the fork, by `initialize`.
+_CALLISTO_APPLICATION = "ipykernel's application (built once)"
+
+
+def _callisto_prebuild_application():
+    from ipykernel.kernelapp import IPKernelApp
+
+    app = IPKernelApp.instance()
+    computed = set(app._trait_values) - {"config", "parent"}
+    if computed or app.config:
+        IPKernelApp.clear_instance()
+        raise RuntimeError(f"the application holds more than an empty configuration: "
+                           f"{sorted(computed) or dict(app.config)}")
+    app._callisto_prebuilt = True  # for tests and whoever debugs a kernel
+
+
+def _callisto_drop_prebuilt_application():
+    """For a kernel that is not ipykernel's own: its application class may be a subclass, which
+    a built IPKernelApp, as a singleton, would refuse."""
+    kernelapp = sys.modules.get("ipykernel.kernelapp")
+    if kernelapp is not None:
+        kernelapp.IPKernelApp.clear_instance()
+
+
+def _callisto_drop_prebuilt_shell():
+    """For a kernel that builds its own shell: ZMQInteractiveShell.instance() must not return
+    the zygote's, which no kernel took over."""
+    import atexit
+
+    if _callisto_shell is not None:
+        type(_callisto_shell).clear_instance()
+        atexit.unregister(_callisto_shell.atexit_operations)  # the zygote's registration
+
+
+# ipykernel's start flushes stdout and stderr four times (twice in init_code, twice at the end
+# of initialize). Each flush waits for a round trip through the iopub thread, the first one for
+# that thread to come up at all: 1-6 ms of a start, with nothing to send unless startup code
+# printed. During initialize, a flush of a stream that holds nothing returns at once; one with
+# output flushes as always. Kernel code after the start never meets this: flush is ipykernel's
+# own again once initialize returns.
+def _callisto_skip_empty_flushes_while_initializing():
+    from ipykernel.iostream import OutStream
+    from ipykernel.kernelapp import IPKernelApp
+
+    initialize, flush = IPKernelApp.initialize, OutStream.flush
+
+    def flush_unless_empty(stream):
+        if stream.echo is None and not stream._flush_pending and \
+                not stream._subprocess_flush_pending:
+            with stream._buffer_lock:
+                if stream._buffer.tell() == 0:
+                    return
+        flush(stream)
+
+    def initialize_skipping_empty_flushes(app, *args, **kwargs):
+        OutStream.flush = flush_unless_empty
+        try:
+            return initialize(app, *args, **kwargs)
+        finally:
+            OutStream.flush = flush
+            IPKernelApp.initialize = initialize
+
+    IPKernelApp.initialize = initialize_skipping_empty_flushes
+
+
 def _callisto_adopt_prebuilt_shell():
     """In a fork: the kernel application takes the prebuilt shell, unless its configuration
     (arguments, config files) says anything the shell was not built with, or its kernel is not
     ipykernel's own. Then it builds its own, exactly as without a zygote."""
-    import atexit
     from ipykernel.ipkernel import IPythonKernel
     from ipykernel.kernelapp import IPKernelApp
-    from ipykernel.zmqshell import ZMQInteractiveShell
 
     shell, init_kernel = _callisto_shell, IPKernelApp.init_kernel
 
     def init_kernel_with_prebuilt_shell(app):
         if app.kernel_class is not IPythonKernel or set(app.config) - {"IPKernelApp"}:
-            ZMQInteractiveShell.clear_instance()
-            atexit.unregister(shell.atexit_operations)  # the zygote's registration
+            _callisto_drop_prebuilt_shell()
             return init_kernel(app)
         init_kernel(app)  # ZMQInteractiveShell.instance() returns the prebuilt shell
         if app.kernel.shell is not shell:
@@ -176,8 +248,13 @@ def _callisto_run_kernel(argv, env):
     if module.startswith("ipykernel"):
         _callisto_try_iopub_holds_bursts()  # launcher/ipykernel_bootstrap.py
         _callisto_read_connection_file_argument()
+        _callisto_skip_empty_flushes_while_initializing()
         if _callisto_shell is not None:
             _callisto_adopt_prebuilt_shell()
+    else:  # another kernel, perhaps built on ipykernel's classes: it builds its own objects
+        _callisto_drop_prebuilt_shell()
+    if module not in ("ipykernel_launcher", "ipykernel"):
+        _callisto_drop_prebuilt_application()
     sys.argv = [argv[0]] + list(argv[3:])
     sys.path.insert(0, os.getcwd())
     import atexit, runpy, traceback

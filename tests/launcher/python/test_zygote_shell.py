@@ -5,8 +5,8 @@ This process plays the zygote: it defines the helpers as callisto-zygote does, p
 forks kernels that run `_callisto_run_kernel` as a fork of the zygote does. A jupyter_client
 then checks that a kernel which took the prebuilt shell behaves as one that built its own:
 history in its own profile, In/Out, `__main__`, its home and environment; that two kernels share
-nothing of it; and that a kernel configured differently (here an argument for the shell) builds
-its own, configured.
+nothing of it; that a kernel configured differently (here an argument for the shell) builds
+its own, configured; and that a kernel of another application class builds its own application.
 
   /usr/bin/python3 test_zygote_shell.py SOURCE_DIR
 """
@@ -39,11 +39,15 @@ def define_helpers():
             exec(compile(f.read(), name, "exec"), globals())
 
 
-def fork_kernel(root, name, extra_args=()):
-    """A kernel forked from this process, in its own directory and home; its connection file."""
+def fork_kernel(root, name, extra_args=(), module="ipykernel_launcher", module_source=None):
+    """A kernel forked from this process, in its own directory and home; its connection file.
+    With module_source, `module` is that file in the kernel's directory."""
     work = os.path.join(root, name)
     home = os.path.join(work, "home")
     os.makedirs(home)
+    if module_source is not None:
+        with open(os.path.join(work, module + ".py"), "w") as f:
+            f.write(module_source)
     connection = os.path.join(work, "kernel.json")
     with open(connection, "w") as f:
         json.dump({"shell_port": 0, "iopub_port": 0, "stdin_port": 0, "control_port": 0,
@@ -51,7 +55,7 @@ def fork_kernel(root, name, extra_args=()):
                    "transport": "tcp", "signature_scheme": "hmac-sha256"}, f)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home,
            "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", connection, *extra_args]
+    argv = [sys.executable, "-m", module, "-f", connection, *extra_args]
     pid = os.fork()
     if pid == 0:
         code = 1  # if anything below raises: the child must never return into the test
@@ -124,6 +128,7 @@ def main():
     loaded, failed, _, _ = _callisto_preload(["numpy"])  # noqa: F821
     check(_CALLISTO_SHELL in loaded, "the zygote built the shell", failed)  # noqa: F821
     check(_CALLISTO_WARM_UP in loaded, "the zygote warmed its shell up", failed)  # noqa: F821
+    check(_CALLISTO_APPLICATION in loaded, "the zygote built the application", failed)  # noqa
     check(threading.active_count() == 1, "the zygote runs one thread after building it",
           [t.name for t in threading.enumerate()])
     check(sys.modules["__main__"].__dict__.get("_callisto_run_kernel") is not None,
@@ -135,8 +140,14 @@ def main():
         a_pid, a_conn, a_work = fork_kernel(root, "a")
         b_pid, b_conn, b_work = fork_kernel(root, "b")
         c_pid, c_conn, _ = fork_kernel(root, "c", ["--InteractiveShell.ast_node_interactivity=all"])
-        pids = [a_pid, b_pid, c_pid]
-        a, b, c = Client(a_conn), Client(b_conn), Client(c_conn)
+        # An application of its own class, as a kernelspec naming another module may run: the
+        # built IPKernelApp, a singleton, must not stand in its way.
+        d_pid, d_conn, _ = fork_kernel(root, "d", module="own_kernel", module_source=(
+            "from ipykernel.kernelapp import IPKernelApp\n"
+            "class OwnKernelApp(IPKernelApp):\n    pass\n"
+            "if __name__ == '__main__':\n    OwnKernelApp.launch_instance()\n"))
+        pids = [a_pid, b_pid, c_pid, d_pid]
+        a, b, c, d = Client(a_conn), Client(b_conn), Client(c_conn), Client(d_conn)
 
         # Nothing of the zygote's warm-up cells: the first execution is the first.
         first = a.value("[get_ipython().execution_count, len(In), "
@@ -145,12 +156,24 @@ def main():
         prebuilt = "getattr(get_ipython(), '_callisto_prebuilt', False)"
         check(a.value(prebuilt) and b.value(prebuilt), "kernels A and B took the prebuilt shell")
         check(not c.value(prebuilt), "kernel C, configured for the shell, built its own")
+        app = "get_ipython().kernel.parent"
+        check(a.value(f"getattr({app}, '_callisto_prebuilt', False)") and
+              c.value(f"getattr({app}, '_callisto_prebuilt', False)"),
+              "kernels A and C took the prebuilt application")
+        check(c.value(f"{app}.config.InteractiveShell.ast_node_interactivity") == "all",
+              "kernel C's application read its arguments")
+        check(d.value(f"[type({app}).__name__, hasattr({app}, '_callisto_prebuilt')]") ==
+              ["OwnKernelApp", False], "kernel D runs an application of its own class")
+        check(a.value("[type(s).flush.__qualname__ for s in (__import__('sys').stdout, "
+                      "__import__('sys').stderr)]") == ["OutStream.flush"] * 2,
+              "after the start, flushing is ipykernel's own")
+        text, _ = a.run("import sys\nprint('one', end='')\nsys.stdout.flush()\nprint('two')")
+        check(text == "onetwo", "output flushed by hand arrives", text)
         # -f FILE read without traitlets' parser, to the same configuration.
         from ipykernel.kernelapp import IPKernelApp
         from traitlets.config.application import Application
         parsed = IPKernelApp()
         Application.parse_command_line(parsed, ["-f", a_conn])
-        app = "get_ipython().kernel.parent"
         check(a.value(f"type({app}).parse_command_line.__name__") ==
               "parse_connection_file_argument", "kernel A read -f FILE directly")
         check(a.value(f"[{app}.cli_config, {app}.extra_args, {app}.connection_file]") ==
@@ -200,7 +223,7 @@ def main():
         check(c.value("get_ipython().home_dir") == os.path.join(root, "c", "home"),
               "the configured kernel's shell has its home")
 
-        for client in (a, b, c):
+        for client in (a, b, c, d):
             client.close()
         for pid in pids:
             _, status = os.waitpid(pid, 0)
@@ -235,7 +258,7 @@ def main():
             except (ProcessLookupError, ChildProcessError):
                 pass
         if failures:
-            for name in ("a", "b", "c"):
+            for name in ("a", "b", "c", "d"):
                 log = os.path.join(root, name, "kernel.log")
                 if os.path.exists(log):
                     print(f"--- kernel {name}'s log\n" + open(log).read())
