@@ -83,9 +83,12 @@ class Client:
     def __init__(self, connection):
         deadline = time.monotonic() + 60
         while True:  # the kernel binds ports of its choice and writes them back
-            with open(connection) as f:
-                if json.load(f)["shell_port"]:
-                    break
+            try:
+                with open(connection) as f:
+                    if json.load(f)["shell_port"]:
+                        break
+            except ValueError:  # read while the kernel wrote it
+                pass
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{connection}: the kernel wrote no ports")
             time.sleep(0.05)
@@ -133,6 +136,14 @@ def main():
           [t.name for t in threading.enumerate()])
     check(sys.modules["__main__"].__dict__.get("_callisto_run_kernel") is not None,
           "the zygote's __main__ is still its own")
+    before = list(sys.modules.items())
+    _callisto_pack_module_names()  # noqa: F821 - as the preload did
+    after = list(sys.modules.items())
+    check([n for n, _ in after] == [n for n, _ in before] and
+          all(a is b for (_, a), (_, b) in zip(after, before)),
+          "packing sys.modules' names keeps every name, its module and their order")
+    check(all(a is not b for (a, _), (b, _) in zip(after, before) if isinstance(a, str)),
+          "and makes new name objects")
 
     root = tempfile.mkdtemp(prefix="callisto-zygote-shell-")
     pids = []
@@ -214,6 +225,11 @@ def main():
         text, error = a.run("import pickle\nclass Point: pass\n"
                             "type(pickle.loads(pickle.dumps(Point()))).__name__")
         check(error is None and "Point" in text, "a class defined in a cell pickles", error)
+        text, error = b.run("import wave\n%reset -f --aggressive\nimport sys\n"
+                            "print('wave' in sys.modules, 'numpy' in sys.modules)")
+        check(error is None and text.endswith("False True"),  # after "culling sys module..."
+              "%reset --aggressive drops what was imported since the start, not the zygote's",
+              repr(f"{text} {error}"))
         text, error = a.run("1 / 0")
         check(error == "ZeroDivisionError", "an error is an error", error)
 
