@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""What a kernel forked from the zygote costs in its own process, before its first message:
+the Python of ipykernel's start and the pages it copies from the zygote. No gateway, no jail,
+no other process competing, so the figures move with the zygote's Python only and a change to
+launcher/zygote/zygote_helpers.py can be measured beside its predecessor in a minute.
+
+  /usr/bin/python3 bench/zygote_fork_start.py [--kernels N] [--source DIR] [--out OUT.jsonl]
+
+This process plays the zygote as callisto-zygote does: it defines the helpers from DIR (default:
+this checkout), preloads numpy, pandas, matplotlib and matplotlib.pyplot, then forks N kernels
+one after another (default 20), each in its own directory and home, running
+`_callisto_run_kernel` as a fork of the zygote does. Each kernel records, as its event loop
+starts (ipykernel's IPKernelApp.start: initialize done, the first message next):
+  ms      wall time since the fork returned in the child
+  cpu_ms  its CPU time (all threads, user + system) since the fork
+  faults  its minor page faults since the fork: nearly all copies of the zygote's pages
+A jupyter_client then waits for its kernel_info_reply and shuts it down. Prints one JSON line
+(appended to --out too) with the medians and every sample; the first kernel is left out of the
+medians (it pays for what the zygote's first fork warms).
+
+To compare two versions: run it in each checkout (`git worktree add /tmp/old REV`), alternating.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PRELOAD = ["numpy", "pandas", "matplotlib", "matplotlib.pyplot"]
+
+
+def define_helpers(source):
+    for name in ("launcher/ipykernel_bootstrap.py", "launcher/zygote/zygote_helpers.py"):
+        with open(os.path.join(source, name)) as f:
+            exec(compile(f.read(), name, "exec"), globals())
+
+
+def cpu_ms():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def record_when_the_loop_starts(path, started, cpu_at_fork, faults_at_fork):
+    """In the kernel: write the figures as IPKernelApp.start begins."""
+    from ipykernel.kernelapp import IPKernelApp
+
+    start = IPKernelApp.start
+
+    def start_recorded(app):
+        figures = {"ms": (time.perf_counter() - started) * 1000,
+                   "cpu_ms": cpu_ms() - cpu_at_fork,
+                   "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_at_fork}
+        with open(path, "w") as f:
+            json.dump(figures, f)
+        return start(app)
+
+    IPKernelApp.start = start_recorded
+
+
+def fork_kernel(root, index):
+    work = os.path.join(root, f"k{index}")
+    home = os.path.join(work, "home")
+    os.makedirs(home)
+    connection = os.path.join(work, "kernel.json")
+    with open(connection, "w") as f:  # ports 0: the kernel binds its own and writes them back
+        json.dump({"shell_port": 0, "iopub_port": 0, "stdin_port": 0, "control_port": 0,
+                   "hb_port": 0, "ip": "127.0.0.1", "key": os.urandom(16).hex(),
+                   "transport": "tcp", "signature_scheme": "hmac-sha256"}, f)
+    env = {"PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8",
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", connection]
+    figures = os.path.join(work, "figures.json")
+    pid = os.fork()
+    if pid == 0:
+        started = time.perf_counter()
+        code = 1
+        try:
+            # What the fork inherited is the zygote's: count from here.
+            faults_at_fork = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            cpu_at_fork = cpu_ms()
+            os.chdir(work)
+            log = os.open(os.path.join(work, "kernel.log"), os.O_WRONLY | os.O_CREAT, 0o600)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            record_when_the_loop_starts(figures, started, cpu_at_fork, faults_at_fork)
+            code = _callisto_run_kernel(argv, env)  # noqa: F821 - defined by define_helpers
+        finally:
+            os._exit(code)
+    return pid, connection, figures, work
+
+
+def serve_and_stop(connection, timeout=60):
+    import jupyter_client
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(connection) as f:
+                if json.load(f)["shell_port"]:
+                    break
+        except ValueError:  # read while the kernel wrote it
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{connection}: the kernel wrote no ports")
+        time.sleep(0.02)
+    client = jupyter_client.BlockingKernelClient(connection_file=connection)
+    client.load_connection_file()
+    client.start_channels()
+    client.wait_for_ready(timeout=timeout)
+    client.shutdown()
+    client.stop_channels()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parser.add_argument("--kernels", type=int, default=20)
+    parser.add_argument("--source", default=here, help="the checkout whose helpers to run")
+    parser.add_argument("--out", help="append the JSON line to this file too")
+    args = parser.parse_args()
+
+    define_helpers(args.source)
+    loaded, failed, seconds, python = _callisto_preload(PRELOAD)  # noqa: F821
+    if failed:
+        print(f"preload failed: {failed}", file=sys.stderr)
+        return 1
+    root = tempfile.mkdtemp(prefix="callisto-fork-start-")
+    samples = []
+    try:
+        for index in range(args.kernels):
+            pid, connection, figures, work = fork_kernel(root, index)
+            try:
+                serve_and_stop(connection)
+            except BaseException:
+                os.kill(pid, signal.SIGKILL)
+                raise
+            finally:
+                _, status = os.waitpid(pid, 0)
+            if not os.path.exists(figures):
+                print(open(os.path.join(work, "kernel.log")).read(), file=sys.stderr)
+                raise RuntimeError(f"kernel {index} recorded nothing (status {status})")
+            with open(figures) as f:
+                samples.append(json.load(f))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+    counted = samples[1:] or samples
+    git = ["git", "-C", args.source]
+    commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    if subprocess.run(git + ["status", "--porcelain", "launcher"],
+                      capture_output=True, text=True).stdout.strip():
+        commit += "+changes"
+    line = {"bench": "zygote_fork_start",
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "source": os.path.abspath(args.source), "commit": commit, "python": python,
+            "preloaded": loaded, "kernels": len(samples), "loadavg": os.getloadavg()[0],
+            **{f"{key}_p50": round(statistics.median(s[key] for s in counted), 2)
+               for key in ("ms", "cpu_ms", "faults")},
+            "samples": [{k: round(v, 2) for k, v in s.items()} for s in samples]}
+    text = json.dumps(line)
+    print(text)
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
