@@ -58,8 +58,9 @@ def record_when_the_loop_starts(path, started, cpu_at_fork, faults_at_fork):
         figures = {"ms": (time.perf_counter() - started) * 1000,
                    "cpu_ms": cpu_ms() - cpu_at_fork,
                    "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_at_fork}
-        with open(path, "w") as f:
+        with open(path + ".part", "w") as f:
             json.dump(figures, f)
+        os.rename(path + ".part", path)  # whole, or not there
         return start(app)
 
     IPKernelApp.start = start_recorded
@@ -97,19 +98,17 @@ def fork_kernel(root, index):
     return pid, connection, figures, work
 
 
-def serve_and_stop(connection, timeout=60):
+def serve_and_stop(pid, connection, figures, timeout=60):
+    """Once the kernel recorded its figures (its connection file, ports and all, is written
+    before), its kernel_info_reply, then its shutdown."""
     import jupyter_client
 
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with open(connection) as f:
-                if json.load(f)["shell_port"]:
-                    break
-        except ValueError:  # read while the kernel wrote it
-            pass
+    while not os.path.exists(figures):
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            raise RuntimeError("the kernel exited before its loop started")
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{connection}: the kernel wrote no ports")
+            raise TimeoutError("the kernel's loop did not start")
         time.sleep(0.02)
     client = jupyter_client.BlockingKernelClient(connection_file=connection)
     client.load_connection_file()
@@ -138,15 +137,16 @@ def main():
         for index in range(args.kernels):
             pid, connection, figures, work = fork_kernel(root, index)
             try:
-                serve_and_stop(connection)
+                serve_and_stop(pid, connection, figures)
+                os.waitpid(pid, 0)
             except BaseException:
-                os.kill(pid, signal.SIGKILL)
-                raise
-            finally:
-                _, status = os.waitpid(pid, 0)
-            if not os.path.exists(figures):
                 print(open(os.path.join(work, "kernel.log")).read(), file=sys.stderr)
-                raise RuntimeError(f"kernel {index} recorded nothing (status {status})")
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                except (ProcessLookupError, ChildProcessError):  # reaped already
+                    pass
+                raise
             with open(figures) as f:
                 samples.append(json.load(f))
     finally:
