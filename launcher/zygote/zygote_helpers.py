@@ -274,6 +274,8 @@ def _callisto_run_kernel(argv, env):
             _callisto_adopt_prebuilt_shell()
     else:  # another kernel, perhaps built on ipykernel's classes: it builds its own objects
         _callisto_drop_prebuilt_shell()
+    # Narrower than the shell's test: the shell checks at adoption that the kernel is ipykernel's
+    # own, the application is taken as is, so only the two modules known to run IPKernelApp keep it.
     if module not in ("ipykernel_launcher", "ipykernel"):
         _callisto_drop_prebuilt_application()
     sys.argv = [argv[0]] + list(argv[3:])
