@@ -206,6 +206,7 @@ kernels::kernel_settings kernel_settings_for(const server_config& config) {
     s.autorestart_limit = config.autorestart_limit;
     s.autorestart_window = config.autorestart_window;
     s.shutdown_wait = config.shutdown_wait;
+    s.ask_before_removing = !config.sandbox;
     s.kill_grace = config.kill_grace;
     s.heartbeat_timeout = config.heartbeat_timeout;
     s.state_required = config.state_required;

@@ -273,8 +273,12 @@ void kernel_process::stop(bool asked, std::function<void()> then) {
     }
     on_gone_ = std::move(then);
     const pid_t pid = pid_;
-    stop_timer_.expires_after(asked ? std::chrono::milliseconds(env_.settings.shutdown_wait)
-                                    : std::chrono::milliseconds(0));
+    if (!asked) {
+        log_.debug("terminating the kernel (SIGTERM) without asking it to exit");
+        env_.processes.terminate(pid, env_.settings.kill_grace);
+        return;
+    }
+    stop_timer_.expires_after(env_.settings.shutdown_wait);
     stop_timer_.async_wait([weak = weak_from_this(), pid](boost::system::error_code ec) {
         if (ec) return;
         auto self = weak.lock();

@@ -424,7 +424,7 @@ void kernel_session::shutdown(std::function<void()> on_done, std::string reason)
         self->set_state(kernel_state::shutting_down, "dead", reason);
         self->finish_start({kernel_error::shutting_down, "kernel was shut down"});
         self->clients_.broadcast_status("dead");
-        self->stop_process(false, [self, reason] {
+        auto gone = [self, reason] {
             self->lose_executions();
             self->awaiting_reply_.clear();
             self->queued_.clear();
@@ -437,7 +437,8 @@ void kernel_session::shutdown(std::function<void()> on_done, std::string reason)
             // 410): a client that reacts to the close by asking about the kernel is told it
             // is gone, not that it still exists.
             self->clients_.close_all(reason);
-        });
+        };
+        self->stop_process(false, std::move(gone), self->env_.settings.ask_before_removing);
     });
 }
 

@@ -27,6 +27,11 @@ struct kernel_settings {
     std::chrono::seconds autorestart_window{60};            // ... per this many seconds
     std::chrono::milliseconds shutdown_wait{5000};          // shutdown_request -> SIGTERM
     std::chrono::milliseconds kill_grace{3000};             // SIGTERM -> SIGKILL
+    // A kernel removed for good is first asked to exit (shutdown_request), as jupyter_server
+    // does, so that its exit handlers run. False where nothing they could do outlives the
+    // kernel (sandboxed: no network, its files and processes go with it): it is terminated
+    // at once, sparing the exit's work. A restart asks either way (the kernel's files stay).
+    bool ask_before_removing = true;
     // Heartbeats unanswered this long: the process is frozen (stopped, deadlocked outside
     // Python: ipykernel's heartbeat thread needs no GIL), so it is killed and restarted per
     // the autorestart rule. 0: never.

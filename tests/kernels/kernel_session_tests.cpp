@@ -117,6 +117,37 @@ TEST_CASE(
     CHECK(client->statuses().back() == "dead");
 }
 
+TEST_CASE(
+    "where nothing outlives a kernel, a shutdown terminates it at once; a restart still asks") {
+    fake_world w;
+    w.env.settings.ask_before_removing = false;  // as for sandboxed kernels
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+
+    std::optional<std::string> restarted;
+    k->restart([&](kernel_outcome r) { restarted = r.message; });
+    REQUIRE(w.run_until([&] { return w.links.count(channel::control, "shutdown_request") == 1; }));
+    w.settle();
+    CHECK(w.processes.terminations.empty());  // shutdown_wait has not passed
+    w.processes.exit(1000, 0);
+    REQUIRE(w.run_until([&] { return w.links.opened.size() == 2; }));
+    w.links.last().on_connected();
+    REQUIRE(w.run_until([&] { return restarted.has_value(); }));
+
+    auto client = std::make_shared<recording_client>();
+    k->attach(client);
+    bool done = false;
+    k->shutdown([&] { done = true; }, "deleted by its owner");
+    REQUIRE(w.run_until([&] { return !w.processes.terminations.empty(); }));
+    CHECK(w.links.count(channel::control, "shutdown_request") == 1);  // the restart's only
+    CHECK(w.processes.terminations[0] == std::pair{pid_t{1001}, std::chrono::milliseconds(3000)});
+    w.processes.exit(1001, 0);
+    REQUIRE(w.run_until([&] { return done; }));
+    CHECK(k->state() == kernel_state::gone);
+    CHECK(client->closed_because == std::vector<std::string>{"deleted by its owner"});
+    CHECK(client->statuses().back() == "dead");
+}
+
 TEST_CASE("a renewal asks nothing of the old process: SIGTERM at once, then a new process") {
     fake_world w;
     auto k = make_session(w);
