@@ -79,9 +79,9 @@ public:
     // SIGINT to the kernel's process group, or interrupt_request when the kernelspec says
     // interrupt_mode "message".
     void interrupt(result_handler on_done);
-    // shutdown_request, then SIGTERM after shutdown_wait, then SIGKILL after kill_grace; closes
-    // the clients (telling them `reason`) and removes every file. Safe to call in any state,
-    // more than once.
+    // shutdown_request, then SIGTERM after shutdown_wait (at once, unasked, when the settings'
+    // ask_before_removing is off), then SIGKILL after kill_grace; closes the clients (telling
+    // them `reason`) and removes every file. Safe to call in any state, more than once.
     void shutdown(std::function<void()> on_done, std::string reason = "kernel shut down");
 
     // With `since`, the client first receives the iopub output after that sequence number that
