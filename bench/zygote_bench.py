@@ -16,6 +16,8 @@ Measurements (each bounded in count and in time; --quick: small counts and 5 s d
            `import numpy as np; print(np.arange(3).sum())` from 4 clients for 30 s;
            executions/s, p50/p90 ms, every stdout checked to be "3"
   churn    POST /api/kernels then DELETE, 4 in flight, for 30 s; kernels/s
+           (both also give the whole machine's busy CPU per operation, from /proc/stat:
+           what bounds the rate when the cores are saturated)
   memory   K=20 kernels each with the data stack imported and a figure drawn, 3 s later the
            PSS of each kernel's process tree from /proc/PID/smaps_rollup (children through
            /proc/PID/task/*/children); per kernel, and with the zygote's own PSS shared out
@@ -564,9 +566,19 @@ def bench_import(server, cfg):
                     "to status idle, seen by the client)" % STACK}, errors, truncated
 
 
+def machine_busy_ms():
+    """CPU time all cores have spent busy since boot (user, nice, system, irq, softirq,
+    steal), in ms."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def run_clients(clients, duration, one):
     """`clients` threads calling one() until `duration` s have passed (none starts a call
-    after that); returns (latencies, errors, elapsed)."""
+    after that); returns (latencies, errors, elapsed, the machine's busy CPU ms meanwhile:
+    server, kernels, and these clients too)."""
     lock = threading.Lock()
     lat, errors = [], []
     stop_at = now() + duration
@@ -582,13 +594,13 @@ def run_clients(clients, duration, one):
                 with lock:
                     errors.append(str(exc))
                 time.sleep(0.2)
-    t0 = now()
+    t0, busy0 = now(), machine_busy_ms()
     threads = [threading.Thread(target=work, daemon=True) for _ in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return lat, errors, now() - t0
+    return lat, errors, now() - t0, machine_busy_ms() - busy0
 
 
 def bench_oneshot(server, cfg):
@@ -601,12 +613,13 @@ def bench_oneshot(server, cfg):
         if obj.get("status") != "ok" or (obj.get("stdout") or "").strip() != "3":
             raise BenchError("execution %s, stdout %r, error %s" % (
                 obj.get("status"), obj.get("stdout"), obj.get("error")))
-    lat, errors, elapsed = run_clients(cfg.clients, cfg.duration, one)
+    lat, errors, elapsed, busy = run_clients(cfg.clients, cfg.duration, one)
     server.check_alive()
     if not lat:
         raise BenchError("no one-shot execution succeeded: %s" % "; ".join(errors[:3]))
     return {"clients": cfg.clients, "seconds": round(elapsed, 1), "ok": len(lat),
             "failed": len(errors), "per_s": round(len(lat) / elapsed, 2),
+            "machine_busy_ms_per_op": round(busy / len(lat), 1),
             "p50_ms": ms(statistics.median(lat)), "p90_ms": ms(pct(lat, 90)),
             "max_ms": ms(max(lat)),
             "unit": "POST /v1/executions policy fresh, %d clients: finished ok per second, "
@@ -624,12 +637,13 @@ def bench_churn(server, cfg):
         with lock:
             creates.append(t1 - t0)
             deletes.append(now() - t1)
-    lat, errors, elapsed = run_clients(cfg.clients, cfg.duration, one)
+    lat, errors, elapsed, busy = run_clients(cfg.clients, cfg.duration, one)
     server.check_alive()
     if not lat:
         raise BenchError("no kernel created and deleted: %s" % "; ".join(errors[:3]))
     return {"clients": cfg.clients, "seconds": round(elapsed, 1), "cycles": len(lat),
             "failed": len(errors), "per_s": round(len(lat) / elapsed, 2),
+            "machine_busy_ms_per_op": round(busy / len(lat), 1),
             "cycle_p50_ms": ms(statistics.median(lat)), "cycle_max_ms": ms(max(lat)),
             "create_p50_ms": ms(statistics.median(creates)), "create_max_ms": ms(max(creates)),
             "delete_p50_ms": ms(statistics.median(deletes)), "delete_max_ms": ms(max(deletes)),
@@ -776,9 +790,11 @@ TABLE = [("start", "p50_ms", "start p50 ms"), ("start", "p90_ms", "start p90 ms"
          ("oneshot", "per_s", "one-shot fresh executions/s"),
          ("oneshot", "p50_ms", "one-shot p50 ms"), ("oneshot", "p90_ms", "one-shot p90 ms"),
          ("oneshot", "failed", "one-shot failed"),
+         ("oneshot", "machine_busy_ms_per_op", "one-shot machine busy CPU ms each"),
          ("churn", "per_s", "churn kernels/s"), ("churn", "create_p50_ms", "churn create p50 ms"),
          ("churn", "delete_p50_ms", "churn delete p50 ms"),
          ("churn", "delete_max_ms", "churn delete max ms"), ("churn", "failed", "churn failed"),
+         ("churn", "machine_busy_ms_per_op", "churn machine busy CPU ms each"),
          ("memory", "pss_per_kernel_mb", "PSS per kernel MiB"),
          ("memory", "pss_with_zygote_per_kernel_mb", "PSS per kernel incl. zygote MiB"),
          ("memory", "model_pss_per_kernel_mb", "PSS per kernel MiB (model's pss_bytes)"),
