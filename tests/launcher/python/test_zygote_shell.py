@@ -87,7 +87,7 @@ class Client:
                 with open(connection) as f:
                     if json.load(f)["shell_port"]:
                         break
-            except ValueError:  # read while the kernel wrote it
+            except (ValueError, FileNotFoundError):  # read while the kernel replaced it
                 pass
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{connection}: the kernel wrote no ports")
