@@ -102,7 +102,8 @@ fork_server::fork_server(int control_fd, python_runtime& python, std::filesystem
       python_(python),
       scratch_(std::move(scratch)),
       seccomp_bpf_(std::move(seccomp_bpf)),
-      jail_init_(std::move(jail_init)) {
+      jail_init_(std::move(jail_init)),
+      start_writes_(python.start_writes()) {
     own_pid_namespace_.reset(::open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
     if (!own_pid_namespace_)
         throw std::system_error(errno, std::generic_category(), "open /proc/self/ns/pid");
@@ -371,6 +372,10 @@ void fork_server::kernel_child(const proto::fork_order& order, int environment, 
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        // First, while pid 1 builds the jail: the pages ipykernel's start will write, in a few
+        // system calls rather than a fault each (page_prefault.hpp). The module is the test
+        // _callisto_run_kernel makes for ipykernel's own start.
+        if (order.argv[2].starts_with("ipykernel")) start_writes_.fault_in();
         if (jail) {
             // Its own session, out of pid 1's: the gateway's signals come through pid 1.
             ::setsid();

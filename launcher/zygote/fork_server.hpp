@@ -21,6 +21,7 @@
 
 #include "common/unique_fd.hpp"
 #include "launcher/zygote/jail_init.hpp"
+#include "launcher/zygote/page_prefault.hpp"
 #include "launcher/zygote/python_runtime.hpp"
 #include "launcher/zygote_protocol.hpp"
 
@@ -86,6 +87,7 @@ private:
     std::filesystem::path scratch_;
     std::string seccomp_bpf_;
     std::filesystem::path jail_init_;
+    page_prefault start_writes_;  // faulted in by each ipykernel fork first
     unique_fd own_pid_namespace_;
     unique_fd child_signals_;  // signalfd for SIGCHLD
     // Forked and not yet reaped, with the time of the SIGKILL a terminate order set.

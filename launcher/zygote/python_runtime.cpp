@@ -4,6 +4,7 @@
 
 #include "launcher/zygote/python_runtime.hpp"
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -89,6 +90,26 @@ zygote_protocol::ready_event python_runtime::preload(const std::vector<std::stri
     if (const char* v = PyUnicode_AsUTF8(PyTuple_GetItem(result, 3))) ready.python = v;
     Py_DECREF(result);
     return ready;
+}
+
+std::vector<page_prefault::range> python_runtime::start_writes() const {
+    std::vector<page_prefault::range> ranges;
+    PyObject* pairs = PyDict_GetItemString(main_dict(), "_callisto_start_writes");  // borrowed
+    Py_buffer view;
+    if (!pairs || pairs == Py_None || PyObject_GetBuffer(pairs, &view, PyBUF_FORMAT) != 0) {
+        PyErr_Clear();
+        return ranges;
+    }
+    // An array('Q') of address, length pairs (zygote_helpers.py).
+    if (view.itemsize == sizeof(std::uint64_t) && view.format && std::string(view.format) == "Q") {
+        const auto* numbers = static_cast<const std::uint64_t*>(view.buf);
+        const auto count = static_cast<std::size_t>(view.len) / sizeof(std::uint64_t);
+        for (std::size_t i = 0; i + 1 < count; i += 2)
+            ranges.emplace_back(static_cast<std::uintptr_t>(numbers[i]),
+                                static_cast<std::size_t>(numbers[i + 1]));
+    }
+    PyBuffer_Release(&view);
+    return ranges;
 }
 
 void python_runtime::before_fork() { PyOS_BeforeFork(); }

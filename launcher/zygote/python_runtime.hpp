@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/zygote/page_prefault.hpp"
 #include "launcher/zygote_protocol.hpp"
 
 namespace callisto::launcher::zygote {
@@ -24,6 +25,10 @@ public:
     // Imports ipykernel's kernel application and then each of `modules`; a module that fails
     // is reported, not fatal.
     zygote_protocol::ready_event preload(const std::vector<std::string>& modules);
+
+    // After preload: the pages an ipykernel start wrote when the zygote rehearsed one (none if
+    // it did not: the ready event says why).
+    std::vector<page_prefault::range> start_writes() const;
 
     // Around fork(), as os.fork() does: Python's locks and at-fork hooks.
     void before_fork();

@@ -1,7 +1,7 @@
 # The zygote's Python (see python_runtime.hpp): defined in __main__ once, after
 # launcher/ipykernel_bootstrap.py; python_runtime.cpp calls _callisto_preload in the zygote and
 # _callisto_run_kernel in each fork.
-import gc, importlib, os, sys, time
+import array, gc, importlib, mmap, os, select, shutil, signal, struct, sys, tempfile, time
 
 
 def _callisto_preload(modules):
@@ -36,7 +36,141 @@ def _callisto_preload(modules):
     _callisto_pack_module_names()
     gc.collect()
     gc.freeze()
+    if "ipykernel.kernelapp" in loaded:  # after the freeze: the pages as every fork finds them
+        try:
+            _callisto_rehearse_start()
+            loaded.append(_CALLISTO_START_WRITES)
+        except BaseException as e:  # the kernels fault their pages in one by one
+            failed[_CALLISTO_START_WRITES] = f"{type(e).__name__}: {e}"
     return loaded, failed, time.monotonic() - started, sys.version.split()[0]
+
+
+# On the virtual machines Callisto is measured on, a page fault is dear: 13 us for a new page,
+# 20-25 us for a copy of one of the zygote's, against 0.6 and 5-8 us for the same pages faulted
+# in by madvise(MADV_POPULATE_WRITE) (docs/performance.md). A kernel's start writes some 3,400
+# of the zygote's pages, the same ones each time: reference counts, caches and the heap's free
+# space, where ipykernel's start touches them. So the zygote rehearses one start: a fork runs
+# ipykernel's start on sockets of its own in a private directory and, as its event loop would
+# begin, reads which of the zygote's pages it holds of its own (/proc/self/pagemap), reports
+# them and exits. Each later ipykernel fork faults those pages in at once, before its Python
+# runs (fork_server.cpp). A page it would not have written costs only its copy; one the
+# rehearsal did not write is faulted in when written, as before.
+_CALLISTO_START_WRITES = "the pages a start writes (rehearsed)"
+# (address, length) pairs, flat, for python_runtime.cpp.
+_callisto_start_writes = None
+
+
+def _callisto_rehearse_start(timeout=60):
+    global _callisto_start_writes
+    regions = _callisto_private_writable_regions()
+    directory = tempfile.mkdtemp(prefix="callisto-rehearsal-")
+    try:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            _callisto_rehearsal_kernel(directory, regions, write_end)  # does not return
+        os.close(write_end)
+        report, deadline = bytearray(), time.monotonic() + timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([read_end], [], [], left)[0]:
+                    os.kill(pid, signal.SIGKILL)
+                    raise TimeoutError(f"the rehearsed start took more than {timeout} s")
+                chunk = os.read(read_end, 1 << 16)
+                if not chunk:
+                    break
+                report += chunk
+        finally:
+            os.close(read_end)
+            _, status = os.waitpid(pid, 0)
+        if status != 0 or not report.startswith(b"ok\n"):
+            with open(os.path.join(directory, "output"), errors="replace") as f:
+                output = f.read()[-2000:]
+            raise RuntimeError(f"the rehearsed start failed (wait status {status}): "
+                               f"{report.decode(errors='replace') or output}")
+        pairs = array.array("Q", (int(n) for n in report[3:].split()))
+        if not pairs or len(pairs) % 2:
+            raise RuntimeError(f"the rehearsed start reported {len(pairs)} numbers")
+        _callisto_start_writes = pairs
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _callisto_rehearsal_kernel(directory, regions, report):
+    """The rehearsal's fork: ipykernel's start, on ipc sockets in `directory`, until its event
+    loop would begin; then the pages of `regions` it wrote, on `report`. Never returns."""
+    code = 1
+    try:
+        output = os.open(os.path.join(directory, "output"), os.O_WRONLY | os.O_CREAT, 0o600)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        home = os.path.join(directory, "home")
+        os.mkdir(home, 0o700)
+        connection = os.path.join(directory, "kernel.json")
+        with open(connection, "w") as f:
+            f.write('{"transport": "ipc", "ip": "%s", "key": "%s", "signature_scheme": '
+                    '"hmac-sha256", "shell_port": 0, "iopub_port": 0, "stdin_port": 0, '
+                    '"control_port": 0, "hb_port": 0}' % (os.path.join(directory, "s"),
+                                                          os.urandom(16).hex()))
+        from ipykernel.kernelapp import IPKernelApp
+
+        def report_instead_of_serving(app):
+            ranges = _callisto_pages_written(regions)
+            text = "ok\n" + "".join(f"{address} {length}\n" for address, length in ranges)
+            data = memoryview(text.encode())
+            while data:
+                data = data[os.write(report, data):]
+            os._exit(0)  # no loop, no atexit: the sockets' files go with the directory
+
+        IPKernelApp.start = report_instead_of_serving
+        os.chdir(directory)
+        env = dict(os.environ, HOME=home)
+        _callisto_run_kernel([sys.executable, "-m", "ipykernel_launcher", "-f", connection], env)
+    except BaseException as e:
+        try:
+            os.write(report, f"{type(e).__name__}: {e}".encode())
+        except OSError:
+            pass
+    finally:
+        os._exit(code)
+
+
+def _callisto_private_writable_regions():
+    """The (low, high) address ranges of this process's private writable mappings."""
+    regions = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            if fields[1].startswith("rw") and fields[1][3] == "p":
+                low, high = (int(x, 16) for x in fields[0].split("-"))
+                regions.append((low, high))
+    return regions
+
+
+def _callisto_pages_written(regions):
+    """(address, length) of each run of pages in `regions` that this process holds of its own,
+    present and mapped by it alone: copied from its parent's, or new."""
+    page, runs = mmap.PAGESIZE, []
+    with open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
+        for low, high in regions:
+            pagemap.seek(low // page * 8)
+            entries = bytearray()
+            while len(entries) < (high - low) // page * 8:
+                chunk = pagemap.read((high - low) // page * 8 - len(entries))
+                if not chunk:
+                    break
+                entries += chunk
+            for index, (entry,) in enumerate(struct.iter_unpack("<Q", entries)):
+                # present (bit 63), mapped exclusively (56), anonymous (61 clear)
+                if entry >> 63 & 1 and entry >> 56 & 1 and not entry >> 61 & 1:
+                    address = low + index * page
+                    if runs and runs[-1][0] + runs[-1][1] == address:
+                        runs[-1][1] += page
+                    else:
+                        runs.append([address, page])
+    return runs
 
 
 # IPython's start takes a set of sys.modules' keys (init_code: for `%reset` to tell the modules

@@ -7,11 +7,14 @@ then checks that a kernel which took the prebuilt shell behaves as one that buil
 history in its own profile, In/Out, `__main__`, its home and environment; that two kernels share
 nothing of it; that a kernel configured differently (here an argument for the shell) builds
 its own, configured; and that a kernel of another application class builds its own application.
+It also checks what the zygote's rehearsed start reports (the pages each fork faults in first).
 
   /usr/bin/python3 test_zygote_shell.py SOURCE_DIR
 """
 
+import glob
 import json
+import mmap
 import os
 import shutil
 import signal
@@ -132,6 +135,23 @@ def main():
     check(_CALLISTO_SHELL in loaded, "the zygote built the shell", failed)  # noqa: F821
     check(_CALLISTO_WARM_UP in loaded, "the zygote warmed its shell up", failed)  # noqa: F821
     check(_CALLISTO_APPLICATION in loaded, "the zygote built the application", failed)  # noqa
+    check(_CALLISTO_START_WRITES in loaded, "the zygote rehearsed a start", failed)  # noqa
+    pairs, page = _callisto_start_writes or [], mmap.PAGESIZE  # noqa: F821
+    regions = []  # adjacent ones joined: a range may go on from one mapping into the next
+    for low, high in _callisto_private_writable_regions():  # noqa: F821
+        if regions and regions[-1][1] == low:
+            regions[-1][1] = high
+        else:
+            regions.append([low, high])
+    ranges = list(zip(pairs[::2], pairs[1::2]))
+    check(sum(length for _, length in ranges) // page > 500,
+          "the rehearsed start wrote hundreds of the zygote's pages", len(ranges))
+    check(all(address % page == 0 and length % page == 0 and length > 0 and
+              any(low <= address and address + length <= high for low, high in regions)
+              for address, length in ranges),
+          "each range it reports is whole pages of the zygote's private writable memory")
+    check(not glob.glob(os.path.join(tempfile.gettempdir(), "callisto-rehearsal-*")),
+          "the rehearsal left no directory behind")
     check(threading.active_count() == 1, "the zygote runs one thread after building it",
           [t.name for t in threading.enumerate()])
     check(sys.modules["__main__"].__dict__.get("_callisto_run_kernel") is not None,
