@@ -9,7 +9,8 @@ launcher/zygote/zygote_helpers.py can be measured beside its predecessor in a mi
 This process plays the zygote as callisto-zygote does: it defines the helpers from DIR (default:
 this checkout), preloads numpy, pandas, matplotlib and matplotlib.pyplot, then forks N kernels
 one after another (default 20), each in its own directory and home on tmpfs, running
-`_callisto_run_kernel` as a fork of the zygote does. Each kernel records, as its event loop
+`_callisto_run_kernel` as a fork of the zygote does, after faulting in the pages the zygote's
+rehearsed start wrote (as launcher/zygote/page_prefault.cpp does, one madvise per range). Each kernel records, as its event loop
 starts (ipykernel's IPKernelApp.start: initialize done, the first message next):
   ms      wall time since the fork returned in the child
   cpu_ms  its CPU time (all threads, user + system) since the fork
@@ -66,6 +67,20 @@ def record_when_the_loop_starts(path, started, cpu_at_fork, faults_at_fork):
     IPKernelApp.start = start_recorded
 
 
+def fault_in_start_writes():
+    """What callisto-zygote's fork does first (launcher/zygote/page_prefault.cpp): the pages
+    the zygote's rehearsed start wrote, faulted in by madvise(MADV_POPULATE_WRITE)."""
+    import ctypes
+
+    pairs = _callisto_start_writes  # noqa: F821 - defined by define_helpers
+    if not pairs:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    for i in range(0, len(pairs), 2):
+        libc.madvise(pairs[i], pairs[i + 1], 23)  # MADV_POPULATE_WRITE
+
+
 def fork_kernel(root, index):
     work = os.path.join(root, f"k{index}")
     home = os.path.join(work, "home")
@@ -87,6 +102,7 @@ def fork_kernel(root, index):
             # What the fork inherited is the zygote's: count from here.
             faults_at_fork = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             cpu_at_fork = cpu_ms()
+            fault_in_start_writes()
             os.chdir(work)
             log = os.open(os.path.join(work, "kernel.log"), os.O_WRONLY | os.O_CREAT, 0o600)
             os.dup2(log, 1)
