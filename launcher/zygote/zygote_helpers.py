@@ -50,14 +50,21 @@ def _callisto_preload(modules):
 # in by madvise(MADV_POPULATE_WRITE) (docs/performance.md). A kernel's start writes some 3,400
 # of the zygote's pages, the same ones each time: reference counts, caches and the heap's free
 # space, where ipykernel's start touches them. So the zygote rehearses one start: a fork runs
-# ipykernel's start on sockets of its own in a private directory and, as its event loop would
-# begin, reads which of the zygote's pages it holds of its own (/proc/self/pagemap), reports
-# them and exits. Each later ipykernel fork faults those pages in at once, before its Python
+# ipykernel's start on sockets of its own in a private directory, handles the first messages a
+# kernel gets, reads which of the zygote's pages it holds of its own (/proc/self/pagemap),
+# reports them and exits. Each later ipykernel fork faults those pages in at once, before its Python
 # runs (fork_server.cpp). A page it would not have written costs only its copy; one the
 # rehearsal did not write is faulted in when written, as before.
 _CALLISTO_START_WRITES = "the pages a start writes (rehearsed)"
 # (address, length) pairs, flat, for python_runtime.cpp.
 _callisto_start_writes = None
+# What a client sends a new kernel first, as the rehearsal's kernel handles them: the gateway's
+# kernel_info_request, then an execution (as one-shot executions and most sessions begin).
+_CALLISTO_REHEARSED_MESSAGES = (
+    ("kernel_info_request", {}),
+    ("execute_request", {"code": "pass", "silent": False, "store_history": True,
+                         "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}),
+)
 
 
 def _callisto_rehearse_start(timeout=60):
@@ -98,9 +105,10 @@ def _callisto_rehearse_start(timeout=60):
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _callisto_rehearsal_kernel(directory, regions, report):
-    """The rehearsal's fork: ipykernel's start, on ipc sockets in `directory`, until its event
-    loop would begin; then the pages of `regions` it wrote, on `report`. Never returns."""
+def _callisto_rehearsal_kernel(directory, regions, report_fd):
+    """The rehearsal's fork: ipykernel's start, on ipc sockets in `directory`, and its first
+    messages (_CALLISTO_REHEARSED_MESSAGES); then the pages of `regions` it wrote, on
+    `report_fd`. Never returns."""
     code = 1
     try:
         output = os.open(os.path.join(directory, "output"), os.O_WRONLY | os.O_CREAT, 0o600)
@@ -116,21 +124,39 @@ def _callisto_rehearsal_kernel(directory, regions, report):
                                                           os.urandom(16).hex()))
         from ipykernel.kernelapp import IPKernelApp
 
-        def report_instead_of_serving(app):
-            ranges = _callisto_pages_written(regions)
-            text = "ok\n" + "".join(f"{address} {length}\n" for address, length in ranges)
+        def report(text):
             data = memoryview(text.encode())
             while data:
-                data = data[os.write(report, data):]
-            os._exit(0)  # no loop, no atexit: the sockets' files go with the directory
+                data = data[os.write(report_fd, data):]
 
-        IPKernelApp.start = report_instead_of_serving
+        async def first_messages_then_report(app):
+            try:
+                # Handled as if they came in on the shell socket; the replies go to a peer
+                # that is not there (a ROUTER socket drops them), the iopub messages likewise.
+                import zmq
+                for msg_type, content in _CALLISTO_REHEARSED_MESSAGES:
+                    message = app.session.msg(msg_type, content)
+                    frames = app.session.serialize(message, ident=b"rehearsal")
+                    await app.kernel.dispatch_shell([zmq.Frame(frame) for frame in frames])
+                ranges = _callisto_pages_written(regions)
+                report("ok\n" + "".join(f"{address} {length}\n" for address, length in ranges))
+                os._exit(0)  # no atexit: the sockets' files go with the directory
+            except BaseException as e:
+                report(f"the rehearsed messages failed: {type(e).__name__}: {e}")
+                os._exit(1)
+
+        def start_then_rehearse_messages(app):
+            from tornado.ioloop import IOLoop
+            IOLoop.current().add_callback(first_messages_then_report, app)
+            start(app)
+
+        start, IPKernelApp.start = IPKernelApp.start, start_then_rehearse_messages
         os.chdir(directory)
         env = dict(os.environ, HOME=home)
         _callisto_run_kernel([sys.executable, "-m", "ipykernel_launcher", "-f", connection], env)
     except BaseException as e:
         try:
-            os.write(report, f"{type(e).__name__}: {e}".encode())
+            os.write(report_fd, f"{type(e).__name__}: {e}".encode())
         except OSError:
             pass
     finally:
