@@ -218,7 +218,10 @@ void zygote_client::read_events() {
                 failed += "; " + module + " did not load: " + reason;
             log_.info("zygote for " + spec_name_ + " ready (Python " + ready->python + ", " +
                       std::to_string(ready->preloaded.size()) + " modules in " +
-                      std::to_string(ready->seconds).substr(0, 4) + " s)" + failed);
+                      std::to_string(ready->seconds).substr(0, 4) + " s, " +
+                      std::to_string(ready->prefaulted_pages) + " pages faulted in per fork)" +
+                      failed);
+            prefaulted_pages_ = ready->prefaulted_pages;
             ready_ = true;
         } else if (auto* forked = std::get_if<proto::forked_event>(&event)) {
             std::lock_guard lock(mutex_);

@@ -54,6 +54,9 @@ public:
     zygote_client& operator=(const zygote_client&) = delete;
 
     bool ready() const { return ready_ && !gone_; }
+    // Once ready: the pages each ipykernel fork faults in first (0 if the zygote could not
+    // learn them; its ready event said why).
+    std::uint64_t prefaulted_pages() const { return prefaulted_pages_; }
     pid_t pid() const { return pid_; }
     bool gone() const { return gone_; }
 
@@ -87,6 +90,7 @@ private:
     std::string output_line_;  // a line not yet ended
     pid_t pid_ = 0;
     std::atomic<bool> ready_{false};
+    std::atomic<std::uint64_t> prefaulted_pages_{0};
     std::atomic<bool> gone_{false};
     mutable std::mutex mutex_;
     std::uint64_t next_id_ = 0;                      // guarded by mutex_

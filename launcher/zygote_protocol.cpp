@@ -157,11 +157,9 @@ std::map<std::string, std::string> decode_environment(const std::string& text) {
 }
 
 std::string encode(const ready_event& e) {
-    return json{{"event", "ready"},
-                {"python", e.python},
-                {"preloaded", e.preloaded},
-                {"failed", e.failed},
-                {"seconds", e.seconds}}
+    return json{{"event", "ready"},         {"python", e.python},
+                {"preloaded", e.preloaded}, {"failed", e.failed},
+                {"seconds", e.seconds},     {"prefaulted_pages", e.prefaulted_pages}}
         .dump();
 }
 
@@ -205,6 +203,7 @@ event decode_event(const std::string& bytes) {
     const auto& seconds = field(j, "seconds");
     if (!seconds.is_number()) bad("'seconds' is not a number");
     e.seconds = seconds.get<double>();
+    e.prefaulted_pages = whole<std::uint64_t>(j, "prefaulted_pages", 0);
     return e;
 }
 

@@ -13,7 +13,7 @@
 //                       {"op":"signal","pid":P,"signal":S}
 //                       {"op":"terminate","pid":P,"grace_ms":G}   SIGTERM, SIGKILL after G
 //   zygote -> gateway   {"event":"ready","python":"3.11.2","preloaded":[..],"failed":{..},
-//                        "seconds":1.2}
+//                        "seconds":1.2,"prefaulted_pages":3890}
 //                       {"event":"forked","id":7,"pid":P}
 //                       {"event":"fork_failed","id":7,"error":"mount /usr: ..."}
 //                       {"event":"exited","pid":P,"status":W}     W as from waitpid
@@ -69,6 +69,7 @@ struct ready_event {
     std::vector<std::string> preloaded;
     std::map<std::string, std::string> failed;  // module -> why it did not import
     double seconds = 0;
+    std::uint64_t prefaulted_pages = 0;  // faulted in by each ipykernel fork first
 };
 
 struct forked_event {

@@ -97,13 +97,14 @@ void set_death_signal(int report) {
 }  // namespace
 
 fork_server::fork_server(int control_fd, python_runtime& python, std::filesystem::path scratch,
-                         std::string seccomp_bpf, std::filesystem::path jail_init)
+                         std::string seccomp_bpf, std::filesystem::path jail_init,
+                         page_prefault start_writes)
     : control_(control_fd),
       python_(python),
       scratch_(std::move(scratch)),
       seccomp_bpf_(std::move(seccomp_bpf)),
       jail_init_(std::move(jail_init)),
-      start_writes_(python.start_writes()) {
+      start_writes_(std::move(start_writes)) {
     own_pid_namespace_.reset(::open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
     if (!own_pid_namespace_)
         throw std::system_error(errno, std::generic_category(), "open /proc/self/ns/pid");
@@ -372,10 +373,6 @@ void fork_server::kernel_child(const proto::fork_order& order, int environment, 
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        // First, while pid 1 builds the jail: the pages ipykernel's start will write, in a few
-        // system calls rather than a fault each (page_prefault.hpp). The module is the test
-        // _callisto_run_kernel makes for ipykernel's own start.
-        if (order.argv[2].starts_with("ipykernel")) start_writes_.fault_in();
         if (jail) {
             // Its own session, out of pid 1's: the gateway's signals come through pid 1.
             ::setsid();
@@ -383,12 +380,13 @@ void fork_server::kernel_child(const proto::fork_order& order, int environment, 
                 throw std::system_error(errno, std::generic_category(), "PR_SET_PDEATHSIG");
             redirect_stdio(output);
             close_all_but({report, environment, jail->ready});
+            join_cgroups(order.cgroup_procs_files);
+            fault_in_start_writes(order);  // while pid 1 builds the jail
             char built = 0;
             while (::read(jail->ready, &built, 1) < 0 && errno == EINTR) {
             }
             if (built != '1') ::_exit(127);  // pid 1 reported why
             ::close(jail->ready);
-            join_cgroups(order.cgroup_procs_files);
             // pid 1 by its pid in this /proc, the host's until the mount namespace changes.
             join_namespaces_of(parent_pid_in_proc());
         } else {
@@ -397,6 +395,7 @@ void fork_server::kernel_child(const proto::fork_order& order, int environment, 
             redirect_stdio(output);
             close_all_but({report, environment});
             join_cgroups(order.cgroup_procs_files);
+            fault_in_start_writes(order);
         }
         apply_rlimits(order.rlimits);
         env = read_environment(environment);
@@ -416,6 +415,11 @@ void fork_server::kernel_child(const proto::fork_order& order, int environment, 
     // The zygote's death is the kernel's through the death signal, or not at all (outliving).
     env.erase("JPY_PARENT_PID");
     ::_exit(python_.run_kernel(order.argv, env));
+}
+
+void fork_server::fault_in_start_writes(const proto::fork_order& order) const {
+    // The module test _callisto_run_kernel makes for ipykernel's own start.
+    if (order.argv[2].starts_with("ipykernel")) start_writes_.fault_in();
 }
 
 void fork_server::reap() {

@@ -31,9 +31,12 @@ class fork_server {
 public:
     // `scratch` is an empty directory each jail mounts its root on (in its own mount
     // namespace); `seccomp_bpf` is the kernels' filter; `jail_init` is callisto-jail-init,
-    // each jail's pid 1. SIGCHLD must be blocked.
+    // each jail's pid 1; `start_writes` the pages each ipykernel fork faults in first, once in
+    // its cgroups (so that they are charged to the kernel's memory cgroup: a charge stays where
+    // it was made) and while pid 1 builds the jail. SIGCHLD must be blocked.
     fork_server(int control_fd, python_runtime& python, std::filesystem::path scratch,
-                std::string seccomp_bpf, std::filesystem::path jail_init);
+                std::string seccomp_bpf, std::filesystem::path jail_init,
+                page_prefault start_writes);
 
     // Returns once the gateway has gone.
     void run();
@@ -73,6 +76,7 @@ private:
     pid_t spawn_jail(const zygote_protocol::fork_order& order, int environment, int output,
                      int report, int ready, const jail_descriptors& sources, char* const* argv,
                      char* kernel_digits);
+    void fault_in_start_writes(const zygote_protocol::fork_order& order) const;
     [[noreturn]] void kernel_child(const zygote_protocol::fork_order& order, int environment,
                                    int output, int report, std::optional<jailed_kernel> jail);
     // Reads what the fork reported; true once its report has ended (and the fork was reported).
@@ -87,7 +91,7 @@ private:
     std::filesystem::path scratch_;
     std::string seccomp_bpf_;
     std::filesystem::path jail_init_;
-    page_prefault start_writes_;  // faulted in by each ipykernel fork first
+    page_prefault start_writes_;
     unique_fd own_pid_namespace_;
     unique_fd child_signals_;  // signalfd for SIGCHLD
     // Forked and not yet reaped, with the time of the SIGKILL a terminate order set.

@@ -21,6 +21,7 @@
 #include "launcher/seqpacket.hpp"
 #include "launcher/zygote/fork_server.hpp"
 #include "launcher/zygote/jail_init.hpp"
+#include "launcher/zygote/page_prefault.hpp"
 #include "launcher/zygote/python_runtime.hpp"
 
 namespace {
@@ -87,10 +88,13 @@ int main(int argc, char** argv) {
         // inherit it.
         ::setpriority(PRIO_PROCESS, 0, 10);
         zygote::python_runtime runtime(python);
-        const auto ready = runtime.preload(split(preload));
+        auto ready = runtime.preload(split(preload));
+        zygote::page_prefault start_writes(runtime.start_writes());
+        ready.prefaulted_pages = start_writes.pages();
         ::setpriority(PRIO_PROCESS, 0, 0);
         if (!send_seqpacket(control, zygote_protocol::encode(ready))) return 1;
-        zygote::fork_server server(control, runtime, scratch, filter.bpf(), jail_init);
+        zygote::fork_server server(control, runtime, scratch, filter.bpf(), jail_init,
+                                   std::move(start_writes));
         server.run();
     } catch (const std::exception& e) {
         std::cerr << "callisto-zygote: " << e.what() << "\n";

@@ -25,8 +25,9 @@ public:
     // Makes each page present, writable and this process's own (a shared page is copied).
     // Best effort and invisible to the program: a range no longer mapped, or a Linux without
     // MADV_POPULATE_WRITE (before 5.14), leaves its pages to be faulted in when written. Does
-    // not allocate (it runs in a fork).
-    void fault_in() const noexcept;
+    // not allocate (it runs in a fork). Returns how many madvise and process_madvise calls it
+    // made.
+    std::size_t fault_in() const noexcept;
 
     std::size_t pages() const noexcept;
     bool empty() const noexcept { return ranges_.empty(); }

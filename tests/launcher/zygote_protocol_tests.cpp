@@ -131,9 +131,10 @@ TEST_CASE("malformed orders are refused with the field named") {
 }
 
 TEST_CASE("events round-trip and malformed ones are refused") {
-    proto::ready_event ready{"3.11.2", {"numpy"}, {{"torch", "ModuleNotFoundError"}}, 1.5};
+    proto::ready_event ready{"3.11.2", {"numpy"}, {{"torch", "ModuleNotFoundError"}}, 1.5, 3890};
     const auto back = std::get<proto::ready_event>(proto::decode_event(proto::encode(ready)));
     CHECK(back.python == "3.11.2");
+    CHECK(back.prefaulted_pages == 3890);
     CHECK(back.preloaded == std::vector<std::string>{"numpy"});
     CHECK(back.failed.at("torch") == "ModuleNotFoundError");
     CHECK(back.seconds == doctest::Approx(1.5));
@@ -153,6 +154,14 @@ TEST_CASE("events round-trip and malformed ones are refused") {
                     std::invalid_argument);
     CHECK_THROWS_AS(proto::decode_event(R"({"event":"exited","pid":1})"), std::invalid_argument);
     CHECK_THROWS_AS(proto::decode_event(R"({"event":"ready","python":"3"})"),
+                    std::invalid_argument);
+    const std::string ready_but = R"({"event":"ready","python":"3","preloaded":[],"failed":{},)"
+                                  R"("seconds":1,"prefaulted_pages":)";
+    CHECK_NOTHROW(proto::decode_event(ready_but + "0}"));
+    CHECK_THROWS_AS(proto::decode_event(ready_but + "-1}"), std::invalid_argument);
+    CHECK_THROWS_AS(proto::decode_event(ready_but + "\"many\"}"), std::invalid_argument);
+    CHECK_THROWS_AS(proto::decode_event(ready_but + "1.5}"), std::invalid_argument);
+    CHECK_THROWS_AS(proto::decode_event(ready_but.substr(0, ready_but.rfind(',')) + "}"),
                     std::invalid_argument);
     CHECK_THROWS_AS(proto::decode_event(R"({"event":"boom"})"), std::invalid_argument);
     CHECK_THROWS_AS(proto::decode_event("{"), std::invalid_argument);

@@ -127,6 +127,13 @@ bool memory_contains(pid_t pid, const std::string& needle) {
 
 }  // namespace
 
+TEST_CASE("the zygote learns the pages an ipykernel start writes, which each such fork faults in") {
+    zygote_fixture z;
+    // A rehearsed start and its first messages write thousands of the zygote's pages; none
+    // would mean the rehearsal failed, or its report did not reach the forks.
+    CHECK(z.client->prefaulted_pages() > 500);
+}
+
 TEST_CASE("a zygote's fork is walled in as bwrap's kernels are: uid, pids, network, files") {
     zygote_fixture z;
     jailed_kernel k(isolation_probe);
