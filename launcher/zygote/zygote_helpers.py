@@ -47,14 +47,14 @@ def _callisto_preload(modules):
 
 # On the virtual machines Callisto is measured on, a page fault is dear: 13 us for a new page,
 # 20-25 us for a copy of one of the zygote's, against 0.6 and 5-8 us for the same pages faulted
-# in by madvise(MADV_POPULATE_WRITE) (docs/performance.md). A kernel's start writes some 3,400
-# of the zygote's pages, the same ones each time: reference counts, caches and the heap's free
-# space, where ipykernel's start touches them. So the zygote rehearses one start: a fork runs
-# ipykernel's start on sockets of its own in a private directory, handles the first messages a
-# kernel gets, reads which of the zygote's pages it holds of its own (/proc/self/pagemap),
-# reports them and exits. Each later ipykernel fork faults those pages in at once, before its Python
-# runs (fork_server.cpp). A page it would not have written costs only its copy; one the
-# rehearsal did not write is faulted in when written, as before.
+# in by madvise(MADV_POPULATE_WRITE) (docs/performance.md). A kernel's start and its first
+# messages write some 3,900 of the zygote's pages, the same ones each time: reference counts,
+# caches and the heap's free space, where ipykernel touches them. So the zygote rehearses one
+# start: a fork runs ipykernel's start on sockets of its own in a private directory, handles the
+# first messages a kernel gets, reads which of the zygote's pages it holds of its own
+# (/proc/self/pagemap), reports them and exits. Each later ipykernel fork faults those pages in
+# at once, before its Python runs (fork_server.cpp). A page it would not have written costs only
+# its copy; one the rehearsal did not write is faulted in when written, as before.
 _CALLISTO_START_WRITES = "the pages a start writes (rehearsed)"
 # (address, length) pairs, flat, for python_runtime.cpp.
 _callisto_start_writes = None
@@ -70,33 +70,49 @@ _CALLISTO_REHEARSED_MESSAGES = (
 def _callisto_rehearse_start(timeout=60):
     global _callisto_start_writes
     regions = _callisto_private_writable_regions()
-    directory = tempfile.mkdtemp(prefix="callisto-rehearsal-")
+    cached = tempfile.tempdir
+    try:
+        directory = tempfile.mkdtemp(prefix="callisto-rehearsal-")
+    finally:
+        tempfile.tempdir = cached  # not chosen once for every fork: a kernel's TMPDIR counts
     try:
         read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read_end)
-            _callisto_rehearsal_kernel(directory, regions, write_end)  # does not return
-        os.close(write_end)
-        report, deadline = bytearray(), time.monotonic() + timeout
         try:
-            while True:
+            pid = os.fork()
+        except BaseException:
+            os.close(read_end)
+            os.close(write_end)
+            raise
+        if pid == 0:
+            try:
+                os.close(read_end)
+                _callisto_rehearsal_kernel(directory, regions, write_end)
+            finally:
+                os._exit(1)  # never back into the zygote's code
+        os.close(write_end)
+        report, ended, deadline = bytearray(), False, time.monotonic() + timeout
+        try:
+            while not ended:
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([read_end], [], [], left)[0]:
-                    os.kill(pid, signal.SIGKILL)
                     raise TimeoutError(f"the rehearsed start took more than {timeout} s")
                 chunk = os.read(read_end, 1 << 16)
-                if not chunk:
-                    break
                 report += chunk
+                ended = not chunk
         finally:
             os.close(read_end)
+            if not ended:  # timed out, or interrupted: the zygote must not wait for it
+                os.kill(pid, signal.SIGKILL)
             _, status = os.waitpid(pid, 0)
         if status != 0 or not report.startswith(b"ok\n"):
-            with open(os.path.join(directory, "output"), errors="replace") as f:
-                output = f.read()[-2000:]
-            raise RuntimeError(f"the rehearsed start failed (wait status {status}): "
-                               f"{report.decode(errors='replace') or output}")
+            why = report.decode(errors="replace")
+            if not why:
+                try:
+                    with open(os.path.join(directory, "output"), errors="replace") as f:
+                        why = f.read()[-2000:]
+                except OSError as e:
+                    why = f"no report, no output ({e})"
+            raise RuntimeError(f"the rehearsed start failed (wait status {status}): {why}")
         pairs = array.array("Q", (int(n) for n in report[3:].split()))
         if not pairs or len(pairs) % 2:
             raise RuntimeError(f"the rehearsed start reported {len(pairs)} numbers")
@@ -111,6 +127,16 @@ def _callisto_rehearsal_kernel(directory, regions, report_fd):
     `report_fd`. Never returns."""
     code = 1
     try:
+        import ctypes
+
+        # Gone with the zygote, and holding nothing of its but the report pipe (not its socket
+        # to the gateway).
+        parent = os.getppid()
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            return
+        os.closerange(3, report_fd)
+        os.closerange(report_fd + 1, os.sysconf("SC_OPEN_MAX"))
         output = os.open(os.path.join(directory, "output"), os.O_WRONLY | os.O_CREAT, 0o600)
         os.dup2(output, 1)
         os.dup2(output, 2)
@@ -421,6 +447,7 @@ def _callisto_make_shell_the_kernels(shell, kernel):
 def _callisto_run_kernel(argv, env):
     os.environ.clear()
     os.environ.update(env)
+    tempfile.tempdir = None  # chosen by the zygote's imports: the kernel's own TMPDIR counts
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()  # numpy has no at-fork reseed; `random` and `uuid` need none

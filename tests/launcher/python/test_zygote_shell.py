@@ -12,7 +12,6 @@ It also checks what the zygote's rehearsed start reports (the pages each fork fa
   /usr/bin/python3 test_zygote_shell.py SOURCE_DIR
 """
 
-import glob
 import json
 import mmap
 import os
@@ -48,6 +47,7 @@ def fork_kernel(root, name, extra_args=(), module="ipykernel_launcher", module_s
     work = os.path.join(root, name)
     home = os.path.join(work, "home")
     os.makedirs(home)
+    os.makedirs(os.path.join(work, "tmp"))
     if module_source is not None:
         with open(os.path.join(work, module + ".py"), "w") as f:
             f.write(module_source)
@@ -57,6 +57,7 @@ def fork_kernel(root, name, extra_args=(), module="ipykernel_launcher", module_s
                    "hb_port": 0, "ip": "127.0.0.1", "key": os.urandom(16).hex(),
                    "transport": "tcp", "signature_scheme": "hmac-sha256"}, f)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home,
+           "TMPDIR": os.path.join(work, "tmp"),
            "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
     argv = [sys.executable, "-m", module, "-f", connection, *extra_args]
     pid = os.fork()
@@ -131,7 +132,15 @@ class Client:
 
 def main():
     define_helpers()
+    # A temporary directory of this test's own, for the rehearsal's.
+    own_tmp = tempfile.mkdtemp(prefix="callisto-zygote-shell-tmp-")
+    os.environ["TMPDIR"], tempfile.tempdir = own_tmp, None
     loaded, failed, _, _ = _callisto_preload(["numpy"])  # noqa: F821
+    check(os.listdir(own_tmp) == [], "the rehearsal left nothing in the temporary directory",
+          os.listdir(own_tmp))
+    del os.environ["TMPDIR"]
+    tempfile.tempdir = None  # as the preload's imports cached it
+    os.rmdir(own_tmp)
     check(_CALLISTO_SHELL in loaded, "the zygote built the shell", failed)  # noqa: F821
     check(_CALLISTO_WARM_UP in loaded, "the zygote warmed its shell up", failed)  # noqa: F821
     check(_CALLISTO_APPLICATION in loaded, "the zygote built the application", failed)  # noqa
@@ -150,8 +159,6 @@ def main():
               any(low <= address and address + length <= high for low, high in regions)
               for address, length in ranges),
           "each range it reports is whole pages of the zygote's private writable memory")
-    check(not glob.glob(os.path.join(tempfile.gettempdir(), "callisto-rehearsal-*")),
-          "the rehearsal left no directory behind")
     check(threading.active_count() == 1, "the zygote runs one thread after building it",
           [t.name for t in threading.enumerate()])
     check(sys.modules["__main__"].__dict__.get("_callisto_run_kernel") is not None,
@@ -210,6 +217,9 @@ def main():
         check(a.value(f"[{app}.cli_config, {app}.extra_args, {app}.connection_file]") ==
               [json.loads(json.dumps(parsed.cli_config)), parsed.extra_args, a_conn],
               "to what traitlets' parser reads", a.value(f"{app}.cli_config"))
+        check(a.value("__import__('tempfile').gettempdir()") == os.path.join(a_work, "tmp"),
+              "kernel A's temporary directory is its TMPDIR, not the one the zygote chose",
+              a.value("__import__('tempfile').gettempdir()"))
         a.run("x = 6 * 7")
         check(a.run("x")[0] == "42", "kernel A computes")
         check(b.run("'x' in dir()")[0] == "False", "kernel B does not see A's variable")
