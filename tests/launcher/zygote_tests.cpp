@@ -86,25 +86,38 @@ struct zygote_fixture {
     }
 };
 
-// A sandboxed start as the gateway prepares it, with a module `probe` in its workdir and the
-// fork a zygote may make of it.
+// A sandboxed start as the gateway prepares it, with a module `probe` (or `module`) in its
+// workdir and the fork a zygote may make of it.
 struct jailed_kernel : sandbox_start {
     spawn_description what;
 
-    jailed_kernel(const std::string& module_code, uid_t uid = test_uid)
-        : sandbox_start(python_m_probe(), sandbox_policy{}, uid, "clzt") {
-        std::ofstream(workdir->path() / "probe.py") << module_code;
+    jailed_kernel(const std::string& module_code, uid_t uid = test_uid,
+                  const std::string& module = "probe")
+        : sandbox_start(python_m(module), sandbox_policy{}, uid, "clzt") {
+        std::ofstream(workdir->path() / (module + ".py")) << module_code;
         what = kernel->command();
-        what.zygote = zygote_fork{"zt", python_m_probe().argv, {}, kernel->layout()};
+        what.zygote = zygote_fork{"zt", python_m(module).argv, {}, kernel->layout()};
     }
 
-    static spawn_description python_m_probe() {
+    static spawn_description python_m(const std::string& module) {
         spawn_description inner;
-        inner.argv = {"/usr/bin/python3", "-m", "probe"};
+        inner.argv = {"/usr/bin/python3", "-m", module};
         inner.env = {{"PATH", "/usr/bin"}};
         return inner;
     }
 };
+
+// The memory a cgroup holds charged, by the procs file of its memory hierarchy (cgroup v1's
+// memory.usage_in_bytes or v2's memory.current); nullopt without a memory controller.
+std::optional<std::uint64_t> memory_charged(const std::vector<std::filesystem::path>& procs) {
+    for (const auto& file : procs)
+        for (const char* name : {"memory.usage_in_bytes", "memory.current"}) {
+            std::ifstream in(file.parent_path() / name);
+            std::uint64_t bytes = 0;
+            if (in >> bytes) return bytes;
+        }
+    return std::nullopt;
+}
 
 // Whether `needle` is anywhere in the readable memory of `pid` (as root, through /proc).
 bool memory_contains(pid_t pid, const std::string& needle) {
@@ -132,6 +145,26 @@ TEST_CASE("the zygote learns the pages an ipykernel start writes, which each suc
     // A rehearsed start and its first messages write thousands of the zygote's pages; none
     // would mean the rehearsal failed, or its report did not reach the forks.
     CHECK(z.client->prefaulted_pages() > 500);
+}
+
+TEST_CASE("the pages a fork faults in first are charged to its own memory cgroup") {
+    zygote_fixture z;
+    const auto prefaulted = z.client->prefaulted_pages();
+    REQUIRE(prefaulted > 500);
+    // Named as ipykernel's modules are, so that its fork faults the pages in; it waits.
+    jailed_kernel k("import os, time\nwhile not os.path.exists('go'): time.sleep(0.05)\n", test_uid,
+                    "ipykernel_probe");
+    const pid_t pid = z.fork(k.what, k.kernel.get());
+    const auto charged = memory_charged(k.what.cgroup_procs_files);
+    std::ofstream(k.workdir->path() / "go") << "";
+    CHECK(z.wait_exit(pid).exit_code == 0);
+    if (!charged) {
+        MESSAGE("no memory controller here: not checked");
+        return;
+    }
+    // Charged where they were faulted in: in the zygote's cgroup, the kernel's would hold a
+    // megabyte or two (its own Python's new memory), not the prefaulted pages' 15 MiB.
+    CHECK(*charged >= prefaulted * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2);
 }
 
 TEST_CASE("a zygote's fork is walled in as bwrap's kernels are: uid, pids, network, files") {
