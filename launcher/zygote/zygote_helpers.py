@@ -125,9 +125,8 @@ def _callisto_rehearsal_kernel(directory, regions, report_fd):
     """The rehearsal's fork: ipykernel's start, on ipc sockets in `directory`, and its first
     messages (_CALLISTO_REHEARSED_MESSAGES); then the pages of `regions` it wrote, on
     `report_fd`. Never returns."""
-    code = 1
     try:
-        import ctypes
+        import ctypes, json
 
         # Gone with the zygote, and holding nothing of its but the report pipe (not its socket
         # to the gateway).
@@ -144,10 +143,10 @@ def _callisto_rehearsal_kernel(directory, regions, report_fd):
         os.mkdir(home, 0o700)
         connection = os.path.join(directory, "kernel.json")
         with open(connection, "w") as f:
-            f.write('{"transport": "ipc", "ip": "%s", "key": "%s", "signature_scheme": '
-                    '"hmac-sha256", "shell_port": 0, "iopub_port": 0, "stdin_port": 0, '
-                    '"control_port": 0, "hb_port": 0}' % (os.path.join(directory, "s"),
-                                                          os.urandom(16).hex()))
+            json.dump({"transport": "ipc", "ip": os.path.join(directory, "s"),
+                       "key": os.urandom(16).hex(), "signature_scheme": "hmac-sha256",
+                       "shell_port": 0, "iopub_port": 0, "stdin_port": 0, "control_port": 0,
+                       "hb_port": 0}, f)
         from ipykernel.kernelapp import IPKernelApp
 
         def report(text):
@@ -186,7 +185,7 @@ def _callisto_rehearsal_kernel(directory, regions, report_fd):
         except OSError:
             pass
     finally:
-        os._exit(code)
+        os._exit(1)  # a rehearsal that went well exited 0 once it reported
 
 
 def _callisto_private_writable_regions():
