@@ -10,8 +10,9 @@ This process plays the zygote as callisto-zygote does: it defines the helpers fr
 this checkout), preloads numpy, pandas, matplotlib and matplotlib.pyplot, then forks N kernels
 one after another (default 20), each in its own directory and home on tmpfs, running
 `_callisto_run_kernel` as a fork of the zygote does, after faulting in the pages the zygote's
-rehearsed start wrote (as launcher/zygote/page_prefault.cpp does, one madvise per range). Each kernel records, as its event loop
-starts (ipykernel's IPKernelApp.start: initialize done, the first message next):
+rehearsed start wrote (as launcher/zygote/page_prefault.cpp does, one madvise per range). Each
+kernel records, as its event loop starts (ipykernel's IPKernelApp.start: initialize done, the
+first message next):
   ms      wall time since the fork returned in the child
   cpu_ms  its CPU time (all threads, user + system) since the fork
   faults  its minor page faults since the fork: nearly all copies of the zygote's pages
