@@ -135,6 +135,15 @@ def serve_and_stop(pid, connection, figures, timeout=60):
     client.stop_channels()
 
 
+def emit(line, out):
+    """The JSON line on stdout, and appended to OUT if given."""
+    text = json.dumps(line)
+    print(text)
+    if out:
+        with open(out, "a") as f:
+            f.write(text + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -186,11 +195,7 @@ def main():
             **{f"{key}_p50": round(statistics.median(s[key] for s in counted), 2)
                for key in ("ms", "cpu_ms", "faults")},
             "samples": [{k: round(v, 2) for k, v in s.items()} for s in samples]}
-    text = json.dumps(line)
-    print(text)
-    if args.out:
-        with open(args.out, "a") as f:
-            f.write(text + "\n")
+    emit(line, args.out)
     return 0
 
 
