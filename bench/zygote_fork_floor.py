@@ -17,7 +17,8 @@ wait4, its exit included) and its minor faults:
   prefault_exit          it faults in the pages a start writes (as page_prefault.cpp), exits
   zmq_threads            a ZeroMQ context, the five sockets a kernel binds (shell, control and
                          stdin ROUTER, iopub PUB, heartbeat REP) on 127.0.0.1, three threads
-                         started and joined, then exit
+                         started and joined, then exit (zmq_threads_ready_ms: wall time from
+                         the fork to sockets bound and threads started, the part of a start)
   zmq_threads_warm       the same work again and again in this process, no fork: its CPU alone
   run_cell               no kernel: the zygote's shell runs the one-shot line
                          `import numpy as np; print(np.arange(3).sum())`, its output sent
@@ -72,12 +73,14 @@ def zmq_sockets_and_threads():
     threads = [threading.Thread(target=go.wait) for _ in range(3)]
     for thread in threads:
         thread.start()
+    ready = time.perf_counter()  # as a kernel once it can answer: sockets bound, threads up
     go.set()
     for thread in threads:
         thread.join()
     for socket in sockets:
         socket.close(linger=0)
     context.term()
+    return repr(ready).encode()
 
 
 def run_one_shot_line():
@@ -91,7 +94,7 @@ def run_one_shot_line():
 
 def in_a_fork(work):
     """A child that does `work` and exits without Python's finalization, as a kernel of the
-    zygote does; its CPU, faults and what it sent back."""
+    zygote does; its CPU, faults and what it sent back, and when the fork began."""
     read, write = os.pipe()
     started = time.perf_counter()
     pid = os.fork()
@@ -110,7 +113,8 @@ def in_a_fork(work):
     _, status, usage = os.wait4(pid, 0)
     if status != 0 or not sent:
         raise RuntimeError(f"the child failed (status {status})")
-    return cpu_ms(usage), usage.ru_minflt, forking_ms
+    return {"cpu": cpu_ms(usage), "faults": usage.ru_minflt, "forking": forking_ms,
+            "sent": sent, "started": started}
 
 
 def median_of(samples):
@@ -128,10 +132,13 @@ def fork_figures(runs):
     figures = {}
     for name, work in works.items():
         samples = [in_a_fork(work) for _ in range(runs)]
-        figures[name + "_cpu_ms"] = median_of([cpu for cpu, _, _ in samples])
-        figures[name + "_faults"] = median_of([faults for _, faults, _ in samples])
+        figures[name + "_cpu_ms"] = median_of([s["cpu"] for s in samples])
+        figures[name + "_faults"] = median_of([s["faults"] for s in samples])
         if name == "fork_exit":
-            figures["fork_in_zygote_ms"] = median_of([forking for _, _, forking in samples])
+            figures["fork_in_zygote_ms"] = median_of([s["forking"] for s in samples])
+        if name == "zmq_threads":  # perf_counter is the same clock in the fork
+            figures["zmq_threads_ready_ms"] = median_of(
+                [(float(s["sent"]) - s["started"]) * 1000 for s in samples])
     warm = []
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_SELF)
