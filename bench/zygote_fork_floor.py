@@ -1,16 +1,15 @@
 #!/usr/bin/python3
-"""The least a kernel forked from the zygote can cost on this machine, whatever its Python does:
-what a fork of the zygote, its exit, and the ZeroMQ context, sockets and threads every kernel
-must make after the fork take, beside the same work in a process that is not new. The figures
-the zygote's own code cannot go below; where they meet a target, no change to the zygote's
-Python can reach it on this machine.
+"""The least a kernel forked from the zygote has cost on this machine, before any of ipykernel's
+start: what a fork of the zygote, its exit, and the ZeroMQ context, sockets and threads every
+kernel must make after the fork take, beside the same work in a process that is not new. Where
+these exceed a target, leaving out more of ipykernel's start cannot reach it on this machine.
 
   /usr/bin/python3 bench/zygote_fork_floor.py [--runs N] [--out OUT.jsonl]
 
 This process plays the zygote as bench/zygote_fork_start.py does (the helpers of this checkout,
 numpy, pandas, matplotlib and matplotlib.pyplot preloaded, IPython's shell and the kernel's
 application built, the start rehearsed), then measures, each N times (default 10; the first
-and slowest left out of the median), the CPU a forked child used in all (user + system, from
+and the slowest left out of the median), the CPU a forked child used in all (user + system, from
 wait4, its exit included) and its minor faults:
   fork_exit              the child exits at once: its copy of the zygote's page tables and
                          their teardown (fork_in_zygote_ms: what os.fork took in the parent)
@@ -19,12 +18,14 @@ wait4, its exit included) and its minor faults:
                          stdin ROUTER, iopub PUB, heartbeat REP) on 127.0.0.1, three threads
                          started and joined, then exit (zmq_threads_ready_ms: wall time from
                          the fork to sockets bound and threads started, the part of a start)
+  zmq_threads_pinned     the same, the child first pinned to the CPU it runs on (its threads
+                         then share that CPU, so its copies on write flush no other CPU's TLB)
   zmq_threads_warm       the same work again and again in this process, no fork: its CPU alone
   run_cell               no kernel: the zygote's shell runs the one-shot line
                          `import numpy as np; print(np.arange(3).sum())`, its output sent
                          back through a pipe, then exit
 And what one page costs, in a 32 MiB private anonymous mapping this process wrote (µs per 4 KiB
-page, one byte per page, in a Python loop whose own cost the first figure shows):
+page, one byte per page, in a Python loop whose own cost the first figure bounds; one fork each):
   page_read_warm         read again by this process
   page_read_fork         read for the first time by a forked child (its page tables copied)
   page_write_fork        written for the first time by a forked child (a copy on write)
@@ -44,10 +45,10 @@ import os
 import platform
 import resource
 import statistics
-import subprocess
 import sys
 import threading
 import time
+import traceback
 
 import zygote_fork_start as zygote  # this directory's: the same zygote, preloaded the same way
 
@@ -83,6 +84,16 @@ def zmq_sockets_and_threads():
     return repr(ready).encode()
 
 
+def pinned(work):
+    """`work`, in a process pinned first to the CPU it is on."""
+    def run():
+        with open("/proc/thread-self/stat", "rb") as f:  # field 39: the CPU it last ran on
+            cpu = int(f.read().rsplit(b")", 1)[1].split()[36])
+        os.sched_setaffinity(0, {cpu})
+        return work()
+    return run
+
+
 def run_one_shot_line():
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
@@ -94,16 +105,24 @@ def run_one_shot_line():
 
 def in_a_fork(work):
     """A child that does `work` and exits without Python's finalization, as a kernel of the
-    zygote does; its CPU, faults and what it sent back, and when the fork began."""
+    zygote does; its CPU, faults and what it sent back (`work`'s bytes), and when the fork
+    began. A child that fails prints why and exits 1, which fails the run."""
     read, write = os.pipe()
     started = time.perf_counter()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        raise
     if pid == 0:
         code = 1
         try:
             os.close(read)
             os.write(write, work() or b"-")
             code = 0
+        except BaseException:
+            traceback.print_exc()
         finally:
             os._exit(code)
     forking_ms = (time.perf_counter() - started) * 1000
@@ -112,7 +131,7 @@ def in_a_fork(work):
         sent = pipe.read()
     _, status, usage = os.wait4(pid, 0)
     if status != 0 or not sent:
-        raise RuntimeError(f"the child failed (status {status})")
+        raise RuntimeError(f"the child failed (wait status {status})")
     return {"cpu": cpu_ms(usage), "faults": usage.ru_minflt, "forking": forking_ms,
             "sent": sent, "started": started}
 
@@ -127,6 +146,7 @@ def fork_figures(runs):
         "fork_exit": lambda: None,
         "prefault_exit": zygote.fault_in_start_writes,
         "zmq_threads": zmq_sockets_and_threads,
+        "zmq_threads_pinned": pinned(zmq_sockets_and_threads),
         "run_cell": run_one_shot_line,
     }
     figures = {}
@@ -136,8 +156,8 @@ def fork_figures(runs):
         figures[name + "_faults"] = median_of([s["faults"] for s in samples])
         if name == "fork_exit":
             figures["fork_in_zygote_ms"] = median_of([s["forking"] for s in samples])
-        if name == "zmq_threads":  # perf_counter is the same clock in the fork
-            figures["zmq_threads_ready_ms"] = median_of(
+        if name.startswith("zmq_threads"):  # perf_counter is the same clock in the fork
+            figures[name + "_ready_ms"] = median_of(
                 [(float(s["sent"]) - s["started"]) * 1000 for s in samples])
     warm = []
     for _ in range(runs):
@@ -165,31 +185,23 @@ def page_figures(megabytes=32):
     area = mmap.mmap(-1, pages * PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     area.madvise(mmap.MADV_NOHUGEPAGE)  # one fault per 4 KiB page, as in the zygote's heap
     view = memoryview(area)
-    touch_pages(view, pages, True)  # page by page: a large temporary freed here could make
-    touch_pages(view, pages, False)  # this machine drop its view of every page (seen, 2 µs)
+    # Written page by page, not from one 32 MiB bytes: after freeing so large a temporary this
+    # machine charged even the writer's own next reads as first touches (docs/performance.md).
+    touch_pages(view, pages, True)
+    touch_pages(view, pages, False)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     address = ctypes.addressof(ctypes.c_char.from_buffer(area))
 
     def in_child(measure):
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(read)
-                os.write(write, json.dumps(measure()).encode())
-            finally:
-                os._exit(0)
-        os.close(write)
-        with os.fdopen(read) as pipe:
-            text = pipe.read()
-        os.waitpid(pid, 0)
-        return json.loads(text)
+        return json.loads(in_a_fork(lambda: json.dumps(measure()).encode())["sent"])
 
     def populate_then_write():
         started = time.perf_counter()
         if libc.madvise(address, pages * PAGE, MADV_POPULATE_WRITE) != 0:
-            return [None, None]  # before Linux 5.14
+            print(f"madvise(MADV_POPULATE_WRITE): {os.strerror(ctypes.get_errno())}",
+                  file=sys.stderr)  # EINVAL before Linux 5.14
+            return [None, None]
         populate = (time.perf_counter() - started) * 1e6 / pages
         return [populate, touch_pages(view, pages, True)]
 
@@ -216,8 +228,7 @@ def main():
         print(f"preload failed: {failed}", file=sys.stderr)
         return 1
     figures = {**fork_figures(args.runs), **page_figures()}
-    commit = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = zygote.commit_of(here, ["launcher", "bench"])
     line = {"bench": "zygote_fork_floor",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "commit": commit, "kernel": platform.release(), "cpus": os.cpu_count(),

@@ -135,6 +135,17 @@ def serve_and_stop(pid, connection, figures, timeout=60):
     client.stop_channels()
 
 
+def commit_of(source, paths):
+    """The checkout's commit, "+changes" after it if any of `paths` differs from it."""
+    git = ["git", "-C", source]
+    commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    if subprocess.run(git + ["status", "--porcelain"] + paths,
+                      capture_output=True, text=True).stdout.strip():
+        commit += "+changes"
+    return commit
+
+
 def emit(line, out):
     """The JSON line on stdout, and appended to OUT if given."""
     text = json.dumps(line)
@@ -182,12 +193,7 @@ def main():
         shutil.rmtree(root, ignore_errors=True)
 
     counted = samples[1:] or samples
-    git = ["git", "-C", args.source]
-    commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
-    if subprocess.run(git + ["status", "--porcelain", "launcher"],
-                      capture_output=True, text=True).stdout.strip():
-        commit += "+changes"
+    commit = commit_of(args.source, ["launcher"])
     line = {"bench": "zygote_fork_start",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "source": os.path.abspath(args.source), "commit": commit, "python": python,
