@@ -228,7 +228,8 @@ def main():
         print(f"preload failed: {failed}", file=sys.stderr)
         return 1
     figures = {**fork_figures(args.runs), **page_figures()}
-    commit = zygote.commit_of(here, ["launcher", "bench"])
+    commit = zygote.commit_of(here, ["launcher", "bench/zygote_fork_floor.py",
+                                     "bench/zygote_fork_start.py"])
     line = {"bench": "zygote_fork_floor",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "commit": commit, "kernel": platform.release(), "cpus": os.cpu_count(),
