@@ -99,7 +99,8 @@ def run_one_shot_line():
     with contextlib.redirect_stdout(output):
         result = zygote._callisto_shell.run_cell(ONE_SHOT_LINE, store_history=False)
     if not result.success or output.getvalue() != "3\n":
-        raise RuntimeError(f"the one-shot line printed {output.getvalue()!r}")
+        raise RuntimeError(f"the one-shot line printed {output.getvalue()!r} "
+                           f"({result.error_in_exec or result.error_before_exec!r})")
     return output.getvalue().encode()
 
 
