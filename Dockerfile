@@ -1,4 +1,6 @@
-# Callisto in a container: Debian 12, the same Debian packages as `make run`.
+# Callisto in a container: Debian 12, installed and built through the Makefile's own targets
+# (`make deps-build`, `make build`, and `make deps-image` for the last stage), so building this
+# image from a bare Debian 12 proves `make run`'s package list and build.
 #   docker build -t callisto .                      (FROM debian:12 from a registry)
 #   docker build --build-arg BASE_IMAGE=mybase .    (any Debian 12 base, e.g. one made with
 #                                                   debootstrap, as tests/deploy/ does)
@@ -6,12 +8,14 @@
 ARG BASE_IMAGE=debian:12
 
 FROM ${BASE_IMAGE} AS build
+# make is the one package named here: a debootstrap minbase has none; the Makefile lists the rest.
 RUN apt-get update -q \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      build-essential cmake pkg-config libboost-dev libzmq3-dev cppzmq-dev \
-      nlohmann-json3-dev libssl-dev libseccomp-dev python3-dev \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends make \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# The packages before the sources, so a change to the sources reuses the installed layer.
+COPY Makefile ./
+RUN make deps-build && rm -rf /var/lib/apt/lists/*
 COPY CMakeLists.txt ./
 COPY cmake cmake
 COPY common common
@@ -20,16 +24,17 @@ COPY transport transport
 COPY launcher launcher
 COPY gateway gateway
 COPY docs/openapi.json docs/openapi.json
-RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCALLISTO_BUILD_TESTS=OFF -DCALLISTO_BUILD_LOAD=OFF \
- && cmake --build build -j"$(nproc)" --target callisto callisto-zygote \
+RUN make build BUILD_TYPE=Release BUILD_TARGETS="callisto callisto-zygote" \
+      CMAKE_ARGS=-DCALLISTO_BUILD_LOAD=OFF JOBS="$(nproc)" \
  && strip build/gateway/callisto build/gateway/callisto-zygote build/gateway/callisto-jail-init
 
 FROM ${BASE_IMAGE}
+# The binaries' shared libraries and the kernels, no compiler (the Makefile's IMAGE_PACKAGES).
+COPY Makefile /tmp/callisto-deps/Makefile
 RUN apt-get update -q \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      libzmq5 libssl3 libseccomp2 libpython3.11 bubblewrap ca-certificates curl \
-      python3-ipykernel python3-numpy python3-pandas python3-matplotlib r-cran-irkernel \
- && rm -rf /var/lib/apt/lists/*
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends make \
+ && make -C /tmp/callisto-deps deps-image \
+ && rm -rf /var/lib/apt/lists/* /tmp/callisto-deps
 COPY --from=build /src/build/gateway/callisto /usr/local/bin/callisto
 # Beside the gateway, where it looks for it: the fork server of Python kernels (--zygote).
 COPY --from=build /src/build/gateway/callisto-zygote /usr/local/bin/callisto-zygote

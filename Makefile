@@ -13,11 +13,16 @@ IP         ?= 127.0.0.1
 ARGS       ?=
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# Needed to build and serve (python3-dev: the zygote embeds the kernels' Python; r-cran-irkernel:
-# the R kernelspec "ir").
-RUN_PACKAGES  := build-essential cmake pkg-config libboost-dev libzmq3-dev cppzmq-dev \
-                 nlohmann-json3-dev libssl-dev python3-ipykernel python3-numpy python3-pandas \
-                 python3-matplotlib bubblewrap libseccomp-dev python3-dev r-cran-irkernel
+# Needed to build (python3-dev: the zygote embeds the kernels' Python).
+BUILD_PACKAGES  := build-essential cmake pkg-config libboost-dev libzmq3-dev cppzmq-dev \
+                   nlohmann-json3-dev libssl-dev libseccomp-dev python3-dev
+# Needed to serve: the sandbox and the kernels (r-cran-irkernel: the R kernelspec "ir").
+KERNEL_PACKAGES := bubblewrap python3-ipykernel python3-numpy python3-pandas python3-matplotlib \
+                   r-cran-irkernel
+RUN_PACKAGES    := $(BUILD_PACKAGES) $(KERNEL_PACKAGES)
+# The container image's last stage has the built binaries and no compiler: the shared libraries
+# they link, instead of the -dev packages (the Dockerfile installs these through `make deps-image`).
+IMAGE_PACKAGES  := libzmq5 libssl3 libseccomp2 libpython3.11 ca-certificates curl $(KERNEL_PACKAGES)
 # Needed by the test suites: doctest, Python clients (jsonschema for the OpenAPI checks),
 # jupyter_server for the --gateway-url test, Chromium for the web UI test, clang-format-14 for
 # the formatting check, openssl and curl for the TLS test, clang-14 and its runtime for the
@@ -28,7 +33,8 @@ TEST_PACKAGES := doctest-dev clang-format-14 python3-jupyter-client python3-webs
 # replicas), and Debian's Docker, docker-compose v1 and debootstrap (compose.yaml, really run).
 OPS_TEST_PACKAGES := prometheus nginx docker.io docker-compose debootstrap
 
-.PHONY: run test test-asan test-tsan fuzz fuzz-build build deps deps-test npm-deps clean
+.PHONY: run test test-asan test-tsan fuzz fuzz-build build deps deps-build deps-image deps-test \
+        npm-deps clean
 
 run: deps build
 	$(BUILD)/gateway/callisto --ip $(IP) --port $(PORT) --web-root web $(ARGS)
@@ -72,9 +78,13 @@ fuzz-build:
 	CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALLISTO_FUZZ=ON
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_all
 
+# What `make run` needs, and nothing of the tests': doctest is a test package, so the suites are
+# not configured here (tests/deploy/test_make_build_without_test_packages.py keeps it so).
+BUILD_TARGETS ?= callisto callisto-zygote callisto-load
+CMAKE_ARGS    ?=
 build:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
-	cmake --build $(BUILD) -j$(JOBS) --target callisto callisto-zygote callisto-load
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCALLISTO_BUILD_TESTS=OFF $(CMAKE_ARGS)
+	cmake --build $(BUILD) -j$(JOBS) --target $(BUILD_TARGETS)
 
 # Installs only the Debian packages that are missing (non-interactive: CI has no stdin).
 define apt_install_missing
@@ -90,6 +100,12 @@ endef
 
 deps:
 	$(call apt_install_missing,$(RUN_PACKAGES))
+
+deps-build:
+	$(call apt_install_missing,$(BUILD_PACKAGES))
+
+deps-image:
+	$(call apt_install_missing,$(IMAGE_PACKAGES))
 
 deps-test:
 	$(call apt_install_missing,$(TEST_PACKAGES) $(OPS_TEST_PACKAGES))
