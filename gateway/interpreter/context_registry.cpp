@@ -242,10 +242,10 @@ void context_registry::release_kernel(const std::shared_ptr<interpreter_context>
                 (*finished)();
             });
     };
-    if (!kernel->forked()) return reset();
-    // A forked kernel is first renewed: a new fork, with nothing of the last context left
-    // that an IPython reset cannot undo (imported modules, threads, the environment), for
-    // about the cost of the reset; the reset then empties the workdir.
+    // Renewed first, whatever its language and however it started: a new process (a fork of
+    // the zygote, else an exec) in a new sandbox, so nothing of the last context is left that
+    // no reset in the kernel's language can undo (modules, the environment, options, threads,
+    // /tmp, start-up files in the workdir). The reset then checks that the kernel runs code.
     kernel->renew([this, kernel, destroy, reset, finished](kernels::kernel_outcome r) {
         if (r.ok()) return reset();
         log_.warn("kernel " + kernel->id() + " was not renewed (" + r.message + "); destroying it");

@@ -2,8 +2,10 @@
 // Resets a kernel before it is kept for its owner's next context, in the kernel's language
 // (languages/python_dialect.cpp, r_dialect.cpp): closes figures, empties the workdir (the
 // kernel does it, as the sandbox's user, so nothing it planted can redirect the deletion),
-// changes into it, and clears the namespace. What reset cannot undo —
-// imported modules, environment changes, threads — is why reuse never crosses owners.
+// changes into it, and clears the namespace. It runs after the kernel was renewed (a new
+// process in a new sandbox: kernel_session::renew), which is what makes the next context as
+// clean as a fresh kernel; the reset checks that the new process runs code, and is what
+// cleans a kernel without a sandbox (--sandbox=off).
 //
 // The kernel is offered to anyone only once the reset has answered: files uploaded for the
 // next context must not be wiped by a reset still queued in front of its first execution.

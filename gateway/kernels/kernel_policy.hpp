@@ -3,10 +3,10 @@
 // enough. Pure, so the rules are unit-tested without kernels.
 //
 //   reuse  a context keeps its kernel and state across executions until it is culled or
-//          deleted; then, within the recycling limits, the kernel is reset (namespace, figures,
-//          files) and kept for its owner's next reuse context or one-shot execution, which
-//          then starts without waiting for Python to boot. A one-shot execution runs on such a
-//          kept kernel when there is one.
+//          deleted; then, within the recycling limits, the kernel is renewed (a new process
+//          in a new sandbox) and kept for its owner's next reuse context or one-shot
+//          execution, which then starts without waiting for the kernel to boot. A one-shot
+//          execution runs on such a kept kernel when there is one.
 //   fresh  each new context, or each one-shot execution, gets a kernel no one used before
 //          (from the warm pool or newly started); it is destroyed afterwards.
 //

@@ -1,6 +1,7 @@
 #include "gateway/kernels/kernel_process.hpp"
 
 #include <csignal>
+#include <stdexcept>
 
 #include <boost/asio/post.hpp>
 
@@ -100,6 +101,11 @@ launcher::process_supervisor::exit_handler kernel_process::exit_handler(
             if (auto self = weak.lock()) self->on_exit(pid, st);
         });
     };
+}
+
+void kernel_process::drop_sandbox() {
+    if (running()) throw std::logic_error("kernel_process::drop_sandbox while the process runs");
+    sandbox_.reset();
 }
 
 void kernel_process::arm_ready_timer() {

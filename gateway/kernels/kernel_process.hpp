@@ -79,6 +79,11 @@ public:
     void stop(bool asked, std::function<void()> then);
     // Forgets the runtime directory and the ready timeout (the process is gone).
     void release();
+    // Between a stop and the next spawn(): gives the sandbox up (its uid back to the pool, its
+    // workdir with every file in it removed), so that the next process gets a new uid, an empty
+    // workdir and a new /tmp. A start-up file (IPython's profile, ~/.Rprofile, a usercustomize
+    // module), a planted temp file or a process still holding the old uid cannot reach it.
+    void drop_sandbox();
 
     // At most autorestart_limit automatic restarts per autorestart_window, so a kernel that
     // dies at once every time ends as dead instead of looping. True when one more may happen.

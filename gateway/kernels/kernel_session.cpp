@@ -359,12 +359,17 @@ void kernel_session::stop_process(bool restart, std::function<void()> then, bool
     process_->stop(asked, std::move(done));
 }
 
-void kernel_session::restart(result_handler on_done) { restart_process(true, std::move(on_done)); }
+void kernel_session::restart(result_handler on_done) {
+    restart_process(true, false, std::move(on_done));
+}
 
-void kernel_session::renew(result_handler on_done) { restart_process(false, std::move(on_done)); }
+void kernel_session::renew(result_handler on_done) {
+    restart_process(false, true, std::move(on_done));
+}
 
-void kernel_session::restart_process(bool ask, result_handler on_done) {
-    asio::post(strand_, [self = shared_from_this(), ask, on_done = std::move(on_done)]() mutable {
+void kernel_session::restart_process(bool ask, bool renew, result_handler on_done) {
+    asio::post(strand_, [self = shared_from_this(), ask, renew,
+                         on_done = std::move(on_done)]() mutable {
         if (self->state_ == kernel_state::shutting_down || self->state_ == kernel_state::gone) {
             on_done({kernel_error::shutting_down, "kernel is shutting down"});
             return;
@@ -375,16 +380,17 @@ void kernel_session::restart_process(bool ask, result_handler on_done) {
         }
         self->log_.info("restarting");
         // A renewal resets a kept kernel for its owner's next context: no one asked for it.
-        self->env_.metrics.restarts.with({ask ? "requested" : "reset"}).inc();
+        self->env_.metrics.restarts.with({renew ? "reset" : "requested"}).inc();
         self->ready_waiters_.push_back(std::move(on_done));
         self->set_state(kernel_state::restarting, "restarting");
         self->clients_.broadcast_status("restarting");
         self->awaiting_reply_.clear();
         self->stop_process(
             true,
-            [self] {
+            [self, renew] {
                 self->lose_executions();
                 if (self->state_ != kernel_state::restarting) return;
+                if (renew) self->process_->drop_sandbox();
                 self->spawn_process();
             },
             ask);

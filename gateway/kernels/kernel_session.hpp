@@ -71,8 +71,10 @@ public:
     // Stops the process (shutdown_request with restart=true, then signals) and starts a new one
     // with a fresh connection file; clients stay attached and see iopub status "restarting".
     void restart(result_handler on_done);
-    // A restart that does not ask the old process to shut down (SIGTERM at once): for a reset,
-    // where nothing of its state is wanted. With a zygote it costs a fork.
+    // A new process in a new sandbox, as clean as a fresh kernel: the old process is not asked
+    // to shut down (SIGTERM at once), and its uid, workdir and /tmp go with it (only the
+    // kernel's id stays). For a kernel kept for its owner's next context, where nothing of
+    // the last one may remain. With a zygote it costs a fork, else an exec.
     void renew(result_handler on_done);
     // Whether the running process was forked by a zygote (any thread).
     bool forked() const { return model_.forked(); }
@@ -147,7 +149,8 @@ private:
     void on_exit(const launcher::exit_status& status) override;
     // `ask`: send shutdown_request (with `restart`) and give the kernel shutdown_wait first.
     void stop_process(bool restart, std::function<void()> then, bool ask = true);
-    void restart_process(bool ask, result_handler on_done);
+    // `renew`: the next process gets a new sandbox (renew() above).
+    void restart_process(bool ask, bool renew, result_handler on_done);
     void release_process();
     void finish_start(kernel_outcome outcome);
     void forward(const std::weak_ptr<kernel_client>& from, kernelproto::channel ch,

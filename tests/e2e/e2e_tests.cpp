@@ -166,6 +166,23 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "reuse: a kept kernel's next context finds nothing of the last, for python3 forked and "
+    "exec'd and for R") {
+    const std::string script = source_dir + "/tests/e2e/python/test_reuse_isolation.py";
+    {
+        server_process server;
+        run_client(server, {python, script}, 300,
+                   {{"REUSE_KERNEL", "python3"}, {"REUSE_LAUNCH", "zygote"}});
+        CHECK(server.stop() == 0);
+    }
+    server_process server({"--zygote=off"});
+    run_client(server, {python, script}, 300,
+               {{"REUSE_KERNEL", "python3"}, {"REUSE_LAUNCH", "exec"}});
+    run_client(server, {python, script}, 300, {{"REUSE_KERNEL", "ir"}, {"REUSE_LAUNCH", "exec"}});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE(
     "auto-restart: a dead kernel comes back a bounded number of times, then stays dead; a frozen "
     "one is killed first") {
     server_process server(
