@@ -108,6 +108,12 @@ nlohmann::json audit_log::to_json(const execution_entry& e) const {
     };
     j["context"] = e.context_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.context_id);
     if (settings_.record_code) j["code"] = e.code;
+    if (!e.request.empty()) j["request"] = e.request;
+    if (!e.user_expressions.is_null()) {
+        const std::string expressions = e.user_expressions.dump();
+        j["user_expressions_sha256"] = sha256_hex(expressions);
+        if (settings_.record_code) j["user_expressions"] = e.user_expressions;
+    }
     return j;
 }
 

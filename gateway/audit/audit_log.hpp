@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/unique_fd.hpp"
 #include "gateway/audit/audit_chain.hpp"
 
@@ -33,8 +35,12 @@ struct execution_entry {
     std::string kernel_id;
     std::string context_id;    // /v1 and MCP; empty for the Jupyter WebSocket
     std::string execution_id;  // the execute_request's msg_id, or the /v1 execution id
+    // On the Jupyter WebSocket, what asked the kernel to run code when it was not an
+    // execute_request ("debug_request evaluate", ...; kernels/code_requests.hpp); else empty.
+    std::string request;
     std::string code;
-    std::string status;  // "ok", "error", "aborted", "timeout", "cancelled", ...
+    nlohmann::json user_expressions;  // an execute_request's, evaluated after its code; or null
+    std::string status;               // "ok", "error", "aborted", "timeout", "cancelled", ...
     std::chrono::duration<double> duration{};
     std::uint64_t output_bytes = 0;
     std::vector<std::string> files_written;

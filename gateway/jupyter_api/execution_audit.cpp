@@ -13,7 +13,9 @@ void execution_audit::finished(const kernels::websocket_execution& e) {
     entry.api = "jupyter";
     entry.kernel_id = e.kernel_id;
     entry.execution_id = e.msg_id;
+    if (e.kind != "execute_request") entry.request = e.kind;
     entry.code = e.code;
+    entry.user_expressions = e.user_expressions;
     entry.status = e.status;
     entry.duration = e.duration;
     entry.output_bytes = e.output_bytes;

@@ -1,8 +1,9 @@
 #pragma once
-// The audit log's view of the Jupyter WebSocket: each execute_request a client runs over a
-// kernel's channels is recorded when its reply comes (or when the kernel dies first), and with
-// --audit-required none runs while the log cannot be written. The interpreter API records its
-// own executions.
+// The audit log's view of the Jupyter WebSocket: each request a client sends over a kernel's
+// channels that runs code (an execute_request with its user_expressions, a debugger's
+// evaluation: kernels/code_requests.hpp) is recorded when its reply comes (or when the kernel
+// dies first), and with --audit-required none runs while the log cannot be written. The interpreter
+// API records its own executions.
 
 #include "common/logger.hpp"
 #include "gateway/audit/audit_log.hpp"

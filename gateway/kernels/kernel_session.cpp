@@ -5,6 +5,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "gateway/kernels/code_requests.hpp"
 #include "gateway/kernels/output_cap_notice.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/untrusted_json.hpp"
@@ -500,11 +501,12 @@ void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel c
     if (!link_) return;
     if (orphans_)
         if (auto client = from.lock()) note_client_session(client, header_session(msg));
-    if (ch == channel::shell && msg.msg_type == "execute_request") {
+    if (may_run_code(msg.msg_type)) {
+        // The gateway's own clients (the interpreter API) record their executions themselves.
         auto client = from.lock();
         if (client && !client->takes_messages()) {
-            if (!track_request(client, msg)) return;
-            model_.count_execution();
+            if (!track_request(client, ch, msg)) return;
+            if (msg.msg_type == "execute_request") model_.count_execution();
         }
     }
     if (ch == channel::shell || ch == channel::control) {
@@ -545,7 +547,7 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
                 if (orphans_) deliver_orphan(ch, std::move(msg));
                 return;
             }
-            if (msg.msg_type == "execute_reply") track_reply(msg);
+            if (msg.msg_type == "execute_reply" || msg.msg_type == "debug_reply") track_reply(msg);
             auto client = it->second.lock();
             awaiting_reply_.erase(it);
             if (client) clients_.send_to(client, ch, std::move(msg));
@@ -579,12 +581,27 @@ void kernel_session::note_client_session(const std::shared_ptr<kernel_client>& c
     }
 }
 
-bool kernel_session::track_request(const std::shared_ptr<kernel_client>& client,
+bool kernel_session::track_request(const std::shared_ptr<kernel_client>& client, channel ch,
                                    const kernelproto::message& msg) {
-    if (env_.executions) {
+    // An execute_request on the shell is parsed only for an observer that records its code;
+    // the metrics need the reply's status and the time alone.
+    const bool recorded = env_.executions != nullptr;
+    nlohmann::json content;
+    if (recorded || ch != channel::shell || msg.msg_type != "execute_request")
+        content = kernelproto::parse_untrusted_json(msg.content).value;
+    auto verdict = classify_code_request(ch, msg.msg_type, content);
+    if (!verdict.refused.empty()) {
+        log_.warn(msg.msg_type + " " + msg.msg_id + " refused: " + verdict.refused);
+        answer_failed_request(client, ch, msg, "RequestRefused",
+                              verdict.refused + "; the code did not run", true);
+        return false;
+    }
+    if (!verdict.runs) return true;
+    if (recorded) {
         if (auto why = env_.executions->refuse_reason(); !why.empty()) {
-            log_.error("execute_request " + msg.msg_id + " refused: " + why);
-            refuse_execution(client, msg, why);
+            log_.error(msg.msg_type + " " + msg.msg_id + " refused: " + why);
+            answer_failed_request(client, ch, msg, "AuditUnavailable",
+                                  why + "; the code did not run", true);
             return false;
         }
     }
@@ -594,13 +611,10 @@ bool kernel_session::track_request(const std::shared_ptr<kernel_client>& client,
     e.user = client->user_name();
     e.msg_id = msg.msg_id;
     e.request_header = msg.header;
-    // The code (up to the message limit) is parsed only for an observer that records it; the
-    // metrics need the reply's status and the time alone.
-    if (env_.executions) {
-        auto content = kernelproto::parse_untrusted_json(msg.content).value;
-        if (content.is_object() && content.contains("code") && content["code"].is_string())
-            e.code = content["code"].get<std::string>();
-    }
+    e.request_channel = ch;
+    e.kind = std::move(verdict.runs->kind);
+    e.code = std::move(verdict.runs->code);
+    e.user_expressions = std::move(verdict.runs->user_expressions);
     e.started = std::chrono::system_clock::now();
     e.started_steady = std::chrono::steady_clock::now();
     for (const auto& lost : executions_.started(std::move(e))) report(lost);
@@ -610,8 +624,12 @@ bool kernel_session::track_request(const std::shared_ptr<kernel_client>& client,
 void kernel_session::track_reply(const kernelproto::message& msg) {
     auto content = kernelproto::parse_untrusted_json(msg.content).value;
     std::string status = "unknown";
-    if (content.is_object() && content.contains("status") && content["status"].is_string())
+    if (msg.msg_type == "debug_reply") {
+        if (content.is_object() && content.contains("success") && content["success"].is_boolean())
+            status = content["success"].get<bool>() ? "ok" : "error";
+    } else if (content.is_object() && content.contains("status") && content["status"].is_string()) {
         status = content["status"].get<std::string>();
+    }
     // Only a kernel's own words are labels; anything else would grow the metric without bound.
     if (status != "ok" && status != "error" && status != "aborted") status = "unknown";
     if (auto e = executions_.replied(msg.parent_msg_id, std::move(status))) report(*e);
@@ -628,8 +646,10 @@ void kernel_session::lose_executions(const std::string& why) {
         kernelproto::message request;
         request.header = e.request_header;
         request.msg_id = e.msg_id;
-        answer_failed_execution(client, request, "KernelDied",
-                                "the kernel died while this ran: " + why, false);
+        request.msg_type =
+            e.kind.starts_with("debug_request") ? "debug_request" : "execute_request";
+        answer_failed_request(client, e.request_channel, request, "KernelDied",
+                              "the kernel died while this ran: " + why, false);
     }
 }
 
@@ -640,16 +660,29 @@ void kernel_session::report(const websocket_execution& e) {
     if (env_.executions) env_.executions->finished(e);
 }
 
-void kernel_session::refuse_execution(const std::shared_ptr<kernel_client>& client,
-                                      const kernelproto::message& request, const std::string& why) {
-    answer_failed_execution(client, request, "AuditUnavailable", why + "; the code did not run",
-                            true);
-}
-
-void kernel_session::answer_failed_execution(const std::shared_ptr<kernel_client>& client,
-                                             const kernelproto::message& request,
-                                             const std::string& ename, const std::string& evalue,
-                                             bool with_status) {
+void kernel_session::answer_failed_request(const std::shared_ptr<kernel_client>& client, channel ch,
+                                           const kernelproto::message& request,
+                                           const std::string& ename, const std::string& evalue,
+                                           bool with_status) {
+    auto to_client = [&](channel to, std::string_view type, const nlohmann::json& content) {
+        clients_.send_to(
+            client, to,
+            kernelproto::make_message(type, content, session_id_, "callisto", &request));
+    };
+    if (request.msg_type == "debug_request") {
+        // A Debug Adapter Protocol response, as ipykernel's own failures are.
+        auto content = kernelproto::parse_untrusted_json(request.content).value;
+        nlohmann::json reply = {{"type", "response"}, {"seq", 0},
+                                {"request_seq", 0},   {"success", false},
+                                {"command", ""},      {"message", ename + ": " + evalue}};
+        if (content.is_object()) {
+            if (content.contains("seq") && content["seq"].is_number_integer())
+                reply["request_seq"] = content["seq"];
+            if (content.contains("command") && content["command"].is_string())
+                reply["command"] = content["command"];
+        }
+        return to_client(ch, "debug_reply", reply);
+    }
     const nlohmann::json error = {
         {"ename", ename}, {"evalue", evalue}, {"traceback", {ename + ": " + evalue}}};
     auto reply_content = error;
@@ -658,15 +691,10 @@ void kernel_session::answer_failed_execution(const std::shared_ptr<kernel_client
     // What a kernel sends for a failed execution: busy, the error, idle, and the reply. For a
     // kernel that died, no busy and idle: the server's own status (restarting, dead) is the
     // kernel's state now.
-    auto to_client = [&](channel ch, std::string_view type, const nlohmann::json& content) {
-        clients_.send_to(
-            client, ch,
-            kernelproto::make_message(type, content, session_id_, "callisto", &request));
-    };
     if (with_status) to_client(channel::iopub, "status", {{"execution_state", "busy"}});
     to_client(channel::iopub, "error", error);
     if (with_status) to_client(channel::iopub, "status", {{"execution_state", "idle"}});
-    to_client(channel::shell, "execute_reply", reply_content);
+    to_client(ch, "execute_reply", reply_content);
 }
 
 void kernel_session::report_dropped(const kernelproto::message& next) {

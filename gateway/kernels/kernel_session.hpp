@@ -162,21 +162,23 @@ private:
                              const std::string& session);
     // Tells every client when messages were dropped for being over the kernel's budget.
     void report_dropped(const kernelproto::message& next);
-    // The executions of WebSocket clients: noted on the way to the kernel, reported when the
-    // kernel replies or can no longer reply. False when the observer refuses the request.
-    bool track_request(const std::shared_ptr<kernel_client>& client,
+    // The requests of WebSocket clients that run code (code_requests.hpp): noted on the way to
+    // the kernel, reported when the kernel replies or can no longer reply. False when the
+    // request is refused (and answered): by its form, or by the observer.
+    bool track_request(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
                        const kernelproto::message& msg);
     void track_reply(const kernelproto::message& msg);
     void report(const websocket_execution& e);
     // Every pending execution is over; with `why` (the kernel died), each client waiting for a
     // reply gets an error reply that says so.
     void lose_executions(const std::string& why = {});
-    // Answers a refused execute_request as the kernel would answer a failed one.
-    void refuse_execution(const std::shared_ptr<kernel_client>& client,
-                          const kernelproto::message& request, const std::string& why);
-    void answer_failed_execution(const std::shared_ptr<kernel_client>& client,
-                                 const kernelproto::message& request, const std::string& ename,
-                                 const std::string& evalue, bool with_status);
+    // Answers a request that runs no code (refused, or its kernel died) as the kernel answers
+    // a failed one, on the channel it came on: an execute_request with busy, error, idle (when
+    // `with_status`) and its execute_reply; a debug_request with an unsuccessful debug_reply.
+    void answer_failed_request(const std::shared_ptr<kernel_client>& client,
+                               kernelproto::channel ch, const kernelproto::message& request,
+                               const std::string& ename, const std::string& evalue,
+                               bool with_status);
     // Returns the execution_state of a status message ("" for other messages).
     std::string track_activity(const kernelproto::message& msg);
     void set_state(kernel_state s, std::string execution_state, std::string reason = {});

@@ -12,17 +12,24 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "kernelproto/channel.hpp"
+
 namespace callisto::gateway::kernels {
 
 struct websocket_execution {
     std::string kernel_id;
     std::string kernelspec;
     std::string user;            // who sent it (an admin debugging someone's kernel is named)
-    std::string msg_id;          // the execute_request's
+    std::string msg_id;          // the request's
     std::string request_header;  // its header (JSON), to answer it when the kernel cannot
+    kernelproto::channel request_channel = kernelproto::channel::shell;
+    std::string kind;  // code_request::kind: "execute_request", "debug_request evaluate", ...
     std::string code;
-    // The execute_reply's status (ok, error, aborted), or "lost" when the kernel died or
-    // restarted before it replied.
+    nlohmann::json user_expressions;  // an execute_request's, evaluated after its code
+    // The reply's status (ok, error, aborted; a debug_reply's success is ok or error), or
+    // "lost" when the kernel died or restarted before it replied.
     std::string status;
     std::chrono::system_clock::time_point started;
     std::chrono::steady_clock::time_point started_steady;

@@ -807,6 +807,22 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "audit: an execute_request on control is refused, user_expressions and the debugger's "
+    "evaluations are recorded, and the debugger stops at a breakpoint") {
+    const std::string dir = "/tmp/cle2e-code-requests-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const std::string log = dir + "/audit.log";
+    {
+        server_process server({"--audit-log=" + log});
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_code_requests.py"}, 300,
+                   {{"CALLISTO_AUDIT_LOG", log}});
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
     "logs: --log-format=json writes one JSON object per line, with ids and never the "
     "token or the code") {
     server_process server({"--log-format=json", "--log-level=debug"});

@@ -167,6 +167,40 @@ TEST_CASE("audit log with --audit-code=hash keeps the code's hash and size, not 
     CHECK(j["code_sha256"] == sha256_hex("secret = 'hunter2'"));
 }
 
+TEST_CASE("an audit line names a request other than execute_request, and user_expressions") {
+    temp_dir dir;
+    audit_settings s{dir.path / "audit.log"};
+    {
+        audit_log log(s);
+        auto e = entry("");
+        e.user_expressions = {{"x", "open('/etc/passwd').read()"}};
+        CHECK(log.record(e) == "");
+        auto d = entry("os.getuid()");
+        d.request = "debug_request evaluate";
+        CHECK(log.record(d) == "");
+    }
+    auto lines = read_lines(s.file);
+    auto j = nlohmann::json::parse(lines.at(0));
+    CHECK(j["user_expressions"]["x"] == "open('/etc/passwd').read()");
+    CHECK(j["user_expressions_sha256"] == sha256_hex(j["user_expressions"].dump()));
+    CHECK_FALSE(j.contains("request"));  // an execute_request
+    auto d = nlohmann::json::parse(lines.at(1));
+    CHECK(d["request"] == "debug_request evaluate");
+    CHECK(d["code"] == "os.getuid()");
+    CHECK_FALSE(d.contains("user_expressions"));
+
+    // --audit-code=hash: the expressions' hash, not the expressions.
+    audit_settings hashed{dir.path / "hashed.log"};
+    hashed.record_code = false;
+    audit_log log(hashed);
+    auto e = entry("");
+    e.user_expressions = {{"x", "hunter2"}};
+    CHECK(log.record(e) == "");
+    auto line = read_lines(hashed.file).at(0);
+    CHECK(line.find("hunter2") == std::string::npos);
+    CHECK(nlohmann::json::parse(line).contains("user_expressions_sha256"));
+}
+
 TEST_CASE("audit log rotates by size, keeps N files, and the chain runs through them") {
     temp_dir dir;
     audit_settings s{dir.path / "audit.log"};

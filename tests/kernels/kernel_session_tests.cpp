@@ -366,3 +366,82 @@ TEST_CASE("an execute_request the observer refuses never reaches the kernel; the
     k->submit(client, channel::shell, request("kernel_info_request"));
     REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "kernel_info_request") == 1; }));
 }
+
+TEST_CASE("an execute_request on the control channel never reaches the kernel; it is answered") {
+    fake_world w;
+    recording_observer observer;
+    w.env.executions = &observer;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<websocket_client>();
+    k->attach(client);
+    k->submit(client, channel::control,
+              kp::make_message("execute_request", {{"code", "import os"}}, "client-session"));
+    // busy, error, idle on iopub and the execute_reply, as for any failed execution.
+    REQUIRE(w.run_until([&] { return client->frames.size() == 4; }));
+    CHECK(w.links.count(channel::control, "execute_request") == 0);
+    CHECK(observer.finished_executions.empty());
+}
+
+TEST_CASE("a debugger's evaluate is recorded as an execution, and refused with the log") {
+    fake_world w;
+    recording_observer observer;
+    w.env.executions = &observer;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<websocket_client>();
+    k->attach(client);
+    auto evaluate = kp::make_message("debug_request",
+                                     {{"seq", 3},
+                                      {"type", "request"},
+                                      {"command", "evaluate"},
+                                      {"arguments", {{"expression", "secret"}}}},
+                                     "client-session");
+    const std::string id = evaluate.msg_id;
+    k->submit(client, channel::control, std::move(evaluate));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::control, "debug_request") == 1; }));
+    w.links.last().on_message(channel::control,
+                              from_kernel("debug_reply", {{"success", true}}, id));
+    REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 1; }));
+    CHECK(observer.finished_executions[0].kind == "debug_request evaluate");
+    CHECK(observer.finished_executions[0].code == "secret");
+    CHECK(observer.finished_executions[0].status == "ok");
+    REQUIRE(w.run_until([&] { return client->frames.size() == 1; }));  // the reply, relayed
+
+    // Commands that run no code pass, recorded or not.
+    k->submit(client, channel::control,
+              kp::make_message("debug_request", {{"command", "stackTrace"}}, "client-session"));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::control, "debug_request") == 2; }));
+
+    observer.refusing = "the audit log cannot be written: No space left on device";
+    k->submit(client, channel::control,
+              kp::make_message(
+                  "debug_request",
+                  {{"command", "setVariable"}, {"arguments", {{"name", "x"}, {"value", "1"}}}},
+                  "client-session"));
+    // An unsuccessful debug_reply, and nothing sent to the kernel.
+    REQUIRE(w.run_until([&] { return client->frames.size() == 2; }));
+    CHECK(w.links.count(channel::control, "debug_request") == 2);
+    CHECK(observer.finished_executions.size() == 1);
+}
+
+TEST_CASE("an execute_request's user_expressions reach the record with its code") {
+    fake_world w;
+    recording_observer observer;
+    w.env.executions = &observer;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<websocket_client>();
+    k->attach(client);
+    auto req =
+        kp::make_message("execute_request",
+                         {{"code", ""}, {"user_expressions", {{"x", "__import__('os').getuid()"}}}},
+                         "client-session");
+    const std::string id = req.msg_id;
+    k->submit(client, channel::shell, std::move(req));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    w.links.last().on_message(channel::shell, from_kernel("execute_reply", {{"status", "ok"}}, id));
+    REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 1; }));
+    CHECK(observer.finished_executions[0].user_expressions ==
+          nlohmann::json{{"x", "__import__('os').getuid()"}});
+}
