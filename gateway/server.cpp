@@ -246,6 +246,9 @@ interpreter::interpreter_settings interpreter_settings_for(
     s.result_cap_bytes = config.result_cap_bytes;
     s.queue_limit = config.execution_queue;
     s.interrupt_grace = config.interrupt_grace;
+    s.request_limits.default_timeout = config.execution_timeout;
+    s.request_limits.max_output_budget = config.output_budget_bytes;
+    s.request_limits.max_timeout = config.max_execution_timeout;
     s.max_upload_bytes = config.upload_limit_bytes;
     s.max_download_bytes = std::max(s.max_download_bytes, config.upload_limit_bytes);
     s.default_policy = config.default_policy;
@@ -256,6 +259,14 @@ interpreter::interpreter_settings interpreter_settings_for(
 mcp::tool_limits mcp_tool_limits(const interpreter::interpreter_settings& s) {
     mcp::tool_limits limits;
     limits.max_code_bytes = s.request_limits.max_code_bytes;
+    // An agent's tool call keeps its own, shorter default (a model waits on it), within the
+    // server's bounds.
+    limits.max_timeout = std::min(limits.max_timeout, s.request_limits.max_timeout);
+    if (s.request_limits.default_timeout.count() > 0)
+        limits.default_timeout = std::min(limits.default_timeout, s.request_limits.default_timeout);
+    limits.default_timeout = std::min(limits.default_timeout, limits.max_timeout);
+    limits.max_output_budget = s.text_budget_bytes;
+    limits.default_output_budget = std::min(limits.default_output_budget, s.text_budget_bytes);
     // A file travels base64 inside one JSON body: keep that body a sensible size; larger
     // files go through PUT /v1/contexts/{id}/files/{path}.
     limits.max_upload_bytes = std::min<std::size_t>(s.max_upload_bytes, 16u << 20);

@@ -697,6 +697,14 @@ const std::vector<option>& options() {
          "after a deadline's interrupt, wait this long before restarting\n"
          "the kernel (default 5)",
          seconds_into(&server_config::interrupt_grace, 0, 600, "seconds 0-600")},
+        {"--execution-timeout", "SECS",
+         "the deadline of a /v1 execution that names no timeout (at it: the\n"
+         "interrupt, then after --interrupt-grace a restart) (default 600; 0: none)",
+         seconds_into(&server_config::execution_timeout, 0, 7 * 24 * 3600, "seconds 0-604800")},
+        {"--max-execution-timeout", "SECS",
+         "the longest timeout a /v1 execution may ask for; MCP's run_code\n"
+         "keeps its own 120 s default and 3600 s maximum within it (default 86400)",
+         seconds_into(&server_config::max_execution_timeout, 1, 7 * 24 * 3600, "seconds 1-604800")},
         {"--upload-limit", "SIZE", "largest file upload to a context (default 100MiB)",
          size_into(&server_config::upload_limit_bytes, "a size like 100MiB")},
         {"--mcp-session-timeout", "SECS",
@@ -1023,6 +1031,10 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         return fail("--certfile and --keyfile go together: TLS needs the certificate and its key");
     if (!cfg.client_ca.empty() && cfg.certfile.empty())
         return fail("--client-ca needs --certfile and --keyfile: mutual TLS is TLS first");
+    if (cfg.execution_timeout > cfg.max_execution_timeout)
+        return fail("--execution-timeout (" + std::to_string(cfg.execution_timeout.count()) +
+                    " s) must not exceed --max-execution-timeout (" +
+                    std::to_string(cfg.max_execution_timeout.count()) + " s)");
     if (st.print_config) return {std::nullopt, effective_config(cfg).dump(2), 0};
     if (cfg.runtime_root.empty()) cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
     if (!cfg.state_dir_off && cfg.state_dir.empty() && cfg.sandbox)

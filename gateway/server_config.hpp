@@ -97,7 +97,9 @@ struct server_config {
     std::size_t result_cap_bytes = 5u << 20;          // one MIME value; larger goes to a file
     std::size_t execution_queue = 16;                 // waiting executions per context
     std::chrono::milliseconds interrupt_grace{5000};  // deadline interrupt -> kernel restart
-    std::size_t upload_limit_bytes = 100u << 20;      // PUT /v1/contexts/{id}/files/{path}
+    std::chrono::seconds execution_timeout{600};      // a request's deadline when it names none
+    std::chrono::seconds max_execution_timeout{24 * 3600};  // the most a request may ask for
+    std::size_t upload_limit_bytes = 100u << 20;            // PUT /v1/contexts/{id}/files/{path}
 
     // The MCP endpoint (/mcp, gateway/mcp/).
     std::chrono::seconds mcp_session_timeout{3600};  // idle sessions end; 0: never

@@ -139,6 +139,9 @@ nlohmann::json execution::to_json_locked() const {
           {"stderr_bytes", stderr_.truncated_bytes()},
           {"results", truncated_results_}}},
     };
+    j["timeout"] = request_.timeout
+                       ? nlohmann::json(static_cast<double>(request_.timeout->count()) / 1000)
+                       : nlohmann::json();
     if (!request_.idempotency_key.empty()) j["idempotency_key"] = request_.idempotency_key;
     if (request_.language) j["language"] = languages::to_string(*request_.language);
     if (state_preserved_) j["state_preserved"] = *state_preserved_;

@@ -38,8 +38,8 @@ std::optional<execution_request> execution_request_from_json(
         error = "the request must be a JSON object";
         return std::nullopt;
     }
-    static const char* known[] = {"code",   "language", "timeout",  "idempotency_key",
-                                  "stream", "env",      "keep_ansi"};
+    static const char* known[] = {"code",   "language", "timeout",   "idempotency_key",
+                                  "stream", "env",      "keep_ansi", "output_budget"};
     for (auto& [name, value] : doc.items()) {
         bool ok = false;
         for (const char* k : known) ok = ok || name == k;
@@ -80,6 +80,10 @@ std::optional<execution_request> execution_request_from_json(
             return std::nullopt;
         }
         req.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
+    } else if (limits.default_timeout.count() > 0) {
+        // An execution that stops answering must not stay running for ever: an agent waiting
+        // on it would wait as long.
+        req.timeout = limits.default_timeout;
     }
     if (doc.contains("idempotency_key") && !doc["idempotency_key"].is_null()) {
         const auto& k = doc["idempotency_key"];
@@ -103,6 +107,18 @@ std::optional<execution_request> execution_request_from_json(
             return std::nullopt;
         }
         req.keep_ansi = doc["keep_ansi"].get<bool>();
+    }
+    if (doc.contains("output_budget") && !doc["output_budget"].is_null()) {
+        const auto& b = doc["output_budget"];
+        if (!b.is_number_integer() || b.get<std::int64_t>() < 0 ||
+            b.get<std::uint64_t>() < limits.min_output_budget ||
+            b.get<std::uint64_t>() > limits.max_output_budget) {
+            error = "'output_budget' must be a whole number of bytes from " +
+                    std::to_string(limits.min_output_budget) + " to " +
+                    std::to_string(limits.max_output_budget) + " (the server's --output-budget)";
+            return std::nullopt;
+        }
+        req.output_budget = b.get<std::size_t>();
     }
     if (doc.contains("env") && !doc["env"].is_null()) {
         auto env = parse_env(doc["env"], limits.env, error);

@@ -20,18 +20,29 @@ struct execution_request {
     // none: the kernel's own language; else one the context's kernel runs (its own, or bash
     // and sql in a Python kernel).
     std::optional<languages::execution_language> language;
-    std::optional<std::chrono::milliseconds> timeout;  // none: no deadline
-    std::string idempotency_key;                       // empty: none
-    bool stream = false;                               // NDJSON events instead of one answer
-    env_vars env;                                      // set for this execution only, then restored
-    std::string api = "v1";  // who asked: "v1" or "mcp" (for the audit log)
-    bool keep_ansi = false;  // tracebacks with their ANSI colour codes
+    // The request's, else the server's default; none only where the server has no default
+    // (--execution-timeout=0).
+    std::optional<std::chrono::milliseconds> timeout;
+    std::string idempotency_key;  // empty: none
+    bool stream = false;          // NDJSON events instead of one answer
+    env_vars env;                 // set for this execution only, then restored
+    std::string api = "v1";       // who asked: "v1" or "mcp" (for the audit log)
+    bool keep_ansi = false;       // tracebacks with their ANSI colour codes
+    // Text kept per stream (head and tail), when the client wants less than the server's
+    // --output-budget: an agent sizes it to its model's context.
+    std::optional<std::size_t> output_budget;
 };
 
 struct execution_request_limits {
     std::size_t max_code_bytes = 1 << 20;
+    // --execution-timeout: the deadline of a request that names none (0: none);
+    // --max-execution-timeout: the most a request may ask for.
+    std::chrono::seconds default_timeout{600};
     std::chrono::seconds max_timeout{24 * 3600};
     std::size_t max_key_bytes = 128;
+    // 'output_budget' may ask for min_output_budget up to the server's --output-budget.
+    std::size_t min_output_budget = 256;
+    std::size_t max_output_budget = 1 << 20;
     env_limits env;
 };
 

@@ -210,8 +210,11 @@ void interpreter_context::submit(execution_request request,
             return done({submit_outcome::refused, nullptr, std::move(*why)});
         if (self->queue_.size() >= self->settings_.queue_limit)
             return done({submit_outcome::queue_full, nullptr, {}});
+        const std::size_t budget =
+            std::min(request.output_budget.value_or(self->settings_.text_budget_bytes),
+                     self->settings_.text_budget_bytes);
         auto e = std::make_shared<execution>(kernelproto::new_uuid(), self->id_, std::move(request),
-                                             self->settings_.text_budget_bytes);
+                                             budget);
         self->executions_[e->id()] = e;
         if (!e->request().idempotency_key.empty())
             self->keys_[e->request().idempotency_key] = e->id();

@@ -170,6 +170,7 @@ void context_tools::run_code(const context_ptr& c, const std::string& call_id,
     request.code = a.code;
     request.timeout = a.timeout;
     request.language = a.language;
+    if (a.output_budget > 0) request.output_budget = a.output_budget;
     c->submit(std::move(request), [self = shared_from_this(), c, call_id,
                                    done = std::move(done)](interpreter_context::submit_result r) {
         if (r.outcome == interpreter_context::submit_outcome::queue_full) {

@@ -104,7 +104,15 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
                  {"description", "Time limit (default " +
                                      std::to_string(limits.default_timeout.count()) +
                                      "). At the limit the code is interrupted (state kept); if it "
-                                     "does not stop, the kernel restarts (state lost)."}}}},
+                                     "does not stop, the kernel restarts (state lost)."}}},
+               {"output_budget",
+                {{"type", "integer"},
+                 {"minimum", 256},
+                 {"maximum", limits.max_output_budget},
+                 {"description", "Bytes of stdout, and of stderr, kept (default " +
+                                     std::to_string(limits.default_output_budget) +
+                                     "): beyond it the first and last half are kept, with a "
+                                     "marker saying how much was cut."}}}},
               {"code"})}});
     tools.push_back(
         {{"name", "upload_file"},
@@ -182,8 +190,9 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
     };
 
     if (name == "run_code") {
-        if (!only_known(args, {"code", "language", "timeout_seconds"}, error)) return fail(error);
-        run_code_args a{{}, limits.default_timeout, {}};
+        if (!only_known(args, {"code", "language", "timeout_seconds", "output_budget"}, error))
+            return fail(error);
+        run_code_args a{{}, limits.default_timeout, {}, limits.default_output_budget};
         if (!required_string(args, "code", a.code, error)) return fail(error);
         if (!optional_language(args, a.language, error)) return fail(error);
         if (a.code.size() > limits.max_code_bytes)
@@ -199,6 +208,14 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
                             std::to_string(limits.max_timeout.count()));
             a.timeout =
                 std::chrono::milliseconds(std::max<long long>(1, std::llround(secs * 1000)));
+        }
+        if (args.contains("output_budget")) {
+            const auto& b = args["output_budget"];
+            if (!b.is_number_integer() || b.get<std::int64_t>() < 256 ||
+                b.get<std::uint64_t>() > limits.max_output_budget)
+                return fail("\"output_budget\" must be a whole number of bytes from 256 to " +
+                            std::to_string(limits.max_output_budget));
+            a.output_budget = b.get<std::size_t>();
         }
         return a;
     }

@@ -24,6 +24,7 @@ struct run_code_args {
     std::string code;
     std::chrono::milliseconds timeout;
     tool_language language;
+    std::size_t output_budget = 0;  // text kept per stream
 };
 struct upload_file_args {
     std::string path;
@@ -49,6 +50,10 @@ struct tool_limits {
     std::size_t max_code_bytes = 1 << 20;
     std::chrono::seconds default_timeout{120};
     std::chrono::seconds max_timeout{3600};
+    // A model reads every byte of a result: 1 MiB of output is about a quarter of a million
+    // tokens. What a call keeps per stream unless it asks for more, up to the server's.
+    std::size_t default_output_budget = 32 << 10;
+    std::size_t max_output_budget = 1 << 20;
     std::size_t max_upload_bytes = 8 << 20;
 };
 

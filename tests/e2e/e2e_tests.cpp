@@ -183,6 +183,15 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "execution limits: no timeout means --execution-timeout, at most the maximum; output budgets "
+    "per request and MCP's model-sized one") {
+    server_process server(
+        {"--execution-timeout=2", "--max-execution-timeout=30", "--interrupt-grace=2"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_execution_limits.py"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE(
     "auto-restart: a dead kernel comes back a bounded number of times, then stays dead; a frozen "
     "one is killed first") {
     server_process server(

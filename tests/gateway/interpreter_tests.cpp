@@ -92,7 +92,7 @@ TEST_CASE("execution request: the good forms") {
     auto r = parse(R"j({"code": "print(1)"})j", error);
     REQUIRE(r);
     CHECK(r->code == "print(1)");
-    CHECK_FALSE(r->timeout);
+    CHECK(r->timeout == std::chrono::seconds(600));  // the server's default deadline
     CHECK_FALSE(r->stream);
     r = parse(R"({"code": "", "timeout": 0.5, "idempotency_key": "k-1", "stream": true})", error);
     REQUIRE(r);
@@ -100,6 +100,47 @@ TEST_CASE("execution request: the good forms") {
     CHECK(r->idempotency_key == "k-1");
     CHECK(r->stream);
     r = parse(R"({"code": "1", "timeout": null, "idempotency_key": null})", error);
+    REQUIRE(r);
+    CHECK(r->timeout == std::chrono::seconds(600));
+}
+
+TEST_CASE("execution request: an output budget within the server's, and its bad forms") {
+    std::string error;
+    execution_request_limits limits;
+    limits.max_output_budget = 4096;
+    auto r = parse_execution_request(R"({"code": "1", "output_budget": 1000})", "", limits, error);
+    REQUIRE(r);
+    CHECK(r->output_budget == 1000u);
+    r = parse_execution_request(R"({"code": "1", "output_budget": null})", "", limits, error);
+    REQUIRE(r);
+    CHECK_FALSE(r->output_budget);
+    for (const char* bad :
+         {R"({"code": "1", "output_budget": 4097})", R"({"code": "1", "output_budget": 255})",
+          R"({"code": "1", "output_budget": -5})", R"({"code": "1", "output_budget": 1000.5})",
+          R"({"code": "1", "output_budget": "1KiB"})"}) {
+        CAPTURE(bad);
+        CHECK_FALSE(parse_execution_request(bad, "", limits, error));
+        CHECK(error ==
+              "'output_budget' must be a whole number of bytes from 256 to 4096 (the server's "
+              "--output-budget)");
+    }
+}
+
+TEST_CASE("execution request: a request without a timeout gets the server's, within its maximum") {
+    std::string error;
+    execution_request_limits limits;
+    limits.default_timeout = std::chrono::seconds(30);
+    limits.max_timeout = std::chrono::seconds(60);
+    auto r = parse_execution_request(R"({"code": "1"})", "", limits, error);
+    REQUIRE(r);
+    CHECK(r->timeout == std::chrono::seconds(30));
+    r = parse_execution_request(R"({"code": "1", "timeout": 45})", "", limits, error);
+    REQUIRE(r);
+    CHECK(r->timeout == std::chrono::seconds(45));
+    CHECK_FALSE(parse_execution_request(R"({"code": "1", "timeout": 61})", "", limits, error));
+    CHECK(error == "'timeout' must be more than 0 and at most 60 seconds");
+    limits.default_timeout = std::chrono::seconds(0);  // --execution-timeout=0: none
+    r = parse_execution_request(R"({"code": "1"})", "", limits, error);
     REQUIRE(r);
     CHECK_FALSE(r->timeout);
 }

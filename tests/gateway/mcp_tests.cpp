@@ -291,6 +291,22 @@ TEST_CASE("tools/call arguments: the good forms") {
     CHECK(std::holds_alternative<restart_context_args>(parse_ok({{"name", "restart_context"}})));
 }
 
+TEST_CASE("run_code keeps a model-sized output budget unless it asks for more, within limits") {
+    auto run =
+        std::get<run_code_args>(parse_ok({{"name", "run_code"}, {"arguments", {{"code", "1"}}}}));
+    CHECK(run.output_budget == 32u << 10);
+    auto more = std::get<run_code_args>(parse_ok(
+        {{"name", "run_code"}, {"arguments", {{"code", "1"}, {"output_budget", 200000}}}}));
+    CHECK(more.output_budget == 200000);
+    for (const json& bad : {json(255), json(-1), json(2 << 20), json(1.5), json("1k"), json(true)})
+        CHECK(parse_fails(
+                  {{"name", "run_code"}, {"arguments", {{"code", "1"}, {"output_budget", bad}}}})
+                  .find("\"output_budget\" must be a whole number of bytes from 256 to 1048576") !=
+              std::string::npos);
+    auto schema = tool_definitions(tool_limits{})[0]["inputSchema"]["properties"]["output_budget"];
+    CHECK(schema["maximum"] == 1 << 20);
+}
+
 TEST_CASE("tools/call arguments: every tool takes a language, one of the four") {
     using languages::execution_language;
     auto run = std::get<run_code_args>(parse_ok(

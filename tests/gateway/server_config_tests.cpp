@@ -553,3 +553,26 @@ TEST_CASE("--state-dir and --keep-kernels-on-exit refuse what cannot work") {
     REQUIRE(r.config);
     CHECK(r.config->state_required);
 }
+
+TEST_CASE("config: an execution deadline by default, within a maximum, and their bad forms") {
+    auto d = parse({});
+    REQUIRE(d.config);
+    CHECK(d.config->execution_timeout == 600s);
+    CHECK(d.config->max_execution_timeout == 86400s);
+    auto r = parse({"--execution-timeout=0", "--max-execution-timeout=60"});
+    REQUIRE(r.config);
+    CHECK(r.config->execution_timeout == 0s);
+    CHECK(r.config->max_execution_timeout == 60s);
+    auto over = parse({"--execution-timeout=120", "--max-execution-timeout=60"});
+    CHECK_FALSE(over.config);
+    CHECK(over.message ==
+          "--execution-timeout (120 s) must not exceed --max-execution-timeout (60 s)");
+    for (std::string bad :
+         {"--execution-timeout=-1", "--execution-timeout=10m", "--execution-timeout=604801",
+          "--max-execution-timeout=0", "--max-execution-timeout=x"}) {
+        CAPTURE(bad);
+        auto b = parse({bad});
+        CHECK_FALSE(b.config);
+        CHECK(b.message.find(bad.substr(0, bad.find('='))) != std::string::npos);
+    }
+}
