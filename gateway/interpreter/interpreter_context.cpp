@@ -352,6 +352,9 @@ void interpreter_context::start_next() {
                               : "and the workdir is not writable");
         e->mark_started();
         save_record();  // running, before the kernel has the code
+        if (settings_.audit && !workdir_.empty())
+            workdir_before_ =
+                capture_workdir(workdir_files(workdir_), settings_.audit_compared_files);
         // The shell channel keeps order: the runner is loaded and the variables are set
         // before the code runs.
         if (request.language && !runners_loaded_.contains(*request.language))
@@ -480,9 +483,14 @@ void interpreter_context::audit(const execution& e) {
     entry.output_bytes = record["stdout"].get_ref<const std::string&>().size() +
                          record["stderr"].get_ref<const std::string&>().size() +
                          record["results"].dump().size();
-    for (const auto& t : record["truncated"]["results"])
-        if (auto where = t.value("moved_to", std::string()); !where.empty())
-            entry.files_written.push_back(where);
+    if (workdir_before_) {
+        // Oversized results written to callisto-outputs/ are among the new files.
+        entry.files_written =
+            changed_files(*workdir_before_,
+                          capture_workdir(workdir_files(workdir_), settings_.audit_compared_files),
+                          settings_.audit_named_files);
+        workdir_before_.reset();
+    }
     if (auto why = settings_.audit->record(entry); !why.empty())
         log_.error("execution " + e.id() + " ran but could not be recorded: " + why);
 }

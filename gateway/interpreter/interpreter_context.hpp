@@ -26,6 +26,7 @@
 #include "gateway/interpreter/execution.hpp"
 #include "gateway/interpreter/execution_recorder.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
+#include "gateway/interpreter/workdir_changes.hpp"
 #include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/kernel_policy.hpp"
 #include "gateway/kernels/kernel_session.hpp"
@@ -162,6 +163,9 @@ private:
     std::deque<std::shared_ptr<execution>> queue_;
     std::shared_ptr<execution> current_;
     std::optional<execution_recorder> recorder_;  // the current execution's
+    // The workdir's files before the current execution ran, to name in the audit log what it
+    // created or changed (only with --audit-log).
+    std::optional<workdir_state> workdir_before_;
     ladder ladder_ = ladder::none;
     std::map<std::string, std::shared_ptr<execution>> executions_;
     std::deque<std::string> finished_order_;   // oldest first, for forgetting beyond the limit

@@ -24,6 +24,10 @@ struct interpreter_settings {
     std::size_t max_upload_bytes = 100 << 20;  // PUT .../files/{path}: its own body limit
     std::size_t max_download_bytes = 100 << 20;
     std::size_t max_listed_files = 10000;
+    // The audit log's files_written: workdir entries compared before and after an execution
+    // (blocking I/O on the context's strand, so kept small), and paths named.
+    std::size_t audit_compared_files = 2000;
+    std::size_t audit_named_files = 100;
     // One message on the events WebSocket: code (1 MiB) and env (256 KiB), JSON-escaped.
     std::size_t max_socket_message_bytes = 4 << 20;
     // Where the kernels' own workdirs are, seen from the gateway (<root>/<kernel id>, the

@@ -243,8 +243,11 @@ std::optional<file_error> workdir_files::remove(std::string_view path) const {
 
 namespace {
 
-void walk(int dir_fd, const std::string& prefix, int depth, nlohmann::json& out,
-          std::size_t max_entries, bool include_hidden, bool& truncated) {
+// Depth first, in name order; `visit` sees each entry (its path relative to the workdir) and
+// says whether to go into it when it is a directory. At most max_entries visits.
+void walk_dir(int dir_fd, const std::string& prefix, int depth, std::size_t& visited,
+              std::size_t max_entries, bool include_hidden, bool& truncated,
+              const workdir_files::visitor& visit) {
     int copy = ::dup(dir_fd);
     if (copy < 0) return;
     DIR* d = ::fdopendir(copy);
@@ -262,39 +265,50 @@ void walk(int dir_fd, const std::string& prefix, int depth, nlohmann::json& out,
     ::closedir(d);
     std::sort(names.begin(), names.end());
     for (const auto& name : names) {
-        if (out.size() >= max_entries) {
+        if (visited >= max_entries) {
             truncated = true;
             return;
         }
         struct stat st {};
         if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
         const std::string rel = prefix.empty() ? name : prefix + "/" + name;
-        const char* type = S_ISREG(st.st_mode)   ? "file"
-                           : S_ISDIR(st.st_mode) ? "directory"
-                           : S_ISLNK(st.st_mode) ? "symlink"
-                                                 : "other";
-        nlohmann::json entry = {{"path", rel}, {"type", type}};
-        if (S_ISREG(st.st_mode)) entry["size"] = static_cast<std::uint64_t>(st.st_size);
-        out.push_back(std::move(entry));
-        if (S_ISDIR(st.st_mode) && depth < 16) {
+        ++visited;
+        if (visit(rel, st) && S_ISDIR(st.st_mode) && depth < 16) {
             unique_fd sub(
                 ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
             if (sub.get() >= 0)
-                walk(sub.get(), rel, depth + 1, out, max_entries, include_hidden, truncated);
+                walk_dir(sub.get(), rel, depth + 1, visited, max_entries, include_hidden, truncated,
+                         visit);
         }
     }
 }
 
 }  // namespace
 
-std::optional<file_error> workdir_files::list(nlohmann::json& out, std::size_t max_entries,
-                                              bool include_hidden, bool& truncated) const {
+std::optional<file_error> workdir_files::walk(std::size_t max_entries, bool include_hidden,
+                                              bool& truncated, const visitor& visit) const {
     unique_fd dir(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (dir.get() < 0) return file_error{503, "the context's workdir is not available"};
-    out = nlohmann::json::array();
     truncated = false;
-    walk(dir.get(), "", 0, out, max_entries, include_hidden, truncated);
+    std::size_t visited = 0;
+    walk_dir(dir.get(), "", 0, visited, max_entries, include_hidden, truncated, visit);
     return std::nullopt;
+}
+
+std::optional<file_error> workdir_files::list(nlohmann::json& out, std::size_t max_entries,
+                                              bool include_hidden, bool& truncated) const {
+    out = nlohmann::json::array();
+    return walk(max_entries, include_hidden, truncated,
+                [&out](const std::string& path, const struct stat& st) {
+                    const char* type = S_ISREG(st.st_mode)   ? "file"
+                                       : S_ISDIR(st.st_mode) ? "directory"
+                                       : S_ISLNK(st.st_mode) ? "symlink"
+                                                             : "other";
+                    nlohmann::json entry = {{"path", path}, {"type", type}};
+                    if (S_ISREG(st.st_mode)) entry["size"] = static_cast<std::uint64_t>(st.st_size);
+                    out.push_back(std::move(entry));
+                    return true;
+                });
 }
 
 }  // namespace callisto::gateway::interpreter

@@ -6,8 +6,11 @@
 //
 // Blocking file I/O: callers keep the sizes bounded.
 
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,6 +54,11 @@ public:
     // what is under them) only with include_hidden.
     std::optional<file_error> list(nlohmann::json& out, std::size_t max_entries,
                                    bool include_hidden, bool& truncated) const;
+    // The same walk for other uses: `visit` gets each entry's path and lstat, and returns
+    // whether to go into it (a directory).
+    using visitor = std::function<bool(const std::string& path, const struct stat& st)>;
+    std::optional<file_error> walk(std::size_t max_entries, bool include_hidden, bool& truncated,
+                                   const visitor& visit) const;
 
 private:
     const std::filesystem::path root_;

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "gateway/http/router.hpp"
+#include "gateway/interpreter/workdir_changes.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
 
 using namespace callisto::gateway;
@@ -198,4 +199,48 @@ TEST_CASE("workdir files: the kernel's dot-directories are listed only when aske
     CHECK(paths == std::vector<std::string>{"out", "sales.csv"});
     REQUIRE_FALSE(files.list(list, 100, true, truncated));
     CHECK(list.size() == 6);  // .cache, .cache/matplotlib, its file, out, out/.hidden, sales.csv
+}
+
+// ---- what an execution wrote (the audit log's files_written) --------------------------------
+
+TEST_CASE("changed_files names new and changed files, not unchanged or the kernel's own") {
+    temp_workdir w;
+    workdir_files files(w.root);
+    std::ofstream(w.root / "kept.csv") << "a,b\n";
+    std::ofstream(w.root / "edited.txt") << "old";
+    fs::create_directories(w.root / ".ipython/profile_default");
+    const auto before = capture_workdir(files, 100);
+    CHECK(before.complete);
+    CHECK(before.files.size() == 2);
+
+    std::ofstream(w.root / "edited.txt") << "new and longer";
+    fs::create_directories(w.root / "out/deep");
+    std::ofstream(w.root / "out/deep/chart.png") << "png";
+    std::ofstream(w.root / ".secret") << "dot-files the code writes are named";
+    std::ofstream(w.root / ".ipython/profile_default/history.sqlite") << "the kernel's own";
+    fs::create_symlink("/etc/passwd", w.root / "link");  // not a regular file: not followed
+    const auto after = capture_workdir(files, 100);
+    CHECK(changed_files(before, after, 10) ==
+          std::vector<std::string>{".secret", "edited.txt", "out/deep/chart.png"});
+}
+
+TEST_CASE("changed_files names at most max_paths and counts the rest") {
+    temp_workdir w;
+    workdir_files files(w.root);
+    const auto before = capture_workdir(files, 100);
+    for (int i = 0; i < 5; ++i) std::ofstream(w.root / ("f" + std::to_string(i))) << i;
+    auto changed = changed_files(before, capture_workdir(files, 100), 2);
+    CHECK(changed == std::vector<std::string>{"f0", "f1", "(3 more)"});
+}
+
+TEST_CASE("changed_files says when the workdir held more than was compared") {
+    temp_workdir w;
+    workdir_files files(w.root);
+    for (int i = 0; i < 5; ++i) std::ofstream(w.root / ("f" + std::to_string(i))) << i;
+    const auto before = capture_workdir(files, 3);
+    CHECK_FALSE(before.complete);
+    auto changed = changed_files(before, capture_workdir(files, 3), 10);
+    CHECK(changed.back() == "(the workdir holds more files than were compared)");
+    workdir_files missing(w.root / "gone");
+    CHECK_FALSE(capture_workdir(missing, 10).complete);
 }

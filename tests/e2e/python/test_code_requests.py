@@ -15,7 +15,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from e2e_client import KernelWS, callisto_only, check, check_eq, kernel, poll, run_tests  # noqa: E402
+from e2e_client import (KernelWS, api, callisto_only, check, check_eq, kernel, poll,  # noqa: E402
+                        run_tests)
 
 AUDIT = os.environ.get("CALLISTO_AUDIT_LOG", "")
 TIMEOUT = 60
@@ -127,6 +128,32 @@ def test_the_debugger_stops_at_a_breakpoint_and_its_evaluations_are_recorded():
         reply = ws.reply_to(run_id, timeout=TIMEOUT)
         check_eq(reply["content"]["status"], "ok", "the execution finished")
         dbg.request("disconnect", {"restart": False, "terminateDebuggee": True})
+
+
+@callisto_only
+def test_files_written_names_what_an_execution_created_or_changed():
+    r = api("POST", "/v1/contexts", {})
+    check_eq(r.status, 201, "a context")
+    ctx = r.json()["id"]
+    try:
+        run = api("POST", f"/v1/contexts/{ctx}/executions",
+                  {"code": "open('kept.txt', 'w').write('1'); open('edited.txt', 'w').write('a')"})
+        check_eq(run.json()["status"], "ok", "the first execution")
+        run = api("POST", f"/v1/contexts/{ctx}/executions", {"code": (
+            "import os\n"
+            "os.makedirs('out', exist_ok=True)\n"
+            "open('out/result.csv', 'w').write('a,b\\n1,2\\n')\n"
+            "open('edited.txt', 'a').write('b')\n"
+            "open('.env', 'w').write('X=1')\n")})
+        check_eq(run.json()["status"], "ok", "the second execution")
+        line = audited(lambda a: a.get("execution") == run.json()["id"], "its audit line")
+        check_eq(line["files_written"], [".env", "edited.txt", "out/result.csv"],
+                 "what it created or changed, not what it left alone")
+        run = api("POST", f"/v1/contexts/{ctx}/executions", {"code": "1 + 1"})
+        line = audited(lambda a: a.get("execution") == run.json()["id"], "a third line")
+        check_eq(line["files_written"], [], "an execution that wrote nothing")
+    finally:
+        api("DELETE", f"/v1/contexts/{ctx}")
 
 
 if __name__ == "__main__":
