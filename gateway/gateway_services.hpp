@@ -17,13 +17,13 @@
 #include "gateway/mcp/mcp_endpoint.hpp"
 #include "gateway/readiness.hpp"
 #include "gateway/server_config.hpp"
-#include "gateway/token_auth.hpp"
+#include "gateway/user_directory.hpp"
 
 namespace callisto::gateway {
 
 struct gateway_services {
     const server_config& config;
-    const token_auth& auth;
+    const user_directory& auth;
     kernels::kernel_manager& kernels;
     jupyter_api::kernels_api& kernels_rest;
     jupyter_api::kernelspec_api& kernelspecs_rest;

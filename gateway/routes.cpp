@@ -48,7 +48,7 @@ void kernel_channels(gateway_services& s, incoming_request in) {
     auto ws = std::make_shared<jupyter_api::websocket_session>(
         std::move(taken.stream), std::move(kernel), who.name, s.config, s.log, std::move(from_url),
         std::move(taken.slot));
-    s.sessions.add(ws, "kernel_websocket");
+    s.sessions.add(ws, "kernel_websocket", who.name);
     ws->run(std::move(in.req));
 }
 
@@ -65,7 +65,7 @@ void context_events(gateway_services& s, incoming_request in) {
     auto ws = std::make_shared<interpreter::events_session>(
         std::move(taken.stream), std::move(context), s.interpreter_rest.settings(), s.config, s.log,
         std::move(taken.slot));
-    s.sessions.add(ws, "events_websocket");
+    s.sessions.add(ws, "events_websocket", in.who->name);
     ws->run(std::move(in.req));
 }
 
@@ -73,11 +73,11 @@ void context_events(gateway_services& s, incoming_request in) {
 // the stream.
 void interpreter_route(gateway_services& s, incoming_request in) {
     auto take = in.take_connection;
-    auto take_stream = [&s, take] {
+    auto take_stream = [&s, take, name = in.who->name] {
         auto taken = take();
         auto stream = std::make_shared<interpreter::ndjson_stream>(std::move(taken.stream),
                                                                    std::move(taken.slot));
-        s.sessions.add(stream, "execution_stream");
+        s.sessions.add(stream, "execution_stream", name);
         return stream;
     };
     s.interpreter_rest.handle(in.where, std::move(in.req), *in.who, std::move(in.respond),

@@ -340,8 +340,9 @@ server::server(server_config config, logger log)
           mcp::mcp_session_limits{config_.mcp_session_timeout, config_.mcp_max_sessions},
           log_.component("mcp")),
       mcp_(mcp_sessions_, mcp_tool_limits(contexts_.settings()), CALLISTO_VERSION),
-      auth_(config_.users_file.empty() ? token_auth(config_.token)
-                                       : token_auth::from_users_file(config_.users_file)),
+      auth_(config_.users_file.empty() ? user_directory(token_auth(config_.token))
+                                       : user_directory(config_.users_file)),
+      users_watch_(ioc_),
       requests_(metrics_, log_.component("access")),
       connections_(config_.max_connections, config_.max_connections_per_address),
       request_bodies_(config_.max_body_bytes_in_flight),
@@ -407,6 +408,7 @@ void server::run() {
     listener_->run();
     kernels_.start();
     mcp_sessions_.start_expiry(ioc_);
+    if (auth_.has_file()) watch_users_file();
     trimmer_.start();
     activity_sampler_.start();
 
@@ -427,6 +429,7 @@ void server::wait_for_signal() {
 void server::on_signal(int sig) {
     if (sig == SIGHUP) {
         reload_certificate();
+        if (auth_.has_file()) reload_users("received SIGHUP");
         return wait_for_signal();
     }
     const std::string name = sig == SIGINT ? "SIGINT" : sig == SIGUSR2 ? "SIGUSR2" : "SIGTERM";
@@ -466,6 +469,31 @@ void server::reload_certificate() {
     }
 }
 
+void server::reload_users(const std::string& why) {
+    try {
+        const auto changed = auth_.reload();
+        std::string names;
+        for (const auto& name : changed) names += (names.empty() ? "" : ", ") + name;
+        log_.info(why + "; reloaded the users file " + auth_.file().string() +
+                  (changed.empty() ? "" : "; closing the connections of " + names));
+        if (changed.empty()) return;
+        sessions_.close_of_users(changed);
+        mcp_sessions_.close_of_users(changed);
+    } catch (const std::exception& e) {
+        log_.error(why + "; kept the users in effect: " + std::string(e.what()));
+    }
+}
+
+// A users file edited in place or replaced (an atomic rename) takes effect without a signal.
+void server::watch_users_file() {
+    users_watch_.expires_after(std::chrono::seconds(2));
+    users_watch_.async_wait([this](boost::system::error_code ec) {
+        if (ec) return;
+        if (auth_.file_changed()) reload_users("the users file changed");
+        watch_users_file();
+    });
+}
+
 void server::leave_kernels_running(const std::string& signal_name) {
     log_.info("received " + signal_name + "; exiting now and leaving " +
               std::to_string(kernels_.list().size()) +
@@ -486,6 +514,7 @@ void server::request_stop() {
 void server::begin_stop() {
     listener_->stop();
     trimmer_.stop();
+    users_watch_.cancel();
     activity_sampler_.stop();
     drain_timer_.cancel();
     readiness_.begin_drain();

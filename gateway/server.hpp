@@ -37,7 +37,7 @@
 #include "gateway/memory_trimmer.hpp"
 #include "gateway/readiness.hpp"
 #include "gateway/server_config.hpp"
-#include "gateway/token_auth.hpp"
+#include "gateway/user_directory.hpp"
 #include "launcher/instance_lock.hpp"
 #include "launcher/kernelspec_catalog.hpp"
 #include "launcher/process_supervisor.hpp"
@@ -71,6 +71,10 @@ private:
     void wait_for_signal();
     void on_signal(int sig);
     void reload_certificate();
+    // Reads the users file again (SIGHUP, or a change the watch saw) and closes the open
+    // connections and MCP sessions of the users whose entry went or changed.
+    void reload_users(const std::string& why);
+    void watch_users_file();
     void begin_stop();
     // SIGUSR2 (or SIGTERM with --keep-kernels-on-exit): exits at once, leaving the kernels
     // running and recorded for the next start to adopt.
@@ -121,7 +125,8 @@ private:
     interpreter::interpreter_api interpreter_rest_;
     mcp::mcp_session_registry mcp_sessions_;
     mcp::mcp_endpoint mcp_;
-    token_auth auth_;
+    user_directory auth_;
+    boost::asio::steady_timer users_watch_;  // polls the users file for changes
     session_registry sessions_;
     request_log requests_;
     connection_limiter connections_;

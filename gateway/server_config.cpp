@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -428,10 +429,16 @@ const std::vector<option>& options() {
          path_into(&server_config::users_file, "a users file")},
         {"--hash-token",
          "T",
-         "print the token_sha256 of T for a users file, and exit",
+         "print the token_sha256 of T for a users file, and exit; T '-'\n"
+         "reads it from the first line of standard input (not shown by ps)",
          {[](const std::string& value, parse_state& st) -> std::string {
-              if (!valid_token(value)) return "8-512 printable characters without spaces";
-              st.exit_now = parse_result{std::nullopt, token_auth::token_sha256(value), 0};
+              std::string token = value;
+              if (value == "-") {
+                  std::getline(std::cin, token);
+                  if (!token.empty() && token.back() == '\r') token.pop_back();
+              }
+              if (!valid_token(token)) return "8-512 printable characters without spaces";
+              st.exit_now = parse_result{std::nullopt, token_auth::token_sha256(token), 0};
               return {};
           },
           nullptr}},

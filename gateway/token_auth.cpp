@@ -103,6 +103,19 @@ token_auth token_auth::from_users_file(const std::filesystem::path& file) {
     return auth;
 }
 
+std::set<std::string> token_auth::users_changed_in(const token_auth& next) const {
+    std::set<std::string> changed;
+    for (const auto& e : entries_) {
+        bool same = false;
+        for (const auto& n : next.entries_)
+            if (n.who.name == e.who.name)
+                same = n.digest == e.digest && n.who.admin == e.who.admin &&
+                       n.who.max_kernels == e.who.max_kernels;
+        if (!same) changed.insert(e.who.name);
+    }
+    return changed;
+}
+
 std::optional<user> token_auth::match(std::string_view candidate) const {
     if (candidate.empty()) return std::nullopt;
     const std::string digest = sha256(candidate);

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,10 @@ public:
 
     // Lower-case hex SHA-256 of a token, as the users file stores it.
     static std::string token_sha256(std::string_view token);
+
+    // The names of this set's users that `next` no longer has, or has with another token,
+    // role or quota.
+    std::set<std::string> users_changed_in(const token_auth& next) const;
 
 private:
     struct entry {

@@ -21,7 +21,7 @@ http_response unauthorized() {
 
 }  // namespace
 
-request_dispatcher::request_dispatcher(const token_auth& auth, bool serves_web_root,
+request_dispatcher::request_dispatcher(const user_directory& auth, bool serves_web_root,
                                        std::size_t default_body_limit)
     : auth_(auth), serves_web_root_(serves_web_root), default_body_limit_(default_body_limit) {}
 

@@ -14,8 +14,8 @@
 #include "gateway/http/connection_limiter.hpp"
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/router.hpp"
-#include "gateway/token_auth.hpp"
 #include "gateway/user.hpp"
+#include "gateway/user_directory.hpp"
 
 namespace callisto::gateway {
 
@@ -58,7 +58,7 @@ class request_dispatcher {
 public:
     using handler = std::function<void(incoming_request)>;
 
-    request_dispatcher(const token_auth& auth, bool serves_web_root,
+    request_dispatcher(const user_directory& auth, bool serves_web_root,
                        std::size_t default_body_limit);
 
     void handle(route_kind kind, handler h, route_options options = {});
@@ -81,7 +81,7 @@ private:
         handler run;
         route_options options;
     };
-    const token_auth& auth_;
+    const user_directory& auth_;
     const bool serves_web_root_;
     const std::size_t default_body_limit_;
     std::array<entry, static_cast<std::size_t>(route_kind::route_kind_count)> routes_;

@@ -96,6 +96,22 @@ void mcp_session_registry::close_all() {
     for (auto& [id, s] : all) end(s, "the server is stopping");
 }
 
+void mcp_session_registry::close_of_users(const std::set<std::string>& names) {
+    std::vector<std::shared_ptr<mcp_session>> gone;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = sessions_.begin(); it != sessions_.end();) {
+            if (names.contains(it->second->owner().name)) {
+                gone.push_back(it->second);
+                it = sessions_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& s : gone) end(s, "ended: its user was removed or changed in the users file");
+}
+
 std::size_t mcp_session_registry::size() const {
     std::lock_guard lock(mutex_);
     return sessions_.size();

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
@@ -52,6 +53,8 @@ public:
     // Ends sessions idle for longer than the timeout (never one with a call in flight).
     std::size_t expire_idle();
     void close_all();
+    // Ends the sessions of these users (removed from the users file, or changed).
+    void close_of_users(const std::set<std::string>& names);
     std::size_t size() const;
 
     // Runs expire_idle() periodically on `ioc` until stop_expiry() or close_all().

@@ -136,6 +136,19 @@ TEST_CASE(
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE(
+    "users: the users file is read again on SIGHUP and on change; a removed user loses their "
+    "WebSockets; --hash-token=- reads standard input") {
+    const auto users = write_users_file("reload");
+    {
+        server_process server({"--users=" + users.string()});
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_users_reload.py"}, 300,
+                   {{"CALLISTO_USERS_FILE", users.string()}});
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove(users);
+}
+
 TEST_CASE("warm pool: creates claim pre-started kernels, the pool refills, none is shared") {
     server_process server({"--pool-size=1"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_pool.py"});

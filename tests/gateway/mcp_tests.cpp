@@ -754,3 +754,15 @@ TEST_CASE("registry: close_all ends every session and refuses new ones") {
     CHECK_FALSE(f.registry.create(ana, "2025-06-18", error));
     CHECK_FALSE(error.empty());
 }
+
+TEST_CASE("registry: the sessions of users removed from the users file end; others stay") {
+    endpoint_fixture f;
+    const auto ana_session = f.initialize(ana);
+    const auto bob_session = f.initialize(bob);
+    f.registry.close_of_users({"bob", "nobody"});
+    CHECK(f.backends[0]->closed == 0);
+    CHECK(f.backends[1]->closed == 1);
+    CHECK(f.registry.size() == 1);
+    CHECK(f.registry.find_for(ana_session, ana));
+    CHECK_FALSE(f.registry.find_for(bob_session, bob));
+}

@@ -9,7 +9,7 @@ using namespace callisto::gateway;
 
 namespace {
 
-const token_auth auth("dispatcher-test-token");
+const user_directory auth(token_auth("dispatcher-test-token"));
 constexpr std::string_view good = "token dispatcher-test-token";
 
 // The answer a dispatched request gets, and which handler ran.

@@ -1,5 +1,7 @@
+#include "gateway/http/session_registry.hpp"
 #include "gateway/http/websocket_subprotocols.hpp"
 #include "gateway/token_auth.hpp"
+#include "gateway/user_directory.hpp"
 
 #include <unistd.h>
 #include <cstdint>
@@ -140,4 +142,100 @@ TEST_CASE("a bad users file is refused with a message naming the problem") {
                              std::runtime_error);
     }
     CHECK_THROWS_AS(token_auth::from_users_file("/nonexistent/users.json"), std::runtime_error);
+}
+
+// ---- the users file read again while the server runs (user_directory) ------------------------
+
+namespace {
+
+std::string user_entry(const std::string& name, const std::string& token,
+                       const std::string& extra = "") {
+    return R"({"name": ")" + name + R"(", "token_sha256": ")" + token_auth::token_sha256(token) +
+           "\"" + extra + "}";
+}
+
+void rewrite(const std::filesystem::path& path, const std::string& text) {
+    // As an admin's editor or a deployment does: a new file renamed into place.
+    const auto tmp = path.string() + ".new";
+    std::ofstream(tmp) << text;
+    std::filesystem::rename(tmp, path);
+}
+
+}  // namespace
+
+TEST_CASE("a reload puts the users file in effect and names who went or changed") {
+    using callisto::gateway::user_directory;
+    users_file f("[" + user_entry("ana", "ana-token-1") + "," + user_entry("bob", "bob-token-1") +
+                 "," + user_entry("cy", "cy-token-1", R"(, "max_kernels": 1)") + "]");
+    user_directory users(f.path);
+    CHECK(users.has_file());
+    CHECK_FALSE(users.file_changed());
+    CHECK(users.authenticate("token bob-token-1", ""));
+    CHECK_FALSE(users.authenticate("token dee-token-1", ""));
+
+    // bob removed, cy's quota changed, dee added, ana as she was.
+    rewrite(f.path, "[" + user_entry("ana", "ana-token-1") + "," +
+                        user_entry("cy", "cy-token-1", R"(, "max_kernels": 3)") + "," +
+                        user_entry("dee", "dee-token-1") + "]");
+    CHECK(users.file_changed());
+    CHECK(users.reload() == std::set<std::string>{"bob", "cy"});
+    CHECK_FALSE(users.file_changed());
+    CHECK_FALSE(users.authenticate("token bob-token-1", ""));
+    CHECK(users.authenticate("token dee-token-1", "")->name == "dee");
+    CHECK(users.authenticate("token cy-token-1", "")->max_kernels == 3);
+    CHECK(users.authenticate("token ana-token-1", ""));
+
+    // A new token for ana: her old one stops working, and she is named.
+    rewrite(f.path, "[" + user_entry("ana", "ana-token-2") + "," +
+                        user_entry("dee", "dee-token-1", R"(, "role": "admin")") + "]");
+    CHECK(users.reload() == std::set<std::string>{"ana", "cy", "dee"});
+    CHECK_FALSE(users.authenticate("token ana-token-1", ""));
+    CHECK(users.authenticate("token dee-token-1", "")->admin);
+}
+
+TEST_CASE("a users file that no longer parses leaves the users in effect") {
+    using callisto::gateway::user_directory;
+    users_file f("[" + user_entry("ana", "ana-token-1") + "]");
+    user_directory users(f.path);
+    for (const char* bad : {"", "[]", "not json", R"([{"name": "x"}])"}) {
+        CAPTURE(bad);
+        rewrite(f.path, bad);
+        CHECK(users.file_changed());
+        CHECK_THROWS_AS(users.reload(), std::runtime_error);
+        CHECK_FALSE(users.file_changed());  // not read again, and logged, every poll
+        CHECK(users.authenticate("token ana-token-1", ""));
+    }
+    std::filesystem::remove(f.path);
+    CHECK(users.file_changed());
+    CHECK_THROWS_AS(users.reload(), std::runtime_error);
+    CHECK(users.authenticate("token ana-token-1", ""));
+}
+
+TEST_CASE("one token has nothing to reload") {
+    using callisto::gateway::user_directory;
+    user_directory users(token_auth("a-single-token"));
+    CHECK_FALSE(users.has_file());
+    CHECK_FALSE(users.file_changed());
+    CHECK(users.reload().empty());
+    CHECK(users.authenticate("token a-single-token", ""));
+}
+
+TEST_CASE("the session registry closes the sessions of the users named, and no others") {
+    struct fake_session {
+        bool closed = false;
+        void close() { closed = true; }
+    };
+    callisto::gateway::session_registry sessions;
+    auto bob = std::make_shared<fake_session>();
+    auto ana = std::make_shared<fake_session>();
+    auto anonymous = std::make_shared<fake_session>();
+    sessions.add(bob, "kernel_websocket", "bob");
+    sessions.add(ana, "events_websocket", "ana");
+    sessions.add(anonymous, "http");
+    sessions.close_of_users({"bob"});
+    CHECK(bob->closed);
+    CHECK_FALSE(ana->closed);
+    CHECK_FALSE(anonymous->closed);
+    CHECK(sessions.open_by_kind() ==
+          std::map<std::string, std::size_t>{{"events_websocket", 1}, {"http", 1}});
 }

@@ -26,7 +26,8 @@ RULES = {
     "gateway/kernels": (("gateway/kernels/", "gateway/user.hpp") + LOWER, ("boost/beast",)),
     # The HTTP server knows routes, tokens and users, never the APIs: the composition root
     # registers their handlers with the request dispatcher (gateway/routes.cpp).
-    "gateway/http": (("gateway/http/", "gateway/user.hpp", "gateway/token_auth.hpp") + LOWER, ()),
+    "gateway/http": (("gateway/http/", "gateway/user.hpp", "gateway/token_auth.hpp",
+                      "gateway/user_directory.hpp") + LOWER, ()),
     # The languages of executions: code for kernels, pure (no Asio, no HTTP, no kernels).
     "gateway/languages": (("gateway/languages/",) + LOWER, ("boost/",)),
     # The audit log: files and hashes, told what ran by the APIs.
