@@ -381,7 +381,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "agent loop (examples/agent_loop.py): a scripted model fixes its bug from the traceback") {
+    "agent loop (examples/agent_loop.py): a scripted model fixes its bug from the traceback, in "
+    "both function-calling shapes; the real API clients against a stand-in; the command line "
+    "with no key") {
     server_process server;
     run_client(server, {python, source_dir + "/tests/e2e/python/test_agent_loop.py"});
     CHECK(server.stop() == 0);
@@ -544,8 +546,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "tls: HTTPS and WSS with curl, websocket-client and jupyter_server --gateway-url; TLS 1.2 "
-    "at least; plain HTTP answered; SIGHUP reloads the certificate; mutual TLS") {
+    "tls: HTTPS and WSS with curl, websocket-client, jupyter_server --gateway-url and the example "
+    "agent loop; TLS 1.2 at least; plain HTTP answered; SIGHUP reloads the certificate; mutual "
+    "TLS") {
     const std::string dir = "/tmp/cle2e-tls-" + std::to_string(::getpid());
     std::filesystem::remove_all(dir);
     auto made = run_command(
@@ -566,6 +569,10 @@ TEST_CASE(
         run_client(server,
                    {python, source_dir + "/tests/e2e/python/test_jupyter_server_gateway.py"}, 900,
                    env);
+        // examples/agent_loop.py over HTTPS: --ca-file, $CALLISTO_CA, a clear refusal without.
+        run_client(server,
+                   {python, source_dir + "/tests/e2e/python/test_agent_loop.py", "-k", "https"},
+                   900, env);
         CHECK(server.stop() == 0);
         CHECK(server.log().find("reloaded the TLS certificate") != std::string::npos);
     }
