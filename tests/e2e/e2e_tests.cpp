@@ -233,6 +233,14 @@ TEST_CASE("jupyter_server --gateway-url attaches to callisto") {
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE(
+    "README's Jupyter attach commands, as written: jupyter-nbclassic --gateway-url serves the "
+    "notebook UI on callisto's kernels, as root with --allow-root and as another user without") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_jupyter_attach.py"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("SIGTERM stops the server in order, leaving no kernel process, socket or file") {
     server_process server;
     const std::string runtime = server.runtime_dir().string();
@@ -569,6 +577,11 @@ TEST_CASE(
         run_client(server,
                    {python, source_dir + "/tests/e2e/python/test_jupyter_server_gateway.py"}, 900,
                    env);
+        // The README's notebook UI command over HTTPS, trusting the CA by SSL_CERT_FILE.
+        run_client(
+            server,
+            {python, source_dir + "/tests/e2e/python/test_jupyter_attach.py", "-k", "unprivileged"},
+            900, env);
         // examples/agent_loop.py over HTTPS: --ca-file, $CALLISTO_CA, a clear refusal without.
         run_client(server,
                    {python, source_dir + "/tests/e2e/python/test_agent_loop.py", "-k", "https"},
