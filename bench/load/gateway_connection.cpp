@@ -48,24 +48,15 @@ nlohmann::json make_message(const std::string& msg_type, nlohmann::json content,
             {"buffers", nlohmann::json::array()}};
 }
 
-namespace {
-
-asio::awaitable<tcp::resolver::results_type> resolve(asio::any_io_executor executor,
-                                                     const load_options& o) {
-    tcp::resolver resolver(executor);
-    co_return co_await resolver.async_resolve(o.host, o.port, use_awaitable);
-}
-
-}  // namespace
-
-http_connection::http_connection(asio::any_io_executor executor, const load_options& options)
-    : executor_(std::move(executor)), options_(options) {}
+http_connection::http_connection(asio::any_io_executor executor, const load_options& options,
+                                 asio::ssl::context* tls)
+    : executor_(std::move(executor)), options_(options), tls_(tls) {}
 
 asio::awaitable<http_answer> http_connection::request(http::verb method, std::string target,
                                                       std::string body,
                                                       std::chrono::seconds timeout) {
     http::request<http::string_body> req{method, target, 11};
-    req.set(http::field::host, options_.host);
+    req.set(http::field::host, host_header(options_.host, options_.port));
     req.set(http::field::authorization, "token " + options_.token);
     req.keep_alive(true);
     if (!body.empty()) {
@@ -80,19 +71,18 @@ asio::awaitable<http_answer> http_connection::request(http::verb method, std::st
         bool answer_started = false;
         try {
             if (!stream_) {
-                stream_.emplace(executor_);
-                stream_->expires_after(timeout);
-                co_await stream_->async_connect(co_await resolve(executor_, options_),
-                                                use_awaitable);
+                stream_.emplace(executor_, tls_);
+                stream_->tcp().expires_after(timeout);
+                co_await stream_->connect(options_);
             }
-            stream_->expires_after(timeout);
+            stream_->tcp().expires_after(timeout);
             co_await http::async_write(*stream_, req, use_awaitable);
             http::response_parser<http::string_body> parser;
             parser.body_limit(64u << 20);
             co_await http::async_read_header(*stream_, buffer_, parser, use_awaitable);
             answer_started = true;
             co_await http::async_read(*stream_, buffer_, parser, use_awaitable);
-            stream_->expires_never();
+            stream_->tcp().expires_never();
             auto res = parser.release();
             if (!res.keep_alive()) stream_.reset();
             co_return http_answer{res.result_int(), std::move(res.body())};
@@ -106,9 +96,10 @@ asio::awaitable<http_answer> http_connection::request(http::verb method, std::st
 }
 
 struct kernel_socket::connection {
-    explicit connection(const asio::any_io_executor& executor) : ws(executor), arrival(executor) {}
+    connection(const asio::any_io_executor& executor, asio::ssl::context* tls)
+        : ws(executor, tls), arrival(executor) {}
 
-    websocket::stream<beast::tcp_stream> ws;
+    websocket::stream<gateway_stream> ws;
     beast::flat_buffer buffer;
     std::string expected;              // the msg_id whose answers are kept
     std::deque<nlohmann::json> inbox;  // kept messages not yet received
@@ -116,22 +107,23 @@ struct kernel_socket::connection {
     std::optional<boost::system::system_error> failure;  // why reading stopped
 };
 
-kernel_socket::kernel_socket(asio::any_io_executor executor, const load_options& options)
-    : executor_(std::move(executor)), options_(options) {}
+kernel_socket::kernel_socket(asio::any_io_executor executor, const load_options& options,
+                             asio::ssl::context* tls)
+    : executor_(std::move(executor)), options_(options), tls_(tls) {}
 
 asio::awaitable<void> kernel_socket::open(const std::string& kernel_id) {
     close();
-    auto c = std::make_shared<connection>(executor_);
-    auto& tcp_layer = beast::get_lowest_layer(c->ws);
+    auto c = std::make_shared<connection>(executor_, tls_);
+    auto& tcp_layer = c->ws.next_layer().tcp();
     tcp_layer.expires_after(std::chrono::seconds(30));
-    co_await tcp_layer.async_connect(co_await resolve(executor_, options_), use_awaitable);
+    co_await c->ws.next_layer().connect(options_);
     // As browsers and jupyter_client do: a small request leaves at once.
     tcp_layer.socket().set_option(tcp::no_delay(true));
     c->ws.set_option(websocket::stream_base::decorator([token = options_.token](auto& req) {
         req.set(http::field::authorization, "token " + token);
     }));
     c->ws.read_message_max(64u << 20);
-    co_await c->ws.async_handshake(options_.host + ":" + options_.port,
+    co_await c->ws.async_handshake(host_header(options_.host, options_.port),
                                    "/api/kernels/" + kernel_id + "/channels", use_awaitable);
     // From here the waits are bounded by receive()'s deadline, not by the stream's timer.
     tcp_layer.expires_never();
@@ -144,7 +136,7 @@ void kernel_socket::close() {
     if (!connection_) return;
     boost::system::error_code ignored;
     // The reader's read ends with an error; it holds the connection until then.
-    beast::get_lowest_layer(connection_->ws).socket().close(ignored);
+    connection_->ws.next_layer().tcp().socket().close(ignored);
     connection_.reset();
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The two ways callisto-load talks to a gateway, as coroutines: a keep-alive HTTP connection,
-// and a kernel's WebSocket channels (the Jupyter protocol's JSON messages).
+// and a kernel's WebSocket channels (the Jupyter protocol's JSON messages). Both over TLS when
+// given a TLS context (https:// and wss://).
 
 #include <chrono>
 #include <memory>
@@ -9,13 +10,13 @@
 #include <utility>  // before Boost 1.74's awaitable.hpp, which uses std::exchange unincluded
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <boost/beast/websocket/stream.hpp>
 #include <nlohmann/json.hpp>
 
+#include "gateway_stream.hpp"
 #include "load_options.hpp"
 
 namespace callisto::load {
@@ -30,7 +31,9 @@ struct http_answer {
 
 class http_connection {
 public:
-    http_connection(asio::any_io_executor executor, const load_options& options);
+    // Over TLS when `tls` is not null (it must outlive the connection).
+    http_connection(asio::any_io_executor executor, const load_options& options,
+                    asio::ssl::context* tls);
 
     // Connects (again) when needed. Throws boost::system::system_error on a network error
     // or when no answer came within `timeout`; the connection is then reopened next time.
@@ -40,7 +43,8 @@ public:
 private:
     asio::any_io_executor executor_;
     const load_options& options_;
-    std::optional<beast::tcp_stream> stream_;
+    asio::ssl::context* tls_;
+    std::optional<gateway_stream> stream_;
     beast::flat_buffer buffer_;
 };
 
@@ -49,7 +53,8 @@ private:
 // client thinks, so an execution's latency never includes a backlog or a reconnection.
 class kernel_socket {
 public:
-    kernel_socket(asio::any_io_executor executor, const load_options& options);
+    kernel_socket(asio::any_io_executor executor, const load_options& options,
+                  asio::ssl::context* tls);
     ~kernel_socket() { close(); }
     kernel_socket(const kernel_socket&) = delete;
     kernel_socket& operator=(const kernel_socket&) = delete;
@@ -74,6 +79,7 @@ private:
 
     asio::any_io_executor executor_;
     const load_options& options_;
+    asio::ssl::context* tls_;
     std::shared_ptr<connection> connection_;
 };
 

@@ -15,7 +15,13 @@ Drives a Callisto (or any Jupyter-compatible) gateway with N clients over K kern
 contexts, for a fixed time, and reports throughput, latency percentiles, lost replies,
 connection errors and the server's memory and descriptors over time.
 
-  --url=http://HOST:PORT   the gateway (default http://127.0.0.1:8888)
+  --url=URL                the gateway: http://HOST:PORT or https://HOST:PORT (the
+                           kernels' WebSockets are then wss://); default
+                           http://127.0.0.1:8888
+  --ca-file=FILE           https: trust the CA in this PEM file (default: the system's
+                           store, /etc/ssl/certs)
+  --insecure-skip-verify   https: do not verify the server's certificate at all (a
+                           self-signed test certificate); never against a real deployment
   --token=T                its token (default $CALLISTO_TOKEN)
   --api=jupyter|v1         Jupyter WebSocket executions, or /v1 context executions
                            (default jupyter)
@@ -48,7 +54,59 @@ bool number(const std::string& text, T& out, T low, T high) {
     return true;
 }
 
+bool is_port(const std::string& text) {
+    int port = 0;
+    return !text.empty() && text.size() <= 5 && number(text, port, 1, 65535) && text[0] != '0';
+}
+
 }  // namespace
+
+parsed_url parse_gateway_url(std::string_view text) {
+    auto fail = [](std::string why) { return parsed_url{std::nullopt, std::move(why)}; };
+    gateway_url url;
+    std::string_view rest;
+    if (text.rfind("https://", 0) == 0) {
+        url.tls = true;
+        rest = text.substr(8);
+    } else if (text.rfind("http://", 0) == 0) {
+        rest = text.substr(7);
+    } else {
+        return fail("http://HOST:PORT or https://HOST:PORT");
+    }
+    const auto slash = rest.find('/');
+    if (slash != std::string_view::npos && slash + 1 != rest.size())
+        return fail("no path, query or fragment: callisto-load uses the server's own routes");
+    std::string_view authority = rest.substr(0, slash);
+    if (authority.find_first_of("@?#") != std::string_view::npos)
+        return fail("HOST:PORT only (no user, query or fragment)");
+    std::string_view port;
+    if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
+        const auto close = authority.find(']');
+        if (close == std::string_view::npos || close == 1) return fail("an IPv6 address: [ADDR]");
+        url.host = std::string(authority.substr(1, close - 1));
+        const auto after = authority.substr(close + 1);
+        if (!after.empty() && after.front() != ':') return fail("[ADDR]:PORT");
+        if (!after.empty()) port = after.substr(1);
+        if (after == ":") return fail("a port after the ':'");
+    } else {
+        const auto colon = authority.find(':');
+        url.host = std::string(authority.substr(0, colon));
+        if (colon != std::string_view::npos) {
+            port = authority.substr(colon + 1);
+            if (port.empty()) return fail("a port after the ':'");
+        }
+    }
+    if (url.host.empty()) return fail("a host: http://HOST:PORT or https://HOST:PORT");
+    if (url.host.find_first_of("[] \t") != std::string::npos) return fail("a host name or address");
+    url.port = port.empty() ? (url.tls ? "443" : "80") : std::string(port);
+    if (!is_port(url.port)) return fail("a port from 1 to 65535");
+    return {url, {}};
+}
+
+std::string host_header(const std::string& host, const std::string& port) {
+    const bool ipv6 = host.find(':') != std::string::npos;
+    return (ipv6 ? "[" + host + "]" : host) + ":" + port;
+}
 
 parsed_options parse_load_options(const std::vector<std::string>& args) {
     load_options o;
@@ -65,6 +123,10 @@ parsed_options parse_load_options(const std::vector<std::string>& args) {
             o.keep_kernels = true;
             continue;
         }
+        if (arg == "--insecure-skip-verify") {
+            o.insecure_skip_verify = true;
+            continue;
+        }
         const auto eq = arg.find('=');
         if (arg.rfind("--", 0) != 0 || eq == std::string::npos)
             return fail("unknown argument " + arg + " (--help lists them)");
@@ -72,15 +134,14 @@ parsed_options parse_load_options(const std::vector<std::string>& args) {
         const std::string value = arg.substr(eq + 1);
         int n = 0;
         if (name == "url") {
-            const std::string scheme = "http://";
-            if (value.rfind(scheme, 0) != 0) return fail("--url: http://HOST:PORT");
-            const auto hostport =
-                value.substr(scheme.size(), value.find('/', scheme.size()) - scheme.size());
-            const auto colon = hostport.rfind(':');
-            if (colon == std::string::npos || colon == 0 || colon + 1 == hostport.size())
-                return fail("--url: http://HOST:PORT");
-            o.host = hostport.substr(0, colon);
-            o.port = hostport.substr(colon + 1);
+            auto parsed = parse_gateway_url(value);
+            if (!parsed.url) return fail("--url " + value + ": " + parsed.error);
+            o.tls = parsed.url->tls;
+            o.host = std::move(parsed.url->host);
+            o.port = std::move(parsed.url->port);
+        } else if (name == "ca-file") {
+            if (value.empty()) return fail("--ca-file: a PEM file");
+            o.ca_file = value;
         } else if (name == "token") {
             o.token = value;
         } else if (name == "api") {
@@ -116,6 +177,10 @@ parsed_options parse_load_options(const std::vector<std::string>& args) {
         }
     }
     if (o.token.empty()) return fail("no token: --token=T or $CALLISTO_TOKEN");
+    if (!o.tls && (!o.ca_file.empty() || o.insecure_skip_verify))
+        return fail("--ca-file and --insecure-skip-verify are for an https:// --url");
+    if (!o.ca_file.empty() && o.insecure_skip_verify)
+        return fail("--ca-file verifies the server, --insecure-skip-verify does not: one of them");
     return {o, {}, 0};
 }
 

@@ -32,6 +32,13 @@ double load_run::elapsed_seconds() const {
 }
 
 std::string load_run::run() {
+    if (options_.tls) {
+        try {
+            tls_ = make_tls_context(options_);
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+    }
     asio::co_spawn(ioc_, main_task(), asio::detached);
     ioc_.run();
     return setup_error_;
@@ -67,7 +74,7 @@ asio::awaitable<void> load_run::main_task() {
 }
 
 asio::awaitable<std::string> load_run::make_targets() {
-    http_connection http(co_await asio::this_coro::executor, options_);
+    http_connection http(co_await asio::this_coro::executor, options_, tls_.get());
     for (int i = 0; i < options_.kernels; ++i) {
         const bool v1 = options_.api == api_kind::v1;
         const nlohmann::json body = v1 ? nlohmann::json{{"kernel", options_.kernel}}
@@ -76,6 +83,8 @@ asio::awaitable<std::string> load_run::make_targets() {
         try {
             answer = co_await http.request(http::verb::post, v1 ? "/v1/contexts" : "/api/kernels",
                                            body.dump(), std::chrono::seconds(120));
+        } catch (const boost::system::system_error& e) {
+            co_return std::string("cannot reach the gateway: ") + e.what() + tls_hint(e.code());
         } catch (const std::exception& e) {
             co_return std::string("cannot reach the gateway: ") + e.what();
         }
@@ -89,7 +98,7 @@ asio::awaitable<std::string> load_run::make_targets() {
 }
 
 asio::awaitable<void> load_run::remove_targets() {
-    http_connection http(co_await asio::this_coro::executor, options_);
+    http_connection http(co_await asio::this_coro::executor, options_, tls_.get());
     const std::string prefix = options_.api == api_kind::v1 ? "/v1/contexts/" : "/api/kernels/";
     for (const auto& id : targets_) {
         try {
@@ -107,8 +116,8 @@ asio::awaitable<void> load_run::client(int index) {
     auto executor = co_await asio::this_coro::executor;
     std::mt19937 random(static_cast<unsigned>(index) * 7919u + 17u);
     const std::string target = targets_[static_cast<std::size_t>(index) % targets_.size()];
-    kernel_socket socket(executor, options_);
-    http_connection http(executor, options_);
+    kernel_socket socket(executor, options_, tls_.get());
+    http_connection http(executor, options_, tls_.get());
     const std::string session = new_id();
     while (clock::now() < ends_) {
         const snippet& s = snippet_of(mix_.draw(random));
@@ -214,7 +223,7 @@ asio::awaitable<void> load_run::jupyter_execution(kernel_socket& socket,
 
 asio::awaitable<void> load_run::interrupt_soon(std::string kernel_id) {
     co_await sleep_for(std::chrono::milliseconds(200));
-    http_connection http(co_await asio::this_coro::executor, options_);
+    http_connection http(co_await asio::this_coro::executor, options_, tls_.get());
     try {
         co_await http.request(http::verb::post, "/api/kernels/" + kernel_id + "/interrupt", {},
                               std::chrono::seconds(30));
@@ -296,7 +305,7 @@ bool load_run::expected(const snippet& s, const outcome& o, bool over_v1, std::s
 }
 
 asio::awaitable<void> load_run::sampler() {
-    http_connection http(co_await asio::this_coro::executor, options_);
+    http_connection http(co_await asio::this_coro::executor, options_, tls_.get());
     const bool tty = ::isatty(STDERR_FILENO);
     while (!stopping_) {
         server_sample sample;

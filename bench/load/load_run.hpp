@@ -4,6 +4,7 @@
 // removes what it made.
 
 #include <chrono>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>  // before Boost 1.74's awaitable.hpp, which uses std::exchange unincluded
@@ -11,6 +12,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 #include "gateway_connection.hpp"
 #include "load_options.hpp"
@@ -64,6 +66,7 @@ private:
     static outcome outcome_of_execution_json(const nlohmann::json& execution);
 
     load_options options_;
+    std::shared_ptr<asio::ssl::context> tls_;  // https:// only
     load_stats stats_;
     snippet_mix mix_;
     asio::io_context ioc_;

@@ -255,6 +255,14 @@ TEST_CASE("jupyter_server --gateway-url attaches to callisto") {
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE(
+    "README's Jupyter attach commands, as written: jupyter-nbclassic --gateway-url serves the "
+    "notebook UI on callisto's kernels, as root with --allow-root and as another user without") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_jupyter_attach.py"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("SIGTERM stops the server in order, leaving no kernel process, socket or file") {
     server_process server;
     const std::string runtime = server.runtime_dir().string();
@@ -342,6 +350,73 @@ TEST_CASE("callisto-load for 60 s: 100 clients over 10 kernels, the mixed scenar
 }
 
 TEST_CASE(
+    "callisto-load over https and wss: a TLS deployment load-tested, nothing lost; a certificate "
+    "it does not trust stops it at once, saying how to trust it") {
+    const std::string dir = "/tmp/cle2e-load-tls-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    auto made = run_command(
+        {python, source_dir + "/tests/e2e/python/test_tls.py", "--make-certs", dir}, {}, 300);
+    INFO(made.output);
+    REQUIRE(made.exit_code == 0);
+    server_process server(
+        {"--certfile=" + dir + "/server.pem", "--keyfile=" + dir + "/server.key", "--pool-size=2"});
+    REQUIRE(server.url().rfind("https://", 0) == 0);
+    const std::string report = dir + "/load.json";
+    auto load = [&](std::vector<std::string> args) {
+        std::vector<std::string> argv = {CALLISTO_LOAD, "--token=" + server.token(),
+                                         "--no-progress", "--json=" + report, "--timeout=60"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        std::filesystem::remove(report);
+        return run_command(argv, {}, 300);
+    };
+    auto clean = [&](const std::string& what) {
+        std::ifstream in(report);
+        const auto j = nlohmann::json::parse(in, nullptr, false);
+        INFO(what);
+        REQUIRE(j.is_object());
+        CHECK(j["answered"].get<int>() > 0);
+        CHECK(j["lost"] == 0);
+        CHECK(j["wrong"] == 0);
+        CHECK(j["connection_errors"] == 0);
+        return j;
+    };
+
+    // The system's store does not know the test CA: refused before any kernel is made.
+    auto refused = load({"--url=" + server.url(), "--duration=5"});
+    INFO("untrusted:\n" << refused.output);
+    CHECK(refused.exit_code == 2);
+    CHECK(refused.output.find("certificate verify failed") != std::string::npos);
+    CHECK(refused.output.find("--ca-file=FILE") != std::string::npos);
+    CHECK(refused.output.find("--insecure-skip-verify") != std::string::npos);
+
+    // The Jupyter WebSockets over wss:// (charts: large frames), interrupts over https://.
+    auto run = load({"--url=" + server.url(), "--ca-file=" + dir + "/ca.pem",
+                     "--mix=tiny=2,plot=1,interrupt=1", "--clients=20", "--kernels=4",
+                     "--duration=10", "--think-ms=100"});
+    INFO("jupyter over wss:\n" << run.output);
+    CHECK(run.exit_code == 0);
+    const auto j = clean("jupyter over wss");
+    for (const char* kind : {"tiny", "interrupt"}) CHECK_MESSAGE(j["by_kind"].contains(kind), kind);
+
+    // /v1 and one-shot executions over https://, by the certificate's host name (SNI, the name
+    // checked); then a self-signed test certificate taken without verification.
+    const std::string by_name = "https://localhost:" + std::to_string(server.port());
+    run = load({"--url=" + by_name, "--ca-file=" + dir + "/ca.pem", "--api=v1",
+                "--mix=tiny=3,oneshot=1", "--clients=10", "--kernels=2", "--duration=5"});
+    INFO("v1 over https:\n" << run.output);
+    CHECK(run.exit_code == 0);
+    CHECK(clean("v1 over https")["by_kind"].contains("tiny"));
+    run = load({"--url=" + server.url(), "--insecure-skip-verify", "--mix=tiny=1", "--clients=4",
+                "--kernels=1", "--duration=3"});
+    INFO("--insecure-skip-verify:\n" << run.output);
+    CHECK(run.exit_code == 0);
+    clean("--insecure-skip-verify");
+
+    CHECK(server.stop() == 0);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
     "kernels outlive a SIGKILLed gateway and a SIGUSR2 upgrade; the next start adopts them with "
     "their variables, and reaps those that ended meanwhile") {
     const std::string root = "/tmp/cle2e-adopt-" + std::to_string(::getpid());
@@ -403,7 +478,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "agent loop (examples/agent_loop.py): a scripted model fixes its bug from the traceback") {
+    "agent loop (examples/agent_loop.py): a scripted model fixes its bug from the traceback, in "
+    "both function-calling shapes; the real API clients against a stand-in; the command line "
+    "with no key") {
     server_process server;
     run_client(server, {python, source_dir + "/tests/e2e/python/test_agent_loop.py"});
     CHECK(server.stop() == 0);
@@ -566,8 +643,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "tls: HTTPS and WSS with curl, websocket-client and jupyter_server --gateway-url; TLS 1.2 "
-    "at least; plain HTTP answered; SIGHUP reloads the certificate; mutual TLS") {
+    "tls: HTTPS and WSS with curl, websocket-client, jupyter_server --gateway-url and the example "
+    "agent loop; TLS 1.2 at least; plain HTTP answered; SIGHUP reloads the certificate; mutual "
+    "TLS") {
     const std::string dir = "/tmp/cle2e-tls-" + std::to_string(::getpid());
     std::filesystem::remove_all(dir);
     auto made = run_command(
@@ -588,6 +666,15 @@ TEST_CASE(
         run_client(server,
                    {python, source_dir + "/tests/e2e/python/test_jupyter_server_gateway.py"}, 900,
                    env);
+        // The README's notebook UI command over HTTPS, trusting the CA by SSL_CERT_FILE.
+        run_client(
+            server,
+            {python, source_dir + "/tests/e2e/python/test_jupyter_attach.py", "-k", "unprivileged"},
+            900, env);
+        // examples/agent_loop.py over HTTPS: --ca-file, $CALLISTO_CA, a clear refusal without.
+        run_client(server,
+                   {python, source_dir + "/tests/e2e/python/test_agent_loop.py", "-k", "https"},
+                   900, env);
         CHECK(server.stop() == 0);
         CHECK(server.log().find("reloaded the TLS certificate") != std::string::npos);
     }

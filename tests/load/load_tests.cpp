@@ -2,9 +2,11 @@
 // report.
 
 #include <random>
+#include <stdexcept>
 
 #include <doctest/doctest.h>
 
+#include "gateway_stream.hpp"
 #include "latency_histogram.hpp"
 #include "load_options.hpp"
 #include "load_run.hpp"
@@ -93,9 +95,10 @@ TEST_CASE("the command line: defaults, every option, and its bad forms") {
     CHECK_FALSE(o.progress);
     CHECK(o.keep_kernels);
 
-    for (const char* bad : {"--clients=0", "--clients=ten", "--duration=0", "--api=grpc",
-                            "--url=https://x:1", "--url=http://nohost", "--think-ms=-5",
-                            "--frobnicate=1", "positional", "--kernels=1e3"}) {
+    for (const char* bad :
+         {"--clients=0", "--clients=ten", "--duration=0", "--api=grpc", "--url=ftp://x:1",
+          "--url=http://", "--think-ms=-5", "--frobnicate=1", "positional", "--kernels=1e3",
+          "--ca-file=", "--ca-file=ca.pem", "--insecure-skip-verify"}) {
         INFO(bad);
         auto refused = parse_load_options({"--token=t", bad});
         CHECK_FALSE(refused.options);
@@ -106,6 +109,112 @@ TEST_CASE("the command line: defaults, every option, and its bad forms") {
     CHECK_FALSE(help.options);
     CHECK(help.exit_code == 0);
     CHECK(help.message.find("--clients=N") != std::string::npos);
+}
+
+TEST_CASE("--url takes http:// and https://, with the default ports, and refuses the rest") {
+    auto url = [](const char* text) { return parse_gateway_url(text).url; };
+    auto u = url("https://gw.example:8443");
+    REQUIRE(u);
+    CHECK(u->tls);
+    CHECK(u->host == "gw.example");
+    CHECK(u->port == "8443");
+    u = url("https://gw.example/");
+    REQUIRE(u);
+    CHECK(u->port == "443");
+    u = url("http://127.0.0.1");
+    REQUIRE(u);
+    CHECK_FALSE(u->tls);
+    CHECK(u->port == "80");
+    u = url("https://[::1]:8951");
+    REQUIRE(u);
+    CHECK(u->host == "::1");
+    CHECK(u->port == "8951");
+    u = url("http://[::1]");
+    REQUIRE(u);
+    CHECK(u->port == "80");
+    u = url("http://127.0.0.1:65535");
+    REQUIRE(u);
+    CHECK(u->port == "65535");
+
+    for (const char* bad : {"",
+                            "127.0.0.1:8888",
+                            "ftp://x:1",
+                            "HTTP://x:1",
+                            "wss://x:1",
+                            "https://",
+                            "https://:443",
+                            "http://x:",
+                            "http://x:0",
+                            "http://x:65536",
+                            "http://x:080",
+                            "http://x:88a",
+                            "http://x:-1",
+                            "http://x:80:90",
+                            "http://::1:8888",
+                            "http://[::1",
+                            "http://[]:80",
+                            "http://[::1]x",
+                            "http://[::1]:",
+                            "http://user@x:80",
+                            "http://x:80?token=t",
+                            "http://x:80#f",
+                            "https://x:443/callisto",
+                            "http://x y:80"}) {
+        INFO(bad);
+        const auto parsed = parse_gateway_url(bad);
+        CHECK_FALSE(parsed.url);
+        CHECK_FALSE(parsed.error.empty());
+    }
+    CHECK(parse_gateway_url("https://x/api").error.find("no path") != std::string::npos);
+    CHECK(parse_gateway_url("http://x:0").error.find("1 to 65535") != std::string::npos);
+}
+
+TEST_CASE("an https:// run takes a CA file or skips verification, never both, never for http") {
+    auto r = parse_load_options({"--token=t", "--url=https://127.0.0.1:8951"});
+    REQUIRE(r.options);
+    CHECK(r.options->tls);
+    CHECK(r.options->ca_file.empty());  // the system's store
+    CHECK_FALSE(r.options->insecure_skip_verify);
+    r = parse_load_options({"--token=t", "--url=https://127.0.0.1:8951", "--ca-file=/tmp/ca.pem"});
+    REQUIRE(r.options);
+    CHECK(r.options->ca_file == "/tmp/ca.pem");
+    r = parse_load_options({"--token=t", "--url=https://127.0.0.1:8951", "--insecure-skip-verify"});
+    REQUIRE(r.options);
+    CHECK(r.options->insecure_skip_verify);
+
+    r = parse_load_options({"--token=t", "--url=https://127.0.0.1:8951", "--ca-file=/tmp/ca.pem",
+                            "--insecure-skip-verify"});
+    CHECK_FALSE(r.options);
+    CHECK(r.exit_code == 2);
+    CHECK(r.message.find("one of them") != std::string::npos);
+    r = parse_load_options({"--token=t", "--url=http://127.0.0.1:8951", "--ca-file=/tmp/ca.pem"});
+    CHECK_FALSE(r.options);
+    CHECK(r.message.find("https://") != std::string::npos);
+    r = parse_load_options({"--token=t", "--url=https://127.0.0.1:8951/x"});
+    CHECK_FALSE(r.options);
+    CHECK(r.message.find("--url https://127.0.0.1:8951/x: no path") != std::string::npos);
+}
+
+TEST_CASE("a CA file that cannot be read refuses the run, naming it") {
+    load_options o;
+    o.tls = true;
+    o.ca_file = "/nonexistent/ca.pem";
+    try {
+        make_tls_context(o);
+        FAIL("a missing CA file was accepted");
+    } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()).find("--ca-file /nonexistent/ca.pem: ") == 0);
+    }
+    o.ca_file.clear();
+    CHECK(make_tls_context(o));  // the system's store
+    o.insecure_skip_verify = true;
+    CHECK(make_tls_context(o)->native_handle() != nullptr);
+}
+
+TEST_CASE("the Host header brackets an IPv6 address") {
+    CHECK(host_header("127.0.0.1", "8888") == "127.0.0.1:8888");
+    CHECK(host_header("gw.example", "443") == "gw.example:443");
+    CHECK(host_header("::1", "8951") == "[::1]:8951");
 }
 
 TEST_CASE("the report counts answers, problems and the server's memory over time") {
