@@ -44,12 +44,27 @@ std::string fit_open_files(callisto::gateway::server_config& cfg) {
     return said;
 }
 
+constexpr const char* audit_verify_usage =
+    "usage: callisto audit-verify FILE... (oldest first: FILE.2 FILE.1 FILE)\n"
+    "Checks the chain of an --audit-log through its rotated files: exits 0 when it is\n"
+    "intact, 1 naming the first broken line, 2 for a usage error.\n";
+
 // `callisto audit-verify FILE...`: 0 when the chain through the files (oldest first) is
-// intact, 1 naming the first broken line.
+// intact, 1 naming the first broken line. An argument that starts with '-' is an option
+// (--help), never a file: audit files are named FILE, FILE.1, ... (./-x reaches one that is).
 int audit_verify(const std::vector<std::string>& files) {
+    for (const auto& arg : files) {
+        if (arg == "--help" || arg == "-h") {
+            std::fputs(audit_verify_usage, stdout);
+            return 0;
+        }
+        if (!arg.empty() && arg.front() == '-') {
+            std::fprintf(stderr, "unknown option %s\n%s", arg.c_str(), audit_verify_usage);
+            return 2;
+        }
+    }
     if (files.empty()) {
-        std::fprintf(stderr,
-                     "usage: callisto audit-verify FILE... (oldest first: FILE.2 FILE.1 FILE)\n");
+        std::fputs(audit_verify_usage, stderr);
         return 2;
     }
     std::string report;

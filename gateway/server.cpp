@@ -64,19 +64,25 @@ std::unique_ptr<launcher::zygote_pool> make_zygote_pool(const server_config& con
     return std::make_unique<launcher::zygote_pool>(supervisor, std::move(settings), std::move(log));
 }
 
-// A --kernel-dir that does not exist or a --default-kernel no directory provides is a typo:
-// refused at start, naming what exists, instead of failing at the first kernel.
+// A --kernel-dir that does not exist, or a --default-kernel or --pool no directory provides,
+// is a typo: refused at start, naming what exists, instead of failing at the first kernel or
+// leaving a pool empty.
 void check_kernel_options(const server_config& config,
                           const launcher::kernelspec_catalog& catalog) {
     for (const auto& dir : config.kernel_dirs)
         if (!fs::is_directory(dir))
             throw std::runtime_error("--kernel-dir=" + dir.string() + ": no such directory");
-    if (config.default_kernel.empty() || catalog.find(config.default_kernel)) return;
-    std::string names;
-    for (const auto& spec : catalog.all()) names += (names.empty() ? "" : ", ") + spec.name;
-    throw std::runtime_error("--default-kernel=" + config.default_kernel +
-                             ": no such kernelspec (found: " + (names.empty() ? "none" : names) +
-                             ")");
+    auto unknown = [&catalog](const std::string& option) {
+        std::string names;
+        for (const auto& spec : catalog.all()) names += (names.empty() ? "" : ", ") + spec.name;
+        return std::runtime_error(
+            option + ": no such kernelspec (found: " + (names.empty() ? "none" : names) +
+            "; --kernel-dir adds a directory of kernelspecs)");
+    };
+    if (!config.default_kernel.empty() && !catalog.find(config.default_kernel))
+        throw unknown("--default-kernel=" + config.default_kernel);
+    for (const auto& [name, size] : config.pool_sizes)
+        if (!catalog.find(name)) throw unknown("--pool=" + name + ":" + std::to_string(size));
 }
 
 // Binds the listening socket; a failure names the address and the way out.
@@ -121,6 +127,20 @@ void report_cgroup_move_time(const launcher::cgroup_layout& cgroups, const std::
              "see docs/operations.md, \"Host tuning\"");
 }
 
+// Appended, once, to every refusal for want of a sandbox.
+constexpr const char* sandbox_off_note =
+    "; --sandbox=off starts without the sandbox, for development only: kernel code then runs "
+    "as this user, with its files and network";
+
+// What the sandbox needs of this process, checked before any directory is made or changed:
+// a user without root is told that, not what the first chmod of the workdir root said.
+server_config checked_before_start(server_config config) {
+    if (!config.sandbox) return config;
+    if (auto problem = launcher::sandbox_probe::privilege_problem(::geteuid()); !problem.empty())
+        throw std::runtime_error(problem + sandbox_off_note);
+    return config;
+}
+
 // Probes the host; throws with the probe's explanation when no safe mode exists.
 std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
                                                 const launcher::instance_lock* lock,
@@ -133,9 +153,7 @@ std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
         return nullptr;
     }
     auto probe = launcher::sandbox_probe::run(config.bwrap, config.sandbox_uid_first);
-    if (!probe.usable())
-        throw std::runtime_error(probe.describe() +
-                                 " (--sandbox=off disables it, for development only)");
+    if (!probe.usable()) throw std::runtime_error(probe.describe() + sandbox_off_note);
     // The runtime root itself is made searchable at start (prepare_runtime_root); what lies
     // above it, and the workdir root, are the operator's.
     for (const auto& [dir, option] :
@@ -265,7 +283,7 @@ mcp::tool_limits mcp_tool_limits(const interpreter::interpreter_settings& s) {
 }  // namespace
 
 server::server(server_config config, logger log)
-    : config_(std::move(config)),
+    : config_(checked_before_start(std::move(config))),
       log_(std::move(log)),
       tls_(config_.certfile.empty() ? nullptr
                                     : std::make_unique<tls_context>(tls_files{
@@ -346,7 +364,9 @@ server::server(server_config config, logger log)
           config_,           auth_,        kernels_,        kernels_rest_, kernelspecs_rest_,
           sessions_,         connections_, request_bodies_, readiness_,    log_.component("http"),
           interpreter_rest_, mcp_,         metrics_,        admin_rest_},
-      dispatcher_(auth_, !config_.web_root.empty(), config_.max_request_body_bytes),
+      dispatcher_(auth_, !config_.web_root.empty(), config_.max_request_body_bytes,
+                  "which is fixed; larger data goes up as a file, up to --upload-limit: PUT "
+                  "/v1/contexts/{id}/files/{path} or a multipart POST to .../files"),
       http_{dispatcher_, connections_,           request_bodies_,        sessions_,
             requests_,   config_.header_timeout, log_.component("http"), tls_.get()} {
     check_kernel_options(config_, catalog_);

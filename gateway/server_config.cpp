@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/byte_size.hpp"
 #include "gateway/token_auth.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/untrusted_json.hpp"
@@ -122,16 +123,6 @@ struct option {
     option_io io;
     bool repeatable = false;  // a list: each use adds one value
 };
-
-// Sizes as a person writes them: 268435456 -> "256MiB"; 1000 -> "1000".
-std::string format_size(std::uint64_t bytes) {
-    if (bytes == 0) return "0";
-    for (auto [scale, unit] :
-         {std::pair{std::uint64_t{1} << 30, "GiB"}, std::pair{std::uint64_t{1} << 20, "MiB"},
-          std::pair{std::uint64_t{1} << 10, "KiB"}})
-        if (bytes % scale == 0) return std::to_string(bytes / scale) + unit;
-    return std::to_string(bytes);
-}
 
 // An option nobody set shows as null, which a --config file reads as "not set".
 nlohmann::json unset_if_empty(const std::string& text) {

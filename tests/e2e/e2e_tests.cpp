@@ -631,6 +631,15 @@ TEST_CASE(
           std::string::npos);
     CHECK(r.output.find("python3") != std::string::npos);
 
+    // A pool of a kernelspec that does not exist is refused as the default kernel is, not
+    // left empty with a warning.
+    r = start({"--pool=python4:2"});
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("--pool=python4:2: no such kernelspec (found: ") != std::string::npos);
+    CHECK(r.output.find("python3") != std::string::npos);
+    CHECK(r.output.find("warm pool") == std::string::npos);
+
     r = start({"--kernel-dir=/nonexistent/kernels"});
     INFO(r.output);
     CHECK(r.exit_code == 1);
@@ -659,6 +668,41 @@ TEST_CASE(
     CHECK(r.exit_code == 2);
     CHECK(r.output.find("--certfile and --keyfile go together") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(runtime));
+
+    // Started by a user without root, with the sandbox on: it says what it needs, and
+    // --sandbox=off once, before it makes or changes any directory (a root-owned workdir root
+    // once answered "chmod ...: Operation not permitted").
+    const std::string owned = runtime + "-rootowned";
+    std::filesystem::create_directories(owned + "/work");
+    auto as_nobody = run_command({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                  "--clear-groups", CALLISTO_BINARY, "--version"},
+                                 {}, 30);
+    if (as_nobody.exit_code != 0) {
+        MESSAGE("skipped the start without root: nobody cannot run " << CALLISTO_BINARY << ": "
+                                                                     << as_nobody.output);
+    } else {
+        r = run_command({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                         CALLISTO_BINARY, "--port=0", "--token=refusal-token-1",
+                         "--runtime-dir=" + runtime, "--workdir-root=" + owned + "/work"},
+                        {}, 60);
+        INFO(r.output);
+        CHECK(r.exit_code == 1);
+        CHECK(r.output.find("the sandbox needs root") != std::string::npos);
+        CHECK(r.output.find("uid 65534") != std::string::npos);
+        CHECK(r.output.find("chmod") == std::string::npos);
+        auto count = [&r](const std::string& what) {
+            std::size_t n = 0;
+            for (auto at = r.output.find(what); at != std::string::npos;
+                 at = r.output.find(what, at + 1))
+                ++n;
+            return n;
+        };
+        CHECK(count("--sandbox=off") == 1);
+        CHECK(count("development only") == 1);
+        CHECK_FALSE(std::filesystem::exists(runtime));
+        CHECK(std::filesystem::is_empty(owned + "/work"));
+    }
+    std::filesystem::remove_all(owned);
 
     server_process holder;  // holds a port
     r = start({"--port=" + std::to_string(holder.port())});
@@ -781,6 +825,23 @@ TEST_CASE(
     CHECK(r.output.find(copy + ":3: broken: it does not follow the line before") !=
           std::string::npos);
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("audit-verify --help prints its usage; an unknown option is not taken for a file") {
+    auto r = run_command({CALLISTO_BINARY, "audit-verify", "--help"}, {}, 30);
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("usage: callisto audit-verify FILE...") != std::string::npos);
+    CHECK(r.output.find("cannot") == std::string::npos);
+    r = run_command({CALLISTO_BINARY, "audit-verify", "-h"}, {}, 30);
+    CHECK(r.exit_code == 0);
+    r = run_command({CALLISTO_BINARY, "audit-verify", "--verbose", "audit.log"}, {}, 30);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("unknown option --verbose") != std::string::npos);
+    r = run_command({CALLISTO_BINARY, "audit-verify"}, {}, 30);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("usage: callisto audit-verify") != std::string::npos);
 }
 
 TEST_CASE(
