@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gateway/audit/audit_log.hpp"
+#include "gateway/host_defaults.hpp"
 #include "gateway/server.hpp"
 
 extern char** environ;
@@ -90,6 +91,11 @@ int main(int argc, char** argv) {
     if (!parsed.config) {
         std::fprintf(parsed.exit_code ? stderr : stdout, "%s\n", parsed.message.c_str());
         return parsed.exit_code;
+    }
+    if (parsed.print_config) {
+        const auto shown = gateway::effective_config(gateway::with_host_defaults(*parsed.config));
+        std::printf("%s\n", shown.dump(2).c_str());
+        return 0;
     }
     std::signal(SIGPIPE, SIG_IGN);
     auto log =

@@ -11,6 +11,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "gateway/host_defaults.hpp"
 #include "gateway/http/listener.hpp"
 #include "gateway/kernel_adoption.hpp"
 #include "gateway/mcp/context_tools.hpp"
@@ -27,12 +28,6 @@ namespace asio = boost::asio;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<fs::path> kernel_search_path(const server_config& config) {
-    std::vector<fs::path> dirs = config.kernel_dirs;
-    for (auto& d : launcher::kernelspec_catalog::default_search_path()) dirs.push_back(d);
-    return dirs;
-}
 
 void prepare_runtime_root(const fs::path& root, bool sandboxed) {
     fs::create_directories(root);

@@ -255,9 +255,9 @@ const std::vector<option>& options() {
               st.token_given = true;
               return {};
           },
-          [](const server_config& c) {
-              return c.token.empty() ? nlohmann::json(nullptr) : nlohmann::json("<set, hidden>");
-          }}},
+          // Never shown (effective_config leaves secrets out); a shower, so that a --config
+          // file and CALLISTO_TOKEN may set it.
+          [](const server_config&) { return nlohmann::json(nullptr); }}},
         {"--no-auth",
          nullptr,
          "serve without a token (development only)",
@@ -293,7 +293,8 @@ const std::vector<option>& options() {
          true},
         {"--default-kernel",
          "NAME",
-         "kernelspec used when a request names none",
+         "kernelspec used when a request names none (default python3\n"
+         "when installed, else the first one found)",
          {[](const std::string& value, parse_state& st) -> std::string {
               auto& c = st.cfg;
               if (value.empty()) return "a kernelspec name";
@@ -777,7 +778,8 @@ const std::vector<option>& options() {
           nullptr}},
         {"--print-config",
          nullptr,
-         "print the effective configuration as JSON (tokens hidden), and exit",
+         "print the effective configuration as JSON, a valid --config file,\n"
+         "and exit; the token is left out (set it apart: $CALLISTO_TOKEN)",
          {[](const std::string&, parse_state& st) -> std::string {
               st.print_config = true;
               return {};
@@ -876,7 +878,7 @@ std::string read_config_file(const std::string& path, std::vector<setting>& out)
         const std::string source = key + " in " + path;
         if (!o) return "unknown option '" + key + "' in config file " + path + " (see --help)";
         if (!o->io.show) return key + " cannot be set in a config file";
-        if (value.is_null()) continue;  // as --print-config shows an unset token
+        if (value.is_null()) continue;  // as --print-config shows an unset option
         auto one = [&](const nlohmann::json& v, std::string& text) -> bool {
             if (v.is_string())
                 text = v.get<std::string>();
@@ -1014,10 +1016,11 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         return fail("--certfile and --keyfile go together: TLS needs the certificate and its key");
     if (!cfg.client_ca.empty() && cfg.certfile.empty())
         return fail("--client-ca needs --certfile and --keyfile: mutual TLS is TLS first");
-    if (st.print_config) return {std::nullopt, effective_config(cfg).dump(2), 0};
-    if (cfg.runtime_root.empty()) cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
     if (!cfg.state_dir_off && cfg.state_dir.empty() && cfg.sandbox)
         cfg.state_dir = cfg.workdir_root / ".callisto-state";
+    // The runtime root's default names the serving process: none is shown.
+    if (st.print_config) return {cfg, {}, 0, true};
+    if (cfg.runtime_root.empty()) cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
     if (cfg.keep_kernels_on_exit && cfg.state_dir.empty())
         return fail(
             "--keep-kernels-on-exit needs --state-dir: the next start adopts kernels "
@@ -1030,7 +1033,7 @@ parse_result parse_server_config(const std::vector<std::string>& args,
 nlohmann::json effective_config(const server_config& config) {
     nlohmann::json out = nlohmann::json::object();
     for (const auto& o : options())
-        if (o.io.show) out[o.name + 2] = o.io.show(config);
+        if (o.io.show && !secret(o)) out[o.name + 2] = o.io.show(config);
     return out;
 }
 

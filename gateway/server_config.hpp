@@ -118,6 +118,9 @@ struct parse_result {
     std::optional<server_config> config;  // nullopt: print `message` and exit with exit_code
     std::string message;
     int exit_code = 0;
+    // --print-config: print effective_config(config), with the host's defaults filled in
+    // (with_host_defaults, gateway/server.hpp), and exit 0 instead of serving.
+    bool print_config = false;
 };
 
 // Arguments after argv[0]; env is the process environment (only CALLISTO_* is read). Options
@@ -126,8 +129,10 @@ struct parse_result {
 parse_result parse_server_config(const std::vector<std::string>& args,
                                  const std::map<std::string, std::string>& env);
 
-// Every option's effective value by its name without "--", tokens hidden: what --print-config
-// prints, and a --config file that reproduces this configuration.
+// Every option's effective value by its name without "--", the token left out: what
+// --print-config prints, and a --config file that reproduces this configuration. An option
+// whose default the host decides (the default kernelspec, the web UI) shows what was given,
+// or null, unless with_host_defaults filled it in.
 nlohmann::json effective_config(const server_config& config);
 
 std::string usage_text();

@@ -735,8 +735,29 @@ TEST_CASE(
     CHECK(shown["max-kernels"] == 7);        // the environment over the file
     CHECK(shown["pool-size"] == 2);          // likewise
     CHECK(shown["memory-limit"] == "3GiB");  // the flag over the file
-    CHECK(shown["token"] == "<set, hidden>");
+    CHECK_FALSE(shown.contains("token"));    // left out, never "<set, hidden>"
     CHECK(r.output.find("from-the-config-file") == std::string::npos);
+    // Defaults the host decides are shown as they are, not null.
+    CHECK(shown["default-kernel"] == "python3");
+
+    // `callisto --print-config > f.json; callisto --config=f.json --print-config` prints the
+    // same, with a token in the environment or none.
+    for (const std::map<std::string, std::string> env :
+         {std::map<std::string, std::string>{{"CALLISTO_TOKEN", "round-trip-token-1"}},
+          std::map<std::string, std::string>{}}) {
+        auto first =
+            run_command({CALLISTO_BINARY, "--print-config", "--memory-limit=3GiB"}, env, 30);
+        INFO(first.output);
+        REQUIRE(first.exit_code == 0);
+        const std::string printed = dir + "/printed.json";
+        std::ofstream(printed) << first.output;
+        auto second =
+            run_command({CALLISTO_BINARY, "--config=" + printed, "--print-config"}, env, 30);
+        INFO(second.output);
+        CHECK(second.exit_code == 0);
+        CHECK(second.output == first.output);
+        CHECK(first.output.find("round-trip-token-1") == std::string::npos);
+    }
 
     // The file's settings reach a running server: it serves the web root the file names.
     std::filesystem::create_directories(dir + "/web");
