@@ -121,6 +121,8 @@ int main(int argc, char** argv) {
                         cfg.token_generated ? "  (generated; set --token or CALLISTO_TOKEN)" : "");
             std::printf("  open:  %s?token=%s\n", url.c_str(), cfg.token.c_str());
         }
+        if (cfg.web_root.empty())
+            std::printf("  (no web UI: the API only; --web-root=DIR serves one)\n");
         std::fflush(stdout);
         server.run();
     } catch (const std::exception& e) {

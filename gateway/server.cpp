@@ -278,7 +278,7 @@ mcp::tool_limits mcp_tool_limits(const interpreter::interpreter_settings& s) {
 }  // namespace
 
 server::server(server_config config, logger log)
-    : config_(checked_before_start(std::move(config))),
+    : config_(with_web_root(checked_before_start(std::move(config)))),
       log_(std::move(log)),
       tls_(config_.certfile.empty() ? nullptr
                                     : std::make_unique<tls_context>(tls_files{
@@ -387,6 +387,7 @@ server::server(server_config config, logger log)
         log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
     for (const auto& spec : catalog_.all())
         log_.info("kernelspec " + spec.name + " from " + spec.resource_dir.string());
+    report_web_root();
     // After the runtime root exists: the zygotes' scratch directories go there.
     if (zygotes_) zygotes_->start(catalog_.all());
     if (adoption) adoption->adopt_into(kernels_, sandbox_uids_.get());
@@ -395,6 +396,24 @@ server::server(server_config config, logger log)
 }
 
 server::~server() = default;
+
+// The URL printed at start answers a JSON 404 without a web UI: say so, and where it was
+// looked for.
+void server::report_web_root() const {
+    if (!config_.web_root.empty()) {
+        log_.info("web UI at / from " + config_.web_root.string());
+        return;
+    }
+    if (config_.web_root_off) {
+        log_.info("no web UI (--web-root=off): / answers 404");
+        return;
+    }
+    std::string looked;
+    for (const auto& dir : web_root_candidates())
+        looked += (looked.empty() ? "" : ", ") + dir.string();
+    log_.warn("no web UI found (no index.html in " + looked +
+              "): / answers 404; --web-root=DIR serves one");
+}
 
 server::runtime_root_owner::~runtime_root_owner() {
     if (!created) return;

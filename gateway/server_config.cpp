@@ -323,14 +323,22 @@ const std::vector<option>& options() {
           },
           [](const server_config& c) { return nlohmann::json(c.ipc_transport ? "ipc" : "tcp"); }}},
         {"--web-root",
-         "DIR",
-         "serve a static web UI from DIR at /",
+         "DIR|off",
+         "serve a static web UI from DIR at / (default: the first of\n"
+         "<binary dir>/../share/callisto/web, <binary dir>/web, the source\n"
+         "tree's web/ for a binary of its build tree, and the install\n"
+         "prefix's share/callisto/web that has an index.html); off: none",
          {[](const std::string& value, parse_state& st) -> std::string {
               auto& c = st.cfg;
-              c.web_root = value;
+              if (value.empty()) return "a directory, or off";
+              c.web_root_off = value == "off";
+              c.web_root = c.web_root_off ? std::filesystem::path() : value;
               return {};
           },
-          [](const server_config& c) { return unset_if_empty(c.web_root.string()); }}},
+          [](const server_config& c) -> nlohmann::json {
+              if (c.web_root_off) return "off";
+              return unset_if_empty(c.web_root.string());
+          }}},
         {"--max-message-size", "SIZE", "largest WebSocket message from a client (default 32MiB)",
          size_into(&server_config::max_message_bytes, "a size like 32MiB")},
         {"--client-queue", "SIZE",

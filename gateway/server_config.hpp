@@ -32,7 +32,8 @@ struct server_config {
     std::string default_kernel;                      // empty: the catalog's default
     std::filesystem::path runtime_root;              // connection files and ipc sockets
     bool ipc_transport = true;                       // false: tcp on 127.0.0.1
-    std::filesystem::path web_root;                  // static web UI; empty: none
+    std::filesystem::path web_root;  // static web UI; empty: looked for (host_defaults.hpp)
+    bool web_root_off = false;       // --web-root=off: none, not even one found
 
     std::size_t max_message_bytes = 32u << 20;           // one WebSocket message from a client
     std::size_t max_request_body_bytes = 1u << 20;       // one REST request body

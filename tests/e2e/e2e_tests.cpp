@@ -218,13 +218,63 @@ TEST_CASE("the served OpenAPI document passes an independent OpenAPI 3.1 validat
 }
 
 TEST_CASE("the web UI runs code in headless Chromium") {
-    server_process server({"--web-root=" + source_dir + "/web"});
+    server_process server;  // no --web-root: a binary of the build tree serves web/
     // A screenshot after every browser test, kept in the build directory to look at.
     const std::string shots = std::string(CALLISTO_E2E_BINARY_DIR) + "/web-ui-screenshots";
     std::filesystem::remove_all(shots);
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/browser/web_ui_test.mjs"},
                900, {{"CALLISTO_E2E_SCREENSHOT_DIR", shots}});
     CHECK(server.stop() == 0);
+}
+
+TEST_CASE(
+    "the web UI is found without --web-root: the source tree's for a build, share/callisto/web "
+    "beside an installed binary; a binary with none says so") {
+    // From the build tree (as make run starts it): the sources' web/.
+    {
+        server_process server;
+        std::string page;
+        CHECK(http_request(server.port(), "GET", "/", server.token(), {}, &page) == 200);
+        CHECK(page.find("<title>Callisto</title>") != std::string::npos);
+        CHECK(server.log().find("web UI at / from ") != std::string::npos);
+        CHECK(server.stop() == 0);
+    }
+    // A copy of the binary in an installed layout: <prefix>/bin/callisto serves
+    // <prefix>/share/callisto/web. The shell execs it, so the server's pid stays its own.
+    const std::filesystem::path prefix = "/tmp/cle2e-webroot-" + std::to_string(::getpid());
+    std::filesystem::remove_all(prefix);
+    std::filesystem::create_directories(prefix / "bin");
+    std::filesystem::create_directories(prefix / "share/callisto/web");
+    std::filesystem::copy_file(CALLISTO_BINARY, prefix / "bin/callisto");
+    std::ofstream(prefix / "share/callisto/web/index.html") << "<p>installed-web-ui</p>";
+    const std::vector<std::string> installed = {
+        "/bin/sh", "-c", "shift; exec " + (prefix / "bin/callisto").string() + " \"$@\"", "sh"};
+    {
+        server_process server({"--zygote=off"}, installed);
+        std::string page;
+        CHECK(http_request(server.port(), "GET", "/", server.token(), {}, &page) == 200);
+        CHECK(page.find("installed-web-ui") != std::string::npos);
+        CHECK(server.log().find("web UI at / from " + (prefix / "share/callisto/web").string()) !=
+              std::string::npos);
+        CHECK(server.stop() == 0);
+    }
+    // Nothing beside it (and no UI under the install prefix on this host): the start says so.
+    std::filesystem::remove_all(prefix / "share");
+    if (std::filesystem::exists("/usr/local/share/callisto/web/index.html")) {
+        MESSAGE("skipped the start without a web UI: this host has one installed");
+    } else {
+        server_process server({"--zygote=off"}, installed);
+        std::string page;
+        CHECK(http_request(server.port(), "GET", "/", server.token(), {}, &page) == 404);
+        CHECK(server.log().find("no web UI found") != std::string::npos);
+        CHECK(server.log().find("(no web UI: the API only") != std::string::npos);
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove_all(prefix);
+    // --web-root=off serves none, even from the build tree.
+    server_process off({"--web-root=off"});
+    CHECK(http_request(off.port(), "GET", "/", off.token()) == 404);
+    CHECK(off.stop() == 0);
 }
 
 TEST_CASE("jupyter_server --gateway-url attaches to callisto") {

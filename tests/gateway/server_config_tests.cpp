@@ -579,3 +579,28 @@ TEST_CASE("--state-dir and --keep-kernels-on-exit refuse what cannot work") {
     REQUIRE(r.config);
     CHECK(r.config->state_required);
 }
+
+TEST_CASE("--web-root takes a directory or off; empty is refused, unset is looked for") {
+    auto r = parse({});
+    REQUIRE(r.config);
+    CHECK(r.config->web_root.empty());
+    CHECK_FALSE(r.config->web_root_off);
+    r = parse({"--web-root=/srv/ui"});
+    REQUIRE(r.config);
+    CHECK(r.config->web_root == "/srv/ui");
+    CHECK(effective_config(*r.config)["web-root"] == "/srv/ui");
+    r = parse({"--web-root=off"});
+    REQUIRE(r.config);
+    CHECK(r.config->web_root.empty());
+    CHECK(r.config->web_root_off);
+    CHECK(effective_config(*r.config)["web-root"] == "off");
+    // The last source wins: a flag's directory over a variable's off.
+    r = parse({"--web-root=/srv/ui"}, {{"CALLISTO_WEB_ROOT", "off"}});
+    REQUIRE(r.config);
+    CHECK(r.config->web_root == "/srv/ui");
+    CHECK_FALSE(r.config->web_root_off);
+    r = parse({"--web-root="});
+    CHECK_FALSE(r.config);
+    CHECK(r.exit_code == 2);
+    CHECK(r.message.find("--web-root") != std::string::npos);
+}
