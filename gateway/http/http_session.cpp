@@ -213,6 +213,7 @@ respond_fn http_session::respond_later() {
 
 void http_session::send(http_response res) {
     answering_ = true;  // also for answers given from on_header
+    if (method_ == "HEAD") drop_body_for_head(res);
     res.set(http::field::server, "callisto");
     // Every answer: no content sniffing, and a URL with ?token= never leaves as a Referer.
     res.set("X-Content-Type-Options", "nosniff");

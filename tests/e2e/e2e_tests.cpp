@@ -579,7 +579,9 @@ TEST_CASE(
     CHECK(server.stop() == 0);
 }
 
-TEST_CASE("health: /healthz and /readyz need no token; SIGTERM drains readiness, then stops") {
+TEST_CASE(
+    "health: /healthz and /readyz need no token, HEAD is GET without a body; SIGTERM drains "
+    "readiness, then stops") {
     server_process server({"--drain-seconds=4"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_health.py"});
     CHECK(server.stop() == 0);

@@ -144,3 +144,18 @@ TEST_CASE("a body over its limit is answered 413 with the limit, its units and w
                   .get<std::string>();
     CHECK(message == "request body is larger than this route's limit of 1000 bytes");
 }
+
+TEST_CASE("a HEAD answer is GET's headers, Content-Length among them, without the body") {
+    auto res = json_response(http::status::ok, {{"status", "ok"}});
+    const auto length = res.body().size();
+    drop_body_for_head(res);
+    CHECK(res.body().empty());
+    CHECK(res[http::field::content_length] == std::to_string(length));
+    CHECK(res[http::field::content_type] == "application/json");
+    // An error keeps its status and headers too.
+    auto missing = error_response(http::status::not_found, "not found");
+    drop_body_for_head(missing);
+    CHECK(missing.result() == http::status::not_found);
+    CHECK(missing.body().empty());
+    CHECK(missing[http::field::content_length] != "0");
+}
