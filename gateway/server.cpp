@@ -369,6 +369,7 @@ server::server(server_config config, logger log)
     kernel_env_.records = kernel_records_.get();
     signals_.add(SIGUSR2);
     register_gateway_metrics(metrics_, kernels_, catalog_, sessions_);
+    for (const auto& spec : catalog_.all()) kernel_metrics_.known_kernelspec(spec.name);
     if (kernel_records_) register_state_metrics(metrics_, *kernel_records_, *context_records_);
     register_process_metrics(metrics_);
     register_routes(dispatcher_, services_);
