@@ -972,7 +972,7 @@ TEST_CASE(
 
     const std::string log = server.log();
     std::istringstream lines(log);
-    std::size_t count = 0, with_kernel_id = 0;
+    std::size_t count = 0, with_kernel_id = 0, access_lines = 0;
     std::string logged;  // the log lines, without the banner
     for (std::string line; std::getline(lines, line);) {
         if (line.empty()) continue;
@@ -987,10 +987,19 @@ TEST_CASE(
         CHECK(j.contains("component"));
         CHECK(j.contains("message"));
         if (j.contains("kernel_id")) ++with_kernel_id;
+        // An access line's figures are fields, not only words of its message.
+        if (j["component"] == "access" && j.value("route", "") == "oneshot_create") {
+            ++access_lines;
+            CHECK(j["method"] == "POST");
+            CHECK(j["status"] == "200");
+            CHECK(j.contains("duration_ms"));
+            CHECK(std::stoul(j["bytes"].get<std::string>()) > 0);
+        }
         ++count;
     }
     CHECK(count > 3);
     CHECK(with_kernel_id > 0);
+    CHECK(access_lines == 1);
     // The start-up banner (stdout, which the harness captures too) prints the token on
     // purpose; no log line may.
     CHECK(logged.find(server.token()) == std::string::npos);
