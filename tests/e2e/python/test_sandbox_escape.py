@@ -51,6 +51,16 @@ def test_the_kernels_under_attack_start_as_expected():
                              "for t in threading.enumerate())]))")
         check_eq(r[0], ":memory:", "the history's database")
         check("HistorySavingThread" not in r[1], "no history saving thread", r[1])
+        # `ps` shows each kernel's command line: no 3 KB bootstrap in it (an exec'd kernel
+        # reads it from a file in its runtime directory).
+        for pid in process_tree(k["callisto"]["pid"]):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue
+            check(max(map(len, args)) < 512, "no long argument in the kernel's command line",
+                  [a[:80] for a in args if len(a) >= 512])
 
 
 @test
