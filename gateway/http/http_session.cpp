@@ -138,7 +138,7 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     body_limit_note_ = verdict.body_limit_note;
     const auto length = parser_->content_length();
     if (length && *length > body_limit_)
-        return send(body_too_large(length, body_limit_, body_limit_note_));
+        return send(body_too_large(*length, body_limit_, body_limit_note_));
     parser_->body_limit(body_limit_);
     // The body's bytes count against the server's budget until the answer is written. A
     // chunked body may grow to the route's limit, so that much is reserved.
