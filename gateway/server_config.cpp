@@ -332,7 +332,7 @@ const std::vector<option>& options() {
               auto& c = st.cfg;
               if (value.empty()) return "a directory, or off";
               c.web_root_off = value == "off";
-              c.web_root = c.web_root_off ? std::filesystem::path() : value;
+              c.web_root = c.web_root_off ? std::filesystem::path() : std::filesystem::path(value);
               return {};
           },
           [](const server_config& c) -> nlohmann::json {
