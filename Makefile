@@ -37,7 +37,7 @@ OPS_TEST_PACKAGES := prometheus nginx docker.io docker-compose debootstrap
         npm-deps clean
 
 run: deps build
-	$(BUILD)/gateway/callisto --ip $(IP) --port $(PORT) --web-root web $(ARGS)
+	$(BUILD)/gateway/callisto --ip $(IP) --port $(PORT) $(ARGS)
 
 test: deps deps-test npm-deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCALLISTO_BUILD_TESTS=ON

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gateway/audit/audit_log.hpp"
+#include "gateway/host_defaults.hpp"
 #include "gateway/server.hpp"
 
 extern char** environ;
@@ -44,12 +45,27 @@ std::string fit_open_files(callisto::gateway::server_config& cfg) {
     return said;
 }
 
+constexpr const char* audit_verify_usage =
+    "usage: callisto audit-verify FILE... (oldest first: FILE.2 FILE.1 FILE)\n"
+    "Checks the chain of an --audit-log through its rotated files: exits 0 when it is\n"
+    "intact, 1 naming the first broken line, 2 for a usage error.\n";
+
 // `callisto audit-verify FILE...`: 0 when the chain through the files (oldest first) is
-// intact, 1 naming the first broken line.
+// intact, 1 naming the first broken line. An argument that starts with '-' is an option
+// (--help), never a file: audit files are named FILE, FILE.1, ... (./-x reaches one that is).
 int audit_verify(const std::vector<std::string>& files) {
+    for (const auto& arg : files) {
+        if (arg == "--help" || arg == "-h") {
+            std::fputs(audit_verify_usage, stdout);
+            return 0;
+        }
+        if (!arg.empty() && arg.front() == '-') {
+            std::fprintf(stderr, "unknown option %s\n%s", arg.c_str(), audit_verify_usage);
+            return 2;
+        }
+    }
     if (files.empty()) {
-        std::fprintf(stderr,
-                     "usage: callisto audit-verify FILE... (oldest first: FILE.2 FILE.1 FILE)\n");
+        std::fputs(audit_verify_usage, stderr);
         return 2;
     }
     std::string report;
@@ -76,6 +92,11 @@ int main(int argc, char** argv) {
         std::fprintf(parsed.exit_code ? stderr : stdout, "%s\n", parsed.message.c_str());
         return parsed.exit_code;
     }
+    if (parsed.print_config) {
+        const auto shown = gateway::effective_config(gateway::with_host_defaults(*parsed.config));
+        std::printf("%s\n", shown.dump(2).c_str());
+        return 0;
+    }
     std::signal(SIGPIPE, SIG_IGN);
     auto log =
         logger::to_stderr(parsed.config->log, parsed.config->log_format).component("callisto");
@@ -100,6 +121,8 @@ int main(int argc, char** argv) {
                         cfg.token_generated ? "  (generated; set --token or CALLISTO_TOKEN)" : "");
             std::printf("  open:  %s?token=%s\n", url.c_str(), cfg.token.c_str());
         }
+        if (cfg.web_root.empty())
+            std::printf("  (no web UI: the API only; --web-root=DIR serves one)\n");
         std::fflush(stdout);
         server.run();
     } catch (const std::exception& e) {

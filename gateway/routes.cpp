@@ -146,8 +146,10 @@ void register_routes(request_dispatcher& d, gateway_services& s) {
         if (!is_interpreter_route(k) || k == kind::context_events) continue;
         route_options options;
         // Uploads have their own, larger body limit.
-        if (k == kind::file_put || k == kind::files_upload)
+        if (k == kind::file_put || k == kind::files_upload) {
             options.body_limit = s.interpreter_rest.max_upload_bytes();
+            options.body_limit_note = "set by --upload-limit";
+        }
         d.handle(
             k, [&s](incoming_request in) { interpreter_route(s, std::move(in)); }, options);
     }
@@ -160,7 +162,11 @@ void register_routes(request_dispatcher& d, gateway_services& s) {
     // carries upload_file's base64 content.
     d.handle(kind::mcp,
              [&s](incoming_request in) { s.mcp.handle(in.req, *in.who, std::move(in.respond)); },
-             {s.mcp.max_body_bytes(), [] { return mcp::mcp_endpoint::unauthorized(); }});
+             {s.mcp.max_body_bytes(),
+              "which leaves room for upload_file's content in base64: a file of up to "
+              "--upload-limit, at "
+              "most 16MiB",
+              [] { return mcp::mcp_endpoint::unauthorized(); }});
 }
 
 }  // namespace callisto::gateway

@@ -11,6 +11,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "gateway/host_defaults.hpp"
 #include "gateway/http/listener.hpp"
 #include "gateway/kernel_adoption.hpp"
 #include "gateway/mcp/context_tools.hpp"
@@ -27,12 +28,6 @@ namespace asio = boost::asio;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<fs::path> kernel_search_path(const server_config& config) {
-    std::vector<fs::path> dirs = config.kernel_dirs;
-    for (auto& d : launcher::kernelspec_catalog::default_search_path()) dirs.push_back(d);
-    return dirs;
-}
 
 void prepare_runtime_root(const fs::path& root, bool sandboxed) {
     fs::create_directories(root);
@@ -64,19 +59,25 @@ std::unique_ptr<launcher::zygote_pool> make_zygote_pool(const server_config& con
     return std::make_unique<launcher::zygote_pool>(supervisor, std::move(settings), std::move(log));
 }
 
-// A --kernel-dir that does not exist or a --default-kernel no directory provides is a typo:
-// refused at start, naming what exists, instead of failing at the first kernel.
+// A --kernel-dir that does not exist, or a --default-kernel or --pool no directory provides,
+// is a typo: refused at start, naming what exists, instead of failing at the first kernel or
+// leaving a pool empty.
 void check_kernel_options(const server_config& config,
                           const launcher::kernelspec_catalog& catalog) {
     for (const auto& dir : config.kernel_dirs)
         if (!fs::is_directory(dir))
             throw std::runtime_error("--kernel-dir=" + dir.string() + ": no such directory");
-    if (config.default_kernel.empty() || catalog.find(config.default_kernel)) return;
-    std::string names;
-    for (const auto& spec : catalog.all()) names += (names.empty() ? "" : ", ") + spec.name;
-    throw std::runtime_error("--default-kernel=" + config.default_kernel +
-                             ": no such kernelspec (found: " + (names.empty() ? "none" : names) +
-                             ")");
+    auto unknown = [&catalog](const std::string& option) {
+        std::string names;
+        for (const auto& spec : catalog.all()) names += (names.empty() ? "" : ", ") + spec.name;
+        return std::runtime_error(
+            option + ": no such kernelspec (found: " + (names.empty() ? "none" : names) +
+            "; --kernel-dir adds a directory of kernelspecs)");
+    };
+    if (!config.default_kernel.empty() && !catalog.find(config.default_kernel))
+        throw unknown("--default-kernel=" + config.default_kernel);
+    for (const auto& [name, size] : config.pool_sizes)
+        if (!catalog.find(name)) throw unknown("--pool=" + name + ":" + std::to_string(size));
 }
 
 // Binds the listening socket; a failure names the address and the way out.
@@ -121,6 +122,20 @@ void report_cgroup_move_time(const launcher::cgroup_layout& cgroups, const std::
              "see docs/operations.md, \"Host tuning\"");
 }
 
+// Appended, once, to every refusal for want of a sandbox.
+constexpr const char* sandbox_off_note =
+    "; --sandbox=off starts without the sandbox, for development only: kernel code then runs "
+    "as this user, with its files and network";
+
+// What the sandbox needs of this process, checked before any directory is made or changed:
+// a user without root is told that, not what the first chmod of the workdir root said.
+server_config checked_before_start(server_config config) {
+    if (!config.sandbox) return config;
+    if (auto problem = launcher::sandbox_probe::privilege_problem(::geteuid()); !problem.empty())
+        throw std::runtime_error(problem + sandbox_off_note);
+    return config;
+}
+
 // Probes the host; throws with the probe's explanation when no safe mode exists.
 std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
                                                 const launcher::instance_lock* lock,
@@ -133,9 +148,7 @@ std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
         return nullptr;
     }
     auto probe = launcher::sandbox_probe::run(config.bwrap, config.sandbox_uid_first);
-    if (!probe.usable())
-        throw std::runtime_error(probe.describe() +
-                                 " (--sandbox=off disables it, for development only)");
+    if (!probe.usable()) throw std::runtime_error(probe.describe() + sandbox_off_note);
     // The runtime root itself is made searchable at start (prepare_runtime_root); what lies
     // above it, and the workdir root, are the operator's.
     for (const auto& [dir, option] :
@@ -276,7 +289,7 @@ mcp::tool_limits mcp_tool_limits(const interpreter::interpreter_settings& s) {
 }  // namespace
 
 server::server(server_config config, logger log)
-    : config_(std::move(config)),
+    : config_(with_web_root(checked_before_start(std::move(config)))),
       log_(std::move(log)),
       tls_(config_.certfile.empty() ? nullptr
                                     : std::make_unique<tls_context>(tls_files{
@@ -358,7 +371,9 @@ server::server(server_config config, logger log)
           config_,           auth_,        kernels_,        kernels_rest_, kernelspecs_rest_,
           sessions_,         connections_, request_bodies_, readiness_,    log_.component("http"),
           interpreter_rest_, mcp_,         metrics_,        admin_rest_},
-      dispatcher_(auth_, !config_.web_root.empty(), config_.max_request_body_bytes),
+      dispatcher_(auth_, !config_.web_root.empty(), config_.max_request_body_bytes,
+                  "which is fixed; larger data goes up as a file, up to --upload-limit: PUT "
+                  "/v1/contexts/{id}/files/{path} or a multipart POST to .../files"),
       http_{dispatcher_, connections_,           request_bodies_,        sessions_,
             requests_,   config_.header_timeout, log_.component("http"), tls_.get()} {
     check_kernel_options(config_, catalog_);
@@ -366,6 +381,7 @@ server::server(server_config config, logger log)
     kernel_env_.records = kernel_records_.get();
     signals_.add(SIGUSR2);
     register_gateway_metrics(metrics_, kernels_, catalog_, sessions_);
+    for (const auto& spec : catalog_.all()) kernel_metrics_.known_kernelspec(spec.name);
     if (kernel_records_) register_state_metrics(metrics_, *kernel_records_, *context_records_);
     register_process_metrics(metrics_);
     register_routes(dispatcher_, services_);
@@ -384,6 +400,7 @@ server::server(server_config config, logger log)
         log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
     for (const auto& spec : catalog_.all())
         log_.info("kernelspec " + spec.name + " from " + spec.resource_dir.string());
+    report_web_root();
     // After the runtime root exists: the zygotes' scratch directories go there.
     if (zygotes_) zygotes_->start(catalog_.all());
     if (adoption) adoption->adopt_into(kernels_, sandbox_uids_.get());
@@ -392,6 +409,24 @@ server::server(server_config config, logger log)
 }
 
 server::~server() = default;
+
+// The URL printed at start answers a JSON 404 without a web UI: say so, and where it was
+// looked for.
+void server::report_web_root() const {
+    if (!config_.web_root.empty()) {
+        log_.info("web UI at / from " + config_.web_root.string());
+        return;
+    }
+    if (config_.web_root_off) {
+        log_.info("no web UI (--web-root=off): / answers 404");
+        return;
+    }
+    std::string looked;
+    for (const auto& dir : web_root_candidates())
+        looked += (looked.empty() ? "" : ", ") + dir.string();
+    log_.warn("no web UI found (no index.html in " + looked +
+              "): / answers 404; --web-root=DIR serves one");
+}
 
 server::runtime_root_owner::~runtime_root_owner() {
     if (!created) return;

@@ -81,6 +81,7 @@ private:
     [[noreturn]] void leave_kernels_running(const std::string& signal_name);
     void finish_stop();
     admin::activity_sample sample_activity() const;
+    void report_web_root() const;
 
     const server_config config_;
     logger log_;

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/byte_size.hpp"
 #include "gateway/token_auth.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/untrusted_json.hpp"
@@ -123,16 +124,6 @@ struct option {
     option_io io;
     bool repeatable = false;  // a list: each use adds one value
 };
-
-// Sizes as a person writes them: 268435456 -> "256MiB"; 1000 -> "1000".
-std::string format_size(std::uint64_t bytes) {
-    if (bytes == 0) return "0";
-    for (auto [scale, unit] :
-         {std::pair{std::uint64_t{1} << 30, "GiB"}, std::pair{std::uint64_t{1} << 20, "MiB"},
-          std::pair{std::uint64_t{1} << 10, "KiB"}})
-        if (bytes % scale == 0) return std::to_string(bytes / scale) + unit;
-    return std::to_string(bytes);
-}
 
 // An option nobody set shows as null, which a --config file reads as "not set".
 nlohmann::json unset_if_empty(const std::string& text) {
@@ -265,9 +256,9 @@ const std::vector<option>& options() {
               st.token_given = true;
               return {};
           },
-          [](const server_config& c) {
-              return c.token.empty() ? nlohmann::json(nullptr) : nlohmann::json("<set, hidden>");
-          }}},
+          // Never shown (effective_config leaves secrets out); a shower, so that a --config
+          // file and CALLISTO_TOKEN may set it.
+          [](const server_config&) { return nlohmann::json(nullptr); }}},
         {"--no-auth",
          nullptr,
          "serve without a token (development only)",
@@ -303,7 +294,8 @@ const std::vector<option>& options() {
          true},
         {"--default-kernel",
          "NAME",
-         "kernelspec used when a request names none",
+         "kernelspec used when a request names none (default python3\n"
+         "when installed, else the first one found)",
          {[](const std::string& value, parse_state& st) -> std::string {
               auto& c = st.cfg;
               if (value.empty()) return "a kernelspec name";
@@ -332,14 +324,22 @@ const std::vector<option>& options() {
           },
           [](const server_config& c) { return nlohmann::json(c.ipc_transport ? "ipc" : "tcp"); }}},
         {"--web-root",
-         "DIR",
-         "serve a static web UI from DIR at /",
+         "DIR|off",
+         "serve a static web UI from DIR at / (default: the first of\n"
+         "<binary dir>/../share/callisto/web, <binary dir>/web, the source\n"
+         "tree's web/ for a binary of its build tree, and the install\n"
+         "prefix's share/callisto/web that has an index.html); off: none",
          {[](const std::string& value, parse_state& st) -> std::string {
               auto& c = st.cfg;
-              c.web_root = value;
+              if (value.empty()) return "a directory, or off";
+              c.web_root_off = value == "off";
+              c.web_root = c.web_root_off ? std::filesystem::path() : std::filesystem::path(value);
               return {};
           },
-          [](const server_config& c) { return unset_if_empty(c.web_root.string()); }}},
+          [](const server_config& c) -> nlohmann::json {
+              if (c.web_root_off) return "off";
+              return unset_if_empty(c.web_root.string());
+          }}},
         {"--max-message-size", "SIZE", "largest WebSocket message from a client (default 32MiB)",
          size_into(&server_config::max_message_bytes, "a size like 32MiB")},
         {"--client-queue", "SIZE",
@@ -801,7 +801,8 @@ const std::vector<option>& options() {
           nullptr}},
         {"--print-config",
          nullptr,
-         "print the effective configuration as JSON (tokens hidden), and exit",
+         "print the effective configuration as JSON, a valid --config file,\n"
+         "and exit; the token is left out (set it apart: $CALLISTO_TOKEN)",
          {[](const std::string&, parse_state& st) -> std::string {
               st.print_config = true;
               return {};
@@ -900,7 +901,7 @@ std::string read_config_file(const std::string& path, std::vector<setting>& out)
         const std::string source = key + " in " + path;
         if (!o) return "unknown option '" + key + "' in config file " + path + " (see --help)";
         if (!o->io.show) return key + " cannot be set in a config file";
-        if (value.is_null()) continue;  // as --print-config shows an unset token
+        if (value.is_null()) continue;  // as --print-config shows an unset option
         auto one = [&](const nlohmann::json& v, std::string& text) -> bool {
             if (v.is_string())
                 text = v.get<std::string>();
@@ -1042,10 +1043,11 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         return fail("--execution-timeout (" + std::to_string(cfg.execution_timeout.count()) +
                     " s) must not exceed --max-execution-timeout (" +
                     std::to_string(cfg.max_execution_timeout.count()) + " s)");
-    if (st.print_config) return {std::nullopt, effective_config(cfg).dump(2), 0};
-    if (cfg.runtime_root.empty()) cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
     if (!cfg.state_dir_off && cfg.state_dir.empty() && cfg.sandbox)
         cfg.state_dir = cfg.workdir_root / ".callisto-state";
+    // The runtime root's default names the serving process: none is shown.
+    if (st.print_config) return {cfg, {}, 0, true};
+    if (cfg.runtime_root.empty()) cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
     if (cfg.keep_kernels_on_exit && cfg.state_dir.empty())
         return fail(
             "--keep-kernels-on-exit needs --state-dir: the next start adopts kernels "
@@ -1058,7 +1060,7 @@ parse_result parse_server_config(const std::vector<std::string>& args,
 nlohmann::json effective_config(const server_config& config) {
     nlohmann::json out = nlohmann::json::object();
     for (const auto& o : options())
-        if (o.io.show) out[o.name + 2] = o.io.show(config);
+        if (o.io.show && !secret(o)) out[o.name + 2] = o.io.show(config);
     return out;
 }
 

@@ -32,7 +32,8 @@ struct server_config {
     std::string default_kernel;                      // empty: the catalog's default
     std::filesystem::path runtime_root;              // connection files and ipc sockets
     bool ipc_transport = true;                       // false: tcp on 127.0.0.1
-    std::filesystem::path web_root;                  // static web UI; empty: none
+    std::filesystem::path web_root;  // static web UI; empty: looked for (host_defaults.hpp)
+    bool web_root_off = false;       // --web-root=off: none, not even one found
 
     std::size_t max_message_bytes = 32u << 20;           // one WebSocket message from a client
     std::size_t max_request_body_bytes = 1u << 20;       // one REST request body
@@ -120,6 +121,9 @@ struct parse_result {
     std::optional<server_config> config;  // nullopt: print `message` and exit with exit_code
     std::string message;
     int exit_code = 0;
+    // --print-config: print effective_config(config), with the host's defaults filled in
+    // (with_host_defaults, gateway/server.hpp), and exit 0 instead of serving.
+    bool print_config = false;
 };
 
 // Arguments after argv[0]; env is the process environment (only CALLISTO_* is read). Options
@@ -128,8 +132,10 @@ struct parse_result {
 parse_result parse_server_config(const std::vector<std::string>& args,
                                  const std::map<std::string, std::string>& env);
 
-// Every option's effective value by its name without "--", tokens hidden: what --print-config
-// prints, and a --config file that reproduces this configuration.
+// Every option's effective value by its name without "--", the token left out: what
+// --print-config prints, and a --config file that reproduces this configuration. An option
+// whose default the host decides (the default kernelspec, the web UI) shows what was given,
+// or null, unless with_host_defaults filled it in.
 nlohmann::json effective_config(const server_config& config);
 
 std::string usage_text();

@@ -3,6 +3,7 @@
 // (launcher/ipykernel_bootstrap.py): today, an iopub socket that holds a burst of output
 // instead of dropping it past ZeroMQ's high-water mark.
 
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -18,8 +19,13 @@ std::string_view ipykernel_bootstrap_source();
 // thread of its own; IRkernel and others answer from their main loop, between executions.
 bool answers_heartbeat_while_busy(const kernelspec& spec);
 
-// `python -m ipykernel... args` as `python -c BOOTSTRAP ipykernel... args`, which runs the
-// bootstrap, then the module as -m would. Any other command is returned unchanged.
-spawn_description with_ipykernel_bootstrap(spawn_description what);
+// `python -m ipykernel... args` as `python -c LOADER <dir>/ipykernel_bootstrap.py ipykernel...
+// args`, which runs the bootstrap, written to that file here, then the module as -m would.
+// The bootstrap (3 KB) is read from the file, not given on the command line, which `ps` shows
+// for every kernel; `dir` is the kernel's runtime directory, which its sandbox sees at the same
+// path. Any other command is returned unchanged, and nothing written. Throws std::system_error
+// when the file cannot be written.
+spawn_description with_ipykernel_bootstrap(spawn_description what,
+                                           const std::filesystem::path& dir);
 
 }  // namespace callisto::launcher

@@ -74,13 +74,8 @@ sandbox_probe sandbox_probe::run(const std::filesystem::path& bwrap, uid_t test_
         p.failure = bwrap.string() + " not found: install bubblewrap (apt-get install bubblewrap)";
         return p;
     }
-    if (!p.privileged) {
-        // Without root there is no per-session uid: every kernel would share the gateway's
-        // uid and could reach the gateway's files and sockets outside its namespaces.
-        p.failure =
-            "the sandbox needs root to give each session its own uid, cgroup and disk "
-            "quota; run callisto as root (it never runs kernel code as root), or use "
-            "--sandbox=off for development only";
+    if (auto problem = privilege_problem(::geteuid()); !problem.empty()) {
+        p.failure = std::move(problem);
         return p;
     }
     const auto [rc, output] = run_as(test_uid, {bwrap.string(),
@@ -124,6 +119,15 @@ sandbox_probe sandbox_probe::run(const std::filesystem::path& bwrap, uid_t test_
         if (clone == "0") p.failure += "; kernel.unprivileged_userns_clone is 0: set it to 1";
     }
     return p;
+}
+
+std::string sandbox_probe::privilege_problem(uid_t euid) {
+    if (euid == 0) return {};
+    // Without root there is no per-session uid: every kernel would share the gateway's uid
+    // and could reach the gateway's files and sockets outside its namespaces.
+    return "the sandbox needs root: it gives each kernel its own uid, cgroup and disk quota "
+           "(kernel code itself never runs as root); this process runs as uid " +
+           std::to_string(euid) + ": start callisto as root";
 }
 
 std::string sandbox_probe::unreachable_by_sandbox(const std::filesystem::path& dir,

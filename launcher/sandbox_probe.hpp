@@ -23,6 +23,11 @@ struct sandbox_probe {
     // One line for the log: what is in force.
     std::string describe() const;
 
+    // "" when a process of this effective uid may run the sandbox, else what it needs: root,
+    // to give each session its own uid, cgroup and disk quota. Checked before the gateway
+    // touches any directory, so that this, not a chmod's EPERM, is what a user reads.
+    static std::string privilege_problem(uid_t euid);
+
     // `test_uid`: an unprivileged uid to try bwrap as (the first of the sandbox range).
     static sandbox_probe run(const std::filesystem::path& bwrap, uid_t test_uid);
 

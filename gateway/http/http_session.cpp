@@ -99,9 +99,9 @@ void http_session::do_read() {
     parser_.emplace();
     kind_ = route_kind::not_found;
     user_.clear();
-    // Beast checks Content-Length against the limit while parsing the header: let the largest
-    // limit through there, and apply the route's own in on_header.
-    parser_->body_limit(services_.dispatcher.largest_body_limit());
+    // Beast would check Content-Length against a limit while parsing the header, before the
+    // route (and so its limit, and what sets it) is known: on_header applies the route's own.
+    parser_->body_limit(boost::none);
     parser_->header_limit(64 * 1024);
     // A connection that opens and sends nothing gets little time: idle sockets are what an
     // attacker holding every slot would use.
@@ -135,8 +135,10 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     route_ = std::move(verdict.where);
     who_ = std::move(verdict.who);
     body_limit_ = verdict.body_limit;
+    body_limit_note_ = verdict.body_limit_note;
     const auto length = parser_->content_length();
-    if (length && *length > body_limit_) return on_read(http::error::body_limit, 0);
+    if (length && *length > body_limit_)
+        return send(body_too_large(*length, body_limit_, body_limit_note_));
     parser_->body_limit(body_limit_);
     // The body's bytes count against the server's budget until the answer is written. A
     // chunked body may grow to the route's limit, so that much is reserved.
@@ -173,13 +175,8 @@ void http_session::on_read(beast::error_code ec, std::size_t) {
         stream_.tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
         return;
     }
-    if (ec == http::error::body_limit) {
-        auto res =
-            error_response(http::status::payload_too_large,
-                           "request body is larger than " + std::to_string(body_limit_) + " bytes");
-        res.keep_alive(false);
-        return send(std::move(res));
-    }
+    if (ec == http::error::body_limit)  // a chunked body past the route's limit
+        return send(body_too_large(std::nullopt, body_limit_, body_limit_note_));
     if (ec) {
         // A TLS client that closes without close_notify truncates the stream: a close too.
         if (ec != beast::error::timeout && ec != asio::error::operation_aborted &&
@@ -216,6 +213,7 @@ respond_fn http_session::respond_later() {
 
 void http_session::send(http_response res) {
     answering_ = true;  // also for answers given from on_header
+    if (method_ == "HEAD") drop_body_for_head(res);
     res.set(http::field::server, "callisto");
     // Every answer: no content sniffing, and a URL with ?token= never leaves as a Referer.
     res.set("X-Content-Type-Options", "nosniff");

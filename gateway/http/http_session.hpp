@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -65,9 +66,10 @@ private:
     std::chrono::steady_clock::time_point started_;
     bool first_request_ = true;
     bool keep_alive_ = true;
-    bool answering_ = false;      // a request was read and its answer is not written yet
-    bool stopping_ = false;       // close after that answer
-    std::size_t body_limit_ = 0;  // of the request being read
+    bool answering_ = false;            // a request was read and its answer is not written yet
+    bool stopping_ = false;             // close after that answer
+    std::size_t body_limit_ = 0;        // of the request being read
+    std::string_view body_limit_note_;  // what sets it (the dispatcher's, outlives us)
 };
 
 }  // namespace callisto::gateway

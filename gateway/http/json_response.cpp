@@ -25,4 +25,11 @@ http_response empty_response(http::status status) {
     return res;
 }
 
+void drop_body_for_head(http_response& res) {
+    // Beast writes the body it is given and the Content-Length the header says, without
+    // comparing them.
+    if (!res.has_content_length()) res.content_length(res.body().size());
+    res.body().clear();
+}
+
 }  // namespace callisto::gateway

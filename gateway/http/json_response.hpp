@@ -21,4 +21,8 @@ http_response error_response(http::status status, std::string_view message);
 
 http_response empty_response(http::status status);
 
+// The answer to a HEAD request: `res` without its body, its headers (Content-Length among
+// them) those GET gets.
+void drop_body_for_head(http_response& res);
+
 }  // namespace callisto::gateway

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/byte_size.hpp"
 #include "gateway/http/beast.hpp"
 #include "gateway/http/json_response.hpp"
 
@@ -22,17 +23,15 @@ http_response unauthorized() {
 }  // namespace
 
 request_dispatcher::request_dispatcher(const user_directory& auth, bool serves_web_root,
-                                       std::size_t default_body_limit)
-    : auth_(auth), serves_web_root_(serves_web_root), default_body_limit_(default_body_limit) {}
+                                       std::size_t default_body_limit,
+                                       std::string default_body_limit_note)
+    : auth_(auth),
+      serves_web_root_(serves_web_root),
+      default_body_limit_(default_body_limit),
+      default_body_limit_note_(std::move(default_body_limit_note)) {}
 
 void request_dispatcher::handle(route_kind kind, handler h, route_options options) {
     routes_[static_cast<std::size_t>(kind)] = {std::move(h), std::move(options)};
-}
-
-std::size_t request_dispatcher::largest_body_limit() const {
-    std::size_t largest = default_body_limit_;
-    for (const auto& e : routes_) largest = std::max(largest, e.options.body_limit);
-    return largest;
 }
 
 header_verdict request_dispatcher::on_header(std::string_view method, std::string_view target,
@@ -43,6 +42,9 @@ header_verdict request_dispatcher::on_header(std::string_view method, std::strin
     v.who = auth_.authenticate(authorization, v.where.query, websocket_offer);
     const auto& e = routes_[static_cast<std::size_t>(v.where.kind)];
     v.body_limit = e.options.body_limit ? e.options.body_limit : default_body_limit_;
+    v.body_limit_note = e.options.body_limit && !e.options.body_limit_note.empty()
+                            ? std::string_view(e.options.body_limit_note)
+                            : std::string_view(default_body_limit_note_);
     if (is_public_route(v.where.kind) || e.options.without_token || v.who) return v;
     switch (v.where.kind) {
         // Unknown paths answer the same with or without a token (after the body, as before).
@@ -73,6 +75,17 @@ void request_dispatcher::dispatch(incoming_request in) const {
     const auto& e = routes_[static_cast<std::size_t>(in.where.kind)];
     if (!e.run) return in.respond(error_response(http::status::not_found, "not found"));
     e.run(std::move(in));
+}
+
+http_response body_too_large(std::optional<std::uint64_t> length, std::size_t limit,
+                             std::string_view note) {
+    std::string message = "request body ";
+    if (length) message += "of " + std::to_string(*length) + " bytes ";
+    message += "is larger than this route's limit of " + describe_bytes(limit);
+    if (!note.empty()) message += ", " + std::string(note);
+    auto res = error_response(http::status::payload_too_large, message);
+    res.keep_alive(false);
+    return res;
 }
 
 }  // namespace callisto::gateway

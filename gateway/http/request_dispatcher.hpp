@@ -6,8 +6,10 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "gateway/http/client_stream.hpp"
@@ -42,11 +44,15 @@ struct header_verdict {
     std::optional<user> who;
     std::optional<http_response> refusal;  // answer this now; read nothing of the body
     std::size_t body_limit = 0;
+    std::string_view body_limit_note;  // what sets body_limit (route_options::body_limit_note)
 };
 
 // How a route differs from the others, when it does.
 struct route_options {
     std::size_t body_limit = 0;  // 0: the default request body limit
+    // What a 413 says sets body_limit, so a client knows what to change: "set by
+    // --upload-limit". Empty: the default limit's note.
+    std::string body_limit_note = {};
     // The answer to a missing or wrong token, when the route's clients expect another
     // than 403 (MCP hosts want 401 with a challenge).
     std::function<http_response()> unauthorized = {};
@@ -58,13 +64,11 @@ class request_dispatcher {
 public:
     using handler = std::function<void(incoming_request)>;
 
+    // `default_body_limit_note` says what sets the default limit, for 413 answers.
     request_dispatcher(const user_directory& auth, bool serves_web_root,
-                       std::size_t default_body_limit);
+                       std::size_t default_body_limit, std::string default_body_limit_note);
 
     void handle(route_kind kind, handler h, route_options options = {});
-
-    // What Beast may let through while parsing a header: the largest limit of any route.
-    std::size_t largest_body_limit() const;
 
     // `websocket_offer` is the Sec-WebSocket-Protocol header, where a browser's WebSocket
     // may carry its token.
@@ -84,7 +88,13 @@ private:
     const user_directory& auth_;
     const bool serves_web_root_;
     const std::size_t default_body_limit_;
+    const std::string default_body_limit_note_;
     std::array<entry, static_cast<std::size_t>(route_kind::route_kind_count)> routes_;
 };
+
+// The 413 for a body over its route's limit: the limit in bytes and in a person's units, and
+// what sets it. `length` is the body's declared size, when it has one (a chunked body has not).
+http_response body_too_large(std::optional<std::uint64_t> length, std::size_t limit,
+                             std::string_view note);
 
 }  // namespace callisto::gateway

@@ -275,7 +275,9 @@ bool is_valid_kernel_id(std::string_view id) {
     return true;
 }
 
-route match_route(std::string_view method, std::string_view target, bool static_files_enabled) {
+namespace {
+
+route match_method(std::string_view method, std::string_view target, bool static_files_enabled) {
     route r;
     std::string_view path = target;
     if (auto q = target.find('?'); q != std::string_view::npos) {
@@ -379,6 +381,24 @@ route match_route(std::string_view method, std::string_view target, bool static_
         for (std::size_t i = 0; i < n; ++i) r.file += (i ? "/" : "") + seg[i];
         return r;
     }
+    return r;
+}
+
+bool is_websocket_route(route_kind kind) {
+    return kind == route_kind::kernel_channels || kind == route_kind::context_events;
+}
+
+}  // namespace
+
+route match_route(std::string_view method, std::string_view target, bool static_files_enabled) {
+    // HEAD is GET without the body (the session drops it), wherever GET is but on the
+    // WebSocket routes, which only an upgrade uses.
+    const bool head = method == "HEAD";
+    route r = match_method(head ? "GET" : method, target, static_files_enabled);
+    if (head && is_websocket_route(r.kind)) return method_not_allowed("GET");
+    if (r.kind == route_kind::method_not_allowed && r.allow.starts_with("GET") &&
+        !is_websocket_route(match_method("GET", target, static_files_enabled).kind))
+        r.allow.insert(3, ", HEAD");
     return r;
 }
 

@@ -5,6 +5,8 @@
 
 #include <boost/beast/http/field.hpp>
 
+#include "common/byte_size.hpp"
+
 namespace callisto::gateway {
 
 namespace fs = std::filesystem;
@@ -35,7 +37,10 @@ http_response serve_file(const fs::path& root, const std::string& relative, std:
         return error_response(http::status::not_found, "no such file: " + relative);
     auto size = fs::file_size(target, ec);
     if (ec || size > max_bytes)
-        return error_response(http::status::payload_too_large, "file too large to serve");
+        return error_response(http::status::payload_too_large,
+                              "file too large to serve: static files (the web UI, kernelspec "
+                              "resources) are served up to a fixed " +
+                                  describe_bytes(max_bytes));
 
     std::ifstream in(target, std::ios::binary);
     std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

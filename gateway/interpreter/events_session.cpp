@@ -1,4 +1,6 @@
 #include "gateway/interpreter/events_session.hpp"
+
+#include "common/byte_size.hpp"
 #include "gateway/http/beast.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -56,8 +58,8 @@ void events_session::on_message(std::string_view text, bool binary) {
 }
 
 void events_session::on_oversized_message(std::size_t bytes, std::size_t limit) {
-    refuse("message of " + std::to_string(bytes) + " bytes is larger than the limit of " +
-               std::to_string(limit) + " bytes; it was discarded",
+    refuse("message of " + std::to_string(bytes) + " bytes is larger than the fixed limit of " +
+               describe_bytes(limit) + " (room for 'code' and 'env'); it was discarded",
            "");
 }
 

@@ -183,8 +183,11 @@ void interpreter_api::handle_files(const route& r, const http_request& req,
         return respond(empty_response(http::status::no_content));
     }
     std::string bytes;
-    if (auto e = files.read(r.file, bytes, settings.max_download_bytes))
+    if (auto e = files.read(r.file, bytes, settings.max_download_bytes)) {
+        if (e->http_status == 413)
+            e->message += " (the largest download: 100MiB, or --upload-limit when larger)";
         return respond(file_error_response(*e));
+    }
     http_response res{http::status::ok, 11};
     res.set(http::field::content_type, content_type_for(r.file));
     res.set(http::field::cache_control, "no-store");

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/byte_size.hpp"
 #include "common/unique_fd.hpp"
 #include "kernelproto/ids.hpp"
 
@@ -217,7 +218,9 @@ std::optional<file_error> workdir_files::read(std::string_view path, std::string
     if (!S_ISREG(st.st_mode))
         return file_error{409, "'" + std::string(path) + "' is not a regular file"};
     if (static_cast<std::size_t>(st.st_size) > max_bytes)
-        return file_error{413, "the file is larger than " + std::to_string(max_bytes) + " bytes"};
+        return file_error{413, "the file is " + std::to_string(st.st_size) +
+                                   " bytes, larger than the " + describe_bytes(max_bytes) +
+                                   " that can be read here"};
     out.clear();
     out.resize(static_cast<std::size_t>(st.st_size));
     std::size_t done = 0;

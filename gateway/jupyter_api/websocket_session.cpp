@@ -4,6 +4,7 @@
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "common/byte_size.hpp"
 #include "gateway/http/beast.hpp"
 #include "gateway/http/websocket_subprotocols.hpp"
 #include "gateway/jupyter_api/client_frame_errors.hpp"
@@ -64,7 +65,7 @@ void websocket_session::on_message(std::string_view text, bool binary) {
 
 void websocket_session::on_oversized_message(std::size_t bytes, std::size_t limit) {
     reject("message of " + std::to_string(bytes) + " bytes is larger than the limit of " +
-               std::to_string(limit) + " bytes; it was discarded",
+               describe_bytes(limit) + " set by --max-message-size; it was discarded",
            nullptr);
 }
 

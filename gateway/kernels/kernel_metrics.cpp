@@ -68,6 +68,17 @@ kernel_metrics::kernel_metrics(metrics::registry& r)
     for (const char* cause : {"oom", "unresponsive", "crash"}) deaths.with({cause});
     for (const char* rule : {"idle", "busy", "lifetime"}) culls.with({rule});
     for (const char* result : {"hit", "miss"}) reuse_claims.with({result});
+    for (const char* result : {"ready", "gave_way"}) policy_resets.with({result});
+    for (const char* api : {"jupyter", "v1", "mcp"})
+        for (const char* status : {"ok", "error"}) executions.with({api, status});
+    for (const char* api : {"v1", "mcp"})
+        for (const char* kind : {"stream", "rich"}) truncations.with({api, kind});
+}
+
+void kernel_metrics::known_kernelspec(const std::string& name) {
+    starts.with({name});
+    start_failures.with({name});
+    for (const char* result : {"hit", "miss"}) pool_claims.with({name, result});
 }
 
 const char* death_cause(const launcher::exit_status& status) {

@@ -14,6 +14,10 @@ namespace callisto::gateway::kernels {
 struct kernel_metrics {
     explicit kernel_metrics(metrics::registry& r);
 
+    // Zeros for a kernelspec's series (starts, start failures, pool claims), so that a
+    // dashboard or an alert sees 0 before the first event rather than no series.
+    void known_kernelspec(const std::string& name);
+
     metrics::counter_family& starts;           // {kernelspec}: processes that became ready
     metrics::counter_family& start_failures;   // {kernelspec}
     metrics::histogram_family& start_seconds;  // {kernelspec}: spawn -> first reply

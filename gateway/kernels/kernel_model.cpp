@@ -28,10 +28,13 @@ nlohmann::json kernel_model::to_json(const std::string& id, const std::string& n
                         {"connections", connections_}};
     if (!reason_.empty()) m["reason"] = reason_;
     if (pid_ > 0 && view != kernel_process_view::hidden) {
-        // smaps_rollup costs a walk of the process's mappings: not on every GET.
+        // smaps_rollup costs a walk of the process's mappings: not on every GET. A list reads
+        // each kernel's at most once a minute, one kernel's at most every 5 s.
         const auto now = std::chrono::steady_clock::now();
-        if (view == kernel_process_view::shown_with_fresh_memory &&
-            now - pss_read_ > std::chrono::seconds(5)) {
+        const auto max_age = view == kernel_process_view::shown_with_fresh_memory
+                                 ? std::chrono::seconds(5)
+                                 : std::chrono::seconds(60);
+        if (!pss_ || now - pss_read_ > max_age) {
             pss_ = launcher::process_tree_pss(pid_);
             pss_read_ = now;
         }

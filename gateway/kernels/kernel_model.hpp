@@ -20,9 +20,9 @@
 namespace callisto::gateway::kernels {
 
 // How much of the process behind a kernel its model shows. An admin sees how it started (a
-// zygote's fork or an exec), its host pid and its memory (PSS of its process tree) as last
-// read; for one kernel the memory is read again when older than 5 s (a walk of its mappings,
-// kept off every other answer). A user sees none of it.
+// zygote's fork or an exec), its host pid and its memory (PSS of its process tree), read again
+// when older than a minute in a list (`shown`), than 5 s for one kernel (a walk of its
+// mappings: not on every answer). A user sees none of it.
 enum class kernel_process_view { hidden, shown, shown_with_fresh_memory };
 
 // What holds a kernel, for an admin looking at the list: a Jupyter client's kernel (the

@@ -53,7 +53,7 @@ std::string kernel_process::spawn() {
         const bool outlive = env_.records != nullptr;
         if (outlive) command.env.erase("JPY_PARENT_PID");
         command.outlive_gateway = outlive;
-        const auto exec_command = launcher::with_ipykernel_bootstrap(command);
+        const auto exec_command = launcher::with_ipykernel_bootstrap(command, runtime_dir_->path());
         if (env_.sandbox) {
             // The session's uid and workdir outlive restarts; each start gets its own cgroup.
             if (!sandbox_)

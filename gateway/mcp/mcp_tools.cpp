@@ -3,6 +3,7 @@
 #include <cmath>
 #include <set>
 
+#include "common/byte_size.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
 
@@ -240,8 +241,9 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
             return fail("\"encoding\" must be \"text\" or \"base64\"");
         }
         if (a.bytes.size() > limits.max_upload_bytes)
-            return fail("the file is larger than " + std::to_string(limits.max_upload_bytes) +
-                        " bytes; upload large files with PUT /v1/contexts/{id}/files/{path}");
+            return fail("the file is larger than " + describe_bytes(limits.max_upload_bytes) +
+                        " (--upload-limit, at most 16MiB here); upload large files with PUT "
+                        "/v1/contexts/{id}/files/{path}");
         return a;
     }
     if (name == "list_files") {

@@ -240,13 +240,67 @@ TEST_CASE("the served OpenAPI document passes an independent OpenAPI 3.1 validat
 }
 
 TEST_CASE("the web UI runs code in headless Chromium") {
-    server_process server({"--web-root=" + source_dir + "/web"});
+    server_process server;  // no --web-root: a binary of the build tree serves web/
     // A screenshot after every browser test, kept in the build directory to look at.
     const std::string shots = std::string(CALLISTO_E2E_BINARY_DIR) + "/web-ui-screenshots";
     std::filesystem::remove_all(shots);
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/browser/web_ui_test.mjs"},
                900, {{"CALLISTO_E2E_SCREENSHOT_DIR", shots}});
     CHECK(server.stop() == 0);
+}
+
+TEST_CASE(
+    "the web UI is found without --web-root: the source tree's for a build, share/callisto/web "
+    "beside an installed binary; a binary with none says so") {
+    // From the build tree (as make run starts it): the sources' web/.
+    {
+        server_process server;
+        std::string page;
+        CHECK(http_request(server.port(), "GET", "/", server.token(), {}, &page) == 200);
+        CHECK(page.find("<title>Callisto</title>") != std::string::npos);
+        CHECK(server.log().find("web UI at / from ") != std::string::npos);
+        CHECK(server.stop() == 0);
+    }
+    // A copy of the binary in an installed layout: <prefix>/bin/callisto serves
+    // <prefix>/share/callisto/web. The shell execs it, so the server's pid stays its own.
+    const std::filesystem::path prefix = "/tmp/cle2e-webroot-" + std::to_string(::getpid());
+    std::filesystem::remove_all(prefix);
+    std::filesystem::create_directories(prefix / "bin");
+    std::filesystem::create_directories(prefix / "share/callisto/web");
+    // A hard link where it can be (the binary is large), else a copy: /proc/self/exe names
+    // the path it was started by either way.
+    std::error_code linked;
+    std::filesystem::create_hard_link(CALLISTO_BINARY, prefix / "bin/callisto", linked);
+    if (linked) std::filesystem::copy_file(CALLISTO_BINARY, prefix / "bin/callisto");
+    std::ofstream(prefix / "share/callisto/web/index.html") << "<p>installed-web-ui</p>";
+    const std::vector<std::string> installed = {
+        "/bin/sh", "-c", "shift; exec " + (prefix / "bin/callisto").string() + " \"$@\"", "sh"};
+    {
+        server_process server({"--zygote=off"}, installed);
+        std::string page;
+        CHECK(http_request(server.port(), "GET", "/", server.token(), {}, &page) == 200);
+        CHECK(page.find("installed-web-ui") != std::string::npos);
+        CHECK(server.log().find("web UI at / from " + (prefix / "share/callisto/web").string()) !=
+              std::string::npos);
+        CHECK(server.stop() == 0);
+    }
+    // Nothing beside it (and no UI under the install prefix on this host): the start says so.
+    std::filesystem::remove_all(prefix / "share");
+    if (std::filesystem::exists("/usr/local/share/callisto/web/index.html")) {
+        MESSAGE("skipped the start without a web UI: this host has one installed");
+    } else {
+        server_process server({"--zygote=off"}, installed);
+        std::string page;
+        CHECK(http_request(server.port(), "GET", "/", server.token(), {}, &page) == 404);
+        CHECK(server.log().find("no web UI found") != std::string::npos);
+        CHECK(server.log().find("(no web UI: the API only") != std::string::npos);
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove_all(prefix);
+    // --web-root=off serves none, even from the build tree.
+    server_process off({"--web-root=off"});
+    CHECK(http_request(off.port(), "GET", "/", off.token()) == 404);
+    CHECK(off.stop() == 0);
 }
 
 TEST_CASE("jupyter_server --gateway-url attaches to callisto") {
@@ -628,7 +682,9 @@ TEST_CASE(
     CHECK(server.stop() == 0);
 }
 
-TEST_CASE("health: /healthz and /readyz need no token; SIGTERM drains readiness, then stops") {
+TEST_CASE(
+    "health: /healthz and /readyz need no token, HEAD is GET without a body; SIGTERM drains "
+    "readiness, then stops") {
     server_process server({"--drain-seconds=4"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_health.py"});
     CHECK(server.stop() == 0);
@@ -740,6 +796,15 @@ TEST_CASE(
           std::string::npos);
     CHECK(r.output.find("python3") != std::string::npos);
 
+    // A pool of a kernelspec that does not exist is refused as the default kernel is, not
+    // left empty with a warning.
+    r = start({"--pool=python4:2"});
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("--pool=python4:2: no such kernelspec (found: ") != std::string::npos);
+    CHECK(r.output.find("python3") != std::string::npos);
+    CHECK(r.output.find("warm pool") == std::string::npos);
+
     r = start({"--kernel-dir=/nonexistent/kernels"});
     INFO(r.output);
     CHECK(r.exit_code == 1);
@@ -768,6 +833,41 @@ TEST_CASE(
     CHECK(r.exit_code == 2);
     CHECK(r.output.find("--certfile and --keyfile go together") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(runtime));
+
+    // Started by a user without root, with the sandbox on: it says what it needs, and
+    // --sandbox=off once, before it makes or changes any directory (a root-owned workdir root
+    // once answered "chmod ...: Operation not permitted").
+    const std::string owned = runtime + "-rootowned";
+    std::filesystem::create_directories(owned + "/work");
+    auto as_nobody = run_command({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                  "--clear-groups", CALLISTO_BINARY, "--version"},
+                                 {}, 30);
+    if (as_nobody.exit_code != 0) {
+        MESSAGE("skipped the start without root: nobody cannot run " << CALLISTO_BINARY << ": "
+                                                                     << as_nobody.output);
+    } else {
+        r = run_command({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                         CALLISTO_BINARY, "--port=0", "--token=refusal-token-1",
+                         "--runtime-dir=" + runtime, "--workdir-root=" + owned + "/work"},
+                        {}, 60);
+        INFO(r.output);
+        CHECK(r.exit_code == 1);
+        CHECK(r.output.find("the sandbox needs root") != std::string::npos);
+        CHECK(r.output.find("uid 65534") != std::string::npos);
+        CHECK(r.output.find("chmod") == std::string::npos);
+        auto count = [&r](const std::string& what) {
+            std::size_t n = 0;
+            for (auto at = r.output.find(what); at != std::string::npos;
+                 at = r.output.find(what, at + 1))
+                ++n;
+            return n;
+        };
+        CHECK(count("--sandbox=off") == 1);
+        CHECK(count("development only") == 1);
+        CHECK_FALSE(std::filesystem::exists(runtime));
+        CHECK(std::filesystem::is_empty(owned + "/work"));
+    }
+    std::filesystem::remove_all(owned);
 
     server_process holder;  // holds a port
     r = start({"--port=" + std::to_string(holder.port())});
@@ -800,8 +900,29 @@ TEST_CASE(
     CHECK(shown["max-kernels"] == 7);        // the environment over the file
     CHECK(shown["pool-size"] == 2);          // likewise
     CHECK(shown["memory-limit"] == "3GiB");  // the flag over the file
-    CHECK(shown["token"] == "<set, hidden>");
+    CHECK_FALSE(shown.contains("token"));    // left out, never "<set, hidden>"
     CHECK(r.output.find("from-the-config-file") == std::string::npos);
+    // Defaults the host decides are shown as they are, not null.
+    CHECK(shown["default-kernel"] == "python3");
+
+    // `callisto --print-config > f.json; callisto --config=f.json --print-config` prints the
+    // same, with a token in the environment or none.
+    for (const std::map<std::string, std::string> env :
+         {std::map<std::string, std::string>{{"CALLISTO_TOKEN", "round-trip-token-1"}},
+          std::map<std::string, std::string>{}}) {
+        auto first =
+            run_command({CALLISTO_BINARY, "--print-config", "--memory-limit=3GiB"}, env, 30);
+        INFO(first.output);
+        REQUIRE(first.exit_code == 0);
+        const std::string printed = dir + "/printed.json";
+        std::ofstream(printed) << first.output;
+        auto second =
+            run_command({CALLISTO_BINARY, "--config=" + printed, "--print-config"}, env, 30);
+        INFO(second.output);
+        CHECK(second.exit_code == 0);
+        CHECK(second.output == first.output);
+        CHECK(first.output.find("round-trip-token-1") == std::string::npos);
+    }
 
     // The file's settings reach a running server: it serves the web root the file names.
     std::filesystem::create_directories(dir + "/web");
@@ -892,6 +1013,23 @@ TEST_CASE(
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("audit-verify --help prints its usage; an unknown option is not taken for a file") {
+    auto r = run_command({CALLISTO_BINARY, "audit-verify", "--help"}, {}, 30);
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("usage: callisto audit-verify FILE...") != std::string::npos);
+    CHECK(r.output.find("cannot") == std::string::npos);
+    r = run_command({CALLISTO_BINARY, "audit-verify", "-h"}, {}, 30);
+    CHECK(r.exit_code == 0);
+    r = run_command({CALLISTO_BINARY, "audit-verify", "--verbose", "audit.log"}, {}, 30);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("unknown option --verbose") != std::string::npos);
+    r = run_command({CALLISTO_BINARY, "audit-verify"}, {}, 30);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("usage: callisto audit-verify") != std::string::npos);
+}
+
 TEST_CASE(
     "audit: when the audit log cannot be written, executions are refused, not run "
     "unrecorded") {
@@ -947,7 +1085,7 @@ TEST_CASE(
 
     const std::string log = server.log();
     std::istringstream lines(log);
-    std::size_t count = 0, with_kernel_id = 0;
+    std::size_t count = 0, with_kernel_id = 0, access_lines = 0;
     std::string logged;  // the log lines, without the banner
     for (std::string line; std::getline(lines, line);) {
         if (line.empty()) continue;
@@ -962,10 +1100,19 @@ TEST_CASE(
         CHECK(j.contains("component"));
         CHECK(j.contains("message"));
         if (j.contains("kernel_id")) ++with_kernel_id;
+        // An access line's figures are fields, not only words of its message.
+        if (j["component"] == "access" && j.value("route", "") == "oneshot_create") {
+            ++access_lines;
+            CHECK(j["method"] == "POST");
+            CHECK(j["status"] == "200");
+            CHECK(j.contains("duration_ms"));
+            CHECK(std::stoul(j["bytes"].get<std::string>()) > 0);
+        }
         ++count;
     }
     CHECK(count > 3);
     CHECK(with_kernel_id > 0);
+    CHECK(access_lines == 1);
     // The start-up banner (stdout, which the harness captures too) prints the token on
     // purpose; no log line may.
     CHECK(logged.find(server.token()) == std::string::npos);

@@ -1,6 +1,7 @@
 #include "gateway/http/request_dispatcher.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include "gateway/http/beast.hpp"
 #include "gateway/http/json_response.hpp"
@@ -35,7 +36,7 @@ outcome dispatch(const request_dispatcher& d, std::string_view method, std::stri
 }
 
 request_dispatcher with_handlers(outcome& seen) {
-    request_dispatcher d(auth, false, 1000);
+    request_dispatcher d(auth, false, 1000, "which is fixed");
     auto record = [&seen](incoming_request in) {
         seen.handled = in.where.kind;
         seen.who = in.who;
@@ -43,8 +44,8 @@ request_dispatcher with_handlers(outcome& seen) {
     };
     d.handle(route_kind::kernels_list, record);
     d.handle(route_kind::healthz, record);
-    d.handle(route_kind::file_put, record, {50'000, {}});
-    d.handle(route_kind::mcp, record, {20'000, [] {
+    d.handle(route_kind::file_put, record, {50'000, "set by --upload-limit"});
+    d.handle(route_kind::mcp, record, {20'000, {}, [] {
                                            auto res = error_response(http::status::unauthorized,
                                                                      "token needed");
                                            res.set(http::field::www_authenticate, "Bearer");
@@ -114,12 +115,47 @@ TEST_CASE("the dispatcher answers a wrong method 405 with Allow, an unsafe /v1 p
     CHECK_FALSE(seen.handled);
 }
 
-TEST_CASE("the dispatcher gives each route its body limit, and Beast the largest") {
+TEST_CASE("the dispatcher gives each route its body limit and what sets it") {
     outcome seen;
     auto d = with_handlers(seen);
-    CHECK(d.on_header("GET", "/api/kernels", good).body_limit == 1000);
-    CHECK(d.on_header("PUT", "/v1/contexts/0123456789abcdef0123456789abcdef/files/a.csv", good)
-              .body_limit == 50'000);
-    CHECK(d.on_header("POST", "/mcp", good).body_limit == 20'000);
-    CHECK(d.largest_body_limit() == 50'000);
+    auto rest = d.on_header("GET", "/api/kernels", good);
+    CHECK(rest.body_limit == 1000);
+    CHECK(rest.body_limit_note == "which is fixed");
+    auto upload =
+        d.on_header("PUT", "/v1/contexts/0123456789abcdef0123456789abcdef/files/a.csv", good);
+    CHECK(upload.body_limit == 50'000);
+    CHECK(upload.body_limit_note == "set by --upload-limit");
+    // A route with a limit of its own and no note gets the default note.
+    auto mcp = d.on_header("POST", "/mcp", good);
+    CHECK(mcp.body_limit == 20'000);
+    CHECK(mcp.body_limit_note == "which is fixed");
+}
+
+TEST_CASE("a body over its limit is answered 413 with the limit, its units and what sets it") {
+    auto res = body_too_large(2'097'152, 1u << 20, "set by --upload-limit");
+    CHECK(res.result() == http::status::payload_too_large);
+    CHECK_FALSE(res.keep_alive());
+    auto message = nlohmann::json::parse(res.body())["message"].get<std::string>();
+    CHECK(message ==
+          "request body of 2097152 bytes is larger than this route's limit of 1048576 bytes "
+          "(1MiB), set by --upload-limit");
+    // A chunked body has no declared size.
+    message = nlohmann::json::parse(body_too_large(std::nullopt, 1000, "").body())["message"]
+                  .get<std::string>();
+    CHECK(message == "request body is larger than this route's limit of 1000 bytes");
+}
+
+TEST_CASE("a HEAD answer is GET's headers, Content-Length among them, without the body") {
+    auto res = json_response(http::status::ok, {{"status", "ok"}});
+    const auto length = res.body().size();
+    drop_body_for_head(res);
+    CHECK(res.body().empty());
+    CHECK(res[http::field::content_length] == std::to_string(length));
+    CHECK(res[http::field::content_type] == "application/json");
+    // An error keeps its status and headers too.
+    auto missing = error_response(http::status::not_found, "not found");
+    drop_body_for_head(missing);
+    CHECK(missing.result() == http::status::not_found);
+    CHECK(missing.body().empty());
+    CHECK(missing[http::field::content_length] != "0");
 }

@@ -468,21 +468,46 @@ TEST_CASE("config never repeats a token in an error or in --print-config") {
     CHECK(bad.message.find("secret") == std::string::npos);
     CHECK(bad.message.find("CALLISTO_TOKEN") != std::string::npos);
 
-    auto printed = parse({"--token=very-secret-token", "--print-config"});
-    CHECK_FALSE(printed.config);
-    CHECK(printed.exit_code == 0);
-    CHECK(printed.message.find("very-secret-token") == std::string::npos);
-    auto json = nlohmann::json::parse(printed.message);
-    CHECK(json["token"] == "<set, hidden>");
+    // Left out, set or not: "<set, hidden>" was no value a --config file takes back, and a
+    // generated token was shown as set.
+    for (const auto& args :
+         {std::vector<std::string>{"--token=very-secret-token", "--print-config"},
+          std::vector<std::string>{"--print-config"}}) {
+        auto printed = parse(args);
+        REQUIRE(printed.config);
+        CHECK(printed.print_config);
+        CHECK(printed.exit_code == 0);
+        const auto json = effective_config(*printed.config);
+        CHECK(json.dump().find("very-secret-token") == std::string::npos);
+        CHECK(json.dump().find(printed.config->token) == std::string::npos);
+        CHECK_FALSE(json.contains("token"));
+    }
+}
+
+TEST_CASE("--print-config's output read back with --config prints the same, token or none") {
+    // As `callisto --print-config > f.json; callisto --config=f.json --print-config` does.
+    for (const auto& env : {std::map<std::string, std::string>{{"CALLISTO_TOKEN", "a-set-token-1"}},
+                            std::map<std::string, std::string>{}}) {
+        auto first = parse({"--print-config", "--workdir-root=/srv/work", "--pool=python3:2"}, env);
+        REQUIRE(first.print_config);
+        const std::string printed = effective_config(*first.config).dump(2);
+        CHECK(nlohmann::json::parse(printed)["state-dir"] == "/srv/work/.callisto-state");
+        config_file file(printed);
+        auto second = parse({file.flag(), "--print-config"}, env);
+        CAPTURE(second.message);
+        REQUIRE(second.print_config);
+        CHECK(effective_config(*second.config).dump(2) == printed);
+    }
 }
 
 TEST_CASE("--print-config shows every option's effective value, and reads back the same") {
     auto r = parse({"--print-config", "--port=9100", "--memory-limit=3GiB", "--pool=python3:2",
                     "--cull-idle-timeout=600", "--sandbox=off", "--no-auth"},
                    {{"CALLISTO_MAX_KERNELS", "12"}});
-    REQUIRE_FALSE(r.config);
+    REQUIRE(r.config);
+    REQUIRE(r.print_config);
     REQUIRE(r.exit_code == 0);
-    auto shown = nlohmann::json::parse(r.message);
+    auto shown = effective_config(*r.config);
     CHECK(shown["port"] == 9100);
     CHECK(shown["memory-limit"] == "3GiB");
     CHECK(shown["pool"] == nlohmann::json::array({"python3:2"}));
@@ -493,24 +518,25 @@ TEST_CASE("--print-config shows every option's effective value, and reads back t
     CHECK(shown["client-queue"] == "256MiB");
     CHECK(shown["kernel-ready-timeout"] == 60);
     CHECK(shown.contains("help") == false);
-    // Every option that is not an action is there: each --help line starting with "  --".
+    // Every option that is not an action or the token is there: each --help line starting
+    // with "  --".
     std::size_t listed = 0;
-    for (const char* action : {"help", "version", "hash-token", "config", "print-config"})
-        CHECK_FALSE(shown.contains(action));
+    for (const char* left_out :
+         {"help", "version", "hash-token", "config", "print-config", "token"})
+        CHECK_FALSE(shown.contains(left_out));
     std::istringstream usage(usage_text());
     for (std::string line; std::getline(usage, line);)
         if (line.rfind("  --", 0) == 0) ++listed;
-    CHECK(shown.size() == listed - 5);
+    CHECK(shown.size() == listed - 6);
+    // The runtime root's default names the serving process: shown unset, not this one's.
+    CHECK(shown["runtime-dir"] == nullptr);
 
     // The printed configuration, given back as a file, is the same configuration.
-    shown.erase("runtime-dir");  // per process: /tmp/callisto-<pid>
     config_file file(shown.dump());
     auto again = parse({file.flag(), "--print-config"});
     CAPTURE(again.message);
-    REQUIRE(again.exit_code == 0);
-    auto reread = nlohmann::json::parse(again.message);
-    reread.erase("runtime-dir");
-    CHECK(reread == shown);
+    REQUIRE(again.print_config);
+    CHECK(effective_config(*again.config) == shown);
 }
 
 TEST_CASE(
@@ -575,4 +601,29 @@ TEST_CASE("config: an execution deadline by default, within a maximum, and their
         CHECK_FALSE(b.config);
         CHECK(b.message.find(bad.substr(0, bad.find('='))) != std::string::npos);
     }
+}
+
+TEST_CASE("--web-root takes a directory or off; empty is refused, unset is looked for") {
+    auto r = parse({});
+    REQUIRE(r.config);
+    CHECK(r.config->web_root.empty());
+    CHECK_FALSE(r.config->web_root_off);
+    r = parse({"--web-root=/srv/ui"});
+    REQUIRE(r.config);
+    CHECK(r.config->web_root == "/srv/ui");
+    CHECK(effective_config(*r.config)["web-root"] == "/srv/ui");
+    r = parse({"--web-root=off"});
+    REQUIRE(r.config);
+    CHECK(r.config->web_root.empty());
+    CHECK(r.config->web_root_off);
+    CHECK(effective_config(*r.config)["web-root"] == "off");
+    // The last source wins: a flag's directory over a variable's off.
+    r = parse({"--web-root=/srv/ui"}, {{"CALLISTO_WEB_ROOT", "off"}});
+    REQUIRE(r.config);
+    CHECK(r.config->web_root == "/srv/ui");
+    CHECK_FALSE(r.config->web_root_off);
+    r = parse({"--web-root="});
+    CHECK_FALSE(r.config);
+    CHECK(r.exit_code == 2);
+    CHECK(r.message.find("--web-root") != std::string::npos);
 }

@@ -1,5 +1,7 @@
 #include "gateway/kernels/kernel_model.hpp"
 
+#include <unistd.h>
+
 #include <doctest/doctest.h>
 
 using namespace callisto::gateway::kernels;
@@ -47,4 +49,18 @@ TEST_CASE("an admin sees no process part while no process runs") {
     kernel_model m;
     m.assign_owner("ana");
     CHECK_FALSE(m.to_json("k-1", "python3", kernel_process_view::shown).contains("callisto"));
+}
+
+TEST_CASE("an admin's list shows each kernel's memory, not null until the kernel is fetched") {
+    // This process stands in for a kernel: its PSS is readable, as a kernel's is to the gateway.
+    kernel_model m;
+    m.set_process(::getpid(), false);
+    auto listed = m.to_json("k-1", "python3", kernel_process_view::shown)["callisto"];
+    REQUIRE(listed["pss_bytes"].is_number_unsigned());
+    CHECK(listed["pss_bytes"].get<std::uint64_t>() > 0);
+    auto one = m.to_json("k-1", "python3", kernel_process_view::shown_with_fresh_memory);
+    CHECK(one["callisto"]["pss_bytes"].get<std::uint64_t>() > 0);
+    // A new process behind the kernel is read anew, in the list too.
+    m.set_process(::getpid(), true);
+    CHECK(m.to_json("k-1", "python3", kernel_process_view::shown)["callisto"]["pss_bytes"] > 0);
 }

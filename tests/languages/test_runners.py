@@ -227,6 +227,34 @@ def test_sql_persistent_database_and_statement_results():
         check(shown[-1]["application/json"]["rows"] == [[2]], "the table persists", shown[-1])
 
 
+def test_sql_queries_of_files_leave_no_database_until_something_is_stored():
+    with workdir({"sales.csv": SALES}) as d:
+        db = os.path.join(d, "callisto.db")
+        for query in ("SELECT COUNT(*) FROM sales", "SELECT 1", "SELECT * FROM nope",
+                      "BEGIN; SELECT city FROM sales; COMMIT"):
+            captured(sql.run, query)
+            check(not os.path.exists(db), f"no callisto.db after {query!r}", os.listdir(d))
+        check(shown[-1]["application/json"]["row_count"] == 4, "the files are read", shown[-1])
+        # The first statement that stores something makes it, in an open transaction too.
+        out, _, e = captured(sql.run, "BEGIN; CREATE TABLE kept AS SELECT * FROM sales;\n"
+                                      "INSERT INTO kept(city) VALUES ('Metz'); COMMIT")
+        check(e is None, "stored", e)
+        check(out == "1 row changed\n", "the insert after the switch says so", out)
+        check(os.path.exists(db), "callisto.db made by the first store")
+        captured(sql.run, "SELECT COUNT(*) FROM kept")
+        check(shown[-1]["application/json"]["rows"] == [[5]], "what was stored is there", shown[-1])
+        import sqlite3
+        with sqlite3.connect(db) as other:
+            check(other.execute("SELECT COUNT(*) FROM kept").fetchone() == (5,),
+                  "another connection reads it from the file")
+    with workdir({}) as d:
+        _, _, e = captured(sql.run, "PRAGMA user_version = 7")
+        check(e is None, "a PRAGMA that sets a value", e)
+        captured(sql.run, "PRAGMA user_version")
+        check(shown[-1]["application/json"]["rows"] == [[7]], "is kept in callisto.db", shown[-1])
+        check(os.path.exists(os.path.join(d, "callisto.db")), "which it made")
+
+
 def test_sql_file_changes_and_shadowing():
     with workdir({"s.csv": "v\n1\n"}):
         captured(sql.run, "SELECT SUM(v) FROM s")

@@ -114,10 +114,18 @@ json.dump({"name": __name__, "argv": sys.argv, "path0": sys.path[0],
     what.argv = {CALLISTO_TEST_PYTHON, "-m", "ipykernel_probe", "-f", "x.json"};
     what.cwd = workdir.path();
     what.env = {{"PATH", "/usr/bin:/bin"}, {"PYDEVD_DISABLE_FILE_VALIDATION", "1"}};
-    const auto booted = callisto::launcher::with_ipykernel_bootstrap(what);
-    CHECK(booted.argv.size() == 6);
+    temp_dir runtime;
+    const auto booted = callisto::launcher::with_ipykernel_bootstrap(what, runtime.path());
+    CHECK(booted.argv.size() == 7);
     CHECK(booted.argv[1] == "-c");
-    CHECK(booted.argv[3] == "ipykernel_probe");
+    CHECK(booted.argv[3] == (runtime.path() / "ipykernel_bootstrap.py").string());
+    CHECK(booted.argv[4] == "ipykernel_probe");
+    // `ps` shows the command line of every kernel: the bootstrap's 3 KB are in a file.
+    for (const auto& arg : booted.argv) CHECK(arg.size() < 128);
+    CHECK(std::filesystem::file_size(booted.argv[3]) > 1000);
+    CHECK((std::filesystem::status(booted.argv[3]).permissions() & std::filesystem::perms::all) ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::group_read |
+           std::filesystem::perms::others_read));
 
     std::mutex mutex;
     std::condition_variable changed;
@@ -147,6 +155,8 @@ TEST_CASE("the ipykernel bootstrap leaves every other command as it is") {
              {"/usr/bin/python3", "-m", "my_kernel", "-f", "c.json"},
              {"/usr/bin/python3", "-m"}}) {
         what.argv = argv;
-        CHECK(callisto::launcher::with_ipykernel_bootstrap(what).argv == argv);
+        temp_dir runtime;
+        CHECK(callisto::launcher::with_ipykernel_bootstrap(what, runtime.path()).argv == argv);
+        CHECK(std::filesystem::is_empty(runtime.path()));  // nothing written for them
     }
 }

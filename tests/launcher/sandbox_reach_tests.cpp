@@ -57,3 +57,14 @@ TEST_CASE("a file where a directory should be is named") {
         sandbox_probe::unreachable_by_sandbox(t.root / "file" / "work", "--runtime-dir");
     CHECK(why.find("is not a directory") != std::string::npos);
 }
+
+TEST_CASE("the sandbox's need for root is said once, naming the uid, and root has none") {
+    CHECK(sandbox_probe::privilege_problem(0).empty());
+    const auto problem = sandbox_probe::privilege_problem(1000);
+    INFO(problem);
+    CHECK(problem.find("needs root") != std::string::npos);
+    CHECK(problem.find("uid 1000") != std::string::npos);
+    // The server adds the one note on --sandbox=off; the probe says nothing of it.
+    CHECK(problem.find("--sandbox=off") == std::string::npos);
+    CHECK(problem.find("development only") == std::string::npos);
+}

@@ -9,8 +9,10 @@ the kernel's sandbox, over the kernel's working directory:
   it changed. CSV columns holding only whole numbers are INTEGER, only numbers REAL, anything
   else TEXT (numbers with a leading zero too: "06000" is a code); an empty field is NULL.
 - `callisto.db` in the working directory is a SQLite database that persists between
-  executions: CREATE TABLE, INSERT and the rest write there. A file's table shadows a stored
-  table of the same name (it is a TEMP table).
+  executions: CREATE TABLE, INSERT and the rest write there. It is made by the first statement
+  that stores something (or sets a PRAGMA): queries of the files alone leave no empty database
+  in the working directory. A file's table shadows a stored table of the same name (it is a
+  TEMP table).
 
 Statements run one after another. Each one that returns rows is shown as a table (text/plain,
 text/html, and application/json with the columns, the rows and the row count), at most
@@ -39,7 +41,7 @@ _REAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _LEADING_ZERO = re.compile(r"[+-]?0\d")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-_state = {"connection": None, "where": None, "loaded": {}}
+_state = {"connection": None, "where": None, "loaded": {}, "wants_disk": False}
 
 
 class SQLError(Exception):
@@ -69,18 +71,68 @@ Interrupted.__name__ = Interrupted.__qualname__ = "KeyboardInterrupt"
 def _connection():
     """The connection to ./callisto.db, opened again when the directory or the file changed
     (a context's reset empties the workdir: a connection to the deleted file would write where
-    no one can see)."""
+    no one can see). While there is no such file, a database in memory stands in for it until
+    a statement would store something (_stays_in_memory)."""
     path = os.path.abspath(DATABASE)
     try:
         identity = (path, os.stat(path).st_ino)
     except FileNotFoundError:
-        identity = None
-    if _state["connection"] is None or identity is None or identity != _state["where"]:
-        if _state["connection"] is not None:
-            _state["connection"].close()
-        connection = sqlite3.connect(path, isolation_level=None)  # autocommit; BEGIN works
-        _state.update(connection=connection, where=(path, os.stat(path).st_ino), loaded={})
+        identity = (path, None)
+    if _state["connection"] is None or identity != _state["where"]:
+        _open(path, on_disk=identity[1] is not None)
     return _state["connection"]
+
+
+def _open(path, on_disk):
+    if _state["connection"] is not None:
+        _state["connection"].close()
+    if on_disk:
+        connection = sqlite3.connect(path, isolation_level=None)  # autocommit; BEGIN works
+        where = (path, os.stat(path).st_ino)
+    else:
+        connection = sqlite3.connect(":memory:", isolation_level=None)
+        connection.set_authorizer(_stays_in_memory)
+        where = (path, None)
+    _interruptible(connection)
+    _state.update(connection=connection, where=where, loaded={}, wants_disk=False)
+
+
+# What stores something in the main database (the TEMP tables of the files are in "temp").
+_STORES = {getattr(sqlite3, "SQLITE_" + name, None) for name in (
+    "CREATE_INDEX", "CREATE_TABLE", "CREATE_TRIGGER", "CREATE_VIEW", "CREATE_VTABLE", "DELETE",
+    "DROP_INDEX", "DROP_TABLE", "DROP_TRIGGER", "DROP_VIEW", "DROP_VTABLE", "INSERT", "UPDATE",
+    "ALTER_TABLE", "REINDEX", "ANALYZE")} - {None}
+
+
+def _stays_in_memory(action, arg1, arg2, database, trigger):
+    """The authorizer of the database in memory: a statement that would store something there,
+    or set a PRAGMA (which a connection to the file must then have too), is refused before it
+    runs, and run again on ./callisto.db (_execute)."""
+    if (action in _STORES and database == "main") or (action == sqlite3.SQLITE_PRAGMA and
+                                                      arg2 is not None):
+        _state["wants_disk"] = True
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+def _execute(statement):
+    connection = _connection()
+    _load_named(connection, statement)
+    _state["wants_disk"] = False
+    try:
+        return connection.execute(statement)
+    except sqlite3.DatabaseError:
+        if not _state["wants_disk"]:
+            raise
+    # The statement stores something: from here on the database is ./callisto.db. A transaction
+    # the user began in memory (it stored nothing yet) goes on there.
+    began = connection.in_transaction
+    _open(os.path.abspath(DATABASE), on_disk=True)
+    connection = _state["connection"]
+    if began:
+        connection.execute("BEGIN")
+    _load_named(connection, statement)
+    return connection.execute(statement)
 
 
 # ---- files as tables -------------------------------------------------------------------------
@@ -350,12 +402,9 @@ def _interruptible(connection):
 
 
 def run(sql):
-    connection = _connection()
-    _interruptible(connection)
     for offset, statement in statements(sql):
         try:
-            _load_named(connection, statement)
-            cursor = connection.execute(statement)
+            cursor = _execute(statement)
             if cursor.description is None:
                 if cursor.rowcount >= 0:  # INSERT, UPDATE, DELETE (not DDL: -1)
                     n = cursor.rowcount
@@ -365,6 +414,7 @@ def run(sql):
             rows = cursor.fetchmany(MAX_ROWS)
             count = len(rows) + sum(1 for _ in cursor)
         except sqlite3.Error as e:
+            connection = _state["connection"]
             if connection.in_transaction and "interrupted" in str(e):
                 connection.execute("ROLLBACK")
             if isinstance(e, sqlite3.OperationalError) and str(e) == "interrupted":

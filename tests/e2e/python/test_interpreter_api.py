@@ -611,7 +611,23 @@ def raw_request(head):
                 break
             data += chunk
         status = int(data.split(b" ", 2)[1])
+        head_end = data.find(b"\r\n\r\n") + 4
+        length = 0
+        for line in data[:head_end].split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(data) < head_end + length:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
         return status, data
+
+
+def raw_message(data):
+    """The "message" of a raw answer's JSON body."""
+    return json.loads(data[data.find(b"\r\n\r\n") + 4:])["message"]
 
 
 @callisto_only
@@ -649,6 +665,10 @@ def test_refused_file_operations():
             f"PUT {base}/huge.bin HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n"
             f"Content-Length: {200 * 1024 * 1024}\r\n\r\n".encode())
         check_eq(status, 413, "oversized upload " + repr(data[:200]))
+        # The answer names the limit and the option that sets it (it once said "0 bytes").
+        msg = raw_message(data)
+        check(f"of {200 * 1024 * 1024} bytes" in msg and "104857600 bytes (100MiB)" in msg and
+              "--upload-limit" in msg, "the 413 names the size, the limit and its option", msg)
         # "Expect: 100-continue" (curl's large uploads) gets the go-ahead, then the body.
         url = urllib.parse.urlsplit(BASE_URL)
         with socket.create_connection((url.hostname, url.port), timeout=HTTP_TIMEOUT) as sock:
@@ -668,10 +688,13 @@ def test_refused_file_operations():
         check_eq(api("PUT", base + "/big.bin", big).status, 201, "2 MiB upload")
         check_eq(api("GET", base + "/big.bin").body, big, "2 MiB round trip")
         # ...but not for other routes.
-        status, _ = raw_request(
+        status, data = raw_request(
             f"POST /v1/contexts/{ctx['id']}/executions HTTP/1.1\r\nHost: x\r\n"
             f"Authorization: token {TOKEN}\r\nContent-Length: {2 * 1024 * 1024}\r\n\r\n".encode())
         check_eq(status, 413, "a large execution body")
+        msg = raw_message(data)
+        check("1048576 bytes (1MiB)" in msg and "fixed" in msg and "--upload-limit" in msg,
+              "the 413 names the fixed limit and the way around it", msg)
         check_eq(run(ctx, "1")["status"], "ok", "the context still works")
     finally:
         delete_context(ctx)
@@ -746,6 +769,9 @@ def test_multipart_upload_hand_built_forms_and_every_refusal():
             f"POST {base} HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n"
             f"Content-Type: {FORM_TYPE}\r\nContent-Length: {200 * 1024 * 1024}\r\n\r\n".encode())
         check_eq(status, 413, "oversized form " + repr(data[:200]))
+        msg = raw_message(data)
+        check("104857600 bytes (100MiB)" in msg and "--upload-limit" in msg,
+              "the form's 413 names the limit and its option", msg)
         # Larger than the ordinary 1 MiB request limit is fine.
         big = bytes(range(256)) * (8 * 1024)
         r = post(form_file(b"big.bin", big) + FORM_END)

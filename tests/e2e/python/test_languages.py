@@ -249,6 +249,8 @@ def test_sql_over_an_uploaded_csv_in_one_call():
                             ("sales", "sales.csv")):
             check(f"{table} ({name})" in tb, "the traceback lists the tables from files", tb)
         check("inner" not in tb.split("tables from the files here:", 1)[1], "not the inner one", tb)
+        # Queries of the files stored nothing: no empty callisto.db in the workdir's listing.
+        check_eq(file_status(ctx, "callisto.db"), 404, "no callisto.db after queries alone")
 
 
 @callisto_only

@@ -48,6 +48,13 @@ def test_metrics_need_a_token_and_pass_promtool():
                  "process_open_fds"):
         check(f"# TYPE {name} " in text, f"{name} is exposed")
     check("kernel_id" not in text, "no per-kernel label")
+    # Counters of events that may not have happened yet are there at zero, per kernelspec
+    # where they have one: an alert on them needs the series before the first failure.
+    for series in ('callisto_kernel_start_failures_total{kernelspec="python3"} ',
+                   'callisto_pool_claims_total{kernelspec="python3",result="miss"} ',
+                   'callisto_kernel_deaths_total{cause="oom"} ',
+                   'callisto_output_truncations_total{api="v1",kind="stream"} '):
+        check(series in text, f"{series.strip()} is exported before its first event")
 
 
 

@@ -137,6 +137,8 @@ def test_admin_console_sees_owners_holders_and_the_overview():
         ana_k = by_id[kernel]["callisto"]
         check_eq((ana_k["owner"], ana_k["held_by"], ana_k["executions"]), ("ana", "client", 1),
                  f"ana's kernel: owner, holder, executions ({ana_k})")
+        check(isinstance(ana_k["pss_bytes"], int) and ana_k["pss_bytes"] > 0,
+              "the list shows its memory before the kernel is fetched alone", ana_k)
         bob_k = check_documented("GET", "/api/kernels/{kernel_id}",
                                  api("GET", f"/api/kernels/{ctx['kernel_id']}", token=ROOT))
         info = bob_k.json()["callisto"]
