@@ -1,6 +1,8 @@
 #include "gateway/http/http_session.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/write.hpp>
@@ -101,7 +103,8 @@ void http_session::do_read() {
     user_.clear();
     // Beast would check Content-Length against a limit while parsing the header, before the
     // route (and so its limit, and what sets it) is known: on_header applies the route's own.
-    parser_->body_limit(boost::none);
+    // (Not boost::none: Boost 1.74's parser compares a length with it as larger than none.)
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     parser_->header_limit(64 * 1024);
     // A connection that opens and sends nothing gets little time: idle sockets are what an
     // attacker holding every slot would use.

@@ -392,13 +392,11 @@ bool is_websocket_route(route_kind kind) {
 
 route match_route(std::string_view method, std::string_view target, bool static_files_enabled) {
     // HEAD is GET without the body (the session drops it), wherever GET is but on the
-    // WebSocket routes, which only an upgrade uses.
+    // WebSocket routes, which only an upgrade uses. Allow keeps naming the methods the API
+    // documents; HEAD goes with GET, as in HTTP.
     const bool head = method == "HEAD";
     route r = match_method(head ? "GET" : method, target, static_files_enabled);
     if (head && is_websocket_route(r.kind)) return method_not_allowed("GET");
-    if (r.kind == route_kind::method_not_allowed && r.allow.starts_with("GET") &&
-        !is_websocket_route(match_method("GET", target, static_files_enabled).kind))
-        r.allow.insert(3, ", HEAD");
     return r;
 }
 

@@ -78,8 +78,7 @@ struct route {
 // `target` is the request-target as sent ("/api/kernels/abc?token=x"). Trailing slashes are
 // accepted as jupyter_server does. Percent-escapes are decoded in path segments; a segment
 // that decodes to "", ".", ".." or contains '/' or NUL never matches a name or file. HEAD
-// matches as GET does (its answer is GET's without the body), but on the WebSocket routes;
-// where GET is allowed, a 405's Allow names HEAD too.
+// matches as GET does (its answer is GET's without the body), but on the WebSocket routes.
 route match_route(std::string_view method, std::string_view target, bool static_files_enabled);
 
 // Value of `key` in an application/x-www-form-urlencoded query string, decoded; "" if absent.
