@@ -142,7 +142,9 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     const auto length = parser_->content_length();
     if (length && *length > body_limit_)
         return send(body_too_large(*length, body_limit_, body_limit_note_));
-    parser_->body_limit(body_limit_);
+    // Only where a body is still to come: Boost 1.74 reports body_limit for a parser that is
+    // already done (Content-Length: 0) whose limit is set to 0 afterwards.
+    if (!parser_->is_done()) parser_->body_limit(body_limit_);
     // The body's bytes count against the server's budget until the answer is written. A
     // chunked body may grow to the route's limit, so that much is reserved.
     const std::size_t expected = length               ? static_cast<std::size_t>(*length)
