@@ -121,9 +121,10 @@ def test_the_debugger_stops_at_a_breakpoint_and_its_evaluations_are_recorded():
                                               "context": "repl"})
         check(evaluation["success"], "evaluate", evaluation)
         check_eq(evaluation["body"]["result"], "5", "the evaluation sees the frame")
-        audited(lambda a: a.get("request") == "debug_request evaluate"
-                and a.get("code") == "a + b" and a.get("status") == "ok",
-                "the evaluation's audit line")
+        run = audited(lambda a: a.get("request") == "debug_request evaluate"
+                      and a.get("code") == "a + b", "the evaluation's run line")
+        audited(lambda a: a.get("event") == "end" and a.get("run_seq") == run["seq"]
+                and a.get("status") == "ok", "its end line")
         check(dbg.request("continue", {"threadId": thread})["success"], "continue")
         reply = ws.reply_to(run_id, timeout=TIMEOUT)
         check_eq(reply["content"]["status"], "ok", "the execution finished")
