@@ -1027,7 +1027,8 @@ TEST_CASE("audit-verify --help prints its usage; an unknown option is not taken 
     auto r = run_command({CALLISTO_BINARY, "audit-verify", "--help"}, {}, 30);
     INFO(r.output);
     CHECK(r.exit_code == 0);
-    CHECK(r.output.find("usage: callisto audit-verify FILE...") != std::string::npos);
+    CHECK(r.output.find("usage: callisto audit-verify --key KEY [--anchor ANCHOR] FILE...") !=
+          std::string::npos);
     CHECK(r.output.find("cannot") == std::string::npos);
     r = run_command({CALLISTO_BINARY, "audit-verify", "-h"}, {}, 30);
     CHECK(r.exit_code == 0);
