@@ -216,7 +216,10 @@ void chain_verifier::add(std::string_view text, const std::string& where) {
     auto line = parse_line(key_, text, why);
     if (!line) {
         broken_.push_back(where + ": broken: " + why);
-        last_mac_.clear();  // what follows is checked against nothing until it is authentic
+        // What follows is checked against nothing until a line is authentic, but for its seq:
+        // this line took one, so a line removed after it still shows.
+        last_mac_.clear();
+        if (last_seq_ != 0) ++last_seq_;
         return;
     }
     const std::string event = line->record.value("event", "");
@@ -233,6 +236,9 @@ void chain_verifier::add(std::string_view text, const std::string& where) {
         else if (line->seq != last_seq_ + 1 && event != "truncated")
             broken_.push_back(where + ": broken: seq " + std::to_string(line->seq) + " follows " +
                               std::to_string(last_seq_) + " (lines are missing)");
+    } else if (last_seq_ != 0 && line->seq != last_seq_ + 1 && event != "truncated") {
+        broken_.push_back(where + ": broken: seq " + std::to_string(line->seq) + " where " +
+                          std::to_string(last_seq_ + 1) + " was due (lines are missing)");
     }
     if (event == "truncated") {
         const auto found = line->record.value("found_seq", std::uint64_t{0});

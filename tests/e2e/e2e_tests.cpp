@@ -1006,6 +1006,7 @@ TEST_CASE(
     INFO(r.output);
     CHECK(r.exit_code == 1);
     CHECK(r.output.find(copy + ":2: broken: its MAC does not match its text") != std::string::npos);
+    CHECK(r.output.find(copy + ":3: broken: seq 4 where 3 was due") != std::string::npos);
     // With the edit undone, the deletion is what is found.
     write_copy([](std::size_t i) { return i != 2; }, [](std::size_t) { return false; });
     r = run_command({CALLISTO_BINARY, "audit-verify", "--key", key, copy}, {}, 60);

@@ -200,6 +200,11 @@ TEST_CASE("audit verification names an edited line, a deleted line and a line of
     deleted.erase(deleted.begin() + 1);
     check_broken(deleted, "line 2", "it does not follow the line before it");
 
+    // A line removed right after an edited one still shows, by its seq.
+    auto both = edited;
+    both.erase(both.begin() + 2);
+    check_broken(both, "line 3", "seq 4 where 3 was due (lines are missing)");
+
     check_broken({lines[0], "{\"code\": \"not chained\"}"}, "line 2", "not an audit line");
     // A line of the old unkeyed chain proves nothing.
     check_broken({"{\"code\":\"x\",\"prev\":\"" + std::string(genesis_mac) +
