@@ -147,11 +147,13 @@ def test_files_written_names_what_an_execution_created_or_changed():
             "open('edited.txt', 'a').write('b')\n"
             "open('.env', 'w').write('X=1')\n")})
         check_eq(run.json()["status"], "ok", "the second execution")
-        line = audited(lambda a: a.get("execution") == run.json()["id"], "its audit line")
+        line = audited(lambda a: a.get("event") == "end" and a.get("execution") == run.json()["id"],
+                       "its end line")
         check_eq(line["files_written"], [".env", "edited.txt", "out/result.csv"],
                  "what it created or changed, not what it left alone")
         run = api("POST", f"/v1/contexts/{ctx}/executions", {"code": "1 + 1"})
-        line = audited(lambda a: a.get("execution") == run.json()["id"], "a third line")
+        line = audited(lambda a: a.get("event") == "end" and a.get("execution") == run.json()["id"],
+                       "a third end line")
         check_eq(line["files_written"], [], "an execution that wrote nothing")
     finally:
         api("DELETE", f"/v1/contexts/{ctx}")
