@@ -5,7 +5,9 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,32 +47,80 @@ std::string fit_open_files(callisto::gateway::server_config& cfg) {
     return said;
 }
 
-constexpr const char* audit_verify_usage =
-    "usage: callisto audit-verify FILE... (oldest first: FILE.2 FILE.1 FILE)\n"
-    "Checks the chain of an --audit-log through its rotated files: exits 0 when it is\n"
-    "intact, 1 naming the first broken line, 2 for a usage error.\n";
-
-// `callisto audit-verify FILE...`: 0 when the chain through the files (oldest first) is
-// intact, 1 naming the first broken line. An argument that starts with '-' is an option
-// (--help), never a file: audit files are named FILE, FILE.1, ... (./-x reaches one that is).
-int audit_verify(const std::vector<std::string>& files) {
-    for (const auto& arg : files) {
-        if (arg == "--help" || arg == "-h") {
-            std::fputs(audit_verify_usage, stdout);
+// `callisto audit-verify --key KEY [--anchor ANCHOR] FILE...`: 0 when every line of the chain
+// through the files (oldest first) is authentic and in order, from seq 1 to the anchor; 3 when
+// what is there is, but not all of it is there (rotated away, no anchor), each gap said; 1
+// naming each broken line; 2 for a wrong command line. An argument that starts with '-' is an
+// option, never a file: audit files are named FILE, FILE.1, ... (./-x reaches one that is).
+int audit_verify(const std::vector<std::string>& args) {
+    namespace audit = callisto::gateway::audit;
+    static constexpr const char* usage =
+        "usage: callisto audit-verify --key KEY [--anchor ANCHOR] FILE...\n"
+        "  FILE...  the log and its rotated files, oldest first: FILE.2 FILE.1 FILE\n"
+        "  KEY      the chain's key (--audit-key; default <state-dir>/audit.key)\n"
+        "  ANCHOR   the last line the gateway wrote (default: KEY's NAME.anchor, if there)\n"
+        "exit 0: proven from seq 1 to the anchor; 3: authentic but not complete (what is not\n"
+        "proven is said); 1: broken (each problem named); 2: this message\n";
+    std::string key_file, anchor_file;
+    std::vector<std::string> files;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&](std::string& into) {
+            if (a.find('=') != std::string::npos) {
+                into = a.substr(a.find('=') + 1);
+                return true;
+            }
+            if (i + 1 >= args.size()) return false;
+            into = args[++i];
+            return true;
+        };
+        if (a == "--key" || a.starts_with("--key=")) {
+            if (!value(key_file) || key_file.empty()) break;
+        } else if (a == "--anchor" || a.starts_with("--anchor=")) {
+            if (!value(anchor_file) || anchor_file.empty()) break;
+        } else if (a == "-h" || a == "--help") {
+            std::fputs(usage, stdout);
             return 0;
-        }
-        if (!arg.empty() && arg.front() == '-') {
-            std::fprintf(stderr, "unknown option %s\n%s", arg.c_str(), audit_verify_usage);
+        } else if (a.starts_with("-")) {
+            std::fprintf(stderr, "audit-verify: unknown option %s\n", a.c_str());
+            std::fputs(usage, stderr);
             return 2;
+        } else {
+            files.push_back(a);
         }
     }
-    if (files.empty()) {
-        std::fputs(audit_verify_usage, stderr);
+    if (key_file.empty() || files.empty()) {
+        std::fputs(key_file.empty() ? "audit-verify: --key is needed: a chain without its key "
+                                      "proves nothing\n"
+                                    : "audit-verify: no files given\n",
+                   stderr);
+        std::fputs(usage, stderr);
         return 2;
     }
+    std::string why;
+    auto key = audit::read_key_file(key_file, why);
+    if (!key) {
+        std::fprintf(stderr, "audit-verify: %s\n", why.c_str());
+        return 2;
+    }
+    std::optional<audit::chain_anchor> anchor;
+    std::string anchor_said;
+    if (anchor_file.empty()) {
+        const auto beside = audit::audit_log::anchor_file(key_file);
+        std::error_code ec;
+        if (std::filesystem::exists(beside, ec)) anchor_file = beside.string();
+    }
+    if (!anchor_file.empty()) {
+        anchor = audit::read_anchor_file(anchor_file, *key, why);
+        if (!anchor) {
+            std::fprintf(stderr, "audit-verify: the anchor is not valid: %s\n", why.c_str());
+            return 1;
+        }
+        anchor_said = "anchor: " + anchor_file + " (seq " + std::to_string(anchor->seq) + ")\n";
+    }
     std::string report;
-    const int code = callisto::gateway::audit::verify_files(files, report);
-    std::fputs(report.c_str(), code == 0 ? stdout : stderr);
+    const int code = audit::verify_files(*key, anchor, files, report);
+    std::fputs((anchor_said + report).c_str(), code == 0 ? stdout : stderr);
     return code;
 }
 

@@ -226,17 +226,20 @@ kernels::kernel_settings kernel_settings_for(const server_config& config) {
     return s;
 }
 
-// --audit-log: opened (or continued) at start; a file that cannot be written stops the start.
-std::unique_ptr<audit::audit_log> make_audit_log(const server_config& config) {
+// --audit-log: opened (or continued) at start; a file that cannot be opened, a key or anchor
+// that is not valid, or (with --audit-required) a log cut short stops the start.
+std::unique_ptr<audit::audit_log> make_audit_log(const server_config& config, const logger& log) {
     if (config.audit_log.empty()) return nullptr;
     audit::audit_settings s;
     s.file = config.audit_log;
+    s.key_file = config.audit_key;
     s.record_code = config.audit_code;
+    s.code_limit = config.audit_code_limit;
     s.rotate_bytes = config.audit_rotate_bytes;
     s.keep = config.audit_keep;
     s.required = config.audit_required;
     try {
-        return std::make_unique<audit::audit_log>(s);
+        return std::make_unique<audit::audit_log>(s, log);
     } catch (const std::exception& e) {
         throw std::runtime_error(std::string("--audit-log: ") + e.what());
     }
@@ -334,7 +337,7 @@ server::server(server_config config, logger log)
                config_.max_kernels, config_.reuse),
       kernels_rest_(kernels_),
       kernelspecs_rest_(catalog_, kernels_.default_kernel_name()),
-      audit_(make_audit_log(config_)),
+      audit_(make_audit_log(config_, log_.component("audit"))),
       websocket_audit_(
           audit_ ? std::make_unique<jupyter_api::execution_audit>(*audit_, log_.component("audit"))
                  : nullptr),

@@ -722,11 +722,18 @@ const std::vector<option>& options() {
          "MCP sessions per user; initialize beyond it answers 429 (default 64)",
          number_into(&server_config::mcp_max_sessions, 1, 10000, "a number 1-10000")},
         {"--audit-log", "FILE",
-         "append one chained JSON line per execution (Jupyter WebSocket,\n"
-         "/v1 and MCP: code, user, kernel, status, duration, output) to\n"
-         "FILE; `callisto audit-verify FILE...` checks the chain (default:\n"
+         "record every execution (Jupyter WebSocket, /v1 and MCP) in FILE\n"
+         "before it runs, and how it ended: user, kernel, code, status,\n"
+         "duration, output; lines chained under a key (--audit-key);\n"
+         "`callisto audit-verify --key KEY FILE...` checks them (default:\n"
          "none)",
          path_into(&server_config::audit_log, "a file path")},
+        {"--audit-key", "FILE",
+         "the audit chain's secret key, created (0600) when missing; its\n"
+         "anchor (the last line written) is kept beside it as NAME.anchor.\n"
+         "Keep it where the log's readers cannot read it (default:\n"
+         "<state-dir>/audit.key)",
+         path_into(&server_config::audit_key, "a file path")},
         {"--audit-code",
          "full|hash",
          "record the code itself, or only its sha256 and size (default full)",
@@ -736,6 +743,10 @@ const std::vector<option>& options() {
               return {};
           },
           [](const server_config& c) { return nlohmann::json(c.audit_code ? "full" : "hash"); }}},
+        {"--audit-code-limit", "SIZE",
+         "code (or user expressions) longer than this is recorded by its\n"
+         "sha256 and size only, even with --audit-code=full (default 64KiB)",
+         size_into(&server_config::audit_code_limit, "a size like 64KiB")},
         {"--audit-rotate", "SIZE",
          "start a new audit file past this size (FILE.1 is the newest old\n"
          "one; the chain continues) (default 0: never)",
@@ -1045,6 +1056,8 @@ parse_result parse_server_config(const std::vector<std::string>& args,
                     std::to_string(cfg.max_execution_timeout.count()) + " s)");
     if (!cfg.state_dir_off && cfg.state_dir.empty() && cfg.sandbox)
         cfg.state_dir = cfg.workdir_root / ".callisto-state";
+    if (!cfg.audit_log.empty() && cfg.audit_key.empty() && !cfg.state_dir.empty())
+        cfg.audit_key = cfg.state_dir / "audit.key";
     // The runtime root's default names the serving process: none is shown.
     if (st.print_config) return {cfg, {}, 0, true};
     if (cfg.runtime_root.empty()) cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
@@ -1054,6 +1067,10 @@ parse_result parse_server_config(const std::vector<std::string>& args,
             "from their records there");
     if (cfg.state_required && cfg.state_dir.empty())
         return fail("--state-required needs --state-dir: there is nowhere to write the records");
+    if (!cfg.audit_log.empty() && cfg.audit_key.empty())
+        return fail(
+            "--audit-log needs --audit-key FILE (or a --state-dir to keep it in): the "
+            "chain's key must be kept where the log's readers cannot read it");
     return {cfg, {}, 0};
 }
 

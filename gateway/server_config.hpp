@@ -108,10 +108,13 @@ struct server_config {
 
     // The audit log (gateway/audit/): one chained line per execution; off without a file.
     std::filesystem::path audit_log;
-    bool audit_code = true;              // false (--audit-code=hash): only the code's hash and size
-    std::size_t audit_rotate_bytes = 0;  // 0: never rotate
-    std::size_t audit_keep = 0;          // rotated files kept; 0: all
-    bool audit_required = true;          // executions that cannot be recorded are refused
+    // The chain's key (and its anchor beside it); default <state-dir>/audit.key.
+    std::filesystem::path audit_key;
+    bool audit_code = true;  // false (--audit-code=hash): only the code's hash and size
+    std::size_t audit_code_limit = 64 << 10;  // longer code: only its hash and size
+    std::size_t audit_rotate_bytes = 0;       // 0: never rotate
+    std::size_t audit_keep = 0;               // rotated files kept; 0: all
+    bool audit_required = true;               // executions that cannot be recorded are refused
 
     log_level log = log_level::info;
     callisto::log_format log_format = callisto::log_format::text;

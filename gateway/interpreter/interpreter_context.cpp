@@ -305,16 +305,15 @@ void interpreter_context::start_next() {
             save_record();
             continue;
         }
-        // Code that cannot be recorded does not run (--audit-required).
-        if (settings_.audit && settings_.audit->settings().required) {
-            if (auto why = settings_.audit->refuse_reason(); !why.empty()) {
-                log_.error("execution " + e->id() + " refused: " + why);
-                e->set_error("AuditUnavailable", why + "; the code did not run", {});
-                e->finish(execution_status::error);
-                remember(e);
-                save_record();
-                continue;
-            }
+        // Recorded before the kernel has it; code that cannot be recorded does not run
+        // (--audit-required). The next execution tries the log again.
+        if (auto why = audit_start(*e); !why.empty()) {
+            log_.error("execution " + e->id() + " refused: " + why);
+            e->set_error("AuditUnavailable", why + "; the code did not run", {});
+            e->finish(execution_status::error);
+            remember(e);
+            save_record();
+            continue;
         }
         current_ = e;
         running_ = true;
@@ -462,37 +461,57 @@ void interpreter_context::finish_current(execution_status status,
     if (!e->request().env.empty() && !closed_)
         if (auto restore = languages::env_restore_code(dialect_)) send_silent(std::move(*restore));
     e->finish(status, state_preserved);
-    audit(*e);
+    audit_end(*e);
     remember(e);
     save_record();
 }
 
-void interpreter_context::audit(const execution& e) {
+std::string interpreter_context::audit_start(const execution& e) {
+    audit_seq_ = 0;
+    if (!settings_.audit) return {};
+    audit::execution_start start;
+    start.started = std::chrono::system_clock::now();
+    start.user = owner_;
+    start.api = e.request().api;
+    const std::string kernel_id = kernel_->id();
+    start.kernel_id = kernel_id;
+    start.context_id = id_;
+    start.execution_id = e.id();
+    start.code = e.request().code;
+    auto r = settings_.audit->record_start(start);
+    if (r.error.empty()) {
+        audit_seq_ = r.seq;
+        return {};
+    }
+    if (settings_.audit->settings().required) return r.error;
+    log_.error("execution " + e.id() + " runs unrecorded (--audit-required=off): " + r.error);
+    return {};
+}
+
+void interpreter_context::audit_end(const execution& e) {
     if (!settings_.audit) return;
     const auto record = e.to_json();
-    audit::execution_entry entry;
-    entry.started = e.created_at();
-    entry.user = owner_;
-    entry.api = e.request().api;
-    entry.kernel_id = kernel_->id();
-    entry.context_id = id_;
-    entry.execution_id = e.id();
-    entry.code = e.request().code;
-    entry.status = record.value("status", "");
-    entry.duration = std::chrono::milliseconds(record.value("duration_ms", 0LL));
-    entry.output_bytes = record["stdout"].get_ref<const std::string&>().size() +
-                         record["stderr"].get_ref<const std::string&>().size() +
-                         record["results"].dump().size();
+    audit::execution_end end;
+    end.finished = std::chrono::system_clock::now();
+    end.user = owner_;
+    end.api = e.request().api;
+    end.execution_id = e.id();
+    end.run_seq = std::exchange(audit_seq_, 0);
+    end.status = record.value("status", "");
+    end.duration = std::chrono::milliseconds(record.value("duration_ms", 0LL));
+    end.output_bytes = record["stdout"].get_ref<const std::string&>().size() +
+                       record["stderr"].get_ref<const std::string&>().size() +
+                       record["results"].dump().size();
     if (workdir_before_) {
         // Oversized results written to callisto-outputs/ are among the new files.
-        entry.files_written =
+        end.files_written =
             changed_files(*workdir_before_,
                           capture_workdir(workdir_files(workdir_), settings_.audit_compared_files),
                           settings_.audit_named_files);
         workdir_before_.reset();
     }
-    if (auto why = settings_.audit->record(entry); !why.empty())
-        log_.error("execution " + e.id() + " ran but could not be recorded: " + why);
+    if (auto why = settings_.audit->record_end(end); !why.empty())
+        log_.error("execution " + e.id() + " ended, but its end could not be recorded: " + why);
 }
 
 void interpreter_context::remember(const std::shared_ptr<execution>& e) {

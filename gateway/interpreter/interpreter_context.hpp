@@ -134,8 +134,11 @@ private:
     // The context's record (--state-dir) follows its executions: rewritten when one is
     // queued, starts or ends; removed when the context closes. One-shot contexts have none.
     void save_record() const;
-    // One line in the audit log (--audit-log), when there is one.
-    void audit(const execution& e);
+    // The audit log's run line, before the kernel has the code: "" when it may run (written,
+    // or no log, or --audit-required=off), else why not.
+    std::string audit_start(const execution& e);
+    // Its end line, linked to the run line.
+    void audit_end(const execution& e);
 
     const std::string id_;
     const std::string owner_;
@@ -163,6 +166,7 @@ private:
     std::deque<std::shared_ptr<execution>> queue_;
     std::shared_ptr<execution> current_;
     std::optional<execution_recorder> recorder_;  // the current execution's
+    std::uint64_t audit_seq_ = 0;                 // the current execution's run line, or 0
     // The workdir's files before the current execution ran, to name in the audit log what it
     // created or changed (only with --audit-log).
     std::optional<workdir_state> workdir_before_;

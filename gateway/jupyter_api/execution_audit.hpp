@@ -1,9 +1,9 @@
 #pragma once
 // The audit log's view of the Jupyter WebSocket: each request a client sends over a kernel's
 // channels that runs code (an execute_request with its user_expressions, a debugger's
-// evaluation: kernels/code_requests.hpp) is recorded when its reply comes (or when the kernel
-// dies first), and with --audit-required none runs while the log cannot be written. The interpreter
-// API records its own executions.
+// evaluation: kernels/code_requests.hpp) gets a run line before the kernel has it, and with
+// --audit-required is refused when that line cannot be written; its end line follows when
+// the kernel replies (or dies first). The interpreter API records its own executions.
 
 #include "common/logger.hpp"
 #include "gateway/audit/audit_log.hpp"
@@ -16,7 +16,7 @@ public:
     execution_audit(audit::audit_log& log, logger diagnostics)
         : audit_(log), log_(std::move(diagnostics)) {}
 
-    std::string refuse_reason() override;
+    std::string starting(kernels::websocket_execution& e) override;
     void finished(const kernels::websocket_execution& e) override;
 
 private:

@@ -501,6 +501,16 @@ void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel c
     if (!link_) return;
     if (orphans_)
         if (auto client = from.lock()) note_client_session(client, header_session(msg));
+    // Before the request is tracked or recorded: one dropped here never ran.
+    const bool awaits_reply = ch == channel::shell || ch == channel::control;
+    if (awaits_reply) {
+        if (awaiting_reply_.size() >= max_awaiting_replies)
+            std::erase_if(awaiting_reply_, [](const auto& kv) { return kv.second.expired(); });
+        if (awaiting_reply_.size() >= max_awaiting_replies) {
+            log_.warn("too many requests in flight; dropping " + msg.msg_type);
+            return;
+        }
+    }
     if (may_run_code(msg.msg_type)) {
         // The gateway's own clients (the interpreter API) record their executions themselves.
         auto client = from.lock();
@@ -509,15 +519,7 @@ void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel c
             if (msg.msg_type == "execute_request") model_.count_execution();
         }
     }
-    if (ch == channel::shell || ch == channel::control) {
-        if (awaiting_reply_.size() >= max_awaiting_replies)
-            std::erase_if(awaiting_reply_, [](const auto& kv) { return kv.second.expired(); });
-        if (awaiting_reply_.size() >= max_awaiting_replies) {
-            log_.warn("too many requests in flight; dropping " + msg.msg_type);
-            return;
-        }
-        awaiting_reply_[msg.msg_id] = from;
-    }
+    if (awaits_reply) awaiting_reply_[msg.msg_id] = from;
     msg.identities.clear();
     env_.metrics.relayed_to_kernel.observe(static_cast<double>(kernelproto::message_bytes(msg)));
     env_.links.send(*link_, ch, std::move(msg));
@@ -597,14 +599,6 @@ bool kernel_session::track_request(const std::shared_ptr<kernel_client>& client,
         return false;
     }
     if (!verdict.runs) return true;
-    if (recorded) {
-        if (auto why = env_.executions->refuse_reason(); !why.empty()) {
-            log_.error(msg.msg_type + " " + msg.msg_id + " refused: " + why);
-            answer_failed_request(client, ch, msg, "AuditUnavailable",
-                                  why + "; the code did not run", true);
-            return false;
-        }
-    }
     websocket_execution e;
     e.kernel_id = id_;
     e.kernelspec = spec_.name;
@@ -617,6 +611,18 @@ bool kernel_session::track_request(const std::shared_ptr<kernel_client>& client,
     e.user_expressions = std::move(verdict.runs->user_expressions);
     e.started = std::chrono::system_clock::now();
     e.started_steady = std::chrono::steady_clock::now();
+    if (recorded) {
+        // Recorded before the kernel has it, or refused (--audit-required): nothing runs
+        // unrecorded, and each request tries the log again.
+        if (auto why = env_.executions->starting(e); !why.empty()) {
+            log_.error(msg.msg_type + " " + msg.msg_id + " refused: " + why);
+            answer_failed_request(client, ch, msg, "AuditUnavailable",
+                                  why + "; the code did not run", true);
+            return false;
+        }
+        e.code = std::string();
+        e.user_expressions = nullptr;
+    }
     for (const auto& lost : executions_.started(std::move(e))) report(lost);
     return true;
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <list>
 #include <optional>
 #include <string>
@@ -26,8 +27,11 @@ struct websocket_execution {
     std::string request_header;  // its header (JSON), to answer it when the kernel cannot
     kernelproto::channel request_channel = kernelproto::channel::shell;
     std::string kind;  // code_request::kind: "execute_request", "debug_request evaluate", ...
+    // What it runs: given to the observer before the kernel has it, then let go, so pending
+    // executions hold no code (the observer recorded what it needs).
     std::string code;
     nlohmann::json user_expressions;  // an execute_request's, evaluated after its code
+    std::uint64_t record_seq = 0;     // the observer's record of its start (an audit line), or 0
     // The reply's status (ok, error, aborted; a debug_reply's success is ok or error), or
     // "lost" when the kernel died or restarted before it replied.
     std::string status;
@@ -41,9 +45,11 @@ struct websocket_execution {
 class execution_observer {
 public:
     virtual ~execution_observer() = default;
-    // "" lets an execute_request through; otherwise why it may not run (an audit log that
-    // cannot be written, with --audit-required).
-    virtual std::string refuse_reason() = 0;
+    // Told before the request reaches the kernel, with its code: "" lets it through (the
+    // observer may set e.record_seq); otherwise why it may not run (an audit log that could not
+    // record it, with --audit-required).
+    virtual std::string starting(websocket_execution& e) = 0;
+    // Told when it ended (replied, lost), without its code.
     virtual void finished(const websocket_execution& e) = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/mount.h>
 #include <sys/resource.h>
 
 #include <unistd.h>
@@ -947,17 +948,18 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "audit: every execution over the Jupyter WebSocket, /v1 and MCP is one chained line; "
-    "audit-verify passes on "
-    "the log and its rotations, and fails naming the first broken line of a tampered "
-    "copy") {
+    "audit: every execution over the Jupyter WebSocket, /v1 and MCP is recorded before it runs; "
+    "audit-verify --key proves the log and its rotations, and fails naming each broken line "
+    "of an edited copy, one with a line deleted and one cut at its end") {
     const std::string dir = "/tmp/cle2e-audit-" + std::to_string(::getpid());
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     const std::string log = dir + "/audit.log";
+    const std::string key = dir + "/state/audit.key";
     {
         // Small files: the workload rotates them, and the chain goes on through them.
-        server_process server({"--audit-log=" + log, "--audit-rotate=2KiB", "--audit-keep=50"});
+        server_process server(
+            {"--audit-log=" + log, "--audit-key=" + key, "--audit-rotate=2KiB", "--audit-keep=50"});
         run_client(
             server,
             {python, source_dir + "/tests/e2e/python/test_audit.py", "-k", "every_execution"}, 900,
@@ -970,14 +972,18 @@ TEST_CASE(
             files.push_back(log + "." + std::to_string(n));
     files.push_back(log);
     CHECK(files.size() > 1);  // it rotated
-    std::vector<std::string> verify = {CALLISTO_BINARY, "audit-verify"};
+    std::vector<std::string> verify = {CALLISTO_BINARY, "audit-verify", "--key", key};
     verify.insert(verify.end(), files.begin(), files.end());
     auto r = run_command(verify, {}, 60);
     INFO(r.output);
     CHECK(r.exit_code == 0);
     CHECK(r.output.find("intact: ") != std::string::npos);
+    CHECK(r.output.find("none cut from the end") != std::string::npos);
+    // Without the key there is nothing to check against.
+    r = run_command({CALLISTO_BINARY, "audit-verify", log}, {}, 60);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("--key is needed") != std::string::npos);
 
-    // A copy with one line edited and a later one deleted fails at the edit.
     std::vector<std::string> lines;
     for (const auto& f : files) {
         std::ifstream in(f);
@@ -985,31 +991,36 @@ TEST_CASE(
     }
     REQUIRE(lines.size() >= 4);
     const std::string copy = dir + "/tampered.log";
-    {
-        std::ofstream out(copy);
+    auto write_copy = [&](auto keep, auto edit) {
+        std::ofstream out(copy, std::ios::trunc);
         for (std::size_t i = 0; i < lines.size(); ++i) {
-            if (i == 2) continue;  // deleted (a line in the middle: the next one tells)
+            if (!keep(i)) continue;
             std::string line = lines[i];
-            if (i == 1) line.replace(line.find("\"status\":\""), 10, "\"status\":\"X");
+            if (edit(i)) line.replace(line.find("\"time\":\""), 8, "\"time\":\"X");
             out << line << '\n';
         }
-    }
-    r = run_command({CALLISTO_BINARY, "audit-verify", copy}, {}, 60);
+    };
+    // One line edited, a later one deleted: both named.
+    write_copy([](std::size_t i) { return i != 2; }, [](std::size_t i) { return i == 1; });
+    r = run_command({CALLISTO_BINARY, "audit-verify", "--key", key, copy}, {}, 60);
     INFO(r.output);
     CHECK(r.exit_code == 1);
-    CHECK(r.output.find(copy + ":2: broken: its text does not match its hash") !=
-          std::string::npos);
+    CHECK(r.output.find(copy + ":2: broken: its MAC does not match its text") != std::string::npos);
+    CHECK(r.output.find(copy + ":3: broken: seq 4 where 3 was due") != std::string::npos);
     // With the edit undone, the deletion is what is found.
-    {
-        std::ofstream out(copy);
-        for (std::size_t i = 0; i < lines.size(); ++i)
-            if (i != 2) out << lines[i] << '\n';
-    }
-    r = run_command({CALLISTO_BINARY, "audit-verify", copy}, {}, 60);
+    write_copy([](std::size_t i) { return i != 2; }, [](std::size_t) { return false; });
+    r = run_command({CALLISTO_BINARY, "audit-verify", "--key", key, copy}, {}, 60);
     INFO(r.output);
     CHECK(r.exit_code == 1);
-    CHECK(r.output.find(copy + ":3: broken: it does not follow the line before") !=
+    CHECK(r.output.find(copy + ":3: broken: it does not follow the line before it") !=
           std::string::npos);
+    // The end cut: found against the anchor kept beside the key.
+    write_copy([&](std::size_t i) { return i + 2 < lines.size(); },
+               [](std::size_t) { return false; });
+    r = run_command({CALLISTO_BINARY, "audit-verify", "--key", key, copy}, {}, 60);
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("were cut from the end") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
 
@@ -1017,7 +1028,8 @@ TEST_CASE("audit-verify --help prints its usage; an unknown option is not taken 
     auto r = run_command({CALLISTO_BINARY, "audit-verify", "--help"}, {}, 30);
     INFO(r.output);
     CHECK(r.exit_code == 0);
-    CHECK(r.output.find("usage: callisto audit-verify FILE...") != std::string::npos);
+    CHECK(r.output.find("usage: callisto audit-verify --key KEY [--anchor ANCHOR] FILE...") !=
+          std::string::npos);
     CHECK(r.output.find("cannot") == std::string::npos);
     r = run_command({CALLISTO_BINARY, "audit-verify", "-h"}, {}, 30);
     CHECK(r.exit_code == 0);
@@ -1035,22 +1047,49 @@ TEST_CASE(
     "unrecorded") {
     // /dev/full takes the file open and fails every write (ENOSPC), as a full disk does.
     server_process server({"--audit-log=/dev/full"});
-    std::string first, second;
-    const std::string run = nlohmann::json{{"code", "print('ran')"}}.dump();
-    const std::string refused = nlohmann::json{{"code", "print('must not run')"}}.dump();
-    CHECK(http_request(server.port(), "POST", "/v1/executions", server.token(), run, &first) ==
-          200);
-    CHECK(http_request(server.port(), "POST", "/v1/executions", server.token(), refused, &second) ==
-          200);
-    INFO(second);
-    auto j = nlohmann::json::parse(second);
-    CHECK(j["status"] == "error");
-    CHECK(j["error"]["name"] == "AuditUnavailable");
-    CHECK(j["stdout"] == "");
+    for (int i = 0; i < 2; ++i) {
+        std::string answer;
+        const std::string refused = nlohmann::json{{"code", "print('must not run')"}}.dump();
+        CHECK(http_request(server.port(), "POST", "/v1/executions", server.token(), refused,
+                           &answer) == 200);
+        INFO(answer);
+        auto j = nlohmann::json::parse(answer);
+        CHECK(j["status"] == "error");
+        CHECK(j["error"]["name"] == "AuditUnavailable");
+        CHECK(j["stdout"] == "");
+    }
     run_client(server, {python, source_dir + "/tests/e2e/python/test_audit.py", "-k",
                         "refused_while_the_log_cannot_be_written"});
     CHECK(server.stop() == 0);
-    CHECK(server.log().find("could not be recorded") != std::string::npos);
+    CHECK(server.log().find("refused: the audit log cannot be written") != std::string::npos);
+}
+
+TEST_CASE(
+    "audit: a full audit disk refuses executions only while it is full; a 2 MiB execution is "
+    "recorded by its hash and size") {
+    // The log on a tmpfs of its own, filled and freed by the client.
+    const std::string dir = "/tmp/cle2e-audit-full-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir + "/disk");
+    REQUIRE(::mount("callisto-e2e", (dir + "/disk").c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+                    "size=4m,mode=0700") == 0);
+    {
+        server_process server(
+            {"--audit-log=" + dir + "/disk/audit.log", "--audit-key=" + dir + "/state/audit.key"});
+        run_client(
+            server,
+            {python, source_dir + "/tests/e2e/python/test_audit.py", "-k", "full_audit_disk"}, 300,
+            {{"CALLISTO_AUDIT_LOG", dir + "/disk/audit.log"},
+             {"CALLISTO_AUDIT_FILL", dir + "/disk/filler"}});
+        CHECK(server.stop() == 0);
+    }
+    auto r = run_command({CALLISTO_BINARY, "audit-verify", "--key", dir + "/state/audit.key",
+                          dir + "/disk/audit.log"},
+                         {}, 60);
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    ::umount2((dir + "/disk").c_str(), MNT_DETACH);
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE(

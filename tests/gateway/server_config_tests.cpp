@@ -627,3 +627,39 @@ TEST_CASE("--web-root takes a directory or off; empty is refused, unset is looke
     CHECK(r.exit_code == 2);
     CHECK(r.message.find("--web-root") != std::string::npos);
 }
+
+TEST_CASE(
+    "--audit-key: in the state directory unless given; without either, --audit-log is "
+    "refused") {
+    auto r = parse({"--workdir-root=/srv/work", "--audit-log=/var/log/callisto/audit.log"});
+    REQUIRE(r.config);
+    CHECK(r.config->audit_key == "/srv/work/.callisto-state/audit.key");
+    r = parse({"--audit-log=/var/log/a.log", "--audit-key=/etc/callisto/audit.key"});
+    REQUIRE(r.config);
+    CHECK(r.config->audit_key == "/etc/callisto/audit.key");
+    r = parse({"--sandbox=off", "--audit-log=/var/log/a.log"});
+    CHECK_FALSE(r.config);
+    CHECK(r.message.find("--audit-log needs --audit-key FILE") != std::string::npos);
+    r = parse({"--sandbox=off", "--audit-log=/var/log/a.log", "--audit-key=/root/a.key"});
+    REQUIRE(r.config);
+    r = parse({"--sandbox=off"});  // no audit log: no key needed
+    REQUIRE(r.config);
+    CHECK(r.config->audit_key.empty());
+    r = parse({"--audit-key="});
+    CHECK_FALSE(r.config);
+    CHECK(r.message.find("--audit-key") != std::string::npos);
+}
+
+TEST_CASE("--audit-code-limit takes a size, 64KiB by default, and refuses bad forms") {
+    auto r = parse({});
+    REQUIRE(r.config);
+    CHECK(r.config->audit_code_limit == 64 * 1024);
+    r = parse({"--audit-code-limit=1MiB"});
+    REQUIRE(r.config);
+    CHECK(r.config->audit_code_limit == 1024 * 1024);
+    for (std::string bad : {"0", "-1", "lots", "64KB", "", "1TiB"}) {
+        r = parse({"--audit-code-limit=" + bad});
+        CHECK_MESSAGE(!r.config, bad);
+        CHECK(r.message.find("--audit-code-limit") != std::string::npos);
+    }
+}

@@ -199,12 +199,23 @@ struct websocket_client final : kernel_client {
     void close_from_kernel(std::string) override {}
 };
 
-// The server's execution observer (audit, in production): refuses while `refusing` is set.
+// The server's execution observer (audit, in production): records each execution as it
+// starts (numbering it) and when it ends; refuses while `refusing` is set.
 struct recording_observer final : execution_observer {
     std::string refusing;
+    std::vector<websocket_execution> started_executions;
     std::vector<websocket_execution> finished_executions;
+    // How many requests the kernel had been sent when each start was recorded.
+    std::function<std::size_t()> sent_to_kernel;
+    std::vector<std::size_t> sent_at_start;
 
-    std::string refuse_reason() override { return refusing; }
+    std::string starting(websocket_execution& e) override {
+        if (sent_to_kernel) sent_at_start.push_back(sent_to_kernel());
+        if (!refusing.empty()) return refusing;
+        e.record_seq = started_executions.size() + 1;
+        started_executions.push_back(e);
+        return {};
+    }
     void finished(const websocket_execution& e) override { finished_executions.push_back(e); }
 };
 

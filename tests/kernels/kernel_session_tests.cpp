@@ -311,9 +311,12 @@ TEST_CASE("the metrics count starts, a requested restart, and a death by its cau
     CHECK(w.metrics.deaths.with({"oom"}).value() == 0);
 }
 
-TEST_CASE("a WebSocket client's executions are reported with code, status and output") {
+TEST_CASE(
+    "a WebSocket client's executions are recorded before the kernel has them, then "
+    "reported with status and output, without their code") {
     fake_world w;
     recording_observer observer;
+    observer.sent_to_kernel = [&] { return w.links.count(channel::shell, "execute_request"); };
     w.env.executions = &observer;
     auto k = make_session(w);
     REQUIRE(start_and_connect(w, *k) == "");
@@ -323,13 +326,18 @@ TEST_CASE("a WebSocket client's executions are reported with code, status and ou
     const std::string id = req.msg_id;
     k->submit(client, channel::shell, std::move(req));
     REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    REQUIRE(observer.started_executions.size() == 1);
+    CHECK(observer.sent_at_start == std::vector<std::size_t>{0});  // before the kernel had it
+    CHECK(observer.started_executions[0].code == "print('hi')");
+    CHECK(observer.started_executions[0].msg_id == id);
     w.links.last().on_message(channel::iopub,
                               from_kernel("stream", {{"name", "stdout"}, {"text", "hi\n"}}, id));
     w.links.last().on_message(channel::shell, from_kernel("execute_reply", {{"status", "ok"}}, id));
     REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 1; }));
     const auto& e = observer.finished_executions[0];
     CHECK(e.msg_id == id);
-    CHECK(e.code == "print('hi')");
+    CHECK(e.record_seq == 1);  // linked to its start's record
+    CHECK(e.code.empty());     // pending executions hold no code
     CHECK(e.user == "ana");
     CHECK(e.kernel_id == "k-1");
     CHECK(e.status == "ok");
@@ -347,7 +355,9 @@ TEST_CASE("a WebSocket client's executions are reported with code, status and ou
     CHECK(w.metrics.executions.with({"jupyter", "lost"}).value() == 1);
 }
 
-TEST_CASE("an execute_request the observer refuses never reaches the kernel; the client is told") {
+TEST_CASE(
+    "an execute_request the observer refuses never reaches the kernel; the client is "
+    "told, and the next one is asked again") {
     fake_world w;
     recording_observer observer;
     observer.refusing = "the audit log cannot be written: No space left on device";
@@ -365,6 +375,12 @@ TEST_CASE("an execute_request the observer refuses never reaches the kernel; the
     // Other requests still pass.
     k->submit(client, channel::shell, request("kernel_info_request"));
     REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "kernel_info_request") == 1; }));
+    // Once the observer can record again, the next execution runs: no lock-out.
+    observer.refusing.clear();
+    k->submit(client, channel::shell,
+              kp::make_message("execute_request", {{"code", "2"}}, "client-session"));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    CHECK(observer.started_executions.size() == 1);
 }
 
 TEST_CASE("an execute_request on the control channel never reaches the kernel; it is answered") {
@@ -403,8 +419,9 @@ TEST_CASE("a debugger's evaluate is recorded as an execution, and refused with t
     w.links.last().on_message(channel::control,
                               from_kernel("debug_reply", {{"success", true}}, id));
     REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 1; }));
+    CHECK(observer.started_executions.at(0).kind == "debug_request evaluate");
+    CHECK(observer.started_executions.at(0).code == "secret");
     CHECK(observer.finished_executions[0].kind == "debug_request evaluate");
-    CHECK(observer.finished_executions[0].code == "secret");
     CHECK(observer.finished_executions[0].status == "ok");
     REQUIRE(w.run_until([&] { return client->frames.size() == 1; }));  // the reply, relayed
 
@@ -442,6 +459,6 @@ TEST_CASE("an execute_request's user_expressions reach the record with its code"
     REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
     w.links.last().on_message(channel::shell, from_kernel("execute_reply", {{"status", "ok"}}, id));
     REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 1; }));
-    CHECK(observer.finished_executions[0].user_expressions ==
+    CHECK(observer.started_executions.at(0).user_expressions ==
           nlohmann::json{{"x", "__import__('os').getuid()"}});
 }

@@ -121,9 +121,10 @@ def test_the_debugger_stops_at_a_breakpoint_and_its_evaluations_are_recorded():
                                               "context": "repl"})
         check(evaluation["success"], "evaluate", evaluation)
         check_eq(evaluation["body"]["result"], "5", "the evaluation sees the frame")
-        audited(lambda a: a.get("request") == "debug_request evaluate"
-                and a.get("code") == "a + b" and a.get("status") == "ok",
-                "the evaluation's audit line")
+        run = audited(lambda a: a.get("request") == "debug_request evaluate"
+                      and a.get("code") == "a + b", "the evaluation's run line")
+        audited(lambda a: a.get("event") == "end" and a.get("run_seq") == run["seq"]
+                and a.get("status") == "ok", "its end line")
         check(dbg.request("continue", {"threadId": thread})["success"], "continue")
         reply = ws.reply_to(run_id, timeout=TIMEOUT)
         check_eq(reply["content"]["status"], "ok", "the execution finished")
@@ -146,11 +147,13 @@ def test_files_written_names_what_an_execution_created_or_changed():
             "open('edited.txt', 'a').write('b')\n"
             "open('.env', 'w').write('X=1')\n")})
         check_eq(run.json()["status"], "ok", "the second execution")
-        line = audited(lambda a: a.get("execution") == run.json()["id"], "its audit line")
+        line = audited(lambda a: a.get("event") == "end" and a.get("execution") == run.json()["id"],
+                       "its end line")
         check_eq(line["files_written"], [".env", "edited.txt", "out/result.csv"],
                  "what it created or changed, not what it left alone")
         run = api("POST", f"/v1/contexts/{ctx}/executions", {"code": "1 + 1"})
-        line = audited(lambda a: a.get("execution") == run.json()["id"], "a third line")
+        line = audited(lambda a: a.get("event") == "end" and a.get("execution") == run.json()["id"],
+                       "a third end line")
         check_eq(line["files_written"], [], "an execution that wrote nothing")
     finally:
         api("DELETE", f"/v1/contexts/{ctx}")
