@@ -126,10 +126,16 @@ asio::awaitable<void> load_run::client(int index) {
         } else if (options_.api == api_kind::v1) {
             co_await http_execution(http, "/v1/contexts/" + target + "/executions", s);
         } else {
+            if (const auto why = socket.failure(); !why.empty()) {
+                // Dropped while this client thought: reopened below, nothing pending.
+                ++stats_.connection_errors;
+                stats_.problem("WebSocket dropped between executions: " + why);
+                socket.close();
+            }
             if (!socket.is_open()) {
                 bool failed = false;
                 try {
-                    co_await socket.open(target);
+                    co_await socket.open(target, session);
                 } catch (const std::exception& e) {
                     ++stats_.connection_errors;
                     stats_.problem(std::string("WebSocket connect: ") + e.what());

@@ -6,6 +6,10 @@
 
 #include <doctest/doctest.h>
 
+#include <boost/asio/error.hpp>
+#include <boost/beast/websocket/error.hpp>
+
+#include "gateway_connection.hpp"
 #include "gateway_stream.hpp"
 #include "latency_histogram.hpp"
 #include "load_options.hpp"
@@ -300,4 +304,70 @@ TEST_CASE("clients start evenly over the ramp-up, not in bursts of a second") {
     // The largest the options allow: an hour over 100,000 clients.
     CHECK(ramp_up_delay(std::chrono::seconds(3600), 99999, 100000) < std::chrono::hours(1));
     CHECK(ramp_up_delay(ramp, 5, 0) == microseconds(0));
+}
+
+TEST_CASE("a relayed message's sequence number is found without parsing it") {
+    // As the gateway writes it: spliced first into the metadata, after the header and parent.
+    const std::string stamped =
+        R"({"header":{"msg_id":"a","msg_type":"status"},"msg_id":"a","msg_type":"status",)"
+        R"("parent_header":{},"metadata":{"callisto_seq":4711,"x":1},)"
+        R"("content":{"execution_state":"idle"},"buffers":[],"channel":"iopub"})";
+    CHECK(message_sequence(stamped) == 4711u);
+    CHECK(message_sequence(R"({"metadata":{"callisto_seq":7}})") == 7u);
+    CHECK(message_sequence(R"({"metadata":{"callisto_seq": 18446744073709551615}})") ==
+          18446744073709551615ull);
+    CHECK_FALSE(message_sequence(R"({"metadata":{}})"));
+    CHECK_FALSE(message_sequence(R"({"metadata":{"callisto_seq":"x"}})"));
+    CHECK_FALSE(message_sequence(R"({"metadata":{"callisto_seq":)"));
+    // Printed by a user, the key's quotes are escaped: not a sequence number.
+    CHECK_FALSE(message_sequence(R"({"content":{"text":"\"callisto_seq\":12"}})"));
+    // In a binary frame (a message with buffers), the JSON part is searched the same way.
+    const std::string binary = std::string("\0\0\0\2\0\0\0\14", 8) +
+                               R"({"metadata":{"callisto_seq":99}})" + std::string("\xff\0", 2);
+    CHECK(message_sequence(binary) == 99u);
+}
+
+TEST_CASE("the gateway's replay-gap notice is recognised, and nothing else is") {
+    const auto notice = nlohmann::json::parse(
+        R"({"header":{"msg_type":"stream"},"parent_header":{},)"
+        R"("metadata":{"callisto_gap":{"from":5,"to":120}},)"
+        R"("content":{"name":"stderr","text":"[callisto] output 5-120 was dropped"}})");
+    CHECK(mentions_replay_gap(notice.dump()));
+    const auto gap = replay_gap(notice);
+    REQUIRE(gap);
+    CHECK(gap->first == 5u);
+    CHECK(gap->second == 120u);
+    CHECK_FALSE(replay_gap(nlohmann::json::parse(R"({"metadata":{"callisto_seq":3}})")));
+    CHECK_FALSE(replay_gap(nlohmann::json::parse(R"({"metadata":{"callisto_gap":true}})")));
+    CHECK_FALSE(replay_gap(nlohmann::json::parse(R"({"metadata":{"callisto_gap":{"from":1}}})")));
+    CHECK_FALSE(replay_gap(nlohmann::json::array()));
+    CHECK_FALSE(mentions_replay_gap(R"({"content":{"text":"\"callisto_gap\":"}})"));
+}
+
+TEST_CASE("the channels URL names the session, and the last sequence number on a resume") {
+    CHECK(channels_target("k1", "s-1", std::nullopt) == "/api/kernels/k1/channels?session_id=s-1");
+    CHECK(channels_target("k1", "s-1", 0) == "/api/kernels/k1/channels?session_id=s-1&since=0");
+    CHECK(channels_target("k1", "s-1", 4711) ==
+          "/api/kernels/k1/channels?session_id=s-1&since=4711");
+    CHECK(channels_target("k1", "a b&c", std::nullopt) ==
+          "/api/kernels/k1/channels?session_id=a%20b%26c");
+    const auto session = new_id();  // what load_run sends: nothing to encode
+    CHECK(channels_target("k", session, std::nullopt) ==
+          "/api/kernels/k/channels?session_id=" + session);
+}
+
+TEST_CASE("why a WebSocket dropped: the server's close code and reason, or the error") {
+    namespace websocket = boost::beast::websocket;
+    CHECK(drop_reason(
+              websocket::error::closed,
+              websocket::close_reason(websocket::close_code::going_away, "kernel restarted")) ==
+          "the server closed it with code 1001 \"kernel restarted\"");
+    CHECK(drop_reason(websocket::error::closed, websocket::close_reason(4000)) ==
+          "the server closed it with code 4000");
+    CHECK(drop_reason(websocket::error::closed, websocket::close_reason()) ==
+          "the server closed it (a close frame, no code)");
+    CHECK(drop_reason(boost::asio::error::eof, {}) ==
+          "the server closed the TCP connection without a close frame");
+    CHECK(drop_reason(boost::asio::error::connection_reset, {}).find("reset") != std::string::npos);
+    CHECK_FALSE(drop_reason(boost::asio::error::timed_out, {}).empty());
 }
