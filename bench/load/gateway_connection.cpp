@@ -204,8 +204,14 @@ asio::awaitable<void> kernel_socket::open(const std::string& kernel_id, const st
     }));
     c->ws.read_message_max(64u << 20);
     const auto since = resume ? std::optional<std::uint64_t>(last_seq_.value_or(0)) : std::nullopt;
-    co_await c->ws.async_handshake(host_header(options_.host, options_.port),
-                                   channels_target(kernel_id, session, since), use_awaitable);
+    websocket::response_type answer;
+    boost::system::error_code ec;
+    co_await c->ws.async_handshake(answer, host_header(options_.host, options_.port),
+                                   channels_target(kernel_id, session, since),
+                                   asio::redirect_error(use_awaitable, ec));
+    if (ec == websocket::error::upgrade_declined)
+        throw handshake_refused(answer.result_int(), answer.body());
+    if (ec) throw boost::system::system_error(ec);
     // From here the waits are bounded by receive()'s deadline, not by the stream's timer.
     tcp_layer.expires_never();
     c->ws.text(true);

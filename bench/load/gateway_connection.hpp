@@ -69,7 +69,8 @@ public:
     // Attaches to the kernel's channels as the Jupyter session `session` (?session_id=). With
     // `resume`, the gateway first replays the kernel's iopub messages after the last sequence
     // number this socket saw (?since=; 0 when it saw none: all it still holds). Throws
-    // boost::system::system_error when it cannot connect within `timeout`.
+    // boost::system::system_error when it cannot connect within `timeout`, handshake_refused
+    // when the gateway answers the handshake with an HTTP status.
     asio::awaitable<void> open(
         const std::string& kernel_id, const std::string& session, bool resume = false,
         std::chrono::steady_clock::duration timeout = std::chrono::seconds(30));
@@ -107,6 +108,16 @@ private:
 // A kernel's WebSocket failed: why, from the client's side.
 struct connection_dropped : std::runtime_error {
     using std::runtime_error::runtime_error;
+};
+
+// open(): the gateway answered the WebSocket handshake with an HTTP status, not an upgrade
+// (404: the kernel is gone; 403: not this token's).
+struct handshake_refused : connection_dropped {
+    handshake_refused(unsigned status, const std::string& body)
+        : connection_dropped("the WebSocket handshake was answered " + std::to_string(status) +
+                             (body.empty() ? "" : ": " + body.substr(0, 200))),
+          status(status) {}
+    unsigned status;
 };
 
 // The sequence number the gateway stamped on a relayed message ("callisto_seq":N in its

@@ -98,6 +98,10 @@ TEST_CASE("the command line: defaults, every option, and its bad forms") {
     CHECK(o.json_file == "out.json");
     CHECK_FALSE(o.progress);
     CHECK(o.keep_kernels);
+    CHECK(o.resume);  // the default: a dropped WebSocket is reopened
+    auto no_resume = parse_load_options({"--token=t", "--no-resume"});
+    REQUIRE(no_resume.options);
+    CHECK_FALSE(no_resume.options->resume);
 
     for (const char* bad :
          {"--clients=0", "--clients=ten", "--duration=0", "--api=grpc", "--url=ftp://x:1",
@@ -113,6 +117,7 @@ TEST_CASE("the command line: defaults, every option, and its bad forms") {
     CHECK_FALSE(help.options);
     CHECK(help.exit_code == 0);
     CHECK(help.message.find("--clients=N") != std::string::npos);
+    CHECK(help.message.find("--no-resume") != std::string::npos);
 }
 
 TEST_CASE("--url takes http:// and https://, with the default ports, and refuses the rest") {
@@ -370,4 +375,31 @@ TEST_CASE("why a WebSocket dropped: the server's close code and reason, or the e
           "the server closed the TCP connection without a close frame");
     CHECK(drop_reason(boost::asio::error::connection_reset, {}).find("reset") != std::string::npos);
     CHECK_FALSE(drop_reason(boost::asio::error::timed_out, {}).empty());
+    const handshake_refused gone(404, R"({"message":"Kernel does not exist: k"})");
+    CHECK(gone.status == 404);
+    CHECK(std::string(gone.what()) ==
+          R"(the WebSocket handshake was answered 404: {"message":"Kernel does not exist: k"})");
+    CHECK(std::string(handshake_refused(403, "").what()) ==
+          "the WebSocket handshake was answered 403");
+}
+
+TEST_CASE("the report counts reconnections and the executions they resumed") {
+    load_stats s;
+    s.sent = 3;
+    s.answered("tiny", microseconds(2000), true, "");
+    s.connection_errors = 2;
+    s.reconnects = 2;
+    s.resumed = 1;
+    s.resumed_without_reply = 1;
+    load_options o;
+    const auto table = report_table(s, o, 1.0);
+    CHECK(table.find("2 connection errors, 2 reconnections, 1 executions resumed (1 without their "
+                     "reply)") != std::string::npos);
+    const auto j = report_json(s, o, 1.0);
+    CHECK(j["reconnects"] == 2);
+    CHECK(j["resumed"] == 1);
+    CHECK(j["resumed_without_reply"] == 1);
+    CHECK(j["config"]["resume"] == true);
+    CHECK(progress_line(s, 1.0).find("reconnects 2") != std::string::npos);
+    CHECK(progress_line(load_stats{}, 1.0).find("reconnects") == std::string::npos);
 }
