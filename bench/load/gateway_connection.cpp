@@ -1,5 +1,7 @@
 #include "gateway_connection.hpp"
 
+#include <cctype>
+#include <charconv>
 #include <deque>
 #include <random>
 
@@ -9,10 +11,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket/error.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
 namespace callisto::load {
@@ -95,27 +99,103 @@ asio::awaitable<http_answer> http_connection::request(http::verb method, std::st
     }
 }
 
+std::optional<std::uint64_t> message_sequence(std::string_view text) {
+    static constexpr std::string_view key = "\"callisto_seq\":";
+    const auto at = text.find(key);
+    if (at == std::string_view::npos) return std::nullopt;
+    auto i = at + key.size();
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n')) ++i;
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data() + i, text.data() + text.size(), value);
+    if (ec != std::errc() || end == text.data() + i) return std::nullopt;
+    return value;
+}
+
+bool mentions_replay_gap(std::string_view text) {
+    return text.find("\"callisto_gap\":") != std::string_view::npos;
+}
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> replay_gap(const nlohmann::json& message) {
+    if (!message.is_object()) return std::nullopt;
+    const auto metadata = message.find("metadata");
+    if (metadata == message.end() || !metadata->is_object()) return std::nullopt;
+    const auto gap = metadata->find("callisto_gap");
+    if (gap == metadata->end() || !gap->is_object()) return std::nullopt;
+    const auto from = gap->find("from");
+    const auto to = gap->find("to");
+    if (from == gap->end() || to == gap->end() || !from->is_number_unsigned() ||
+        !to->is_number_unsigned())
+        return std::nullopt;
+    return std::pair{from->get<std::uint64_t>(), to->get<std::uint64_t>()};
+}
+
+namespace {
+
+// Percent-encodes all but RFC 3986's unreserved characters (a session is a UUID: nothing).
+std::string url_encoded(std::string_view text) {
+    static const char* hex = "0123456789ABCDEF";
+    std::string out;
+    for (const unsigned char ch : text) {
+        if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+            out += static_cast<char>(ch);
+        } else {
+            out += '%';
+            out += hex[ch >> 4];
+            out += hex[ch & 15];
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string channels_target(const std::string& kernel_id, const std::string& session,
+                            std::optional<std::uint64_t> since) {
+    std::string target =
+        "/api/kernels/" + kernel_id + "/channels?session_id=" + url_encoded(session);
+    if (since) target += "&since=" + std::to_string(*since);
+    return target;
+}
+
+std::string drop_reason(const boost::system::error_code& ec, const websocket::close_reason& close) {
+    if (ec == websocket::error::closed) {
+        std::string why = "the server closed it";
+        if (close.code == websocket::close_code::none) return why + " (a close frame, no code)";
+        why += " with code " + std::to_string(static_cast<unsigned>(close.code));
+        if (!close.reason.empty()) why += " \"" + std::string(close.reason) + "\"";
+        return why;
+    }
+    if (ec == asio::error::eof || ec == beast::http::error::end_of_stream)
+        return "the server closed the TCP connection without a close frame";
+    if (ec == asio::error::connection_reset) return "connection reset by the server or the network";
+    return ec.message();
+}
+
 struct kernel_socket::connection {
     connection(const asio::any_io_executor& executor, asio::ssl::context* tls)
         : ws(executor, tls), arrival(executor) {}
 
     websocket::stream<gateway_stream> ws;
     beast::flat_buffer buffer;
-    std::string expected;              // the msg_id whose answers are kept
-    std::deque<nlohmann::json> inbox;  // kept messages not yet received
-    asio::steady_timer arrival;        // a receive() waits on it; cancelled when one arrives
-    std::optional<boost::system::system_error> failure;  // why reading stopped
+    std::string expected;                   // the msg_id whose answers are kept
+    std::deque<nlohmann::json> inbox;       // kept messages not yet received
+    asio::steady_timer arrival;             // a receive() waits on it; cancelled when one arrives
+    std::optional<std::string> failure;     // why reading stopped
+    std::optional<std::uint64_t> last_seq;  // the highest callisto_seq read
 };
 
 kernel_socket::kernel_socket(asio::any_io_executor executor, const load_options& options,
                              asio::ssl::context* tls)
     : executor_(std::move(executor)), options_(options), tls_(tls) {}
 
-asio::awaitable<void> kernel_socket::open(const std::string& kernel_id) {
+asio::awaitable<void> kernel_socket::open(const std::string& kernel_id, const std::string& session,
+                                          bool resume,
+                                          std::chrono::steady_clock::duration timeout) {
     close();
     auto c = std::make_shared<connection>(executor_, tls_);
+    c->expected = expected_;
     auto& tcp_layer = c->ws.next_layer().tcp();
-    tcp_layer.expires_after(std::chrono::seconds(30));
+    tcp_layer.expires_after(timeout);
     co_await c->ws.next_layer().connect(options_);
     // As browsers and jupyter_client do: a small request leaves at once.
     tcp_layer.socket().set_option(tcp::no_delay(true));
@@ -123,8 +203,15 @@ asio::awaitable<void> kernel_socket::open(const std::string& kernel_id) {
         req.set(http::field::authorization, "token " + token);
     }));
     c->ws.read_message_max(64u << 20);
-    co_await c->ws.async_handshake(host_header(options_.host, options_.port),
-                                   "/api/kernels/" + kernel_id + "/channels", use_awaitable);
+    const auto since = resume ? std::optional<std::uint64_t>(last_seq_.value_or(0)) : std::nullopt;
+    websocket::response_type answer;
+    boost::system::error_code ec;
+    co_await c->ws.async_handshake(answer, host_header(options_.host, options_.port),
+                                   channels_target(kernel_id, session, since),
+                                   asio::redirect_error(use_awaitable, ec));
+    if (ec == websocket::error::upgrade_declined)
+        throw handshake_refused(answer.result_int(), answer.body());
+    if (ec) throw boost::system::system_error(ec);
     // From here the waits are bounded by receive()'s deadline, not by the stream's timer.
     tcp_layer.expires_never();
     c->ws.text(true);
@@ -132,8 +219,24 @@ asio::awaitable<void> kernel_socket::open(const std::string& kernel_id) {
     asio::co_spawn(executor_, read_all(std::move(c)), asio::detached);
 }
 
+bool kernel_socket::is_open() const { return connection_ && !connection_->failure; }
+
+std::string kernel_socket::failure() const {
+    return connection_ && connection_->failure ? *connection_->failure : std::string();
+}
+
+std::optional<std::uint64_t> kernel_socket::last_sequence() const {
+    auto seq = last_seq_;
+    if (connection_ && connection_->last_seq && (!seq || *connection_->last_seq > *seq))
+        seq = connection_->last_seq;
+    return seq;
+}
+
 void kernel_socket::close() {
     if (!connection_) return;
+    // What the connection read counts; what its reader may still read after this does not
+    // (nobody receives it).
+    last_seq_ = last_sequence();
     boost::system::error_code ignored;
     // The reader's read ends with an error; it holds the connection until then.
     connection_->ws.next_layer().tcp().socket().close(ignored);
@@ -146,45 +249,64 @@ asio::awaitable<void> kernel_socket::read_all(std::shared_ptr<connection> c) {
         try {
             co_await c->ws.async_read(c->buffer, use_awaitable);
         } catch (const boost::system::system_error& e) {
-            c->failure = e;
+            c->failure = drop_reason(e.code(), c->ws.reason());
             c->arrival.cancel();
             co_return;
         }
+        // A flat_buffer's data is one contiguous range: searched in place, not copied.
+        const auto data = c->buffer.data();
+        const std::string_view text(static_cast<const char*>(data.data()), data.size());
+        // Every relayed message carries its sequence number, binary frames (messages with
+        // buffers) too; they grow, but a max costs nothing should one come out of order.
+        if (auto seq = message_sequence(text); seq && (!c->last_seq || *seq > *c->last_seq))
+            c->last_seq = seq;
         // A binary frame carries a message with buffers, never ours; another client's message
         // does not name our request, which a search tells without parsing.
-        if (!c->ws.got_text() || c->expected.empty()) continue;
-        std::string text = beast::buffers_to_string(c->buffer.data());
-        if (text.find(c->expected) == std::string::npos) continue;
+        if (!c->ws.got_text()) continue;
+        const bool gap = mentions_replay_gap(text);
+        if (!gap && (c->expected.empty() || text.find(c->expected) == std::string_view::npos))
+            continue;
         auto parsed = nlohmann::json::parse(text, nullptr, false);
         if (!parsed.is_object()) continue;
-        const auto& parent = parsed["parent_header"];
-        if (!parent.is_object() || parent.value("msg_id", "") != c->expected) continue;
+        if (!(gap && replay_gap(parsed))) {
+            const auto& parent = parsed["parent_header"];
+            if (c->expected.empty() || !parent.is_object() ||
+                parent.value("msg_id", "") != c->expected)
+                continue;
+        }
         c->inbox.push_back(std::move(parsed));
         c->arrival.cancel();
     }
 }
 
 void kernel_socket::expect(std::string msg_id) {
+    expected_ = std::move(msg_id);
     if (!connection_) return;
-    connection_->expected = std::move(msg_id);
+    connection_->expected = expected_;
     connection_->inbox.clear();
 }
 
 asio::awaitable<void> kernel_socket::send(const nlohmann::json& message) {
-    if (!connection_) throw boost::system::system_error(asio::error::not_connected);
+    if (!connection_) throw connection_dropped("not connected");
     auto c = connection_;
+    if (c->failure) {
+        const std::string why = *c->failure;
+        close();
+        throw connection_dropped(why);
+    }
     const std::string text = message.dump();
     try {
         co_await c->ws.async_write(asio::buffer(text), use_awaitable);
-    } catch (...) {
+    } catch (const boost::system::system_error& e) {
+        const std::string why = drop_reason(e.code(), c->ws.reason());
         close();
-        throw;
+        throw connection_dropped(why);
     }
 }
 
 asio::awaitable<std::optional<nlohmann::json>> kernel_socket::receive(
-    std::chrono::steady_clock::time_point deadline) {
-    if (!connection_) throw boost::system::system_error(asio::error::not_connected);
+    std::chrono::steady_clock::time_point deadline, bool close_at_deadline) {
+    if (!connection_) throw connection_dropped("not connected");
     auto c = connection_;
     for (;;) {
         if (!c->inbox.empty()) {
@@ -193,12 +315,12 @@ asio::awaitable<std::optional<nlohmann::json>> kernel_socket::receive(
             co_return m;
         }
         if (c->failure) {
-            auto failure = *c->failure;
+            const std::string why = *c->failure;
             close();
-            throw failure;
+            throw connection_dropped(why);
         }
         if (std::chrono::steady_clock::now() >= deadline) {
-            close();
+            if (close_at_deadline) close();
             co_return std::nullopt;
         }
         c->arrival.expires_at(deadline);

@@ -33,6 +33,11 @@ connection errors and the server's memory and descriptors over time.
   --think-ms=MS            each client's mean pause between executions, drawn at random
                            from half to one and a half times it (default 100)
   --timeout=SECS           an execution unanswered this long is lost (default 60)
+  --no-resume              a Jupyter WebSocket that drops mid-execution loses it; by
+                           default it is reopened as JupyterLab does (same session,
+                           ?since= replay of the output it missed, backoff 0.5 s doubling
+                           to 4 s) and the execution is lost only if neither its reply nor
+                           its idle status arrives within --timeout
   --mix=KIND=W,...         snippets and their weights; kinds: tiny, print, plot, fail,
                            sleep, interrupt, oneshot (default: the mixed scenario,
                            tiny=60,print=10,plot=5,fail=10,sleep=10,interrupt=3,oneshot=2)
@@ -121,6 +126,10 @@ parsed_options parse_load_options(const std::vector<std::string>& args) {
         }
         if (arg == "--keep-kernels") {
             o.keep_kernels = true;
+            continue;
+        }
+        if (arg == "--no-resume") {
+            o.resume = false;
             continue;
         }
         if (arg == "--insecure-skip-verify") {

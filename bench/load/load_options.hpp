@@ -51,6 +51,9 @@ struct load_options {
     std::string json_file;  // also write the report there
     bool progress = true;   // a line on stderr each second
     bool keep_kernels = false;
+    // A Jupyter WebSocket that drops mid-execution is reopened (same session, ?since= replay)
+    // and the execution awaited to its deadline; false (--no-resume): a drop loses it.
+    bool resume = true;
 };
 
 struct parsed_options {

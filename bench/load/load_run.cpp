@@ -1,6 +1,7 @@
 #include "load_run.hpp"
 
 #include <unistd.h>
+#include <algorithm>
 #include <iostream>
 
 #include <boost/asio/co_spawn.hpp>
@@ -126,10 +127,16 @@ asio::awaitable<void> load_run::client(int index) {
         } else if (options_.api == api_kind::v1) {
             co_await http_execution(http, "/v1/contexts/" + target + "/executions", s);
         } else {
+            if (const auto why = socket.failure(); !why.empty()) {
+                // Dropped while this client thought: reopened below, nothing pending.
+                ++stats_.connection_errors;
+                stats_.problem("WebSocket dropped between executions: " + why);
+                socket.close();
+            }
             if (!socket.is_open()) {
                 bool failed = false;
                 try {
-                    co_await socket.open(target);
+                    co_await socket.open(target, session);
                 } catch (const std::exception& e) {
                     ++stats_.connection_errors;
                     stats_.problem(std::string("WebSocket connect: ") + e.what());
@@ -163,32 +170,120 @@ asio::awaitable<void> load_run::jupyter_execution(kernel_socket& socket,
     const std::string id = message["header"]["msg_id"];
     socket.expect(id);
     const auto t0 = clock::now();
+    const auto deadline = t0 + options_.execution_timeout;
     ++stats_.sent;
+    auto lost = [&](const std::string& why) {
+        ++stats_.lost;
+        stats_.problem(std::string(s.name) + ": " + why);
+    };
+    // A failed write most likely never reached the kernel (the connection was already gone):
+    // the request is sent again, once, on the next connection. Should it have arrived after
+    // all, the kernel runs it twice under the same msg_id; the first reply and idle decide,
+    // and the second run's output is dropped as another request's by the next expect().
+    bool unsent = false;
     try {
         co_await socket.send(message);
     } catch (const std::exception& e) {
         ++stats_.connection_errors;
-        ++stats_.lost;
         stats_.problem(std::string("WebSocket send: ") + e.what());
-        co_return;
+        if (!options_.resume) {
+            ++stats_.lost;
+            co_return;
+        }
+        unsent = true;
     }
     outcome o;
     bool reply = false, idle = false, interrupted = false;
+    int reconnections = 0;
+    auto backoff = std::chrono::milliseconds(500);
+    // After a reconnection, the reply (sent to the connection that dropped) or the idle (in a
+    // part of the replay the gateway no longer held) may never come: once one of the two is
+    // here, the other is awaited this long, then the execution is judged by what came.
+    constexpr auto grace = std::chrono::seconds(2);
+    std::optional<clock::time_point> grace_ends;
+    auto start_grace = [&] {
+        if (reconnections > 0 && (reply || idle) && !grace_ends) grace_ends = clock::now() + grace;
+    };
     while (!(reply && idle)) {
+        if (!socket.is_open()) {
+            // As JupyterLab does: the same session, asking for the iopub output missed.
+            if (clock::now() >= deadline) {
+                lost("its WebSocket could not be reopened within " +
+                     std::to_string(options_.execution_timeout.count()) + " s");
+                co_return;
+            }
+            co_await sleep_for(std::min<clock::duration>(backoff, deadline - clock::now()));
+            backoff = std::min(backoff * 2, std::chrono::milliseconds(4000));
+            if (clock::now() >= deadline) continue;
+            bool opened = false, gone = false;
+            try {
+                co_await socket.open(
+                    kernel_id, session, true,
+                    std::min<clock::duration>(std::chrono::seconds(30), deadline - clock::now()));
+                opened = true;
+            } catch (const handshake_refused& e) {
+                ++stats_.connection_errors;
+                stats_.problem(std::string("WebSocket reconnect: ") + e.what());
+                gone = e.status == 404 || e.status == 403;  // its answer will not come
+            } catch (const std::exception& e) {
+                ++stats_.connection_errors;
+                stats_.problem(std::string("WebSocket reconnect: ") + e.what());
+            }
+            if (gone) {
+                lost("its kernel can no longer be reached, the reply will not come");
+                co_return;
+            }
+            if (!opened) continue;
+            ++stats_.reconnects;
+            ++reconnections;
+            backoff = std::chrono::milliseconds(500);
+            if (unsent) {
+                try {
+                    co_await socket.send(message);
+                    unsent = false;
+                } catch (const std::exception& e) {
+                    ++stats_.connection_errors;
+                    stats_.problem(std::string("WebSocket send: ") + e.what());
+                }
+                if (unsent) continue;
+            }
+            start_grace();
+            continue;
+        }
+        const auto until = grace_ends ? std::min(*grace_ends, deadline) : deadline;
         std::optional<nlohmann::json> m;
+        std::string dropped;
         try {
-            m = co_await socket.receive(t0 + options_.execution_timeout);
+            m = co_await socket.receive(until, until == deadline);
         } catch (const std::exception& e) {
+            dropped = e.what();
+        }
+        if (!dropped.empty()) {
             ++stats_.connection_errors;
-            ++stats_.lost;
-            stats_.problem(std::string("WebSocket dropped mid-execution: ") + e.what());
-            co_return;
+            stats_.problem("WebSocket dropped mid-execution: " + dropped);
+            if (!options_.resume) {
+                ++stats_.lost;
+                co_return;
+            }
+            continue;  // reopened at the top of the loop
         }
         if (!m) {
-            ++stats_.lost;
-            stats_.problem(std::string(s.name) + ": no reply and idle within " +
-                           std::to_string(options_.execution_timeout.count()) + " s");
-            co_return;
+            if (until == deadline) {
+                lost("no reply and idle within " +
+                     std::to_string(options_.execution_timeout.count()) + " s" +
+                     (reconnections > 0
+                          ? " (after " + std::to_string(reconnections) + " reconnections)"
+                          : ""));
+                co_return;
+            }
+            break;  // the grace is over: judged by what came
+        }
+        if (const auto gap = replay_gap(*m)) {
+            o.output_gap = true;
+            stats_.problem(std::string(s.name) + ": the gateway's replay buffer no longer held " +
+                           std::to_string(gap->first) + "-" + std::to_string(gap->second) +
+                           "; its output is not checked");
+            continue;
         }
         const std::string type = (*m)["header"].value("msg_type", "");
         const auto& content = (*m)["content"];
@@ -213,7 +308,14 @@ asio::awaitable<void> load_run::jupyter_execution(kernel_socket& socket,
             o.status = content.value("status", "");
             if (o.status == "error") o.error_name = content.value("ename", o.error_name);
         }
+        start_grace();
     }
+    if (!reply) {
+        // Its status as the iopub stream tells it: an error message, or none.
+        o.status = o.error_name.empty() ? "ok" : "error";
+        ++stats_.resumed_without_reply;
+    }
+    if (reconnections > 0) ++stats_.resumed;
     std::string why;
     const bool ok = expected(s, o, false, why);
     stats_.answered(s.name,
@@ -286,6 +388,7 @@ bool load_run::expected(const snippet& s, const outcome& o, bool over_v1, std::s
     auto fail = [&](const std::string& what) {
         why =
             what + " (status " + o.status + (o.error_name.empty() ? "" : ", " + o.error_name) + ")";
+        if (o.output_gap) why += " (part of its output was dropped from the replay buffer)";
         return false;
     };
     if (s.kind == snippet_kind::interrupt) {
@@ -297,6 +400,7 @@ bool load_run::expected(const snippet& s, const outcome& o, bool over_v1, std::s
     if (!s.expect_error.empty())
         return o.error_name == s.expect_error ? true : fail("expected " + s.expect_error);
     if (o.status != "ok") return fail("expected ok");
+    if (o.output_gap) return true;  // the gateway said some output was dropped: not checked
     if (!s.expect_text.empty() && o.stdout_text.find(s.expect_text) == std::string::npos &&
         o.text_result != s.expect_text)
         return fail("expected '" + s.expect_text + "' in its output");

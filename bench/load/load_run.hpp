@@ -49,6 +49,9 @@ private:
         std::string text_result;
         std::string error_name;
         bool image = false;
+        // The gateway said part of the output replayed after a reconnection was dropped from
+        // its buffer: what the output should contain is not checked, only the status.
+        bool output_gap = false;
     };
 
     asio::awaitable<void> main_task();

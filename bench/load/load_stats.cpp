@@ -61,6 +61,7 @@ std::string progress_line(const load_stats& s, double elapsed) {
          << "/s) p50 " << fixed(ms(latency.percentile(0.5)), 1) << " ms p99 "
          << fixed(ms(latency.percentile(0.99)), 1) << " ms lost " << s.lost << " wrong " << s.wrong
          << " conn errors " << s.connection_errors;
+    if (s.reconnects > 0) line << " reconnects " << s.reconnects;
     if (!s.timeline.empty()) line << " server RSS " << megabytes(s.timeline.back().rss_bytes);
     return line.str();
 }
@@ -73,7 +74,9 @@ std::string report_table(const load_stats& s, const load_options& o, double elap
     out << "executions   " << s.answered_count() << " answered ("
         << fixed(elapsed > 0 ? static_cast<double>(s.answered_count()) / elapsed : 0, 1) << "/s), "
         << s.as_expected << " as expected, " << s.wrong << " wrong, " << s.lost << " lost, "
-        << s.refused << " refused; " << s.connection_errors << " connection errors\n\n";
+        << s.refused << " refused; " << s.connection_errors << " connection errors, "
+        << s.reconnects << " reconnections, " << s.resumed << " executions resumed ("
+        << s.resumed_without_reply << " without their reply)\n\n";
     char row[160];
     std::snprintf(row, sizeof row, "%-10s %9s %9s %9s %9s %9s %9s\n", "kind", "count", "p50 ms",
                   "p90 ms", "p99 ms", "p99.9 ms", "max ms");
@@ -128,6 +131,7 @@ nlohmann::json report_json(const load_stats& s, const load_options& o, double el
           {"ramp_up_s", o.ramp_up.count()},
           {"think_ms", o.think.count()},
           {"kernelspec", o.kernel},
+          {"resume", o.resume},
           {"mix", mix}}},
         {"elapsed_s", elapsed},
         {"sent", s.sent},
@@ -138,6 +142,9 @@ nlohmann::json report_json(const load_stats& s, const load_options& o, double el
         {"lost", s.lost},
         {"refused", s.refused},
         {"connection_errors", s.connection_errors},
+        {"reconnects", s.reconnects},
+        {"resumed", s.resumed},
+        {"resumed_without_reply", s.resumed_without_reply},
         {"latency", latency_json(s.latency)},
         {"by_kind", kinds},
         {"ramp_up_latency", latency_json(s.ramp_up_latency)},

@@ -26,10 +26,16 @@ struct server_sample {
 struct load_stats {
     std::uint64_t sent = 0;
     std::uint64_t as_expected = 0;
-    std::uint64_t wrong = 0;    // answered, but not as the snippet expects
-    std::uint64_t lost = 0;     // no answer within --timeout
-    std::uint64_t refused = 0;  // a 429 or 503: the server's limits said no
-    std::uint64_t connection_errors = 0;
+    std::uint64_t wrong = 0;              // answered, but not as the snippet expects
+    std::uint64_t lost = 0;               // no answer within --timeout
+    std::uint64_t refused = 0;            // a 429 or 503: the server's limits said no
+    std::uint64_t connection_errors = 0;  // a connect failed, or a connection dropped
+    // Jupyter WebSockets reopened mid-execution (without --no-resume), and the executions
+    // answered after one; of those, how many never got their execute_reply and were judged by
+    // their iopub output (status idle, an error message or none).
+    std::uint64_t reconnects = 0;
+    std::uint64_t resumed = 0;
+    std::uint64_t resumed_without_reply = 0;
     int clients_running = 0;
     // Latencies of the executions sent after the ramp-up, when every client runs; those sent
     // during it (WebSockets still opening, kernels' first executions) are checked and counted

@@ -6,6 +6,10 @@
 
 #include <doctest/doctest.h>
 
+#include <boost/asio/error.hpp>
+#include <boost/beast/websocket/error.hpp>
+
+#include "gateway_connection.hpp"
 #include "gateway_stream.hpp"
 #include "latency_histogram.hpp"
 #include "load_options.hpp"
@@ -94,6 +98,10 @@ TEST_CASE("the command line: defaults, every option, and its bad forms") {
     CHECK(o.json_file == "out.json");
     CHECK_FALSE(o.progress);
     CHECK(o.keep_kernels);
+    CHECK(o.resume);  // the default: a dropped WebSocket is reopened
+    auto no_resume = parse_load_options({"--token=t", "--no-resume"});
+    REQUIRE(no_resume.options);
+    CHECK_FALSE(no_resume.options->resume);
 
     for (const char* bad :
          {"--clients=0", "--clients=ten", "--duration=0", "--api=grpc", "--url=ftp://x:1",
@@ -109,6 +117,7 @@ TEST_CASE("the command line: defaults, every option, and its bad forms") {
     CHECK_FALSE(help.options);
     CHECK(help.exit_code == 0);
     CHECK(help.message.find("--clients=N") != std::string::npos);
+    CHECK(help.message.find("--no-resume") != std::string::npos);
 }
 
 TEST_CASE("--url takes http:// and https://, with the default ports, and refuses the rest") {
@@ -300,4 +309,97 @@ TEST_CASE("clients start evenly over the ramp-up, not in bursts of a second") {
     // The largest the options allow: an hour over 100,000 clients.
     CHECK(ramp_up_delay(std::chrono::seconds(3600), 99999, 100000) < std::chrono::hours(1));
     CHECK(ramp_up_delay(ramp, 5, 0) == microseconds(0));
+}
+
+TEST_CASE("a relayed message's sequence number is found without parsing it") {
+    // As the gateway writes it: spliced first into the metadata, after the header and parent.
+    const std::string stamped =
+        R"({"header":{"msg_id":"a","msg_type":"status"},"msg_id":"a","msg_type":"status",)"
+        R"("parent_header":{},"metadata":{"callisto_seq":4711,"x":1},)"
+        R"("content":{"execution_state":"idle"},"buffers":[],"channel":"iopub"})";
+    CHECK(message_sequence(stamped) == 4711u);
+    CHECK(message_sequence(R"({"metadata":{"callisto_seq":7}})") == 7u);
+    CHECK(message_sequence(R"({"metadata":{"callisto_seq": 18446744073709551615}})") ==
+          18446744073709551615ull);
+    CHECK_FALSE(message_sequence(R"({"metadata":{}})"));
+    CHECK_FALSE(message_sequence(R"({"metadata":{"callisto_seq":"x"}})"));
+    CHECK_FALSE(message_sequence(R"({"metadata":{"callisto_seq":)"));
+    // Printed by a user, the key's quotes are escaped: not a sequence number.
+    CHECK_FALSE(message_sequence(R"({"content":{"text":"\"callisto_seq\":12"}})"));
+    // In a binary frame (a message with buffers), the JSON part is searched the same way.
+    const std::string binary = std::string("\0\0\0\2\0\0\0\14", 8) +
+                               R"({"metadata":{"callisto_seq":99}})" + std::string("\xff\0", 2);
+    CHECK(message_sequence(binary) == 99u);
+}
+
+TEST_CASE("the gateway's replay-gap notice is recognised, and nothing else is") {
+    const auto notice = nlohmann::json::parse(
+        R"({"header":{"msg_type":"stream"},"parent_header":{},)"
+        R"("metadata":{"callisto_gap":{"from":5,"to":120}},)"
+        R"("content":{"name":"stderr","text":"[callisto] output 5-120 was dropped"}})");
+    CHECK(mentions_replay_gap(notice.dump()));
+    const auto gap = replay_gap(notice);
+    REQUIRE(gap);
+    CHECK(gap->first == 5u);
+    CHECK(gap->second == 120u);
+    CHECK_FALSE(replay_gap(nlohmann::json::parse(R"({"metadata":{"callisto_seq":3}})")));
+    CHECK_FALSE(replay_gap(nlohmann::json::parse(R"({"metadata":{"callisto_gap":true}})")));
+    CHECK_FALSE(replay_gap(nlohmann::json::parse(R"({"metadata":{"callisto_gap":{"from":1}}})")));
+    CHECK_FALSE(replay_gap(nlohmann::json::array()));
+    CHECK_FALSE(mentions_replay_gap(R"({"content":{"text":"\"callisto_gap\":"}})"));
+}
+
+TEST_CASE("the channels URL names the session, and the last sequence number on a resume") {
+    CHECK(channels_target("k1", "s-1", std::nullopt) == "/api/kernels/k1/channels?session_id=s-1");
+    CHECK(channels_target("k1", "s-1", 0) == "/api/kernels/k1/channels?session_id=s-1&since=0");
+    CHECK(channels_target("k1", "s-1", 4711) ==
+          "/api/kernels/k1/channels?session_id=s-1&since=4711");
+    CHECK(channels_target("k1", "a b&c", std::nullopt) ==
+          "/api/kernels/k1/channels?session_id=a%20b%26c");
+    const auto session = new_id();  // what load_run sends: nothing to encode
+    CHECK(channels_target("k", session, std::nullopt) ==
+          "/api/kernels/k/channels?session_id=" + session);
+}
+
+TEST_CASE("why a WebSocket dropped: the server's close code and reason, or the error") {
+    namespace websocket = boost::beast::websocket;
+    CHECK(drop_reason(
+              websocket::error::closed,
+              websocket::close_reason(websocket::close_code::going_away, "kernel restarted")) ==
+          "the server closed it with code 1001 \"kernel restarted\"");
+    CHECK(drop_reason(websocket::error::closed, websocket::close_reason(4000)) ==
+          "the server closed it with code 4000");
+    CHECK(drop_reason(websocket::error::closed, websocket::close_reason()) ==
+          "the server closed it (a close frame, no code)");
+    CHECK(drop_reason(boost::asio::error::eof, {}) ==
+          "the server closed the TCP connection without a close frame");
+    CHECK(drop_reason(boost::asio::error::connection_reset, {}).find("reset") != std::string::npos);
+    CHECK_FALSE(drop_reason(boost::asio::error::timed_out, {}).empty());
+    const handshake_refused gone(404, R"({"message":"Kernel does not exist: k"})");
+    CHECK(gone.status == 404);
+    CHECK(std::string(gone.what()) ==
+          R"(the WebSocket handshake was answered 404: {"message":"Kernel does not exist: k"})");
+    CHECK(std::string(handshake_refused(403, "").what()) ==
+          "the WebSocket handshake was answered 403");
+}
+
+TEST_CASE("the report counts reconnections and the executions they resumed") {
+    load_stats s;
+    s.sent = 3;
+    s.answered("tiny", microseconds(2000), true, "");
+    s.connection_errors = 2;
+    s.reconnects = 2;
+    s.resumed = 1;
+    s.resumed_without_reply = 1;
+    load_options o;
+    const auto table = report_table(s, o, 1.0);
+    CHECK(table.find("2 connection errors, 2 reconnections, 1 executions resumed (1 without their "
+                     "reply)") != std::string::npos);
+    const auto j = report_json(s, o, 1.0);
+    CHECK(j["reconnects"] == 2);
+    CHECK(j["resumed"] == 1);
+    CHECK(j["resumed_without_reply"] == 1);
+    CHECK(j["config"]["resume"] == true);
+    CHECK(progress_line(s, 1.0).find("reconnects 2") != std::string::npos);
+    CHECK(progress_line(load_stats{}, 1.0).find("reconnects") == std::string::npos);
 }
