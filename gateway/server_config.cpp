@@ -398,9 +398,11 @@ const std::vector<option>& options() {
          "(default 10)",
          seconds_into(&server_config::header_timeout, 1, 3600, "seconds 1-3600")},
         {"--max-body-in-flight", "SIZE",
-         "request bodies being received or held, all connections together;\n"
-         "past it a request is refused 503 with Retry-After (default 256MiB;\n"
-         "0: no limit)",
+         "bodies held for connections, all together and both ways: request\n"
+         "bodies being received or handled, answers over 64KiB being sent,\n"
+         "64KiB per file download; past it a request, an answer or a\n"
+         "download is refused 503 with Retry-After (default 256MiB; 0: no\n"
+         "limit)",
          limit_into(&server_config::max_body_bytes_in_flight,
                     "a size like 256MiB, at least 1KiB, or 0 for no limit")},
         {"--kernel-ready-timeout", "SECS", "kernel start to first reply (default 60)",

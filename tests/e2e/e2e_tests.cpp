@@ -646,7 +646,9 @@ TEST_CASE(
     std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("hardening: deep JSON, bodies without a token, the body budget, connection limits") {
+TEST_CASE(
+    "hardening: deep JSON, bodies without a token, the body budget both ways, connection "
+    "limits, downloads to clients that do not read") {
     // A soft open-files limit below the hard one, for the server to raise.
     rlimit saved{};
     REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
@@ -662,9 +664,10 @@ TEST_CASE("hardening: deep JSON, bodies without a token, the body budget, connec
         throw;
     }
     ::setrlimit(RLIMIT_NOFILE, &saved);
-    run_client(*server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k", "nested",
-                         "-k", "token", "-k", "unauthenticated", "-k", "in_flight", "-k",
-                         "open_files", "-k", "header_timeout", "-k", "one_address"});
+    run_client(*server,
+               {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k", "nested", "-k",
+                "token", "-k", "unauthenticated", "-k", "in_flight", "-k", "open_files", "-k",
+                "header_timeout", "-k", "one_address", "-k", "downloads_to_clients"});
     CHECK(server->stop() == 0);
 }
 

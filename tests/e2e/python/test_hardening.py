@@ -9,6 +9,7 @@ re-sending huge messages, a client sending faster than its kernel reads.
 The cases expect the server flags of the TEST_CASE that runs them (tests/e2e/e2e_tests.cpp).
 """
 
+import hashlib
 import json
 import os
 import signal
@@ -431,6 +432,157 @@ def test_a_client_sending_faster_than_its_stopped_kernel_reads_is_refused():
                 except ProcessLookupError:
                     pass  # stopped this long, it may have been restarted (no heartbeat)
     still_serving()
+
+
+# --------------------------------------------------------------------------
+# 6. Answers to clients that do not read
+# --------------------------------------------------------------------------
+
+DOWNLOADS, DOWNLOAD_BYTES = 20, 64 * MiB
+# A pattern whose every 32-byte block differs (the block's index, hashed), so a download that
+# lost, repeated or reordered a chunk cannot match the kernel's digest.
+WRITE_PATTERN = """
+import hashlib, json
+with open("big.bin", "wb") as f:
+    for start in range(0, %d, 1 << 20):
+        f.write(b"".join(hashlib.sha256(i.to_bytes(8, "big")).digest()
+                         for i in range(start // 32, (start + (1 << 20)) // 32)))
+print(json.dumps({"sha256": hashlib.sha256(open("big.bin", "rb").read()).hexdigest()}))
+""" % DOWNLOAD_BYTES
+
+
+def raw_get(path, source=None):
+    """A GET sent on a socket of its own, whose answer is not read."""
+    s = connect(source)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n\r\n"
+              .encode())
+    return s
+
+
+def answer_head(s):
+    """The status line and headers of an answer (reads only that far, and a little body)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        check(chunk, "the answer began before the connection closed", data[:200])
+        data += chunk
+    head, rest = data.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, v in
+               (line.split(":", 1) for line in lines[1:])}
+    return int(lines[0][9:12]), headers, rest
+
+
+@callisto_only
+def test_downloads_to_clients_that_do_not_read_hold_a_chunk_each_not_the_file():
+    ctx = new_context()
+    socks = []
+    try:
+        r = run(ctx, WRITE_PATTERN)
+        check_eq(r["status"], "ok", f"the file is written: {r['error']}")
+        digest = json.loads(r["stdout"].strip().splitlines()[-1])["sha256"]
+        path = f"/v1/contexts/{ctx['id']}/files/big.bin"
+        rss_before = status_kib("VmRSS")
+        # Each answer begins (status line and headers read), then nothing more is read.
+        heads = []
+        for _ in range(DOWNLOADS):
+            s = raw_get(path)
+            socks.append(s)
+            heads.append(answer_head(s))
+            check_eq(heads[-1][0], 200, "the download begins")
+        time.sleep(1)  # whatever the gateway would read ahead, it has read by now
+        rss_during = status_kib("VmRSS")
+        print(f"  {DOWNLOADS} downloads of {DOWNLOAD_BYTES >> 20} MiB not read: "
+              f"RSS {rss_before} -> {rss_during} KiB")
+        check_memory_bound(rss_during - rss_before < 48 * 1024,
+                           f"RSS grew by {(rss_during - rss_before) >> 10} MiB")
+        still_serving()
+        # One of them now reads to the end: the whole file, in order, with its headers.
+        _, headers, body = heads[-1]
+        s = socks[-1]
+        s.settimeout(60)
+        body = bytearray(body)
+        while len(body) < DOWNLOAD_BYTES:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            body += chunk
+        check_eq(len(body), DOWNLOAD_BYTES, "every byte")
+        check_eq(hashlib.sha256(body).hexdigest(), digest, "the file's bytes, in order")
+        check_eq(headers.get("content-length"), str(DOWNLOAD_BYTES), "Content-Length")
+        check_eq(headers.get("content-type"), "application/octet-stream", "Content-Type")
+        check(headers.get("content-disposition", "").startswith("attachment"),
+              "an attachment", headers)
+        check_eq(headers.get("content-security-policy"), "default-src 'none'; sandbox", "CSP")
+        check_eq(headers.get("cache-control"), "no-store", "Cache-Control")
+        check_eq(headers.get("x-content-type-options"), "nosniff", "nosniff")
+        # HEAD: the same headers, no body, nothing read.
+        r = api("HEAD", path)
+        check_eq((r.status, r.body), (200, b""), "HEAD")
+        check_eq(r.headers.get("content-length"), str(DOWNLOAD_BYTES), "HEAD's Content-Length")
+        check_eq(r.headers.get("content-security-policy"), "default-src 'none'; sandbox",
+                 "HEAD's CSP")
+        # The connection goes on to its next request.
+        s.sendall(f"GET /api HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n\r\n"
+                  .encode())
+        check_eq(answer_head(s)[0], 200, "the next request on the same connection")
+    finally:
+        for s in socks:
+            s.close()
+        delete_context(ctx)
+    still_serving()
+
+
+BIG_ANSWER = """
+from IPython.display import display
+display({"text/plain": "a" * 3_000_000}, raw=True)
+"""
+
+
+@callisto_only
+def test_answers_and_downloads_in_flight_count_against_the_budget():
+    # --max-body-in-flight=8MiB: an upload held open at 8 MiB - 32 KiB leaves no room for a
+    # download's 64 KiB chunk, nor for a 3 MB answer; each is refused 503 with Retry-After (an
+    # execution's answer keeps its Location: it ran), and both go through once the upload is done.
+    ctx = new_context()
+    first = None
+    try:
+        check_eq(api("PUT", f"/v1/contexts/{ctx['id']}/files/small.txt", b"hello").status, 201,
+                 "a file to download")
+        # Alone, an answer larger than the whole budget still goes.
+        r = run(ctx, BIG_ANSWER.replace("3_000_000", "4_500_000") + "\n" +
+                BIG_ANSWER.replace("3_000_000", "4_500_000"))
+        check_eq(len(r["results"]), 2, "a 9 MB answer, with nothing else in flight")
+        first = connect()
+        first.sendall(f"PUT /v1/contexts/{ctx['id']}/files/big.bin HTTP/1.1\r\nHost: x\r\n"
+                      f"Authorization: token {TOKEN}\r\n"
+                      f"Content-Length: {8 * MiB - 32 * 1024}\r\n\r\n".encode() + b"a" * MiB)
+        time.sleep(0.5)
+        r = api("GET", f"/v1/contexts/{ctx['id']}/files/small.txt")
+        check_eq(r.status, 503, f"download refused: {r.body[:200]!r}")
+        check_eq(r.headers.get("retry-after"), "1", "Retry-After")
+        check("--max-body-in-flight" in r.json()["message"], "says why", r)
+        check_eq(api("GET", "/api/kernelspecs").status, 200, "small answers still go")
+        r = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": BIG_ANSWER})
+        check_eq(r.status, 503, f"a 3 MB answer refused: {r.body[:200]!r}")
+        check_eq(r.headers.get("retry-after"), "1", "Retry-After")
+        location = r.headers.get("location", "")
+        check(location.startswith(f"/v1/contexts/{ctx['id']}/executions/"),
+              "the refused answer says where the execution is", r.headers)
+        check("carried out" in r.json()["message"], "and that it ran", r)
+        first.sendall(b"a" * (7 * MiB - 32 * 1024))
+        answer = read_answer(first)
+        check_eq(status_of(answer), 201, f"the upload is done: {answer[:200]!r}")
+        r = api("GET", location)
+        check_eq(r.status, 200, "the execution's answer, now")
+        check_eq(len(r.json()["results"][0]["data"]["text/plain"]), 3_000_000, "its result")
+        r = api("GET", f"/v1/contexts/{ctx['id']}/files/small.txt")
+        check_eq((r.status, r.body), (200, b"hello"), "the download, now")
+    finally:
+        if first:
+            first.close()
+        delete_context(ctx)
 
 
 if __name__ == "__main__":
