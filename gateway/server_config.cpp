@@ -377,7 +377,8 @@ const std::vector<option>& options() {
           }}},
         {"--ws-output-limit", "SIZE",
          "per execution, the stdout/stderr bytes sent to Jupyter WebSocket\n"
-         "clients; the rest is dropped with a notice (default 8MiB; 0: none)",
+         "clients; the rest is dropped with a notice; half of it for an\n"
+         "error's value and for its traceback (default 8MiB; 0: none)",
          limit_into(&server_config::ws_output_limit_bytes,
                     "a size like 8MiB, at least 1KiB, or 0 for no limit")},
         {"--ws-rich-output-limit", "SIZE",
@@ -679,7 +680,8 @@ const std::vector<option>& options() {
         {"--output-budget",
          "SIZE",
          "per execution and stream, the text kept (head and tail, with a\n"
-         "marker for the cut) (default 1MiB)",
+         "marker for the cut); so much too of an error's value and of its\n"
+         "traceback (default 1MiB)",
          {[](const std::string& value, parse_state& st) -> std::string {
               auto& c = st.cfg;
               if (!parse_size(value, c.output_budget_bytes) || c.output_budget_bytes < 1024)

@@ -687,6 +687,15 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "hardening: an error and display metadata of tens of MB are cut in the answer, the events, "
+    "MCP and the context's state record") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k",
+                        "error_and_metadata"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE(
     "health: /healthz and /readyz need no token, HEAD is GET without a body; SIGTERM drains "
     "readiness, then stops") {
     server_process server({"--drain-seconds=4"});
