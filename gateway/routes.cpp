@@ -81,7 +81,7 @@ void interpreter_route(gateway_services& s, incoming_request in) {
         return stream;
     };
     s.interpreter_rest.handle(in.where, std::move(in.req), *in.who, std::move(in.respond),
-                              take_stream);
+                              std::move(in.respond_file), take_stream);
 }
 
 }  // namespace

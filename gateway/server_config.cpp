@@ -377,7 +377,8 @@ const std::vector<option>& options() {
           }}},
         {"--ws-output-limit", "SIZE",
          "per execution, the stdout/stderr bytes sent to Jupyter WebSocket\n"
-         "clients; the rest is dropped with a notice (default 8MiB; 0: none)",
+         "clients; the rest is dropped with a notice; half of it for an\n"
+         "error's value and for its traceback (default 8MiB; 0: none)",
          limit_into(&server_config::ws_output_limit_bytes,
                     "a size like 8MiB, at least 1KiB, or 0 for no limit")},
         {"--ws-rich-output-limit", "SIZE",
@@ -398,9 +399,11 @@ const std::vector<option>& options() {
          "(default 10)",
          seconds_into(&server_config::header_timeout, 1, 3600, "seconds 1-3600")},
         {"--max-body-in-flight", "SIZE",
-         "request bodies being received or held, all connections together;\n"
-         "past it a request is refused 503 with Retry-After (default 256MiB;\n"
-         "0: no limit)",
+         "bodies held for connections, all together and both ways: request\n"
+         "bodies being received or handled, answers over 64KiB being sent,\n"
+         "64KiB per file download; past it a request, an answer or a\n"
+         "download is refused 503 with Retry-After (default 256MiB; 0: no\n"
+         "limit)",
          limit_into(&server_config::max_body_bytes_in_flight,
                     "a size like 256MiB, at least 1KiB, or 0 for no limit")},
         {"--kernel-ready-timeout", "SECS", "kernel start to first reply (default 60)",
@@ -677,7 +680,8 @@ const std::vector<option>& options() {
         {"--output-budget",
          "SIZE",
          "per execution and stream, the text kept (head and tail, with a\n"
-         "marker for the cut) (default 1MiB)",
+         "marker for the cut); so much too of an error's value and of its\n"
+         "traceback (default 1MiB)",
          {[](const std::string& value, parse_state& st) -> std::string {
               auto& c = st.cfg;
               if (!parse_size(value, c.output_budget_bytes) || c.output_budget_bytes < 1024)

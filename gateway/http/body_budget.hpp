@@ -1,7 +1,9 @@
 #pragma once
-// The bytes of request bodies being received or held, all connections together. A body is
-// admitted only while the total stays under the cap, so many concurrent uploads cannot push
-// the gateway's memory past a known bound; a refused client is told to retry.
+// The bytes of bodies the connections hold, all together and both ways: request bodies being
+// received or handled, answers being written (a download: the chunk it holds). A body is
+// admitted only while the total stays under the cap, so many concurrent uploads, or clients
+// that do not read their answers, cannot push the gateway's memory past a known bound; a
+// refused client is told to retry.
 
 #include <atomic>
 #include <cstddef>
@@ -46,6 +48,20 @@ public:
         std::size_t now = in_use_->load();
         do {
             if (max_bytes_ && (bytes > max_bytes_ || now > max_bytes_ - bytes)) return false;
+        } while (!in_use_->compare_exchange_weak(now, now + bytes));
+        out.reset();
+        out.in_use_ = in_use_;
+        out.bytes_ = bytes;
+        return true;
+    }
+
+    // For an answer already made: as try_reserve, and also when nothing else is in flight, so
+    // that an answer larger than the whole cap is still sent, alone.
+    bool try_reserve_answer(std::size_t bytes, reservation& out) {
+        std::size_t now = in_use_->load();
+        do {
+            if (max_bytes_ && now != 0 && (bytes > max_bytes_ || now > max_bytes_ - bytes))
+                return false;
         } while (!in_use_->compare_exchange_weak(now, now + bytes));
         out.reset();
         out.in_use_ = in_use_;

@@ -28,7 +28,7 @@ bool attr_char(unsigned char c) {  // RFC 8187 attr-char
     return std::string_view("!#$&+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
 }
 
-void set_common(http_response& res) {
+void set_common(http::response_header<>& res) {
     res.set("X-Content-Type-Options", "nosniff");
     res.set("Referrer-Policy", "no-referrer");
 }
@@ -64,7 +64,7 @@ std::string attachment_disposition(std::string_view path) {
     return "attachment; filename=\"" + ascii + "\"; filename*=UTF-8''" + encoded;
 }
 
-void set_untrusted_file_headers(http_response& res, std::string_view path) {
+void set_untrusted_file_headers(http::response_header<>& res, std::string_view path) {
     set_common(res);
     res.set("Content-Security-Policy", untrusted_file_csp);
     if (!renders_passively(res[http::field::content_type]))

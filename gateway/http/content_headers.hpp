@@ -25,7 +25,7 @@ std::string attachment_disposition(std::string_view path);
 // For a file served from a workdir or a kernelspec directory, its Content-Type set:
 // nosniff, the sandbox CSP, no Referer, and Content-Disposition: attachment unless its type
 // renders passively.
-void set_untrusted_file_headers(http_response& res, std::string_view path);
+void set_untrusted_file_headers(http::response_header<>& res, std::string_view path);
 
 // For the web UI (web/): its CSP (what the page really uses, and no framing by others),
 // nosniff and no Referer: the first load may carry ?token= before web/js/rest.js strips it.

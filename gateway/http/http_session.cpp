@@ -10,6 +10,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 
 #include "gateway/http/beast.hpp"
@@ -24,6 +25,9 @@ constexpr auto request_timeout = std::chrono::seconds(60);
 // After an answer sent without reading the request's body: how long the rest is read and
 // dropped, so the client reads the answer instead of a connection reset.
 constexpr auto linger_timeout = std::chrono::seconds(2);
+// Answers up to this size are not counted against the body budget: each connection may hold
+// one, as it may hold a 64 KiB header (refusals and most JSON answers are this small).
+constexpr std::size_t uncounted_answer_bytes = 64 * 1024;
 }  // namespace
 
 http_session::http_session(client_stream&& stream, http_services& services,
@@ -202,11 +206,13 @@ void http_session::on_read(beast::error_code ec, std::size_t) {
     auto self = shared_from_this();
     const bool upgrade = !req[http::field::upgrade].empty();
     services_.dispatcher.dispatch(
-        {std::move(route_), std::move(req), std::move(who_), respond_later(), [self, upgrade] {
+        {std::move(route_), std::move(req), std::move(who_), respond_later(),
+         [self, upgrade] {
              // A WebSocket (101) or a stream of NDJSON (200) takes over from here.
              self->log_answer(upgrade ? 101 : 200, 0);
              return taken_connection{std::move(self->stream_), std::move(self->slot_)};
-         }});
+         },
+         respond_file_later()});
 }
 
 respond_fn http_session::respond_later() {
@@ -216,9 +222,16 @@ respond_fn http_session::respond_later() {
     };
 }
 
-void http_session::send(http_response res) {
+respond_file_fn http_session::respond_file_later() {
+    return [self = shared_from_this()](file_response res) {
+        asio::dispatch(self->stream_.get_executor(),
+                       [self, res = std::move(res)]() mutable { self->send_file(std::move(res)); });
+    };
+}
+
+template <class Body>
+void http_session::prepare_answer(http::response<Body>& res) {
     answering_ = true;  // also for answers given from on_header
-    if (method_ == "HEAD") drop_body_for_head(res);
     res.set(http::field::server, "callisto");
     // Every answer: no content sniffing, and a URL with ?token= never leaves as a Referer.
     res.set("X-Content-Type-Options", "nosniff");
@@ -231,6 +244,36 @@ void http_session::send(http_response res) {
         target_ = "-";
         started_ = std::chrono::steady_clock::now();
     }
+}
+
+http_response http_session::over_budget(std::string_view what, std::string_view location) {
+    std::string message =
+        "the server holds as many request and answer bodies as it takes at once "
+        "(--max-body-in-flight) and cannot send " +
+        std::string(what) + " now; retry shortly";
+    if (!location.empty())
+        message += ". The request was carried out: its result is at the Location given";
+    auto res = error_response(http::status::service_unavailable, message);
+    res.set(http::field::retry_after, "1");
+    if (!location.empty()) res.set(http::field::location, location);
+    services_.log.warn("answer refused: " + std::string(what) + " over --max-body-in-flight");
+    return res;
+}
+
+void http_session::send(http_response res) {
+    if (method_ == "HEAD") drop_body_for_head(res);
+    // An answer is held until the client has read it: past a small size it counts against the
+    // body budget, so clients that do not read cannot pile answers up without bound. The
+    // request's body was handled once its answer exists: its bytes make way for the answer's.
+    if (const std::size_t bytes = res.body().size(); bytes > uncounted_answer_bytes) {
+        if (parser_->is_done()) body_reservation_.reset();
+        if (!services_.request_bodies.try_reserve_answer(bytes, answer_reservation_)) {
+            auto refusal = over_budget("an answer of " + std::to_string(bytes) + " bytes",
+                                       res[http::field::location]);
+            res = std::move(refusal);
+        }
+    }
+    prepare_answer(res);
     log_answer(res.result_int(), res.body().size(), res[http::field::location]);
     auto shared = std::make_shared<http_response>(std::move(res));
     const bool keep_alive = shared->keep_alive();
@@ -243,6 +286,51 @@ void http_session::send(http_response res) {
         });
 }
 
+struct http_session::file_transfer {
+    explicit file_transfer(file_response r) : res(std::move(r)), serializer(res) {}
+    file_response res;
+    http::response_serializer<descriptor_body> serializer;  // refers to res
+    bool keep_alive = true;
+};
+
+void http_session::send_file(file_response res) {
+    if (method_ == "HEAD") {  // GET's headers, Content-Length among them; no file read
+        const auto size = res.body().size;
+        http_response head{static_cast<http::response_header<>&&>(std::move(res))};
+        head.content_length(size);
+        return send(std::move(head));
+    }
+    // What a download holds here is its chunk, counted like any body in flight; the file is
+    // read as the client takes it.
+    if (parser_->is_done()) body_reservation_.reset();
+    if (!services_.request_bodies.try_reserve_answer(descriptor_body::chunk_bytes,
+                                                     answer_reservation_))
+        return send(over_budget("a file", {}));
+    prepare_answer(res);
+    log_answer(res.result_int(), static_cast<std::size_t>(res.body().size));
+    auto transfer = std::make_shared<file_transfer>(std::move(res));
+    transfer->keep_alive = transfer->res.keep_alive();
+    write_file_chunk(std::move(transfer));
+}
+
+void http_session::write_file_chunk(std::shared_ptr<file_transfer> transfer) {
+    // A deadline per chunk, not per file: a large file reaches a slow client that reads, and
+    // a client that stops reading is dropped.
+    stream_.tcp().expires_after(request_timeout);
+    auto& serializer = transfer->serializer;
+    http::async_write_some(stream_, serializer,
+                           [self = shared_from_this(), transfer = std::move(transfer)](
+                               beast::error_code ec, std::size_t n) mutable {
+                               if (!ec && !transfer->serializer.is_done()) {
+                                   if (!self->stopping_)
+                                       return self->write_file_chunk(std::move(transfer));
+                                   // The server stops: the client sees a short body, not a file.
+                                   ec = asio::error::operation_aborted;
+                               }
+                               self->on_write(transfer->keep_alive, ec, n);
+                           });
+}
+
 void http_session::log_answer(int status, std::size_t body_bytes, std::string_view location) {
     services_.requests.answered(method_, target_, kind_, status, body_bytes,
                                 std::chrono::steady_clock::now() - started_, user_, location);
@@ -252,6 +340,7 @@ void http_session::log_answer(int status, std::size_t body_bytes, std::string_vi
 void http_session::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
     answering_ = false;         // only now: a close() meanwhile must not cut the answer short
     body_reservation_.reset();  // the handler is done with the body
+    answer_reservation_.reset();
     if (ec) return;
     if (!keep_alive || stopping_) {
         stream_.tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);

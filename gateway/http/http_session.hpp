@@ -46,7 +46,17 @@ private:
     void discard_input();
     // A respond_fn callable from any thread: the answer hops back to this session's strand.
     respond_fn respond_later();
+    respond_file_fn respond_file_later();
     void send(http_response res);
+    // A file, read a chunk at a time as the client takes it.
+    struct file_transfer;
+    void send_file(file_response res);
+    void write_file_chunk(std::shared_ptr<file_transfer> transfer);
+    // The headers every answer gets, and whether the connection stays open after it.
+    template <class Body>
+    void prepare_answer(http::response<Body>& res);
+    // 503 for an answer (or a download) the body budget cannot hold now.
+    http_response over_budget(std::string_view what, std::string_view location);
     void log_answer(int status, std::size_t body_bytes, std::string_view location = {});
     void on_write(bool keep_alive, boost::beast::error_code ec, std::size_t bytes);
 
@@ -55,9 +65,10 @@ private:
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
     http_services& services_;
     connection_limiter::slot slot_;
-    body_budget::reservation body_reservation_;  // the body being read or handled
-    route route_;                                // of the request being read
-    std::optional<user> who_;                    // its sender, when the token was valid
+    body_budget::reservation body_reservation_;    // the body being read or handled
+    body_budget::reservation answer_reservation_;  // the answer being written
+    route route_;                                  // of the request being read
+    std::optional<user> who_;                      // its sender, when the token was valid
     // For the access log and the metrics: the request being answered.
     std::string method_;
     std::string target_;

@@ -37,6 +37,8 @@ struct incoming_request {
     // For upgrades and streams: the session lets go of its connection. On the session's
     // strand only, before `respond` was called.
     std::function<taken_connection()> take_connection;
+    // Like respond, for an answer read from a file as it is sent.
+    respond_file_fn respond_file;
 };
 
 struct header_verdict {

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "gateway/kernels/output_fields.hpp"
 #include "kernelproto/iso_time.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -92,6 +93,11 @@ void execution::note_truncated_result(std::string mime, std::size_t bytes, std::
         {{"mime", std::move(mime)}, {"bytes", bytes}, {"moved_to", std::move(where)}});
 }
 
+void execution::note_truncated_field(std::string field, std::size_t bytes) {
+    std::lock_guard lock(mutex_);
+    truncated_fields_.push_back({{"field", std::move(field)}, {"bytes", bytes}});
+}
+
 void execution::finish(execution_status status, std::optional<bool> state_preserved) {
     std::lock_guard lock(mutex_);
     if (ended_) return;
@@ -137,7 +143,8 @@ nlohmann::json execution::to_json_locked() const {
         {"truncated",
          {{"stdout_bytes", stdout_.truncated_bytes()},
           {"stderr_bytes", stderr_.truncated_bytes()},
-          {"results", truncated_results_}}},
+          {"results", truncated_results_},
+          {"fields", truncated_fields_}}},
     };
     j["timeout"] = request_.timeout
                        ? nlohmann::json(static_cast<double>(request_.timeout->count()) / 1000)
@@ -168,31 +175,53 @@ nlohmann::json execution::summary() const {
 namespace {
 
 constexpr std::size_t recorded_text_bytes = 2048;
-
-// The last `keep` bytes of `text`, not starting inside a UTF-8 sequence.
-std::string tail_of(const std::string& text, std::size_t keep) {
-    if (text.size() <= keep) return text;
-    std::size_t from = text.size() - keep;
-    while (from < text.size() && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80) ++from;
-    return "[... " + std::to_string(from) + " bytes not recorded ...]\n" + text.substr(from);
-}
+// All the results' text a record keeps of one execution: many small results add up too.
+constexpr std::size_t recorded_results_bytes = 8192;
 
 }  // namespace
 
 nlohmann::json execution::to_record() const {
     auto j = to_json();
     for (const char* name : {"stdout", "stderr"})
-        j[name] = tail_of(j.value(name, std::string()), recorded_text_bytes);
+        j[name] = kernels::record_tail(j.value(name, std::string()), recorded_text_bytes);
+    if (auto& error = j["error"]; error.is_object()) {
+        for (const char* name : {"name", "value"})
+            if (error.contains(name) && error[name].is_string())
+                error[name] =
+                    kernels::record_tail(error[name].get<std::string>(), recorded_text_bytes);
+        // The last lines of the traceback: where it was raised, and what.
+        if (auto& traceback = error["traceback"]; traceback.is_array()) {
+            nlohmann::json kept = nlohmann::json::array();
+            std::size_t used = 0;
+            for (auto line = traceback.rbegin(); line != traceback.rend(); ++line) {
+                if (!line->is_string()) continue;
+                auto text = kernels::record_tail(line->get<std::string>(), recorded_text_bytes);
+                if (used + text.size() > recorded_text_bytes && !kept.empty()) break;
+                used += text.size();
+                kept.insert(kept.begin(), std::move(text));
+            }
+            traceback = std::move(kept);
+        }
+    }
     nlohmann::json results = nlohmann::json::array();
+    std::size_t used = 0, left_out = 0;
     for (const auto& r : j.value("results", nlohmann::json::array())) {
         if (!r.is_object() || !r.contains("data") || !r["data"].is_object()) continue;
         const auto text = r["data"].find("text/plain");
-        if (text != r["data"].end() && text->is_string() &&
-            text->get_ref<const std::string&>().size() <= recorded_text_bytes)
-            results.push_back(
-                {{"data", {{"text/plain", *text}}}, {"metadata", nlohmann::json::object()}});
+        if (text == r["data"].end() || !text->is_string()) continue;
+        const auto size = text->get_ref<const std::string&>().size();
+        if (size > recorded_text_bytes) continue;
+        if (used + size > recorded_results_bytes) {
+            left_out += size;
+            continue;
+        }
+        used += size;
+        results.push_back(
+            {{"data", {{"text/plain", *text}}}, {"metadata", nlohmann::json::object()}});
     }
     j["results"] = std::move(results);
+    if (left_out > 0)
+        j["truncated"]["fields"].push_back({{"field", "results"}, {"bytes", left_out}});
     return j;
 }
 
@@ -242,6 +271,8 @@ std::shared_ptr<execution> execution::restored(nlohmann::json saved,
     ensure("duration_ms", &nlohmann::json::is_number_unsigned, 0);
     ensure("truncated", &nlohmann::json::is_object,
            {{"stdout_bytes", 0}, {"stderr_bytes", 0}, {"results", nlohmann::json::array()}});
+    if (auto& t = saved["truncated"]; !t.contains("fields") || !t["fields"].is_array())
+        t["fields"] = nlohmann::json::array();
     if (!saved.contains("error") || !(saved["error"].is_object() || saved["error"].is_null()))
         saved["error"] = nullptr;
     if (!saved.contains("execution_count") ||

@@ -33,6 +33,9 @@ public:
 
     const std::string& id() const { return id_; }
     const execution_request& request() const { return request_; }
+    // What it keeps of each stream (the request's output_budget within --output-budget): so
+    // much too of its error's value and of its traceback.
+    std::size_t text_budget_bytes() const { return stdout_.max_bytes(); }
     std::chrono::system_clock::time_point created_at() const { return created_at_; }
 
     // Mutators, from the context's strand.
@@ -42,6 +45,8 @@ public:
     void set_error(std::string name, std::string value, std::vector<std::string> traceback);
     void set_execution_count(long long n);
     void note_truncated_result(std::string mime, std::size_t bytes, std::string where);
+    // A field the caps cut ("error.value", "results[2].metadata"): `bytes` were left out.
+    void note_truncated_field(std::string field, std::size_t bytes);
     // Once; later calls are ignored. state_preserved only for timeouts and interrupts.
     void finish(execution_status status, std::optional<bool> state_preserved = std::nullopt);
 
@@ -50,8 +55,9 @@ public:
     nlohmann::json to_json() const;
     nlohmann::json summary() const;  // without outputs, for listings
 
-    // What a context record keeps of it (--state-dir): to_json() with stdout and stderr cut to
-    // their last few KiB and results to their short text/plain.
+    // What a context record keeps of it (--state-dir): to_json() with stdout, stderr and the
+    // error's value and traceback cut to their last few KiB, and results to their short
+    // text/plain, a few KiB in all: the record is rewritten at every execution.
     nlohmann::json to_record() const;
     // An execution an earlier gateway recorded, answered as recorded (with "restored": true)
     // from now on. One that was queued or running then ended with the restart: it becomes an
@@ -85,6 +91,7 @@ private:
     nlohmann::json results_ = nlohmann::json::array();
     nlohmann::json error_;  // null when none
     nlohmann::json truncated_results_ = nlohmann::json::array();
+    nlohmann::json truncated_fields_ = nlohmann::json::array();
     std::optional<long long> execution_count_;
     std::optional<bool> state_preserved_;
     std::vector<event_sink> sinks_;

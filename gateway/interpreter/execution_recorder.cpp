@@ -2,6 +2,7 @@
 
 #include "gateway/interpreter/ansi_text.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
+#include "gateway/kernels/output_fields.hpp"
 #include "kernelproto/untrusted_json.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -45,27 +46,65 @@ void execution_recorder::on_iopub(const std::string& type, const nlohmann::json&
                               content["text"].get_ref<const std::string&>());
     } else if (type == "execute_result" || type == "display_data") {
         if (!content.contains("data") || !content["data"].is_object()) return;
-        auto data = cap_bundle(content["data"], results_seen_++);
-        exec_->add_result(std::move(data),
-                          content.contains("metadata") && content["metadata"].is_object()
-                              ? content["metadata"]
-                              : nlohmann::json::object());
+        const std::size_t index = results_seen_++;
+        auto data = cap_bundle(content["data"], index);
+        exec_->add_result(std::move(data), cap_metadata(content, index));
         if (type == "execute_result" && content.contains("execution_count") &&
             content["execution_count"].is_number_integer())
             exec_->set_execution_count(content["execution_count"].get<long long>());
     } else if (type == "error") {
-        // Plain text unless the client asked for the colours (a terminal-like frontend).
-        const bool raw = exec_->request().keep_ansi;
-        auto text = [raw](std::string s) { return raw ? s : strip_ansi(s); };
-        std::vector<std::string> traceback;
-        if (content.contains("traceback") && content["traceback"].is_array())
-            for (const auto& line : content["traceback"])
-                if (line.is_string()) traceback.push_back(text(line.get<std::string>()));
-        exec_->set_error(text(content.value("ename", "")), text(content.value("evalue", "")),
-                         std::move(traceback));
+        record_error(content);
     } else if (type == "status") {
         if (content.value("execution_state", "") == "idle") idle_seen_ = true;
     }
+}
+
+void execution_recorder::record_error(const nlohmann::json& content) {
+    // Plain text unless the client asked for the colours (a terminal-like frontend).
+    const bool raw = exec_->request().keep_ansi;
+    auto text = [raw](const nlohmann::json& v) {
+        if (!v.is_string()) return std::string();
+        return raw ? v.get<std::string>() : strip_ansi(v.get_ref<const std::string&>());
+    };
+    // No stream budget covers these: each is cut here, before anything keeps or sends it.
+    auto capped = [this](std::string value, std::size_t max, const char* field) {
+        std::size_t cut = 0;
+        auto out = kernels::cap_text(value, max, cut);
+        if (cut > 0) exec_->note_truncated_field(field, cut);
+        return out;
+    };
+    std::vector<std::string> traceback;
+    if (const auto it = content.find("traceback"); it != content.end() && it->is_array())
+        for (const auto& line : *it)
+            if (line.is_string()) traceback.push_back(text(line));
+    std::size_t cut = 0;
+    traceback = kernels::cap_lines(std::move(traceback), limits_.text_bytes, cut);
+    if (cut > 0) exec_->note_truncated_field("error.traceback", cut);
+    auto field = [&content](const char* name) -> const nlohmann::json& {
+        static const nlohmann::json none;
+        const auto it = content.find(name);
+        return it == content.end() ? none : *it;
+    };
+    exec_->set_error(capped(text(field("ename")), limits_.error_name_bytes, "error.name"),
+                     capped(text(field("evalue")), limits_.text_bytes, "error.value"),
+                     std::move(traceback));
+}
+
+nlohmann::json execution_recorder::cap_metadata(const nlohmann::json& content, std::size_t index) {
+    const auto it = content.find("metadata");
+    if (it == content.end() || !it->is_object() || it->empty()) return nlohmann::json::object();
+    const std::size_t size =
+        it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+    // Metadata is a few keys (an image's size, a flag); it shares the results' budget.
+    const std::size_t left = limits_.results_budget_bytes > results_bytes_
+                                 ? limits_.results_budget_bytes - results_bytes_
+                                 : 0;
+    if (size <= limits_.metadata_bytes && size <= left) {
+        results_bytes_ += size;
+        return *it;
+    }
+    exec_->note_truncated_field("results[" + std::to_string(index) + "].metadata", size);
+    return nlohmann::json::object();
 }
 
 nlohmann::json execution_recorder::cap_bundle(const nlohmann::json& data, std::size_t index) {

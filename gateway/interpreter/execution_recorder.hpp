@@ -1,7 +1,8 @@
 #pragma once
 // Turns the kernel's messages about one execute_request into its execution record: the
 // streams, the rich results within the caps (a value over them goes to a file, or is replaced
-// by a note saying why not), the error with its traceback, the execution count. Pure: it sees
+// by a note saying why not) and their metadata within its own (over it: {}), the error with
+// its traceback, each field within its cap (output_fields.hpp), the execution count. Pure: it sees
 // messages and writes through the callback it is given, so every case is a unit test.
 
 #include <cstddef>
@@ -19,7 +20,10 @@ namespace callisto::gateway::interpreter {
 
 struct recorder_limits {
     std::size_t result_cap_bytes = 5 << 20;       // one MIME value inline
-    std::size_t results_budget_bytes = 20 << 20;  // all inline results of the execution
+    std::size_t results_budget_bytes = 20 << 20;  // all inline results, their metadata included
+    std::size_t text_bytes = 1 << 20;             // an error's value; its traceback (the streams')
+    std::size_t error_name_bytes = 1024;          // an error's name (a class name)
+    std::size_t metadata_bytes = 64 << 10;        // one display's metadata, as JSON
 };
 
 class execution_recorder {
@@ -44,6 +48,8 @@ public:
 private:
     void on_iopub(const std::string& type, const nlohmann::json& content);
     nlohmann::json cap_bundle(const nlohmann::json& data, std::size_t index);
+    nlohmann::json cap_metadata(const nlohmann::json& content, std::size_t index);
+    void record_error(const nlohmann::json& content);
 
     const std::shared_ptr<execution> exec_;
     const std::string request_msg_id_;

@@ -82,7 +82,7 @@ interpreter_api::interpreter_api(context_registry& contexts)
 interpreter_api::~interpreter_api() { file_pool_.join(); }
 
 void interpreter_api::handle(const route& r, http_request req, const user& who, respond_fn respond,
-                             const take_stream_fn& take_stream) {
+                             respond_file_fn respond_file, const take_stream_fn& take_stream) {
     if (r.kind == route_kind::contexts_list) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& c : contexts_.list_for(who)) list.push_back(c->model());
@@ -129,10 +129,11 @@ void interpreter_api::handle(const route& r, http_request req, const user& who, 
         case route_kind::file_get:
         case route_kind::file_put:
         case route_kind::file_delete:
-            return boost::asio::post(file_pool_, [this, r, req = std::move(req), context,
-                                                  respond = std::move(respond)]() mutable {
-                handle_files(r, req, context, std::move(respond));
-            });
+            return boost::asio::post(
+                file_pool_, [this, r, req = std::move(req), context, respond = std::move(respond),
+                             respond_file = std::move(respond_file)]() mutable {
+                    handle_files(r, req, context, std::move(respond), std::move(respond_file));
+                });
         case route_kind::execution_get:
         case route_kind::execution_delete: {
             if (!is_valid_kernel_id(r.execution_id))
@@ -155,7 +156,7 @@ void interpreter_api::handle(const route& r, http_request req, const user& who, 
 
 void interpreter_api::handle_files(const route& r, const http_request& req,
                                    const std::shared_ptr<interpreter_context>& context,
-                                   respond_fn respond) {
+                                   respond_fn respond, respond_file_fn respond_file) {
     const auto& settings = contexts_.settings();
     workdir_files files(context->workdir());
     if (r.kind == route_kind::files_list) {
@@ -182,20 +183,24 @@ void interpreter_api::handle_files(const route& r, const http_request& req,
         if (auto e = files.remove(r.file)) return respond(file_error_response(*e));
         return respond(empty_response(http::status::no_content));
     }
-    std::string bytes;
-    if (auto e = files.read(r.file, bytes, settings.max_download_bytes)) {
+    // Opened here, with the workdir's path checks; read by the connection as the client takes
+    // it, so a client that does not read holds a chunk of the file, not the file.
+    unique_fd fd;
+    std::uint64_t size = 0;
+    if (auto e = files.open_for_read(r.file, fd, size, settings.max_download_bytes)) {
         if (e->http_status == 413)
             e->message += " (the largest download: 100MiB, or --upload-limit when larger)";
         return respond(file_error_response(*e));
     }
-    http_response res{http::status::ok, 11};
+    file_response res{http::status::ok, 11};
     res.set(http::field::content_type, content_type_for(r.file));
     res.set(http::field::cache_control, "no-store");
     // Kernel code wrote it: it may be an SVG or HTML page with a script (issue 10).
     set_untrusted_file_headers(res, r.file);
-    res.body() = std::move(bytes);
+    res.body().file = std::move(fd);
+    res.body().size = size;
     res.prepare_payload();
-    respond(std::move(res));
+    respond_file(std::move(res));
 }
 
 void interpreter_api::upload_form(const http_request& req,

@@ -23,8 +23,9 @@ public:
     explicit interpreter_api(context_registry& contexts);
     ~interpreter_api();
 
+    // respond_file answers a download (GET .../files/{path}) with the file read as it is sent.
     void handle(const route& r, http_request req, const user& who, respond_fn respond,
-                const take_stream_fn& take_stream);
+                respond_file_fn respond_file, const take_stream_fn& take_stream);
 
     // The caller's context (an admin: any), or null for a malformed or unknown id.
     std::shared_ptr<interpreter_context> find_context(const std::string& id,
@@ -40,7 +41,8 @@ private:
     // Runs on file_pool_: reads and writes of up to --upload-limit bytes block, and must not
     // hold up the I/O threads that serve every other client.
     void handle_files(const route& r, const http_request& req,
-                      const std::shared_ptr<interpreter_context>& context, respond_fn respond);
+                      const std::shared_ptr<interpreter_context>& context, respond_fn respond,
+                      respond_file_fn respond_file);
     void upload_form(const http_request& req, const std::shared_ptr<interpreter_context>& context,
                      respond_fn respond);
     void create_context(const http_request& req, const user& who, respond_fn respond);

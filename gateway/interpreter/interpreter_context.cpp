@@ -340,7 +340,9 @@ void interpreter_context::start_next() {
                                              session_id_);
         recorder_.emplace(
             e, msg.msg_id,
-            recorder_limits{settings_.result_cap_bytes, settings_.results_budget_bytes},
+            recorder_limits{.result_cap_bytes = settings_.result_cap_bytes,
+                            .results_budget_bytes = settings_.results_budget_bytes,
+                            .text_bytes = e->text_budget_bytes()},
             [this](const std::string& name, const std::string& bytes) -> std::string {
                 if (options_.one_shot || workdir_.empty() ||
                     !write_new_file(workdir_, "callisto-outputs", name, bytes))

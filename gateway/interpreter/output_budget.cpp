@@ -1,5 +1,7 @@
 #include "gateway/interpreter/output_budget.hpp"
 
+#include "gateway/kernels/output_fields.hpp"
+
 namespace callisto::gateway::interpreter {
 
 output_budget::output_budget(std::size_t max_bytes)
@@ -29,9 +31,7 @@ std::size_t output_budget::truncated_bytes() const {
     return total_ > kept ? total_ - kept : 0;
 }
 
-std::string output_budget::marker(std::size_t bytes) {
-    return "\n[... " + std::to_string(bytes) + " bytes truncated ...]\n";
-}
+std::string output_budget::marker(std::size_t bytes) { return kernels::truncation_marker(bytes); }
 
 std::string output_budget::str() const {
     std::string_view tail = tail_;

@@ -22,6 +22,7 @@ public:
     std::size_t total_bytes() const { return total_; }
     std::size_t truncated_bytes() const;
     bool head_full() const { return head_.size() >= head_max_; }
+    std::size_t max_bytes() const { return head_max_ + tail_max_; }
 
     static std::string marker(std::size_t bytes);
 

@@ -205,10 +205,12 @@ std::optional<file_error> workdir_files::write_all(const std::vector<file_to_wri
     return std::nullopt;
 }
 
-std::optional<file_error> workdir_files::read(std::string_view path, std::string& out,
-                                              std::size_t max_bytes) const {
+std::optional<file_error> workdir_files::open_for_read(std::string_view path, unique_fd& out,
+                                                       std::uint64_t& size,
+                                                       std::size_t max_bytes) const {
     opened_parent parent;
     if (auto e = open_parent(root_, path, false, parent)) return e;
+    // O_NONBLOCK: a FIFO the kernel left at the name must not block the open.
     unique_fd fd(::openat(parent.dir.get(), parent.name.c_str(),
                           O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
     if (fd.get() < 0) return from_errno(errno, path, "open");
@@ -221,8 +223,18 @@ std::optional<file_error> workdir_files::read(std::string_view path, std::string
         return file_error{413, "the file is " + std::to_string(st.st_size) +
                                    " bytes, larger than the " + describe_bytes(max_bytes) +
                                    " that can be read here"};
+    size = static_cast<std::uint64_t>(st.st_size);
+    out = std::move(fd);
+    return std::nullopt;
+}
+
+std::optional<file_error> workdir_files::read(std::string_view path, std::string& out,
+                                              std::size_t max_bytes) const {
+    unique_fd fd;
+    std::uint64_t size = 0;
+    if (auto e = open_for_read(path, fd, size, max_bytes)) return e;
     out.clear();
-    out.resize(static_cast<std::size_t>(st.st_size));
+    out.resize(static_cast<std::size_t>(size));
     std::size_t done = 0;
     while (done < out.size()) {
         ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -17,6 +18,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "common/unique_fd.hpp"
 
 namespace callisto::gateway::interpreter {
 
@@ -47,6 +50,10 @@ public:
     std::optional<file_error> write_all(const std::vector<file_to_write>& files) const;
     std::optional<file_error> read(std::string_view path, std::string& out,
                                    std::size_t max_bytes) const;
+    // A regular file of at most max_bytes, opened for reading (a download reads it as it is
+    // sent); `size` is its size when opened.
+    std::optional<file_error> open_for_read(std::string_view path, unique_fd& out,
+                                            std::uint64_t& size, std::size_t max_bytes) const;
     // A file, or an empty directory.
     std::optional<file_error> remove(std::string_view path) const;
     // [{path, type: file|directory|symlink|other, size}], depth first, at most max_entries

@@ -55,7 +55,41 @@ void iopub_broadcaster::update_connections() {
     on_connections_(static_cast<std::size_t>(n));
 }
 
+std::optional<error_field_caps> iopub_broadcaster::error_caps() const {
+    if (output_cap_.limits().stream_bytes == 0) return std::nullopt;
+    return error_field_caps{.text_bytes = output_cap_.limits().stream_bytes / 2};
+}
+
+std::optional<kernelproto::message> iopub_broadcaster::capped_error(
+    const kernelproto::message& msg) const {
+    const auto caps = error_caps();
+    // Only content that could hold a field over its cap is parsed.
+    if (!caps || msg.content.size() <= std::min(caps->name_bytes, caps->text_bytes))
+        return std::nullopt;
+    auto content = cap_error_content(msg.content, *caps);
+    if (!content) return std::nullopt;
+    kernelproto::message shown;
+    shown.header = msg.header;
+    shown.parent_header = msg.parent_header;
+    shown.metadata = msg.metadata;
+    shown.content = std::move(*content);
+    shown.buffers = msg.buffers;
+    shown.msg_id = msg.msg_id;
+    shown.msg_type = msg.msg_type;
+    shown.session = msg.session;
+    shown.parent_msg_id = msg.parent_msg_id;
+    return shown;
+}
+
 void iopub_broadcaster::relay_iopub(kernelproto::message msg, std::string_view execution_state) {
+    // No output cap counts an error: its fields are cut for the WebSocket clients; the
+    // gateway's own clients cut them in their records.
+    if (msg.msg_type == "error") {
+        if (auto shown = capped_error(msg)) {
+            broadcast(channel::iopub, std::move(msg), audience::in_gateway);
+            return broadcast(channel::iopub, std::move(*shown), audience::websockets);
+        }
+    }
     if (!output_cap_.enabled()) return broadcast(channel::iopub, std::move(msg));
     if (execution_state == "idle") {
         // What the execution lost is said before its idle, which clients take as the end.
@@ -123,6 +157,9 @@ void iopub_broadcaster::broadcast(channel ch, kernelproto::message message, audi
 
 void iopub_broadcaster::send_to(const std::shared_ptr<kernel_client>& client, channel ch,
                                 kernelproto::message msg) {
+    if (!client->takes_messages() && (ch == channel::shell || ch == channel::control) &&
+        msg.msg_type.ends_with("_reply"))
+        if (auto shown = capped_error(msg)) msg = std::move(*shown);
     stamp_sequence(msg, ++last_seq_);
     deliver(client, ch, std::make_shared<const kernelproto::message>(std::move(msg)));
 }

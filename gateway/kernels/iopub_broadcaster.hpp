@@ -16,6 +16,7 @@
 
 #include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/output_cap.hpp"
+#include "gateway/kernels/output_fields.hpp"
 #include "gateway/kernels/replay_buffer.hpp"
 #include "kernelproto/channel.hpp"
 #include "kernelproto/message.hpp"
@@ -46,11 +47,13 @@ public:
     // broadcast to in_gateway clients only is neither stamped nor kept.
     void broadcast(kernelproto::channel ch, kernelproto::message msg,
                    audience to = audience::everyone);
-    // A reply or input request to the client that asked.
+    // A reply or input request to the client that asked; to a WebSocket client, an error
+    // reply's fields within the caps (error_caps()).
     void send_to(const std::shared_ptr<kernel_client>& client, kernelproto::channel ch,
                  kernelproto::message msg);
-    // A kernel's iopub message, through the output caps of the WebSocket clients; the
-    // execution state is that of a status message ("" for others).
+    // A kernel's iopub message, through the output caps of the WebSocket clients (an error's
+    // fields cut to error_caps() for them); the execution state is that of a status message
+    // ("" for others).
     void relay_iopub(kernelproto::message msg, std::string_view execution_state);
     // A server-made status, with the cause of a death as `reason` (server_status.hpp).
     void broadcast_status(std::string_view execution_state, const std::string& reason = {});
@@ -58,7 +61,16 @@ public:
     // The executions of a previous process are over: their output caps start afresh.
     void reset_executions() { output_cap_.reset(); }
 
+    // What an error's name, value and traceback may hold on the WebSocket: no stream budget
+    // counts them, so half the stream budget each for the value and the traceback (none when
+    // that budget is off).
+    std::optional<error_field_caps> error_caps() const;
+
 private:
+    // The message with its error fields cut for the WebSocket clients, or nullopt when it
+    // goes as it is.
+    std::optional<kernelproto::message> capped_error(const kernelproto::message& msg) const;
+
     using encoded_frames = std::array<std::shared_ptr<const kernelproto::websocket_frame>, 2>;
     // One message to one client in the form it takes; `cache` shares the encodings between
     // the clients of one broadcast (one per WebSocket format).

@@ -646,7 +646,9 @@ TEST_CASE(
     std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("hardening: deep JSON, bodies without a token, the body budget, connection limits") {
+TEST_CASE(
+    "hardening: deep JSON, bodies without a token, the body budget both ways, connection "
+    "limits, downloads to clients that do not read") {
     // A soft open-files limit below the hard one, for the server to raise.
     rlimit saved{};
     REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
@@ -662,9 +664,10 @@ TEST_CASE("hardening: deep JSON, bodies without a token, the body budget, connec
         throw;
     }
     ::setrlimit(RLIMIT_NOFILE, &saved);
-    run_client(*server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k", "nested",
-                         "-k", "token", "-k", "unauthenticated", "-k", "in_flight", "-k",
-                         "open_files", "-k", "header_timeout", "-k", "one_address"});
+    run_client(*server,
+               {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k", "nested", "-k",
+                "token", "-k", "unauthenticated", "-k", "in_flight", "-k", "open_files", "-k",
+                "header_timeout", "-k", "one_address", "-k", "downloads_to_clients"});
     CHECK(server->stop() == 0);
 }
 
@@ -680,6 +683,15 @@ TEST_CASE(
     server_process server({"--memory-limit=512MiB"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k",
                         "kernel_resending", "-k", "client_sending"});
+    CHECK(server.stop() == 0);
+}
+
+TEST_CASE(
+    "hardening: an error and display metadata of tens of MB are cut in the answer, the events, "
+    "MCP and the context's state record") {
+    server_process server;
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k",
+                        "error_and_metadata"});
     CHECK(server.stop() == 0);
 }
 

@@ -42,3 +42,22 @@ TEST_CASE("body budget of zero has no cap") {
     body_budget::reservation r;
     CHECK(budget.try_reserve(std::size_t{1} << 40, r));
 }
+
+TEST_CASE("body budget admits an answer that fits, or one alone, and refuses it past the cap") {
+    body_budget budget(100);
+    body_budget::reservation upload, answer, big;
+    CHECK(budget.try_reserve_answer(150, big));  // nothing else in flight: it goes alone
+    CHECK(budget.in_use() == 150);
+    CHECK_FALSE(budget.try_reserve(1, upload));
+    CHECK_FALSE(budget.try_reserve_answer(1, answer));
+    big.reset();
+    REQUIRE(budget.try_reserve(60, upload));
+    CHECK_FALSE(budget.try_reserve_answer(41, answer));
+    CHECK_FALSE(budget.try_reserve_answer(150, answer));
+    CHECK_FALSE(budget.try_reserve_answer(static_cast<std::size_t>(-1), answer));
+    CHECK(budget.try_reserve_answer(40, answer));
+    CHECK(budget.in_use() == 100);
+    upload.reset();
+    answer.reset();
+    CHECK(budget.in_use() == 0);
+}

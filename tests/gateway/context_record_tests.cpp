@@ -62,6 +62,35 @@ TEST_CASE("an execution's record keeps the tail of long output and only short te
     CHECK(saved["idempotency_key"] == "key-1");
 }
 
+TEST_CASE(
+    "an execution's record keeps a few KiB of its error and of its results, whatever their size") {
+    execution_request request;
+    auto e = std::make_shared<execution>("11111111-2222-4333-8444-555555555555", context_id,
+                                         request, 1 << 20);
+    e->mark_started();
+    for (int i = 0; i < 1000; ++i)
+        e->add_result({{"text/plain", std::string(1000, 'r')}}, nlohmann::json::object());
+    std::vector<std::string> traceback(500, std::string(900, 't'));
+    traceback.back() = "ValueError: " + std::string(900'000, 'v') + " LAST";
+    e->set_error("ValueError", std::string(1'000'000, 'v') + " LAST", traceback);
+    e->finish(execution_status::error);
+    const auto saved = e->to_record();
+    CHECK(saved.dump().size() < 20'000);
+    const std::string value = saved["error"]["value"];
+    CHECK(value.find("bytes not recorded ...]") != std::string::npos);
+    CHECK(value.ends_with(" LAST"));
+    REQUIRE_FALSE(saved["error"]["traceback"].empty());
+    CHECK(saved["error"]["traceback"].back().get<std::string>().ends_with(" LAST"));
+    CHECK(saved["results"].size() == 8);
+    const auto& fields = saved["truncated"]["fields"];
+    REQUIRE(fields.size() == 1);
+    CHECK(fields[0]["field"] == "results");
+    CHECK(fields[0]["bytes"] == 992 * 1000);
+    // Read back, it answers as recorded, the cut fields listed.
+    auto back = execution::restored(saved, context_id)->to_json();
+    CHECK(back["truncated"]["fields"] == fields);
+}
+
 TEST_CASE("a recorded execution comes back as recorded, marked restored") {
     const auto saved = finished_execution("hello\n")->to_record();
     auto e = execution::restored(saved, context_id);

@@ -156,3 +156,87 @@ TEST_CASE("the recorder's streams are cut at the execution's text budget, head a
     CHECK(rec["truncated"]["stderr_bytes"] == 0);
     CHECK(rec["stderr"] == "short\n");
 }
+
+TEST_CASE("the recorder cuts an error's name, value and traceback to their caps, and says so") {
+    recorder_limits limits;
+    limits.text_bytes = 1000;
+    limits.error_name_bytes = 100;
+    recording r(limits);
+    const std::string value = "VALUE-START" + std::string(40'000, 'v') + "VALUE-END";
+    r.feed(
+        channel::iopub, "error",
+        {{"ename", "Name" + std::string(5000, 'n')},
+         {"evalue", value},
+         {"traceback",
+          {"Traceback (most recent call last)", "  File <cell>, line 1", "ValueError: " + value}}});
+    const auto rec = r.record();
+    const auto& e = rec["error"];
+    CHECK(e["name"].get<std::string>().size() <= 100);
+    CHECK(e["name"].get<std::string>().starts_with("Name"));
+    const std::string shown = e["value"];
+    CHECK(shown.size() <= 1000);
+    CHECK(shown.starts_with("VALUE-START"));
+    CHECK(shown.ends_with("VALUE-END"));
+    CHECK(shown.find("bytes truncated ...]") != std::string::npos);
+    std::size_t traceback_bytes = 0;
+    for (const auto& line : e["traceback"]) traceback_bytes += line.get<std::string>().size();
+    CHECK(traceback_bytes <= 1000);
+    CHECK(e["traceback"][0] == "Traceback (most recent call last)");
+    CHECK(e["traceback"].back().get<std::string>().ends_with("VALUE-END"));
+    // truncated.fields names each cut field and how much of it was left out.
+    std::map<std::string, std::size_t> cut;
+    for (const auto& f : rec["truncated"]["fields"]) cut[f["field"]] = f["bytes"];
+    CHECK(cut.size() == 3);
+    CHECK(cut.at("error.name") > 4900);
+    CHECK(cut.at("error.value") > 39'000);
+    CHECK(cut.at("error.traceback") > 39'000);
+    // The events carry the same capped fields.
+    CHECK(rec.dump().size() < 4000);
+}
+
+TEST_CASE("the recorder keeps an error that fits as it is, with nothing listed as cut") {
+    recording r;
+    r.feed(channel::iopub, "error",
+           {{"ename", "KeyError"}, {"evalue", "'x'"}, {"traceback", {"KeyError: 'x'"}}});
+    const auto rec = r.record();
+    CHECK(rec["error"]["value"] == "'x'");
+    CHECK(rec["truncated"]["fields"].empty());
+}
+
+TEST_CASE("the recorder tolerates an error whose fields are missing or not strings") {
+    recording r;
+    r.feed(channel::iopub, "error", {{"ename", 7}, {"traceback", {1, "line", nullptr}}});
+    const auto e = r.record()["error"];
+    CHECK(e["name"] == "");
+    CHECK(e["value"] == "");
+    CHECK(e["traceback"] == nlohmann::json::array({"line"}));
+}
+
+TEST_CASE("the recorder drops a display's metadata over its cap or the results budget") {
+    recorder_limits limits;
+    limits.metadata_bytes = 1000;
+    limits.results_budget_bytes = 2500;
+    recording r(limits);
+    const nlohmann::json small = {{"image/png", {{"width", 10}, {"height", 20}}}};
+    const nlohmann::json big = {{"junk", std::string(30'000, 'm')}};
+    r.feed(channel::iopub, "display_data", {{"data", {{"text/plain", "a"}}}, {"metadata", small}});
+    r.feed(channel::iopub, "display_data", {{"data", {{"text/plain", "b"}}}, {"metadata", big}});
+    // Under the cap, but two of them find the budget spent.
+    const nlohmann::json medium = {{"note", std::string(900, 'n')}};
+    for (int i = 0; i < 4; ++i)
+        r.feed(channel::iopub, "display_data",
+               {{"data", {{"text/plain", "c"}}}, {"metadata", medium}});
+    const auto rec = r.record();
+    REQUIRE(rec["results"].size() == 6);
+    CHECK(rec["results"][0]["metadata"] == small);
+    CHECK(rec["results"][1]["metadata"] == nlohmann::json::object());
+    CHECK(rec["results"][1]["data"]["text/plain"] == "b");  // the data stays
+    CHECK(rec["results"][2]["metadata"] == medium);
+    CHECK(rec["results"][3]["metadata"] == medium);
+    CHECK(rec["results"][4]["metadata"] == nlohmann::json::object());
+    std::vector<std::string> cut;
+    for (const auto& f : rec["truncated"]["fields"]) cut.push_back(f["field"]);
+    CHECK(cut == std::vector<std::string>{"results[1].metadata", "results[4].metadata",
+                                          "results[5].metadata"});
+    CHECK(rec["truncated"]["fields"][0]["bytes"] == big.dump().size());
+}

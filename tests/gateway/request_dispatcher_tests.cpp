@@ -28,9 +28,12 @@ outcome dispatch(const request_dispatcher& d, std::string_view method, std::stri
         out.answer = std::move(verdict.refusal);
         return out;
     }
-    incoming_request in{verdict.where, http_request{}, verdict.who,
+    incoming_request in{verdict.where,
+                        http_request{},
+                        verdict.who,
                         [&out](http_response res) { out.answer = std::move(res); },
-                        []() -> taken_connection { throw std::logic_error("not taken here"); }};
+                        []() -> taken_connection { throw std::logic_error("not taken here"); },
+                        [](file_response) { throw std::logic_error("no file answers here"); }};
     d.dispatch(std::move(in));
     return out;
 }

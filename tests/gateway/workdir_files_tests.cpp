@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
@@ -118,6 +119,34 @@ TEST_CASE("workdir files: traversal, directories, size limits and a missing work
     nlohmann::json list;
     bool truncated = false;
     CHECK(gone.list(list, 10, false, truncated)->http_status == 503);
+}
+
+TEST_CASE("workdir files: a download opens the file with every check a read makes") {
+    temp_workdir t;
+    fs::create_directory_symlink(t.outside, t.root / "link");
+    fs::create_symlink(t.outside / "secret.txt", t.root / "secret.txt");
+    REQUIRE(::mkfifo((t.root / "fifo").c_str(), 0600) == 0);
+    workdir_files files(t.root);
+    REQUIRE_FALSE(files.write("d/data.bin", std::string(1000, 'x')));
+    callisto::unique_fd fd;
+    std::uint64_t size = 0;
+    REQUIRE_FALSE(files.open_for_read("d/data.bin", fd, size, 1000));
+    CHECK(fd.get() >= 0);
+    CHECK(size == 1000);
+    auto refused = [&](std::string_view path, std::size_t max) {
+        callisto::unique_fd none;
+        auto e = files.open_for_read(path, none, size, max);
+        CHECK(none.get() < 0);
+        return e ? e->http_status : 0;
+    };
+    CHECK(refused("d/data.bin", 999) == 413);
+    CHECK(refused("link/secret.txt", 100) == 400);
+    CHECK(refused("secret.txt", 100) == 400);
+    CHECK(refused("../outside/secret.txt", 100) == 400);
+    CHECK(refused("d", 100) == 409);
+    CHECK(refused("fifo", 100) == 409);  // not a regular file, and the open did not block
+    CHECK(refused("missing", 100) == 404);
+    CHECK(refused("", 100) == 400);
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include "gateway/kernels/kernel_session.hpp"
 
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include <doctest/doctest.h>
@@ -461,4 +462,63 @@ TEST_CASE("an execute_request's user_expressions reach the record with its code"
     REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 1; }));
     CHECK(observer.started_executions.at(0).user_expressions ==
           nlohmann::json{{"x", "__import__('os').getuid()"}});
+}
+
+TEST_CASE(
+    "a WebSocket client gets an error's fields cut, on iopub and in the reply; "
+    "the gateway's own clients get them whole") {
+    fake_world w;
+    w.env.settings.ws_output_limit_bytes = 4000;  // the value and the traceback: 2000 each
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto ws = std::make_shared<websocket_client>();
+    auto inside = std::make_shared<recording_client>();
+    k->attach(ws);
+    k->attach(inside);
+    auto req =
+        kp::make_message("execute_request", {{"code", "raise ValueError(big)"}}, "client-session");
+    const std::string id = req.msg_id;
+    k->submit(ws, channel::shell, std::move(req));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    const std::string value = "START" + std::string(100'000, 'e') + "END";
+    const nlohmann::json error = {{"ename", "ValueError"},
+                                  {"evalue", value},
+                                  {"traceback", {"Traceback", "ValueError: " + value}}};
+    w.links.last().on_message(channel::iopub, from_kernel("error", error, id));
+    nlohmann::json reply = error;
+    reply["status"] = "error";
+    reply["execution_count"] = 1;
+    w.links.last().on_message(channel::shell, from_kernel("execute_reply", reply, id));
+    w.links.last().on_message(
+        channel::iopub,
+        from_kernel("execute_result", {{"data", {{"text/plain", "small"}}}, {"metadata", {}}}, id));
+    REQUIRE(w.run_until([&] { return ws->frames.size() == 3; }));
+    std::map<std::string, nlohmann::json> seen;
+    for (const auto& frame : ws->frames) {
+        std::error_code ec;
+        auto m = kp::from_websocket(frame->str(), frame->binary, kp::websocket_format::v1, ec);
+        REQUIRE_FALSE(ec);
+        seen[m.msg.msg_type] = kp::parse_untrusted_json(m.msg.content).value;
+        CHECK(m.msg.content.size() < 5000);
+    }
+    for (const char* type : {"error", "execute_reply"}) {
+        INFO(type);
+        const std::string shown = seen.at(type)["evalue"];
+        CHECK(shown.size() <= 2000);
+        CHECK(shown.starts_with("START"));
+        CHECK(shown.ends_with("END"));
+        CHECK(shown.find("bytes truncated ...]") != std::string::npos);
+        CHECK(seen.at(type)["traceback"][1].get<std::string>().ends_with("END"));
+    }
+    CHECK(seen.at("execute_reply")["status"] == "error");
+    CHECK(seen.at("execute_result")["data"]["text/plain"] == "small");
+    // The interpreter's recorder gets the error as the kernel sent it, and cuts it itself.
+    REQUIRE(w.run_until([&] {
+        for (const auto& [ch, m] : inside->got)
+            if (m->msg_type == "error") return true;
+        return false;
+    }));
+    for (const auto& [ch, m] : inside->got)
+        if (m->msg_type == "error")
+            CHECK(kp::parse_untrusted_json(m->content).value["evalue"] == value);
 }
