@@ -169,6 +169,7 @@ void kernel_session::adopt(kernel_record record, result_handler on_ready) {
         self->set_state(kernel_state::starting, "starting");
         self->adopting_ = true;
         self->orphans_.emplace(self->session_id_);
+        self->sessions_from_headers_ = true;
         self->connected_ = false;
         self->spawned_at_ = std::chrono::steady_clock::now();
         if (auto why = self->process_->adopt(record); !why.empty()) {
@@ -183,7 +184,8 @@ void kernel_session::adopt(kernel_record record, result_handler on_ready) {
 
 void kernel_session::spawn_process() {
     connected_ = false;
-    orphans_.reset();             // a process started here answers only what was sent from here
+    orphans_.emplace(session_id_);  // a new process answers only what was sent to it
+    sessions_from_headers_ = false;
     clients_.reset_executions();  // the executions of a previous process are over
     spawned_at_ = std::chrono::steady_clock::now();
     if (auto why = process_->spawn(); !why.empty()) {
@@ -499,7 +501,7 @@ void kernel_session::submit(std::weak_ptr<kernel_client> from, channel ch,
 void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel ch,
                              kernelproto::message msg) {
     if (!link_) return;
-    if (orphans_)
+    if (orphans_ && (sessions_from_headers_ || orphans_->waiting() > 0))
         if (auto client = from.lock()) note_client_session(client, header_session(msg));
     if (may_run_code(msg.msg_type)) {
         // The gateway's own clients (the interpreter API) record their executions themselves.
@@ -550,7 +552,10 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
             if (msg.msg_type == "execute_reply" || msg.msg_type == "debug_reply") track_reply(msg);
             auto client = it->second.lock();
             awaiting_reply_.erase(it);
-            if (client) clients_.send_to(client, ch, std::move(msg));
+            if (client)
+                clients_.send_to(client, ch, std::move(msg));
+            else if (orphans_)  // its client left: kept for the session's return
+                deliver_orphan(ch, std::move(msg));
             return;
         }
         case channel::stdin_: {
@@ -566,7 +571,7 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
 void kernel_session::deliver_orphan(channel ch, kernelproto::message msg) {
     const std::string what = msg.msg_type + " to " + msg.parent_msg_id;
     if (auto d = orphans_->arrived(ch, std::move(msg))) {
-        log_.info("delivered " + what + ", sent before the gateway restarted");
+        log_.info("delivered " + what + " to another client of the session that sent it");
         clients_.send_to(d->client, d->what.channel, std::move(d->what.message));
     }
 }
@@ -576,7 +581,7 @@ void kernel_session::note_client_session(const std::shared_ptr<kernel_client>& c
     if (!orphans_ || session.empty()) return;
     for (auto& r : orphans_->client_seen(client, session)) {
         log_.info("delivered " + r.message.msg_type + " to " + r.message.parent_msg_id +
-                  ", sent before the gateway restarted, on its session's return");
+                  ", kept while no client of its session was here, on the session's return");
         clients_.send_to(client, r.channel, std::move(r.message));
     }
 }
