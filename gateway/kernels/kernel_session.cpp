@@ -21,6 +21,8 @@ namespace {
 // Bounds on what one kernel holds for its clients.
 constexpr std::size_t max_queued_requests = 1024;     // while the kernel is not yet connected
 constexpr std::size_t max_awaiting_replies = 100000;  // requests in flight
+// On a saturated host, a silent kernel is judged frozen only after this many heartbeat timeouts.
+constexpr int max_starved_timeouts = 10;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -84,8 +86,9 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       process_(std::make_shared<kernel_process>(env, strand_, id_, spec_, extra_env_, log_)),
       inbound_(std::make_shared<message_budget>(env.settings.kernel_buffer_bytes)),
       heartbeat_while_busy_(launcher::answers_heartbeat_while_busy(spec_)),
-      heartbeat_(strand_, env.settings.heartbeat_timeout,
-                 [this](std::chrono::seconds silent_for) { on_frozen(silent_for); }),
+      heartbeat_(
+          strand_, env.settings.heartbeat_timeout,
+          [this](std::chrono::seconds silent_for) { on_frozen(silent_for); }, env.host),
       clients_(
           session_id_, env.settings.replay_buffer_bytes,
           output_limits{env.settings.ws_output_limit_bytes,
@@ -290,6 +293,16 @@ void kernel_session::on_frozen(std::chrono::seconds silent_for) {
         log_.debug("no heartbeat for " + std::to_string(silent_for.count()) +
                    " s while busy: excused, as this kernel answers between executions");
         return heartbeat_.excuse();
+    }
+    // On a saturated host a kernel's heartbeat thread may simply not be scheduled: a live kernel
+    // is not killed for that (its work would be lost), up to a bound that still catches one
+    // that froze meanwhile.
+    const auto starved_bound = env_.settings.heartbeat_timeout * max_starved_timeouts;
+    if (env_.host && env_.host->saturated() && silent_for < starved_bound) {
+        log_.info("no heartbeat for " + std::to_string(silent_for.count()) +
+                  " s while the host is saturated: not judged frozen before " +
+                  std::to_string(starved_bound.count()) + " s");
+        return heartbeat_.wait_longer();
     }
     frozen_reason_ =
         "unresponsive: answered no heartbeat for " + std::to_string(silent_for.count()) + " s";
