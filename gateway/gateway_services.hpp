@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 
+#include "common/host_load.hpp"
 #include "common/logger.hpp"
 #include "common/metrics.hpp"
 #include "gateway/admin/admin_api.hpp"
@@ -36,6 +37,7 @@ struct gateway_services {
     mcp::mcp_endpoint& mcp;
     const metrics::registry& metrics;
     const admin::admin_api& admin_rest;
+    const host_load& host;  // saturated: new work is refused (gateway/routes.cpp)
 };
 
 }  // namespace callisto::gateway

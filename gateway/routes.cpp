@@ -47,7 +47,7 @@ void kernel_channels(gateway_services& s, incoming_request in) {
     auto taken = in.take_connection();
     auto ws = std::make_shared<jupyter_api::websocket_session>(
         std::move(taken.stream), std::move(kernel), who.name, s.config, s.log, std::move(from_url),
-        std::move(taken.slot));
+        &s.host, std::move(taken.slot));
     s.sessions.add(ws, "kernel_websocket", who.name);
     ws->run(std::move(in.req));
 }
@@ -64,7 +64,7 @@ void context_events(gateway_services& s, incoming_request in) {
     auto taken = in.take_connection();
     auto ws = std::make_shared<interpreter::events_session>(
         std::move(taken.stream), std::move(context), s.interpreter_rest.settings(), s.config, s.log,
-        std::move(taken.slot));
+        &s.host, std::move(taken.slot));
     s.sessions.add(ws, "events_websocket", in.who->name);
     ws->run(std::move(in.req));
 }
@@ -82,6 +82,25 @@ void interpreter_route(gateway_services& s, incoming_request in) {
     };
     s.interpreter_rest.handle(in.where, std::move(in.req), *in.who, std::move(in.respond),
                               std::move(in.respond_file), take_stream);
+}
+
+// New kernels, contexts and one-shot executions, while the host is past its capacity
+// (common/host_load.hpp): refused 503 with Retry-After before their body is read, so the work
+// already running keeps its pace and a client knows to come back.
+route_options shed_when_saturated(gateway_services& s, route_options options = {}) {
+    options.admit = [&host = s.host]() -> std::optional<http_response> {
+        if (!host.saturated()) return std::nullopt;
+        host.count_refusal();
+        const int after = host.retry_after_seconds();
+        auto res = error_response(http::status::service_unavailable,
+                                  host.reason() +
+                                      "; new work is refused until it eases: retry "
+                                      "after " +
+                                      std::to_string(after) + " s");
+        res.set(http::field::retry_after, std::to_string(after));
+        return res;
+    };
+    return options;
 }
 
 }  // namespace
@@ -135,9 +154,12 @@ void register_routes(request_dispatcher& d, gateway_services& s) {
         });
     for (kind k : {kind::kernels_list, kind::kernel_create, kind::kernel_get, kind::kernel_delete,
                    kind::kernel_interrupt, kind::kernel_restart})
-        d.handle(k, [&s](incoming_request in) {
-            s.kernels_rest.handle(in.where, in.req, *in.who, std::move(in.respond));
-        });
+        d.handle(
+            k,
+            [&s](incoming_request in) {
+                s.kernels_rest.handle(in.where, in.req, *in.who, std::move(in.respond));
+            },
+            k == kind::kernel_create ? shed_when_saturated(s) : route_options{});
     d.handle(kind::kernel_channels,
              [&s](incoming_request in) { kernel_channels(s, std::move(in)); });
 
@@ -150,6 +172,8 @@ void register_routes(request_dispatcher& d, gateway_services& s) {
             options.body_limit = s.interpreter_rest.max_upload_bytes();
             options.body_limit_note = "set by --upload-limit";
         }
+        if (k == kind::context_create || k == kind::oneshot_create)
+            options = shed_when_saturated(s, std::move(options));
         d.handle(
             k, [&s](incoming_request in) { interpreter_route(s, std::move(in)); }, options);
     }

@@ -298,6 +298,12 @@ server::server(server_config config, logger log)
                                     : std::make_unique<tls_context>(tls_files{
                                           config_.certfile, config_.keyfile, config_.client_ca})),
       kernel_metrics_(metrics_),
+      host_load_(
+          host_load_thresholds{
+              .cpu_pressure_percent = static_cast<double>(config_.shed_cpu_pressure),
+              .run_queue_per_cpu = static_cast<double>(config_.shed_run_queue),
+              .lag = std::chrono::milliseconds(config_.shed_lag_ms)},
+          config_.shed_load),
       workdir_lock_(config_.sandbox || !config_.state_dir.empty()
                         ? std::make_unique<launcher::instance_lock>(config_.workdir_root)
                         : nullptr),
@@ -363,17 +369,20 @@ server::server(server_config config, logger log)
       connections_(config_.max_connections, config_.max_connections_per_address),
       request_bodies_(config_.max_body_bytes_in_flight),
       trimmer_(ioc_, std::chrono::seconds(10)),
+      load_sampler_(
+          ioc_, host_load_, metrics_, [this] { return kernels_.list().size(); },
+          log_.component("load")),
       // An hour of 10 s samples for the admin console's chart.
       activity_(std::chrono::seconds(10), 360),
       activity_sampler_(ioc_, activity_, [this] { return sample_activity(); }),
       admin_rest_(kernels_, audit_.get(), activity_,
                   {CALLISTO_VERSION, std::chrono::system_clock::now(), sandbox_ != nullptr}),
-      readiness_(kernels_, sandbox_ != nullptr),
+      readiness_(kernels_, sandbox_ != nullptr, host_load_),
       drain_timer_(ioc_),
       services_{
           config_,           auth_,        kernels_,        kernels_rest_, kernelspecs_rest_,
           sessions_,         connections_, request_bodies_, readiness_,    log_.component("http"),
-          interpreter_rest_, mcp_,         metrics_,        admin_rest_},
+          interpreter_rest_, mcp_,         metrics_,        admin_rest_,   host_load_},
       dispatcher_(auth_, !config_.web_root.empty(), config_.max_request_body_bytes,
                   "which is fixed; larger data goes up as a file, up to --upload-limit: PUT "
                   "/v1/contexts/{id}/files/{path} or a multipart POST to .../files"),
@@ -382,6 +391,7 @@ server::server(server_config config, logger log)
     check_kernel_options(config_, catalog_);
     kernel_env_.executions = websocket_audit_.get();
     kernel_env_.records = kernel_records_.get();
+    kernel_env_.host = &host_load_;
     signals_.add(SIGUSR2);
     register_gateway_metrics(metrics_, kernels_, catalog_, sessions_);
     for (const auto& spec : catalog_.all()) kernel_metrics_.known_kernelspec(spec.name);
@@ -448,6 +458,7 @@ void server::run() {
     mcp_sessions_.start_expiry(ioc_);
     if (auth_.has_file()) watch_users_file();
     trimmer_.start();
+    load_sampler_.start();
     activity_sampler_.start();
 
     std::vector<std::thread> threads;
@@ -552,6 +563,7 @@ void server::request_stop() {
 void server::begin_stop() {
     listener_->stop();
     trimmer_.stop();
+    load_sampler_.stop();
     users_watch_.cancel();
     activity_sampler_.stop();
     drain_timer_.cancel();

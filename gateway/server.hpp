@@ -20,6 +20,7 @@
 #include "gateway/admin/admin_api.hpp"
 #include "gateway/audit/audit_log.hpp"
 #include "gateway/gateway_services.hpp"
+#include "gateway/host_load_sampler.hpp"
 #include "gateway/http/http_services.hpp"
 #include "gateway/http/request_dispatcher.hpp"
 #include "gateway/http/session_registry.hpp"
@@ -88,6 +89,7 @@ private:
     std::unique_ptr<tls_context> tls_;  // null without --certfile
     metrics::registry metrics_;         // GET /metrics; every layer registers its own
     kernels::kernel_metrics kernel_metrics_;
+    host_load host_load_;  // before the kernels, which count their silences in it
     // Held for the server's life (sandboxed, or with --state-dir): the workdir root is this
     // instance's, and what a dead previous instance left there is adopted or reaped at start.
     std::unique_ptr<launcher::instance_lock> workdir_lock_;
@@ -133,6 +135,7 @@ private:
     connection_limiter connections_;
     body_budget request_bodies_;
     memory_trimmer trimmer_;
+    host_load_sampler load_sampler_;
     admin::activity_history activity_;
     admin::activity_sampler activity_sampler_;
     admin::admin_api admin_rest_;

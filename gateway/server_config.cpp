@@ -385,8 +385,14 @@ const std::vector<option>& options() {
          "the same for display data and results (default 64MiB; 0: none)",
          limit_into(&server_config::ws_rich_output_limit_bytes,
                     "a size like 64MiB, at least 1KiB, or 0 for no limit")},
-        {"--ws-ping-interval", "SECS", "WebSocket keepalive ping interval (default 30)",
+        {"--ws-ping-interval", "SECS",
+         "a WebSocket client silent this long is sent a ping (default 30)",
          seconds_into(&server_config::ws_ping_interval, 1, 3600, "seconds 1-3600")},
+        {"--ws-ping-timeout", "SECS",
+         "a WebSocket client silent this long, pings unanswered, is closed\n"
+         "and the reason logged; while the host is past its capacity up to\n"
+         "ten times this (default 90)",
+         seconds_into(&server_config::ws_ping_timeout, 1, 36000, "seconds 1-36000")},
         {"--max-connections", "N", "open client connections in all (default 10000; 0: no limit)",
          number_into(&server_config::max_connections, 0, 1000000, "a number 0-1000000")},
         {"--max-connections-per-address", "N",
@@ -413,6 +419,25 @@ const std::vector<option>& options() {
          "then sends new users elsewhere), then stop; a second SIGTERM\n"
          "stops at once (default 0)",
          seconds_into(&server_config::drain_seconds, 0, 3600, "seconds 0-3600")},
+        {"--shed-load", "on|off",
+         "when the host is past its capacity (the CPU contended, and a long\n"
+         "run queue, the gateway's event loop late or kernels' heartbeats\n"
+         "missing), refuse new kernels, contexts and one-shot executions\n"
+         "503 with Retry-After so the work already running keeps its pace\n"
+         "(default on)",
+         switch_into(&server_config::shed_load)},
+        {"--shed-cpu-pressure", "PCT",
+         "CPU pressure (Linux PSI, /proc/pressure/cpu \"some avg10\") at\n"
+         "which the CPU counts as contended (default 90)",
+         number_into(&server_config::shed_cpu_pressure, 1, 100, "a percentage 1-100")},
+        {"--shed-run-queue", "N",
+         "tasks ready to run per CPU (/proc/loadavg) at which new work would\n"
+         "wait too long, with the CPU contended (default 4)",
+         number_into(&server_config::shed_run_queue, 1, 1000, "a number 1-1000")},
+        {"--shed-lag", "MS",
+         "how late the gateway's event loop may run before its work counts\n"
+         "as suffering (default 250)",
+         number_into(&server_config::shed_lag_ms, 10, 60000, "milliseconds 10-60000")},
         {"--shutdown-wait", "SECS", "shutdown_request to SIGTERM (default 5)",
          seconds_into(&server_config::shutdown_wait, 0, 600, "seconds 0-600")},
         {"--certfile", "FILE",

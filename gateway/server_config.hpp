@@ -50,6 +50,7 @@ struct server_config {
     std::size_t ws_output_limit_bytes = 8u << 20;        // stdout + stderr
     std::size_t ws_rich_output_limit_bytes = 64u << 20;  // display_data, execute_result, ...
     std::chrono::seconds ws_ping_interval{30};
+    std::chrono::seconds ws_ping_timeout{90};               // a client silent this long is closed
     std::chrono::milliseconds kernel_ready_timeout{60000};  // spawn -> kernel_info_reply
     std::size_t autorestart_limit = 3;                      // after unexpected deaths; 0: never
     std::chrono::seconds autorestart_window{60};            // ... per this many seconds
@@ -66,6 +67,11 @@ struct server_config {
     std::chrono::seconds heartbeat_timeout{30};     // unanswered this long: killed; 0: never
     std::chrono::seconds drain_seconds{0};  // at SIGTERM, not ready this long before stopping
     bool metrics_public = false;            // GET /metrics without a token
+    // Past capacity (common/host_load.hpp): new kernels, contexts and one-shots refused 503.
+    bool shed_load = true;
+    std::size_t shed_cpu_pressure = 90;  // percent of PSI "some avg10": the CPU is contended
+    std::size_t shed_lag_ms = 250;       // the gateway's event loop this late: work suffers
+    std::size_t shed_run_queue = 4;      // tasks ready to run per CPU: new work would wait
     // TLS: HTTPS and WSS when a certificate is given; client certificates from client_ca.
     std::filesystem::path certfile;
     std::filesystem::path keyfile;

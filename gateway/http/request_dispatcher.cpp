@@ -45,7 +45,10 @@ header_verdict request_dispatcher::on_header(std::string_view method, std::strin
     v.body_limit_note = e.options.body_limit && !e.options.body_limit_note.empty()
                             ? std::string_view(e.options.body_limit_note)
                             : std::string_view(default_body_limit_note_);
-    if (is_public_route(v.where.kind) || e.options.without_token || v.who) return v;
+    if (is_public_route(v.where.kind) || e.options.without_token || v.who) {
+        if (e.options.admit) v.refusal = e.options.admit();
+        return v;
+    }
     switch (v.where.kind) {
         // Unknown paths answer the same with or without a token (after the body, as before).
         case route_kind::not_found:

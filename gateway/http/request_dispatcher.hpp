@@ -60,6 +60,9 @@ struct route_options {
     std::function<http_response()> unauthorized = {};
     // Answered without a token (GET /metrics with --metrics-public).
     bool without_token = false;
+    // Asked once the caller is known, before the body is read: an answer refuses the request
+    // (new work on a host past its capacity, gateway/routes.cpp), nullopt lets it through.
+    std::function<std::optional<http_response>()> admit = {};
 };
 
 class request_dispatcher {

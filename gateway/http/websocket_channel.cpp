@@ -13,6 +13,12 @@ namespace {
 
 constexpr std::size_t read_chunk = 256 * 1024;
 constexpr std::size_t max_close_reason = 120;  // a close frame carries at most 123 bytes
+// While the host is saturated, a silent client is closed only after this many ping timeouts.
+constexpr int starved_timeouts = 10;
+
+std::string seconds_text(std::chrono::steady_clock::duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " s";
+}
 
 }  // namespace
 
@@ -22,7 +28,8 @@ websocket_channel::websocket_channel(client_stream&& stream, limits socket_limit
       slot_(std::move(slot)),
       limits_(socket_limits),
       log_(std::move(log)),
-      name_(std::move(name)) {}
+      name_(std::move(name)),
+      keepalive_(ws_.get_executor()) {}
 
 void websocket_channel::accept(http_request upgrade, std::string subprotocol,
                                std::weak_ptr<void> owner, websocket_handler& handler) {
@@ -31,9 +38,14 @@ void websocket_channel::accept(http_request upgrade, std::string subprotocol,
     ws_.next_layer().tcp().expires_never();  // the WebSocket keeps its own timeouts
     websocket::stream_base::timeout timeouts{};
     timeouts.handshake_timeout = std::chrono::seconds(30);
-    timeouts.idle_timeout = limits_.ping_interval;  // ping when idle, close after another
-    timeouts.keep_alive_pings = true;
+    // Pings and the silence are judged here (schedule_keepalive), not by Beast's idle timeout,
+    // which closes without a word and knows nothing of a starved host.
+    timeouts.idle_timeout = websocket::stream_base::none();
+    timeouts.keep_alive_pings = false;
     ws_.set_option(timeouts);
+    ws_.control_callback([this](websocket::frame_type, beast::string_view) {
+        last_heard_ = std::chrono::steady_clock::now();  // a pong (or ping) counts as heard
+    });
     ws_.read_message_max(0);  // enforced per message in on_read, without dropping the socket
     ws_.auto_fragment(false);
     if (subprotocol.empty() &&
@@ -59,7 +71,50 @@ void websocket_channel::on_accept(beast::error_code ec) {
     }
     handler_->on_open();
     if (!queue_.empty() && !writing_) do_write();
+    last_heard_ = std::chrono::steady_clock::now();
+    schedule_keepalive();
     do_read();
+}
+
+// ---- keepalive -------------------------------------------------------------------------------
+
+void websocket_channel::schedule_keepalive() {
+    keepalive_.expires_after(limits_.ping_interval);
+    keepalive_.async_wait([this, keep = keep_alive()](beast::error_code ec) {
+        if (!ec) on_keepalive_tick();
+    });
+}
+
+void websocket_channel::on_keepalive_tick() {
+    if (closing_) return;
+    const auto silent = std::chrono::steady_clock::now() - last_heard_;
+    if (silent >= limits_.ping_timeout) {
+        const bool starved = limits_.host && limits_.host->saturated() &&
+                             silent < limits_.ping_timeout * starved_timeouts;
+        if (!starved) {
+            log_.info(name_ + " closed by the gateway: the client sent nothing, not even an " +
+                      "answer to a ping, for " + seconds_text(silent) + " (--ws-ping-timeout)");
+            close(websocket::close_code::going_away,
+                  "no answer to keepalive pings for " + seconds_text(silent));
+            // A peer that is gone may never take the close frame, or a ping queued before
+            // it: whatever is still pending on the socket ends within the handshake timeout.
+            ws_.next_layer().tcp().expires_after(std::chrono::seconds(30));
+            return;
+        }
+    }
+    // A ping each interval without a message from the client (its pongs keep it from being
+    // judged silent, but do not stop the pings: they are what it answers).
+    const bool quiet = !message_since_tick_;
+    message_since_tick_ = false;
+    if (quiet && !pinging_ && !close_sent_) {
+        pinging_ = true;
+        ws_.async_ping({}, [this, keep = keep_alive()](beast::error_code ec) {
+            pinging_ = false;
+            if (ec) log_.debug(name_ + " ping failed: " + ec.message());
+            if (close_after_ping_) do_close();
+        });
+    }
+    schedule_keepalive();
 }
 
 // ---- reading ---------------------------------------------------------------------------------
@@ -73,11 +128,16 @@ void websocket_channel::do_read() {
 
 void websocket_channel::on_read(beast::error_code ec, std::size_t bytes) {
     if (ec) {
-        if (ec != websocket::error::closed && ec != asio::error::operation_aborted)
-            log_.debug(name_ + " read ended: " + ec.message());
+        if (ec == websocket::error::closed)
+            log_.debug(name_ + " closed by the client: " + std::string(ws_.reason().reason));
+        else if (ec != asio::error::operation_aborted)
+            log_.info(name_ + " connection lost: " + ec.message());
         closing_ = true;
+        keepalive_.cancel();
         return;
     }
+    last_heard_ = std::chrono::steady_clock::now();
+    message_since_tick_ = true;
     message_bytes_ += bytes;
     if (!discarding_ && message_bytes_ > limits_.max_message_bytes) discarding_ = true;
     if (discarding_) read_buffer_.clear();
@@ -128,7 +188,7 @@ void websocket_channel::do_write() {
 void websocket_channel::on_write(beast::error_code ec, std::size_t) {
     writing_ = false;
     if (ec) {
-        log_.debug(name_ + " write failed: " + ec.message());
+        log_.info(name_ + " connection lost while writing: " + ec.message());
         closing_ = true;
         queue_.clear();
         queued_bytes_ = 0;
@@ -155,6 +215,11 @@ void websocket_channel::close(websocket::close_code code, std::string reason, bo
 
 void websocket_channel::do_close() {
     if (close_sent_ || !accepted_) return;
+    keepalive_.cancel();
+    if (pinging_) {  // one control frame at a time: the close follows the ping
+        close_after_ping_ = true;
+        return;
+    }
     close_sent_ = true;
     queue_.clear();
     queued_bytes_ = 0;

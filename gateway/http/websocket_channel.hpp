@@ -1,8 +1,10 @@
 #pragma once
 // The mechanics every WebSocket the gateway serves shares, so that each session keeps only its
 // own messages:
-// - the accept, with keepalive pings (a ping when the client is idle for the interval, the
-//   connection closed after another one without an answer);
+// - the accept, with keepalive pings: a ping each interval the client sent nothing, the
+//   connection closed, with its reason in the log, once it has been silent for the ping
+//   timeout; not while the host is past its capacity (a starved client may not get to answer
+//   in time, and dropping it would lose its executions' replies), up to ten times that;
 // - a read in pieces, so a message over the size limit is discarded and reported to the session
 //   (which answers it) instead of tearing the connection down;
 // - one write at a time from a queue bounded in bytes: a client that reads too slowly is closed
@@ -22,9 +24,11 @@
 #include <vector>
 
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/websocket/stream.hpp>
 
+#include "common/host_load.hpp"
 #include "common/logger.hpp"
 #include "gateway/http/client_stream.hpp"
 #include "gateway/http/connection_limiter.hpp"
@@ -50,6 +54,8 @@ public:
         std::size_t max_message_bytes;  // one message from the client
         std::size_t send_queue_bytes;   // queued towards the client, before it is closed
         std::chrono::seconds ping_interval;
+        std::chrono::seconds ping_timeout;  // silent this long: closed
+        const host_load* host = nullptr;    // saturated: the timeout is stretched
     };
 
     using executor_type = client_stream::executor_type;
@@ -79,6 +85,8 @@ private:
     void do_write();
     void on_write(boost::beast::error_code ec, std::size_t bytes);
     void do_close();
+    void schedule_keepalive();
+    void on_keepalive_tick();
     std::shared_ptr<void> keep_alive() const { return owner_.lock(); }
 
     boost::beast::websocket::stream<client_stream> ws_;
@@ -102,6 +110,13 @@ private:
     bool drain_ = false;  // closing after the queue is written
     bool close_sent_ = false;
     boost::beast::websocket::close_reason close_reason_;
+
+    // Keepalive: Beast allows one ping, pong or close in flight; a close waits for the ping.
+    boost::asio::steady_timer keepalive_;
+    std::chrono::steady_clock::time_point last_heard_;  // any frame, pongs too
+    bool message_since_tick_ = false;
+    bool pinging_ = false;
+    bool close_after_ping_ = false;
 };
 
 }  // namespace callisto::gateway

@@ -21,10 +21,10 @@ std::string text_of(const nlohmann::json& message) {
 
 events_session::events_session(client_stream&& stream, std::shared_ptr<interpreter_context> context,
                                const interpreter_settings& settings, const server_config& config,
-                               logger log, connection_limiter::slot slot)
+                               logger log, const host_load* host, connection_limiter::slot slot)
     : channel_(std::move(stream),
                {settings.max_socket_message_bytes, config.client_send_queue_bytes,
-                config.ws_ping_interval},
+                config.ws_ping_interval, config.ws_ping_timeout, host},
                log, "events websocket", std::move(slot)),
       context_(std::move(context)),
       settings_(settings),

@@ -31,7 +31,7 @@ class events_session : public websocket_handler,
 public:
     events_session(client_stream&& stream, std::shared_ptr<interpreter_context> context,
                    const interpreter_settings& settings, const server_config& config, logger log,
-                   connection_limiter::slot slot = {});
+                   const host_load* host, connection_limiter::slot slot = {});
 
     void run(http_request upgrade);
     void close();  // server shutdown; thread-safe

@@ -18,9 +18,11 @@ using kernelproto::websocket_format;
 websocket_session::websocket_session(client_stream&& stream,
                                      std::shared_ptr<kernels::kernel_session> kernel,
                                      std::string user, const server_config& config, logger log,
-                                     url_options from_url, connection_limiter::slot slot)
+                                     url_options from_url, const host_load* host,
+                                     connection_limiter::slot slot)
     : channel_(std::move(stream),
-               {config.max_message_bytes, config.client_send_queue_bytes, config.ws_ping_interval},
+               {config.max_message_bytes, config.client_send_queue_bytes, config.ws_ping_interval,
+                config.ws_ping_timeout, host},
                log, "websocket", std::move(slot)),
       outbound_(config.client_input_queue_bytes),
       kernel_(std::move(kernel)),

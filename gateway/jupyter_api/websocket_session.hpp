@@ -33,7 +33,8 @@ public:
     // `user`: who attached (the audit log names them).
     websocket_session(client_stream&& stream, std::shared_ptr<kernels::kernel_session> kernel,
                       std::string user, const server_config& config, logger log,
-                      url_options from_url, connection_limiter::slot slot = {});
+                      url_options from_url, const host_load* host,
+                      connection_limiter::slot slot = {});
     ~websocket_session() override;
 
     // Accepts the upgrade (choosing the v1 subprotocol when offered) and starts relaying.

@@ -11,13 +11,15 @@ std::chrono::seconds since(heartbeat_watch::clock::time_point start) {
 }  // namespace
 
 heartbeat_watch::heartbeat_watch(strand_type strand, std::chrono::seconds timeout,
-                                 std::function<void(std::chrono::seconds)> on_frozen)
-    : timer_(std::move(strand)), timeout_(timeout), on_frozen_(std::move(on_frozen)) {}
+                                 std::function<void(std::chrono::seconds)> on_frozen,
+                                 host_load* host)
+    : timer_(std::move(strand)), timeout_(timeout), on_frozen_(std::move(on_frozen)), host_(host) {}
 
 void heartbeat_watch::missed(std::weak_ptr<const void> owner) {
     if (silent_since_) return;
     owner_ = std::move(owner);
     silent_since_ = clock::now();
+    if (host_) host_->heartbeat_missing();
     arm();
 }
 
@@ -49,6 +51,7 @@ std::optional<std::chrono::seconds> heartbeat_watch::answered() {
 }
 
 void heartbeat_watch::stop() {
+    if (silent_since_ && host_) host_->heartbeat_back();
     silent_since_.reset();
     ++armed_;
     timer_.cancel();

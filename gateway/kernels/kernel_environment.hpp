@@ -3,6 +3,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "common/host_load.hpp"
 #include "common/logger.hpp"
 #include "gateway/kernels/kernel_metrics.hpp"
 #include "gateway/kernels/kernel_ports.hpp"
@@ -28,6 +29,9 @@ struct kernel_environment {
     kernel_record_store* records = nullptr;
     // Told of every execution a WebSocket client runs (metrics, audit); null: nobody listens.
     execution_observer* executions = nullptr;
+    // Whether the host is saturated (a starved kernel's silence is not a frozen kernel's), and
+    // where silences are counted; null: every silence is judged by the timeout alone.
+    host_load* host = nullptr;
 };
 
 }  // namespace callisto::gateway::kernels

@@ -21,6 +21,8 @@ namespace {
 // Bounds on what one kernel holds for its clients.
 constexpr std::size_t max_queued_requests = 1024;     // while the kernel is not yet connected
 constexpr std::size_t max_awaiting_replies = 100000;  // requests in flight
+// On a saturated host, a silent kernel is judged frozen only after this many heartbeat timeouts.
+constexpr int max_starved_timeouts = 10;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -84,8 +86,9 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       process_(std::make_shared<kernel_process>(env, strand_, id_, spec_, extra_env_, log_)),
       inbound_(std::make_shared<message_budget>(env.settings.kernel_buffer_bytes)),
       heartbeat_while_busy_(launcher::answers_heartbeat_while_busy(spec_)),
-      heartbeat_(strand_, env.settings.heartbeat_timeout,
-                 [this](std::chrono::seconds silent_for) { on_frozen(silent_for); }),
+      heartbeat_(
+          strand_, env.settings.heartbeat_timeout,
+          [this](std::chrono::seconds silent_for) { on_frozen(silent_for); }, env.host),
       clients_(
           session_id_, env.settings.replay_buffer_bytes,
           output_limits{env.settings.ws_output_limit_bytes,
@@ -169,6 +172,7 @@ void kernel_session::adopt(kernel_record record, result_handler on_ready) {
         self->set_state(kernel_state::starting, "starting");
         self->adopting_ = true;
         self->orphans_.emplace(self->session_id_);
+        self->sessions_from_headers_ = true;
         self->connected_ = false;
         self->spawned_at_ = std::chrono::steady_clock::now();
         if (auto why = self->process_->adopt(record); !why.empty()) {
@@ -183,7 +187,8 @@ void kernel_session::adopt(kernel_record record, result_handler on_ready) {
 
 void kernel_session::spawn_process() {
     connected_ = false;
-    orphans_.reset();             // a process started here answers only what was sent from here
+    orphans_.emplace(session_id_);  // a new process answers only what was sent to it
+    sessions_from_headers_ = false;
     clients_.reset_executions();  // the executions of a previous process are over
     spawned_at_ = std::chrono::steady_clock::now();
     if (auto why = process_->spawn(); !why.empty()) {
@@ -288,6 +293,16 @@ void kernel_session::on_frozen(std::chrono::seconds silent_for) {
         log_.debug("no heartbeat for " + std::to_string(silent_for.count()) +
                    " s while busy: excused, as this kernel answers between executions");
         return heartbeat_.excuse();
+    }
+    // On a saturated host a kernel's heartbeat thread may simply not be scheduled: a live kernel
+    // is not killed for that (its work would be lost), up to a bound that still catches one
+    // that froze meanwhile.
+    const auto starved_bound = env_.settings.heartbeat_timeout * max_starved_timeouts;
+    if (env_.host && env_.host->saturated() && silent_for < starved_bound) {
+        log_.info("no heartbeat for " + std::to_string(silent_for.count()) +
+                  " s while the host is saturated: not judged frozen before " +
+                  std::to_string(starved_bound.count()) + " s");
+        return heartbeat_.wait_longer();
     }
     frozen_reason_ =
         "unresponsive: answered no heartbeat for " + std::to_string(silent_for.count()) + " s";
@@ -499,7 +514,7 @@ void kernel_session::submit(std::weak_ptr<kernel_client> from, channel ch,
 void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel ch,
                              kernelproto::message msg) {
     if (!link_) return;
-    if (orphans_)
+    if (orphans_ && (sessions_from_headers_ || orphans_->waiting() > 0))
         if (auto client = from.lock()) note_client_session(client, header_session(msg));
     // Before the request is tracked or recorded: one dropped here never ran.
     const bool awaits_reply = ch == channel::shell || ch == channel::control;
@@ -552,7 +567,10 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
             if (msg.msg_type == "execute_reply" || msg.msg_type == "debug_reply") track_reply(msg);
             auto client = it->second.lock();
             awaiting_reply_.erase(it);
-            if (client) clients_.send_to(client, ch, std::move(msg));
+            if (client)
+                clients_.send_to(client, ch, std::move(msg));
+            else if (orphans_)  // its client left: kept for the session's return
+                deliver_orphan(ch, std::move(msg));
             return;
         }
         case channel::stdin_: {
@@ -568,7 +586,7 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
 void kernel_session::deliver_orphan(channel ch, kernelproto::message msg) {
     const std::string what = msg.msg_type + " to " + msg.parent_msg_id;
     if (auto d = orphans_->arrived(ch, std::move(msg))) {
-        log_.info("delivered " + what + ", sent before the gateway restarted");
+        log_.info("delivered " + what + " to another client of the session that sent it");
         clients_.send_to(d->client, d->what.channel, std::move(d->what.message));
     }
 }
@@ -578,7 +596,7 @@ void kernel_session::note_client_session(const std::shared_ptr<kernel_client>& c
     if (!orphans_ || session.empty()) return;
     for (auto& r : orphans_->client_seen(client, session)) {
         log_.info("delivered " + r.message.msg_type + " to " + r.message.parent_msg_id +
-                  ", sent before the gateway restarted, on its session's return");
+                  ", kept while no client of its session was here, on the session's return");
         clients_.send_to(client, r.channel, std::move(r.message));
     }
 }

@@ -155,8 +155,9 @@ private:
     void finish_start(kernel_outcome outcome);
     void forward(const std::weak_ptr<kernel_client>& from, kernelproto::channel ch,
                  kernelproto::message msg);
-    // An adopted process's reply to a request this gateway never sent (orphans_), and the
-    // Jupyter session a client showed (its URL's session_id, its messages' header).
+    // A reply whose client is not here (orphans_): it left, or (adopted) the request was sent
+    // before the gateway restarted; and the Jupyter session a client showed (its URL's
+    // session_id, its messages' header).
     void deliver_orphan(kernelproto::channel ch, kernelproto::message msg);
     void note_client_session(const std::shared_ptr<kernel_client>& client,
                              const std::string& session);
@@ -199,9 +200,14 @@ private:
     std::optional<transport::link_id> link_;
     bool connected_ = false;
     bool adopting_ = false;  // adopted, its first kernel_info not answered yet
-    // For a process an earlier gateway started: its replies to that gateway's requests, on
-    // their way to the clients that sent them. Empty for a process started here.
+    // Replies whose client is not here, on their way to the next client of the session that
+    // sent the request: one that left and reconnects (as jupyter_server keeps a session's
+    // replies while its WebSocket is away), or, for a process an earlier gateway started, the
+    // requests that gateway sent. Made anew for each process.
     std::optional<orphan_replies> orphans_;
+    // Adopted: every client message's header is read for its session (requests from before the
+    // restart may wait for any client); else only while a reply waits.
+    bool sessions_from_headers_ = false;
     std::vector<result_handler> ready_waiters_;
     std::vector<std::function<void()>> shutdown_waiters_;
     std::unordered_map<std::string, std::weak_ptr<kernel_client>> awaiting_reply_;

@@ -1,8 +1,10 @@
 #pragma once
-// Replies to requests an earlier gateway sent, for a kernel this one adopted (--state-dir).
-// The gateway keeps its ZeroMQ routing identity across the restart (kernel_record::session),
-// so the kernel's answer to a cell that was running at the crash reaches the new gateway,
-// which never saw the request. Each such reply goes to the Jupyter client whose session sent
+// Replies whose client is not here: its WebSocket dropped and has not come back yet (a starved
+// client, a proxy's restart, a laptop's sleep), or, for a kernel this gateway adopted
+// (--state-dir), requests an earlier gateway sent. (The gateway keeps its ZeroMQ routing
+// identity across a restart, kernel_record::session, so the kernel's answer to a cell that was
+// running at the crash reaches the new gateway, which never saw the request.) Each such reply
+// goes to the Jupyter client whose session sent
 // the request (its parent header's "session", which a reconnecting client keeps:
 // @jupyterlab/services and jupyter_server put it in the WebSocket URL as session_id and in
 // every message), as soon as a client of that session is known; until then it waits here,

@@ -221,6 +221,29 @@ TEST_CASE("keepalive: an idle WebSocket is pinged and stays open") {
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE(
+    "past capacity: busy loops on every CPU; running executions all answered, new work refused "
+    "503 with Retry-After, then accepted again") {
+    // Thresholds the busy loops reach for certain on any machine: the behaviour is tested here,
+    // the defaults in host_load_tests.
+    server_process server({"--shed-cpu-pressure=80", "--shed-run-queue=4"});
+    run_client(server, {python, source_dir + "/tests/e2e/python/test_overload.py"});
+    CHECK(server.stop() == 0);
+    CHECK(server.log().find("the host is past its capacity: ") != std::string::npos);
+    CHECK(server.log().find("the host is below its capacity again") != std::string::npos);
+}
+
+TEST_CASE("keepalive: a client silent past --ws-ping-timeout is closed, and the log says why") {
+    server_process server({"--ws-ping-interval=1", "--ws-ping-timeout=4"});
+    run_client(
+        server,
+        {python, source_dir + "/tests/e2e/python/test_keepalive.py", "-k", "answers_nothing"}, 900,
+        {{"PING_TIMEOUT", "4"}});
+    CHECK(server.stop() == 0);
+    CHECK(server.log().find("closed by the gateway: the client sent nothing, not even an answer "
+                            "to a ping, for ") != std::string::npos);
+}
+
 TEST_CASE("@jupyterlab/services drives callisto unchanged") {
     server_process server;
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/services_test.mjs"});

@@ -177,6 +177,13 @@ server_process::server_process(std::vector<std::string> extra_args,
         own_workdir_root_ = "/tmp/cle2e-" + std::to_string(port_) + "-work";
         argv.push_back("--workdir-root=" + own_workdir_root_.string());
     }
+    // Load shedding refuses new kernels while the host is saturated: a CI machine busy with the
+    // suite's own bombs and load runs must not fail an unrelated case with a 503. The cases that
+    // test shedding set its options themselves.
+    const bool sets_shedding =
+        std::any_of(extra_args.begin(), extra_args.end(),
+                    [](const std::string& a) { return a.rfind("--shed-", 0) == 0; });
+    if (!sets_shedding) argv.push_back("--shed-load=off");
     for (auto& a : extra_args) {
         argv.push_back(a);
         if (a.rfind("--certfile=", 0) == 0) tls_ = true;

@@ -1,12 +1,17 @@
 #!/usr/bin/python3
 """WebSocket keepalive. The server under test runs with --ws-ping-interval=1: an idle
-connection gets pings, and one that answers them stays open.
+connection gets pings, and one that answers them stays open. With PING_TIMEOUT set (the
+server's --ws-ping-timeout), a client that answers nothing is closed after it, with a reason
+in the close frame and in the server's log.
 
   CALLISTO_URL=… CALLISTO_TOKEN=… /usr/bin/python3 test_keepalive.py
 """
 
+import base64
 import json
 import os
+import socket
+import struct
 import sys
 import time
 import urllib.parse
@@ -17,6 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, KernelWS, api, callisto_only,  # noqa: E402
                         check, check_eq, kernel, run_tests, test)
+
+PING_TIMEOUT = int(os.environ.get("PING_TIMEOUT", "0"))
 
 
 @test
@@ -73,6 +80,61 @@ def test_idle_events_websocket_is_pinged_and_stays_open():
     finally:
         ws.close()
         api("DELETE", "/v1/contexts/" + ctx["id"])
+
+
+def read_frame(sock):
+    """One WebSocket frame from the server (unmasked): (opcode, payload)."""
+    def exactly(n):
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                raise EOFError("connection closed")
+            data += chunk
+        return data
+    b0, b1 = exactly(2)
+    size = b1 & 0x7F
+    if size == 126:
+        size = struct.unpack("!H", exactly(2))[0]
+    elif size == 127:
+        size = struct.unpack("!Q", exactly(8))[0]
+    return b0 & 0x0F, exactly(size)
+
+
+@callisto_only
+def test_a_client_that_answers_nothing_is_closed_after_the_ping_timeout():
+    if not PING_TIMEOUT:
+        return
+    with kernel() as k:
+        url = urllib.parse.urlsplit(BASE_URL)
+        sock = socket.create_connection((url.hostname, url.port), timeout=HTTP_TIMEOUT)
+        key = base64.b64encode(os.urandom(16)).decode()
+        sock.sendall((f"GET /api/kernels/{k['id']}/channels HTTP/1.1\r\nHost: {url.netloc}\r\n"
+                      f"Authorization: token {TOKEN}\r\nUpgrade: websocket\r\n"
+                      f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                      "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += sock.recv(1)
+        check(head.startswith(b"HTTP/1.1 101"), "upgraded", head)
+        # Read what comes, answering nothing: pings, then the close.
+        start = time.monotonic()
+        pings = 0
+        sock.settimeout(PING_TIMEOUT + 30)
+        while True:
+            opcode, payload = read_frame(sock)
+            if opcode == 0x9:
+                pings += 1
+            elif opcode == 0x8:
+                break
+        took = time.monotonic() - start
+        code = struct.unpack("!H", payload[:2])[0]
+        reason = payload[2:].decode()
+        check(pings >= 2, f"pinged before being closed ({pings})")
+        check_eq(code, 1001, "close code: going away")
+        check("no answer to keepalive pings" in reason, "the close frame says why", reason)
+        check(took >= PING_TIMEOUT - 1, f"not closed before the timeout ({took:.1f} s)")
+        sock.close()
 
 
 if __name__ == "__main__":

@@ -74,6 +74,41 @@ def test_reconnect_mid_output_receives_the_rest_in_order():
 
 
 @test
+def test_a_reply_whose_client_left_reaches_the_session_when_it_reconnects():
+    # As JupyterLab reconnects: the same session_id, ?since= the last sequence number it saw.
+    with kernel() as k:
+        ws = KernelWS(k["id"])
+        ws.kernel_info()
+        msg_id = ws.execute("import time\ntime.sleep(2)\n6 * 7")
+        ws.wait_for(lambda m: m["msg_type"] == "status" and m["content"]["execution_state"] == "busy"
+                    and m["parent_header"].get("msg_id") == msg_id, 30, "busy")
+        last = max(seq(m) for m in ws.history)
+        session = ws.session
+        ws.ws.close()  # gone before the reply
+        wait_idle(k["id"])  # the reply arrived while no client of the session was there
+        with KernelWS(k["id"], session_id=session, extra_query={"since": str(last)}) as back:
+            reply = back.reply_to(msg_id, timeout=30)
+            check_eq(reply["content"]["status"], "ok", "the kept execute_reply")
+            result = [m for m in back.history if m["msg_type"] == "execute_result"
+                      and m["parent_header"].get("msg_id") == msg_id]
+            check_eq(result[0]["content"]["data"]["text/plain"], "42", "its result, replayed")
+        # Another session does not get it.
+        with kernel() as k2:
+            other = KernelWS(k2["id"])
+            other.kernel_info()
+            lost = other.execute("import time\ntime.sleep(1)\n1")
+            other.wait_for(lambda m: m["msg_type"] == "status"
+                           and m["content"]["execution_state"] == "busy", 30, "busy")
+            other.ws.close()
+            wait_idle(k2["id"])
+            with KernelWS(k2["id"]) as stranger:
+                stranger.kernel_info()
+                check(not any(m["parent_header"].get("msg_id") == lost
+                              and m["msg_type"] == "execute_reply" for m in stranger.history),
+                      "a client of another session is not sent the reply")
+
+
+@test
 def test_since_must_be_a_number():
     with kernel() as k:
         try:
