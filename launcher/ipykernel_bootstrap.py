@@ -2,7 +2,8 @@
 # launcher: a kernel started as its own process runs it from a file in its runtime directory
 # (`python -c LOADER FILE module args`, the file ending with the call of _callisto_run_module),
 # and the zygote defines it once and calls
-# _callisto_try_iopub_holds_bursts() and _callisto_let_the_control_thread_finish() in each fork.
+# _callisto_try_iopub_holds_bursts(), _callisto_try_history_in_memory() and
+# _callisto_let_the_control_thread_finish() in each fork.
 # See launcher/ipykernel_bootstrap.hpp.
 import sys
 
@@ -39,6 +40,27 @@ def _callisto_try_iopub_holds_bursts():
               file=sys.stderr)
 
 
+def _callisto_history_in_memory():
+    """IPython keeps its input history in an SQLite file in the profile, under the workdir (the
+    sandbox's HOME), written by a thread of its own. When code filled the disk quota, that
+    thread's write failed and it printed its notice ("The history saving thread hit an
+    unexpected error ... History will not be written") into whatever cell ran next. History
+    across kernel restarts is no feature here (a restart, a reset or a fresh kernel starts
+    afresh), so the history is kept in memory: no file, no thread. A hist_file the kernel's own
+    configuration names is still used."""
+    from IPython.core.history import HistoryManager
+
+    HistoryManager._get_hist_file_name = lambda self, profile=None: ":memory:"
+
+
+def _callisto_try_history_in_memory():
+    try:
+        _callisto_history_in_memory()
+    except Exception as e:
+        print(f"callisto: IPython's history stays in its file ({type(e).__name__}: {e})",
+              file=sys.stderr)
+
+
 def _callisto_let_the_control_thread_finish(seconds=2.0):
     """After shutdown_request the main loop ends while ipykernel's control thread still
     flushes the output and publishes `idle` through the iopub thread. If the exit's
@@ -64,9 +86,11 @@ def _callisto_run_module():
     import runpy
 
     sys.path.pop(0)  # '': the user's files must not stand in for what is imported here
-    _callisto_try_iopub_holds_bursts()
-    sys.path.insert(0, os.getcwd())  # where -m puts it
     module = sys.argv.pop(1)
+    _callisto_try_iopub_holds_bursts()
+    if module.startswith("ipykernel"):
+        _callisto_try_history_in_memory()
+    sys.path.insert(0, os.getcwd())  # where -m puts it
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     finally:

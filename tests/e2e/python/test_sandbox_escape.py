@@ -43,6 +43,14 @@ def test_the_kernels_under_attack_start_as_expected():
     with sandboxed_kernel() as k:
         check_eq(k["callisto"]["launch"], LAUNCH, "the kernel model's callisto.launch")
         print(f"  kernels under attack start by {LAUNCH}")
+        # IPython's history is kept in memory: no file in the workdir, no thread to write it
+        # (which, at a full disk, printed its failure into the next cell).
+        with KernelWS(k["id"]) as ws:
+            r = run_json(ws, "import json, threading\nhm = get_ipython().history_manager\n"
+                             "print(json.dumps([str(hm.hist_file), sorted(type(t).__name__ "
+                             "for t in threading.enumerate())]))")
+        check_eq(r[0], ":memory:", "the history's database")
+        check("HistorySavingThread" not in r[1], "no history saving thread", r[1])
         # `ps` shows each kernel's command line: no 3 KB bootstrap in it (an exec'd kernel
         # reads it from a file in its runtime directory).
         for pid in process_tree(k["callisto"]["pid"]):
@@ -460,7 +468,9 @@ def test_bash_filling_the_disk_stops_at_the_quota():
         ex = bash(ctx, "stat -c size=%s fill.bin\nrm fill.bin\necho small > after.txt\n"
                        "echo after=$(cat after.txt)")
         check_eq(ex["status"], "ok", "the workdir after the fill " + summary(ex))
-        # (Its stdout may begin with IPython's notice that it could not save the history.)
+        # IPython's history saving thread once printed here that it could not write.
+        check(ex["stdout"].startswith("size="), "nothing but the cell's own output",
+              ex["stdout"][:300])
         said = dict(line.split("=", 1) for line in ex["stdout"].splitlines()
                     if line.startswith(("size=", "after=")))
         size, after = said.get("size"), said.get("after")
