@@ -69,6 +69,15 @@ std::shared_ptr<ssl::context> tls_context::load(const tls_files& files) {
             [&](auto& ec) { ctx->load_verify_file(files.client_ca.string(), ec); });
         ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
     }
+    // OpenSSL refuses to resume a session that verified a client certificate (alert 80,
+    // internal error) unless the context names the sessions it made; each reload makes a new
+    // context with its own cache and ticket keys, so one fixed name cannot mix them.
+    static constexpr unsigned char session_id_context[] = "callisto";
+    if (::SSL_CTX_set_session_id_context(ctx->native_handle(), session_id_context,
+                                         sizeof session_id_context - 1) != 1) {
+        ::ERR_clear_error();
+        throw std::runtime_error("TLS: cannot set the session id context");
+    }
     return ctx;
 }
 

@@ -702,7 +702,7 @@ TEST_CASE(
 TEST_CASE(
     "tls: HTTPS and WSS with curl, websocket-client, jupyter_server --gateway-url and the example "
     "agent loop; TLS 1.2 at least; plain HTTP answered; SIGHUP reloads the certificate; mutual "
-    "TLS") {
+    "TLS, resumed sessions included") {
     const std::string dir = "/tmp/cle2e-tls-" + std::to_string(::getpid());
     std::filesystem::remove_all(dir);
     auto made = run_command(
@@ -739,7 +739,8 @@ TEST_CASE(
         server_process server({"--certfile=" + dir + "/server.pem",
                                "--keyfile=" + dir + "/server.key",
                                "--client-ca=" + dir + "/ca.pem"});
-        run_client(server, {python, tls, "-k", "client_certificate"}, 900, env);
+        run_client(server, {python, tls, "-k", "client_certificate", "-k", "resumed_sessions"}, 900,
+                   env);
         CHECK(server.stop() == 0);
     }
     std::filesystem::remove_all(dir);
