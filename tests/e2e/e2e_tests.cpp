@@ -734,6 +734,9 @@ TEST_CASE(
                    900, env);
         CHECK(server.stop() == 0);
         CHECK(server.log().find("reloaded the TLS certificate") != std::string::npos);
+        CHECK(server.log().find("received SIGHUP; kept the TLS certificate in use: --keyfile " +
+                                dir + "/live.key: is a FIFO, not a regular file") !=
+              std::string::npos);
     }
     {
         server_process server({"--certfile=" + dir + "/server.pem",

@@ -203,3 +203,75 @@ TEST_CASE("tls context: a client without a certificate gets no handshake under m
     ssl_ptr srv(SSL_new(server.current()->native_handle()));
     CHECK_FALSE(handshake(client.get(), srv.get()));
 }
+
+TEST_CASE("tls context: a FIFO, a directory or a device given as a file is refused, unopened") {
+    // Reading a FIFO blocked the SIGHUP reload, and every later signal, for ever.
+    tls_dir d;
+    REQUIRE(::mkfifo((d / "fifo").c_str(), 0600) == 0);
+    fs::create_directory(d / "dir");
+    struct bad_case {
+        tls_files files;
+        std::string says;
+    };
+    const bad_case cases[] = {
+        {{d / "fifo", d / "server.key", {}}, "--certfile " + (d / "fifo").string() + ": is a FIFO"},
+        {{d / "server.pem", d / "fifo", {}}, "--keyfile " + (d / "fifo").string() + ": is a FIFO"},
+        {{d / "server.pem", d / "server.key", d / "fifo"},
+         "--client-ca " + (d / "fifo").string() + ": is a FIFO"},
+        {{d / "server.pem", d / "dir", {}}, ": is a directory, not a regular file"},
+        {{d / "server.pem", "/dev/zero", {}}, "--keyfile /dev/zero: is a character device"},
+        {{d / "server.pem", d / "missing.key", {}}, "No such file or directory"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.says);
+        try {
+            tls_context ctx(c.files);
+            FAIL("loaded");
+        } catch (const std::runtime_error& e) {
+            CHECK(std::string(e.what()).find(c.says) != std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("tls context: files that are not PEM, or too large to be, are refused by name") {
+    tls_dir d;
+    d.write("junk.pem", "not a certificate\n");
+    std::ofstream(d / "huge.pem") << std::string(5 << 20, 'A');
+    auto refusal = [](tls_files files) {
+        try {
+            tls_context ctx(std::move(files));
+        } catch (const std::runtime_error& e) {
+            return std::string(e.what());
+        }
+        return std::string("loaded");
+    };
+    CHECK(refusal({d / "junk.pem", d / "server.key", {}})
+              .starts_with("--certfile " + (d / "junk.pem").string() + ": "));
+    CHECK(refusal({d / "huge.pem", d / "server.key", {}}).find(": is larger than 4 MiB") !=
+          std::string::npos);
+    INFO(refusal({d / "server.pem", d / "client.key", {}}));
+    CHECK(refusal({d / "server.pem", d / "client.key", {}})
+              .starts_with("--keyfile " + (d / "client.key").string() + ": "));
+    CHECK(refusal({d / "server.pem", d / "server.key", d / "junk.pem"})
+              .starts_with("--client-ca " + (d / "junk.pem").string() + ": "));
+    CHECK(refusal({d / "server.pem", d / "server.key", d / "client.pem"}) == "loaded");
+}
+
+TEST_CASE("tls context: a reload that finds a FIFO keeps the certificate in use") {
+    tls_dir d;
+    d.write("live.pem", d.server.cert_pem);
+    d.write("live.key", d.server.key_pem);
+    tls_context ctx({d / "live.pem", d / "live.key", {}});
+    const auto before = ctx.current();
+    fs::remove(d / "live.key");
+    REQUIRE(::mkfifo((d / "live.key").c_str(), 0600) == 0);
+    CHECK_THROWS_WITH_AS(ctx.reload(), doctest::Contains("is a FIFO, not a regular file"),
+                         std::runtime_error);
+    CHECK(ctx.current() == before);
+    // Good files again: the next reload takes them.
+    fs::remove(d / "live.key");
+    d.write("live.pem", d.client.cert_pem);
+    d.write("live.key", d.client.key_pem);
+    ctx.reload();
+    CHECK(ctx.current() != before);
+}

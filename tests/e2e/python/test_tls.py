@@ -8,6 +8,7 @@ dropping open connections, and mutual TLS (--client-ca).
       CALLISTO_TLS_DIR=DIR CALLISTO_PID=... test_tls.py [-k NAME]
 """
 
+import errno
 import os
 import shutil
 import signal
@@ -15,6 +16,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -128,6 +130,46 @@ def test_sighup_reloads_the_certificate_and_keeps_connections():
              what="new connections get the new certificate")
         check_eq(ws.run("x + 41").result_text(), "42", "the open connection kept working")
     check_eq(api("GET", "/api").status, 200, "serving with the new certificate")
+
+
+def certificate_der(name):
+    with open(os.path.join(TLS_DIR, f"{name}.pem")) as f:
+        return ssl.PEM_cert_to_DER_cert(f.read())
+
+
+@callisto_only
+def test_sighup_with_a_fifo_for_a_file_keeps_the_certificate_and_signals_working():
+    """The reload read the files where signals are handled: a FIFO in place of the key froze
+    it (and every later signal). Now it is refused and the certificate in use stays; the next
+    SIGHUP, with good files, is handled. (The suite's SIGTERM checks the last one.)"""
+    pid = int(os.environ["CALLISTO_PID"])
+    before, _ = handshake(tls_context())
+    other = "server2" if before == certificate_der("server") else "server"
+    key = os.path.join(TLS_DIR, "live.key")
+    os.remove(key)
+    os.mkfifo(key)
+    try:
+        os.kill(pid, signal.SIGHUP)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            check_eq(handshake(tls_context())[0], before, "the certificate in use stays")
+            time.sleep(0.2)
+        check_eq(api("GET", "/api").status, 200, "still serving")
+        # A writer's non-blocking open succeeds only while a reader holds the FIFO open.
+        try:
+            os.close(os.open(key, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError as e:
+            check_eq(e.errno, errno.ENXIO, "nobody reads the FIFO")
+        else:
+            raise AssertionError("the gateway opened the FIFO and waits on it, where it "
+                                 "handles signals")
+    finally:
+        os.remove(key)
+        shutil.copy(os.path.join(TLS_DIR, f"{other}.key"), key)
+        shutil.copy(os.path.join(TLS_DIR, f"{other}.pem"), os.path.join(TLS_DIR, "live.pem"))
+    os.kill(pid, signal.SIGHUP)
+    poll(lambda: handshake(tls_context())[0] == certificate_der(other), 20, 0.2,
+         what="the next SIGHUP is handled: new connections get the good files' certificate")
 
 
 @callisto_only
