@@ -6,7 +6,6 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/detect_ssl.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
@@ -14,6 +13,7 @@
 
 #include "gateway/http/beast.hpp"
 #include "gateway/http/json_response.hpp"
+#include "gateway/http/tls_detect.hpp"
 
 namespace callisto::gateway {
 
@@ -44,14 +44,25 @@ void http_session::run() {
 void http_session::do_handshake() {
     // As little time as for a first request header: a silent connection holds a slot.
     stream_.tcp().expires_after(services_.header_timeout);
-    beast::async_detect_ssl(
-        stream_.tcp(), buffer_,
+    do_detect();
+}
+
+void http_session::do_detect() {
+    // What is read here is handed to the handshake (or is the plain request refused).
+    stream_.tcp().async_read_some(
+        buffer_.prepare(512),
         beast::bind_front_handler(&http_session::on_detect, shared_from_this()));
 }
 
-void http_session::on_detect(beast::error_code ec, bool tls) {
+void http_session::on_detect(beast::error_code ec, std::size_t bytes) {
     if (ec) return;
-    if (!tls) return refuse_plain_http();
+    buffer_.commit(bytes);
+    const auto& data = buffer_.cdata();
+    switch (classify_first_bytes({static_cast<const char*>(data.data()), data.size()})) {
+        case first_bytes::need_more: return do_detect();
+        case first_bytes::plain_http: return refuse_plain_http();
+        case first_bytes::tls: break;
+    }
     stream_.tls()->async_handshake(
         asio::ssl::stream_base::server, buffer_.data(),
         beast::bind_front_handler(&http_session::on_handshake, shared_from_this()));

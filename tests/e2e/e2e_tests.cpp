@@ -717,7 +717,7 @@ TEST_CASE(
             {"--certfile=" + dir + "/live.pem", "--keyfile=" + dir + "/live.key"});
         run_client(server,
                    {python, tls, "-k", "https", "-k", "wss", "-k", "plain_http", "-k", "tls_1_2",
-                    "-k", "sighup"},
+                    "-k", "sighup", "-k", "client_hello_split"},
                    900, env);
         // The path JupyterLab takes, over HTTPS to the gateway.
         run_client(server,

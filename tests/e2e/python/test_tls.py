@@ -101,6 +101,69 @@ def test_plain_http_on_the_tls_port_is_answered_in_plain_text():
     check_eq(api("GET", "/api").status, 200, "still serving")
 
 
+def split_hello_handshake(first_fragment, version):
+    """A TLS handshake whose ClientHello goes out split over two records, the first holding
+    `first_fragment` bytes of it (python's ssl sends it whole: its bytes are re-cut here,
+    through memory BIOs), then GET /api over it. Returns the answer's first line, or what
+    the server sent instead of a handshake."""
+    ctx = tls_context()
+    ctx.minimum_version = ctx.maximum_version = version
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(incoming, outgoing, server_hostname=URL.hostname)
+    with socket.create_connection((URL.hostname, URL.port), timeout=10) as raw:
+        try:
+            tls.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        flight = outgoing.read()
+        check_eq(flight[0], 0x16, "a handshake record")
+        check_eq(len(flight), 5 + int.from_bytes(flight[3:5], "big"), "one record")
+        hello = flight[5:]
+
+        def record(fragment):
+            return flight[:3] + len(fragment).to_bytes(2, "big") + fragment
+
+        raw.sendall(record(hello[:first_fragment]) + record(hello[first_fragment:]))
+        while True:
+            data = raw.recv(65536)
+            if not data:
+                return None
+            if data.startswith(b"HTTP/"):
+                return data.split(b"\r\n", 1)[0]
+            incoming.write(data)
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                pass
+            if pending := outgoing.read():
+                raw.sendall(pending)
+        raw.sendall(outgoing.read())
+        tls.write(b"GET /api HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        raw.sendall(outgoing.read())
+        answer = b""
+        while data := raw.recv(65536):  # to the end: the answer says Connection: close
+            incoming.write(data)
+            try:
+                while chunk := tls.read(65536):
+                    answer += chunk
+            except (ssl.SSLWantReadError, ssl.SSLZeroReturnError):
+                pass
+        return answer.split(b"\r\n", 1)[0]
+
+
+@callisto_only
+def test_a_client_hello_split_over_records_is_tls():
+    """TLS lets a client cut its ClientHello over several records; the server answered one
+    whose first record was short (under 34 bytes, or less than the whole message) in plain
+    HTTP, as if it were not TLS."""
+    for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+        for first in (1, 4, 20, 40):
+            got = split_hello_handshake(first, version)
+            check_eq(got, b"HTTP/1.1 200 OK",
+                     f"{version.name}, {first} bytes in the first record: served over TLS")
+
+
 @callisto_only
 def test_tls_1_2_at_least():
     ctx = tls_context()
