@@ -10,6 +10,7 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 
 #include "gateway/http/beast.hpp"
 #include "gateway/http/json_response.hpp"
@@ -140,9 +141,9 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     keep_alive_ = req.keep_alive();  // an answer may be given before the body is read
     // Who sends it and where it goes are known from the header alone: nothing of the body is
     // read (or buffered, or acknowledged with 100 Continue) for a request that will be refused.
-    auto verdict = services_.dispatcher.on_header(req.method_string(), req.target(),
-                                                  req[http::field::authorization],
-                                                  req[http::field::sec_websocket_protocol]);
+    auto verdict = services_.dispatcher.on_header(
+        req.method_string(), req.target(), req[http::field::authorization],
+        req[http::field::sec_websocket_protocol], websocket::is_upgrade(req));
     kind_ = verdict.where.kind;
     user_ = verdict.who ? verdict.who->name : std::string();
     if (verdict.refusal) return send(std::move(*verdict.refusal));
