@@ -676,10 +676,11 @@ TEST_CASE("hardening: past the connection cap (open files limit 256) clients are
 }
 
 TEST_CASE(
-    "hardening: a flooding kernel and a client outrunning its kernel cannot grow the gateway") {
+    "hardening: a multipart form, a flooding kernel and a client outrunning its kernel cannot "
+    "grow the gateway") {
     server_process server({"--memory-limit=512MiB"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k",
-                        "kernel_resending", "-k", "client_sending"});
+                        "multipart_upload", "-k", "kernel_resending", "-k", "client_sending"});
     CHECK(server.stop() == 0);
 }
 
