@@ -28,8 +28,9 @@ public:
     bool enabled() const { return !anonymous_; }
 
     // `authorization` is the Authorization header value ("" if absent), `query` the raw query,
-    // `websocket_offer` the Sec-WebSocket-Protocol header ("" if absent). Any of them carrying
-    // a valid token is enough, as with jupyter_server's header and query.
+    // `websocket_offer` the Sec-WebSocket-Protocol header of a WebSocket upgrade ("" if absent,
+    // and for any other request: request_dispatcher decides). Any of them carrying a valid
+    // token is enough, as with jupyter_server's header and query.
     std::optional<user> authenticate(std::string_view authorization, std::string_view query,
                                      std::string_view websocket_offer = {}) const;
 

@@ -6,15 +6,16 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/detect_ssl.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 
 #include "gateway/http/beast.hpp"
 #include "gateway/http/json_response.hpp"
+#include "gateway/http/tls_detect.hpp"
 
 namespace callisto::gateway {
 
@@ -48,14 +49,25 @@ void http_session::run() {
 void http_session::do_handshake() {
     // As little time as for a first request header: a silent connection holds a slot.
     stream_.tcp().expires_after(services_.header_timeout);
-    beast::async_detect_ssl(
-        stream_.tcp(), buffer_,
+    do_detect();
+}
+
+void http_session::do_detect() {
+    // What is read here is handed to the handshake (or is the plain request refused).
+    stream_.tcp().async_read_some(
+        buffer_.prepare(512),
         beast::bind_front_handler(&http_session::on_detect, shared_from_this()));
 }
 
-void http_session::on_detect(beast::error_code ec, bool tls) {
+void http_session::on_detect(beast::error_code ec, std::size_t bytes) {
     if (ec) return;
-    if (!tls) return refuse_plain_http();
+    buffer_.commit(bytes);
+    const auto& data = buffer_.cdata();
+    switch (classify_first_bytes({static_cast<const char*>(data.data()), data.size()})) {
+        case first_bytes::need_more: return do_detect();
+        case first_bytes::plain_http: return refuse_plain_http();
+        case first_bytes::tls: break;
+    }
     stream_.tls()->async_handshake(
         asio::ssl::stream_base::server, buffer_.data(),
         beast::bind_front_handler(&http_session::on_handshake, shared_from_this()));
@@ -133,9 +145,9 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     keep_alive_ = req.keep_alive();  // an answer may be given before the body is read
     // Who sends it and where it goes are known from the header alone: nothing of the body is
     // read (or buffered, or acknowledged with 100 Continue) for a request that will be refused.
-    auto verdict = services_.dispatcher.on_header(req.method_string(), req.target(),
-                                                  req[http::field::authorization],
-                                                  req[http::field::sec_websocket_protocol]);
+    auto verdict = services_.dispatcher.on_header(
+        req.method_string(), req.target(), req[http::field::authorization],
+        req[http::field::sec_websocket_protocol], websocket::is_upgrade(req));
     kind_ = verdict.where.kind;
     user_ = verdict.who ? verdict.who->name : std::string();
     if (verdict.refusal) return send(std::move(*verdict.refusal));

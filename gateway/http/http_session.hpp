@@ -36,7 +36,8 @@ public:
 
 private:
     void do_handshake();
-    void on_detect(boost::beast::error_code ec, bool tls);
+    void do_detect();
+    void on_detect(boost::beast::error_code ec, std::size_t bytes);
     void on_handshake(boost::beast::error_code ec, std::size_t used);
     void refuse_plain_http();
     void do_read();

@@ -36,10 +36,12 @@ void request_dispatcher::handle(route_kind kind, handler h, route_options option
 
 header_verdict request_dispatcher::on_header(std::string_view method, std::string_view target,
                                              std::string_view authorization,
-                                             std::string_view websocket_offer) const {
+                                             std::string_view websocket_offer,
+                                             bool websocket_upgrade) const {
     header_verdict v;
     v.where = match_route(method, target, serves_web_root_);
-    v.who = auth_.authenticate(authorization, v.where.query, websocket_offer);
+    v.who = auth_.authenticate(authorization, v.where.query,
+                               websocket_upgrade ? websocket_offer : std::string_view());
     const auto& e = routes_[static_cast<std::size_t>(v.where.kind)];
     v.body_limit = e.options.body_limit ? e.options.body_limit : default_body_limit_;
     v.body_limit_note = e.options.body_limit && !e.options.body_limit_note.empty()

@@ -76,10 +76,11 @@ public:
     void handle(route_kind kind, handler h, route_options options = {});
 
     // `websocket_offer` is the Sec-WebSocket-Protocol header, where a browser's WebSocket
-    // may carry its token.
+    // may carry its token: read only when `websocket_upgrade` (the request asks for a
+    // WebSocket), since no browser sends a token there otherwise and proxies log that header.
     header_verdict on_header(std::string_view method, std::string_view target,
-                             std::string_view authorization,
-                             std::string_view websocket_offer = {}) const;
+                             std::string_view authorization, std::string_view websocket_offer = {},
+                             bool websocket_upgrade = false) const;
 
     // Unknown paths, unsafe /v1 paths and wrong methods are answered here; the rest goes to
     // the route's handler (a route without one answers 404).

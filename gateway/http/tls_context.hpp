@@ -1,7 +1,8 @@
 #pragma once
 // The server's TLS settings: its certificate chain and key (and, for mutual TLS, the CA that
 // client certificates must chain to), TLS 1.2 at least. reload() reads the files again (SIGHUP):
-// connections made afterwards use the new certificate, open ones keep theirs.
+// connections made afterwards use the new certificate, open ones keep theirs. Only regular
+// files are read, never waiting on one (a FIFO, a device): a reload runs on the signal path.
 
 #include <filesystem>
 #include <memory>

@@ -22,6 +22,12 @@ bool is_valid_key(const std::string& key, std::size_t max_bytes) {
 
 std::string language_choices() { return languages::language_list('\''); }
 
+std::optional<std::string> check_code(std::string_view code, std::string_view field) {
+    if (code.find('\0') != std::string_view::npos)
+        return std::string(field) + " contains a NUL character, which a kernel cannot run";
+    return std::nullopt;
+}
+
 std::optional<execution_request> parse_execution_request(std::string_view body,
                                                          std::string_view accept,
                                                          const execution_request_limits& limits,
@@ -57,6 +63,10 @@ std::optional<execution_request> execution_request_from_json(
     req.code = doc["code"].get<std::string>();
     if (req.code.size() > limits.max_code_bytes) {
         error = "'code' is larger than " + std::to_string(limits.max_code_bytes) + " bytes";
+        return std::nullopt;
+    }
+    if (auto why = check_code(req.code, "'code'")) {
+        error = std::move(*why);
         return std::nullopt;
     }
     if (doc.contains("language") && !doc["language"].is_null()) {

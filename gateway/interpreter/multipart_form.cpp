@@ -161,6 +161,7 @@ bool multipart_parser::feed(std::string_view bytes) {
     if (state_ == state::failed) return false;
     if (state_ == state::done) return true;  // the epilogue is ignored
     buffer_.append(bytes);
+    fed_ += bytes.size();
     while (step()) {
     }
     return state_ != state::failed;
@@ -233,16 +234,18 @@ bool multipart_parser::step() {
             return true;
         }
         case state::body: {
+            // Past the first delimiter, so past the made-up CRLF: buffer_ ends the body fed.
+            const std::size_t offset = fed_ - buffer_.size();
             auto at = buffer_.find(delimiter_);
             if (at == std::string::npos) {
                 if (buffer_.size() >= delimiter_.size()) {
                     const std::size_t safe = buffer_.size() - (delimiter_.size() - 1);
-                    on_data_(std::string_view(buffer_).substr(0, safe));
+                    on_data_(std::string_view(buffer_).substr(0, safe), offset);
                     buffer_.erase(0, safe);
                 }
                 return false;
             }
-            if (at > 0) on_data_(std::string_view(buffer_).substr(0, at));
+            if (at > 0) on_data_(std::string_view(buffer_).substr(0, at), offset);
             on_part_end_();
             buffer_.erase(0, at + delimiter_.size());
             state_ = state::after_delimiter;
@@ -319,27 +322,33 @@ std::optional<std::vector<multipart_file>> parse_upload_form(std::string_view bo
     auto boundary = multipart_boundary(content_type, error);
     if (!boundary) return std::nullopt;
 
+    // A part's bytes are one range of the body: only where it begins and its size are kept.
     struct part {
         multipart_part_header header;
-        std::string content;
+        std::size_t begin = 0;
+        std::size_t size = 0;
+        std::string_view content;
     };
     std::vector<part> parts;
     bool field_too_big = false;
     multipart_parser parser(
-        *boundary, limits,
-        [&](const multipart_part_header& h) {
-            parts.push_back({h, {}});
-        },
-        [&](std::string_view data) {
+        *boundary, limits, [&](const multipart_part_header& h) { parts.push_back({h, 0, 0, {}}); },
+        [&](std::string_view data, std::size_t offset) {
             auto& p = parts.back();
-            if (!p.header.filename && p.content.size() + data.size() > limits.max_field_bytes) {
+            if (!p.header.filename && p.size + data.size() > limits.max_field_bytes) {
                 field_too_big = true;
                 return;
             }
-            p.content.append(data);
+            if (p.size == 0) p.begin = offset;
+            p.size += data.size();
         },
         [] {});
-    if (!parser.feed(body) || !parser.finish()) {
+    // Fed in pieces: the parser copies what it is fed, and would hold a second body.
+    constexpr std::size_t piece = 64 * 1024;
+    bool fed = true;
+    for (std::size_t at = 0; fed && at < body.size(); at += piece)
+        fed = parser.feed(body.substr(at, piece));
+    if (!fed || !parser.finish()) {
         error = "malformed multipart form: " + parser.error();
         return std::nullopt;
     }
@@ -348,6 +357,8 @@ std::optional<std::vector<multipart_file>> parse_upload_form(std::string_view bo
                 std::to_string(limits.max_field_bytes) + " bytes";
         return std::nullopt;
     }
+
+    for (auto& p : parts) p.content = body.substr(p.begin, p.size);
 
     auto refuse = [&error](std::string why) -> std::optional<std::vector<multipart_file>> {
         error = std::move(why);
@@ -364,7 +375,7 @@ std::optional<std::vector<multipart_file>> parse_upload_form(std::string_view bo
             return refuse("unknown form field " + shown(p.header.name) +
                           ": send files (parts with a filename) and at most one 'path' field");
         if (path_field) return refuse("the form has two 'path' fields");
-        path_field = p.content;
+        path_field = std::string(p.content);
     }
     if (files == 0) return refuse("the form has no file (a part with a filename)");
     if (path_field && files != 1)
@@ -382,7 +393,7 @@ std::optional<std::vector<multipart_file>> parse_upload_form(std::string_view bo
         if (auto bad = check_relative_path(path))
             return refuse(which + " " + shown(path) + ": " + *bad);
         if (!seen.insert(path).second) return refuse("two files of the form go to " + shown(path));
-        out.push_back({std::move(path), std::move(p.content)});
+        out.push_back({std::move(path), p.content});
     }
     return out;
 }

@@ -32,8 +32,9 @@ struct multipart_part_header {
 class multipart_parser {
 public:
     using part_fn = std::function<void(const multipart_part_header&)>;
-    using data_fn = std::function<void(std::string_view)>;  // the current part's bytes, in order
-    using end_fn = std::function<void()>;                   // the current part is complete
+    // The current part's bytes, in order, and where they begin in the body (the bytes fed).
+    using data_fn = std::function<void(std::string_view data, std::size_t offset)>;
+    using end_fn = std::function<void()>;  // the current part is complete
 
     multipart_parser(std::string boundary, multipart_limits limits, part_fn on_part,
                      data_fn on_data, end_fn on_part_end);
@@ -57,21 +58,25 @@ private:
     data_fn on_data_;
     end_fn on_part_end_;
     state state_ = state::preamble;
-    std::string buffer_;
+    std::string buffer_;   // the unconsumed end of what was fed (at first after a made-up CRLF)
+    std::size_t fed_ = 0;  // bytes fed so far
     std::size_t parts_ = 0;
     std::string error_;
 };
 
 struct multipart_file {
-    std::string path;  // where it goes in the workdir (checked)
-    std::string content;
+    std::string path;          // where it goes in the workdir (checked)
+    std::string_view content;  // its bytes: a view of the body given to parse_upload_form
 };
 
 // The whole form of an upload, parsed and checked: each file part goes to its filename, or,
 // when the form has a single file part, to the value of a "path" text field. No other text
 // fields; no file part with an empty filename; no path twice; no path that
 // check_relative_path refuses; at least one file. nullopt and a sentence on any refusal, so a
-// refused form writes nothing.
+// refused form writes nothing. Nothing of the body is copied: the parser is fed it in pieces
+// (what it holds stays within a piece, a part's header limit and the delimiter) and each
+// file's content is a view of it, so a form costs the gateway little more than its body,
+// which --max-body-in-flight counts.
 std::optional<std::vector<multipart_file>> parse_upload_form(std::string_view body,
                                                              std::string_view content_type,
                                                              const multipart_limits& limits,

@@ -28,6 +28,12 @@ code_request_verdict classify_code_request(kernelproto::channel ch, std::string_
             return v;
         }
         code_request r{"execute_request", string_field(content, "code"), nullptr};
+        if (r.code.find('\0') != std::string::npos) {
+            // ipykernel's handler fails on it (Python compiles no source with a NUL) and sends
+            // no execute_reply, so the client would wait for ever.
+            v.refused = "'code' contains a NUL character, which the kernel cannot run";
+            return v;
+        }
         if (content.is_object()) {
             auto it = content.find("user_expressions");
             if (it != content.end() && !(it->is_object() && it->empty()) && !it->is_null())

@@ -5,6 +5,7 @@
 //
 //   execute_request on shell  its `code`, and its `user_expressions`, which the kernel
 //                             evaluates after the code
+//                             (refused when its code holds a NUL: ipykernel never answers it)
 //   execute_request elsewhere refused: ipykernel runs one sent on control too, but no client
 //                             sends it there, and it would bypass the shell's queue
 //   debug_request             `evaluate`, `setExpression` and `setVariable` evaluate code in

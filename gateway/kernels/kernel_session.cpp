@@ -607,7 +607,9 @@ bool kernel_session::track_request(const std::shared_ptr<kernel_client>& client,
     // the metrics need the reply's status and the time alone.
     const bool recorded = env_.executions != nullptr;
     nlohmann::json content;
-    if (recorded || ch != channel::shell || msg.msg_type != "execute_request")
+    // Code holding a NUL is refused; JSON can only spell one as the escape \u0000.
+    if (recorded || ch != channel::shell || msg.msg_type != "execute_request" ||
+        msg.content.view().find("\\u0000") != std::string_view::npos)
         content = kernelproto::parse_untrusted_json(msg.content).value;
     auto verdict = classify_code_request(ch, msg.msg_type, content);
     if (!verdict.refused.empty()) {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/byte_size.hpp"
+#include "gateway/interpreter/execution_request.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
 
@@ -199,6 +200,7 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
         if (a.code.size() > limits.max_code_bytes)
             return fail("\"code\" is longer than " + std::to_string(limits.max_code_bytes) +
                         " bytes");
+        if (auto why = interpreter::check_code(a.code, "\"code\"")) return fail(*why);
         if (args.contains("timeout_seconds")) {
             const auto& t = args["timeout_seconds"];
             if (!t.is_number()) return fail("\"timeout_seconds\" must be a number");

@@ -702,10 +702,11 @@ TEST_CASE("hardening: past the connection cap (open files limit 256) clients are
 }
 
 TEST_CASE(
-    "hardening: a flooding kernel and a client outrunning its kernel cannot grow the gateway") {
+    "hardening: a multipart form, a flooding kernel and a client outrunning its kernel cannot "
+    "grow the gateway") {
     server_process server({"--memory-limit=512MiB"});
     run_client(server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k",
-                        "kernel_resending", "-k", "client_sending"});
+                        "multipart_upload", "-k", "kernel_resending", "-k", "client_sending"});
     CHECK(server.stop() == 0);
 }
 
@@ -737,7 +738,7 @@ TEST_CASE(
 TEST_CASE(
     "tls: HTTPS and WSS with curl, websocket-client, jupyter_server --gateway-url and the example "
     "agent loop; TLS 1.2 at least; plain HTTP answered; SIGHUP reloads the certificate; mutual "
-    "TLS") {
+    "TLS, resumed sessions included") {
     const std::string dir = "/tmp/cle2e-tls-" + std::to_string(::getpid());
     std::filesystem::remove_all(dir);
     auto made = run_command(
@@ -752,7 +753,7 @@ TEST_CASE(
             {"--certfile=" + dir + "/live.pem", "--keyfile=" + dir + "/live.key"});
         run_client(server,
                    {python, tls, "-k", "https", "-k", "wss", "-k", "plain_http", "-k", "tls_1_2",
-                    "-k", "sighup"},
+                    "-k", "sighup", "-k", "client_hello_split"},
                    900, env);
         // The path JupyterLab takes, over HTTPS to the gateway.
         run_client(server,
@@ -769,12 +770,16 @@ TEST_CASE(
                    900, env);
         CHECK(server.stop() == 0);
         CHECK(server.log().find("reloaded the TLS certificate") != std::string::npos);
+        CHECK(server.log().find("received SIGHUP; kept the TLS certificate in use: --keyfile " +
+                                dir + "/live.key: is a FIFO, not a regular file") !=
+              std::string::npos);
     }
     {
         server_process server({"--certfile=" + dir + "/server.pem",
                                "--keyfile=" + dir + "/server.key",
                                "--client-ca=" + dir + "/ca.pem"});
-        run_client(server, {python, tls, "-k", "client_certificate"}, 900, env);
+        run_client(server, {python, tls, "-k", "client_certificate", "-k", "resumed_sessions"}, 900,
+                   env);
         CHECK(server.stop() == 0);
     }
     std::filesystem::remove_all(dir);

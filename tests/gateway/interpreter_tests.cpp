@@ -188,6 +188,21 @@ TEST_CASE("execution request: every bad form is refused with a sentence") {
     CHECK(error.find("larger") != std::string::npos);
 }
 
+TEST_CASE("execution request: code holding a NUL is refused, naming the field") {
+    // ipykernel drops such a request without a reply: the context would wait for ever.
+    for (const char* body : {R"({"code": "print(1)\u0000"})", R"({"code": "\u0000"})",
+                             R"({"code": "x = '\u0000'", "language": "bash"})"}) {
+        INFO(body);
+        std::string error;
+        CHECK_FALSE(parse(body, error));
+        CHECK(error == "'code' contains a NUL character, which a kernel cannot run");
+    }
+    std::string error;
+    auto escaped = parse(R"j({"code": "print('\\u0000')"})j", error);  // a backslash, not a NUL
+    REQUIRE(escaped);
+    CHECK(escaped->code == "print('\\u0000')");
+}
+
 TEST_CASE("execution request: env is parsed, sorted by name, and keep_ansi is a boolean") {
     std::string error;
     auto r = parse(

@@ -359,6 +359,8 @@ TEST_CASE("tools/call arguments: every bad form is refused with a reason") {
     small.max_code_bytes = 4;
     CHECK(parse_fails({{"name", "run_code"}, {"arguments", {{"code", "12345"}}}}, small)
               .find("longer") != std::string::npos);
+    CHECK(parse_fails({{"name", "run_code"}, {"arguments", {{"code", std::string("1\0", 2)}}}}) ==
+          "run_code: \"code\" contains a NUL character, which a kernel cannot run");
 
     auto upload = [](json args) {
         return parse_fails({{"name", "upload_file"}, {"arguments", args}});

@@ -41,7 +41,7 @@ bool feed_in_pieces(const std::string& body, std::size_t step, collected& c, std
             c.headers.push_back(h);
             c.bodies.emplace_back();
         },
-        [&](std::string_view d) { c.bodies.back().append(d); }, [&] { ++c.ends; });
+        [&](std::string_view d, std::size_t) { c.bodies.back().append(d); }, [&] { ++c.ends; });
     for (std::size_t i = 0; i < body.size(); i += step)
         if (!p.feed(std::string_view(body).substr(i, step))) break;
     const bool ok = p.finish();
@@ -162,7 +162,7 @@ TEST_CASE("multipart parser bounds the number of parts and what it holds between
     std::size_t biggest = 0;
     multipart_parser p(
         "XyZ", {}, [](const multipart_part_header&) {},
-        [&](std::string_view d) { biggest = std::max(biggest, d.size()); }, [] {});
+        [&](std::string_view d, std::size_t) { biggest = std::max(biggest, d.size()); }, [] {});
     CHECK(p.feed("--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a\"\r\n\r\n"));
     for (int i = 0; i < 1000; ++i) CHECK(p.feed(std::string(1000, 'd')));
     CHECK(p.feed("\r\n--XyZ--"));

@@ -77,7 +77,8 @@ TEST_CASE("one-shot request: every bad form is refused with a sentence") {
          {"", "x", "[]", "null", R"({"policy": "fresh"})", R"({"code": 1})",
           R"({"code": "1", "policy": "sometimes"})", R"({"code": "1", "kernel": ""})",
           R"({"code": "1", "kernel": 7})", R"({"code": "1", "timeout": -1})",
-          R"({"code": "1", "context": "x"})", R"({"code": "1", "idempotency_key": "has space"})"}) {
+          R"({"code": "1", "context": "x"})", R"({"code": "1", "idempotency_key": "has space"})",
+          R"({"code": "1\u0000"})"}) {
         INFO(body);
         std::string error;
         CHECK_FALSE(parse(body, error));

@@ -90,6 +90,34 @@ TEST_CASE(
     CHECK_FALSE(seen.handled);
 }
 
+TEST_CASE("a token in Sec-WebSocket-Protocol counts on a WebSocket upgrade only") {
+    // A browser's WebSocket can pass its token nowhere else; a plain request has the
+    // Authorization header, and proxies log Sec-WebSocket-Protocol.
+    outcome seen;
+    auto d = with_handlers(seen);
+    // "dispatcher-test-token" in hex, as the web UI offers it.
+    const std::string offer =
+        "callisto.auth, callisto.token.646973706174636865722d746573742d746f6b656e";
+    auto upgrade = d.on_header("GET", "/api/kernels/k/channels", "", offer, true);
+    CHECK_FALSE(upgrade.refusal);
+    REQUIRE(upgrade.who);
+    CHECK(upgrade.who->name == "admin");
+    for (auto [method, target] :
+         {std::pair{"GET", "/api/kernels"}, std::pair{"POST", "/v1/executions"},
+          std::pair{"GET", "/api/kernels/k/channels"}}) {
+        INFO(method << " " << target);
+        auto plain = d.on_header(method, target, "", offer, false);
+        REQUIRE(plain.refusal);
+        CHECK(plain.refusal->result() == http::status::unauthorized);
+        CHECK_FALSE(plain.who);
+        CHECK_FALSE(d.on_header(method, target, "", offer).who);  // not an upgrade by default
+    }
+    // The other places still count on either kind of request.
+    CHECK(d.on_header("GET", "/api/kernels", good, "callisto.auth", false).who);
+    CHECK(d.on_header("GET", "/api/kernels/k/channels", "", "callisto.token.00", true).refusal);
+    CHECK_FALSE(seen.handled);
+}
+
 TEST_CASE("the probes and unknown paths need no token; unknown paths answer 404 after the body") {
     outcome seen;
     auto d = with_handlers(seen);

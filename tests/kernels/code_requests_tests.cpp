@@ -45,6 +45,17 @@ TEST_CASE("code that is not a string is recorded as the JSON the client sent") {
     CHECK(none.runs->code == "");
 }
 
+TEST_CASE("an execute_request whose code holds a NUL is refused: ipykernel would never reply") {
+    for (const std::string& code : {std::string("print(1)\0", 9), std::string(1, '\0')}) {
+        auto v = classify_code_request(channel::shell, "execute_request", {{"code", code}});
+        CHECK_FALSE(v.runs);
+        CHECK(v.refused == "'code' contains a NUL character, which the kernel cannot run");
+    }
+    auto escaped =
+        classify_code_request(channel::shell, "execute_request", {{"code", "print('\\x00')"}});
+    CHECK(escaped.runs);
+}
+
 TEST_CASE("an execute_request on any channel but the shell is refused") {
     for (auto ch : {channel::control, channel::stdin_, channel::iopub}) {
         auto v = classify_code_request(ch, "execute_request", {{"code", "import os"}});

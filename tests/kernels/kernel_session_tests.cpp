@@ -400,6 +400,30 @@ TEST_CASE("an execute_request on the control channel never reaches the kernel; i
     CHECK(observer.finished_executions.empty());
 }
 
+TEST_CASE("an execute_request whose code holds a NUL never reaches the kernel, audited or not") {
+    // ipykernel fails on it without an execute_reply: the client would wait for ever.
+    for (bool audited : {false, true}) {
+        INFO("audited: " << audited);
+        fake_world w;
+        recording_observer observer;
+        if (audited) w.env.executions = &observer;
+        auto k = make_session(w);
+        REQUIRE(start_and_connect(w, *k) == "");
+        auto client = std::make_shared<websocket_client>();
+        k->attach(client);
+        k->submit(client, channel::shell,
+                  kp::make_message("execute_request", {{"code", std::string("print(1)\0", 9)}},
+                                   "client-session"));
+        // busy, error, idle on iopub and the execute_reply, as for any failed execution.
+        REQUIRE(w.run_until([&] { return client->frames.size() == 4; }));
+        CHECK(w.links.count(channel::shell, "execute_request") == 0);
+        CHECK(observer.finished_executions.empty());
+        k->submit(client, channel::shell,
+                  kp::make_message("execute_request", {{"code", "print(1)"}}, "client-session"));
+        REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    }
+}
+
 TEST_CASE("a debugger's evaluate is recorded as an execution, and refused with the log") {
     fake_world w;
     recording_observer observer;

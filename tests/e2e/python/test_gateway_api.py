@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_client import (  # noqa: E402
     EXEC_TIMEOUT, KERNEL_NAME, OPENAPI_FILE, V1_PROTOCOL, KernelWS, api, callisto_only, check,
     check_documented, check_eq, check_header, create_kernel, delete_kernel, get_kernel,
-    http_request, is_callisto, kernel, kill_kernel_process,
+    TOKEN, http_request, is_callisto, kernel, kill_kernel_process,
     parse_iso, poll, run_tests, test,
 )
 
@@ -202,6 +202,24 @@ def test_ws_token_as_a_subprotocol_as_browsers_send_it():
             else:
                 ws.close()
                 raise AssertionError(f"WebSocket opened with {bad}")
+
+
+@callisto_only
+def test_subprotocol_token_counts_only_on_a_websocket_upgrade():
+    # Browsers may put a token in Sec-WebSocket-Protocol only for a WebSocket; proxies log
+    # that header. A plain request authenticating that way was served; now it gets 401.
+    offer = "callisto.auth, callisto.token." + TOKEN.encode().hex()
+    with kernel() as k:
+        for method, path, body in (("GET", "/api/kernels", None),
+                                   ("GET", f"/api/kernels/{k['id']}", None),
+                                   ("GET", f"/api/kernels/{k['id']}/channels", None),
+                                   ("POST", "/v1/executions", {"code": "print(1)"})):
+            r = api(method, path, body, auth=None, headers={"Sec-WebSocket-Protocol": offer})
+            check_eq(r.status, 401, f"{method} {path} with the token in Sec-WebSocket-Protocol")
+        # The same offer on an upgrade opens the WebSocket (test above); the header's token
+        # still works on a plain request.
+        check_eq(api("GET", "/api/kernels", headers={"Sec-WebSocket-Protocol": offer}).status, 200,
+                 "the Authorization header with the offer alongside")
 
 
 @test

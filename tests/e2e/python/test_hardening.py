@@ -247,6 +247,40 @@ def test_bodies_in_flight_are_capped_and_the_refusal_says_retry():
         delete_context(ctx)
 
 
+@callisto_only
+def test_a_multipart_upload_costs_the_gateway_about_its_body():
+    # The form parser was fed the whole body at once and copied it, then copied each file's
+    # bytes out of its copy: 3 times the body (119 MiB for a 40 MiB form), 2 beyond what
+    # --max-body-in-flight counts. Its files are now views of the body. (Run by a server with
+    # the default --max-body-in-flight and --upload-limit.)
+    ctx = new_context()
+    try:
+        boundary = "callisto-hardening-form"
+        size = 40 * MiB
+        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+                f"filename=\"big.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                ).encode() + os.urandom(MiB) * (size // MiB) + f"\r\n--{boundary}--\r\n".encode()
+        # The peak from here on (clear_refs 5 resets VmHWM to the current RSS).
+        with open(f"/proc/{PID}/clear_refs", "w") as f:
+            f.write("5")
+        before = status_kib("VmRSS")
+        r = api("POST", f"/v1/contexts/{ctx['id']}/files", body, timeout=300,
+                headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        check_eq(r.status, 201, f"uploaded: {r.body[:200]!r}")
+        check_eq(r.json()["files"], [{"path": "big.bin", "size": size}], "the file")
+        growth = status_kib("VmHWM") - before
+        print(f"  a {size >> 20} MiB form: peak RSS {before >> 10} -> +{growth >> 10} MiB")
+        check_memory_bound(growth < 60 * 1024, f"peak RSS grew by {growth >> 10} MiB, the body "
+                           f"being {size >> 20} MiB")
+        out = run(ctx, "import hashlib; print(hashlib.sha256(open('big.bin','rb').read())"
+                       ".hexdigest())")
+        check_eq(out["stdout"].strip(), hashlib.sha256(body[body.index(b"\r\n\r\n") + 4:
+                                                              -len(boundary) - 8]).hexdigest(),
+                 "the file holds the part's bytes")
+    finally:
+        delete_context(ctx)
+
+
 # --------------------------------------------------------------------------
 # 4. Connections
 # --------------------------------------------------------------------------

@@ -15,8 +15,9 @@ import urllib.parse
 
 import websocket  # websocket-client
 
-from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, SkipTest, api, callisto_only, check,
-                        check_documented, check_eq, check_schema, poll, run_tests)
+import mcp_client
+from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, KernelWS, SkipTest, api, callisto_only,
+                        check, check_documented, check_eq, check_schema, kernel, poll, run_tests)
 
 # The first kernel start on a loaded machine, and the ladder (deadline + 5 s grace +
 # shutdown escalation + a new kernel), both need room.
@@ -481,6 +482,46 @@ def test_bad_env_is_refused_and_nothing_runs():
                  "no refused request ran")
     finally:
         delete_context(ctx)
+
+
+@callisto_only
+def test_code_with_a_nul_is_refused_and_the_context_keeps_working():
+    """ipykernel drops an execute_request whose code holds a NUL without a reply: the context
+    waited for it until a restart. Refused at every door instead, naming the field."""
+    ctx = new_context()
+    try:
+        for code in ("print(1)\u0000", "\u0000", "x = 1\u0000\nprint(x)"):
+            r = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": code}, timeout=20)
+            check_eq(r.status, 400, f"a context's execution of {code!r}: {r.body[:200]!r}")
+            check("'code' contains a NUL character" in r.json()["message"], "names 'code'",
+                  r.json())
+            r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
+                    {"code": code, "language": "bash"}, timeout=20)
+            check_eq(r.status, 400, f"as bash too: {r.body[:200]!r}")
+        check_eq(run(ctx, "print(6 * 7)")["stdout"], "42\n", "the context keeps working")
+    finally:
+        delete_context(ctx)
+    r = api("POST", "/v1/executions", {"code": "print(1)\u0000"}, timeout=20)
+    check_eq(r.status, 400, f"a one-shot: {r.body[:200]!r}")
+    check("'code' contains a NUL character" in r.json()["message"], "names 'code'", r.json())
+    s = mcp_client.Session(TOKEN)
+    try:
+        r = s.post({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+                    "params": {"name": "run_code", "arguments": {"code": "print(1)\u0000"}}})
+        check_eq(r.status, 200, "a JSON-RPC answer")
+        body = r.json()
+        check("error" in body and body["error"]["code"] == -32602, "MCP: invalid params", body)
+        check('"code" contains a NUL character' in body["error"]["message"], "names it", body)
+        text, err = s.tool("run_code", code="print(6 * 7)")
+        check(not err and "42" in text, "MCP's context keeps working", text)
+    finally:
+        s.end()
+    # A Jupyter client gets the error reply a kernel gives a failed execution, at once.
+    with kernel() as k, KernelWS(k["id"]) as ws:
+        ex = ws.run("print(1)\u0000", timeout=20)
+        check_eq(ex.status, "error", "the WebSocket's execute_reply")
+        check("NUL" in ex.reply["content"].get("evalue", ""), "says why", ex.reply["content"])
+        check_eq(ws.run("6 * 7").result_text(), "42", "the kernel keeps working")
 
 
 @callisto_only

@@ -8,6 +8,7 @@ dropping open connections, and mutual TLS (--client-ca).
       CALLISTO_TLS_DIR=DIR CALLISTO_PID=... test_tls.py [-k NAME]
 """
 
+import errno
 import os
 import shutil
 import signal
@@ -15,6 +16,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -99,6 +101,69 @@ def test_plain_http_on_the_tls_port_is_answered_in_plain_text():
     check_eq(api("GET", "/api").status, 200, "still serving")
 
 
+def split_hello_handshake(first_fragment, version):
+    """A TLS handshake whose ClientHello goes out split over two records, the first holding
+    `first_fragment` bytes of it (python's ssl sends it whole: its bytes are re-cut here,
+    through memory BIOs), then GET /api over it. Returns the answer's first line, or what
+    the server sent instead of a handshake."""
+    ctx = tls_context()
+    ctx.minimum_version = ctx.maximum_version = version
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(incoming, outgoing, server_hostname=URL.hostname)
+    with socket.create_connection((URL.hostname, URL.port), timeout=10) as raw:
+        try:
+            tls.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        flight = outgoing.read()
+        check_eq(flight[0], 0x16, "a handshake record")
+        check_eq(len(flight), 5 + int.from_bytes(flight[3:5], "big"), "one record")
+        hello = flight[5:]
+
+        def record(fragment):
+            return flight[:3] + len(fragment).to_bytes(2, "big") + fragment
+
+        raw.sendall(record(hello[:first_fragment]) + record(hello[first_fragment:]))
+        while True:
+            data = raw.recv(65536)
+            if not data:
+                return None
+            if data.startswith(b"HTTP/"):
+                return data.split(b"\r\n", 1)[0]
+            incoming.write(data)
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                pass
+            if pending := outgoing.read():
+                raw.sendall(pending)
+        raw.sendall(outgoing.read())
+        tls.write(b"GET /api HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        raw.sendall(outgoing.read())
+        answer = b""
+        while data := raw.recv(65536):  # to the end: the answer says Connection: close
+            incoming.write(data)
+            try:
+                while chunk := tls.read(65536):
+                    answer += chunk
+            except (ssl.SSLWantReadError, ssl.SSLZeroReturnError):
+                pass
+        return answer.split(b"\r\n", 1)[0]
+
+
+@callisto_only
+def test_a_client_hello_split_over_records_is_tls():
+    """TLS lets a client cut its ClientHello over several records; the server answered one
+    whose first record was short (under 34 bytes, or less than the whole message) in plain
+    HTTP, as if it were not TLS."""
+    for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+        for first in (1, 4, 20, 40):
+            got = split_hello_handshake(first, version)
+            check_eq(got, b"HTTP/1.1 200 OK",
+                     f"{version.name}, {first} bytes in the first record: served over TLS")
+
+
 @callisto_only
 def test_tls_1_2_at_least():
     ctx = tls_context()
@@ -130,6 +195,46 @@ def test_sighup_reloads_the_certificate_and_keeps_connections():
     check_eq(api("GET", "/api").status, 200, "serving with the new certificate")
 
 
+def certificate_der(name):
+    with open(os.path.join(TLS_DIR, f"{name}.pem")) as f:
+        return ssl.PEM_cert_to_DER_cert(f.read())
+
+
+@callisto_only
+def test_sighup_with_a_fifo_for_a_file_keeps_the_certificate_and_signals_working():
+    """The reload read the files where signals are handled: a FIFO in place of the key froze
+    it (and every later signal). Now it is refused and the certificate in use stays; the next
+    SIGHUP, with good files, is handled. (The suite's SIGTERM checks the last one.)"""
+    pid = int(os.environ["CALLISTO_PID"])
+    before, _ = handshake(tls_context())
+    other = "server2" if before == certificate_der("server") else "server"
+    key = os.path.join(TLS_DIR, "live.key")
+    os.remove(key)
+    os.mkfifo(key)
+    try:
+        os.kill(pid, signal.SIGHUP)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            check_eq(handshake(tls_context())[0], before, "the certificate in use stays")
+            time.sleep(0.2)
+        check_eq(api("GET", "/api").status, 200, "still serving")
+        # A writer's non-blocking open succeeds only while a reader holds the FIFO open.
+        try:
+            os.close(os.open(key, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError as e:
+            check_eq(e.errno, errno.ENXIO, "nobody reads the FIFO")
+        else:
+            raise AssertionError("the gateway opened the FIFO and waits on it, where it "
+                                 "handles signals")
+    finally:
+        os.remove(key)
+        shutil.copy(os.path.join(TLS_DIR, f"{other}.key"), key)
+        shutil.copy(os.path.join(TLS_DIR, f"{other}.pem"), os.path.join(TLS_DIR, "live.pem"))
+    os.kill(pid, signal.SIGHUP)
+    poll(lambda: handshake(tls_context())[0] == certificate_der(other), 20, 0.2,
+         what="the next SIGHUP is handled: new connections get the good files' certificate")
+
+
 @callisto_only
 def test_client_certificate_required():
     """Against a server with --client-ca: no certificate, no connection; with one, served."""
@@ -149,6 +254,43 @@ def test_client_certificate_required():
             check_eq(ws.run("2 * 21").result_text(), "42", "WSS with a client certificate")
     finally:
         del os.environ["CALLISTO_CLIENT_CERT"]
+
+
+def get_api(context, session=None):
+    """GET /api over a fresh connection, offering `session` to resume: (status line, the
+    connection's session, whether the server resumed it)."""
+    with socket.create_connection((URL.hostname, URL.port), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname=URL.hostname, session=session) as s:
+            s.sendall(b"GET /api HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = b""
+            # Reading to the end also takes in the TLS 1.3 tickets sent after the handshake.
+            while chunk := s.recv(4096):
+                answer += chunk
+            return answer.split(b"\r\n", 1)[0], s.session, s.session_reused
+
+
+@callisto_only
+def test_resumed_sessions_with_client_certificates():
+    """Against a server with --client-ca: a client resuming with the newest session it holds
+    (a TLS 1.2 ticket, a TLS 1.3 ticket: one new each connection) is served again, and the
+    session is resumed, three times in a row. Before the fix OpenSSL refused every resumption
+    with alert 80 (internal error): no session id context."""
+    for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+        ctx = tls_context()
+        ctx.load_cert_chain(os.path.join(TLS_DIR, "client-both.pem"))
+        ctx.minimum_version = ctx.maximum_version = version
+        status, session, reused = get_api(ctx)
+        check_eq(status, b"HTTP/1.1 200 OK", f"{version.name}: the first connection is served")
+        check(not reused, f"{version.name}: the first connection is a full handshake")
+        check(session is not None and session.has_ticket or version == ssl.TLSVersion.TLSv1_2,
+              f"{version.name}: the server sent a ticket", session)
+        for attempt in range(3):
+            try:
+                status, session, reused = get_api(ctx, session)
+            except (ssl.SSLError, OSError) as e:
+                raise AssertionError(f"{version.name}: resumption {attempt + 1} failed: {e}")
+            check_eq(status, b"HTTP/1.1 200 OK", f"{version.name}: resumption {attempt + 1}")
+            check(reused, f"{version.name}: resumption {attempt + 1} resumed the session")
 
 
 if __name__ == "__main__":
