@@ -25,6 +25,7 @@ CALLISTO=${CALLISTO:-build/gateway/callisto}
 LOAD=${LOAD:-build/bench/load/callisto-load}
 DURATION=${DURATION:-90}
 PORT=${PORT:-18888}
+# LOG_LEVEL=info shows in each step's server log why a WebSocket was closed.
 TOKEN=scale-$$
 source "$(dirname "$0")/lib/callisto_server.sh"
 WORK=$(bench_scratch_dir scale)
@@ -36,7 +37,7 @@ for step in "${STEPS[@]}"; do
   # Kernels start at about 15 a second; clients are spread over at least 30 s.
   ramp=$(( clients / 100 > 30 ? clients / 100 : 30 ))
   start_callisto "$OUT/$name.server.log" --ip=127.0.0.1 --port="$PORT" --token="$TOKEN" \
-      --log-level=warn --workdir-root="$WORK/work" --state-dir=off --pool-size=0 \
+      --log-level="${LOG_LEVEL:-warn}" --workdir-root="$WORK/work" --state-dir=off --pool-size=0 \
       --max-connections=0 --max-connections-per-address=0 --sandbox-uids=61000-61999
   echo "== $name: $clients clients over $kernels kernels, think $think ms, ${ramp}+${DURATION} s"
   rc=0

@@ -89,7 +89,10 @@ asio::awaitable<http_answer> http_connection::request(http::verb method, std::st
             stream_->tcp().expires_never();
             auto res = parser.release();
             if (!res.keep_alive()) stream_.reset();
-            co_return http_answer{res.result_int(), std::move(res.body())};
+            int retry_after = 0;
+            if (auto it = res.find(http::field::retry_after); it != res.end())
+                retry_after = std::atoi(std::string(it->value()).c_str());
+            co_return http_answer{res.result_int(), std::move(res.body()), retry_after};
         } catch (const boost::system::system_error& e) {
             stream_.reset();
             buffer_.clear();

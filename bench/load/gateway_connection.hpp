@@ -30,6 +30,7 @@ namespace beast = boost::beast;
 struct http_answer {
     unsigned status = 0;
     std::string body;
+    int retry_after = 0;  // seconds, from a 429's or 503's Retry-After (0: none)
 };
 
 class http_connection {

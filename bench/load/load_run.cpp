@@ -81,13 +81,24 @@ asio::awaitable<std::string> load_run::make_targets() {
         const nlohmann::json body = v1 ? nlohmann::json{{"kernel", options_.kernel}}
                                        : nlohmann::json{{"name", options_.kernel}};
         http_answer answer;
-        try {
-            answer = co_await http.request(http::verb::post, v1 ? "/v1/contexts" : "/api/kernels",
-                                           body.dump(), std::chrono::seconds(120));
-        } catch (const boost::system::system_error& e) {
-            co_return std::string("cannot reach the gateway: ") + e.what() + tls_hint(e.code());
-        } catch (const std::exception& e) {
-            co_return std::string("cannot reach the gateway: ") + e.what();
+        // A gateway past its capacity refuses new kernels with Retry-After: come back then, as
+        // a client should, for up to ten minutes.
+        const auto give_up = clock::now() + std::chrono::minutes(10);
+        for (;;) {
+            try {
+                answer =
+                    co_await http.request(http::verb::post, v1 ? "/v1/contexts" : "/api/kernels",
+                                          body.dump(), std::chrono::seconds(120));
+            } catch (const boost::system::system_error& e) {
+                co_return std::string("cannot reach the gateway: ") + e.what() + tls_hint(e.code());
+            } catch (const std::exception& e) {
+                co_return std::string("cannot reach the gateway: ") + e.what();
+            }
+            const bool later = (answer.status == 503 || answer.status == 429) &&
+                               answer.retry_after > 0 && clock::now() < give_up;
+            if (!later) break;
+            ++stats_.setup_refusals;
+            co_await sleep_for(std::chrono::seconds(answer.retry_after));
         }
         if (answer.status != 201)
             co_return "creating " + std::string(v1 ? "context" : "kernel") + " " +

@@ -76,7 +76,11 @@ std::string report_table(const load_stats& s, const load_options& o, double elap
         << s.as_expected << " as expected, " << s.wrong << " wrong, " << s.lost << " lost, "
         << s.refused << " refused; " << s.connection_errors << " connection errors, "
         << s.reconnects << " reconnections, " << s.resumed << " executions resumed ("
-        << s.resumed_without_reply << " without their reply)\n\n";
+        << s.resumed_without_reply << " without their reply)\n";
+    if (s.setup_refusals > 0)
+        out << "setup        " << s.setup_refusals
+            << " kernel or context creations refused with Retry-After, and retried\n";
+    out << "\n";
     char row[160];
     std::snprintf(row, sizeof row, "%-10s %9s %9s %9s %9s %9s %9s\n", "kind", "count", "p50 ms",
                   "p90 ms", "p99 ms", "p99.9 ms", "max ms");
@@ -141,6 +145,7 @@ nlohmann::json report_json(const load_stats& s, const load_options& o, double el
         {"wrong", s.wrong},
         {"lost", s.lost},
         {"refused", s.refused},
+        {"setup_refusals", s.setup_refusals},
         {"connection_errors", s.connection_errors},
         {"reconnects", s.reconnects},
         {"resumed", s.resumed},

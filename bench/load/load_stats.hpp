@@ -29,6 +29,7 @@ struct load_stats {
     std::uint64_t wrong = 0;              // answered, but not as the snippet expects
     std::uint64_t lost = 0;               // no answer within --timeout
     std::uint64_t refused = 0;            // a 429 or 503: the server's limits said no
+    std::uint64_t setup_refusals = 0;     // kernels or contexts refused with Retry-After, retried
     std::uint64_t connection_errors = 0;  // a connect failed, or a connection dropped
     // Jupyter WebSockets reopened mid-execution (without --no-resume), and the executions
     // answered after one; of those, how many never got their execute_reply and were judged by
