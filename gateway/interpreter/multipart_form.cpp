@@ -332,7 +332,10 @@ std::optional<std::vector<multipart_file>> parse_upload_form(std::string_view bo
     std::vector<part> parts;
     bool field_too_big = false;
     multipart_parser parser(
-        *boundary, limits, [&](const multipart_part_header& h) { parts.push_back({h, 0, 0, {}}); },
+        *boundary, limits,
+        [&](const multipart_part_header& h) {
+            parts.push_back({h, 0, 0, {}});
+        },
         [&](std::string_view data, std::size_t offset) {
             auto& p = parts.back();
             if (!p.header.filename && p.size + data.size() > limits.max_field_bytes) {
