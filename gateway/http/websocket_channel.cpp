@@ -92,10 +92,9 @@ void websocket_channel::on_keepalive_tick() {
         const bool starved = limits_.host && limits_.host->saturated() &&
                              silent < limits_.ping_timeout * starved_timeouts;
         if (!starved) {
-            log_.info(name_ + " closed by the gateway: the client sent nothing, not even an " +
-                      "answer to a ping, for " + seconds_text(silent) + " (--ws-ping-timeout)");
             close(websocket::close_code::going_away,
-                  "no answer to keepalive pings for " + seconds_text(silent));
+                  "the client sent nothing, not even an answer to a ping, for " +
+                      seconds_text(silent) + " (--ws-ping-timeout)");
             // A peer that is gone may never take the close frame, or a ping queued before
             // it: whatever is still pending on the socket ends within the handshake timeout.
             ws_.next_layer().tcp().expires_after(std::chrono::seconds(30));
@@ -206,6 +205,8 @@ void websocket_channel::close(websocket::close_code code, std::string reason, bo
     if (closing_) return;
     closing_ = true;
     drain_ = drain;
+    // Every close the gateway starts says why, here and in the close frame (cut to fit).
+    log_.info(name_ + " closed by the gateway: " + reason);
     if (reason.size() > max_close_reason) reason.resize(max_close_reason);
     close_reason_ = websocket::close_reason(code, reason);
     // A write in progress finishes first (Beast allows one at a time); then the queue is
