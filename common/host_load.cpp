@@ -109,7 +109,6 @@ void host_load::update(const host_load_sample& sample) {
     if (saturated && calm_run_ >= t.leave_samples) saturated = false;
 
     std::lock_guard lock(mutex_);
-    latest_ = sample;
     if (over || !saturated) reason_ = std::move(why);  // while leaving, keep the last reason
     saturated_.store(saturated, std::memory_order_relaxed);
 }
@@ -118,11 +117,6 @@ std::string host_load::reason() const {
     if (!saturated()) return {};
     std::lock_guard lock(mutex_);
     return reason_;
-}
-
-host_load_sample host_load::latest() const {
-    std::lock_guard lock(mutex_);
-    return latest_;
 }
 
 }  // namespace callisto

@@ -66,13 +66,12 @@ public:
 
     // Refuse new work now (never when disabled).
     bool saturated() const { return enabled_ && saturated_.load(std::memory_order_relaxed); }
-    // Whether the latest sample alone was over the thresholds (also when disabled: metrics).
+    // Whether the latest sample alone was over the thresholds (judged also when disabled).
     bool over_thresholds() const { return over_.load(std::memory_order_relaxed); }
     // Why it is saturated, in a sentence for a 503's message and the log ("" when it is not).
     std::string reason() const;
     // What a refusal's Retry-After says: at least the samples it takes to leave the state.
     int retry_after_seconds() const { return thresholds_.leave_samples; }
-    host_load_sample latest() const;
 
     // A request refused for it (the metric callisto_requests_shed_total).
     void count_refusal() const { refusals_.fetch_add(1, std::memory_order_relaxed); }
@@ -85,10 +84,9 @@ private:
     std::atomic<bool> saturated_{false};
     std::atomic<bool> over_{false};
     mutable std::atomic<std::uint64_t> refusals_{0};
-    int over_run_ = 0;  // consecutive samples over (the sampler's thread only)
-    int calm_run_ = 0;  // consecutive samples under
-    mutable std::mutex mutex_;
-    host_load_sample latest_;
+    int over_run_ = 0;          // consecutive samples over (the sampler's thread only)
+    int calm_run_ = 0;          // consecutive samples under
+    mutable std::mutex mutex_;  // reason_
     std::string reason_;
 };
 
