@@ -33,22 +33,11 @@ bool parse_int(const std::string& text, Int& out, Int min, Int max) {
     return true;
 }
 
-// "32MiB", "1GiB", "512KiB", "1000" (bytes).
+// "32MiB", "1GiB", "512KiB", "1000" (bytes): common/byte_size.hpp's, never 0.
 bool parse_size(const std::string& text, std::size_t& out) {
-    std::size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-    std::uint64_t value = 0;
-    if (digits == 0 ||
-        !parse_int(text.substr(0, digits), value, std::uint64_t{1}, std::uint64_t{1} << 40))
-        return false;
-    std::string unit = text.substr(digits);
-    std::uint64_t scale = unit.empty() || unit == "B" ? 1
-                          : unit == "KiB"             ? 1u << 10
-                          : unit == "MiB"             ? 1u << 20
-                          : unit == "GiB"             ? 1u << 30
-                                                      : 0;
-    if (scale == 0) return false;
-    out = static_cast<std::size_t>(value * scale);
+    const auto size = callisto::parse_size(text);
+    if (!size || *size == 0) return false;
+    out = static_cast<std::size_t>(*size);
     return true;
 }
 
@@ -211,9 +200,9 @@ option_io culling_seconds(std::chrono::seconds kernels::culling_policy::*field, 
 option_io kernel_limit_size(std::uint64_t launcher::sandbox_policy::*field) {
     return {
         [field](const std::string& value, parse_state& st) -> std::string {
-            std::uint64_t bytes = 0;
-            if (!launcher::parse_byte_size(value, bytes)) return "a size like 2GiB";
-            st.cfg.limits.*field = bytes;
+            const auto bytes = callisto::parse_size(value);
+            if (!bytes || *bytes == 0) return "a size like 2GiB";
+            st.cfg.limits.*field = *bytes;
             return {};
         },
         [field](const server_config& c) { return nlohmann::json(format_size(c.limits.*field)); }};

@@ -1,22 +1,22 @@
 #include "launcher/sandbox_policy.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+
+#include "common/byte_size.hpp"
 
 namespace callisto::launcher {
 
 namespace {
 
-constexpr std::uint64_t max_bytes = 1ull << 50;
-
 std::uint64_t size_field(const nlohmann::json& value, const char* name) {
-    std::uint64_t out = 0;
     if (value.is_number_integer() && value.get<std::int64_t>() > 0 &&
-        value.get<std::uint64_t>() <= max_bytes)
+        value.get<std::uint64_t>() <= max_size_bytes)
         return value.get<std::uint64_t>();
-    if (value.is_string() && parse_byte_size(value.get<std::string>(), out)) return out;
+    if (value.is_string())
+        if (const auto bytes = parse_size(value.get<std::string>()); bytes && *bytes > 0)
+            return *bytes;
     throw std::invalid_argument(std::string("limits.") + name +
                                 ": expected a size like \"2GiB\" or a positive number of bytes");
 }
@@ -30,32 +30,6 @@ std::uint64_t count_field(const nlohmann::json& value, const char* name, std::ui
 }
 
 }  // namespace
-
-bool parse_byte_size(const std::string& text, std::uint64_t& out) {
-    std::uint64_t value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end == text.data() || value == 0) return false;
-    const std::string unit(end, text.data() + text.size());
-    const int shift = unit.empty() || unit == "B" ? 0
-                      : unit == "KiB"             ? 10
-                      : unit == "MiB"             ? 20
-                      : unit == "GiB"             ? 30
-                      : unit == "TiB"             ? 40
-                                                  : -1;
-    if (shift < 0 || value > (max_bytes >> shift)) return false;
-    out = value << shift;
-    return true;
-}
-
-std::string format_byte_size(std::uint64_t bytes) {
-    static constexpr const char* units[] = {"TiB", "GiB", "MiB", "KiB"};
-    static constexpr int shifts[] = {40, 30, 20, 10};
-    for (int i = 0; i < 4; ++i) {
-        const std::uint64_t unit = 1ull << shifts[i];
-        if (bytes >= unit && bytes % unit == 0) return std::to_string(bytes / unit) + units[i];
-    }
-    return std::to_string(bytes) + "B";
-}
 
 sandbox_policy sandbox_policy::with_overrides(const nlohmann::json& limits) const {
     if (!limits.is_object()) throw std::invalid_argument("limits: expected an object");
@@ -89,10 +63,10 @@ sandbox_policy sandbox_policy::with_overrides(const nlohmann::json& limits) cons
 
 std::string sandbox_policy::describe() const {
     std::ostringstream out;
-    out << "memory " << format_byte_size(memory_bytes) << ", pids " << pids << ", cpu " << cpu_cores
+    out << "memory " << format_size(memory_bytes) << ", pids " << pids << ", cpu " << cpu_cores
         << " core(s), cpu time " << cpu_time_seconds << " s, file size "
-        << format_byte_size(file_size_bytes) << ", open files " << open_files << ", disk "
-        << format_byte_size(disk_bytes) << ", tmp " << format_byte_size(tmp_bytes);
+        << format_size(file_size_bytes) << ", open files " << open_files << ", disk "
+        << format_size(disk_bytes) << ", tmp " << format_size(tmp_bytes);
     return out.str();
 }
 

@@ -28,11 +28,4 @@ struct sandbox_policy {
     std::string describe() const;
 };
 
-// "1000" (bytes), "512KiB", "32MiB", "2GiB", "1TiB": binary units only, so nobody has to guess
-// whether a "GB" is 10^9. Returns false for anything else, and for 0.
-bool parse_byte_size(const std::string& text, std::uint64_t& out);
-
-// 2147483648 -> "2GiB", 1500 -> "1500B".
-std::string format_byte_size(std::uint64_t bytes);
-
 }  // namespace callisto::launcher

@@ -3,6 +3,8 @@
 #include <unistd.h>
 #include <csignal>
 
+#include "common/byte_size.hpp"
+
 namespace callisto::launcher {
 
 sandboxed_kernel::sandboxed_kernel(spawn_description command, sandbox_layout layout,
@@ -32,14 +34,13 @@ exit_status sandboxed_kernel::judge(exit_status status) const {
     const std::uint64_t oom = cgroup_ ? cgroup_->oom_kills() : 0;
     if (oom > 0) {
         status.out_of_memory = true;
-        status.verdict =
-            "killed: out of memory (limit " + format_byte_size(policy_.memory_bytes) + ")";
+        status.verdict = "killed: out of memory (limit " + format_size(policy_.memory_bytes) + ")";
     } else if (status.signal == SIGXCPU) {
         status.verdict =
             "killed: CPU time limit exceeded (" + std::to_string(policy_.cpu_time_seconds) + " s)";
     } else if (status.signal == SIGXFSZ) {
         status.verdict =
-            "killed: file size limit exceeded (" + format_byte_size(policy_.file_size_bytes) + ")";
+            "killed: file size limit exceeded (" + format_size(policy_.file_size_bytes) + ")";
     }
     return status;
 }

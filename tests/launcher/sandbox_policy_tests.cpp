@@ -7,21 +7,15 @@
 
 using namespace callisto::launcher;
 
-TEST_CASE("sizes parse with binary units only") {
-    std::uint64_t v = 0;
-    CHECK(parse_byte_size("2GiB", v));
-    CHECK(v == 2ull << 30);
-    CHECK(parse_byte_size("512KiB", v));
-    CHECK(v == 512u << 10);
-    CHECK(parse_byte_size("1000", v));
-    CHECK(v == 1000);
-    CHECK_FALSE(parse_byte_size("2GB", v));
-    CHECK_FALSE(parse_byte_size("0", v));
-    CHECK_FALSE(parse_byte_size("GiB", v));
-    CHECK_FALSE(parse_byte_size("-1MiB", v));
-    CHECK_FALSE(parse_byte_size("99999999TiB", v));
-    CHECK(format_byte_size(2ull << 30) == "2GiB");
-    CHECK(format_byte_size(1500) == "1500B");
+TEST_CASE("a kernelspec's sizes take bytes or binary units, and never 0") {
+    sandbox_policy base;
+    CHECK(base.with_overrides({{"memory", "2GiB"}}).memory_bytes == 2ull << 30);
+    CHECK(base.with_overrides({{"tmp", "512KiB"}}).tmp_bytes == 512u << 10);
+    CHECK(base.with_overrides({{"disk", "1000"}}).disk_bytes == 1000);
+    CHECK(base.with_overrides({{"disk", "1TiB"}}).disk_bytes == 1ull << 40);
+    for (const char* bad : {"2GB", "0", "GiB", "-1MiB", "99999999TiB"})
+        CHECK_THROWS_AS((void)base.with_overrides({{"memory", bad}}), std::invalid_argument);
+    CHECK(base.describe().find("memory 2GiB") != std::string::npos);
 }
 
 TEST_CASE("a kernelspec's limits override only the fields it names") {
