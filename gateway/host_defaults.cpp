@@ -63,8 +63,8 @@ server_config with_web_root(server_config config) {
 }
 
 server_config with_host_defaults(server_config config) {
-    if (config.default_kernel.empty())
-        config.default_kernel =
+    if (config.kernels.default_kernel.empty())
+        config.kernels.default_kernel =
             launcher::kernelspec_catalog(kernel_search_path(config)).default_name();
     return with_web_root(std::move(config));
 }

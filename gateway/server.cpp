@@ -55,7 +55,7 @@ std::unique_ptr<launcher::zygote_pool> make_zygote_pool(const server_config& con
         return nullptr;
     }
     launcher::zygote_settings settings{program, launcher::zygote_pool::built_python(),
-                                       config.runtime_root};
+                                       config.kernels.runtime_root};
     return std::make_unique<launcher::zygote_pool>(supervisor, std::move(settings), std::move(log));
 }
 
@@ -74,8 +74,8 @@ void check_kernel_options(const server_config& config,
             option + ": no such kernelspec (found: " + (names.empty() ? "none" : names) +
             "; --kernel-dir adds a directory of kernelspecs)");
     };
-    if (!config.default_kernel.empty() && !catalog.find(config.default_kernel))
-        throw unknown("--default-kernel=" + config.default_kernel);
+    if (!config.kernels.default_kernel.empty() && !catalog.find(config.kernels.default_kernel))
+        throw unknown("--default-kernel=" + config.kernels.default_kernel);
     for (const auto& [name, size] : config.pool_sizes)
         if (!catalog.find(name)) throw unknown("--pool=" + name + ":" + std::to_string(size));
 }
@@ -152,15 +152,15 @@ std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
     // The runtime root itself is made searchable at start (prepare_runtime_root); what lies
     // above it, and the workdir root, are the operator's.
     for (const auto& [dir, option] :
-         {std::pair{config.workdir_root, "--workdir-root"},
-          std::pair{config.runtime_root.parent_path(), "--runtime-dir's parent"}})
+         {std::pair{config.kernels.workdir_root, "--workdir-root"},
+          std::pair{config.kernels.runtime_root.parent_path(), "--runtime-dir's parent"}})
         if (auto why = launcher::sandbox_probe::unreachable_by_sandbox(dir, option); !why.empty())
             throw std::runtime_error(why);
     log.info(probe.describe());
-    log.info("sandbox limits per kernel: " + config.limits.describe() + "; uids " +
+    log.info("sandbox limits per kernel: " + config.kernels.limits.describe() + "; uids " +
              std::to_string(config.sandbox_uid_first) + "-" +
              std::to_string(config.sandbox_uid_first + config.sandbox_uid_count - 1) +
-             "; workdirs under " + config.workdir_root.string());
+             "; workdirs under " + config.kernels.workdir_root.string());
     report_cgroup_move_time(probe.cgroups, lock ? lock->tag() : "", log);
     return std::make_unique<launcher::sandbox>(probe.bwrap, probe.cgroups, lock ? lock->tag() : "");
 }
@@ -180,7 +180,7 @@ void reap_leftovers(const server_config& config, const launcher::instance_lock& 
     // there); a previous one goes.
     std::error_code ec;
     const auto& previous = lock.previous_runtime_root();
-    if (previous && !fs::equivalent(*previous, config.runtime_root, ec))
+    if (previous && !fs::equivalent(*previous, config.kernels.runtime_root, ec))
         scope.runtime_root = previous;
     if (adoption) adoption->spare_in(scope);
     const auto report = launcher::leftover_reaper(scope).reap();
@@ -197,77 +197,48 @@ void reap_leftovers(const server_config& config, const launcher::instance_lock& 
 std::map<std::string, std::size_t> pool_sizes(const server_config& config,
                                               const launcher::kernelspec_catalog& catalog) {
     auto sizes = config.pool_sizes;
-    const std::string name =
-        config.default_kernel.empty() ? catalog.default_name() : config.default_kernel;
+    const std::string name = config.kernels.default_kernel.empty() ? catalog.default_name()
+                                                                   : config.kernels.default_kernel;
     if (!name.empty() && !sizes.count(name)) sizes[name] = config.default_pool_size;
     return sizes;
 }
 
+// The kernels' settings as given, with what follows from the sandbox.
 kernels::kernel_settings kernel_settings_for(const server_config& config) {
-    kernels::kernel_settings s;
-    s.default_kernel = config.default_kernel;
-    s.runtime_root = config.runtime_root;
-    s.ipc_transport = config.ipc_transport;
-    s.workdir_root = config.workdir_root;
-    s.limits = config.limits;
-    s.replay_buffer_bytes = config.replay_buffer_bytes;
-    s.kernel_buffer_bytes = config.kernel_buffer_bytes;
-    s.kernel_message_limit_bytes = config.kernel_message_limit_bytes;
-    s.ws_output_limit_bytes = config.ws_output_limit_bytes;
-    s.ws_rich_output_limit_bytes = config.ws_rich_output_limit_bytes;
-    s.kernel_ready_timeout = config.kernel_ready_timeout;
-    s.autorestart_limit = config.autorestart_limit;
-    s.autorestart_window = config.autorestart_window;
-    s.shutdown_wait = config.shutdown_wait;
+    kernels::kernel_settings s = config.kernels;
     s.ask_before_removing = !config.sandbox;
-    s.kill_grace = config.kill_grace;
-    s.heartbeat_timeout = config.heartbeat_timeout;
-    s.state_required = config.state_required;
     return s;
 }
 
 // --audit-log: opened (or continued) at start; a file that cannot be opened, a key or anchor
 // that is not valid, or (with --audit-required) a log cut short stops the start.
 std::unique_ptr<audit::audit_log> make_audit_log(const server_config& config, const logger& log) {
-    if (config.audit_log.empty()) return nullptr;
-    audit::audit_settings s;
-    s.file = config.audit_log;
-    s.key_file = config.audit_key;
-    s.record_code = config.audit_code;
-    s.code_limit = config.audit_code_limit;
-    s.rotate_bytes = config.audit_rotate_bytes;
-    s.keep = config.audit_keep;
-    s.required = config.audit_required;
+    if (config.audit.file.empty()) return nullptr;
     try {
-        return std::make_unique<audit::audit_log>(s, log);
+        return std::make_unique<audit::audit_log>(config.audit, log);
     } catch (const std::exception& e) {
         throw std::runtime_error(std::string("--audit-log: ") + e.what());
     }
 }
 
+// The interpreter's settings as given, with the server's services and what follows from the
+// sandbox, the state directory and the other options.
 interpreter::interpreter_settings interpreter_settings_for(
     const server_config& config, audit::audit_log* audit, kernels::kernel_metrics& metrics,
     interpreter::context_record_store* records) {
-    interpreter::interpreter_settings s;
+    interpreter::interpreter_settings s = config.interpreter;
     s.audit = audit;
     s.metrics = &metrics;
     s.context_records = records;
     // Sandboxed kernels already run in their session workdir, <workdir_root>/<kernel id>.
-    if (config.sandbox) s.kernel_workdir_root = config.workdir_root;
+    if (config.sandbox) s.kernel_workdir_root = config.kernels.workdir_root;
     // Unsandboxed contexts get a directory of their own: under the state directory when there
     // is one (it outlives this process, as the contexts do), else in the runtime root.
-    s.context_root =
-        config.state_dir.empty() ? config.runtime_root / "contexts" : config.state_dir / "workdirs";
-    s.text_budget_bytes = config.output_budget_bytes;
-    s.result_cap_bytes = config.result_cap_bytes;
-    s.queue_limit = config.execution_queue;
-    s.interrupt_grace = config.interrupt_grace;
-    s.request_limits.default_timeout = config.execution_timeout;
-    s.request_limits.max_output_budget = config.output_budget_bytes;
-    s.request_limits.max_timeout = config.max_execution_timeout;
-    s.max_upload_bytes = config.upload_limit_bytes;
-    s.max_download_bytes = std::max(s.max_download_bytes, config.upload_limit_bytes);
-    s.default_policy = config.default_policy;
+    s.context_root = config.state_dir.empty() ? config.kernels.runtime_root / "contexts"
+                                              : config.state_dir / "workdirs";
+    // A request may ask for a smaller budget than --output-budget, never a larger one.
+    s.request_limits.max_output_budget = s.text_budget_bytes;
+    s.max_download_bytes = std::max(s.max_download_bytes, s.max_upload_bytes);
     s.culled_retention = config.culling.retention;
     return s;
 }
@@ -305,9 +276,9 @@ server::server(server_config config, logger log)
               .lag = std::chrono::milliseconds(config_.shed_lag_ms)},
           config_.shed_load),
       workdir_lock_(config_.sandbox || !config_.state_dir.empty()
-                        ? std::make_unique<launcher::instance_lock>(config_.workdir_root)
+                        ? std::make_unique<launcher::instance_lock>(config_.kernels.workdir_root)
                         : nullptr),
-      runtime_root_{config_.runtime_root, log_},
+      runtime_root_{config_.kernels.runtime_root, log_},
       state_lock_(config_.state_dir.empty()
                       ? nullptr
                       : std::make_unique<directory_lock>(config_.state_dir, "--state-dir")),
@@ -359,8 +330,7 @@ server::server(server_config config, logger log)
                   std::min<std::size_t>(contexts_.settings().max_download_bytes, 16u << 20),
                   log_.component("mcp"));
           },
-          mcp::mcp_session_limits{config_.mcp_session_timeout, config_.mcp_max_sessions},
-          log_.component("mcp")),
+          config_.mcp, log_.component("mcp")),
       mcp_(mcp_sessions_, mcp_tool_limits(contexts_.settings()), CALLISTO_VERSION),
       auth_(config_.users_file.empty() ? user_directory(token_auth(config_.token))
                                        : user_directory(config_.users_file)),
@@ -402,13 +372,13 @@ server::server(server_config config, logger log)
     listener_ = make_listener(ioc_, config_, http_);
     std::optional<kernel_adoption> adoption;
     if (kernel_records_) adoption.emplace(*kernel_records_, log_.component("adoption"));
-    prepare_runtime_root(config_.runtime_root, sandbox_ != nullptr);
+    prepare_runtime_root(config_.kernels.runtime_root, sandbox_ != nullptr);
     runtime_root_.created = true;
-    if (adoption) adoption->move_runtime_dirs(config_.runtime_root);
+    if (adoption) adoption->move_runtime_dirs(config_.kernels.runtime_root);
     if (workdir_lock_ && sandbox_)
         reap_leftovers(config_, *workdir_lock_, *sandbox_, adoption ? &*adoption : nullptr,
                        log_.component("sandbox"));
-    if (workdir_lock_) workdir_lock_->claim_runtime_root(config_.runtime_root);
+    if (workdir_lock_) workdir_lock_->claim_runtime_root(config_.kernels.runtime_root);
     if (catalog_.all().empty())
         log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
     for (const auto& spec : catalog_.all())

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <unistd.h>
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -31,48 +33,6 @@ bool parse_int(const std::string& text, Int& out, Int min, Int max) {
         return false;
     out = value;
     return true;
-}
-
-// "32MiB", "1GiB", "512KiB", "1000" (bytes): common/byte_size.hpp's, never 0.
-bool parse_size(const std::string& text, std::size_t& out) {
-    const auto size = callisto::parse_size(text);
-    if (!size || *size == 0) return false;
-    out = static_cast<std::size_t>(*size);
-    return true;
-}
-
-// A size, or "0" for no limit; a limit below 1KiB would cut everything and is refused.
-bool parse_limit(const std::string& text, std::size_t& out) {
-    if (text == "0") {
-        out = 0;
-        return true;
-    }
-    return parse_size(text, out) && out >= 1024;
-}
-
-bool parse_log_level(const std::string& text, log_level& out) {
-    if (text == "debug")
-        out = log_level::debug;
-    else if (text == "info")
-        out = log_level::info;
-    else if (text == "warn")
-        out = log_level::warn;
-    else if (text == "error")
-        out = log_level::error;
-    else
-        return false;
-    return true;
-}
-
-// As --log-level takes it (the logger prints upper case).
-const char* log_level_name(log_level level) {
-    switch (level) {
-        case log_level::debug: return "debug";
-        case log_level::info: return "info";
-        case log_level::warn: return "warn";
-        case log_level::error: return "error";
-    }
-    return "info";
 }
 
 bool valid_token(const std::string& token) {
@@ -98,21 +58,34 @@ using apply_fn = std::function<std::string(const std::string& value, parse_state
 // back. Empty for actions (--help, --config), which are neither shown nor read from a file.
 using show_fn = std::function<nlohmann::json(const server_config& c)>;
 
+// How one option's value is read and shown, and what its 0 means where 0 is special ("no
+// limit"): what --help says after the default.
 struct option_io {
     apply_fn apply;
     show_fn show;
+    const char* zero_means = nullptr;
 };
 
 // One option: what --help says of it, how its value is read and shown. The usage text, the
 // parsers of flags, --config files and CALLISTO_* variables, and --print-config are all made
-// from this one table, so they cannot drift apart.
+// from this one table, and the defaults --help prints are read from a default server_config,
+// so none of them can drift apart.
 struct option {
     const char* name;        // "--port"
     const char* value_name;  // "N"; nullptr for a switch, which takes no value
-    const char* help;        // '\n' separates the lines --help prints under each other
+    const char* help;        // one paragraph: --help wraps it
     option_io io;
     bool repeatable = false;  // a list: each use adds one value
+    // What --help says of a default the host decides or a default server_config cannot show
+    // (a generated token, a path found at start); nullptr: the shown default.
+    const char* default_is = nullptr;
 };
+
+// The field an option sets, reached from the whole configuration, nested or not:
+// FIELD(kernels.limits.pids). One generic lambda serves the parse (a mutable config) and the
+// show (a const one).
+#define FIELD(path) \
+    [](auto& c) -> auto& { return c.path; }
 
 // An option nobody set shows as null, which a --config file reads as "not set".
 nlohmann::json unset_if_empty(const std::string& text) {
@@ -120,159 +93,165 @@ nlohmann::json unset_if_empty(const std::string& text) {
 }
 
 template <class Duration>
-nlohmann::json whole_seconds(Duration d) {
+std::int64_t whole_seconds(Duration d) {
     return std::chrono::duration_cast<std::chrono::seconds>(d).count();
 }
 
-// Whole seconds into a duration field (seconds or milliseconds), within [min, max].
-template <class Duration>
-option_io seconds_into(Duration server_config::*field, int min, int max, std::string expected) {
+std::string range_text(const char* what, std::uint64_t min, std::uint64_t max) {
+    return std::string(what) + " " + std::to_string(min) + "-" + std::to_string(max);
+}
+
+// Whole seconds into a duration (held in seconds or milliseconds), within [min, max]; a min
+// of 0 says what 0 means.
+template <class Field>
+option_io seconds(Field field, int min, int max, const char* zero_means = nullptr) {
+    const auto expected = range_text("seconds", min, max);
     return {[=](const std::string& value, parse_state& st) -> std::string {
                 int secs = 0;
                 if (!parse_int(value, secs, min, max)) return expected;
-                st.cfg.*field = std::chrono::seconds(secs);
+                using duration = std::remove_reference_t<decltype(field(st.cfg))>;
+                field(st.cfg) = std::chrono::duration_cast<duration>(std::chrono::seconds(secs));
                 return {};
             },
-            [=](const server_config& c) { return whole_seconds(c.*field); }};
+            [=](const server_config& c) { return nlohmann::json(whole_seconds(field(c))); },
+            min == 0 ? zero_means : nullptr};
 }
 
-// A whole number into a field, within [min, max].
-option_io number_into(std::size_t server_config::*field, std::size_t min, std::size_t max,
-                      std::string expected) {
+// A whole number, within [min, max].
+template <class Field>
+option_io number(Field field, std::uint64_t min, std::uint64_t max,
+                 const char* zero_means = nullptr, const char* what = "a number") {
+    const auto expected = range_text(what, min, max);
     return {[=](const std::string& value, parse_state& st) -> std::string {
-                if (!parse_int(value, st.cfg.*field, min, max)) return expected;
+                auto& out = field(st.cfg);
+                using integer = std::remove_reference_t<decltype(out)>;
+                if (!parse_int(value, out, static_cast<integer>(min), static_cast<integer>(max)))
+                    return expected;
                 return {};
             },
-            [=](const server_config& c) { return nlohmann::json(c.*field); }};
+            [=](const server_config& c) { return nlohmann::json(field(c)); },
+            min == 0 ? zero_means : nullptr};
 }
 
-// A size ("32MiB") into a field.
-option_io size_into(std::size_t server_config::*field, std::string expected) {
+// A size ("32MiB", common/byte_size.hpp) of at least `min` bytes; with `zero_means`, 0 is
+// taken too and means that.
+template <class Field>
+option_io bytes(Field field, std::uint64_t min, const char* zero_means = nullptr) {
+    const server_config defaults;
+    const std::uint64_t sample = field(defaults) ? field(defaults) : std::uint64_t{100} << 20;
+    const std::string like = "a size like " + format_size(sample);
+    const std::string expected = like + (min > 1 ? ", at least " + format_size(min) : "") +
+                                 (zero_means ? ", or 0 for " + std::string(zero_means) : "");
     return {[=](const std::string& value, parse_state& st) -> std::string {
-                if (!parse_size(value, st.cfg.*field)) return expected;
+                using integer = std::remove_reference_t<decltype(field(st.cfg))>;
+                // 0 is written "0"; "0KiB" or "00" is more likely a slip than "no limit".
+                if (zero_means && value == "0") {
+                    field(st.cfg) = 0;
+                    return {};
+                }
+                const auto size = parse_size(value);
+                if (!size || *size < std::max<std::uint64_t>(min, 1)) return expected;
+                field(st.cfg) = static_cast<integer>(*size);
                 return {};
             },
-            [=](const server_config& c) { return nlohmann::json(format_size(c.*field)); }};
+            [=](const server_config& c) { return nlohmann::json(format_size(field(c))); },
+            zero_means};
 }
 
-// A size of at least 1KiB, or 0 for no limit, into a field.
-option_io limit_into(std::size_t server_config::*field, std::string expected) {
+// A path; unset (shown as null) when not given. `absolute`: relative paths are refused.
+template <class Field>
+option_io path(Field field, bool absolute = false) {
     return {[=](const std::string& value, parse_state& st) -> std::string {
-                if (!parse_limit(value, st.cfg.*field)) return expected;
+                if (value.empty() || (absolute && value.front() != '/'))
+                    return absolute ? "an absolute path" : "a path";
+                field(st.cfg) = value;
                 return {};
             },
-            [=](const server_config& c) { return nlohmann::json(format_size(c.*field)); }};
+            [=](const server_config& c) { return unset_if_empty(field(c).string()); }};
 }
 
-// A file path into a field; unset (shown as null) when not given.
-option_io path_into(std::filesystem::path server_config::*field, std::string expected) {
+// One of a few words, each standing for a value of the field: {"ipc", true}, {"tcp", false}.
+template <class Field, class Value>
+option_io one_of(Field field, std::vector<std::pair<std::string, Value>> words) {
+    std::string expected;
+    for (std::size_t i = 0; i < words.size(); ++i)
+        expected += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i].first;
     return {[=](const std::string& value, parse_state& st) -> std::string {
-                if (value.empty()) return expected;
-                st.cfg.*field = value;
-                return {};
+                for (const auto& [word, meaning] : words)
+                    if (value == word) {
+                        field(st.cfg) = meaning;
+                        return {};
+                    }
+                return expected;
             },
-            [=](const server_config& c) { return unset_if_empty((c.*field).string()); }};
+            [=](const server_config& c) -> nlohmann::json {
+                for (const auto& [word, meaning] : words)
+                    if (field(c) == meaning) return word;
+                return nullptr;
+            }};
 }
 
-// "on" or "off" into a flag.
-option_io switch_into(bool server_config::*field) {
-    return {[=](const std::string& value, parse_state& st) -> std::string {
-                if (value != "on" && value != "off") return "on or off";
-                st.cfg.*field = value == "on";
-                return {};
-            },
-            [=](const server_config& c) { return nlohmann::json(c.*field ? "on" : "off"); }};
+template <class Field>
+option_io on_off(Field field) {
+    return one_of(field, std::vector<std::pair<std::string, bool>>{{"on", true}, {"off", false}});
 }
 
-// Seconds into one of the culling policy's durations; min 0 means 0 disables the rule.
-option_io culling_seconds(std::chrono::seconds kernels::culling_policy::*field, int min) {
-    return {[field, min](const std::string& value, parse_state& st) -> std::string {
-                int secs = 0;
-                if (!parse_int(value, secs, min, 366 * 24 * 3600))
-                    return min > 0 ? "seconds from 1" : "seconds (0 disables)";
-                st.cfg.culling.*field = std::chrono::seconds(secs);
+// A switch that takes no value: given, the field is `when_given`. Shown (and read from a file)
+// as whether it was given.
+template <class Field>
+option_io given(Field field, bool when_given = true) {
+    return {[=](const std::string&, parse_state& st) -> std::string {
+                field(st.cfg) = when_given;
                 return {};
             },
-            [field](const server_config& c) { return whole_seconds(c.culling.*field); }};
+            [=](const server_config& c) { return nlohmann::json(field(c) == when_given); }};
 }
 
-// A size into one of the kernels' sandbox limits.
-option_io kernel_limit_size(std::uint64_t launcher::sandbox_policy::*field) {
-    return {
-        [field](const std::string& value, parse_state& st) -> std::string {
-            const auto bytes = callisto::parse_size(value);
-            if (!bytes || *bytes == 0) return "a size like 2GiB";
-            st.cfg.limits.*field = *bytes;
-            return {};
-        },
-        [field](const server_config& c) { return nlohmann::json(format_size(c.limits.*field)); }};
-}
+// An action: acts when given (--help, --config) and is neither shown nor read from a file.
+option_io action(apply_fn apply) { return {std::move(apply), nullptr}; }
 
 const std::vector<option>& options() {
+    using kernels::culling_policy;
     static const std::vector<option> table = {
         {"--ip",
          "ADDR",
-         "address to listen on (default 127.0.0.1)",
+         "address to listen on",
          {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
               // "localhost" is what people type; the listener wants an address.
               const std::string ip = value == "localhost" ? "127.0.0.1" : value;
               unsigned char scratch[sizeof(in6_addr)];
               if (::inet_pton(AF_INET, ip.c_str(), scratch) != 1 &&
                   ::inet_pton(AF_INET6, ip.c_str(), scratch) != 1)
                   return "an IP address such as 127.0.0.1, 0.0.0.0 or ::1 (or localhost)";
-              c.ip = ip;
+              st.cfg.ip = ip;
               return {};
           },
           [](const server_config& c) { return nlohmann::json(c.ip); }}},
-        {"--port",
-         "N",
-         "port to listen on (default 8888; 0 picks a free port)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (!parse_int(value, c.port, std::uint16_t{0}, std::uint16_t{65535}))
-                  return "a port number 0-65535";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.port); }}},
+        {"--port", "N", "port to listen on (0 picks a free port)",
+         number(FIELD(port), 0, 65535, nullptr, "a port number")},
         {"--token",
          "T",
-         "API token (default: $CALLISTO_TOKEN, else a random one, printed)",
+         "API token",
          {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
               if (!valid_token(value)) return "8-512 printable characters without spaces";
-              c.token = value;
+              st.cfg.token = value;
               st.token_given = true;
               return {};
           },
           // Never shown (effective_config leaves secrets out); a shower, so that a --config
           // file and CALLISTO_TOKEN may set it.
-          [](const server_config&) { return nlohmann::json(nullptr); }}},
-        {"--no-auth",
-         nullptr,
-         "serve without a token (development only)",
-         {[](const std::string&, parse_state& st) -> std::string {
-              st.cfg.auth_enabled = false;
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(!c.auth_enabled); }}},
-        {"--threads",
-         "N",
-         "I/O threads (default 2)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (!parse_int(value, c.threads, 1, 64)) return "a number 1-64";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.threads); }}},
+          [](const server_config&) { return nlohmann::json(nullptr); }},
+         false,
+         "$CALLISTO_TOKEN, else a random one, printed"},
+        {"--no-auth", nullptr, "serve without a token (development only)",
+         given(FIELD(auth_enabled), false)},
+        {"--threads", "N", "I/O threads", number(FIELD(threads), 1, 64)},
         {"--kernel-dir",
          "DIR",
-         "a directory of kernelspecs, searched before the standard\n"
-         "Jupyter paths (repeatable)",
+         "a directory of kernelspecs, searched before the standard Jupyter paths (repeatable)",
          {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
               if (value.empty()) return "a directory";
-              c.kernel_dirs.emplace_back(value);
+              st.cfg.kernel_dirs.emplace_back(value);
               return {};
           },
           [](const server_config& c) {
@@ -280,44 +259,36 @@ const std::vector<option>& options() {
               for (const auto& d : c.kernel_dirs) dirs.push_back(d.string());
               return dirs;
           }},
-         true},
+         true,
+         "none"},
         {"--default-kernel",
          "NAME",
-         "kernelspec used when a request names none (default python3\n"
-         "when installed, else the first one found)",
+         "kernelspec used when a request names none",
          {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
               if (value.empty()) return "a kernelspec name";
-              c.default_kernel = value;
+              st.cfg.kernels.default_kernel = value;
               return {};
           },
-          [](const server_config& c) { return unset_if_empty(c.default_kernel); }}},
+          [](const server_config& c) { return unset_if_empty(c.kernels.default_kernel); }},
+         false,
+         "python3 when installed, else the first one found"},
         {"--runtime-dir",
          "DIR",
-         "connection files and ipc sockets (default /tmp/callisto-<pid>)",
+         "connection files and ipc sockets",
          {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
               if (value.empty() || value.size() > 60) return "a directory path of 1-60 characters";
-              c.runtime_root = value;
+              st.cfg.kernels.runtime_root = value;
               return {};
           },
-          [](const server_config& c) { return unset_if_empty(c.runtime_root.string()); }}},
-        {"--transport",
-         "ipc|tcp",
-         "how the gateway talks to kernels (default ipc)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (value != "ipc" && value != "tcp") return "ipc or tcp";
-              c.ipc_transport = value == "ipc";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.ipc_transport ? "ipc" : "tcp"); }}},
+          [](const server_config& c) { return unset_if_empty(c.kernels.runtime_root.string()); }},
+         false,
+         "/tmp/callisto-<pid>"},
+        {"--transport", "ipc|tcp", "how the gateway talks to kernels",
+         one_of(FIELD(kernels.ipc_transport),
+                std::vector<std::pair<std::string, bool>>{{"ipc", true}, {"tcp", false}})},
         {"--web-root",
          "DIR|off",
-         "serve a static web UI from DIR at / (default: the first of\n"
-         "<binary dir>/../share/callisto/web, <binary dir>/web, the source\n"
-         "tree's web/ for a binary of its build tree, and the install\n"
-         "prefix's share/callisto/web that has an index.html); off: none",
+         "serve a static web UI from DIR at /; off: none",
          {[](const std::string& value, parse_state& st) -> std::string {
               auto& c = st.cfg;
               if (value.empty()) return "a directory, or off";
@@ -328,152 +299,121 @@ const std::vector<option>& options() {
           [](const server_config& c) -> nlohmann::json {
               if (c.web_root_off) return "off";
               return unset_if_empty(c.web_root.string());
-          }}},
-        {"--max-message-size", "SIZE", "largest WebSocket message from a client (default 32MiB)",
-         size_into(&server_config::max_message_bytes, "a size like 32MiB")},
-        {"--client-queue", "SIZE",
-         "per-WebSocket send queue before the client is dropped (default 256MiB)",
-         size_into(&server_config::client_send_queue_bytes, "a size like 256MiB")},
+          }},
+         false,
+         "the first of <binary dir>/../share/callisto/web, <binary dir>/web, the source tree's "
+         "web/ for a binary of its build tree, and the install prefix's share/callisto/web that "
+         "has an index.html"},
+        {"--max-message-size", "SIZE", "largest WebSocket message from a client",
+         bytes(FIELD(max_message_bytes), 1)},
+        {"--client-queue", "SIZE", "per-WebSocket send queue before the client is dropped",
+         bytes(FIELD(client_send_queue_bytes), 1)},
         {"--replay-buffer", "SIZE",
-         "per-kernel iopub output kept for clients reconnecting with\n"
-         "?since=SEQ (default 8MiB)",
-         size_into(&server_config::replay_buffer_bytes, "a size like 8MiB")},
+         "per-kernel iopub output kept for clients reconnecting with ?since=SEQ",
+         bytes(FIELD(kernels.replay_buffer_bytes), 1)},
         {"--client-input-queue", "SIZE",
-         "per WebSocket, the bytes of its messages waiting for a kernel\n"
-         "that is not reading; past it messages are refused with an error\n"
-         "(default 64MiB; 0: no limit)",
-         limit_into(&server_config::client_input_queue_bytes,
-                    "a size like 64MiB, at least 1KiB, or 0 for no limit")},
+         "per WebSocket, the bytes of its messages waiting for a kernel that is not reading; "
+         "past it messages are refused with an error",
+         bytes(FIELD(client_input_queue_bytes), 1024, "no limit")},
         {"--kernel-buffer", "SIZE",
-         "per kernel, the bytes of its messages the gateway holds (queued,\n"
-         "being relayed, kept for replay); past it the kernel's large\n"
-         "messages are dropped and its clients told (default 128MiB; 0: none)",
-         limit_into(&server_config::kernel_buffer_bytes,
-                    "a size like 128MiB, at least 1KiB, or 0 for no limit")},
-        {"--kernel-message-limit",
-         "SIZE",
-         "largest message part a kernel may send; a larger one drops the\n"
-         "kernel's connection, which reconnects (default 64MiB)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (!parse_size(value, c.kernel_message_limit_bytes) ||
-                  c.kernel_message_limit_bytes < (64u << 10))
-                  return "a size like 64MiB, at least 64KiB";
-              return {};
-          },
-          [](const server_config& c) {
-              return nlohmann::json(format_size(c.kernel_message_limit_bytes));
-          }}},
+         "per kernel, the bytes of its messages the gateway holds (queued, being relayed, kept "
+         "for replay); past it the kernel's large messages are dropped and its clients told",
+         bytes(FIELD(kernels.kernel_buffer_bytes), 1024, "no limit")},
+        {"--kernel-message-limit", "SIZE",
+         "largest message part a kernel may send; a larger one drops the kernel's connection, "
+         "which reconnects",
+         bytes(FIELD(kernels.kernel_message_limit_bytes), 64u << 10)},
         {"--ws-output-limit", "SIZE",
-         "per execution, the stdout/stderr bytes sent to Jupyter WebSocket\n"
-         "clients; the rest is dropped with a notice; half of it for an\n"
-         "error's value and for its traceback (default 8MiB; 0: none)",
-         limit_into(&server_config::ws_output_limit_bytes,
-                    "a size like 8MiB, at least 1KiB, or 0 for no limit")},
-        {"--ws-rich-output-limit", "SIZE",
-         "the same for display data and results (default 64MiB; 0: none)",
-         limit_into(&server_config::ws_rich_output_limit_bytes,
-                    "a size like 64MiB, at least 1KiB, or 0 for no limit")},
-        {"--ws-ping-interval", "SECS",
-         "a WebSocket client silent this long is sent a ping (default 30)",
-         seconds_into(&server_config::ws_ping_interval, 1, 3600, "seconds 1-3600")},
+         "per execution, the stdout/stderr bytes sent to Jupyter WebSocket clients; the rest is "
+         "dropped with a notice; half of it for an error's value and for its traceback",
+         bytes(FIELD(kernels.ws_output_limit_bytes), 1024, "no limit")},
+        {"--ws-rich-output-limit", "SIZE", "the same for display data and results",
+         bytes(FIELD(kernels.ws_rich_output_limit_bytes), 1024, "no limit")},
+        {"--ws-ping-interval", "SECS", "a WebSocket client silent this long is sent a ping",
+         seconds(FIELD(ws_ping_interval), 1, 3600)},
         {"--ws-ping-timeout", "SECS",
-         "a WebSocket client silent this long, pings unanswered, is closed\n"
-         "and the reason logged; while the host is past its capacity up to\n"
-         "ten times this (default 90)",
-         seconds_into(&server_config::ws_ping_timeout, 1, 36000, "seconds 1-36000")},
-        {"--max-connections", "N", "open client connections in all (default 10000; 0: no limit)",
-         number_into(&server_config::max_connections, 0, 1000000, "a number 0-1000000")},
+         "a WebSocket client silent this long, pings unanswered, is closed and the reason "
+         "logged; while the host is past its capacity up to ten times this",
+         seconds(FIELD(ws_ping_timeout), 1, 36000)},
+        {"--max-connections", "N", "open client connections in all",
+         number(FIELD(max_connections), 0, 1000000, "no limit")},
         {"--max-connections-per-address", "N",
-         "open connections from one client address (default 1000;\n"
-         "0: no limit; behind a proxy every client has the proxy's address)",
-         number_into(&server_config::max_connections_per_address, 0, 1000000,
-                     "a number 0-1000000")},
+         "open connections from one client address (behind a proxy every client has the "
+         "proxy's address)",
+         number(FIELD(max_connections_per_address), 0, 1000000, "no limit")},
         {"--header-timeout", "SECS",
-         "a new connection must send its first request header within this\n"
-         "(default 10)",
-         seconds_into(&server_config::header_timeout, 1, 3600, "seconds 1-3600")},
+         "a new connection must send its first request header within this",
+         seconds(FIELD(header_timeout), 1, 3600)},
         {"--max-body-in-flight", "SIZE",
-         "bodies held for connections, all together and both ways: request\n"
-         "bodies being received or handled, answers over 64KiB being sent,\n"
-         "64KiB per file download; past it a request, an answer or a\n"
-         "download is refused 503 with Retry-After (default 256MiB; 0: no\n"
-         "limit)",
-         limit_into(&server_config::max_body_bytes_in_flight,
-                    "a size like 256MiB, at least 1KiB, or 0 for no limit")},
-        {"--kernel-ready-timeout", "SECS", "kernel start to first reply (default 60)",
-         seconds_into(&server_config::kernel_ready_timeout, 1, 3600, "seconds 1-3600")},
+         "bodies held for connections, all together and both ways: request bodies being "
+         "received or handled, answers over 64KiB being sent, 64KiB per file download; past it "
+         "a request, an answer or a download is refused 503 with Retry-After",
+         bytes(FIELD(max_body_bytes_in_flight), 1024, "no limit")},
+        {"--kernel-ready-timeout", "SECS", "kernel start to first reply",
+         seconds(FIELD(kernels.kernel_ready_timeout), 1, 3600)},
         {"--drain-seconds", "SECS",
-         "at SIGTERM, answer /readyz 503 this long first (a load balancer\n"
-         "then sends new users elsewhere), then stop; a second SIGTERM\n"
-         "stops at once (default 0)",
-         seconds_into(&server_config::drain_seconds, 0, 3600, "seconds 0-3600")},
+         "at SIGTERM, answer /readyz 503 this long first (a load balancer then sends new users "
+         "elsewhere), then stop; a second SIGTERM stops at once",
+         seconds(FIELD(drain_seconds), 0, 3600, "stop at once")},
         {"--shed-load", "on|off",
-         "when the host is past its capacity (the CPU contended, and a long\n"
-         "run queue, the gateway's event loop late or kernels' heartbeats\n"
-         "missing), refuse new kernels, contexts and one-shot executions\n"
-         "503 with Retry-After so the work already running keeps its pace\n"
-         "(default on)",
-         switch_into(&server_config::shed_load)},
+         "when the host is past its capacity (the CPU contended, and a long run queue, the "
+         "gateway's event loop late or kernels' heartbeats missing), refuse new kernels, "
+         "contexts and one-shot executions 503 with Retry-After so the work already running "
+         "keeps its pace",
+         on_off(FIELD(shed_load))},
         {"--shed-cpu-pressure", "PCT",
-         "CPU pressure (Linux PSI, /proc/pressure/cpu \"some avg10\") at\n"
-         "which the CPU counts as contended (default 90)",
-         number_into(&server_config::shed_cpu_pressure, 1, 100, "a percentage 1-100")},
+         "CPU pressure (Linux PSI, /proc/pressure/cpu \"some avg10\") at which the CPU counts "
+         "as contended",
+         number(FIELD(shed_cpu_pressure), 1, 100, nullptr, "a percentage")},
         {"--shed-run-queue", "N",
-         "tasks ready to run per CPU (/proc/loadavg) at which new work would\n"
-         "wait too long, with the CPU contended (default 4)",
-         number_into(&server_config::shed_run_queue, 1, 1000, "a number 1-1000")},
+         "tasks ready to run per CPU (/proc/loadavg) at which new work would wait too long, "
+         "with the CPU contended",
+         number(FIELD(shed_run_queue), 1, 1000)},
         {"--shed-lag", "MS",
-         "how late the gateway's event loop may run before its work counts\n"
-         "as suffering (default 250)",
-         number_into(&server_config::shed_lag_ms, 10, 60000, "milliseconds 10-60000")},
-        {"--shutdown-wait", "SECS", "shutdown_request to SIGTERM (default 5)",
-         seconds_into(&server_config::shutdown_wait, 0, 600, "seconds 0-600")},
+         "how late the gateway's event loop may run before its work counts as suffering",
+         number(FIELD(shed_lag_ms), 10, 60000, nullptr, "milliseconds")},
+        {"--shutdown-wait", "SECS", "shutdown_request to SIGTERM",
+         seconds(FIELD(kernels.shutdown_wait), 0, 600, "SIGTERM at once")},
         {"--certfile", "FILE",
-         "serve HTTPS and WSS with this PEM certificate chain (with\n"
-         "--keyfile; TLS 1.2 at least; SIGHUP reloads both) (default: none)",
-         path_into(&server_config::certfile, "a file path")},
-        {"--keyfile", "FILE", "the PEM private key of --certfile",
-         path_into(&server_config::keyfile, "a file path")},
+         "serve HTTPS and WSS with this PEM certificate chain (with --keyfile; TLS 1.2 at "
+         "least; SIGHUP reloads both)",
+         path(FIELD(certfile)), false, "none"},
+        {"--keyfile", "FILE", "the PEM private key of --certfile", path(FIELD(keyfile)), false,
+         "none"},
         {"--client-ca", "FILE",
-         "mutual TLS: accept only clients with a certificate from this\n"
-         "PEM CA (with --certfile) (default: none)",
-         path_into(&server_config::client_ca, "a file path")},
+         "mutual TLS: accept only clients with a certificate from this PEM CA (with --certfile)",
+         path(FIELD(client_ca)), false, "none"},
         {"--users", "FILE",
-         "users, roles and kernel quotas (JSON; replaces --token):\n"
-         "[{\"name\": \"ana\", \"token_sha256\": \"…\", \"role\": \"user\",\n"
-         "  \"max_kernels\": 4}, …]",
-         path_into(&server_config::users_file, "a users file")},
-        {"--hash-token",
-         "T",
-         "print the token_sha256 of T for a users file, and exit; T '-'\n"
-         "reads it from the first line of standard input (not shown by ps)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              std::string token = value;
-              if (value == "-") {
-                  std::getline(std::cin, token);
-                  if (!token.empty() && token.back() == '\r') token.pop_back();
-              }
-              if (!valid_token(token)) return "8-512 printable characters without spaces";
-              st.exit_now = parse_result{std::nullopt, token_auth::token_sha256(token), 0};
-              return {};
-          },
-          nullptr}},
-        {"--max-kernels", "N", "kernels of all users together (default 0: no limit)",
-         number_into(&server_config::max_kernels, 0, 100000, "a number 0-100000")},
-        {"--pool-size", "N", "pre-started kernels of the default kernelspec (default 1; 0: none)",
-         number_into(&server_config::default_pool_size, 0, 64, "a number 0-64")},
+         "users, roles and kernel quotas (JSON; replaces --token): [{\"name\": \"ana\", "
+         "\"token_sha256\": \"…\", \"role\": \"user\", \"max_kernels\": 4}, …]",
+         path(FIELD(users_file)), false, "none"},
+        {"--hash-token", "T",
+         "print the token_sha256 of T for a users file, and exit; T '-' reads it from the first "
+         "line of standard input (not shown by ps)",
+         action([](const std::string& value, parse_state& st) -> std::string {
+             std::string token = value;
+             if (value == "-") {
+                 std::getline(std::cin, token);
+                 if (!token.empty() && token.back() == '\r') token.pop_back();
+             }
+             if (!valid_token(token)) return "8-512 printable characters without spaces";
+             st.exit_now = parse_result{std::nullopt, token_auth::token_sha256(token), 0};
+             return {};
+         })},
+        {"--max-kernels", "N", "kernels of all users together",
+         number(FIELD(max_kernels), 0, 100000, "no limit")},
+        {"--pool-size", "N", "pre-started kernels of the default kernelspec",
+         number(FIELD(default_pool_size), 0, 64, "none")},
         {"--pool",
          "NAME:N",
          "pre-started kernels of kernelspec NAME (repeatable)",
          {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
               const auto colon = value.rfind(':');
               std::size_t size = 0;
               if (colon == std::string::npos || colon == 0 ||
                   !parse_int(value.substr(colon + 1), size, std::size_t{0}, std::size_t{64}))
                   return "NAME:N with N 0-64";
-              c.pool_sizes[value.substr(0, colon)] = size;
+              st.cfg.pool_sizes[value.substr(0, colon)] = size;
               return {};
           },
           [](const server_config& c) {
@@ -482,103 +422,54 @@ const std::vector<option>& options() {
                   pools.push_back(name + ":" + std::to_string(n));
               return pools;
           }},
-         true},
-        {"--kernel-policy",
-         "reuse|fresh",
-         "what a context or one-shot execution that names no policy\n"
-         "gets (default reuse): reuse keeps a finished context's kernel,\n"
-         "reset, for its owner's next one; fresh always starts from a kernel\n"
-         "no one used and destroys it afterwards",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              auto policy = kernels::parse_kernel_policy(value);
-              if (!policy) return "reuse or fresh";
-              c.default_policy = *policy;
-              return {};
-          },
-          [](const server_config& c) {
-              return nlohmann::json(std::string(kernels::to_string(c.default_policy)));
-          }}},
-        {"--recycle-max-uses",
-         "N",
-         "contexts or one-shot runs one kernel serves under reuse\n"
-         "(default 20; 0: no limit)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (!parse_int(value, c.reuse.limits.max_uses, std::size_t{0}, std::size_t{1000000}))
-                  return "a number 0-1000000";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.reuse.limits.max_uses); }}},
-        {"--recycle-max-lifetime",
-         "SECS",
-         "a kernel older than this is not reused (default 3600; 0: any)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              int secs = 0;
-              if (!parse_int(value, secs, 0, 366 * 24 * 3600)) return "seconds (0: any age)";
-              c.reuse.limits.max_lifetime = std::chrono::seconds(secs);
-              return {};
-          },
-          [](const server_config& c) {
-              return nlohmann::json(whole_seconds(c.reuse.limits.max_lifetime));
-          }}},
-        {"--kept-kernels",
-         "N",
-         "reset kernels kept per user for reuse (default 2; 0: none)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (!parse_int(value, c.reuse.kept_per_user, std::size_t{0}, std::size_t{64}))
-                  return "a number 0-64";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.reuse.kept_per_user); }}},
-        {"--autorestart-limit", "N",
-         "automatic restarts after a kernel dies, per window (default 3;\n"
-         "0: a dead kernel stays dead)",
-         number_into(&server_config::autorestart_limit, 0, 1000, "a number 0-1000")},
-        {"--autorestart-window", "SECS", "the window for --autorestart-limit (default 60)",
-         seconds_into(&server_config::autorestart_window, 1, 24 * 3600, "seconds 1-86400")},
+         true,
+         "none"},
+        {"--kernel-policy", "reuse|fresh",
+         "what a context or one-shot execution that names no policy gets: reuse keeps a "
+         "finished context's kernel, reset, for its owner's next one; fresh always starts from "
+         "a kernel no one used and destroys it afterwards",
+         one_of(FIELD(interpreter.default_policy),
+                std::vector<std::pair<std::string, kernels::kernel_policy>>{
+                    {"reuse", kernels::kernel_policy::reuse},
+                    {"fresh", kernels::kernel_policy::fresh}})},
+        {"--recycle-max-uses", "N", "contexts or one-shot runs one kernel serves under reuse",
+         number(FIELD(reuse.limits.max_uses), 0, 1000000, "no limit")},
+        {"--recycle-max-lifetime", "SECS", "a kernel older than this is not reused",
+         seconds(FIELD(reuse.limits.max_lifetime), 0, 366 * 24 * 3600, "any age")},
+        {"--kept-kernels", "N", "reset kernels kept per user for reuse",
+         number(FIELD(reuse.kept_per_user), 0, 64, "none")},
+        {"--autorestart-limit", "N", "automatic restarts after a kernel dies, per window",
+         number(FIELD(kernels.autorestart_limit), 0, 1000, "a dead kernel stays dead")},
+        {"--autorestart-window", "SECS", "the window for --autorestart-limit",
+         seconds(FIELD(kernels.autorestart_window), 1, 24 * 3600)},
         {"--heartbeat-timeout", "SECS",
-         "a kernel that answers no heartbeat this long is frozen (stopped,\n"
-         "deadlocked): it is killed and restarted per --autorestart-limit\n"
-         "(default 30; 0: never)",
-         seconds_into(&server_config::heartbeat_timeout, 0, 24 * 3600, "seconds 0-86400")},
-        {"--cull-idle-timeout", "SECS", "shut down kernels idle this long (default 0: never)",
-         culling_seconds(&kernels::culling_policy::idle_timeout, 0)},
-        {"--cull-busy-timeout", "SECS", "shut down kernels busy this long (default 0: never)",
-         culling_seconds(&kernels::culling_policy::busy_timeout, 0)},
-        {"--kernel-max-lifetime", "SECS",
-         "shut down kernels this old, whatever they do (default 0: never)",
-         culling_seconds(&kernels::culling_policy::max_lifetime, 0)},
-        {"--cull-connected",
-         nullptr,
-         "cull kernels even while clients are connected",
-         {[](const std::string&, parse_state& st) -> std::string {
-              st.cfg.culling.cull_connected = true;
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.culling.cull_connected); }}},
-        {"--cull-interval", "SECS", "how often the culling rules are checked (default 60)",
-         culling_seconds(&kernels::culling_policy::interval, 1)},
-        {"--culled-retention", "SECS",
-         "how long a culled kernel's id answers 410 Gone (default 3600)",
-         culling_seconds(&kernels::culling_policy::retention, 0)},
+         "a kernel that answers no heartbeat this long is frozen (stopped, deadlocked): it is "
+         "killed and restarted per --autorestart-limit",
+         seconds(FIELD(kernels.heartbeat_timeout), 0, 24 * 3600, "never")},
+        {"--cull-idle-timeout", "SECS", "shut down kernels idle this long",
+         seconds(FIELD(culling.idle_timeout), 0, 366 * 24 * 3600, "never")},
+        {"--cull-busy-timeout", "SECS", "shut down kernels busy this long",
+         seconds(FIELD(culling.busy_timeout), 0, 366 * 24 * 3600, "never")},
+        {"--kernel-max-lifetime", "SECS", "shut down kernels this old, whatever they do",
+         seconds(FIELD(culling.max_lifetime), 0, 366 * 24 * 3600, "never")},
+        {"--cull-connected", nullptr, "cull kernels even while clients are connected",
+         given(FIELD(culling.cull_connected))},
+        {"--cull-interval", "SECS", "how often the culling rules are checked",
+         seconds(FIELD(culling.interval), 1, 366 * 24 * 3600)},
+        {"--culled-retention", "SECS", "how long a culled kernel's id answers 410 Gone",
+         seconds(FIELD(culling.retention), 0, 366 * 24 * 3600, "not at all")},
         {"--sandbox", "on|off",
-         "run kernels in the sandbox (default on; off is for development\n"
-         "only: kernel code then runs as the gateway's user)",
-         switch_into(&server_config::sandbox)},
+         "run kernels in the sandbox (off is for development only: kernel code then runs as the "
+         "gateway's user)",
+         on_off(FIELD(sandbox))},
         {"--zygote", "on|off",
-         "fork Python kernels from a zygote per kernelspec that has\n"
-         "imported ipykernel and the data stack (default on); off: every\n"
-         "kernel starts its own interpreter",
-         switch_into(&server_config::zygote)},
+         "fork Python kernels from a zygote per kernelspec that has imported ipykernel and the "
+         "data stack; off: every kernel starts its own interpreter",
+         on_off(FIELD(zygote))},
         {"--state-dir",
          "DIR|off",
-         "where kernel records are kept so that kernels outlive a gateway\n"
-         "crash or upgrade and the next start adopts them (default\n"
-         "<workdir-root>/.callisto-state; off with --sandbox=off); off:\n"
-         "kernels die with the gateway",
+         "where kernel records are kept so that kernels outlive a gateway crash or upgrade and "
+         "the next start adopts them; off: kernels die with the gateway",
          {[](const std::string& value, parse_state& st) -> std::string {
               auto& c = st.cfg;
               if (value == "off") {
@@ -594,32 +485,25 @@ const std::vector<option>& options() {
           [](const server_config& c) -> nlohmann::json {
               if (c.state_dir_off) return "off";
               return unset_if_empty(c.state_dir.string());
-          }}},
+          }},
+         false,
+         "<workdir-root>/.callisto-state; off with --sandbox=off"},
         {"--keep-kernels-on-exit", "on|off",
-         "SIGTERM leaves the kernels running for the next start to adopt\n"
-         "(needs --state-dir), as SIGUSR2 does; default off: SIGTERM stops them",
-         switch_into(&server_config::keep_kernels_on_exit)},
+         "SIGTERM leaves the kernels running for the next start to adopt (needs --state-dir), "
+         "as SIGUSR2 does; off: SIGTERM stops them",
+         on_off(FIELD(keep_kernels_on_exit))},
         {"--state-required", "on|off",
-         "refuse to start a kernel whose record cannot be written to\n"
-         "--state-dir (a full disk): it would not survive a restart; default\n"
-         "off: it runs without, and the error is logged and counted",
-         switch_into(&server_config::state_required)},
-        {"--workdir-root",
-         "DIR",
-         "per-kernel working directories (default /var/lib/callisto/work);\n"
-         "one instance per root: it is locked, and what a crashed instance\n"
-         "left there is reaped at start",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (value.empty() || value.front() != '/') return "an absolute directory path";
-              c.workdir_root = value;
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.workdir_root.string()); }}},
+         "refuse to start a kernel whose record cannot be written to --state-dir (a full disk): "
+         "it would not survive a restart; off: it runs without, and the error is logged and "
+         "counted",
+         on_off(FIELD(kernels.state_required))},
+        {"--workdir-root", "DIR",
+         "per-kernel working directories; one instance per root: it is locked, and what a "
+         "crashed instance left there is reaped at start",
+         path(FIELD(kernels.workdir_root), true)},
         {"--sandbox-uids",
          "FIRST-LAST",
-         "uids (and gids) given to sessions (default 60000-60999); give\n"
-         "each instance on a host its own range",
+         "uids (and gids) given to sessions; give each instance on a host its own range",
          {[](const std::string& value, parse_state& st) -> std::string {
               auto& c = st.cfg;
               const auto dash = value.find('-');
@@ -637,217 +521,136 @@ const std::vector<option>& options() {
               return nlohmann::json(std::to_string(c.sandbox_uid_first) + "-" +
                                     std::to_string(c.sandbox_uid_first + c.sandbox_uid_count - 1));
           }}},
-        {"--memory-limit", "SIZE", "per kernel (default 2GiB)",
-         kernel_limit_size(&launcher::sandbox_policy::memory_bytes)},
-        {"--pids-limit",
-         "N",
-         "processes and threads per kernel (default 256)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (!parse_int(value, c.limits.pids, std::uint64_t{8}, std::uint64_t{1u << 22}))
-                  return "a number 8-4194304";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.limits.pids); }}},
+        {"--memory-limit", "SIZE", "per kernel", bytes(FIELD(kernels.limits.memory_bytes), 1)},
+        {"--pids-limit", "N", "processes and threads per kernel",
+         number(FIELD(kernels.limits.pids), 8, 1u << 22)},
         {"--cpu-limit",
          "CORES",
-         "CPU share per kernel, e.g. 0.5 (default 1)",
+         "CPU share per kernel, e.g. 0.5",
          {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
               char* end = nullptr;
               const double cores = std::strtod(value.c_str(), &end);
               if (value.empty() || end != value.c_str() + value.size() || !(cores >= 0.01) ||
                   cores > 1024)
                   return "cores 0.01-1024";
-              c.limits.cpu_cores = cores;
+              st.cfg.kernels.limits.cpu_cores = cores;
               return {};
           },
-          [](const server_config& c) { return nlohmann::json(c.limits.cpu_cores); }}},
-        {"--cpu-time-limit",
-         "SECS",
-         "CPU seconds per kernel process (default 600)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (!parse_int(value, c.limits.cpu_time_seconds, std::uint64_t{1},
-                             std::uint64_t{1u << 30}))
-                  return "seconds from 1";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.limits.cpu_time_seconds); }}},
-        {"--file-size-limit", "SIZE", "largest file a kernel may write (default 1GiB)",
-         kernel_limit_size(&launcher::sandbox_policy::file_size_bytes)},
-        {"--open-files-limit",
-         "N",
-         "open files per kernel process (default 1024)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (!parse_int(value, c.limits.open_files, std::uint64_t{64},
-                             std::uint64_t{1u << 20}))
-                  return "a number 64-1048576";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.limits.open_files); }}},
-        {"--disk-quota", "SIZE", "total size of a kernel's working directory (default 1GiB)",
-         kernel_limit_size(&launcher::sandbox_policy::disk_bytes)},
-        {"--tmp-size", "SIZE", "size of the kernel's /tmp and /dev/shm (default 256MiB)",
-         kernel_limit_size(&launcher::sandbox_policy::tmp_bytes)},
-        {"--output-budget",
-         "SIZE",
-         "per execution and stream, the text kept (head and tail, with a\n"
-         "marker for the cut); so much too of an error's value and of its\n"
-         "traceback (default 1MiB)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (!parse_size(value, c.output_budget_bytes) || c.output_budget_bytes < 1024)
-                  return "a size like 1MiB, at least 1KiB";
-              return {};
-          },
-          [](const server_config& c) {
-              return nlohmann::json(format_size(c.output_budget_bytes));
-          }}},
-        {"--result-cap",
-         "SIZE",
-         "largest rich result (one MIME value) returned inline; larger ones\n"
-         "go to a file in the context's workdir (default 5MiB)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (!parse_size(value, c.result_cap_bytes) || c.result_cap_bytes < 1024)
-                  return "a size like 5MiB, at least 1KiB";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(format_size(c.result_cap_bytes)); }}},
-        {"--execution-queue", "N", "executions waiting per context before 429 (default 16)",
-         number_into(&server_config::execution_queue, 1, 1024, "a number 1-1024")},
+          [](const server_config& c) { return nlohmann::json(c.kernels.limits.cpu_cores); }}},
+        {"--cpu-time-limit", "SECS", "CPU seconds per kernel process",
+         number(FIELD(kernels.limits.cpu_time_seconds), 1, 1u << 30, nullptr, "seconds")},
+        {"--file-size-limit", "SIZE", "largest file a kernel may write",
+         bytes(FIELD(kernels.limits.file_size_bytes), 1)},
+        {"--open-files-limit", "N", "open files per kernel process",
+         number(FIELD(kernels.limits.open_files), 64, 1u << 20)},
+        {"--disk-quota", "SIZE", "total size of a kernel's working directory",
+         bytes(FIELD(kernels.limits.disk_bytes), 1)},
+        {"--tmp-size", "SIZE", "size of the kernel's /tmp and /dev/shm",
+         bytes(FIELD(kernels.limits.tmp_bytes), 1)},
+        {"--output-budget", "SIZE",
+         "per execution and stream, the text kept (head and tail, with a marker for the cut); "
+         "so much too of an error's value and of its traceback",
+         bytes(FIELD(interpreter.text_budget_bytes), 1024)},
+        {"--result-cap", "SIZE",
+         "largest rich result (one MIME value) returned inline; larger ones go to a file in the "
+         "context's workdir",
+         bytes(FIELD(interpreter.result_cap_bytes), 1024)},
+        {"--execution-queue", "N", "executions waiting per context before 429",
+         number(FIELD(interpreter.queue_limit), 1, 1024)},
         {"--interrupt-grace", "SECS",
-         "after a deadline's interrupt, wait this long before restarting\n"
-         "the kernel (default 5)",
-         seconds_into(&server_config::interrupt_grace, 0, 600, "seconds 0-600")},
+         "after a deadline's interrupt, wait this long before restarting the kernel",
+         seconds(FIELD(interpreter.interrupt_grace), 0, 600, "restart at once")},
         {"--execution-timeout", "SECS",
-         "the deadline of a /v1 execution that names no timeout (at it: the\n"
-         "interrupt, then after --interrupt-grace a restart) (default 600; 0: none)",
-         seconds_into(&server_config::execution_timeout, 0, 7 * 24 * 3600, "seconds 0-604800")},
+         "the deadline of a /v1 execution that names no timeout (at it: the interrupt, then "
+         "after --interrupt-grace a restart)",
+         seconds(FIELD(interpreter.request_limits.default_timeout), 0, 7 * 24 * 3600, "none")},
         {"--max-execution-timeout", "SECS",
-         "the longest timeout a /v1 execution may ask for; MCP's run_code\n"
-         "keeps its own 120 s default and 3600 s maximum within it (default 86400)",
-         seconds_into(&server_config::max_execution_timeout, 1, 7 * 24 * 3600, "seconds 1-604800")},
-        {"--upload-limit", "SIZE", "largest file upload to a context (default 100MiB)",
-         size_into(&server_config::upload_limit_bytes, "a size like 100MiB")},
+         "the longest timeout a /v1 execution may ask for; MCP's run_code keeps its own 120 s "
+         "default and 3600 s maximum within it",
+         seconds(FIELD(interpreter.request_limits.max_timeout), 1, 7 * 24 * 3600)},
+        {"--upload-limit", "SIZE", "largest file upload to a context",
+         bytes(FIELD(interpreter.max_upload_bytes), 1)},
         {"--mcp-session-timeout", "SECS",
-         "an MCP session idle this long ends and its context is deleted\n"
-         "(default 3600; 0: never)",
-         seconds_into(&server_config::mcp_session_timeout, 0, 7 * 24 * 3600, "seconds 0-604800")},
-        {"--mcp-max-sessions", "N",
-         "MCP sessions per user; initialize beyond it answers 429 (default 64)",
-         number_into(&server_config::mcp_max_sessions, 1, 10000, "a number 1-10000")},
+         "an MCP session idle this long ends and its context is deleted",
+         seconds(FIELD(mcp.idle_timeout), 0, 7 * 24 * 3600, "never")},
+        {"--mcp-max-sessions", "N", "MCP sessions per user; initialize beyond it answers 429",
+         number(FIELD(mcp.max_per_user), 1, 10000)},
         {"--audit-log", "FILE",
-         "record every execution (Jupyter WebSocket, /v1 and MCP) in FILE\n"
-         "before it runs, and how it ended: user, kernel, code, status,\n"
-         "duration, output; lines chained under a key (--audit-key);\n"
-         "`callisto audit-verify --key KEY FILE...` checks them (default:\n"
-         "none)",
-         path_into(&server_config::audit_log, "a file path")},
+         "record every execution (Jupyter WebSocket, /v1 and MCP) in FILE before it runs, and "
+         "how it ended: user, kernel, code, status, duration, output; lines chained under a key "
+         "(--audit-key); `callisto audit-verify --key KEY FILE...` checks them",
+         path(FIELD(audit.file)), false, "none"},
         {"--audit-key", "FILE",
-         "the audit chain's secret key, created (0600) when missing; its\n"
-         "anchor (the last line written) is kept beside it as NAME.anchor.\n"
-         "Keep it where the log's readers cannot read it (default:\n"
-         "<state-dir>/audit.key)",
-         path_into(&server_config::audit_key, "a file path")},
-        {"--audit-code",
-         "full|hash",
-         "record the code itself, or only its sha256 and size (default full)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              if (value != "full" && value != "hash") return "full or hash";
-              st.cfg.audit_code = value == "full";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.audit_code ? "full" : "hash"); }}},
+         "the audit chain's secret key, created (0600) when missing; its anchor (the last line "
+         "written) is kept beside it as NAME.anchor. Keep it where the log's readers cannot "
+         "read it",
+         path(FIELD(audit.key_file)), false, "<state-dir>/audit.key"},
+        {"--audit-code", "full|hash", "record the code itself, or only its sha256 and size",
+         one_of(FIELD(audit.record_code),
+                std::vector<std::pair<std::string, bool>>{{"full", true}, {"hash", false}})},
         {"--audit-code-limit", "SIZE",
-         "code (or user expressions) longer than this is recorded by its\n"
-         "sha256 and size only, even with --audit-code=full (default 64KiB)",
-         size_into(&server_config::audit_code_limit, "a size like 64KiB")},
+         "code (or user expressions) longer than this is recorded by its sha256 and size only, "
+         "even with --audit-code=full",
+         bytes(FIELD(audit.code_limit), 1)},
         {"--audit-rotate", "SIZE",
-         "start a new audit file past this size (FILE.1 is the newest old\n"
-         "one; the chain continues) (default 0: never)",
-         limit_into(&server_config::audit_rotate_bytes,
-                    "a size like 100MiB, at least 1KiB, or 0 for never")},
-        {"--audit-keep", "N", "rotated audit files kept (default 0: all)",
-         number_into(&server_config::audit_keep, 0, 100000, "a number 0-100000")},
+         "start a new audit file past this size (FILE.1 is the newest old one; the chain "
+         "continues)",
+         bytes(FIELD(audit.rotate_bytes), 1024, "never")},
+        {"--audit-keep", "N", "rotated audit files kept",
+         number(FIELD(audit.keep), 0, 100000, "all")},
         {"--audit-required", "on|off",
-         "refuse executions that cannot be recorded (unwritable file, full\n"
-         "disk) rather than run them unrecorded (default on)",
-         switch_into(&server_config::audit_required)},
-        {"--metrics-public",
-         nullptr,
-         "serve GET /metrics without a token (for a scraper on a private\n"
-         "network; by default it needs an admin's token)",
-         {[](const std::string&, parse_state& st) -> std::string {
-              st.cfg.metrics_public = true;
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(c.metrics_public); }}},
-        {"--log-level",
-         "LEVEL",
-         "debug, info, warn, error (default info)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              auto& c = st.cfg;
-              if (!parse_log_level(value, c.log)) return "debug, info, warn or error";
-              return {};
-          },
-          [](const server_config& c) { return nlohmann::json(log_level_name(c.log)); }}},
-        {"--log-format",
-         "text|json",
-         "log lines as text, or as one JSON object per line with time,\n"
-         "level, component, kernel_id, context_id, user where they apply\n"
-         "(default text)",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              if (value != "text" && value != "json") return "text or json";
-              st.cfg.log_format = value == "json" ? log_format::json : log_format::text;
-              return {};
-          },
-          [](const server_config& c) {
-              return nlohmann::json(c.log_format == log_format::json ? "json" : "text");
-          }}},
-        {"--version",
-         nullptr,
-         "print the version and exit",
-         {[](const std::string&, parse_state& st) -> std::string {
-              st.exit_now =
-                  parse_result{std::nullopt, std::string("callisto ") + CALLISTO_VERSION, 0};
-              return {};
-          },
-          nullptr}},
-        {"--config",
-         "FILE",
-         "read options from a JSON file: {\"port\": 8888, \"pool\": [\"python3:2\"],\n"
-         "\"no-auth\": false, ...}, keys being the option names; then\n"
-         "CALLISTO_<OPTION> variables (CALLISTO_MAX_KERNELS=10; lists\n"
-         "comma-separated), then flags; the last source wins",
-         {[](const std::string& value, parse_state& st) -> std::string {
-              if (value.empty()) return "a JSON file";
-              st.config_file = value;
-              return {};
-          },
-          nullptr}},
-        {"--print-config",
-         nullptr,
-         "print the effective configuration as JSON, a valid --config file,\n"
-         "and exit; the token is left out (set it apart: $CALLISTO_TOKEN)",
-         {[](const std::string&, parse_state& st) -> std::string {
-              st.print_config = true;
-              return {};
-          },
-          nullptr}},
-        {"--help",
-         nullptr,
-         "this text",
-         {[](const std::string&, parse_state& st) -> std::string {
-              st.exit_now = parse_result{std::nullopt, usage_text(), 0};
-              return {};
-          },
-          nullptr}},
+         "refuse executions that cannot be recorded (unwritable file, full disk) rather than run "
+         "them unrecorded",
+         on_off(FIELD(audit.required))},
+        {"--metrics-public", nullptr,
+         "serve GET /metrics without a token (for a scraper on a private network; by default it "
+         "needs an admin's token)",
+         given(FIELD(metrics_public))},
+        {"--log-level", "LEVEL", "the least important lines logged",
+         one_of(FIELD(log),
+                std::vector<std::pair<std::string, log_level>>{{"debug", log_level::debug},
+                                                               {"info", log_level::info},
+                                                               {"warn", log_level::warn},
+                                                               {"error", log_level::error}})},
+        {"--log-format", "text|json",
+         "log lines as text, or as one JSON object per line with time, level, component, "
+         "kernel_id, context_id, user where they apply",
+         one_of(FIELD(log_format),
+                std::vector<std::pair<std::string, callisto::log_format>>{
+                    {"text", log_format::text}, {"json", log_format::json}})},
+        {"--version", nullptr, "print the version and exit",
+         action([](const std::string&, parse_state& st) -> std::string {
+             st.exit_now =
+                 parse_result{std::nullopt, std::string("callisto ") + CALLISTO_VERSION, 0};
+             return {};
+         })},
+        {"--config", "FILE",
+         "read options from a JSON file: {\"port\": 8888, \"pool\": [\"python3:2\"], "
+         "\"no-auth\": false, ...}, keys being the option names; then CALLISTO_<OPTION> "
+         "variables (CALLISTO_MAX_KERNELS=10; lists comma-separated), then flags; the last "
+         "source wins",
+         action([](const std::string& value, parse_state& st) -> std::string {
+             if (value.empty()) return "a JSON file";
+             st.config_file = value;
+             return {};
+         })},
+        {"--print-config", nullptr,
+         "print the effective configuration as JSON, a valid --config file, and exit; the token "
+         "is left out (set it apart: $CALLISTO_TOKEN)",
+         action([](const std::string&, parse_state& st) -> std::string {
+             st.print_config = true;
+             return {};
+         })},
+        {"--help", nullptr, "this text",
+         action([](const std::string&, parse_state& st) -> std::string {
+             st.exit_now = parse_result{std::nullopt, usage_text(), 0};
+             return {};
+         })},
     };
     return table;
 }
+
+#undef FIELD
 
 const option* find_option(std::string_view name) {
     for (const auto& o : options())
@@ -855,30 +658,73 @@ const option* find_option(std::string_view name) {
     return nullptr;
 }
 
+// What --help and the README say an option's default is: declared, or the value a default
+// configuration shows, with what 0 means when it means something. Empty for actions.
+std::string default_text(const option& o) {
+    if (o.default_is) return o.default_is;
+    if (!o.io.show) return {};
+    const auto shown = o.io.show(server_config{});
+    std::string text = shown.is_string()    ? shown.get<std::string>()
+                       : shown.is_boolean() ? (shown.get<bool>() ? "on" : "off")
+                                            : shown.dump();
+    if (o.io.zero_means && text == "0")
+        text += ": " + std::string(o.io.zero_means);
+    else if (o.io.zero_means)
+        text += "; 0: " + std::string(o.io.zero_means);
+    return text;
+}
+
+// `text` as lines of at most `width` characters, broken between words.
+std::vector<std::string> wrap(std::string_view text, std::size_t width) {
+    std::vector<std::string> lines(1);
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const auto end = std::min(text.find(' ', at), text.size());
+        const auto word = text.substr(at, end - at);
+        if (!lines.back().empty() && lines.back().size() + 1 + word.size() > width)
+            lines.emplace_back();
+        if (!lines.back().empty()) lines.back() += ' ';
+        lines.back() += word;
+        at = end + 1;
+    }
+    return lines;
+}
+
 }  // namespace
 
 std::string usage_text() {
+    // 80 columns: the help in a column of its own, under a flag too long to stand beside it.
     constexpr std::size_t help_column = 28;
+    constexpr std::size_t help_width = 80 - help_column;
     std::string out =
         "Usage: callisto [options]\n\nServes the Jupyter Kernel Gateway REST and WebSocket API "
         "over real ipykernels.\n\n";
     for (const auto& o : options()) {
         std::string flag = std::string("  ") + o.name;
         if (o.value_name) flag += std::string("=") + o.value_name;
-        flag.append(flag.size() + 2 <= help_column ? help_column - flag.size() : 2, ' ');
-        std::string_view help = o.help;
-        for (bool first = true; !help.empty() || first; first = false) {
-            const auto nl = help.find('\n');
-            out += (first ? flag : std::string(help_column, ' ')) +
-                   std::string(help.substr(0, nl)) + "\n";
-            help = nl == std::string_view::npos ? std::string_view{} : help.substr(nl + 1);
+        if (flag.size() + 2 > help_column) out += flag + "\n", flag.clear();
+        flag.resize(help_column, ' ');
+        std::string help = o.help;
+        if (const auto d = default_text(o); !d.empty() && o.value_name)
+            help += " (default " + d + ")";
+        bool first = true;
+        for (const auto& line : wrap(help, help_width)) {
+            out += (first ? flag : std::string(help_column, ' ')) + line + "\n";
+            first = false;
         }
     }
     return out + R"(
-Sizes take B, KiB, MiB or GiB. A kernelspec may override the limits in kernel.json:
+Sizes take B, KiB, MiB, GiB or TiB. A kernelspec may override the limits in kernel.json:
 "metadata": {"callisto": {"limits": {"memory": "4GiB", "pids": 512, "cpu": 2, "cpu_time": 60,
 "file_size": "1GiB", "open_files": 1024, "disk": "2GiB", "tmp": "256MiB"}}}
 )";
+}
+
+std::vector<option_summary> option_summaries() {
+    std::vector<option_summary> out;
+    for (const auto& o : options())
+        out.push_back({o.name, o.io.show != nullptr, default_text(o), o.default_is != nullptr});
+    return out;
 }
 
 namespace {
@@ -1068,24 +914,26 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         return fail("--certfile and --keyfile go together: TLS needs the certificate and its key");
     if (!cfg.client_ca.empty() && cfg.certfile.empty())
         return fail("--client-ca needs --certfile and --keyfile: mutual TLS is TLS first");
-    if (cfg.execution_timeout > cfg.max_execution_timeout)
-        return fail("--execution-timeout (" + std::to_string(cfg.execution_timeout.count()) +
+    const auto& timeouts = cfg.interpreter.request_limits;
+    if (timeouts.default_timeout > timeouts.max_timeout)
+        return fail("--execution-timeout (" + std::to_string(timeouts.default_timeout.count()) +
                     " s) must not exceed --max-execution-timeout (" +
-                    std::to_string(cfg.max_execution_timeout.count()) + " s)");
+                    std::to_string(timeouts.max_timeout.count()) + " s)");
     if (!cfg.state_dir_off && cfg.state_dir.empty() && cfg.sandbox)
-        cfg.state_dir = cfg.workdir_root / ".callisto-state";
-    if (!cfg.audit_log.empty() && cfg.audit_key.empty() && !cfg.state_dir.empty())
-        cfg.audit_key = cfg.state_dir / "audit.key";
+        cfg.state_dir = cfg.kernels.workdir_root / ".callisto-state";
+    if (!cfg.audit.file.empty() && cfg.audit.key_file.empty() && !cfg.state_dir.empty())
+        cfg.audit.key_file = cfg.state_dir / "audit.key";
     // The runtime root's default names the serving process: none is shown.
     if (st.print_config) return {cfg, {}, 0, true};
-    if (cfg.runtime_root.empty()) cfg.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
+    if (cfg.kernels.runtime_root.empty())
+        cfg.kernels.runtime_root = "/tmp/callisto-" + std::to_string(::getpid());
     if (cfg.keep_kernels_on_exit && cfg.state_dir.empty())
         return fail(
             "--keep-kernels-on-exit needs --state-dir: the next start adopts kernels "
             "from their records there");
-    if (cfg.state_required && cfg.state_dir.empty())
+    if (cfg.kernels.state_required && cfg.state_dir.empty())
         return fail("--state-required needs --state-dir: there is nowhere to write the records");
-    if (!cfg.audit_log.empty() && cfg.audit_key.empty())
+    if (!cfg.audit.file.empty() && cfg.audit.key_file.empty())
         return fail(
             "--audit-log needs --audit-key FILE (or a --state-dir to keep it in): the "
             "chain's key must be kept where the log's readers cannot read it");

@@ -14,12 +14,18 @@
 #include <nlohmann/json.hpp>
 
 #include "common/logger.hpp"
+#include "gateway/audit/audit_log.hpp"
+#include "gateway/interpreter/interpreter_settings.hpp"
 #include "gateway/kernels/culling_policy.hpp"
 #include "gateway/kernels/kernel_policy.hpp"
-#include "launcher/sandbox_policy.hpp"
+#include "gateway/kernels/kernel_settings.hpp"
+#include "gateway/mcp/mcp_session_limits.hpp"
 
 namespace callisto::gateway {
 
+// Each layer's settings are held here as that layer declares them (kernels::kernel_settings,
+// interpreter::interpreter_settings, ...): an option writes straight into the field its layer
+// reads, and the server hands the struct over rather than copying it field by field.
 struct server_config {
     std::string ip = "127.0.0.1";
     std::uint16_t port = 8888;
@@ -29,42 +35,34 @@ struct server_config {
     int threads = 2;
 
     std::vector<std::filesystem::path> kernel_dirs;  // empty: the standard Jupyter paths
-    std::string default_kernel;                      // empty: the catalog's default
-    std::filesystem::path runtime_root;              // connection files and ipc sockets
-    bool ipc_transport = true;                       // false: tcp on 127.0.0.1
     std::filesystem::path web_root;  // static web UI; empty: looked for (host_defaults.hpp)
     bool web_root_off = false;       // --web-root=off: none, not even one found
 
-    std::size_t max_message_bytes = 32u << 20;           // one WebSocket message from a client
-    std::size_t max_request_body_bytes = 1u << 20;       // one REST request body
-    std::size_t max_body_bytes_in_flight = 256u << 20;   // all request bodies together; 0: none
-    std::size_t max_connections = 10000;                 // client connections in all; 0: no limit
-    std::size_t max_connections_per_address = 1000;      // ... from one client address; 0: none
-    std::chrono::seconds header_timeout{10};             // a new connection's first request header
-    std::size_t client_send_queue_bytes = 256u << 20;    // per WebSocket, before it is closed
-    std::size_t client_input_queue_bytes = 64u << 20;    // per WebSocket, waiting for its kernel
-    std::size_t replay_buffer_bytes = 8u << 20;          // per kernel: iopub kept for ?since=
-    std::size_t kernel_buffer_bytes = 128u << 20;        // per kernel: its messages held; 0: none
-    std::size_t kernel_message_limit_bytes = 64u << 20;  // one message part from a kernel
-    // Jupyter WebSocket clients, per execution (gateway/output_cap.hpp); 0: unlimited.
-    std::size_t ws_output_limit_bytes = 8u << 20;        // stdout + stderr
-    std::size_t ws_rich_output_limit_bytes = 64u << 20;  // display_data, execute_result, ...
+    std::size_t max_message_bytes = 32u << 20;          // one WebSocket message from a client
+    std::size_t max_request_body_bytes = 1u << 20;      // one REST request body
+    std::size_t max_body_bytes_in_flight = 256u << 20;  // all request bodies together; 0: none
+    std::size_t max_connections = 10000;                // client connections in all; 0: no limit
+    std::size_t max_connections_per_address = 1000;     // ... from one client address; 0: none
+    std::chrono::seconds header_timeout{10};            // a new connection's first request header
+    std::size_t client_send_queue_bytes = 256u << 20;   // per WebSocket, before it is closed
+    std::size_t client_input_queue_bytes = 64u << 20;   // per WebSocket, waiting for its kernel
     std::chrono::seconds ws_ping_interval{30};
-    std::chrono::seconds ws_ping_timeout{90};               // a client silent this long is closed
-    std::chrono::milliseconds kernel_ready_timeout{60000};  // spawn -> kernel_info_reply
-    std::size_t autorestart_limit = 3;                      // after unexpected deaths; 0: never
-    std::chrono::seconds autorestart_window{60};            // ... per this many seconds
-    kernels::culling_policy culling;                        // off unless a timeout is set
-    std::filesystem::path users_file;                       // users, roles, quotas; else --token
-    std::size_t max_kernels = 0;                            // all users together; 0: no limit
-    kernels::kernel_policy default_policy =
-        kernels::kernel_policy::reuse;              // when a request names none
+    std::chrono::seconds ws_ping_timeout{90};  // a client silent this long is closed
+
+    // Kernels: their processes, messages, restarts, sandbox limits (kernels.limits) and where
+    // they live (kernels.workdir_root, kernels.runtime_root, empty until parsed: its default
+    // names the serving process).
+    kernels::kernel_settings kernels = [] {
+        kernels::kernel_settings k;
+        k.workdir_root = "/var/lib/callisto/work";
+        return k;
+    }();
+    kernels::culling_policy culling;                // off unless a timeout is set
+    std::filesystem::path users_file;               // users, roles, quotas; else --token
+    std::size_t max_kernels = 0;                    // all users together; 0: no limit
     kernels::kernel_reuse reuse;                    // recycling limits, kept kernels
     std::size_t default_pool_size = 1;              // ready kernels of the default spec
     std::map<std::string, std::size_t> pool_sizes;  // --pool=NAME:N, per kernelspec
-    std::chrono::milliseconds shutdown_wait{5000};  // shutdown_request -> SIGTERM
-    std::chrono::milliseconds kill_grace{3000};     // SIGTERM -> SIGKILL
-    std::chrono::seconds heartbeat_timeout{30};     // unanswered this long: killed; 0: never
     std::chrono::seconds drain_seconds{0};  // at SIGTERM, not ready this long before stopping
     bool metrics_public = false;            // GET /metrics without a token
     // Past capacity (common/host_load.hpp): new kernels, contexts and one-shots refused 503.
@@ -79,8 +77,6 @@ struct server_config {
 
     // The kernel sandbox (launcher/sandbox.hpp). Off only for development.
     bool sandbox = true;
-    launcher::sandbox_policy limits;  // defaults; kernelspecs may override
-    std::filesystem::path workdir_root = "/var/lib/callisto/work";  // one dir per kernel
     std::uint32_t sandbox_uid_first = 60000;  // per-session uids: [first, first+count)
     std::uint32_t sandbox_uid_count = 1000;
     std::filesystem::path bwrap = "/usr/bin/bwrap";
@@ -94,33 +90,14 @@ struct server_config {
     bool state_dir_off = false;
     // SIGTERM leaves the kernels running for the next gateway, as SIGUSR2 always does.
     bool keep_kernels_on_exit = false;
-    // A kernel whose record cannot be written (a full disk) is stopped and its start refused,
-    // rather than run without surviving a restart.
-    bool state_required = false;
     std::filesystem::path zygote_program;
 
-    // The interpreter API (/v1, gateway/interpreter/).
-    std::size_t output_budget_bytes = 1u << 20;       // per stream per execution: head + tail
-    std::size_t result_cap_bytes = 5u << 20;          // one MIME value; larger goes to a file
-    std::size_t execution_queue = 16;                 // waiting executions per context
-    std::chrono::milliseconds interrupt_grace{5000};  // deadline interrupt -> kernel restart
-    std::chrono::seconds execution_timeout{600};      // a request's deadline when it names none
-    std::chrono::seconds max_execution_timeout{24 * 3600};  // the most a request may ask for
-    std::size_t upload_limit_bytes = 100u << 20;            // PUT /v1/contexts/{id}/files/{path}
-
-    // The MCP endpoint (/mcp, gateway/mcp/).
-    std::chrono::seconds mcp_session_timeout{3600};  // idle sessions end; 0: never
-    std::size_t mcp_max_sessions = 64;               // per user
-
+    // The interpreter API (/v1, gateway/interpreter/); its services (audit, records, metrics)
+    // are the server's, filled in when it is built.
+    interpreter::interpreter_settings interpreter;
+    mcp::mcp_session_limits mcp;  // the MCP endpoint (/mcp, gateway/mcp/)
     // The audit log (gateway/audit/): one chained line per execution; off without a file.
-    std::filesystem::path audit_log;
-    // The chain's key (and its anchor beside it); default <state-dir>/audit.key.
-    std::filesystem::path audit_key;
-    bool audit_code = true;  // false (--audit-code=hash): only the code's hash and size
-    std::size_t audit_code_limit = 64 << 10;  // longer code: only its hash and size
-    std::size_t audit_rotate_bytes = 0;       // 0: never rotate
-    std::size_t audit_keep = 0;               // rotated files kept; 0: all
-    bool audit_required = true;               // executions that cannot be recorded are refused
+    audit::audit_settings audit;
 
     log_level log = log_level::info;
     callisto::log_format log_format = callisto::log_format::text;
@@ -148,5 +125,14 @@ parse_result parse_server_config(const std::vector<std::string>& args,
 nlohmann::json effective_config(const server_config& config);
 
 std::string usage_text();
+
+// Each option as --help documents it, for checks that the README's table says the same.
+struct option_summary {
+    std::string name;               // "--port"
+    bool settable = false;          // false for actions: --help, --config, --hash-token, ...
+    std::string default_text;       // as --help prints it: "8888", "256MiB; 0: no limit"
+    bool default_in_words = false;  // the host decides it: "python3 when installed, ..."
+};
+std::vector<option_summary> option_summaries();
 
 }  // namespace callisto::gateway

@@ -18,15 +18,11 @@
 
 #include "common/logger.hpp"
 #include "gateway/mcp/mcp_session.hpp"
+#include "gateway/mcp/mcp_session_limits.hpp"
 #include "gateway/mcp/tool_backend.hpp"
 #include "gateway/user.hpp"
 
 namespace callisto::gateway::mcp {
-
-struct mcp_session_limits {
-    std::chrono::seconds idle_timeout{3600};  // 0: never expire
-    std::size_t max_per_user = 64;
-};
 
 class mcp_session_registry {
 public:

@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <doctest/doctest.h>
@@ -26,7 +29,7 @@ TEST_CASE("config defaults serve on loopback with a generated token") {
     CHECK(r.config->token.size() == 48);
     CHECK(r.config->token_generated);
     CHECK(r.config->auth_enabled);
-    CHECK(r.config->ipc_transport);
+    CHECK(r.config->kernels.ipc_transport);
 }
 
 TEST_CASE("config takes flags in both --name=value and --name value forms") {
@@ -39,7 +42,7 @@ TEST_CASE("config takes flags in both --name=value and --name value forms") {
     CHECK_FALSE(r.config->token_generated);
     CHECK(r.config->threads == 4);
     CHECK(r.config->max_message_bytes == 1u << 20);
-    CHECK_FALSE(r.config->ipc_transport);
+    CHECK_FALSE(r.config->kernels.ipc_transport);
 }
 
 TEST_CASE("config reads the token from CALLISTO_TOKEN, the flag winning") {
@@ -108,9 +111,9 @@ TEST_CASE("config parses the orchestration flags") {
     CHECK(c.default_pool_size == 2);
     CHECK(c.pool_sizes.at("R") == 1);
     CHECK(c.max_kernels == 40);
-    CHECK(c.autorestart_limit == 0);
-    CHECK(c.autorestart_window.count() == 120);
-    CHECK(c.replay_buffer_bytes == 1u << 20);
+    CHECK(c.kernels.autorestart_limit == 0);
+    CHECK(c.kernels.autorestart_window.count() == 120);
+    CHECK(c.kernels.replay_buffer_bytes == 1u << 20);
     CHECK(c.users_file == "/etc/callisto/users.json");
 }
 
@@ -149,8 +152,8 @@ TEST_CASE("config turns the sandbox on by default with sensible limits") {
     auto r = parse({});
     REQUIRE(r.config);
     CHECK(r.config->sandbox);
-    CHECK(r.config->limits.memory_bytes == 2ull << 30);
-    CHECK(r.config->limits.pids == 256);
+    CHECK(r.config->kernels.limits.memory_bytes == 2ull << 30);
+    CHECK(r.config->kernels.limits.pids == 256);
     CHECK(r.config->sandbox_uid_first >= 1000);
 }
 
@@ -161,15 +164,15 @@ TEST_CASE("config takes the sandbox flags and limits") {
                     "--sandbox-uids=70000-70099"});
     REQUIRE(r.config);
     CHECK_FALSE(r.config->sandbox);
-    CHECK(r.config->limits.memory_bytes == 512u << 20);
-    CHECK(r.config->limits.pids == 64);
-    CHECK(r.config->limits.cpu_cores == doctest::Approx(0.5));
-    CHECK(r.config->limits.cpu_time_seconds == 30);
-    CHECK(r.config->limits.file_size_bytes == 10u << 20);
-    CHECK(r.config->limits.open_files == 256);
-    CHECK(r.config->limits.disk_bytes == 100u << 20);
-    CHECK(r.config->limits.tmp_bytes == 32u << 20);
-    CHECK(r.config->workdir_root == "/srv/work");
+    CHECK(r.config->kernels.limits.memory_bytes == 512u << 20);
+    CHECK(r.config->kernels.limits.pids == 64);
+    CHECK(r.config->kernels.limits.cpu_cores == doctest::Approx(0.5));
+    CHECK(r.config->kernels.limits.cpu_time_seconds == 30);
+    CHECK(r.config->kernels.limits.file_size_bytes == 10u << 20);
+    CHECK(r.config->kernels.limits.open_files == 256);
+    CHECK(r.config->kernels.limits.disk_bytes == 100u << 20);
+    CHECK(r.config->kernels.limits.tmp_bytes == 32u << 20);
+    CHECK(r.config->kernels.workdir_root == "/srv/work");
     CHECK(r.config->sandbox_uid_first == 70000);
     CHECK(r.config->sandbox_uid_count == 100);
 }
@@ -192,15 +195,15 @@ TEST_CASE("config parses the interpreter API flags") {
                     "--interrupt-grace=2", "--upload-limit=10MiB"});
     REQUIRE(r.config);
     const auto& c = *r.config;
-    CHECK(c.output_budget_bytes == 64u << 10);
-    CHECK(c.result_cap_bytes == 1u << 20);
-    CHECK(c.execution_queue == 4);
-    CHECK(c.interrupt_grace == std::chrono::seconds(2));
-    CHECK(c.upload_limit_bytes == 10u << 20);
+    CHECK(c.interpreter.text_budget_bytes == 64u << 10);
+    CHECK(c.interpreter.result_cap_bytes == 1u << 20);
+    CHECK(c.interpreter.queue_limit == 4);
+    CHECK(c.interpreter.interrupt_grace == std::chrono::seconds(2));
+    CHECK(c.interpreter.max_upload_bytes == 10u << 20);
     auto d = parse({});
     REQUIRE(d.config);
-    CHECK(d.config->output_budget_bytes == 1u << 20);
-    CHECK(d.config->execution_queue == 16);
+    CHECK(d.config->interpreter.text_budget_bytes == 1u << 20);
+    CHECK(d.config->interpreter.queue_limit == 16);
 }
 
 TEST_CASE("config rejects bad interpreter API flags with a message") {
@@ -224,12 +227,12 @@ TEST_CASE("config rejects bad interpreter API flags with a message") {
 TEST_CASE("config parses the MCP flags and rejects their bad forms") {
     auto r = parse({"--mcp-session-timeout=0", "--mcp-max-sessions=3"});
     REQUIRE(r.config);
-    CHECK(r.config->mcp_session_timeout == std::chrono::seconds(0));
-    CHECK(r.config->mcp_max_sessions == 3);
+    CHECK(r.config->mcp.idle_timeout == std::chrono::seconds(0));
+    CHECK(r.config->mcp.max_per_user == 3);
     auto d = parse({});
     REQUIRE(d.config);
-    CHECK(d.config->mcp_session_timeout == std::chrono::seconds(3600));
-    CHECK(d.config->mcp_max_sessions == 64);
+    CHECK(d.config->mcp.idle_timeout == std::chrono::seconds(3600));
+    CHECK(d.config->mcp.max_per_user == 64);
     for (std::string bad :
          {"--mcp-session-timeout=-1", "--mcp-session-timeout=1h", "--mcp-session-timeout=604801",
           "--mcp-max-sessions=0", "--mcp-max-sessions=10001", "--mcp-max-sessions=many"}) {
@@ -244,16 +247,16 @@ TEST_CASE("config parses the MCP flags and rejects their bad forms") {
 TEST_CASE("config parses the WebSocket output limits; 0 means none") {
     auto d = parse({});
     REQUIRE(d.config);
-    CHECK(d.config->ws_output_limit_bytes == 8u << 20);
-    CHECK(d.config->ws_rich_output_limit_bytes == 64u << 20);
+    CHECK(d.config->kernels.ws_output_limit_bytes == 8u << 20);
+    CHECK(d.config->kernels.ws_rich_output_limit_bytes == 64u << 20);
     auto r = parse({"--ws-output-limit=1MiB", "--ws-rich-output-limit", "1024"});
     REQUIRE(r.config);
-    CHECK(r.config->ws_output_limit_bytes == 1u << 20);
-    CHECK(r.config->ws_rich_output_limit_bytes == 1024);
+    CHECK(r.config->kernels.ws_output_limit_bytes == 1u << 20);
+    CHECK(r.config->kernels.ws_rich_output_limit_bytes == 1024);
     auto off = parse({"--ws-output-limit=0", "--ws-rich-output-limit=0"});
     REQUIRE(off.config);
-    CHECK(off.config->ws_output_limit_bytes == 0);
-    CHECK(off.config->ws_rich_output_limit_bytes == 0);
+    CHECK(off.config->kernels.ws_output_limit_bytes == 0);
+    CHECK(off.config->kernels.ws_rich_output_limit_bytes == 0);
 }
 
 TEST_CASE("config rejects bad WebSocket output limits naming the flag") {
@@ -283,13 +286,13 @@ TEST_CASE("config reads the hardening limits") {
     CHECK(c->max_connections_per_address == 5);
     CHECK(c->header_timeout == std::chrono::seconds(3));
     CHECK(c->max_body_bytes_in_flight == (64u << 20));
-    CHECK(c->kernel_buffer_bytes == (32u << 20));
-    CHECK(c->kernel_message_limit_bytes == (8u << 20));
+    CHECK(c->kernels.kernel_buffer_bytes == (32u << 20));
+    CHECK(c->kernels.kernel_message_limit_bytes == (8u << 20));
     CHECK(c->client_input_queue_bytes == 0);
     auto defaults = parse({}).config;
     REQUIRE(defaults);
     CHECK(defaults->max_body_bytes_in_flight == (256u << 20));
-    CHECK(defaults->kernel_buffer_bytes == (128u << 20));
+    CHECK(defaults->kernels.kernel_buffer_bytes == (128u << 20));
 }
 
 TEST_CASE("config --help lists exactly the options the parser knows") {
@@ -338,7 +341,7 @@ TEST_CASE("config --version prints the version and exits 0") {
 TEST_CASE("config parses the kernel policy and recycling flags") {
     auto d = parse({}).config;
     REQUIRE(d);
-    CHECK(d->default_policy == kernels::kernel_policy::reuse);
+    CHECK(d->interpreter.default_policy == kernels::kernel_policy::reuse);
     CHECK(d->reuse.limits.max_uses == 20);
     CHECK(d->reuse.limits.max_lifetime == 3600s);
     CHECK(d->reuse.kept_per_user == 2);
@@ -346,7 +349,7 @@ TEST_CASE("config parses the kernel policy and recycling flags") {
                     "--kept-kernels=0"})
                  .config;
     REQUIRE(c);
-    CHECK(c->default_policy == kernels::kernel_policy::fresh);
+    CHECK(c->interpreter.default_policy == kernels::kernel_policy::fresh);
     CHECK(c->reuse.limits.max_uses == 0);
     CHECK(c->reuse.limits.max_lifetime == 90s);
     CHECK(c->reuse.kept_per_user == 0);
@@ -387,7 +390,7 @@ TEST_CASE("config reads a JSON file, then CALLISTO_ variables, then flags; the l
     REQUIRE(from_file.config);
     CHECK(from_file.config->port == 9001);
     CHECK(from_file.config->max_kernels == 7);
-    CHECK(from_file.config->limits.memory_bytes == (1ull << 30));
+    CHECK(from_file.config->kernels.limits.memory_bytes == (1ull << 30));
     CHECK(from_file.config->pool_sizes ==
           std::map<std::string, std::size_t>{{"python3", 2}, {"other", 1}});
     CHECK(from_file.config->culling.cull_connected);
@@ -405,7 +408,7 @@ TEST_CASE("config reads a JSON file, then CALLISTO_ variables, then flags; the l
     CHECK(with_env.config->port == 9002);
     // A list from a later source replaces the earlier one.
     CHECK(with_env.config->pool_sizes == std::map<std::string, std::size_t>{{"r", 3}});
-    CHECK(with_env.config->limits.memory_bytes == (1ull << 30));
+    CHECK(with_env.config->kernels.limits.memory_bytes == (1ull << 30));
 
     auto with_flags = parse({file.flag(), "--port=9003", "--pool=a:1", "--pool=b:2"}, env);
     REQUIRE(with_flags.config);
@@ -568,7 +571,7 @@ TEST_CASE("--state-dir and --keep-kernels-on-exit refuse what cannot work") {
     r = parse({"--keep-kernels-on-exit=on"});
     REQUIRE(r.config);
     CHECK(r.config->keep_kernels_on_exit);
-    CHECK_FALSE(r.config->state_required);
+    CHECK_FALSE(r.config->kernels.state_required);
 
     r = parse({"--state-dir=off", "--state-required=on"});
     CHECK_FALSE(r.config);
@@ -578,18 +581,18 @@ TEST_CASE("--state-dir and --keep-kernels-on-exit refuse what cannot work") {
     CHECK(r.message.find("--state-required") != std::string::npos);
     r = parse({"--state-required=on"});
     REQUIRE(r.config);
-    CHECK(r.config->state_required);
+    CHECK(r.config->kernels.state_required);
 }
 
 TEST_CASE("config: an execution deadline by default, within a maximum, and their bad forms") {
     auto d = parse({});
     REQUIRE(d.config);
-    CHECK(d.config->execution_timeout == 600s);
-    CHECK(d.config->max_execution_timeout == 86400s);
+    CHECK(d.config->interpreter.request_limits.default_timeout == 600s);
+    CHECK(d.config->interpreter.request_limits.max_timeout == 86400s);
     auto r = parse({"--execution-timeout=0", "--max-execution-timeout=60"});
     REQUIRE(r.config);
-    CHECK(r.config->execution_timeout == 0s);
-    CHECK(r.config->max_execution_timeout == 60s);
+    CHECK(r.config->interpreter.request_limits.default_timeout == 0s);
+    CHECK(r.config->interpreter.request_limits.max_timeout == 60s);
     auto over = parse({"--execution-timeout=120", "--max-execution-timeout=60"});
     CHECK_FALSE(over.config);
     CHECK(over.message ==
@@ -634,10 +637,10 @@ TEST_CASE(
     "refused") {
     auto r = parse({"--workdir-root=/srv/work", "--audit-log=/var/log/callisto/audit.log"});
     REQUIRE(r.config);
-    CHECK(r.config->audit_key == "/srv/work/.callisto-state/audit.key");
+    CHECK(r.config->audit.key_file == "/srv/work/.callisto-state/audit.key");
     r = parse({"--audit-log=/var/log/a.log", "--audit-key=/etc/callisto/audit.key"});
     REQUIRE(r.config);
-    CHECK(r.config->audit_key == "/etc/callisto/audit.key");
+    CHECK(r.config->audit.key_file == "/etc/callisto/audit.key");
     r = parse({"--sandbox=off", "--audit-log=/var/log/a.log"});
     CHECK_FALSE(r.config);
     CHECK(r.message.find("--audit-log needs --audit-key FILE") != std::string::npos);
@@ -645,7 +648,7 @@ TEST_CASE(
     REQUIRE(r.config);
     r = parse({"--sandbox=off"});  // no audit log: no key needed
     REQUIRE(r.config);
-    CHECK(r.config->audit_key.empty());
+    CHECK(r.config->audit.key_file.empty());
     r = parse({"--audit-key="});
     CHECK_FALSE(r.config);
     CHECK(r.message.find("--audit-key") != std::string::npos);
@@ -654,13 +657,103 @@ TEST_CASE(
 TEST_CASE("--audit-code-limit takes a size, 64KiB by default, and refuses bad forms") {
     auto r = parse({});
     REQUIRE(r.config);
-    CHECK(r.config->audit_code_limit == 64 * 1024);
+    CHECK(r.config->audit.code_limit == 64 * 1024);
     r = parse({"--audit-code-limit=1MiB"});
     REQUIRE(r.config);
-    CHECK(r.config->audit_code_limit == 1024 * 1024);
+    CHECK(r.config->audit.code_limit == 1024 * 1024);
     for (std::string bad : {"0", "-1", "lots", "64KB", "", "2048TiB"}) {
         r = parse({"--audit-code-limit=" + bad});
         CHECK_MESSAGE(!r.config, bad);
         CHECK(r.message.find("--audit-code-limit") != std::string::npos);
     }
+}
+
+namespace {
+
+std::string read_source_file(const std::string& relative) {
+    std::ifstream in(std::string(CALLISTO_SOURCE_DIR) + "/" + relative, std::ios::binary);
+    std::ostringstream content;
+    content << in.rdbuf();
+    return content.str();
+}
+
+std::vector<std::string> split(const std::string& text, const std::string& by) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    for (auto next = text.find(by); next != std::string::npos; next = text.find(by, at)) {
+        out.push_back(text.substr(at, next - at));
+        at = next + by.size();
+    }
+    out.push_back(text.substr(at));
+    return out;
+}
+
+// A README default as --help prints it: no backquotes, no unit ("30 s"), no remark in
+// parentheses ("0 (no limit)"), no surrounding spaces.
+std::string plain_default(std::string text) {
+    std::erase(text, '`');
+    if (auto paren = text.find(" ("); paren != std::string::npos) text.erase(paren);
+    for (const char* unit : {" s", " ms", " %"})
+        if (text.size() > std::strlen(unit) && text.ends_with(unit))
+            text.erase(text.size() - std::strlen(unit));
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    while (!text.empty() && text.front() == ' ') text.erase(0, 1);
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("the README names every option, and its table gives the defaults --help prints") {
+    const std::string readme = read_source_file("README.md");
+    REQUIRE_FALSE(readme.empty());
+    std::map<std::string, option_summary> declared;
+    // Named as an option, not as the start of a longer one (--cull-idle in --cull-idle-timeout).
+    const auto named = [&](const std::string& name) {
+        for (auto at = readme.find(name); at != std::string::npos; at = readme.find(name, at + 1)) {
+            const char next = at + name.size() < readme.size() ? readme[at + name.size()] : ' ';
+            if (!std::isalnum(static_cast<unsigned char>(next)) && next != '-') return true;
+        }
+        return false;
+    };
+    for (const auto& o : option_summaries()) {
+        declared[o.name] = o;
+        CHECK_MESSAGE(named(o.name), o.name << " is not in README.md");
+    }
+    // The options table: "| `--a`, `--b=X` | `d1`, d2 | meaning |" rows after "| flag |".
+    const auto table = readme.find("| flag | default | meaning |");
+    REQUIRE(table != std::string::npos);
+    std::istringstream rows(readme.substr(table));
+    std::size_t checked = 0;
+    std::string row;
+    std::getline(rows, row);  // the header
+    std::getline(rows, row);  // |---|
+    while (std::getline(rows, row) && row.rfind("| `--", 0) == 0) {
+        const auto cells = split(row.substr(2), " | ");
+        REQUIRE(cells.size() >= 3);
+        std::vector<std::string> flags;
+        for (auto flag : split(cells[0], ", ")) {
+            std::erase(flag, '`');
+            if (auto eq = flag.find('='); eq != std::string::npos) flag.erase(eq);
+            flags.push_back(flag);
+        }
+        CAPTURE(row);
+        bool in_words = false;  // defaults the host decides are described, not compared
+        for (const auto& flag : flags) {
+            REQUIRE_MESSAGE(declared.count(flag), flag << " in README.md is no option");
+            in_words = in_words || declared[flag].default_in_words || !declared[flag].settable;
+        }
+        if (in_words) continue;
+        const auto defaults = split(cells[1], ", ");
+        // One default per flag, or one for them all.
+        REQUIRE((defaults.size() == flags.size() || defaults.size() == 1));
+        for (std::size_t i = 0; i < flags.size(); ++i) {
+            CAPTURE(flags[i]);
+            const auto& o = declared[flags[i]];
+            const std::string expected = plain_default(split(o.default_text, ";")[0]);
+            CHECK(plain_default(defaults[defaults.size() == 1 ? 0 : i]) ==
+                  plain_default(split(expected, ":")[0]));
+            ++checked;
+        }
+    }
+    CHECK(checked > 40);
 }
