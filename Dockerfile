@@ -40,7 +40,8 @@ COPY --from=build /src/build/gateway/callisto /usr/local/bin/callisto
 COPY --from=build /src/build/gateway/callisto-zygote /usr/local/bin/callisto-zygote
 # Beside the zygote, where it looks for it: each zygote kernel's pid 1.
 COPY --from=build /src/build/gateway/callisto-jail-init /usr/local/bin/callisto-jail-init
-COPY web /usr/share/callisto/web
+# Where the gateway finds its web UI by default: <binary dir>/../share/callisto/web.
+COPY web /usr/local/share/callisto/web
 COPY deploy/container-entrypoint.sh /usr/local/bin/callisto-entrypoint
 # Kernels' working directories (one per kernel) and the audit log: volumes in compose.yaml.
 RUN mkdir -p /var/lib/callisto/work /var/log/callisto
@@ -48,4 +49,4 @@ EXPOSE 8888
 HEALTHCHECK --interval=5s --timeout=3s --start-period=60s \
   CMD curl -fsS http://127.0.0.1:8888/readyz || exit 1
 ENTRYPOINT ["/usr/local/bin/callisto-entrypoint"]
-CMD ["--ip=0.0.0.0", "--port=8888", "--web-root=/usr/share/callisto/web"]
+CMD ["--ip=0.0.0.0", "--port=8888"]
