@@ -5,21 +5,14 @@
 #include <stdexcept>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <nlohmann/json.hpp>
 
+#include "common/sha256.hpp"
 #include "gateway/http/router.hpp"
 #include "gateway/http/websocket_subprotocols.hpp"
 
 namespace callisto::gateway {
 namespace {
-
-std::string sha256(std::string_view text) {
-    unsigned char out[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_Digest(text.data(), text.size(), out, &len, EVP_sha256(), nullptr);
-    return std::string(reinterpret_cast<const char*>(out), len);
-}
 
 std::string_view strip_scheme(std::string_view value) {
     for (std::string_view scheme : {"token ", "Token ", "bearer ", "Bearer "})
@@ -47,15 +40,7 @@ bool decode_hex(const std::string& hex, std::string& out) {
 
 }  // namespace
 
-std::string token_auth::token_sha256(std::string_view token) {
-    static const char* digits = "0123456789abcdef";
-    std::string hex;
-    for (unsigned char c : sha256(token)) {
-        hex.push_back(digits[c >> 4]);
-        hex.push_back(digits[c & 15]);
-    }
-    return hex;
-}
+std::string token_auth::token_sha256(std::string_view token) { return sha256_hex(token); }
 
 token_auth::token_auth(std::string token) {
     if (token.empty()) {

@@ -1,11 +1,11 @@
 #include "gateway/audit/audit_chain.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include <stdexcept>
 
+#include "common/encoding.hpp"
 #include "kernelproto/hmac_signer.hpp"
 #include "kernelproto/untrusted_json.hpp"
 
@@ -17,18 +17,6 @@ constexpr std::string_view legacy_hash_field = ",\"hash\":\"";
 constexpr std::size_t key_bytes = 32;
 // Past this many, the rest of the problems are only counted: one cut can break every line.
 constexpr std::size_t problems_listed = 20;
-
-std::string to_hex(std::string_view bytes) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string hex;
-    hex.reserve(bytes.size() * 2);
-    for (char ch : bytes) {
-        const auto c = static_cast<unsigned char>(ch);
-        hex += digits[c >> 4];
-        hex += digits[c & 15];
-    }
-    return hex;
-}
 
 int hex_digit(char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -92,13 +80,6 @@ std::string seq_range(std::uint64_t from, std::uint64_t to) {
 }
 
 }  // namespace
-
-std::string sha256_hex(std::string_view bytes) {
-    unsigned char out[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_Digest(bytes.data(), bytes.size(), out, &len, EVP_sha256(), nullptr);
-    return to_hex(std::string_view(reinterpret_cast<const char*>(out), len));
-}
 
 chain_key chain_key::generate() {
     std::string bytes(key_bytes, '\0');

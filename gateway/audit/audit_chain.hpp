@@ -20,13 +20,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/sha256.hpp"
+
 namespace callisto::gateway::audit {
 
 inline constexpr std::string_view genesis_mac =
     "0000000000000000000000000000000000000000000000000000000000000000";
-
-// Lower-case hex SHA-256.
-std::string sha256_hex(std::string_view bytes);
 
 // The chain's secret: 32 bytes, kept as 64 hex characters and a newline in a file.
 class chain_key {

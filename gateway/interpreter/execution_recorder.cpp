@@ -1,5 +1,6 @@
 #include "gateway/interpreter/execution_recorder.hpp"
 
+#include "common/encoding.hpp"
 #include "gateway/interpreter/ansi_text.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
 #include "gateway/kernels/output_fields.hpp"

@@ -3,7 +3,6 @@
 // arrive base64-encoded in Jupyter messages and are written decoded, so the file opens as
 // what it is. Pure helpers.
 
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,7 +12,5 @@ namespace callisto::gateway::interpreter {
 bool is_base64_mime(std::string_view mime);
 // ".png", ".svg", ".html", ".json", ".txt", else ".bin".
 std::string file_extension_for(std::string_view mime);
-// Standard alphabet; whitespace (Jupyter wraps lines) is skipped. nullopt on bad input.
-std::optional<std::string> decode_base64(std::string_view text);
 
 }  // namespace callisto::gateway::interpreter

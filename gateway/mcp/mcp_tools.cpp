@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/byte_size.hpp"
+#include "common/encoding.hpp"
 #include "gateway/interpreter/execution_request.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
@@ -236,7 +237,7 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
             encoding = args["encoding"].get<std::string>();
         }
         if (encoding == "base64") {
-            auto decoded = interpreter::decode_base64(a.bytes);
+            auto decoded = decode_base64(a.bytes);
             if (!decoded) return fail("\"content\" is not valid base64");
             a.bytes = std::move(*decoded);
         } else if (encoding != "text") {

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <cstdint>
 
-#include <openssl/evp.h>
+#include "common/encoding.hpp"
 
 namespace callisto::gateway::mcp {
 
@@ -42,15 +42,6 @@ void section(std::string& out, std::string_view title, std::string_view body) {
 bool moved(const nlohmann::json& v) { return v.is_object() && v.contains("file"); }
 
 }  // namespace
-
-std::string encode_base64(std::string_view bytes) {
-    std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                  reinterpret_cast<const unsigned char*>(bytes.data()),
-                                  static_cast<int>(bytes.size()));
-    out.resize(static_cast<std::size_t>(n));
-    return out;
-}
 
 bool is_utf8_text(std::string_view s) {
     std::size_t i = 0;

@@ -24,6 +24,5 @@ nlohmann::json file_list_tool_result(const nlohmann::json& files, bool truncated
 nlohmann::json file_tool_result(std::string_view path, const std::string& bytes);
 
 bool is_utf8_text(std::string_view bytes);
-std::string encode_base64(std::string_view bytes);
 
 }  // namespace callisto::gateway::mcp

@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 using namespace callisto::gateway::audit;
+using callisto::sha256_hex;
 namespace fs = std::filesystem;
 
 namespace {
