@@ -1,5 +1,7 @@
 #include "gateway/http/router.hpp"
 
+#include <stdexcept>
+
 #include <doctest/doctest.h>
 
 using namespace callisto::gateway;
@@ -137,4 +139,172 @@ TEST_CASE("router maps who-am-I and the admin overview, GET only, behind the tok
     CHECK(get("/v1/admin").kind == route_kind::not_found);
     CHECK(get("/v1/admin/kernels").kind == route_kind::not_found);
     CHECK(get("/v1/whoami/x").kind == route_kind::not_found);
+}
+
+// ---- router: routes declared as (name, methods, path template, access) ------------------------
+
+namespace {
+
+// A small table with every shape a template takes: literals, parameters, a {rest...}, two
+// routes on one path, a WebSocket, the web UI's fallback.
+router small_table(bool with_fallback) {
+    router r;
+    r.add({"items_list", "GET", "/api/items"});
+    r.add({"item_create", "POST", "/api/items"});
+    r.add({"item_get", "GET", "/api/items/{item_id}"});
+    r.add({"item_delete", "DELETE", "/api/items/{item_id}"});
+    r.add({"item_watch", "GET", "/api/items/{item_id}/watch", route_access::token,
+           route_type::websocket});
+    r.add({"blob_get", "GET", "/v1/boxes/{box_id}/blobs/{path...}"});
+    r.add({"blob_put", "PUT", "/v1/boxes/{box_id}/blobs/{path...}"});
+    r.add({"rpc", "POST, DELETE", "/rpc"});
+    r.add({"health", "GET", "/health", route_access::open});
+    if (with_fallback)
+        r.add({"page", "GET", "/{file...}", route_access::open, route_type::fallback});
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("a router matches literal segments and extracts named parameters, decoded") {
+    const auto r = small_table(false);
+    auto m = r.match("GET", "/api/items/a%20b?x=1&token=t");
+    REQUIRE(m.found());
+    CHECK(m.name() == "item_get");
+    CHECK(m.spec.path == "/api/items/{item_id}");
+    CHECK(m.param("item_id") == "a b");
+    CHECK(m.query == "x=1&token=t");
+    CHECK(r.spec(m.index).name == "item_get");
+    CHECK(r.match("GET", "/api/items").name() == "items_list");
+    CHECK(r.match("GET", "/api/items/").name() == "items_list");  // a trailing slash
+    CHECK(r.match("POST", "/api/items").name() == "item_create");
+    CHECK(r.match("DELETE", "/api/items/x").name() == "item_delete");
+    CHECK(r.match("GET", "/api/item%73").name() == "items_list");  // decoded, then compared
+    CHECK(r.match("GET", "/api/items/x/y").name() == "not_found");
+    CHECK(r.match("GET", "/api").name() == "not_found");
+    CHECK(r.match("GET", "/api/items/x/watch").param("item_id") == "x");
+}
+
+TEST_CASE("a {name...} parameter takes one or more segments, joined with '/'") {
+    const auto r = small_table(false);
+    auto m = r.match("GET", "/v1/boxes/b1/blobs/a/b%20c/d.csv");
+    REQUIRE(m.found());
+    CHECK(m.param("box_id") == "b1");
+    CHECK(m.param("path") == "a/b c/d.csv");
+    CHECK(r.match("PUT", "/v1/boxes/b1/blobs/x").param("path") == "x");
+    CHECK(r.match("GET", "/v1/boxes/b1/blobs").name() == "not_found");
+    CHECK(r.match("GET", "/v1/boxes/b1/blobs/").name() == "not_found");
+}
+
+TEST_CASE("asking a match for a parameter its route has not is a programmer's error") {
+    const auto r = small_table(false);
+    CHECK_THROWS_AS((void)r.match("GET", "/api/items/x").param("box_id"), std::logic_error);
+    CHECK_THROWS_AS((void)r.match("GET", "/nothing").param("item_id"), std::logic_error);
+}
+
+TEST_CASE("a wrong method is 405 with every method the path's routes declare, in order") {
+    const auto r = small_table(true);
+    auto m = r.match("PATCH", "/api/items/x");
+    CHECK(m.result == route_match::outcome::method_not_allowed);
+    CHECK(m.name() == "method_not_allowed");
+    CHECK(m.allow == "GET, DELETE");
+    CHECK(r.match("PUT", "/api/items").allow == "GET, POST");
+    CHECK(r.match("POST", "/v1/boxes/b/blobs/a/b").allow == "GET, PUT");
+    CHECK(r.match("GET", "/rpc").allow == "POST, DELETE");
+    CHECK(r.match("DELETE", "/rpc").name() == "rpc");
+    CHECK(r.match("OPTIONS", "/health").allow == "GET");
+    // An unknown method is no different.
+    CHECK(r.match("BREW", "/api/items").allow == "GET, POST");
+    CHECK(r.match("", "/api/items").allow == "GET, POST");
+}
+
+TEST_CASE("a router matches HEAD as GET, but on WebSocket routes") {
+    const auto r = small_table(true);
+    CHECK(r.match("HEAD", "/api/items/x").name() == "item_get");
+    CHECK(r.match("HEAD", "/v1/boxes/b/blobs/f").name() == "blob_get");
+    CHECK(r.match("HEAD", "/").name() == "page");
+    auto watch = r.match("HEAD", "/api/items/x/watch");
+    CHECK(watch.result == route_match::outcome::method_not_allowed);
+    CHECK(watch.allow == "GET");
+    CHECK(r.match("HEAD", "/rpc").allow == "POST, DELETE");
+}
+
+TEST_CASE("the fallback takes GET for every path no route has, but under /api and /v1") {
+    const auto with = small_table(true);
+    auto root = with.match("GET", "/");
+    REQUIRE(root.found());
+    CHECK(root.name() == "page");
+    CHECK(root.param("file").empty());
+    CHECK(with.match("GET", "/app/main.js?v=2").param("file") == "app/main.js");
+    CHECK(with.match("GET", "/health/x").param("file") == "health/x");
+    CHECK(with.match("GET", "/rpc/x").name() == "page");
+    // Never under an API's prefix, never 405, never past a route with other methods.
+    CHECK(with.match("GET", "/api/nothing").name() == "not_found");
+    CHECK(with.match("GET", "/v1/nothing").name() == "not_found");
+    CHECK(with.match("GET", "/api").name() == "not_found");
+    CHECK(with.match("POST", "/x").name() == "not_found");
+    CHECK(with.match("GET", "/rpc").allow == "POST, DELETE");
+    CHECK(with.match("GET", "/../secret").name() == "not_found");
+    const auto without = small_table(false);
+    CHECK(without.match("GET", "/").name() == "not_found");
+    CHECK(without.match("GET", "/index.html").name() == "not_found");
+}
+
+TEST_CASE("a router matches no unsafe path; under /v1/ it says so") {
+    const auto r = small_table(true);
+    for (std::string_view t :
+         {"/api/items/..", "/api/items/%2e%2e", "/api/items/a%2fb", "/api/items/a%00b",
+          "/api/items/%zz", "/api//items", "/a/./b", "", "api/items", "*"}) {
+        INFO(t);
+        CHECK(r.match("GET", t).result == route_match::outcome::not_found);
+    }
+    for (std::string_view t : {"/v1/boxes/b/blobs/../../etc/passwd", "/v1/boxes/%2F/blobs/a",
+                               "/v1/boxes/b/blobs/a%00", "/v1//boxes", "/v1/boxes/b/blobs/%4"}) {
+        INFO(t);
+        auto m = r.match("GET", t);
+        CHECK(m.result == route_match::outcome::bad_path);
+        CHECK(m.name() == "bad_v1_path");
+    }
+}
+
+TEST_CASE("a malformed route is refused when it is added") {
+    auto refused = [](route_spec spec) {
+        router r;
+        r.add({"page", "GET", "/{file...}", route_access::open, route_type::fallback});
+        r.add({"taken", "GET", "/taken"});
+        try {
+            r.add(spec);
+        } catch (const std::invalid_argument&) {
+            return true;
+        }
+        return false;
+    };
+    CHECK(refused({"", "GET", "/a"}));
+    CHECK(refused({"taken", "GET", "/b"}));
+    CHECK(refused({"x", "", "/a"}));
+    CHECK(refused({"x", "get", "/a"}));
+    CHECK(refused({"x", "GET,,POST", "/a"}));
+    CHECK(refused({"x", "GET, GET", "/a"}));
+    CHECK(refused({"x", "HEAD", "/a"}));
+    CHECK(refused({"x", "GET", ""}));
+    CHECK(refused({"x", "GET", "a"}));
+    CHECK(refused({"x", "GET", "/a/"}));
+    CHECK(refused({"x", "GET", "/a//b"}));
+    CHECK(refused({"x", "GET", "/a/{}"}));
+    CHECK(refused({"x", "GET", "/a/{b"}));
+    CHECK(refused({"x", "GET", "/a/{B}"}));
+    CHECK(refused({"x", "GET", "/a/{b}/{b}"}));
+    CHECK(refused({"x", "GET", "/a/{b...}/c"}));
+    CHECK(refused({"x", "GET", "/a/{...}"}));
+    CHECK(refused({"x", "GET", "/a/x{b}"}));
+    CHECK(refused({"x", "GET", "/a/%41"}));
+    CHECK(refused({"x", "GET", "/a/.."}));
+    CHECK(refused(
+        {"x", "GET", "/{f...}", route_access::open, route_type::fallback}));  // a second one
+    router one;
+    CHECK_THROWS_AS(
+        one.add({"f", "GET", "/files/{f...}", route_access::open, route_type::fallback}),
+        std::invalid_argument);
+    CHECK_FALSE(refused({"x", "GET, POST", "/a/{b}/c/{d...}"}));
+    CHECK_FALSE(refused({"x", "POST,DELETE", "/a/{b_2}"}));
 }
