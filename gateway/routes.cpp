@@ -150,7 +150,7 @@ void metrics_text(gateway_services& s, incoming_request in) {
 void whoami(gateway_services& s, incoming_request in) { in.respond(s.admin_rest.whoami(*in.who)); }
 
 void admin_overview(gateway_services& s, incoming_request in) {
-    in.respond(s.admin_rest.overview(*in.who));
+    in.respond(s.admin_rest.overview());
 }
 
 void mcp_message(gateway_services& s, incoming_request in) {

@@ -1,5 +1,6 @@
 #pragma once
-// Maps a request line to a route. Pure: no I/O, so every path form is unit-tested.
+// Maps a request line to a route of those declared in the route table (gateway/routes.cpp),
+// and the URL pieces handlers read. Pure: no I/O, so every path form is unit-tested.
 
 #include <cstddef>
 #include <optional>
@@ -9,77 +10,6 @@
 #include <vector>
 
 namespace callisto::gateway {
-
-enum class route_kind {
-    not_found,
-    method_not_allowed,
-    api_info,             // GET /api
-    openapi_document,     // GET /openapi.json (docs/openapi.json, compiled in)
-    healthz,              // GET /healthz: the process and its event loop answer
-    readyz,               // GET /readyz: ready for new users (gateway/readiness.hpp)
-    metrics,              // GET /metrics: Prometheus text format
-    kernelspecs_list,     // GET /api/kernelspecs
-    kernelspec_get,       // GET /api/kernelspecs/{name}
-    kernelspec_resource,  // GET /kernelspecs/{name}/{file}
-    kernels_list,         // GET /api/kernels
-    kernel_create,        // POST /api/kernels
-    kernel_get,           // GET /api/kernels/{id}
-    kernel_delete,        // DELETE /api/kernels/{id}
-    kernel_interrupt,     // POST /api/kernels/{id}/interrupt
-    kernel_restart,       // POST /api/kernels/{id}/restart
-    kernel_channels,      // GET /api/kernels/{id}/channels (WebSocket upgrade)
-    static_file,          // GET anything else, when a web root is configured
-    // Callisto's own agent-facing API (gateway/interpreter/).
-    contexts_list,     // GET /v1/contexts
-    context_create,    // POST /v1/contexts
-    context_get,       // GET /v1/contexts/{id}
-    context_delete,    // DELETE /v1/contexts/{id}
-    context_restart,   // POST /v1/contexts/{id}/restart
-    executions_list,   // GET /v1/contexts/{id}/executions
-    execution_create,  // POST /v1/contexts/{id}/executions
-    execution_get,     // GET /v1/contexts/{id}/executions/{eid}
-    execution_delete,  // DELETE /v1/contexts/{id}/executions/{eid} (interrupts it)
-    context_events,    // GET /v1/contexts/{id}/events (WebSocket upgrade)
-    files_list,        // GET /v1/contexts/{id}/files
-    files_upload,      // POST /v1/contexts/{id}/files (multipart/form-data)
-    file_get,          // GET /v1/contexts/{id}/files/{path...}
-    file_put,          // PUT /v1/contexts/{id}/files/{path...} (raw body)
-    file_delete,       // DELETE /v1/contexts/{id}/files/{path...}
-    oneshot_create,    // POST /v1/executions (one-shot: a context of its own, by policy)
-    oneshot_get,       // GET /v1/executions/{eid}
-    oneshot_delete,    // DELETE /v1/executions/{eid} (interrupts it)
-    languages_list,    // GET /v1/languages: which kernel runs which language
-    whoami,            // GET /v1/whoami: the caller's name and role
-    admin_overview,    // GET /v1/admin/overview: the warm pool, culled kernels, activity, audit
-    mcp,               // POST, DELETE /mcp (gateway/mcp/); GET answers 405: no SSE stream
-    bad_v1_path,       // a /v1 path with an unsafe segment ("..", "%2F", NUL, "//"): 400
-    // Add new kinds above this line: route_kind_count must stay last. The OpenAPI test walks
-    // 0..route_kind_count and fails for a route docs/openapi.json does not describe.
-    route_kind_count
-};
-
-// The enumerator's name ("kernel_get"), for logs and test messages.
-std::string_view to_string(route_kind kind);
-
-// The /v1/... routes, which belong to the interpreter API.
-bool is_interpreter_route(route_kind kind);
-
-// Routes answered without a token: GET /api (as jupyter_server), the OpenAPI document, the
-// health and readiness probes (load balancers carry no token), and the static web UI.
-bool is_public_route(route_kind kind);
-
-struct route {
-    route_kind kind = route_kind::not_found;
-    std::string kernel_id;     // kernel_* routes
-    std::string context_id;    // context_* and execution_* routes
-    std::string execution_id;  // execution_get, execution_delete, oneshot_get, oneshot_delete
-    std::string name;          // kernelspec name
-    std::string file;          // kernelspec resource, static file or workdir path (no leading '/')
-    std::string query;         // raw query string without '?'
-    std::string allow;         // for method_not_allowed: the Allow header value
-};
-
-// ---- Routes declared in a table (gateway/routes.cpp), matched by `router` -------------------
 
 // Who may call a route. A request without a valid token gets 401 on every route but the open
 // ones; a valid token that is not an admin's gets 403 on the admin ones, before its body is read.
@@ -172,14 +102,6 @@ private:
     std::vector<compiled> routes_;
     std::optional<std::size_t> fallback_;
 };
-
-// ---- The route_kind router, until the dispatcher uses the table ------------------------------
-
-// `target` is the request-target as sent ("/api/kernels/abc?token=x"). Trailing slashes are
-// accepted as jupyter_server does. Percent-escapes are decoded in path segments; a segment
-// that decodes to "", ".", ".." or contains '/' or NUL never matches a name or file. HEAD
-// matches as GET does (its answer is GET's without the body), but on the WebSocket routes.
-route match_route(std::string_view method, std::string_view target, bool static_files_enabled);
 
 // Value of `key` in an application/x-www-form-urlencoded query string, decoded; "" if absent.
 std::string query_param(std::string_view query, std::string_view key);
