@@ -103,9 +103,41 @@ route_options shed_when_saturated(gateway_services& s, route_options options = {
     return options;
 }
 
+// The E2B facade's routes (gateway/e2b/), registered in one place. The data plane's routes
+// are public to the dispatcher: the facade checks the sandbox's access token.
+void register_e2b_routes(request_dispatcher& d, gateway_services& s) {
+    for (std::size_t i = 0; i < static_cast<std::size_t>(route_kind::route_kind_count); ++i) {
+        const auto k = static_cast<route_kind>(i);
+        if (!is_e2b_route(k)) continue;
+        route_options options;
+        if (k == route_kind::e2b_files) {
+            options.body_limit = s.interpreter_rest.max_upload_bytes();
+            options.body_limit_note = "set by --upload-limit";
+        }
+        if (k == route_kind::e2b_sandboxes || k == route_kind::e2b_contexts)
+            options = shed_when_saturated(s, std::move(options));
+        d.handle(
+            k,
+            [&s](incoming_request in) {
+                auto take = in.take_connection;
+                auto take_stream = [&s, take] {
+                    auto taken = take();
+                    auto stream = std::make_shared<interpreter::ndjson_stream>(
+                        std::move(taken.stream), std::move(taken.slot));
+                    s.sessions.add(stream, "e2b_execution_stream", "e2b");
+                    return stream;
+                };
+                s.e2b.handle(in.where, std::move(in.req), in.who ? &*in.who : nullptr,
+                             std::move(in.respond), std::move(in.respond_file), take_stream);
+            },
+            options);
+    }
+}
+
 }  // namespace
 
 void register_routes(request_dispatcher& d, gateway_services& s) {
+    register_e2b_routes(d, s);
     using kind = route_kind;
     d.handle(kind::api_info, [](incoming_request in) {
         in.respond(json_response(http::status::ok,

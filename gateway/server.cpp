@@ -260,6 +260,20 @@ mcp::tool_limits mcp_tool_limits(const interpreter::interpreter_settings& s) {
     return limits;
 }
 
+std::vector<std::string> kernelspec_names(const launcher::kernelspec_catalog& catalog) {
+    std::vector<std::string> names;
+    for (const auto& spec : catalog.all()) names.push_back(spec.name);
+    return names;
+}
+
+// E2B's sandboxes live within the interpreter's bounds: env_vars as /v1's env.
+e2b::e2b_settings e2b_settings_for(const interpreter::interpreter_settings& s) {
+    e2b::e2b_settings e;
+    e.limits.env = s.request_limits.env;
+    e.limits.max_timeout = s.request_limits.max_timeout;
+    return e;
+}
+
 }  // namespace
 
 server::server(server_config config, logger log)
@@ -332,6 +346,8 @@ server::server(server_config config, logger log)
           },
           config_.mcp, log_.component("mcp")),
       mcp_(mcp_sessions_, mcp_tool_limits(contexts_.settings()), CALLISTO_VERSION),
+      e2b_(ioc_, contexts_, kernelspec_names(catalog_), e2b_settings_for(contexts_.settings()),
+           log_.component("e2b")),
       auth_(config_.users_file.empty() ? user_directory(token_auth(config_.token))
                                        : user_directory(config_.users_file)),
       users_watch_(ioc_),
@@ -349,10 +365,14 @@ server::server(server_config config, logger log)
                   {CALLISTO_VERSION, std::chrono::system_clock::now(), sandbox_ != nullptr}),
       readiness_(kernels_, sandbox_ != nullptr, host_load_),
       drain_timer_(ioc_),
-      services_{
-          config_,           auth_,        kernels_,        kernels_rest_, kernelspecs_rest_,
-          sessions_,         connections_, request_bodies_, readiness_,    log_.component("http"),
-          interpreter_rest_, mcp_,         metrics_,        admin_rest_,   host_load_},
+      services_{config_,           auth_,
+                kernels_,          kernels_rest_,
+                kernelspecs_rest_, sessions_,
+                connections_,      request_bodies_,
+                readiness_,        log_.component("http"),
+                interpreter_rest_, mcp_,
+                metrics_,          admin_rest_,
+                host_load_,        e2b_},
       dispatcher_(auth_, !config_.web_root.empty(), config_.max_request_body_bytes,
                   "which is fixed; larger data goes up as a file, up to --upload-limit: PUT "
                   "/v1/contexts/{id}/files/{path} or a multipart POST to .../files"),
@@ -368,6 +388,7 @@ server::server(server_config config, logger log)
     if (kernel_records_) register_state_metrics(metrics_, *kernel_records_, *context_records_);
     register_process_metrics(metrics_);
     register_routes(dispatcher_, services_);
+    e2b_.start();
     // Bound before anything is written: a taken port leaves no runtime directory behind.
     listener_ = make_listener(ioc_, config_, http_);
     std::optional<kernel_adoption> adoption;
@@ -541,6 +562,7 @@ void server::begin_stop() {
     sessions_.close_all();
     // MCP sessions end with the server: their contexts go before the kernels do, and their
     // kernels are shut down rather than reset for a reuse that will not come.
+    e2b_.stop();
     contexts_.stop();
     mcp_sessions_.close_all();
     kernels_.shutdown_all([this] { asio::post(ioc_, [this] { finish_stop(); }); });

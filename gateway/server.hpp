@@ -19,6 +19,7 @@
 #include "gateway/admin/activity_sampler.hpp"
 #include "gateway/admin/admin_api.hpp"
 #include "gateway/audit/audit_log.hpp"
+#include "gateway/e2b/e2b_api.hpp"
 #include "gateway/gateway_services.hpp"
 #include "gateway/host_load_sampler.hpp"
 #include "gateway/http/http_services.hpp"
@@ -128,6 +129,7 @@ private:
     interpreter::interpreter_api interpreter_rest_;
     mcp::mcp_session_registry mcp_sessions_;
     mcp::mcp_endpoint mcp_;
+    e2b::e2b_api e2b_;
     user_directory auth_;
     boost::asio::steady_timer users_watch_;  // polls the users file for changes
     session_registry sessions_;

@@ -147,7 +147,56 @@ route match_v1(std::string_view method, const std::vector<std::string>& seg, rou
     return r;
 }
 
+// E2B's paths (gateway/e2b/): the control plane's /v2/sandboxes and /sandboxes/{id}, and the
+// sandbox's own (/execute, /contexts, /files, /health, envd's Connect services), which the SDK
+// sends to the one URL E2B_SANDBOX_URL names. Unmatched: not_found, left to the rest.
+route match_e2b(std::string_view method, const std::vector<std::string>& seg, route r) {
+    const std::size_t n = seg.size();
+    auto is = [&](route_kind k, std::string_view allowed) {
+        // allowed is "GET", "POST", "GET, POST", "GET, DELETE"
+        const bool ok = (method == "GET" && allowed.find("GET") != std::string_view::npos) ||
+                        (method == "POST" && allowed.find("POST") != std::string_view::npos) ||
+                        (method == "DELETE" && allowed.find("DELETE") != std::string_view::npos);
+        if (!ok) return method_not_allowed(std::string(allowed));
+        r.kind = k;
+        return r;
+    };
+    if (seg[0] == "v2" && n >= 2 && seg[1] == "sandboxes") {
+        if (n == 2) return is(route_kind::e2b_sandboxes, "GET, POST");
+        r.name = seg[2];
+        if (n == 4 && seg[3] == "connect") return is(route_kind::e2b_sandbox_connect, "POST");
+        return route{};
+    }
+    if (seg[0] == "sandboxes") {
+        if (n == 1) return is(route_kind::e2b_sandboxes, "GET");
+        r.name = seg[1];
+        if (n == 2) return is(route_kind::e2b_sandbox, "GET, DELETE");
+        if (n == 3 && seg[2] == "timeout") return is(route_kind::e2b_sandbox_timeout, "POST");
+        return route{};
+    }
+    if (n == 1 && seg[0] == "execute") return is(route_kind::e2b_execute, "POST");
+    if (n == 1 && seg[0] == "files") return is(route_kind::e2b_files, "GET, POST");
+    if (n == 1 && seg[0] == "health") return is(route_kind::e2b_health, "GET");
+    if (seg[0] == "contexts") {
+        if (n == 1) return is(route_kind::e2b_contexts, "GET, POST");
+        r.context_id = seg[1];
+        if (n == 2) return is(route_kind::e2b_context, "DELETE");
+        if (n == 3 && seg[2] == "restart") return is(route_kind::e2b_context_restart, "POST");
+        return route{};
+    }
+    if (n == 2 && (seg[0] == "filesystem.Filesystem" || seg[0] == "process.Process")) {
+        r.name = seg[0];
+        r.file = seg[1];
+        return is(route_kind::e2b_rpc, "POST");
+    }
+    return route{};
+}
+
 }  // namespace
+
+bool is_e2b_route(route_kind kind) {
+    return kind >= route_kind::e2b_sandboxes && kind <= route_kind::e2b_rpc;
+}
 
 bool is_interpreter_route(route_kind kind) {
     switch (kind) {
@@ -175,9 +224,12 @@ bool is_interpreter_route(route_kind kind) {
 }
 
 bool is_public_route(route_kind kind) {
+    // E2B's data plane carries the sandbox's access token, not the user's: the facade
+    // checks it (gateway/e2b/e2b_api.cpp).
     return kind == route_kind::api_info || kind == route_kind::openapi_document ||
            kind == route_kind::healthz || kind == route_kind::readyz ||
-           kind == route_kind::static_file;
+           kind == route_kind::static_file ||
+           (is_e2b_route(kind) && kind >= route_kind::e2b_execute);
 }
 
 std::string_view to_string(route_kind kind) {
@@ -224,6 +276,17 @@ std::string_view to_string(route_kind kind) {
         case route_kind::context_events: return "context_events";
         case route_kind::mcp: return "mcp";
         case route_kind::bad_v1_path: return "bad_v1_path";
+        case route_kind::e2b_sandboxes: return "e2b_sandboxes";
+        case route_kind::e2b_sandbox: return "e2b_sandbox";
+        case route_kind::e2b_sandbox_timeout: return "e2b_sandbox_timeout";
+        case route_kind::e2b_sandbox_connect: return "e2b_sandbox_connect";
+        case route_kind::e2b_execute: return "e2b_execute";
+        case route_kind::e2b_contexts: return "e2b_contexts";
+        case route_kind::e2b_context: return "e2b_context";
+        case route_kind::e2b_context_restart: return "e2b_context_restart";
+        case route_kind::e2b_files: return "e2b_files";
+        case route_kind::e2b_health: return "e2b_health";
+        case route_kind::e2b_rpc: return "e2b_rpc";
         case route_kind::route_kind_count: break;
     }
     return "unknown";
@@ -375,6 +438,11 @@ route match_method(std::string_view method, std::string_view target, bool static
         r.name = seg[1];
         r.file = seg[2];
         return r;
+    }
+    if (n >= 1) {
+        // Before the web UI's files: E2B's paths are the API's wherever a web root is.
+        route e = match_e2b(method, seg, r);
+        if (e.kind != route_kind::not_found) return e;
     }
     if (static_files_enabled && get) {
         r.kind = route_kind::static_file;

@@ -49,6 +49,21 @@ enum class route_kind {
     admin_overview,    // GET /v1/admin/overview: the warm pool, culled kernels, activity, audit
     mcp,               // POST, DELETE /mcp (gateway/mcp/); GET answers 405: no SSE stream
     bad_v1_path,       // a /v1 path with an unsafe segment ("..", "%2F", NUL, "//"): 400
+    // The E2B-compatible facade (gateway/e2b/): its control plane, with the user's token (as
+    // X-API-KEY), and its data plane, with the sandbox's own access token (public here: the
+    // facade checks it). `name` the sandbox id, `context_id` an E2B context, and for Connect
+    // calls `name` the service and `file` the method.
+    e2b_sandboxes,        // GET, POST /v2/sandboxes; GET /sandboxes
+    e2b_sandbox,          // GET, DELETE /sandboxes/{id}
+    e2b_sandbox_timeout,  // POST /sandboxes/{id}/timeout
+    e2b_sandbox_connect,  // POST /v2/sandboxes/{id}/connect
+    e2b_execute,          // POST /execute (NDJSON)
+    e2b_contexts,         // GET, POST /contexts
+    e2b_context,          // DELETE /contexts/{id}
+    e2b_context_restart,  // POST /contexts/{id}/restart
+    e2b_files,            // GET, POST /files?path=
+    e2b_health,           // GET /health
+    e2b_rpc,              // POST /filesystem.Filesystem/{m}, /process.Process/{m} (Connect)
     // Add new kinds above this line: route_kind_count must stay last. The OpenAPI test walks
     // 0..route_kind_count and fails for a route docs/openapi.json does not describe.
     route_kind_count
@@ -59,6 +74,9 @@ std::string_view to_string(route_kind kind);
 
 // The /v1/... routes, which belong to the interpreter API.
 bool is_interpreter_route(route_kind kind);
+
+// The E2B facade's routes, control and data plane.
+bool is_e2b_route(route_kind kind);
 
 // Routes answered without a token: GET /api (as jupyter_server), the OpenAPI document, the
 // health and readiness probes (load balancers carry no token), and the static web UI.

@@ -257,6 +257,12 @@ TEST_CASE(
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("E2B's SDKs drive callisto unchanged: sandboxes, runCode streamed, contexts, timeouts") {
+    server_process server;
+    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/e2b_test.mjs"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("the served OpenAPI document passes an independent OpenAPI 3.1 validator") {
     server_process server;
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/openapi_test.mjs"});

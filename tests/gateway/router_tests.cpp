@@ -138,3 +138,51 @@ TEST_CASE("router maps who-am-I and the admin overview, GET only, behind the tok
     CHECK(get("/v1/admin/kernels").kind == route_kind::not_found);
     CHECK(get("/v1/whoami/x").kind == route_kind::not_found);
 }
+
+TEST_CASE("router maps E2B's control plane behind the token and its data plane open") {
+    auto m = [](const char* method, const char* target) {
+        return match_route(method, target, true);
+    };
+    CHECK(m("POST", "/v2/sandboxes").kind == route_kind::e2b_sandboxes);
+    CHECK(m("GET", "/v2/sandboxes?metadata=a%3Db").kind == route_kind::e2b_sandboxes);
+    CHECK(m("GET", "/sandboxes").kind == route_kind::e2b_sandboxes);
+    CHECK(m("POST", "/sandboxes").kind == route_kind::method_not_allowed);
+    auto r = m("GET", "/sandboxes/abc123");
+    CHECK(r.kind == route_kind::e2b_sandbox);
+    CHECK(r.name == "abc123");
+    CHECK(m("DELETE", "/sandboxes/abc123").kind == route_kind::e2b_sandbox);
+    CHECK(m("POST", "/sandboxes/abc123/timeout").kind == route_kind::e2b_sandbox_timeout);
+    CHECK(m("POST", "/v2/sandboxes/abc123/connect").kind == route_kind::e2b_sandbox_connect);
+    CHECK(m("GET", "/v2/sandboxes/abc123/connect").allow == "POST");
+    CHECK(match_route("GET", "/sandboxes/abc123/pause", false).kind == route_kind::not_found);
+    for (auto k : {route_kind::e2b_sandboxes, route_kind::e2b_sandbox,
+                   route_kind::e2b_sandbox_timeout, route_kind::e2b_sandbox_connect})
+        CHECK_FALSE(is_public_route(k));
+
+    CHECK(m("POST", "/execute").kind == route_kind::e2b_execute);
+    CHECK(m("GET", "/execute").kind == route_kind::method_not_allowed);
+    CHECK(m("GET", "/contexts").kind == route_kind::e2b_contexts);
+    CHECK(m("POST", "/contexts").kind == route_kind::e2b_contexts);
+    r = m("DELETE", "/contexts/c1");
+    CHECK(r.kind == route_kind::e2b_context);
+    CHECK(r.context_id == "c1");
+    CHECK(m("POST", "/contexts/c1/restart").kind == route_kind::e2b_context_restart);
+    // Before the web UI's files, even with a web root.
+    CHECK(m("GET", "/files?path=/home/user/a.txt").kind == route_kind::e2b_files);
+    CHECK(m("GET", "/health").kind == route_kind::e2b_health);
+    r = m("POST", "/filesystem.Filesystem/Stat");
+    CHECK(r.kind == route_kind::e2b_rpc);
+    CHECK(r.name == "filesystem.Filesystem");
+    CHECK(r.file == "Stat");
+    CHECK(m("POST", "/process.Process/Start").kind == route_kind::e2b_rpc);
+    CHECK(m("POST", "/other.Service/Start").kind == route_kind::not_found);
+    for (auto k : {route_kind::e2b_execute, route_kind::e2b_contexts, route_kind::e2b_context,
+                   route_kind::e2b_context_restart, route_kind::e2b_files, route_kind::e2b_health,
+                   route_kind::e2b_rpc}) {
+        CHECK(is_e2b_route(k));
+        CHECK(is_public_route(k));
+    }
+    CHECK_FALSE(is_e2b_route(route_kind::mcp));
+    // The web UI keeps the rest.
+    CHECK(m("GET", "/index.html").kind == route_kind::static_file);
+}

@@ -1,0 +1,389 @@
+#include "gateway/e2b/e2b_api.hpp"
+
+#include <algorithm>
+
+#include <openssl/rand.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "gateway/e2b/e2b_errors.hpp"
+#include "gateway/e2b/execution_stream.hpp"
+#include "gateway/http/beast.hpp"
+#include "gateway/http/json_response.hpp"
+#include "kernelproto/iso_time.hpp"
+
+namespace callisto::gateway::e2b {
+
+namespace {
+
+using nlohmann::json;
+
+// The envd version the SDK is told: 0.5.7 lets it upload as application/octet-stream.
+constexpr const char* envd_version = "0.5.7";
+constexpr const char* home = "/home/user";
+
+std::string random_token() {
+    unsigned char bytes[24];
+    if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("RAND_bytes failed");
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char b : bytes) {
+        out.push_back(hex[b >> 4]);
+        out.push_back(hex[b & 15]);
+    }
+    return out;
+}
+
+json connection_answer(const sandbox_record& box) {
+    return {{"sandboxID", box.id},
+            {"templateID", box.template_id},
+            {"clientID", "callisto"},
+            {"envdVersion", envd_version},
+            {"envdAccessToken", box.envd_token},
+            {"trafficAccessToken", box.traffic_token},
+            {"domain", nullptr}};
+}
+
+json info_of(const sandbox_record& box) {
+    json metadata = json::object();
+    for (const auto& [k, v] : box.metadata) metadata[k] = v;
+    return {{"sandboxID", box.id},
+            {"templateID", box.template_id},
+            {"alias", box.kernel},
+            {"clientID", "callisto"},
+            {"envdVersion", envd_version},
+            {"startedAt", kernelproto::format_iso_time(box.started_at)},
+            {"endAt", kernelproto::format_iso_time(box.end_at)},
+            {"state", "running"},
+            {"cpuCount", 1},
+            {"memoryMB", 0},
+            {"diskSizeMB", 0},
+            {"metadata", metadata}};
+}
+
+json context_json(const sandbox_context& c) {
+    return {{"id", c.id}, {"language", c.language}, {"cwd", c.cwd}};
+}
+
+http_response no_such_sandbox(std::string_view id) {
+    return e2b_error(http::status::not_found, "sandbox \"" + std::string(id) + "\" not found");
+}
+
+// What a refused kernel start becomes: the quotas' 429 and the server's 503 are the SDK's
+// RateLimitError and ServiceBusyError.
+http_response start_refused(kernels::kernel_error error, const std::string& message) {
+    switch (error) {
+        case kernels::kernel_error::user_over_limit:
+        case kernels::kernel_error::server_over_limit: {
+            auto res = e2b_error(http::status::too_many_requests, message);
+            res.set(http::field::retry_after, "10");
+            return res;
+        }
+        case kernels::kernel_error::shutting_down:
+            return e2b_error(http::status::service_unavailable, message);
+        case kernels::kernel_error::no_such_kernelspec:
+            return e2b_error(http::status::bad_request, message);
+        default: return e2b_error(http::status::internal_server_error, message);
+    }
+}
+
+// "metadata=k1%3Dv1%26k2%3Dv2": the list's filter, as the SDK encodes it.
+bool matches_metadata(const sandbox_record& box, const std::string& filter) {
+    std::string_view rest = filter;
+    while (!rest.empty()) {
+        const auto amp = rest.find('&');
+        const std::string_view pair = rest.substr(0, amp);
+        rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+        if (pair.empty()) continue;
+        const auto eq = pair.find('=');
+        std::string key, value;
+        if (!percent_decode(pair.substr(0, eq), key) ||
+            !percent_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), value))
+            return false;
+        auto it = box.metadata.find(key);
+        if (it == box.metadata.end() || it->second != value) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string sandbox_id_of(const http_request& req) {
+    if (auto id = req["E2b-Sandbox-Id"]; !id.empty()) return std::string(id);
+    // https://<port>-<id>.<domain>
+    std::string_view host = req[http::field::host];
+    host = host.substr(0, host.find('.'));
+    const auto dash = host.find('-');
+    if (dash == std::string_view::npos) return {};
+    return std::string(host.substr(dash + 1));
+}
+
+e2b_api::e2b_api(boost::asio::io_context& ioc, interpreter::context_registry& contexts,
+                 std::vector<std::string> kernelspecs, e2b_settings settings, logger log)
+    : ioc_(ioc),
+      contexts_(contexts),
+      kernelspecs_(std::move(kernelspecs)),
+      settings_(std::move(settings)),
+      log_(std::move(log)),
+      sandboxes_([] { return std::chrono::system_clock::now(); }, random_token),
+      cull_timer_(boost::asio::make_strand(ioc)) {}
+
+void e2b_api::start() {
+    boost::asio::post(cull_timer_.get_executor(), [this] { arm_culling(); });
+}
+
+void e2b_api::stop() {
+    boost::asio::post(cull_timer_.get_executor(), [this] {
+        stopped_ = true;
+        cull_timer_.cancel();
+    });
+}
+
+void e2b_api::arm_culling() {
+    if (stopped_) return;
+    cull_timer_.expires_after(settings_.cull_every);
+    cull_timer_.async_wait([this](boost::system::error_code ec) {
+        if (ec || stopped_) return;
+        for (const auto& box : sandboxes_.take_expired()) {
+            log_.info("sandbox " + box.id + " of " + box.owner.name +
+                      " reached its timeout: culled with its contexts");
+            close_contexts(box);
+        }
+        arm_culling();
+    });
+}
+
+void e2b_api::close_contexts(const sandbox_record& box) {
+    for (const auto& c : box.contexts)
+        if (auto context = contexts_.find_for(c.id, box.owner)) contexts_.remove(context, [] {});
+}
+
+std::shared_ptr<interpreter::interpreter_context> e2b_api::context_of(const sandbox_record& box,
+                                                                      const std::string& id) const {
+    const bool ours = std::any_of(box.contexts.begin(), box.contexts.end(),
+                                  [&](const sandbox_context& c) { return c.id == id; });
+    return ours ? contexts_.find_for(id, box.owner) : nullptr;
+}
+
+void e2b_api::handle(const route& r, http_request req, const user* who, respond_fn respond,
+                     respond_file_fn respond_file, const interpreter::take_stream_fn& take_stream) {
+    (void)respond_file;
+    if (r.kind <= route_kind::e2b_sandbox_connect && r.kind >= route_kind::e2b_sandboxes) {
+        if (!who) return respond(e2b_error(http::status::unauthorized, "an API key is required"));
+        return control(r, req, *who, std::move(respond));
+    }
+    const std::string id = sandbox_id_of(req);
+    if (!is_valid_sandbox_id(id) && r.kind != route_kind::e2b_health)
+        return respond(e2b_error(http::status::not_found,
+                                 "no sandbox named: send E2b-Sandbox-Id or use its host name"));
+    auto box = sandboxes_.find_by_token(id, req["X-Access-Token"], req["E2B-Traffic-Access-Token"]);
+    if (r.kind == route_kind::e2b_health) {
+        // E2B's proxy answers 502 for a sandbox that is gone: isRunning() is then false.
+        return respond(box ? empty_response(http::status::no_content)
+                           : e2b_error(http::status::bad_gateway, "the sandbox is not running"));
+    }
+    if (!box) {
+        // Unknown, or not this sandbox's token: the same answer, so ids cannot be probed.
+        return respond(
+            e2b_error(http::status::unauthorized, "unknown sandbox, or not its access token"));
+    }
+    data_plane(r, std::move(req), *box, std::move(respond), take_stream);
+}
+
+void e2b_api::control(const route& r, const http_request& req, const user& who,
+                      respond_fn respond) {
+    if (r.kind == route_kind::e2b_sandboxes) {
+        if (req.method() == http::verb::post) return create_sandbox(req, who, std::move(respond));
+        const std::string filter = query_param(r.query, "metadata");
+        json list = json::array();
+        for (const auto& box : sandboxes_.list_for(who))
+            if (matches_metadata(box, filter)) list.push_back(info_of(box));
+        return respond(json_response(http::status::ok, list));
+    }
+    if (!is_valid_sandbox_id(r.name)) return respond(no_such_sandbox(r.name));
+    std::string error;
+    switch (r.kind) {
+        case route_kind::e2b_sandbox: {
+            if (req.method() == http::verb::delete_) {
+                auto box = sandboxes_.remove(r.name, who);
+                if (!box) return respond(no_such_sandbox(r.name));
+                log_.info("sandbox " + box->id + " of " + box->owner.name + " killed");
+                close_contexts(*box);
+                return respond(empty_response(http::status::no_content));
+            }
+            auto box = sandboxes_.find_for(r.name, who);
+            if (!box) return respond(no_such_sandbox(r.name));
+            return respond(json_response(http::status::ok, info_of(*box)));
+        }
+        case route_kind::e2b_sandbox_timeout: {
+            auto timeout = parse_set_timeout(req.body(), settings_.limits, error);
+            if (!timeout) return respond(e2b_error(http::status::bad_request, error));
+            if (!sandboxes_.set_timeout(r.name, who, *timeout))
+                return respond(no_such_sandbox(r.name));
+            return respond(empty_response(http::status::no_content));
+        }
+        case route_kind::e2b_sandbox_connect: {
+            auto timeout = parse_connect(req.body(), settings_.limits, error);
+            if (!error.empty()) return respond(e2b_error(http::status::bad_request, error));
+            if (timeout && !sandboxes_.set_timeout(r.name, who, *timeout))
+                return respond(no_such_sandbox(r.name));
+            auto box = sandboxes_.find_for(r.name, who);
+            if (!box) return respond(no_such_sandbox(r.name));
+            return respond(json_response(http::status::ok, connection_answer(*box)));
+        }
+        default: return respond(e2b_error(http::status::not_found, "not found"));
+    }
+}
+
+void e2b_api::create_sandbox(const http_request& req, const user& who, respond_fn respond) {
+    std::string error;
+    auto request = parse_create_sandbox(req.body(), settings_.limits, error);
+    if (!request) return respond(e2b_error(http::status::bad_request, error));
+    std::string kernel;
+    const auto& t = request->template_id;
+    if (t.empty() ||
+        std::find(settings_.default_templates.begin(), settings_.default_templates.end(), t) !=
+            settings_.default_templates.end())
+        kernel = contexts_.default_kernel();
+    else if (std::find(kernelspecs_.begin(), kernelspecs_.end(), t) != kernelspecs_.end())
+        kernel = t;
+    else
+        return respond(e2b_error(http::status::bad_request,
+                                 "template '" + t +
+                                     "' not found: a template here is a kernelspec's name "
+                                     "(GET /api/kernelspecs), or code-interpreter-v1 or base "
+                                     "for the default one"));
+    interpreter::context_request cr;
+    cr.kernel = kernel;
+    const auto timeout = request->timeout.value_or(settings_.default_timeout);
+    contexts_.create(
+        cr, who,
+        [this, who, kernel, request = std::move(*request), timeout,
+         respond = std::move(respond)](interpreter::create_context_result r) mutable {
+            if (!r.context) return respond(start_refused(r.error, r.message));
+            auto box =
+                sandboxes_.make(request.template_id.empty() ? settings_.default_templates.front()
+                                                            : request.template_id,
+                                kernel, who, std::move(request.metadata), timeout);
+            box.env = std::move(request.env);
+            box.default_context = r.context->id();
+            box.contexts.push_back({r.context->id(), "python", home});
+            log_.info("sandbox " + box.id + " (" + kernel + ") for " + who.name + " on context " +
+                      r.context->id());
+            auto answer = connection_answer(box);
+            sandboxes_.add(std::move(box));
+            auto res = json_response(http::status::created, answer);
+            res.set(http::field::location, "/sandboxes/" + answer["sandboxID"].get<std::string>());
+            respond(std::move(res));
+        });
+}
+
+void e2b_api::data_plane(const route& r, http_request req, const sandbox_record& box,
+                         respond_fn respond, const interpreter::take_stream_fn& take_stream) {
+    switch (r.kind) {
+        case route_kind::e2b_execute: return execute(req, box, std::move(respond), take_stream);
+        case route_kind::e2b_contexts: {
+            if (req.method() == http::verb::post)
+                return create_context(req, box, std::move(respond));
+            json list = json::array();
+            for (const auto& c : box.contexts) list.push_back(context_json(c));
+            return respond(json_response(http::status::ok, list));
+        }
+        case route_kind::e2b_context:
+        case route_kind::e2b_context_restart: {
+            auto context = context_of(box, r.context_id);
+            if (!context)
+                return respond(e2b_error(http::status::not_found,
+                                         "context \"" + r.context_id + "\" not found"));
+            if (r.kind == route_kind::e2b_context) {
+                sandboxes_.remove_context(box.id, context->id());
+                return contexts_.remove(context, [respond = std::move(respond)] {
+                    respond(empty_response(http::status::no_content));
+                });
+            }
+            return context->restart([respond = std::move(respond)](std::string error) {
+                respond(error.empty() ? empty_response(http::status::no_content)
+                                      : e2b_error(http::status::internal_server_error,
+                                                  "restart failed: " + error));
+            });
+        }
+        default:
+            return respond(
+                e2b_error(http::status::not_implemented, "not implemented by this gateway yet"));
+    }
+}
+
+void e2b_api::create_context(const http_request& req, const sandbox_record& box,
+                             respond_fn respond) {
+    std::string error;
+    auto request = parse_create_context(req.body(), error);
+    if (!request) return respond(e2b_error(http::status::bad_request, error));
+    interpreter::context_request cr;
+    cr.language = request->language.value_or(languages::execution_language::python);
+    if (auto why = contexts_.choose_kernel(cr))
+        return respond(e2b_error(http::status::bad_request, *why));
+    const std::string language(languages::to_string(*cr.language));
+    const std::string cwd = request->cwd.empty() ? home : request->cwd;
+    contexts_.create(cr, box.owner,
+                     [this, id = box.id, language, cwd,
+                      respond = std::move(respond)](interpreter::create_context_result r) {
+                         if (!r.context) return respond(start_refused(r.error, r.message));
+                         sandbox_context c{r.context->id(), language, cwd};
+                         if (!sandboxes_.add_context(id, c)) {
+                             // Killed meanwhile: the context goes with it.
+                             contexts_.remove(r.context, [] {});
+                             return respond(no_such_sandbox(id));
+                         }
+                         respond(json_response(http::status::ok, context_json(c)));
+                     });
+}
+
+void e2b_api::execute(const http_request& req, const sandbox_record& box, respond_fn respond,
+                      const interpreter::take_stream_fn& take_stream) {
+    std::string error;
+    auto request = parse_execute(req.body(), settings_.limits, error);
+    if (!request) return respond(e2b_error(http::status::bad_request, error));
+    const std::string context_id =
+        request->context_id.empty() ? box.default_context : request->context_id;
+    auto context = context_of(box, context_id);
+    if (!context)
+        return respond(
+            e2b_error(http::status::not_found, "context \"" + context_id + "\" not found"));
+    interpreter::execution_request exec;
+    exec.code = std::move(request->code);
+    // Python is the default context's own language: no runner.
+    if (request->language && *request->language != languages::execution_language::python)
+        exec.language = request->language;
+    exec.api = "e2b";
+    exec.stream = true;
+    exec.timeout = contexts_.settings().request_limits.default_timeout;
+    if (exec.timeout->count() == 0) exec.timeout.reset();
+    // The sandbox's envVars, then the call's, which win.
+    exec.env = box.env;
+    for (auto& [name, value] : request->env) {
+        std::erase_if(exec.env, [&](const auto& kv) { return kv.first == name; });
+        exec.env.emplace_back(name, value);
+    }
+    std::sort(exec.env.begin(), exec.env.end());
+    if (auto why = context->refusal(exec))
+        return respond(e2b_error(http::status::bad_request, *why));
+    auto out = take_stream();
+    auto stream = std::make_shared<execution_stream>(ioc_, out, settings_.keepalive_every);
+    context->submit(std::move(exec), [out, stream,
+                                      context](interpreter::interpreter_context::submit_result r) {
+        if (r.outcome != interpreter::interpreter_context::submit_outcome::accepted || !r.exec) {
+            const bool full =
+                r.outcome == interpreter::interpreter_context::submit_outcome::queue_full;
+            return out->respond(e2b_error(
+                full ? http::status::too_many_requests : http::status::conflict,
+                r.why.empty() ? (full ? "too many executions waiting" : "the context is closed")
+                              : r.why));
+        }
+        stream->follow(r.exec, [context, id = r.exec->id()] {
+            context->interrupt(id, [](std::shared_ptr<interpreter::execution>) {});
+        });
+    });
+}
+
+}  // namespace callisto::gateway::e2b
