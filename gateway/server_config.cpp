@@ -363,8 +363,9 @@ const std::vector<option>& options() {
                     "a size like 128MiB, at least 1KiB, or 0 for no limit")},
         {"--kernel-message-limit",
          "SIZE",
-         "largest message part a kernel may send; a larger one drops the\n"
-         "kernel's connection, which reconnects (default 64MiB)",
+         "largest message part a kernel may send (16MiB at most for replies);\n"
+         "a larger one is dropped, the connection made again, and a request\n"
+         "whose reply it was answered with an error (default 64MiB)",
          {[](const std::string& value, parse_state& st) -> std::string {
               auto& c = st.cfg;
               if (!parse_size(value, c.kernel_message_limit_bytes) ||
