@@ -35,7 +35,9 @@ public:
     // Prepares one kernel start: creates its cgroup, writes its passwd/group files into the
     // runtime dir and hands the runtime dir and connection file to the session uid.
     // `inner` is the kernel command as kernel_command built it (host paths); `name` is unique
-    // per start (the runtime dir's name). Throws std::runtime_error.
+    // per start (the runtime dir's name). What of the host its argv[0] needs beyond /usr (a
+    // venv, a conda prefix: interpreter_environment.hpp) is bound read-only at the same paths.
+    // Throws std::runtime_error, naming the interpreter when it cannot be found.
     std::shared_ptr<sandboxed_kernel> prepare(
         const spawn_description& inner, const sandbox_policy& policy, const sandbox_identity& who,
         const std::filesystem::path& workdir, const std::filesystem::path& runtime_dir,

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "launcher/seqpacket.hpp"
 #include "launcher/zygote_pool.hpp"
@@ -27,10 +29,12 @@ spawn_description sandboxed_spawn() {
     what.gid = 60001;
     what.rlimits = {{RLIMIT_NPROC, 256, 256}, {RLIMIT_CORE, 0, 0}};
     what.cgroup_procs_files = {"/sys/fs/cgroup/pids/callisto/k/cgroup.procs"};
-    what.zygote = zygote_fork{"python3",
-                              {"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "/r/k.json"},
-                              "/r",
-                              sandbox_layout{"/w/k", "/r", "/r/passwd", "/r/group", 1 << 20}};
+    what.zygote = zygote_fork{
+        "python3",
+        {"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "/r/k.json"},
+        "/r",
+        sandbox_layout{
+            "/w/k", "/r", "/r/passwd", "/r/group", 1 << 20, {"/opt/envs/ds", "/tmp/py312"}}};
     return what;
 }
 
@@ -56,6 +60,8 @@ TEST_CASE("a fork order carries the unwrapped command, identity, limits and layo
     REQUIRE(order.layout);
     CHECK(order.layout->workdir == "/w/k");
     CHECK(order.layout->tmp_bytes == 1 << 20);
+    CHECK(order.layout->environment ==
+          std::vector<std::filesystem::path>{"/opt/envs/ds", "/tmp/py312"});
 }
 
 TEST_CASE("an unsandboxed fork order has no identity and no layout") {
@@ -128,6 +134,20 @@ TEST_CASE("malformed orders are refused with the field named") {
     refused(fork_with("layout", R"({"workdir":"/w","runtime_dir":"/r","passwd_file":"/p",
         "group_file":"/g","tmp_bytes":-5})"),
             "'tmp_bytes' must be a whole number");
+    // Each environment path is bound at <new root>/<path>: nothing relative, nothing that
+    // climbs out, not the root itself.
+    auto with_environment = [](const std::string& list) {
+        auto j = nlohmann::json::parse(proto::encode_fork(1, sandboxed_spawn()));
+        j["layout"]["environment"] = nlohmann::json::parse(list);
+        return j.dump();
+    };
+    CHECK_NOTHROW(proto::decode_order(with_environment("[]")));
+    refused(with_environment(R"("/opt/envs/ds")"), "'environment' must be a list of strings");
+    refused(with_environment("[1]"), "'environment' must be a list of strings");
+    for (const char* bad :
+         {R"(["opt/envs"])", R"(["/opt/../etc"])", R"(["/"])", R"(["/opt/envs/"])",
+          R"(["/opt/./envs"])", R"(["//opt"])", R"(["/opt/e\u0000x"])", R"([""])"})
+        refused(with_environment(bad), "is not an absolute, normal path below /");
 }
 
 TEST_CASE("events round-trip and malformed ones are refused") {
