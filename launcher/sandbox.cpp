@@ -182,4 +182,34 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
                                               std::move(cgroup), seccomp_fd);
 }
 
+spawn_description sandbox::trial(const std::vector<std::string>& argv,
+                                 const std::vector<std::filesystem::path>& environment,
+                                 const sandbox_identity& who,
+                                 const std::map<std::string, std::string>& env) const {
+    if (who.uid == 0 || who.gid == 0) throw std::invalid_argument("sandbox: never as uid or gid 0");
+    spawn_description out;
+    out.argv = {bwrap_.string()};
+    add_namespaces(out.argv);
+    out.argv.push_back("--die-with-parent");
+    add_system_root(out.argv);
+    add_scratch_mounts(out.argv, 16u << 20);
+    add_environment(out.argv, environment);
+    out.argv.insert(out.argv.end(), {"--chdir", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/",
+                                     "--cap-drop", "ALL", "--"});
+    out.argv.insert(out.argv.end(), argv.begin(), argv.end());
+    out.env = env;
+    out.env["PATH"] = sandbox_search_path;
+    out.env["HOME"] = "/tmp";
+    out.env["TMPDIR"] = "/tmp";
+    out.cwd = "/";
+    out.uid = who.uid;
+    out.gid = who.gid;
+    // No cgroup: rlimits bound what an environment's start-up code (a .pth file) could do.
+    // RLIMIT_NPROC counts the uid's processes host-wide, an adopted kernel's among them (at
+    // most its --pids-limit): generous, but a bound.
+    out.rlimits = {
+        {RLIMIT_NPROC, 1024, 1024}, {RLIMIT_FSIZE, 64ul << 20, 64ul << 20}, {RLIMIT_CORE, 0, 0}};
+    return out;
+}
+
 }  // namespace callisto::launcher

@@ -11,8 +11,10 @@
 // does on the host is done as that uid.
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "launcher/cgroup_layout.hpp"
 #include "launcher/sandbox_layout.hpp"
@@ -48,6 +50,15 @@ public:
     std::shared_ptr<sandboxed_kernel> adopt(const sandbox_policy& policy,
                                             const sandbox_identity& who,
                                             const std::string& cgroup_name) const;
+
+    // A command that runs `argv` as `who` in a sandbox like a kernel's (the same root and
+    // `environment`, no network, no workdir, no seccomp filter or cgroup, a few rlimits), with
+    // `env` and the sandbox's PATH: to try a kernelspec's interpreter at start
+    // (run_brief_command).
+    spawn_description trial(const std::vector<std::string>& argv,
+                            const std::vector<std::filesystem::path>& environment,
+                            const sandbox_identity& who,
+                            const std::map<std::string, std::string>& env = {}) const;
 
     const cgroup_layout& cgroups() const { return cgroups_; }
     const std::filesystem::path& bwrap() const { return bwrap_; }

@@ -20,6 +20,7 @@
 #include "launcher/kernel_command.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
 #include "launcher/kernelspec.hpp"
+#include "launcher/kernelspec_check.hpp"
 #include "launcher/process_supervisor.hpp"
 #include "launcher/sandbox.hpp"
 #include "launcher/sandbox_probe.hpp"
@@ -243,4 +244,58 @@ TEST_CASE("a kernel whose interpreter is missing is not prepared: the error name
         ((root.path() / "gone" / "bin" / "python3").string() + ": No such file or directory")
             .c_str(),
         std::runtime_error);
+}
+
+TEST_CASE("at start, a kernelspec's module is looked for by its interpreter in a sandbox") {
+    open_temp_dir envs;
+    const auto python = make_venv(envs.path() / "ds", "WHERE = 'the venv'\n");
+    sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
+    kernelspec_check_settings sandboxed;
+    sandboxed.box = &box;
+    sandboxed.who = {test_uid, test_uid};
+    kernelspec spec;
+    spec.name = "ds";
+    spec.argv = {python.string(), "-m", "envmod", "-f", "{connection_file}"};
+    CHECK(kernelspec_problem(spec, sandboxed) == "");
+    CHECK(kernelspec_problem(spec, {}) == "");  // unsandboxed: as this process
+
+    // An isolated venv without ipykernel: its kernels could not start.
+    spec.argv[2] = "ipykernel_launcher";
+    CHECK(kernelspec_problem(spec, sandboxed) ==
+          python.string() +
+              " finds no module ipykernel_launcher in the sandbox: install the package that "
+              "provides it into the environment");
+    CHECK(kernelspec_problem(spec, {}) ==
+          python.string() +
+              " finds no module ipykernel_launcher: install the package that provides it into "
+              "the environment");
+    // The kernelspec's env counts: its PYTHONPATH may be what provides the module.
+    spec.argv[2] = "envmod";
+    std::filesystem::rename(envs.path() / "ds" / "lib", envs.path() / "ds" / "elsewhere");
+    CHECK(kernelspec_problem(spec, sandboxed).find("finds no module envmod") != std::string::npos);
+    const auto version = std::filesystem::canonical("/usr/bin/python3").filename().string();
+    spec.env["PYTHONPATH"] =
+        (envs.path() / "ds" / "elsewhere" / version / "site-packages").string();
+    CHECK(kernelspec_problem(spec, sandboxed) == "");
+}
+
+TEST_CASE(
+    "at start, an interpreter that fails to run in the sandbox is refused with what it said") {
+    open_temp_dir envs;
+    // Its #! names an interpreter that is not there: bwrap's execvp fails.
+    const auto script = envs.path() / "broken" / "bin" / "python3";
+    std::filesystem::create_directories(script.parent_path());
+    callisto::launcher::test::write_file(script, "#!/nonexistent/python3\n");
+    ::chmod(script.c_str(), 0755);
+    sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
+    kernelspec_check_settings sandboxed;
+    sandboxed.box = &box;
+    sandboxed.who = {test_uid, test_uid};
+    kernelspec spec;
+    spec.name = "broken";
+    spec.argv = {script.string(), "-m", "ipykernel_launcher", "-f", "{connection_file}"};
+    const auto why = kernelspec_problem(spec, sandboxed);
+    INFO(why);
+    CHECK(why.find(script.string() + " does not run in the sandbox: it exited with code 1: " +
+                   "bwrap: execvp " + script.string() + ": No such file or directory") == 0);
 }
