@@ -15,8 +15,11 @@
 #include "launcher/seqpacket.hpp"
 #include "launcher/zygote_pool.hpp"
 #include "launcher/zygote_protocol.hpp"
+#include "test_support.hpp"
 
 using namespace callisto::launcher;
+using callisto::launcher::test::temp_dir;
+using callisto::launcher::test::write_file;
 namespace proto = callisto::launcher::zygote_protocol;
 
 namespace {
@@ -240,6 +243,44 @@ TEST_CASE("only `python -m module` kernelspecs run by the zygote's own python ar
     other = spec;
     other.metadata = {{"callisto", {{"zygote", false}}}};
     CHECK(zygote_pool::why_not_eligible(other, python).find("opts out") != std::string::npos);
+}
+
+TEST_CASE(
+    "a venv made from the zygote's Python is forked by a zygote started as the venv's "
+    "interpreter; another interpreter is not") {
+    temp_dir tmp;
+    const auto python = zygote_pool::built_python();
+    kernelspec spec;
+    spec.name = "ds";
+    spec.language = "python";
+    const auto venv = tmp.path() / "ds" / "bin" / "python3";
+    std::filesystem::create_directories(venv.parent_path());
+    std::filesystem::create_symlink(python, venv);
+    write_file(tmp.path() / "ds" / "pyvenv.cfg",
+               "home = " + python.parent_path().string() +
+                   "\nexecutable = " + std::filesystem::canonical(python).string() + "\n");
+    spec.argv = {venv.string(), "-m", "ipykernel_launcher", "-f", "{connection_file}"};
+    CHECK(zygote_pool::why_not_eligible(spec, python) == "");
+    // Started as the system Python, the zygote's kernels would have the system's sys.path,
+    // without the venv's packages.
+    CHECK(zygote_pool::program_for(spec, python) == venv);
+
+    // A conda-like prefix: an interpreter of its own (a copy), whose extension modules and
+    // standard library the embedded Python cannot use.
+    const auto conda = tmp.path() / "conda" / "bin" / "python3";
+    std::filesystem::create_directories(conda.parent_path());
+    std::filesystem::copy_file(python, conda);
+    spec.argv[0] = conda.string();
+    CHECK(zygote_pool::why_not_eligible(spec, python)
+              .find("it runs " + conda.string() + " (" + conda.string() +
+                    "), and the zygote embeds ") == 0);
+    CHECK(zygote_pool::program_for(spec, python) == python);
+
+    spec.argv[0] = (tmp.path() / "gone" / "bin" / "python3").string();
+    CHECK(zygote_pool::why_not_eligible(spec, python).find("its interpreter: ") == 0);
+    CHECK(zygote_pool::program_for(spec, python) == python);
+    spec.argv[0] = "/usr/bin/python3";
+    CHECK(zygote_pool::program_for(spec, python) == python);
 }
 
 TEST_CASE("preloads come from the kernelspec, else the data stack for Python") {
