@@ -19,6 +19,7 @@
 #include "gateway/metrics/process_metrics.hpp"
 #include "gateway/routes.hpp"
 #include "launcher/cgroup_move_timer.hpp"
+#include "launcher/kernelspec_check.hpp"
 #include "launcher/leftover_reaper.hpp"
 #include "launcher/sandbox_probe.hpp"
 
@@ -67,7 +68,9 @@ void check_kernel_options(const server_config& config,
     for (const auto& dir : config.kernel_dirs)
         if (!fs::is_directory(dir))
             throw std::runtime_error("--kernel-dir=" + dir.string() + ": no such directory");
-    auto unknown = [&catalog](const std::string& option) {
+    auto unknown = [&catalog](const std::string& option, const std::string& name) {
+        if (auto why = catalog.refusal(name))
+            return std::runtime_error(option + ": kernelspec " + name + " is not offered: " + *why);
         std::string names;
         for (const auto& spec : catalog.all()) names += (names.empty() ? "" : ", ") + spec.name;
         return std::runtime_error(
@@ -75,9 +78,25 @@ void check_kernel_options(const server_config& config,
             "; --kernel-dir adds a directory of kernelspecs)");
     };
     if (!config.kernels.default_kernel.empty() && !catalog.find(config.kernels.default_kernel))
-        throw unknown("--default-kernel=" + config.kernels.default_kernel);
+        throw unknown("--default-kernel=" + config.kernels.default_kernel,
+                      config.kernels.default_kernel);
     for (const auto& [name, size] : config.pool_sizes)
-        if (!catalog.find(name)) throw unknown("--pool=" + name + ":" + std::to_string(size));
+        if (!catalog.find(name)) throw unknown("--pool=" + name + ":" + std::to_string(size), name);
+}
+
+// A kernelspec is offered only when its interpreter runs where its kernels will
+// (launcher/kernelspec_check.hpp); an environment may show none of the gateway's own files.
+launcher::kernelspec_catalog::check_fn kernelspec_check_for(const server_config& config,
+                                                            const launcher::sandbox* box) {
+    launcher::kernelspec_check_settings s;
+    s.box = box;
+    s.who = {config.sandbox_uid_first, config.sandbox_uid_first};
+    for (const auto& path :
+         {config.kernels.workdir_root, config.kernels.runtime_root, config.state_dir,
+          config.users_file, config.audit.file, config.audit.key_file, config.certfile,
+          config.keyfile, config.client_ca})
+        if (!path.empty()) s.private_paths.push_back(path);
+    return [s](const launcher::kernelspec& spec) { return launcher::kernelspec_problem(spec, s); };
 }
 
 // Binds the listening socket; a failure names the address and the way out.
@@ -311,8 +330,9 @@ server::server(server_config config, logger log)
       zygotes_(make_zygote_pool(config_, supervisor_, log_.component("zygote"))),
       kernel_links_(reactor_),
       kernel_processes_(supervisor_, zygotes_.get()),
-      catalog_(kernel_search_path(config_), log_.component("kernelspecs")),
       sandbox_(make_sandbox(config_, workdir_lock_.get(), log_.component("sandbox"))),
+      catalog_(kernel_search_path(config_), log_.component("kernelspecs"),
+               kernelspec_check_for(config_, sandbox_.get())),
       sandbox_uids_(sandbox_ ? std::make_unique<launcher::sandbox_uid_pool>(
                                    config_.sandbox_uid_first, config_.sandbox_uid_count)
                              : nullptr),

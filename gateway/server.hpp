@@ -116,8 +116,9 @@ private:
     std::unique_ptr<launcher::zygote_pool> zygotes_;
     kernels::reactor_link_port kernel_links_;
     kernels::supervisor_process_port kernel_processes_;
-    launcher::kernelspec_catalog catalog_;
     std::unique_ptr<launcher::sandbox> sandbox_;  // null with --sandbox=off
+    // After the sandbox: a kernelspec is offered only when its interpreter runs in it.
+    launcher::kernelspec_catalog catalog_;
     std::unique_ptr<launcher::sandbox_uid_pool> sandbox_uids_;
     kernels::kernel_environment kernel_env_;
     kernels::kernel_manager kernels_;

@@ -39,9 +39,15 @@ void kernelspec_api::handle(const route& r, const http_request&, const respond_f
         }
         case route_kind::kernelspec_get: {
             auto spec = catalog_.find(r.name);
-            if (!spec)
+            if (!spec) {
+                // Refused at start: not offered, and why says what the admin must fix.
+                if (auto why = catalog_.refusal(r.name))
+                    return respond(
+                        error_response(http::status::not_found,
+                                       "Kernel spec " + r.name + " is not offered here: " + *why));
                 return respond(error_response(http::status::not_found,
                                               "Kernel spec " + r.name + " not found"));
+            }
             respond(json_response(http::status::ok, spec_model(*spec)));
             return;
         }
