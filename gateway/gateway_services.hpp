@@ -8,6 +8,7 @@
 #include "common/logger.hpp"
 #include "common/metrics.hpp"
 #include "gateway/admin/admin_api.hpp"
+#include "gateway/e2b/e2b_api.hpp"
 #include "gateway/http/body_budget.hpp"
 #include "gateway/http/connection_limiter.hpp"
 #include "gateway/http/session_registry.hpp"
@@ -38,6 +39,7 @@ struct gateway_services {
     const metrics::registry& metrics;
     const admin::admin_api& admin_rest;
     const host_load& host;  // saturated: new work is refused (gateway/routes.cpp)
+    e2b::e2b_api& e2b;      // the E2B-compatible facade (gateway/e2b/)
 };
 
 }  // namespace callisto::gateway

@@ -18,6 +18,7 @@
 namespace callisto::gateway {
 namespace {
 
+using e2b::e2b_api;
 using interpreter::interpreter_api;
 using jupyter_api::kernels_api;
 using jupyter_api::kernelspec_api;
@@ -30,6 +31,7 @@ api& api_in(gateway_services& s) {
     if constexpr (std::is_same_v<api, interpreter_api>) return s.interpreter_rest;
     if constexpr (std::is_same_v<api, kernels_api>) return s.kernels_rest;
     if constexpr (std::is_same_v<api, kernelspec_api>) return s.kernelspecs_rest;
+    if constexpr (std::is_same_v<api, e2b_api>) return s.e2b;
 }
 
 template <class method>
@@ -49,18 +51,23 @@ void call(gateway_services& s, incoming_request in) {
     (api_in<typename api_of<decltype(method)>::type>(s).*method)(std::move(in));
 }
 
-// The /v1 routes whose answer may be a stream of NDJSON lines (Accept: application/x-ndjson):
-// the stream takes the connection over, which then closes after it.
+// The routes whose answer may be a stream of NDJSON lines (/v1's with Accept:
+// application/x-ndjson, E2B's /execute): the stream takes the connection over, which then
+// closes after it.
 template <auto method>
 void streamed(gateway_services& s, incoming_request in) {
-    auto take_stream = [&s, take = in.take_connection, name = in.who->name] {
+    using api = typename api_of<decltype(method)>::type;
+    // E2B's data plane has no user (the sandbox's token is its credential): its streams are
+    // listed as the facade's.
+    constexpr bool e2b = std::is_same_v<api, e2b_api>;
+    auto take_stream = [&s, take = in.take_connection, name = e2b ? "e2b" : in.who->name] {
         auto taken = take();
         auto stream = std::make_shared<interpreter::ndjson_stream>(std::move(taken.stream),
                                                                    std::move(taken.slot));
-        s.sessions.add(stream, "execution_stream", name);
+        s.sessions.add(stream, e2b ? "e2b_execution_stream" : "execution_stream", name);
         return stream;
     };
-    (s.interpreter_rest.*method)(std::move(in), take_stream);
+    (api_in<api>(s).*method)(std::move(in), take_stream);
 }
 
 http_response websocket_only() {
@@ -182,6 +189,9 @@ bool metrics_public(const server_config& c) { return c.metrics_public; }
 constexpr auto open = route_access::open;
 constexpr auto token = route_access::token;
 constexpr auto admin = route_access::admin;
+constexpr auto own_token = route_access::own_token;
+// E2B's routes: their handlers' errors are E2B's.
+constexpr route_extras e2b_errors = {.errors = route_errors::e2b};
 constexpr auto websocket = route_type::websocket;
 constexpr auto fallback = route_type::fallback;
 
@@ -259,6 +269,54 @@ const route_row table[] = {
     {{"healthz", "GET", "/healthz", open}, healthz},
     {{"readyz", "GET", "/readyz", open}, readyz},
     {{"metrics", "GET", "/metrics", admin}, metrics_text, {.open_when = metrics_public}},
+
+    // The E2B-compatible facade (gateway/e2b/), E2B's API rather than Callisto's: its errors
+    // are E2B's {"code", "message"}, which its SDKs read. The control plane takes the user's
+    // token (E2B's SDKs send it as X-API-KEY, which the HTTP session reads as one); the data
+    // plane, which the SDK sends to the one URL E2B_SANDBOX_URL names, the sandbox's own.
+    {{"e2b_sandboxes_list", "GET", "/v2/sandboxes"}, call<&e2b_api::list_sandboxes>, e2b_errors},
+    {{"e2b_sandbox_create", "POST", "/v2/sandboxes"},
+     call<&e2b_api::create_sandbox>,
+     {.sheds_load = true, .errors = route_errors::e2b}},
+    {{"e2b_sandboxes_list_v1", "GET", "/sandboxes"}, call<&e2b_api::list_sandboxes>, e2b_errors},
+    {{"e2b_sandbox_get", "GET", "/sandboxes/{sandbox_id}"},
+     call<&e2b_api::get_sandbox>,
+     e2b_errors},
+    {{"e2b_sandbox_kill", "DELETE", "/sandboxes/{sandbox_id}"},
+     call<&e2b_api::kill_sandbox>,
+     e2b_errors},
+    {{"e2b_sandbox_timeout", "POST", "/sandboxes/{sandbox_id}/timeout"},
+     call<&e2b_api::set_timeout>,
+     e2b_errors},
+    {{"e2b_sandbox_connect", "POST", "/v2/sandboxes/{sandbox_id}/connect"},
+     call<&e2b_api::connect>,
+     e2b_errors},
+    {{"e2b_execute", "POST", "/execute", own_token}, streamed<&e2b_api::execute>, e2b_errors},
+    {{"e2b_contexts_list", "GET", "/contexts", own_token},
+     call<&e2b_api::list_contexts>,
+     e2b_errors},
+    {{"e2b_context_create", "POST", "/contexts", own_token},
+     call<&e2b_api::create_context>,
+     {.sheds_load = true, .errors = route_errors::e2b}},
+    {{"e2b_context_delete", "DELETE", "/contexts/{context_id}", own_token},
+     call<&e2b_api::delete_context>,
+     e2b_errors},
+    {{"e2b_context_restart", "POST", "/contexts/{context_id}/restart", own_token},
+     call<&e2b_api::restart_context>,
+     e2b_errors},
+    {{"e2b_file_read", "GET", "/files", own_token}, call<&e2b_api::not_implemented>, e2b_errors},
+    {{"e2b_file_write", "POST", "/files", own_token},
+     call<&e2b_api::not_implemented>,
+     {.body = upload_limit, .errors = route_errors::e2b}},
+    // Refuses no one: 204 for a running sandbox named with its token, else 502, as E2B's proxy.
+    {{"e2b_health", "GET", "/health", open}, call<&e2b_api::health>, e2b_errors},
+    // envd's Connect services.
+    {{"e2b_filesystem_rpc", "POST", "/filesystem.Filesystem/{method}", own_token},
+     call<&e2b_api::not_implemented>,
+     e2b_errors},
+    {{"e2b_process_rpc", "POST", "/process.Process/{method}", own_token},
+     call<&e2b_api::not_implemented>,
+     e2b_errors},
 
     // The web UI: GET of any other path, with --web-root.
     {{"static_file", "GET", "/{path...}", open, fallback}, static_file, {.when = has_web_root}},

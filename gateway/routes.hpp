@@ -22,6 +22,12 @@ struct route_body_limit {
     std::string note;
 };
 
+// The shape of the errors a route's handler answers with: Callisto's {"reason", "message"}
+// (MCP's JSON-RPC errors aside), or E2B's {"code", "message"}, which its SDKs read. The
+// dispatcher's own refusals (401, 403, 413, 503) are Callisto's on every route.
+// tests/gateway/openapi_tests.cpp holds docs/openapi.json's error bodies to it.
+enum class route_errors { callisto, e2b };
+
 // How a route differs from the others, when it does.
 struct route_extras {
     // A larger body limit than the default.
@@ -35,6 +41,7 @@ struct route_extras {
     bool (*when)(const server_config&) = nullptr;
     // Open, whatever `access` says, when this says so (GET /metrics: --metrics-public).
     bool (*open_when)(const server_config&) = nullptr;
+    route_errors errors = route_errors::callisto;
 };
 
 struct route_row {

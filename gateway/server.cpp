@@ -19,6 +19,7 @@
 #include "gateway/metrics/process_metrics.hpp"
 #include "gateway/routes.hpp"
 #include "launcher/cgroup_move_timer.hpp"
+#include "launcher/kernelspec_check.hpp"
 #include "launcher/leftover_reaper.hpp"
 #include "launcher/sandbox_probe.hpp"
 
@@ -67,7 +68,9 @@ void check_kernel_options(const server_config& config,
     for (const auto& dir : config.kernel_dirs)
         if (!fs::is_directory(dir))
             throw std::runtime_error("--kernel-dir=" + dir.string() + ": no such directory");
-    auto unknown = [&catalog](const std::string& option) {
+    auto unknown = [&catalog](const std::string& option, const std::string& name) {
+        if (auto why = catalog.refusal(name))
+            return std::runtime_error(option + ": kernelspec " + name + " is not offered: " + *why);
         std::string names;
         for (const auto& spec : catalog.all()) names += (names.empty() ? "" : ", ") + spec.name;
         return std::runtime_error(
@@ -75,9 +78,25 @@ void check_kernel_options(const server_config& config,
             "; --kernel-dir adds a directory of kernelspecs)");
     };
     if (!config.kernels.default_kernel.empty() && !catalog.find(config.kernels.default_kernel))
-        throw unknown("--default-kernel=" + config.kernels.default_kernel);
+        throw unknown("--default-kernel=" + config.kernels.default_kernel,
+                      config.kernels.default_kernel);
     for (const auto& [name, size] : config.pool_sizes)
-        if (!catalog.find(name)) throw unknown("--pool=" + name + ":" + std::to_string(size));
+        if (!catalog.find(name)) throw unknown("--pool=" + name + ":" + std::to_string(size), name);
+}
+
+// A kernelspec is offered only when its interpreter runs where its kernels will
+// (launcher/kernelspec_check.hpp); an environment may show none of the gateway's own files.
+launcher::kernelspec_catalog::check_fn kernelspec_check_for(const server_config& config,
+                                                            const launcher::sandbox* box) {
+    launcher::kernelspec_check_settings s;
+    s.box = box;
+    s.who = {config.sandbox_uid_first, config.sandbox_uid_first};
+    for (const auto& path :
+         {config.kernels.workdir_root, config.kernels.runtime_root, config.state_dir,
+          config.users_file, config.audit.file, config.audit.key_file, config.certfile,
+          config.keyfile, config.client_ca})
+        if (!path.empty()) s.private_paths.push_back(path);
+    return [s](const launcher::kernelspec& spec) { return launcher::kernelspec_problem(spec, s); };
 }
 
 // Binds the listening socket; a failure names the address and the way out.
@@ -260,6 +279,20 @@ mcp::tool_limits mcp_tool_limits(const interpreter::interpreter_settings& s) {
     return limits;
 }
 
+std::vector<std::string> kernelspec_names(const launcher::kernelspec_catalog& catalog) {
+    std::vector<std::string> names;
+    for (const auto& spec : catalog.all()) names.push_back(spec.name);
+    return names;
+}
+
+// E2B's sandboxes live within the interpreter's bounds: env_vars as /v1's env.
+e2b::e2b_settings e2b_settings_for(const interpreter::interpreter_settings& s) {
+    e2b::e2b_settings e;
+    e.limits.env = s.request_limits.env;
+    e.limits.max_timeout = s.request_limits.max_timeout;
+    return e;
+}
+
 }  // namespace
 
 server::server(server_config config, logger log)
@@ -297,8 +330,9 @@ server::server(server_config config, logger log)
       zygotes_(make_zygote_pool(config_, supervisor_, log_.component("zygote"))),
       kernel_links_(reactor_),
       kernel_processes_(supervisor_, zygotes_.get()),
-      catalog_(kernel_search_path(config_), log_.component("kernelspecs")),
       sandbox_(make_sandbox(config_, workdir_lock_.get(), log_.component("sandbox"))),
+      catalog_(kernel_search_path(config_), log_.component("kernelspecs"),
+               kernelspec_check_for(config_, sandbox_.get())),
       sandbox_uids_(sandbox_ ? std::make_unique<launcher::sandbox_uid_pool>(
                                    config_.sandbox_uid_first, config_.sandbox_uid_count)
                              : nullptr),
@@ -332,6 +366,8 @@ server::server(server_config config, logger log)
           },
           config_.mcp, log_.component("mcp")),
       mcp_(mcp_sessions_, mcp_tool_limits(contexts_.settings()), CALLISTO_VERSION),
+      e2b_(ioc_, contexts_, kernelspec_names(catalog_), e2b_settings_for(contexts_.settings()),
+           log_.component("e2b")),
       auth_(config_.users_file.empty() ? user_directory(token_auth(config_.token))
                                        : user_directory(config_.users_file)),
       users_watch_(ioc_),
@@ -349,10 +385,14 @@ server::server(server_config config, logger log)
                   {CALLISTO_VERSION, std::chrono::system_clock::now(), sandbox_ != nullptr}),
       readiness_(kernels_, sandbox_ != nullptr, host_load_),
       drain_timer_(ioc_),
-      services_{
-          config_,           auth_,        kernels_,        kernels_rest_, kernelspecs_rest_,
-          sessions_,         connections_, request_bodies_, readiness_,    log_.component("http"),
-          interpreter_rest_, mcp_,         metrics_,        admin_rest_,   host_load_},
+      services_{config_,           auth_,
+                kernels_,          kernels_rest_,
+                kernelspecs_rest_, sessions_,
+                connections_,      request_bodies_,
+                readiness_,        log_.component("http"),
+                interpreter_rest_, mcp_,
+                metrics_,          admin_rest_,
+                host_load_,        e2b_},
       dispatcher_(auth_, config_.max_request_body_bytes,
                   "which is fixed; larger data goes up as a file, up to --upload-limit: PUT "
                   "/v1/contexts/{id}/files/{path} or a multipart POST to .../files"),
@@ -368,6 +408,7 @@ server::server(server_config config, logger log)
     if (kernel_records_) register_state_metrics(metrics_, *kernel_records_, *context_records_);
     register_process_metrics(metrics_);
     register_routes(dispatcher_, services_);
+    e2b_.start();
     // Bound before anything is written: a taken port leaves no runtime directory behind.
     listener_ = make_listener(ioc_, config_, http_);
     std::optional<kernel_adoption> adoption;
@@ -541,6 +582,7 @@ void server::begin_stop() {
     sessions_.close_all();
     // MCP sessions end with the server: their contexts go before the kernels do, and their
     // kernels are shut down rather than reset for a reuse that will not come.
+    e2b_.stop();
     contexts_.stop();
     mcp_sessions_.close_all();
     kernels_.shutdown_all([this] { asio::post(ioc_, [this] { finish_stop(); }); });

@@ -19,6 +19,7 @@
 #include "gateway/admin/activity_sampler.hpp"
 #include "gateway/admin/admin_api.hpp"
 #include "gateway/audit/audit_log.hpp"
+#include "gateway/e2b/e2b_api.hpp"
 #include "gateway/gateway_services.hpp"
 #include "gateway/host_load_sampler.hpp"
 #include "gateway/http/http_services.hpp"
@@ -115,8 +116,9 @@ private:
     std::unique_ptr<launcher::zygote_pool> zygotes_;
     kernels::reactor_link_port kernel_links_;
     kernels::supervisor_process_port kernel_processes_;
-    launcher::kernelspec_catalog catalog_;
     std::unique_ptr<launcher::sandbox> sandbox_;  // null with --sandbox=off
+    // After the sandbox: a kernelspec is offered only when its interpreter runs in it.
+    launcher::kernelspec_catalog catalog_;
     std::unique_ptr<launcher::sandbox_uid_pool> sandbox_uids_;
     kernels::kernel_environment kernel_env_;
     kernels::kernel_manager kernels_;
@@ -128,6 +130,7 @@ private:
     interpreter::interpreter_api interpreter_rest_;
     mcp::mcp_session_registry mcp_sessions_;
     mcp::mcp_endpoint mcp_;
+    e2b::e2b_api e2b_;
     user_directory auth_;
     boost::asio::steady_timer users_watch_;  // polls the users file for changes
     session_registry sessions_;

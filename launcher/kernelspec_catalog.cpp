@@ -44,8 +44,9 @@ std::vector<std::filesystem::path> kernelspec_catalog::default_search_path() {
     return dirs;
 }
 
-kernelspec_catalog::kernelspec_catalog(std::vector<std::filesystem::path> kernel_dirs, logger log)
-    : dirs_(std::move(kernel_dirs)), log_(log.component("kernelspecs")) {
+kernelspec_catalog::kernelspec_catalog(std::vector<std::filesystem::path> kernel_dirs, logger log,
+                                       check_fn check)
+    : dirs_(std::move(kernel_dirs)), log_(log.component("kernelspecs")), check_(std::move(check)) {
     refresh();
 }
 
@@ -88,14 +89,31 @@ void kernelspec_catalog::refresh() {
 
     specs_.clear();
     specs_.reserve(found.size());
-    for (auto& [name, spec] : found) specs_.push_back(std::move(spec));
-    log_.info("found " + std::to_string(specs_.size()) + " kernelspec(s)");
+    refused_.clear();
+    for (auto& [name, spec] : found) {
+        auto why = check_ ? check_(spec) : std::string();
+        if (why.empty()) {
+            specs_.push_back(std::move(spec));
+            continue;
+        }
+        log_.warn("kernelspec " + name + " (" + spec.resource_dir.string() +
+                  ") is not offered: " + why);
+        refused_.emplace(name, std::move(why));
+    }
+    log_.info("found " + std::to_string(specs_.size()) + " kernelspec(s)" +
+              (refused_.empty() ? "" : ", refused " + std::to_string(refused_.size())));
 }
 
 std::optional<kernelspec> kernelspec_catalog::find(std::string_view name) const {
     for (const auto& spec : specs_)
         if (spec.name == name) return spec;
     return std::nullopt;
+}
+
+std::optional<std::string> kernelspec_catalog::refusal(std::string_view name) const {
+    const auto it = refused_.find(std::string(name));
+    if (it == refused_.end()) return std::nullopt;
+    return it->second;
 }
 
 std::string kernelspec_catalog::default_name() const {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "launcher/interpreter_environment.hpp"
 #include "launcher/sandboxed_kernel.hpp"
 
 namespace callisto::launcher {
@@ -39,6 +40,40 @@ bool is_symlink(const std::string& path) {
 
 unsigned long rl(std::uint64_t v) { return static_cast<unsigned long>(v); }
 
+void add_namespaces(std::vector<std::string>& a) {
+    // --disable-userns: the kernel cannot make its own user namespace, where it would hold
+    // capabilities again. --new-session: no controlling tty (TIOCSTI).
+    a.insert(a.end(), {"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+                       "--unshare-uts", "--unshare-cgroup", "--disable-userns", "--hostname",
+                       sandbox_hostname, "--new-session"});
+}
+
+// A root that is an empty tmpfs, then only what Python needs, read-only.
+void add_system_root(std::vector<std::string>& a) {
+    a.insert(a.end(), {"--tmpfs", "/", "--ro-bind", "/usr", "/usr"});
+    for (const char* link : sandbox_usr_symlinks()) {
+        const std::string host = std::string("/") + link;
+        if (is_symlink(host)) a.insert(a.end(), {"--symlink", std::string("usr/") + link, host});
+    }
+    a.insert(a.end(), {"--dir", "/etc"});
+    for (const char* file : sandbox_etc_files()) a.insert(a.end(), {"--ro-bind-try", file, file});
+}
+
+// A fresh procfs for the new pid namespace (not the host's), a minimal /dev, no /sys at all,
+// size-capped /tmp and /dev/shm.
+void add_scratch_mounts(std::vector<std::string>& a, std::uint64_t tmp_bytes) {
+    const auto size = std::to_string(tmp_bytes);
+    a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/tmp",
+                       "--size", size, "--tmpfs", "/dev/shm"});
+}
+
+// After /tmp: an environment under /tmp shows inside the kernel's own /tmp.
+void add_environment(std::vector<std::string>& a,
+                     const std::vector<std::filesystem::path>& environment) {
+    for (const auto& path : environment)
+        a.insert(a.end(), {"--ro-bind", path.string(), path.string()});
+}
+
 }  // namespace
 
 sandbox::sandbox(std::filesystem::path bwrap, cgroup_layout cgroups, std::string cgroup_tag)
@@ -60,6 +95,9 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
     const std::filesystem::path& connection_file, const std::string& name) const {
     if (who.uid == 0 || who.gid == 0) throw std::invalid_argument("sandbox: never as uid or gid 0");
     if (inner.argv.empty()) throw std::invalid_argument("sandbox: empty command");
+    // What of the host the kernel's interpreter needs besides /usr: a venv, a conda prefix.
+    auto environment =
+        find_interpreter_environment(inner.argv.front(), sandbox_search_path).sandbox_paths;
 
     // The kernel binds its ipc sockets in the runtime dir and reads its connection file; once
     // the sockets exist the gateway takes the directory back (kernel_runtime_dir::seal).
@@ -81,45 +119,30 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
         cgroup = std::make_unique<kernel_cgroup>(
             cgroups_, cgroup_tag_.empty() ? name : cgroup_tag_ + "-" + name, policy);
 
-    const sandbox_layout layout{workdir, runtime_dir, passwd, group, policy.tmp_bytes};
+    sandbox_layout layout{workdir, runtime_dir, passwd, group, policy.tmp_bytes};
+    layout.environment = std::move(environment);
     const int seccomp_fd = seccomp_.make_fd();
     spawn_description out;
     try {
         auto& a = out.argv;
-        a = {bwrap_.string(),
-             // Namespaces. --disable-userns: the kernel cannot make its own user namespace,
-             // where it would hold capabilities again.
-             "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-             "--unshare-cgroup", "--disable-userns", "--hostname", sandbox_hostname,
-             // No controlling tty (TIOCSTI).
-             "--new-session",
-             // A root that is an empty tmpfs, then only what Python needs, read-only.
-             "--tmpfs", "/", "--ro-bind", "/usr", "/usr"};
-        for (const char* link : sandbox_usr_symlinks()) {
-            const std::string host = std::string("/") + link;
-            if (is_symlink(host))
-                a.insert(a.end(), {"--symlink", std::string("usr/") + link, host});
-        }
+        a = {bwrap_.string()};
+        add_namespaces(a);
         // Lifetime: dies with its spawner, unless it is to outlive the gateway; then the
         // kernel's cgroup is what kills a sandbox left behind by a bwrap that was killed.
         if (!(inner.outlive_gateway && cgroup)) a.insert(a.end(), "--die-with-parent");
-        a.insert(a.end(), {"--dir", "/etc"});
-        for (const char* file : sandbox_etc_files())
-            a.insert(a.end(), {"--ro-bind-try", file, file});
-        a.insert(a.end(),
-                 {"--ro-bind", layout.passwd_file.string(), "/etc/passwd",  //
-                  "--ro-bind", layout.group_file.string(), "/etc/group",
-                  // A fresh procfs for the new pid namespace (not the host's), a
-                  // minimal /dev, no /sys at all.
-                  "--proc", "/proc", "--dev", "/dev", "--size", std::to_string(layout.tmp_bytes),
-                  "--tmpfs", "/tmp", "--size", std::to_string(layout.tmp_bytes), "--tmpfs",
-                  "/dev/shm", "--bind", layout.workdir.string(), sandbox_workdir,
-                  // At its host path, so the connection file's ipc paths hold inside.
-                  "--bind", layout.runtime_dir.string(), layout.runtime_dir.string(),
-                  // /dev is bwrap's own tmpfs: read-only too (the device
-                  // nodes stay usable; /dev/shm is its own capped mount).
-                  "--chdir", sandbox_workdir, "--remount-ro", "/dev", "--remount-ro", "/",
-                  "--cap-drop", "ALL", "--seccomp", std::to_string(seccomp_fd), "--"});
+        add_system_root(a);
+        a.insert(a.end(), {"--ro-bind", layout.passwd_file.string(), "/etc/passwd",  //
+                           "--ro-bind", layout.group_file.string(), "/etc/group"});
+        add_scratch_mounts(a, layout.tmp_bytes);
+        a.insert(a.end(), {"--bind", layout.workdir.string(), sandbox_workdir,
+                           // At its host path, so the connection file's ipc paths hold inside.
+                           "--bind", layout.runtime_dir.string(), layout.runtime_dir.string()});
+        add_environment(a, layout.environment);
+        a.insert(a.end(), {"--chdir", sandbox_workdir,
+                           // /dev is bwrap's own tmpfs: read-only too (the device nodes stay
+                           // usable; /dev/shm is its own capped mount).
+                           "--remount-ro", "/dev", "--remount-ro", "/", "--cap-drop", "ALL",
+                           "--seccomp", std::to_string(seccomp_fd), "--"});
         a.insert(a.end(), inner.argv.begin(), inner.argv.end());
 
         // kernel_command already reduced the host environment to a safe few; keep those and
@@ -128,7 +151,7 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
         // The gateway's pid means nothing in the kernel's pid namespace, where its parent is
         // pid 1, and ipykernel's parent poller would exit at once; --die-with-parent does its job.
         out.env.erase("JPY_PARENT_PID");
-        out.env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+        out.env["PATH"] = sandbox_search_path;
         out.env["HOME"] = sandbox_workdir;
         out.env["USER"] = out.env["LOGNAME"] = "kernel";
         out.env["TMPDIR"] = "/tmp";
@@ -157,6 +180,36 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
     }
     return std::make_shared<sandboxed_kernel>(std::move(out), layout, policy, who,
                                               std::move(cgroup), seccomp_fd);
+}
+
+spawn_description sandbox::trial(const std::vector<std::string>& argv,
+                                 const std::vector<std::filesystem::path>& environment,
+                                 const sandbox_identity& who,
+                                 const std::map<std::string, std::string>& env) const {
+    if (who.uid == 0 || who.gid == 0) throw std::invalid_argument("sandbox: never as uid or gid 0");
+    spawn_description out;
+    out.argv = {bwrap_.string()};
+    add_namespaces(out.argv);
+    out.argv.push_back("--die-with-parent");
+    add_system_root(out.argv);
+    add_scratch_mounts(out.argv, 16u << 20);
+    add_environment(out.argv, environment);
+    out.argv.insert(out.argv.end(), {"--chdir", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/",
+                                     "--cap-drop", "ALL", "--"});
+    out.argv.insert(out.argv.end(), argv.begin(), argv.end());
+    out.env = env;
+    out.env["PATH"] = sandbox_search_path;
+    out.env["HOME"] = "/tmp";
+    out.env["TMPDIR"] = "/tmp";
+    out.cwd = "/";
+    out.uid = who.uid;
+    out.gid = who.gid;
+    // No cgroup: rlimits bound what an environment's start-up code (a .pth file) could do.
+    // RLIMIT_NPROC counts the uid's processes host-wide, an adopted kernel's among them (at
+    // most its --pids-limit): generous, but a bound.
+    out.rlimits = {
+        {RLIMIT_NPROC, 1024, 1024}, {RLIMIT_FSIZE, 64ul << 20, 64ul << 20}, {RLIMIT_CORE, 0, 0}};
+    return out;
 }
 
 }  // namespace callisto::launcher

@@ -11,8 +11,10 @@
 // does on the host is done as that uid.
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "launcher/cgroup_layout.hpp"
 #include "launcher/sandbox_layout.hpp"
@@ -35,7 +37,9 @@ public:
     // Prepares one kernel start: creates its cgroup, writes its passwd/group files into the
     // runtime dir and hands the runtime dir and connection file to the session uid.
     // `inner` is the kernel command as kernel_command built it (host paths); `name` is unique
-    // per start (the runtime dir's name). Throws std::runtime_error.
+    // per start (the runtime dir's name). What of the host its argv[0] needs beyond /usr (a
+    // venv, a conda prefix: interpreter_environment.hpp) is bound read-only at the same paths.
+    // Throws std::runtime_error, naming the interpreter when it cannot be found.
     std::shared_ptr<sandboxed_kernel> prepare(
         const spawn_description& inner, const sandbox_policy& policy, const sandbox_identity& who,
         const std::filesystem::path& workdir, const std::filesystem::path& runtime_dir,
@@ -46,6 +50,15 @@ public:
     std::shared_ptr<sandboxed_kernel> adopt(const sandbox_policy& policy,
                                             const sandbox_identity& who,
                                             const std::string& cgroup_name) const;
+
+    // A command that runs `argv` as `who` in a sandbox like a kernel's (the same root and
+    // `environment`, no network, no workdir, no seccomp filter or cgroup, a few rlimits), with
+    // `env` and the sandbox's PATH: to try a kernelspec's interpreter at start
+    // (run_brief_command).
+    spawn_description trial(const std::vector<std::string>& argv,
+                            const std::vector<std::filesystem::path>& environment,
+                            const sandbox_identity& who,
+                            const std::map<std::string, std::string>& env = {}) const;
 
     const cgroup_layout& cgroups() const { return cgroups_; }
     const std::filesystem::path& bwrap() const { return bwrap_; }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,8 @@ namespace callisto::launcher {
 // Where things are inside the sandbox.
 inline constexpr const char* sandbox_workdir = "/work";
 inline constexpr const char* sandbox_hostname = "kernel";
+// The kernel's PATH: where a kernelspec's argv[0] without a '/' is found inside.
+inline constexpr const char* sandbox_search_path = "/usr/local/bin:/usr/bin:/bin";
 
 struct sandbox_layout {
     std::filesystem::path workdir;      // bound read-write at sandbox_workdir
@@ -23,9 +26,13 @@ struct sandbox_layout {
     std::filesystem::path passwd_file;  // bound read-only at /etc/passwd
     std::filesystem::path group_file;   // bound read-only at /etc/group
     std::uint64_t tmp_bytes = 0;        // size of /tmp and of /dev/shm, each
+    // The kernelspec's environment beyond /usr (interpreter_environment::sandbox_paths), each
+    // bound read-only at its host path, after /tmp: a venv under /tmp shows inside /tmp.
+    std::vector<std::filesystem::path> environment = {};
 
     nlohmann::json to_json() const;
-    // Throws std::invalid_argument naming the field that is missing or not a string/number.
+    // Throws std::invalid_argument naming the field that is missing or not a string/number,
+    // or an environment path that is not absolute and normal ("/opt/env", never "/opt/../x").
     static sandbox_layout from_json(const nlohmann::json& j);
 };
 

@@ -1,16 +1,13 @@
 #include "launcher/sandbox_probe.hpp"
 
-#include <fcntl.h>
-#include <grp.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-#include <cerrno>
-#include <csignal>
+#include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <vector>
+
+#include "launcher/brief_command.hpp"
 
 namespace callisto::launcher {
 
@@ -23,41 +20,22 @@ std::string first_line(const char* file) {
     return line;
 }
 
-// Runs `argv` as uid:uid with no groups; returns the exit status and what it wrote to stderr.
+// Runs `argv` as uid:uid with no groups; returns the exit status (128+N for signal N) and what
+// it wrote.
 std::pair<int, std::string> run_as(uid_t uid, const std::vector<std::string>& argv) {
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    char* env[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
-    int out[2];
-    if (::pipe2(out, O_CLOEXEC) != 0) return {-1, std::string("pipe: ") + std::strerror(errno)};
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-        ::close(out[0]);
-        ::close(out[1]);
-        return {-1, std::string("fork: ") + std::strerror(errno)};
+    spawn_description what;
+    what.argv = argv;
+    what.env = {{"PATH", "/usr/bin:/bin"}};
+    what.cwd = "/";
+    what.uid = uid;
+    what.gid = uid;
+    try {
+        const auto result = run_brief_command(what, std::chrono::seconds(30));
+        if (result.timed_out) return {-1, "it did not finish within 30 s"};
+        return {result.signal != 0 ? 128 + result.signal : result.exit_code, result.output};
+    } catch (const std::exception& e) {
+        return {-1, e.what()};
     }
-    if (pid == 0) {
-        ::dup2(out[1], STDERR_FILENO);
-        ::dup2(out[1], STDOUT_FILENO);
-        if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
-            ::setresuid(uid, uid, uid) != 0)
-            ::_exit(126);
-        if (::chdir("/") != 0) ::_exit(126);
-        ::execve(args[0], args.data(), env);
-        ::_exit(127);
-    }
-    ::close(out[1]);
-    std::string text;
-    char buf[512];
-    ssize_t n;
-    while ((n = ::read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-        if (n > 0 && text.size() < 4096) text.append(buf, static_cast<std::size_t>(n));
-    ::close(out[0]);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text};
 }
 
 }  // namespace

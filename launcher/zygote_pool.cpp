@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "launcher/interpreter_environment.hpp"
+#include "launcher/sandbox_layout.hpp"
+
 namespace callisto::launcher {
 
 namespace {
@@ -10,21 +13,11 @@ namespace {
 constexpr std::chrono::seconds max_backoff{60};
 constexpr std::chrono::seconds healthy_after{60};
 
-std::filesystem::path on_path(const std::string& program) {
-    if (program.find('/') != std::string::npos) return program;
+// Where the kernel's argv[0] is looked up: the gateway's PATH, as an unsandboxed kernel's, and
+// for the programs a zygote can embed (under /usr), the sandbox's finds the same.
+std::string search_path() {
     const char* path = std::getenv("PATH");
-    std::string search = path ? path : "/usr/local/bin:/usr/bin:/bin";
-    std::size_t start = 0;
-    while (start <= search.size()) {
-        auto end = search.find(':', start);
-        if (end == std::string::npos) end = search.size();
-        const std::filesystem::path candidate =
-            std::filesystem::path(search.substr(start, end - start)) / program;
-        start = end + 1;
-        std::error_code ec;
-        if (candidate.is_absolute() && std::filesystem::exists(candidate, ec)) return candidate;
-    }
-    return program;
+    return path ? path : sandbox_search_path;
 }
 
 }  // namespace
@@ -58,12 +51,31 @@ std::string zygote_pool::why_not_eligible(const kernelspec& spec,
     }
     if (spec.argv.size() < 3 || spec.argv[1] != "-m")
         return "its command is not `python -m module`";
-    std::error_code a, b;
-    const auto theirs = std::filesystem::canonical(on_path(spec.argv[0]), a);
-    const auto ours = std::filesystem::canonical(python, b);
-    if (a || b || theirs != ours)
-        return "it runs " + spec.argv[0] + ", and the zygote embeds " + python.string();
+    std::error_code ec;
+    const auto ours = std::filesystem::canonical(python, ec);
+    if (ec) return "the zygote's Python " + python.string() + " is not there";
+    interpreter_environment env;
+    try {
+        env = find_interpreter_environment(spec.argv[0], search_path());
+    } catch (const std::exception& e) {
+        return std::string("its interpreter: ") + e.what();
+    }
+    // A venv runs on the Python it was made from: over ours, a zygote started as the venv's
+    // interpreter has the venv's sys.prefix and site-packages (program_for).
+    if (env.base_interpreter != ours)
+        return "it runs " + spec.argv[0] + " (" + env.base_interpreter.string() +
+               "), and the zygote embeds " + python.string() + " (" + ours.string() + ")";
     return {};
+}
+
+std::filesystem::path zygote_pool::program_for(const kernelspec& spec,
+                                               const std::filesystem::path& python) {
+    try {
+        const auto env = find_interpreter_environment(spec.argv.at(0), search_path());
+        if (env.venv) return env.interpreter;
+    } catch (const std::exception&) {
+    }
+    return python;
 }
 
 std::vector<std::string> zygote_pool::preloads(const kernelspec& spec) {
@@ -90,6 +102,10 @@ void zygote_pool::start(const std::vector<kernelspec>& specs) {
         }
         auto& e = entries_[spec.name];
         e.spec = spec;
+        e.program = program_for(spec, settings_.python);
+        if (e.program != settings_.python)
+            log_.info("kernelspec " + spec.name + " runs in the venv of " + e.program.string() +
+                      ": its zygote starts as that interpreter");
         launch(e);
     }
 }
@@ -98,8 +114,10 @@ void zygote_pool::launch(entry& e) {
     e.started = clock::now();
     try {
         const std::string name = e.spec.name;
+        auto settings = settings_;
+        settings.python = e.program;
         e.client = std::make_shared<zygote_client>(
-            supervisor_, settings_, e.spec, preloads(e.spec), log_,
+            supervisor_, settings, e.spec, preloads(e.spec), log_,
             [this, name](const std::string& why) { on_gone(name, why); });
     } catch (const std::exception& ex) {
         e.client.reset();

@@ -1,6 +1,9 @@
 #pragma once
 // One zygote per kernelspec that can have one: a `python -m module` kernelspec run by the
-// interpreter the zygote embeds, not opted out with "metadata": {"callisto": {"zygote": false}}.
+// interpreter the zygote embeds, or by a venv made from it, not opted out with
+// "metadata": {"callisto": {"zygote": false}}. A venv's zygote starts as the venv's interpreter,
+// so Python reads its pyvenv.cfg: sys.prefix and site-packages are the venv's, and
+// include-system-site-packages decides whether the system's are seen too.
 // Its preloads are metadata.callisto.preload, or the data stack for a Python kernelspec.
 //
 // A fork is tried first; whenever no zygote can fork (not eligible, still importing, dead
@@ -39,9 +42,15 @@ public:
     // The interpreter a zygote embeds, as built (CALLISTO_ZYGOTE_PYTHON).
     static std::filesystem::path built_python();
 
-    // "" when `spec` can be forked by a zygote embedding `python`, else why not.
+    // "" when `spec` can be forked by a zygote embedding `python`, else why not: another
+    // interpreter (a conda prefix, another Python version) has its own standard library and
+    // extension modules, which the embedded one cannot load.
     static std::string why_not_eligible(const kernelspec& spec,
                                         const std::filesystem::path& python);
+    // The program the zygote for `spec` starts as (Python's program name, from which it finds
+    // its prefix): the venv's interpreter for a venv, else `python`.
+    static std::filesystem::path program_for(const kernelspec& spec,
+                                             const std::filesystem::path& python);
     // metadata.callisto.preload, or numpy, pandas and matplotlib for Python kernelspecs.
     static std::vector<std::string> preloads(const kernelspec& spec);
 
@@ -61,6 +70,7 @@ public:
 private:
     struct entry {
         kernelspec spec;
+        std::filesystem::path program;  // program_for(spec)
         std::shared_ptr<zygote_client> client;
         clock::time_point started{};
         std::optional<clock::time_point> restart_at;  // set once the zygote has gone

@@ -145,9 +145,17 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     keep_alive_ = req.keep_alive();  // an answer may be given before the body is read
     // Who sends it and where it goes are known from the header alone: nothing of the body is
     // read (or buffered, or acknowledged with 100 Continue) for a request that will be refused.
-    auto verdict = services_.dispatcher.on_header(
-        req.method_string(), req.target(), req[http::field::authorization],
-        req[http::field::sec_websocket_protocol], websocket::is_upgrade(req));
+    // E2B's SDKs send the user's token as X-API-KEY (gateway/e2b/): taken as a token, as
+    // "Authorization: token T" is, on every route.
+    std::string_view authorization = req[http::field::authorization];
+    std::string api_key;
+    if (authorization.empty() && !req["X-API-KEY"].empty()) {
+        api_key = "token " + std::string(req["X-API-KEY"]);
+        authorization = api_key;
+    }
+    auto verdict = services_.dispatcher.on_header(req.method_string(), req.target(), authorization,
+                                                  req[http::field::sec_websocket_protocol],
+                                                  websocket::is_upgrade(req));
     route_name_ = verdict.where.name();
     user_ = verdict.who ? verdict.who->name : std::string();
     if (verdict.refusal) return send(std::move(*verdict.refusal));

@@ -53,7 +53,8 @@ header_verdict request_dispatcher::on_header(std::string_view method, std::strin
         if (!e.options.body_limit_note.empty()) v.body_limit_note = e.options.body_limit_note;
     }
     const route_access access = v.where.spec.access;
-    if (access != route_access::open && !v.who) {
+    const bool user_token = access == route_access::token || access == route_access::admin;
+    if (user_token && !v.who) {
         v.refusal = e.options.unauthorized ? e.options.unauthorized() : unauthorized();
         return v;
     }

@@ -17,6 +17,9 @@ enum class route_access {
     open,   // no token: GET /api, the probes, the OpenAPI document, the web UI
     token,  // any user's valid token (each handler checks who owns what it touches)
     admin,  // an admin's token
+    // No user's token: the handler checks a credential of the route's own and answers 401
+    // itself (E2B's data plane: the sandbox's access token, gateway/e2b/).
+    own_token,
 };
 
 enum class route_type {

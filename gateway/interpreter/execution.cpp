@@ -64,11 +64,11 @@ void execution::add_stream(std::string_view name, std::string_view text) {
     }
 }
 
-void execution::add_result(nlohmann::json bundle, nlohmann::json metadata) {
+void execution::add_result(nlohmann::json bundle, nlohmann::json metadata, bool main) {
     std::lock_guard lock(mutex_);
     if (ended_) return;
     nlohmann::json r = {{"data", std::move(bundle)}, {"metadata", std::move(metadata)}};
-    emit({{"type", "result"}, {"data", r["data"]}, {"metadata", r["metadata"]}});
+    emit({{"type", "result"}, {"data", r["data"]}, {"metadata", r["metadata"]}, {"main", main}});
     results_.push_back(std::move(r));
 }
 

@@ -41,7 +41,9 @@ public:
     // Mutators, from the context's strand.
     void mark_started();
     void add_stream(std::string_view name, std::string_view text);
-    void add_result(nlohmann::json bundle, nlohmann::json metadata);
+    // `main`: the code's value (execute_result), not a display (display_data); its event
+    // says so, for clients that tell them apart (E2B's is_main_result).
+    void add_result(nlohmann::json bundle, nlohmann::json metadata, bool main = false);
     void set_error(std::string name, std::string value, std::vector<std::string> traceback);
     void set_execution_count(long long n);
     void note_truncated_result(std::string mime, std::size_t bytes, std::string where);

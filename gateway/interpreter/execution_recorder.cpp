@@ -49,7 +49,7 @@ void execution_recorder::on_iopub(const std::string& type, const nlohmann::json&
         if (!content.contains("data") || !content["data"].is_object()) return;
         const std::size_t index = results_seen_++;
         auto data = cap_bundle(content["data"], index);
-        exec_->add_result(std::move(data), cap_metadata(content, index));
+        exec_->add_result(std::move(data), cap_metadata(content, index), type == "execute_result");
         if (type == "execute_result" && content.contains("execution_count") &&
             content["execution_count"].is_number_integer())
             exec_->set_execution_count(content["execution_count"].get<long long>());

@@ -76,6 +76,20 @@ void ndjson_stream::close() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->shut(); });
 }
 
+void ndjson_stream::watch_client(std::function<void()> gone) {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this(), gone = std::move(gone)] {
+        if (self->closed_) return;
+        self->gone_ = gone;
+        self->stream_.async_read_some(asio::buffer(self->probe_),
+                                      [self](beast::error_code, std::size_t) {
+                                          // Our own end closes the socket too: that is no client
+                                          // leaving.
+                                          auto client_gone = std::move(self->gone_);
+                                          if (client_gone && !self->ending_) client_gone();
+                                      });
+    });
+}
+
 void ndjson_stream::enqueue(std::string bytes) {
     if (closed_) return;
     if (queued_bytes_ + bytes.size() > max_queued_bytes_) {

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,10 @@ public:
     // The last chunk, then the connection closes.
     void end();
     void close();  // server shutdown
+    // `gone` runs once, on the connection's strand, when the client closes its side (or sends
+    // anything more) before the stream has ended: a client that gave up (E2B's runCode
+    // timeout) has its execution interrupted.
+    void watch_client(std::function<void()> gone);
 
 private:
     void enqueue(std::string bytes);
@@ -47,6 +52,8 @@ private:
     bool began_ = false;
     bool ending_ = false;
     bool closed_ = false;
+    std::function<void()> gone_;
+    char probe_[1];
 };
 
 }  // namespace callisto::gateway::interpreter

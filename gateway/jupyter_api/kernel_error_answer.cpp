@@ -16,6 +16,7 @@ http_response kernel_error_answer(kernels::kernel_error error, const std::string
         case kernel_error::shutting_down: status = http::status::service_unavailable; break;
         case kernel_error::not_running: status = http::status::conflict; break;
         case kernel_error::none:
+        case kernel_error::kernelspec_refused:  // the server's fault: its admin must act
         case kernel_error::start_failed: break;
     }
     auto res = error_response(status, message);

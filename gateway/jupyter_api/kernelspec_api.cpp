@@ -38,9 +38,14 @@ void kernelspec_api::list(incoming_request in) const {
 void kernelspec_api::get(incoming_request in) const {
     const std::string& name = in.where.param("kernel_name");
     auto spec = catalog_.find(name);
-    if (!spec)
+    if (!spec) {
+        // Refused at start: not offered, and why says what the admin must fix.
+        if (auto why = catalog_.refusal(name))
+            return in.respond(error_response(
+                http::status::not_found, "Kernel spec " + name + " is not offered here: " + *why));
         return in.respond(
             error_response(http::status::not_found, "Kernel spec " + name + " not found"));
+    }
     in.respond(json_response(http::status::ok, spec_model(*spec)));
 }
 

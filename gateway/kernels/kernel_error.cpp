@@ -6,6 +6,7 @@ std::string_view to_string(kernel_error e) {
     switch (e) {
         case kernel_error::none: return "none";
         case kernel_error::no_such_kernelspec: return "no_such_kernelspec";
+        case kernel_error::kernelspec_refused: return "kernelspec_refused";
         case kernel_error::id_taken: return "id_taken";
         case kernel_error::user_over_limit: return "user_over_limit";
         case kernel_error::server_over_limit: return "server_over_limit";

@@ -11,6 +11,7 @@ namespace callisto::gateway::kernels {
 enum class kernel_error {
     none,
     no_such_kernelspec,  // the name matches no kernelspec
+    kernelspec_refused,  // the kernelspec was refused at start: its interpreter cannot run here
     id_taken,            // the asked-for kernel id is another owner's, or another kernelspec's
     user_over_limit,     // the owner's kernel quota: waiting does not help, freeing one does
     server_over_limit,   // the server's --max-kernels: others' kernels may finish

@@ -127,9 +127,13 @@ void kernel_manager::create(create_kernel_request request,
                             std::function<void(create_kernel_result)> done) {
     const std::string name = request.name.empty() ? default_kernel_name() : request.name;
     auto spec = catalog_.find(name);
-    if (!spec)
+    if (!spec) {
+        if (auto why = catalog_.refusal(name))
+            return done({nullptr, false, kernel_error::kernelspec_refused,
+                         "kernelspec '" + name + "' is not offered here: " + *why});
         return done({nullptr, false, kernel_error::no_such_kernelspec,
                      "no such kernelspec: '" + name + "'"});
+    }
 
     const auto asked_at = std::chrono::steady_clock::now();
     auto claimed = [this, asked_at](const char* source) {

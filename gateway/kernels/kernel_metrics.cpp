@@ -69,9 +69,9 @@ kernel_metrics::kernel_metrics(metrics::registry& r)
     for (const char* rule : {"idle", "busy", "lifetime"}) culls.with({rule});
     for (const char* result : {"hit", "miss"}) reuse_claims.with({result});
     for (const char* result : {"ready", "gave_way"}) policy_resets.with({result});
-    for (const char* api : {"jupyter", "v1", "mcp"})
+    for (const char* api : {"jupyter", "v1", "mcp", "e2b"})
         for (const char* status : {"ok", "error"}) executions.with({api, status});
-    for (const char* api : {"v1", "mcp"})
+    for (const char* api : {"v1", "mcp", "e2b"})
         for (const char* kind : {"stream", "rich"}) truncations.with({api, kind});
 }
 

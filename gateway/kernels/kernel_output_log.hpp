@@ -10,10 +10,10 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/streambuf.hpp>
 
 #include "common/logger.hpp"
 #include "common/unique_fd.hpp"
@@ -32,11 +32,17 @@ public:
     // Once the child has its copy: closes ours (EOF comes when the child's last copy closes)
     // and starts reading.
     void start();
+    // Reads now what the pipe holds (on the strand): a process that has exited wrote all it
+    // ever will, though its exit may be reported before the reads got to it.
+    void drain();
     // Stops reading; what is still in the pipe is dropped.
     void stop();
 
     // The last lines (at most tail_lines, each cut at max_line_bytes), oldest first.
     std::string tail() const;
+    // The last lines that fit in `max_bytes` (newlines included), oldest first; a last line
+    // longer than that alone keeps its end, after "...". For an error answer.
+    std::string last_words(std::size_t max_bytes) const;
 
     static constexpr std::size_t max_line_bytes = 2048;
     static constexpr std::size_t tail_lines = 20;
@@ -45,13 +51,19 @@ public:
     static constexpr std::size_t max_logged_lines = 1000;
 
 private:
-    void read_more();
+    void wait_more();
+    // Reads until the pipe is empty; false once every writer is gone (EOF) or on an error.
+    bool read_available();
+    void take(std::string_view bytes);
+    void finish();  // the last line without a newline, and the count of those not logged
     void on_line(std::string line);
 
     logger log_;
     unique_fd child_end_;
     boost::asio::posix::stream_descriptor pipe_;
-    boost::asio::streambuf buffer_;
+    std::string partial_;  // a line not yet ended, at most 4 * max_line_bytes
+    bool ended_ = false;   // EOF, an error, or stopped
+    bool finished_ = false;
     std::deque<std::string> tail_;
     std::size_t logged_ = 0;
     std::size_t unlogged_ = 0;

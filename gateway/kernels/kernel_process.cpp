@@ -38,6 +38,7 @@ kernel_process::~kernel_process() {
 }
 
 std::string kernel_process::spawn() {
+    last_words_.clear();
     std::shared_ptr<launcher::sandboxed_kernel> boxed;
     try {
         runtime_dir_ = std::make_unique<launcher::kernel_runtime_dir>(
@@ -246,10 +247,15 @@ void kernel_process::on_exit(pid_t pid, const launcher::exit_status& status) {
         return;
     }
     // It died on its own: a crash, a kill from outside, an OOM kill. What it wrote last
-    // (a traceback, the sandbox's complaint) says why better than the exit status.
-    if (output_)
+    // (a traceback, the sandbox's complaint) says why better than the exit status; it is all
+    // in the pipe by now, though not necessarily read yet.
+    last_words_.clear();
+    if (output_) {
+        output_->drain();
         if (auto tail = output_->tail(); !tail.empty())
             log_.warn("the kernel's last output:\n" + tail);
+        last_words_ = output_->last_words(max_last_words);
+    }
     tell([&](observer& o) { o.on_exit(status); });
 }
 

@@ -88,6 +88,11 @@ public:
     // At most autorestart_limit automatic restarts per autorestart_window, so a kernel that
     // dies at once every time ends as dead instead of looping. True when one more may happen.
     bool may_auto_restart();
+
+    // What the process wrote last before it exited on its own (a traceback, bwrap's "execvp:
+    // No such file or directory"), at most max_last_words bytes; "" until then.
+    const std::string& last_words() const { return last_words_; }
+    static constexpr std::size_t max_last_words = 1000;
     std::size_t recent_auto_restarts() const { return auto_restarts_.size(); }
 
 private:
@@ -118,6 +123,7 @@ private:
     pid_t pid_ = 0;
     bool forked_ = false;
     std::string cgroup_name_;        // of the running process, "" without one
+    std::string last_words_;         // of the last process that exited on its own
     std::function<void()> on_gone_;  // set while a stop we asked for is under way
     std::deque<std::chrono::steady_clock::time_point> auto_restarts_;  // within the window
 };

@@ -313,9 +313,13 @@ void kernel_session::on_frozen(std::chrono::seconds silent_for) {
 // It died on its own: a crash, a kill from outside, an OOM kill, or killed for being frozen.
 void kernel_session::on_exit(const launcher::exit_status& status) {
     const bool frozen = !frozen_reason_.empty();
-    std::string why = frozen ? frozen_reason_ + " (killed)" : "kernel process " + status.describe();
-    log_.warn(why);
     const bool was_running = state_ == kernel_state::running;
+    std::string why = frozen ? frozen_reason_ + " (killed)" : "kernel process " + status.describe();
+    // A start that failed: what the process said (bwrap's "execvp ...: No such file or
+    // directory", a traceback) is the reason the client needs, not the exit code alone.
+    if (!was_running && !frozen && !process_->last_words().empty())
+        why += ": " + process_->last_words();
+    log_.warn(why);
     const char* cause = frozen ? "unresponsive" : death_cause(status);
     env_.metrics.deaths.with({cause}).inc();
     if (!was_running) env_.metrics.start_failures.with({spec_.name}).inc();

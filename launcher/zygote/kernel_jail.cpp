@@ -180,6 +180,10 @@ void build_root(const sandbox_layout& layout, const fs::path& scratch) {
                      bind_kind::read_write);
     bind_like_source(layout.runtime_dir, root / layout.runtime_dir.relative_path(),
                      bind_kind::read_write);
+    // The kernelspec's environment (a venv, a conda prefix), read-only at its host paths; after
+    // /tmp, as bwrap binds it, so one under /tmp shows inside the kernel's own /tmp.
+    for (const auto& path : layout.environment)
+        bind_like_source(path, root / path.relative_path(), bind_kind::read_only);
 
     // pivot_root(".", "."): the old root ends up on top of the new one, then goes.
     check(::chdir(root.c_str()), "chdir to the new root");

@@ -31,7 +31,8 @@ void enter_namespaces();
 
 // An empty tmpfs mounted on `scratch` (an empty directory) becomes the root: /usr and the etc
 // files read-only, the runtime dir and the workdir read-write, a fresh /proc, a minimal /dev,
-// capped /tmp and /dev/shm; then pivot_root, the old root detached, / and /dev read-only.
+// capped /tmp and /dev/shm, the kernelspec's environment read-only; then pivot_root, the old
+// root detached, / and /dev read-only.
 void build_root(const sandbox_layout& layout, const std::filesystem::path& scratch);
 
 // The IPC, UTS, network, cgroup and mount namespaces of `pid` (the jail's pid 1, by its pid

@@ -288,8 +288,14 @@ _CALLISTO_WARM_UP = "IPython's execution path (warmed up)"
 
 
 def _callisto_warm_up_shell(shell):
+    import importlib.util
+
     names = set(shell.user_ns)
-    for cell in ("pass", "x = 1\ndel x", "import numpy", "len([1])"):
+    cells = ["pass", "x = 1\ndel x", "len([1])"]
+    # numpy's import too, where the environment has it: an isolated venv's zygote may not.
+    if importlib.util.find_spec("numpy") is not None:
+        cells.insert(2, "import numpy")
+    for cell in cells:
         for _ in range(10):
             result = shell.run_cell(cell, store_history=False, silent=True)
             if not result.success:

@@ -257,6 +257,12 @@ TEST_CASE(
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE("E2B's SDKs drive callisto unchanged: sandboxes, runCode streamed, contexts, timeouts") {
+    server_process server;
+    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/e2b_test.mjs"});
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("the served OpenAPI document passes an independent OpenAPI 3.1 validator") {
     server_process server;
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/openapi_test.mjs"});
@@ -666,6 +672,70 @@ TEST_CASE(
                    {{"CALLISTO_E2E_LAUNCH", "exec"}});
         CHECK(server.stop() == 0);
     }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "python environments: venvs and a conda-like prefix run sandboxed, forked and exec'd; the "
+    "kernelspecs the sandbox cannot run are refused at start with their reason") {
+    // The environments and their kernelspecs, as an admin makes them (the suite's --setup).
+    const std::string dir = "/tmp/cle2e-envs-" + std::to_string(::getpid());
+    const std::string suite = source_dir + "/tests/e2e/python/test_environments.py";
+    const auto setup = run_command({python, suite, "--setup", dir}, {}, 300);
+    INFO(setup.output);
+    REQUIRE(setup.exit_code == 0);
+    const std::string kernels = "--kernel-dir=" + dir + "/kernels";
+    auto count = [](const std::string& text, const std::string& needle) {
+        std::size_t n = 0;
+        for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+            ++n;
+        return n;
+    };
+    {
+        // The zygote on: each venv forked from a zygote of its own.
+        server_process server({kernels});
+        run_client(server, {python, suite}, 900, {{"CALLISTO_E2E_ENVS", dir}});
+        const auto log = server.log();
+        INFO(log);
+        for (const auto& [name, reason] :
+             {std::pair{"env-missing", "gone/bin/python3: No such file or directory"},
+              std::pair{"env-private", "(mode 0700) is not searchable by other users"},
+              std::pair{"env-unrunnable", "(mode 0700) cannot be run by other users"},
+              std::pair{"env-noipykernel", "finds no module ipykernel_launcher in the sandbox"}}) {
+            const auto line = log.find(std::string("kernelspec ") + name + " (" + dir +
+                                       "/kernels/" + name + ") is not offered: ");
+            CHECK(line != std::string::npos);
+            CHECK(log.find(reason, line) < log.find('\n', line));
+        }
+        CHECK(count(log, "kernelspec env-conda starts without a zygote: it runs " + dir +
+                             "/conda/bin/python3") == 1);
+        CHECK(count(log, "zygote for env-sys started") >= 1);
+        CHECK(count(log, "zygote for env-isolated started") >= 1);
+        // The isolated venv has no numpy: its zygote warms its shell up without it.
+        CHECK(count(log, "warmed up) did not load") == 0);
+        CHECK(server.stop() == 0);
+    }
+    {
+        // No zygote: each exec'd through bwrap.
+        server_process server({kernels, "--zygote=off"});
+        run_client(server, {python, suite}, 900,
+                   {{"CALLISTO_E2E_ENVS", dir}, {"CALLISTO_E2E_LAUNCH", "exec"}});
+        CHECK(server.stop() == 0);
+    }
+    // A refused kernelspec named as the default stops the start, with its reason.
+    const std::string runtime = "/tmp/cle2e-envs-refused-" + std::to_string(::getpid());
+    const auto refused =
+        run_command({CALLISTO_BINARY, "--port=0", "--token=refusal-token-1",
+                     "--runtime-dir=" + runtime, "--workdir-root=" + runtime + "-work", kernels,
+                     "--zygote=off", "--default-kernel=env-missing"},
+                    {}, 120);
+    INFO(refused.output);
+    CHECK(refused.exit_code == 1);
+    CHECK(refused.output.find("--default-kernel=env-missing: kernelspec env-missing is not "
+                              "offered: " +
+                              dir + "/gone/bin/python3: No such file or directory") !=
+          std::string::npos);
+    std::filesystem::remove_all(runtime + "-work");
     std::filesystem::remove_all(dir);
 }
 

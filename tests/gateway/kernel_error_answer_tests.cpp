@@ -12,6 +12,7 @@ TEST_CASE(
     "each kernel error has its HTTP answer, and only the server's limit says when to come back") {
     const std::pair<kernel_error, http::status> expected[] = {
         {kernel_error::no_such_kernelspec, http::status::not_found},
+        {kernel_error::kernelspec_refused, http::status::internal_server_error},
         {kernel_error::id_taken, http::status::conflict},
         {kernel_error::user_over_limit, http::status::too_many_requests},
         {kernel_error::server_over_limit, http::status::too_many_requests},

@@ -289,12 +289,19 @@ TEST_CASE("exactly the open routes are documented without a token; admin and she
         // 401 with a challenge, on every route that needs a token.
         const auto& responses = o.spec->at("responses");
         const bool refusal_documented = responses.contains("401");
-        const bool table_open = row->spec.access == route_access::open;
+        // Open to the dispatcher: no user's token asked.
+        const bool table_open =
+            row->spec.access == route_access::open || row->spec.access == route_access::own_token;
         const std::string why = open ? " is documented public, but the server wants a token"
                                      : " needs no token, but the document asks for one";
         CHECK_MESSAGE(open == table_open, o.name() << why);
-        CHECK_MESSAGE(refusal_documented == !open, o.name()
-                                                       << ": 401 documented iff a token is needed");
+        // A route with a credential of its own (E2B's data plane) is documented without the
+        // user's token, and its handler answers 401 where that credential is wrong.
+        if (row->spec.access == route_access::own_token)
+            CHECK_MESSAGE(refusal_documented, o.name() << ": its own token refused: 401?");
+        else
+            CHECK_MESSAGE(refusal_documented == !open,
+                          o.name() << ": 401 documented iff a token is needed");
         // An admin's route refuses others' tokens 403.
         if (row->spec.access == route_access::admin)
             CHECK_MESSAGE(responses.contains("403"), o.name() << ": an admin's route; 403?");
@@ -332,9 +339,13 @@ TEST_CASE("every operation documents a success, JSON error bodies, Location and 
                     auto needs = [&](const char* field) {
                         return std::find(required.begin(), required.end(), field) != required.end();
                     };
-                    // {"reason", "message"}, or a JSON-RPC error object on /mcp.
+                    // {"reason", "message"}, or a JSON-RPC error object on /mcp; E2B's
+                    // {"code", "message"} on the rows that declare E2B's errors.
+                    const route_row* row = row_of(o.path, o.method);
+                    const bool e2b = row && row->extras.errors == route_errors::e2b;
                     const bool error_shape = (needs("reason") && needs("message")) ||
-                                             (needs("jsonrpc") && needs("error"));
+                                             (needs("jsonrpc") && needs("error")) ||
+                                             (e2b && needs("code") && needs("message"));
                     CHECK_MESSAGE(error_shape, o.name() << " " << code
                                                         << ": an error body has reason and message "
                                                            "(or is a JSON-RPC error)");

@@ -57,6 +57,7 @@ request_dispatcher with_handlers(outcome& seen) {
            route_type::websocket},
           record);
     d.add({"healthz", "GET", "/healthz", route_access::open}, record);
+    d.add({"e2b_execute", "POST", "/execute", route_access::own_token}, record);
     d.add({"file_put", "PUT", "/v1/contexts/{context_id}/files/{path...}"}, record,
           {50'000, "set by --upload-limit"});
     d.add({"mcp", "POST, DELETE", "/mcp"}, record,
@@ -150,6 +151,26 @@ TEST_CASE("the probes and unknown paths need no token; unknown paths answer 404 
     REQUIRE(unregistered.answer);
     CHECK(unregistered.answer->result() == http::status::not_found);
     CHECK_FALSE(seen.handled);
+}
+
+TEST_CASE("a route with a token of its own reaches its handler without the user's") {
+    outcome seen;
+    const auto d = with_handlers(seen);
+    // The handler checks the route's own credential (E2B's sandbox token) and answers for it.
+    for (std::string_view authorization : {std::string_view(), std::string_view("token wrong")}) {
+        seen = {};
+        auto out = dispatch(d, "POST", "/execute", authorization);
+        REQUIRE(out.answer);
+        CHECK(out.answer->result() == http::status::ok);
+        CHECK(seen.handled == "e2b_execute");
+        CHECK_FALSE(seen.who);
+    }
+    // A user's token, when one comes too, is still known to it.
+    seen = {};
+    dispatch(d, "POST", "/execute");
+    CHECK(seen.handled == "e2b_execute");
+    REQUIRE(seen.who);
+    CHECK(seen.who->name == "admin");
 }
 
 TEST_CASE("the dispatcher answers a wrong method 405 with Allow, an unsafe /v1 path 400") {

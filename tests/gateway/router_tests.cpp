@@ -311,3 +311,68 @@ TEST_CASE("a malformed route is refused when it is added") {
     CHECK_FALSE(refused({"x", "GET, POST", "/a/{b}/c/{d...}"}));
     CHECK_FALSE(refused({"x", "POST,DELETE", "/a/{b_2}"}));
 }
+
+TEST_CASE("router maps E2B's control plane behind the token and its data plane to its own") {
+    auto m = [](const char* method, const char* target) {
+        return match_route(method, target, true);
+    };
+    CHECK(m("POST", "/v2/sandboxes").name() == "e2b_sandbox_create");
+    auto list = m("GET", "/v2/sandboxes?metadata=a%3Db");
+    CHECK(list.name() == "e2b_sandboxes_list");
+    CHECK(query_param(list.query, "metadata") == "a=b");
+    CHECK(m("GET", "/sandboxes").name() == "e2b_sandboxes_list_v1");
+    auto post = m("POST", "/sandboxes");
+    CHECK(post.name() == "method_not_allowed");
+    CHECK(post.allow == "GET");
+    CHECK(m("PUT", "/v2/sandboxes").allow == "GET, POST");
+    auto r = m("GET", "/sandboxes/abc123");
+    CHECK(r.name() == "e2b_sandbox_get");
+    CHECK(r.param("sandbox_id") == "abc123");
+    CHECK(m("DELETE", "/sandboxes/abc123").name() == "e2b_sandbox_kill");
+    CHECK(m("PUT", "/sandboxes/abc123").allow == "GET, DELETE");
+    CHECK(m("POST", "/sandboxes/abc123/timeout").name() == "e2b_sandbox_timeout");
+    CHECK(m("POST", "/v2/sandboxes/abc123/connect").param("sandbox_id") == "abc123");
+    CHECK(m("POST", "/v2/sandboxes/abc123/connect").name() == "e2b_sandbox_connect");
+    CHECK(m("GET", "/v2/sandboxes/abc123/connect").allow == "POST");
+    CHECK(match_route("GET", "/v2/sandboxes/abc123", false).name() == "not_found");
+    CHECK(match_route("GET", "/sandboxes/abc123/pause", false).name() == "not_found");
+    for (auto name :
+         {"e2b_sandboxes_list", "e2b_sandbox_create", "e2b_sandboxes_list_v1", "e2b_sandbox_get",
+          "e2b_sandbox_kill", "e2b_sandbox_timeout", "e2b_sandbox_connect"})
+        CHECK(access_of(name) == route_access::token);
+
+    CHECK(m("POST", "/execute").name() == "e2b_execute");
+    CHECK(m("GET", "/execute").allow == "POST");
+    CHECK(m("GET", "/contexts").name() == "e2b_contexts_list");
+    CHECK(m("POST", "/contexts").name() == "e2b_context_create");
+    r = m("DELETE", "/contexts/c1");
+    CHECK(r.name() == "e2b_context_delete");
+    CHECK(r.param("context_id") == "c1");
+    CHECK(m("GET", "/contexts/c1").allow == "DELETE");
+    CHECK(m("POST", "/contexts/c1/restart").param("context_id") == "c1");
+    CHECK(m("POST", "/contexts/c1/restart").name() == "e2b_context_restart");
+    // Before the web UI's files, even with a web root.
+    CHECK(m("GET", "/files?path=/home/user/a.txt").name() == "e2b_file_read");
+    CHECK(m("POST", "/files?path=/home/user/a.txt").name() == "e2b_file_write");
+    CHECK(m("GET", "/health").name() == "e2b_health");
+    r = m("POST", "/filesystem.Filesystem/Stat");
+    CHECK(r.name() == "e2b_filesystem_rpc");
+    CHECK(r.param("method") == "Stat");
+    CHECK(m("POST", "/process.Process/Start").name() == "e2b_process_rpc");
+    CHECK(m("POST", "/other.Service/Start").name() == "not_found");
+    CHECK(m("POST", "/process.Process/Start/more").name() == "not_found");
+    // The sandbox's access token is the handler's to check: no user's token asked.
+    for (auto name : {"e2b_execute", "e2b_contexts_list", "e2b_context_create",
+                      "e2b_context_delete", "e2b_context_restart", "e2b_file_read",
+                      "e2b_file_write", "e2b_filesystem_rpc", "e2b_process_rpc"})
+        CHECK(access_of(name) == route_access::own_token);
+    // Health refuses no one: 502 for a sandbox not named with its token.
+    CHECK(access_of("e2b_health") == route_access::open);
+    // Every E2B row declares E2B's errors, and no other row does.
+    for (const auto& row : route_table())
+        CHECK_MESSAGE(
+            (row.extras.errors == route_errors::e2b) == (row.spec.name.substr(0, 4) == "e2b_"),
+            row.spec.name);
+    // The web UI keeps the rest.
+    CHECK(m("GET", "/index.html").name() == "static_file");
+}

@@ -7,14 +7,17 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <boost/asio/io_context.hpp>
 
+#include "common/unique_fd.hpp"
 #include "gateway/kernels/kernel_client.hpp"
 #include "gateway/kernels/kernel_environment.hpp"
 #include "kernelproto/untrusted_json.hpp"
@@ -71,8 +74,9 @@ struct fake_processes final : process_port {
     int failures_to_come = 0;   // the next spawns that throw
     std::set<pid_t> adoptable;  // pids adopt() finds alive
     std::vector<child> adopted;
+    std::map<pid_t, unique_fd> outputs;  // a copy of each child's stdout and stderr
 
-    pid_t spawn(const launcher::spawn_description&,
+    pid_t spawn(const launcher::spawn_description& what,
                 launcher::process_supervisor::exit_handler on_exit) override {
         if (failures_to_come > 0) {
             --failures_to_come;
@@ -80,7 +84,14 @@ struct fake_processes final : process_port {
         }
         const pid_t pid = 1000 + static_cast<pid_t>(spawned.size());
         spawned.push_back({pid, std::move(on_exit)});
+        if (what.output_fd >= 0) outputs[pid].reset(::dup(what.output_fd));
         return pid;
+    }
+    // The child writes to its stdout or stderr, and (`last`) closes them.
+    void say(pid_t pid, const std::string& text, bool last = true) {
+        auto& fd = outputs.at(pid);
+        REQUIRE(::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+        if (last) fd.reset();
     }
     bool adopt(pid_t pid, launcher::process_supervisor::exit_handler on_exit) override {
         if (!adoptable.contains(pid)) return false;

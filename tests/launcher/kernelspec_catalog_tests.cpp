@@ -115,3 +115,33 @@ TEST_CASE("refresh picks up specs added after construction") {
     catalog.refresh();
     CHECK(catalog.find("late"));
 }
+
+TEST_CASE("a kernelspec the check refuses is not offered; its reason is logged and kept") {
+    temp_dir tmp;
+    write_spec(tmp.path() / "first" / "venv", "Broken venv");
+    write_spec(tmp.path() / "first" / "good", "Good");
+    write_spec(tmp.path() / "second" / "venv", "Another of the name");
+    captured_log log;
+    kernelspec_catalog catalog({tmp.path() / "first", tmp.path() / "second"}, log.make(),
+                               [](const callisto::launcher::kernelspec& spec) -> std::string {
+                                   return spec.display_name == "Broken venv" ? "it is broken" : "";
+                               });
+    REQUIRE(catalog.all().size() == 1);
+    CHECK(catalog.all()[0].name == "good");
+    // Refused, it still hides the later kernelspec of its name.
+    CHECK_FALSE(catalog.find("venv"));
+    CHECK(catalog.refusal("venv") == "it is broken");
+    CHECK_FALSE(catalog.refusal("good"));
+    CHECK_FALSE(catalog.refusal("no-such"));
+    CHECK(catalog.refused().size() == 1);
+    CHECK(catalog.default_name() == "good");
+    CHECK(log.contains("kernelspec venv (" + (tmp.path() / "first" / "venv").string() +
+                       ") is not offered: it is broken"));
+    CHECK(log.contains("found 1 kernelspec(s), refused 1"));
+
+    // Fixed on disk: the next refresh offers it.
+    write_spec(tmp.path() / "first" / "venv", "Fixed");
+    catalog.refresh();
+    CHECK(catalog.find("venv")->display_name == "Fixed");
+    CHECK_FALSE(catalog.refusal("venv"));
+}

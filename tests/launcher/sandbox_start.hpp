@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,25 @@ namespace callisto::launcher::test {
 struct open_temp_dir : temp_dir {
     open_temp_dir() { ::chmod(path().c_str(), 0755); }
 };
+
+// A venv as `python3 -m venv --without-pip DIR` makes it over the system Python (its
+// interpreter a link to it, pyvenv.cfg naming /usr/bin), with `module` as envmod.py in its
+// site-packages (mode 0666). Returns its interpreter.
+inline std::filesystem::path make_venv(const std::filesystem::path& dir, const std::string& module,
+                                       bool system_site = false) {
+    namespace fs = std::filesystem;
+    // lib/python3.11/site-packages, as the system Python names it.
+    const auto version = fs::canonical("/usr/bin/python3").filename().string();
+    fs::create_directories(dir / "bin");
+    fs::create_symlink("/usr/bin/python3", dir / "bin" / "python3");
+    write_file(dir / "pyvenv.cfg", std::string("home = /usr/bin\ninclude-system-site-packages = ") +
+                                       (system_site ? "true" : "false") + "\n");
+    const auto file = dir / "lib" / version / "site-packages" / "envmod.py";
+    write_file(file, module);
+    // Writable by anyone: only the sandbox's read-only mount keeps a kernel from changing it.
+    ::chmod(file.c_str(), 0666);
+    return dir / "bin" / "python3";
+}
 
 struct sandbox_start {
     open_temp_dir root;

@@ -5,17 +5,22 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
 #include <condition_variable>
 #include <csignal>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "isolation_probe.hpp"
 #include "launcher/cgroup_move_timer.hpp"
 #include "launcher/kernel_command.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
 #include "launcher/kernelspec.hpp"
+#include "launcher/kernelspec_check.hpp"
 #include "launcher/process_supervisor.hpp"
 #include "launcher/sandbox.hpp"
 #include "launcher/sandbox_probe.hpp"
@@ -28,6 +33,7 @@ using namespace callisto::launcher;
 using callisto::launcher::test::check_isolation;
 using callisto::launcher::test::eventually;
 using callisto::launcher::test::isolation_probe;
+using callisto::launcher::test::make_venv;
 using callisto::launcher::test::open_temp_dir;
 using callisto::launcher::test::read_file;
 using callisto::launcher::test::sandbox_start;
@@ -41,8 +47,9 @@ constexpr uid_t test_uid = 61900;
 struct sandboxed_run : sandbox_start {
     exit_status status;
 
-    sandboxed_run(const std::string& code, const sandbox_policy& policy = {})
-        : sandbox_start(python_c(code), policy, test_uid, "cltest") {
+    sandboxed_run(const std::string& code, const sandbox_policy& policy = {},
+                  const std::string& python = "/usr/bin/python3")
+        : sandbox_start(python_c(code, python), policy, test_uid, "cltest") {
         std::mutex mutex;
         std::condition_variable changed;
         std::optional<exit_status> exited;
@@ -59,9 +66,9 @@ struct sandboxed_run : sandbox_start {
         status = *exited;
     }
 
-    static spawn_description python_c(const std::string& code) {
+    static spawn_description python_c(const std::string& code, const std::string& python) {
         spawn_description inner;
-        inner.argv = {"/usr/bin/python3", "-c", code};
+        inner.argv = {python, "-c", code};
         inner.env = {{"PATH", "/usr/bin"}};
         return inner;
     }
@@ -188,4 +195,107 @@ TEST_CASE("seal refuses an ipc socket replaced by a symlink") {
     }
     CHECK(runtime.ipc_sockets_present());
     CHECK(runtime.seal(::getuid()).find("-3 is not a socket") != std::string::npos);
+}
+
+TEST_CASE("a venv outside /usr runs in the sandbox with its own packages, read-only") {
+    open_temp_dir envs;
+    const auto python = make_venv(envs.path() / "ds", "WHERE = 'the venv'\n");
+    sandboxed_run run(R"(
+import errno, json, sys
+import envmod
+try:
+    import numpy
+    numpy_seen = True
+except ImportError:
+    numpy_seen = False
+try:
+    open(envmod.__file__, "a").write("x = 1\n")
+    written = "written"
+except OSError as e:
+    written = errno.errorcode[e.errno]
+json.dump([sys.prefix, envmod.WHERE, numpy_seen, written], open("out.txt", "w"))
+)",
+                      {}, python.string());
+    INFO(read_file(run.workdir->path() / "out.txt"));
+    CHECK(run.status.exit_code == 0);
+    CHECK(nlohmann::json::parse(run.output("out.txt")) ==
+          nlohmann::json::array({(envs.path() / "ds").string(), "the venv", false, "EROFS"}));
+    // bwrap was told to show it, and only it, beyond /usr.
+    const auto& argv = run.kernel->command().argv;
+    const auto venv = (envs.path() / "ds").string();
+    const std::vector<std::string> bind{"--ro-bind", venv, venv};
+    CHECK(std::search(argv.begin(), argv.end(), bind.begin(), bind.end()) != argv.end());
+    CHECK(run.kernel->layout().environment ==
+          std::vector<std::filesystem::path>{envs.path() / "ds"});
+}
+
+TEST_CASE("a kernel whose interpreter is missing is not prepared: the error names the file") {
+    open_temp_dir root;
+    open_temp_dir runtime_root;
+    const sandbox_identity who{test_uid, test_uid};
+    session_workdir workdir(root.path(), "w", who, 1u << 20);
+    kernel_runtime_dir runtime(runtime_root.path(), "r", transport_kind::ipc, "t");
+    sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
+    spawn_description inner;
+    inner.argv = {(root.path() / "gone" / "bin" / "python3").string(), "-c", "pass"};
+    CHECK_THROWS_WITH_AS(
+        box.prepare(inner, {}, who, workdir.path(), runtime.path(), runtime.connection_file(),
+                    "cltest-gone"),
+        ((root.path() / "gone" / "bin" / "python3").string() + ": No such file or directory")
+            .c_str(),
+        std::runtime_error);
+}
+
+TEST_CASE("at start, a kernelspec's module is looked for by its interpreter in a sandbox") {
+    open_temp_dir envs;
+    const auto python = make_venv(envs.path() / "ds", "WHERE = 'the venv'\n");
+    sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
+    kernelspec_check_settings sandboxed;
+    sandboxed.box = &box;
+    sandboxed.who = {test_uid, test_uid};
+    kernelspec spec;
+    spec.name = "ds";
+    spec.argv = {python.string(), "-m", "envmod", "-f", "{connection_file}"};
+    CHECK(kernelspec_problem(spec, sandboxed) == "");
+    CHECK(kernelspec_problem(spec, {}) == "");  // unsandboxed: as this process
+
+    // An isolated venv without ipykernel: its kernels could not start.
+    spec.argv[2] = "ipykernel_launcher";
+    CHECK(kernelspec_problem(spec, sandboxed) ==
+          python.string() +
+              " finds no module ipykernel_launcher in the sandbox: install the package that "
+              "provides it into the environment");
+    CHECK(kernelspec_problem(spec, {}) ==
+          python.string() +
+              " finds no module ipykernel_launcher: install the package that provides it into "
+              "the environment");
+    // The kernelspec's env counts: its PYTHONPATH may be what provides the module.
+    spec.argv[2] = "envmod";
+    std::filesystem::rename(envs.path() / "ds" / "lib", envs.path() / "ds" / "elsewhere");
+    CHECK(kernelspec_problem(spec, sandboxed).find("finds no module envmod") != std::string::npos);
+    const auto version = std::filesystem::canonical("/usr/bin/python3").filename().string();
+    spec.env["PYTHONPATH"] =
+        (envs.path() / "ds" / "elsewhere" / version / "site-packages").string();
+    CHECK(kernelspec_problem(spec, sandboxed) == "");
+}
+
+TEST_CASE(
+    "at start, an interpreter that fails to run in the sandbox is refused with what it said") {
+    open_temp_dir envs;
+    // Its #! names an interpreter that is not there: bwrap's execvp fails.
+    const auto script = envs.path() / "broken" / "bin" / "python3";
+    std::filesystem::create_directories(script.parent_path());
+    callisto::launcher::test::write_file(script, "#!/nonexistent/python3\n");
+    ::chmod(script.c_str(), 0755);
+    sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
+    kernelspec_check_settings sandboxed;
+    sandboxed.box = &box;
+    sandboxed.who = {test_uid, test_uid};
+    kernelspec spec;
+    spec.name = "broken";
+    spec.argv = {script.string(), "-m", "ipykernel_launcher", "-f", "{connection_file}"};
+    const auto why = kernelspec_problem(spec, sandboxed);
+    INFO(why);
+    CHECK(why.find(script.string() + " does not run in the sandbox: it exited with code 1: " +
+                   "bwrap: execvp " + script.string() + ": No such file or directory") == 0);
 }

@@ -8,13 +8,18 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "launcher/seqpacket.hpp"
 #include "launcher/zygote_pool.hpp"
 #include "launcher/zygote_protocol.hpp"
+#include "test_support.hpp"
 
 using namespace callisto::launcher;
+using callisto::launcher::test::temp_dir;
+using callisto::launcher::test::write_file;
 namespace proto = callisto::launcher::zygote_protocol;
 
 namespace {
@@ -27,10 +32,12 @@ spawn_description sandboxed_spawn() {
     what.gid = 60001;
     what.rlimits = {{RLIMIT_NPROC, 256, 256}, {RLIMIT_CORE, 0, 0}};
     what.cgroup_procs_files = {"/sys/fs/cgroup/pids/callisto/k/cgroup.procs"};
-    what.zygote = zygote_fork{"python3",
-                              {"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "/r/k.json"},
-                              "/r",
-                              sandbox_layout{"/w/k", "/r", "/r/passwd", "/r/group", 1 << 20}};
+    what.zygote = zygote_fork{
+        "python3",
+        {"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "/r/k.json"},
+        "/r",
+        sandbox_layout{
+            "/w/k", "/r", "/r/passwd", "/r/group", 1 << 20, {"/opt/envs/ds", "/tmp/py312"}}};
     return what;
 }
 
@@ -56,6 +63,8 @@ TEST_CASE("a fork order carries the unwrapped command, identity, limits and layo
     REQUIRE(order.layout);
     CHECK(order.layout->workdir == "/w/k");
     CHECK(order.layout->tmp_bytes == 1 << 20);
+    CHECK(order.layout->environment ==
+          std::vector<std::filesystem::path>{"/opt/envs/ds", "/tmp/py312"});
 }
 
 TEST_CASE("an unsandboxed fork order has no identity and no layout") {
@@ -128,6 +137,20 @@ TEST_CASE("malformed orders are refused with the field named") {
     refused(fork_with("layout", R"({"workdir":"/w","runtime_dir":"/r","passwd_file":"/p",
         "group_file":"/g","tmp_bytes":-5})"),
             "'tmp_bytes' must be a whole number");
+    // Each environment path is bound at <new root>/<path>: nothing relative, nothing that
+    // climbs out, not the root itself.
+    auto with_environment = [](const std::string& list) {
+        auto j = nlohmann::json::parse(proto::encode_fork(1, sandboxed_spawn()));
+        j["layout"]["environment"] = nlohmann::json::parse(list);
+        return j.dump();
+    };
+    CHECK_NOTHROW(proto::decode_order(with_environment("[]")));
+    refused(with_environment(R"("/opt/envs/ds")"), "'environment' must be a list of strings");
+    refused(with_environment("[1]"), "'environment' must be a list of strings");
+    for (const char* bad :
+         {R"(["opt/envs"])", R"(["/opt/../etc"])", R"(["/"])", R"(["/opt/envs/"])",
+          R"(["/opt/./envs"])", R"(["//opt"])", R"(["/opt/e\u0000x"])", R"([""])"})
+        refused(with_environment(bad), "is not an absolute, normal path below /");
 }
 
 TEST_CASE("events round-trip and malformed ones are refused") {
@@ -220,6 +243,44 @@ TEST_CASE("only `python -m module` kernelspecs run by the zygote's own python ar
     other = spec;
     other.metadata = {{"callisto", {{"zygote", false}}}};
     CHECK(zygote_pool::why_not_eligible(other, python).find("opts out") != std::string::npos);
+}
+
+TEST_CASE(
+    "a venv made from the zygote's Python is forked by a zygote started as the venv's "
+    "interpreter; another interpreter is not") {
+    temp_dir tmp;
+    const auto python = zygote_pool::built_python();
+    kernelspec spec;
+    spec.name = "ds";
+    spec.language = "python";
+    const auto venv = tmp.path() / "ds" / "bin" / "python3";
+    std::filesystem::create_directories(venv.parent_path());
+    std::filesystem::create_symlink(python, venv);
+    write_file(tmp.path() / "ds" / "pyvenv.cfg",
+               "home = " + python.parent_path().string() +
+                   "\nexecutable = " + std::filesystem::canonical(python).string() + "\n");
+    spec.argv = {venv.string(), "-m", "ipykernel_launcher", "-f", "{connection_file}"};
+    CHECK(zygote_pool::why_not_eligible(spec, python) == "");
+    // Started as the system Python, the zygote's kernels would have the system's sys.path,
+    // without the venv's packages.
+    CHECK(zygote_pool::program_for(spec, python) == venv);
+
+    // A conda-like prefix: an interpreter of its own (a copy), whose extension modules and
+    // standard library the embedded Python cannot use.
+    const auto conda = tmp.path() / "conda" / "bin" / "python3";
+    std::filesystem::create_directories(conda.parent_path());
+    std::filesystem::copy_file(python, conda);
+    spec.argv[0] = conda.string();
+    CHECK(zygote_pool::why_not_eligible(spec, python)
+              .find("it runs " + conda.string() + " (" + conda.string() +
+                    "), and the zygote embeds ") == 0);
+    CHECK(zygote_pool::program_for(spec, python) == python);
+
+    spec.argv[0] = (tmp.path() / "gone" / "bin" / "python3").string();
+    CHECK(zygote_pool::why_not_eligible(spec, python).find("its interpreter: ") == 0);
+    CHECK(zygote_pool::program_for(spec, python) == python);
+    spec.argv[0] = "/usr/bin/python3";
+    CHECK(zygote_pool::program_for(spec, python) == python);
 }
 
 TEST_CASE("preloads come from the kernelspec, else the data stack for Python") {

@@ -35,6 +35,7 @@ using namespace callisto::launcher;
 using callisto::launcher::test::check_isolation;
 using callisto::launcher::test::eventually;
 using callisto::launcher::test::isolation_probe;
+using callisto::launcher::test::make_venv;
 using callisto::launcher::test::open_temp_dir;
 using callisto::launcher::test::read_file;
 using callisto::launcher::test::sandbox_start;
@@ -55,12 +56,12 @@ struct zygote_fixture {
     std::string gone_why;
     std::unique_ptr<zygote_client> client;
 
-    zygote_fixture() {
+    // `python`: the program the zygote starts as (zygote_pool::program_for).
+    explicit zygote_fixture(const std::filesystem::path& python = zygote_pool::built_python()) {
         kernelspec spec;
         spec.name = "zt";
         spec.language = "python";
-        const zygote_settings settings{CALLISTO_ZYGOTE_PROGRAM, zygote_pool::built_python(),
-                                       scratch_root.path()};
+        const zygote_settings settings{CALLISTO_ZYGOTE_PROGRAM, python, scratch_root.path()};
         client = std::make_unique<zygote_client>(supervisor, settings, spec,
                                                  std::vector<std::string>{"numpy"},
                                                  callisto::logger(), [this](const std::string& w) {
@@ -92,16 +93,18 @@ struct jailed_kernel : sandbox_start {
     spawn_description what;
 
     jailed_kernel(const std::string& module_code, uid_t uid = test_uid,
-                  const std::string& module = "probe")
-        : sandbox_start(python_m(module), sandbox_policy{}, uid, "clzt") {
+                  const std::string& module = "probe",
+                  const std::string& python = "/usr/bin/python3")
+        : sandbox_start(python_m(module, python), sandbox_policy{}, uid, "clzt") {
         std::ofstream(workdir->path() / (module + ".py")) << module_code;
         what = kernel->command();
-        what.zygote = zygote_fork{"zt", python_m(module).argv, {}, kernel->layout()};
+        what.zygote = zygote_fork{"zt", python_m(module, python).argv, {}, kernel->layout()};
     }
 
-    static spawn_description python_m(const std::string& module) {
+    static spawn_description python_m(const std::string& module,
+                                      const std::string& python = "/usr/bin/python3") {
         spawn_description inner;
-        inner.argv = {"/usr/bin/python3", "-m", module};
+        inner.argv = {python, "-m", module};
         inner.env = {{"PATH", "/usr/bin"}};
         return inner;
     }
@@ -174,6 +177,38 @@ TEST_CASE("a zygote's fork is walled in as bwrap's kernels are: uid, pids, netwo
     CHECK(z.client->owns(pid));
     CHECK(z.wait_exit(pid).exit_code == 0);
     check_isolation(k.output("out.txt"), test_uid);
+}
+
+TEST_CASE(
+    "a zygote started as a venv's interpreter forks kernels with the venv's packages, shown "
+    "read-only in their jail") {
+    open_temp_dir envs;
+    const auto python = make_venv(envs.path() / "ds", "WHERE = 'the venv'\n");
+    zygote_fixture z(python);
+    jailed_kernel k(R"(
+import errno, json, sys
+import envmod
+try:
+    import numpy
+    numpy_seen = True
+except ImportError:
+    numpy_seen = False
+try:
+    open(envmod.__file__, "a").write("x = 1\n")
+    written = "written"
+except OSError as e:
+    written = errno.errorcode[e.errno]
+json.dump([sys.prefix, sys.executable, envmod.WHERE, numpy_seen, written], open("out.txt", "w"))
+)",
+                    test_uid, "probe", python.string());
+    CHECK(k.kernel->layout().environment == std::vector<std::filesystem::path>{envs.path() / "ds"});
+    const pid_t pid = z.fork(k.what, k.kernel.get());
+    CHECK(z.wait_exit(pid).exit_code == 0);
+    INFO(k.output("out.txt"));
+    // The venv has no numpy, though the zygote was asked to preload it and the system has it.
+    CHECK(nlohmann::json::parse(k.output("out.txt")) ==
+          nlohmann::json::array(
+              {(envs.path() / "ds").string(), python.string(), "the venv", false, "EROFS"}));
 }
 
 TEST_CASE("the jail's pid 1 is callisto-jail-init, holding none of the zygote's memory") {

@@ -45,6 +45,10 @@ RULES = {
     "gateway/mcp": (("gateway/mcp/", "gateway/audit/", "gateway/interpreter/", "gateway/http/",
                      "gateway/languages/",
                      "gateway/user.hpp") + LOWER, ()),
+    # The E2B-compatible facade: an adapter beside mcp/, on the interpreter's contexts,
+    # executions and files, never on the kernels layer directly.
+    "gateway/e2b": (("gateway/e2b/", "gateway/interpreter/", "gateway/languages/", "gateway/http/",
+                     "gateway/user.hpp") + LOWER, ()),
 }
 # Public headers of transport keep ZeroMQ out (design: zmq.hpp is a private dependency);
 # transport/detail/ holds the reactor's private parts, which nothing outside includes.

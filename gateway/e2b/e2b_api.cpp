@@ -1,0 +1,410 @@
+#include "gateway/e2b/e2b_api.hpp"
+
+#include <algorithm>
+
+#include <openssl/rand.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "gateway/e2b/e2b_errors.hpp"
+#include "gateway/e2b/execution_stream.hpp"
+#include "gateway/http/beast.hpp"
+#include "gateway/http/json_response.hpp"
+#include "kernelproto/iso_time.hpp"
+
+namespace callisto::gateway::e2b {
+
+namespace {
+
+using nlohmann::json;
+
+// The envd version the SDK is told: 0.5.7 lets it upload as application/octet-stream.
+constexpr const char* envd_version = "0.5.7";
+constexpr const char* home = "/home/user";
+
+std::string random_token() {
+    unsigned char bytes[24];
+    if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("RAND_bytes failed");
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char b : bytes) {
+        out.push_back(hex[b >> 4]);
+        out.push_back(hex[b & 15]);
+    }
+    return out;
+}
+
+json connection_answer(const sandbox_record& box) {
+    return {{"sandboxID", box.id},
+            {"templateID", box.template_id},
+            {"clientID", "callisto"},
+            {"envdVersion", envd_version},
+            {"envdAccessToken", box.envd_token},
+            {"trafficAccessToken", box.traffic_token},
+            {"domain", nullptr}};
+}
+
+json info_of(const sandbox_record& box) {
+    json metadata = json::object();
+    for (const auto& [k, v] : box.metadata) metadata[k] = v;
+    return {{"sandboxID", box.id},
+            {"templateID", box.template_id},
+            {"alias", box.kernel},
+            {"clientID", "callisto"},
+            {"envdVersion", envd_version},
+            {"startedAt", kernelproto::format_iso_time(box.started_at)},
+            {"endAt", kernelproto::format_iso_time(box.end_at)},
+            {"state", "running"},
+            {"cpuCount", 1},
+            {"memoryMB", 0},
+            {"diskSizeMB", 0},
+            {"metadata", metadata}};
+}
+
+json context_json(const sandbox_context& c) {
+    return {{"id", c.id}, {"language", c.language}, {"cwd", c.cwd}};
+}
+
+http_response no_such_sandbox(std::string_view id) {
+    return e2b_error(http::status::not_found, "sandbox \"" + std::string(id) + "\" not found");
+}
+
+http_response no_such_context(std::string_view id) {
+    return e2b_error(http::status::not_found, "context \"" + std::string(id) + "\" not found");
+}
+
+// The control plane's {sandbox_id}, or none when it cannot name a sandbox (answered 404).
+std::optional<std::string> sandbox_param(const incoming_request& in) {
+    const std::string& id = in.where.param("sandbox_id");
+    if (is_valid_sandbox_id(id)) return id;
+    in.respond(no_such_sandbox(id));
+    return std::nullopt;
+}
+
+// What a refused kernel start becomes: the quotas' 429 and the server's 503 are the SDK's
+// RateLimitError and ServiceBusyError.
+http_response start_refused(kernels::kernel_error error, const std::string& message) {
+    switch (error) {
+        case kernels::kernel_error::user_over_limit:
+        case kernels::kernel_error::server_over_limit: {
+            auto res = e2b_error(http::status::too_many_requests, message);
+            res.set(http::field::retry_after, "10");
+            return res;
+        }
+        case kernels::kernel_error::shutting_down:
+            return e2b_error(http::status::service_unavailable, message);
+        case kernels::kernel_error::no_such_kernelspec:
+            return e2b_error(http::status::bad_request, message);
+        default: return e2b_error(http::status::internal_server_error, message);
+    }
+}
+
+// "metadata=k1%3Dv1%26k2%3Dv2": the list's filter, as the SDK encodes it.
+bool matches_metadata(const sandbox_record& box, const std::string& filter) {
+    std::string_view rest = filter;
+    while (!rest.empty()) {
+        const auto amp = rest.find('&');
+        const std::string_view pair = rest.substr(0, amp);
+        rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+        if (pair.empty()) continue;
+        const auto eq = pair.find('=');
+        std::string key, value;
+        if (!percent_decode(pair.substr(0, eq), key) ||
+            !percent_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), value))
+            return false;
+        auto it = box.metadata.find(key);
+        if (it == box.metadata.end() || it->second != value) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string sandbox_id_of(const http_request& req) {
+    if (auto id = req["E2b-Sandbox-Id"]; !id.empty()) return std::string(id);
+    // https://<port>-<id>.<domain>
+    std::string_view host = req[http::field::host];
+    host = host.substr(0, host.find('.'));
+    const auto dash = host.find('-');
+    if (dash == std::string_view::npos) return {};
+    return std::string(host.substr(dash + 1));
+}
+
+e2b_api::e2b_api(boost::asio::io_context& ioc, interpreter::context_registry& contexts,
+                 std::vector<std::string> kernelspecs, e2b_settings settings, logger log)
+    : ioc_(ioc),
+      contexts_(contexts),
+      kernelspecs_(std::move(kernelspecs)),
+      settings_(std::move(settings)),
+      log_(std::move(log)),
+      sandboxes_([] { return std::chrono::system_clock::now(); }, random_token),
+      cull_timer_(boost::asio::make_strand(ioc)) {}
+
+void e2b_api::start() {
+    boost::asio::post(cull_timer_.get_executor(), [this] { arm_culling(); });
+}
+
+void e2b_api::stop() {
+    boost::asio::post(cull_timer_.get_executor(), [this] {
+        stopped_ = true;
+        cull_timer_.cancel();
+    });
+}
+
+void e2b_api::arm_culling() {
+    if (stopped_) return;
+    cull_timer_.expires_after(settings_.cull_every);
+    cull_timer_.async_wait([this](boost::system::error_code ec) {
+        if (ec || stopped_) return;
+        for (const auto& box : sandboxes_.take_expired()) {
+            log_.info("sandbox " + box.id + " of " + box.owner.name +
+                      " reached its timeout: culled with its contexts");
+            close_contexts(box);
+        }
+        arm_culling();
+    });
+}
+
+void e2b_api::close_contexts(const sandbox_record& box) {
+    for (const auto& c : box.contexts)
+        if (auto context = contexts_.find_for(c.id, box.owner)) contexts_.remove(context, [] {});
+}
+
+std::shared_ptr<interpreter::interpreter_context> e2b_api::context_of(const sandbox_record& box,
+                                                                      const std::string& id) const {
+    const bool ours = std::any_of(box.contexts.begin(), box.contexts.end(),
+                                  [&](const sandbox_context& c) { return c.id == id; });
+    return ours ? contexts_.find_for(id, box.owner) : nullptr;
+}
+
+void e2b_api::list_sandboxes(incoming_request in) {
+    const std::string filter = query_param(in.where.query, "metadata");
+    json list = json::array();
+    for (const auto& box : sandboxes_.list_for(*in.who))
+        if (matches_metadata(box, filter)) list.push_back(info_of(box));
+    in.respond(json_response(http::status::ok, list));
+}
+
+void e2b_api::get_sandbox(incoming_request in) {
+    auto id = sandbox_param(in);
+    if (!id) return;
+    auto box = sandboxes_.find_for(*id, *in.who);
+    if (!box) return in.respond(no_such_sandbox(*id));
+    in.respond(json_response(http::status::ok, info_of(*box)));
+}
+
+void e2b_api::kill_sandbox(incoming_request in) {
+    auto id = sandbox_param(in);
+    if (!id) return;
+    auto box = sandboxes_.remove(*id, *in.who);
+    if (!box) return in.respond(no_such_sandbox(*id));
+    log_.info("sandbox " + box->id + " of " + box->owner.name + " killed");
+    close_contexts(*box);
+    in.respond(empty_response(http::status::no_content));
+}
+
+void e2b_api::set_timeout(incoming_request in) {
+    auto id = sandbox_param(in);
+    if (!id) return;
+    std::string error;
+    auto timeout = parse_set_timeout(in.req.body(), settings_.limits, error);
+    if (!timeout) return in.respond(e2b_error(http::status::bad_request, error));
+    if (!sandboxes_.set_timeout(*id, *in.who, *timeout)) return in.respond(no_such_sandbox(*id));
+    in.respond(empty_response(http::status::no_content));
+}
+
+void e2b_api::connect(incoming_request in) {
+    auto id = sandbox_param(in);
+    if (!id) return;
+    std::string error;
+    auto timeout = parse_connect(in.req.body(), settings_.limits, error);
+    if (!error.empty()) return in.respond(e2b_error(http::status::bad_request, error));
+    if (timeout && !sandboxes_.set_timeout(*id, *in.who, *timeout))
+        return in.respond(no_such_sandbox(*id));
+    auto box = sandboxes_.find_for(*id, *in.who);
+    if (!box) return in.respond(no_such_sandbox(*id));
+    in.respond(json_response(http::status::ok, connection_answer(*box)));
+}
+
+void e2b_api::create_sandbox(incoming_request in) {
+    const user& who = *in.who;
+    std::string error;
+    auto request = parse_create_sandbox(in.req.body(), settings_.limits, error);
+    if (!request) return in.respond(e2b_error(http::status::bad_request, error));
+    std::string kernel;
+    const auto& t = request->template_id;
+    if (t.empty() ||
+        std::find(settings_.default_templates.begin(), settings_.default_templates.end(), t) !=
+            settings_.default_templates.end())
+        kernel = contexts_.default_kernel();
+    else if (std::find(kernelspecs_.begin(), kernelspecs_.end(), t) != kernelspecs_.end())
+        kernel = t;
+    else
+        return in.respond(e2b_error(http::status::bad_request,
+                                    "template '" + t +
+                                        "' not found: a template here is a kernelspec's name "
+                                        "(GET /api/kernelspecs), or code-interpreter-v1 or base "
+                                        "for the default one"));
+    interpreter::context_request cr;
+    cr.kernel = kernel;
+    const auto timeout = request->timeout.value_or(settings_.default_timeout);
+    contexts_.create(
+        cr, who,
+        [this, who, kernel, request = std::move(*request), timeout,
+         respond = std::move(in.respond)](interpreter::create_context_result r) mutable {
+            if (!r.context) return respond(start_refused(r.error, r.message));
+            auto box =
+                sandboxes_.make(request.template_id.empty() ? settings_.default_templates.front()
+                                                            : request.template_id,
+                                kernel, who, std::move(request.metadata), timeout);
+            box.env = std::move(request.env);
+            box.default_context = r.context->id();
+            box.contexts.push_back({r.context->id(), "python", home});
+            log_.info("sandbox " + box.id + " (" + kernel + ") for " + who.name + " on context " +
+                      r.context->id());
+            auto answer = connection_answer(box);
+            sandboxes_.add(std::move(box));
+            auto res = json_response(http::status::created, answer);
+            res.set(http::field::location, "/sandboxes/" + answer["sandboxID"].get<std::string>());
+            respond(std::move(res));
+        });
+}
+
+std::optional<sandbox_record> e2b_api::sandbox_of(const incoming_request& in) const {
+    const std::string id = sandbox_id_of(in.req);
+    if (!is_valid_sandbox_id(id)) {
+        in.respond(e2b_error(http::status::not_found,
+                             "no sandbox named: send E2b-Sandbox-Id or use its host name"));
+        return std::nullopt;
+    }
+    auto box =
+        sandboxes_.find_by_token(id, in.req["X-Access-Token"], in.req["E2B-Traffic-Access-Token"]);
+    // Unknown, or not this sandbox's token: the same answer, so ids cannot be probed.
+    if (!box)
+        in.respond(
+            e2b_error(http::status::unauthorized, "unknown sandbox, or not its access token"));
+    return box;
+}
+
+void e2b_api::health(incoming_request in) {
+    // E2B's proxy answers 502 for a sandbox that is gone: isRunning() is then false.
+    const std::string id = sandbox_id_of(in.req);
+    auto box =
+        sandboxes_.find_by_token(id, in.req["X-Access-Token"], in.req["E2B-Traffic-Access-Token"]);
+    in.respond(box ? empty_response(http::status::no_content)
+                   : e2b_error(http::status::bad_gateway, "the sandbox is not running"));
+}
+
+void e2b_api::list_contexts(incoming_request in) {
+    auto box = sandbox_of(in);
+    if (!box) return;
+    json list = json::array();
+    for (const auto& c : box->contexts) list.push_back(context_json(c));
+    in.respond(json_response(http::status::ok, list));
+}
+
+void e2b_api::delete_context(incoming_request in) {
+    auto box = sandbox_of(in);
+    if (!box) return;
+    const std::string& id = in.where.param("context_id");
+    auto context = context_of(*box, id);
+    if (!context) return in.respond(no_such_context(id));
+    sandboxes_.remove_context(box->id, context->id());
+    contexts_.remove(context, [respond = std::move(in.respond)] {
+        respond(empty_response(http::status::no_content));
+    });
+}
+
+void e2b_api::restart_context(incoming_request in) {
+    auto box = sandbox_of(in);
+    if (!box) return;
+    const std::string& id = in.where.param("context_id");
+    auto context = context_of(*box, id);
+    if (!context) return in.respond(no_such_context(id));
+    context->restart([respond = std::move(in.respond)](std::string error) {
+        respond(error.empty()
+                    ? empty_response(http::status::no_content)
+                    : e2b_error(http::status::internal_server_error, "restart failed: " + error));
+    });
+}
+
+void e2b_api::not_implemented(incoming_request in) {
+    if (!sandbox_of(in)) return;
+    in.respond(e2b_error(http::status::not_implemented, "not implemented by this gateway yet"));
+}
+
+void e2b_api::create_context(incoming_request in) {
+    auto box = sandbox_of(in);
+    if (!box) return;
+    std::string error;
+    auto request = parse_create_context(in.req.body(), error);
+    if (!request) return in.respond(e2b_error(http::status::bad_request, error));
+    interpreter::context_request cr;
+    cr.language = request->language.value_or(languages::execution_language::python);
+    if (auto why = contexts_.choose_kernel(cr))
+        return in.respond(e2b_error(http::status::bad_request, *why));
+    const std::string language(languages::to_string(*cr.language));
+    const std::string cwd = request->cwd.empty() ? home : request->cwd;
+    contexts_.create(cr, box->owner,
+                     [this, id = box->id, language, cwd,
+                      respond = std::move(in.respond)](interpreter::create_context_result r) {
+                         if (!r.context) return respond(start_refused(r.error, r.message));
+                         sandbox_context c{r.context->id(), language, cwd};
+                         if (!sandboxes_.add_context(id, c)) {
+                             // Killed meanwhile: the context goes with it.
+                             contexts_.remove(r.context, [] {});
+                             return respond(no_such_sandbox(id));
+                         }
+                         respond(json_response(http::status::ok, context_json(c)));
+                     });
+}
+
+void e2b_api::execute(incoming_request in, const interpreter::take_stream_fn& take_stream) {
+    auto found = sandbox_of(in);
+    if (!found) return;
+    const sandbox_record& box = *found;
+    std::string error;
+    auto request = parse_execute(in.req.body(), settings_.limits, error);
+    if (!request) return in.respond(e2b_error(http::status::bad_request, error));
+    const std::string context_id =
+        request->context_id.empty() ? box.default_context : request->context_id;
+    auto context = context_of(box, context_id);
+    if (!context) return in.respond(no_such_context(context_id));
+    interpreter::execution_request exec;
+    exec.code = std::move(request->code);
+    // Python is the default context's own language: no runner.
+    if (request->language && *request->language != languages::execution_language::python)
+        exec.language = request->language;
+    exec.api = "e2b";
+    exec.stream = true;
+    exec.timeout = contexts_.settings().request_limits.default_timeout;
+    if (exec.timeout->count() == 0) exec.timeout.reset();
+    // The sandbox's envVars, then the call's, which win.
+    exec.env = box.env;
+    for (auto& [name, value] : request->env) {
+        std::erase_if(exec.env, [&](const auto& kv) { return kv.first == name; });
+        exec.env.emplace_back(name, value);
+    }
+    std::sort(exec.env.begin(), exec.env.end());
+    if (auto why = context->refusal(exec))
+        return in.respond(e2b_error(http::status::bad_request, *why));
+    auto out = take_stream();
+    auto stream = std::make_shared<execution_stream>(ioc_, out, settings_.keepalive_every);
+    context->submit(std::move(exec), [out, stream,
+                                      context](interpreter::interpreter_context::submit_result r) {
+        if (r.outcome != interpreter::interpreter_context::submit_outcome::accepted || !r.exec) {
+            const bool full =
+                r.outcome == interpreter::interpreter_context::submit_outcome::queue_full;
+            return out->respond(e2b_error(
+                full ? http::status::too_many_requests : http::status::conflict,
+                r.why.empty() ? (full ? "too many executions waiting" : "the context is closed")
+                              : r.why));
+        }
+        stream->follow(r.exec, [context, id = r.exec->id()] {
+            context->interrupt(id, [](std::shared_ptr<interpreter::execution>) {});
+        });
+    });
+}
+
+}  // namespace callisto::gateway::e2b

@@ -1,0 +1,92 @@
+#pragma once
+// The HTTP adapter of the E2B-compatible facade: the control plane (sandboxes: create, list,
+// getInfo, setTimeout, connect, kill) for the user whose token came as X-API-KEY, and a
+// sandbox's data plane (/execute, /contexts, /health) for whoever holds the sandbox's access
+// token. A sandbox is built on interpreter contexts (gateway/interpreter/): its default
+// context's kernel, sandboxed, with its workdir; owners, quotas, the warm pool and the audit
+// log apply as they do to /v1. Expired sandboxes are culled with their contexts.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "common/logger.hpp"
+#include "gateway/e2b/e2b_requests.hpp"
+#include "gateway/e2b/sandbox_registry.hpp"
+#include "gateway/http/http_message.hpp"
+#include "gateway/http/incoming_request.hpp"
+#include "gateway/interpreter/context_registry.hpp"
+#include "gateway/interpreter/interpreter_api.hpp"
+#include "gateway/user.hpp"
+
+namespace callisto::gateway::e2b {
+
+struct e2b_settings {
+    std::chrono::seconds default_timeout{300};  // E2B's: a sandbox lives 5 minutes by default
+    std::chrono::milliseconds keepalive_every{5000};
+    std::chrono::milliseconds cull_every{1000};
+    request_limits limits;
+    // Template names that mean "the default kernelspec": the SDKs' defaults.
+    std::vector<std::string> default_templates{"code-interpreter-v1", "base"};
+};
+
+class e2b_api {
+public:
+    // `kernelspecs`: the names a templateID may give.
+    e2b_api(boost::asio::io_context& ioc, interpreter::context_registry& contexts,
+            std::vector<std::string> kernelspecs, e2b_settings settings, logger log);
+
+    // Starts culling expired sandboxes.
+    void start();
+    // The server is stopping: culling stops (the contexts close with the registry's stop()).
+    void stop();
+
+    // One method a route of the table (gateway/routes.cpp). The control plane: the caller is
+    // the user whose token came as X-API-KEY (in.who, checked by the dispatcher).
+    void list_sandboxes(incoming_request in);  // GET /v2/sandboxes?metadata=, GET /sandboxes
+    void create_sandbox(incoming_request in);  // POST /v2/sandboxes
+    void get_sandbox(incoming_request in);     // GET /sandboxes/{sandbox_id}
+    void kill_sandbox(incoming_request in);    // DELETE /sandboxes/{sandbox_id}
+    void set_timeout(incoming_request in);     // POST /sandboxes/{sandbox_id}/timeout
+    void connect(incoming_request in);         // POST /v2/sandboxes/{sandbox_id}/connect
+    // The data plane: no user; the sandbox's access token is checked here.
+    void execute(incoming_request in, const interpreter::take_stream_fn& take_stream);
+    void list_contexts(incoming_request in);    // GET /contexts
+    void create_context(incoming_request in);   // POST /contexts
+    void delete_context(incoming_request in);   // DELETE /contexts/{context_id}
+    void restart_context(incoming_request in);  // POST /contexts/{context_id}/restart
+    void health(incoming_request in);           // GET /health
+    // /files and envd's Connect services: a sandbox's token is checked, then 501.
+    void not_implemented(incoming_request in);
+
+private:
+    // The sandbox a data-plane request names with its own token, or none, answered already
+    // (404 without a sandbox id, 401 for an unknown sandbox or another's token).
+    std::optional<sandbox_record> sandbox_of(const incoming_request& in) const;
+    // Closes the sandbox's contexts (their kernels go by the reuse policy).
+    void close_contexts(const sandbox_record& box);
+    std::shared_ptr<interpreter::interpreter_context> context_of(const sandbox_record& box,
+                                                                 const std::string& id) const;
+    void arm_culling();
+
+    boost::asio::io_context& ioc_;
+    interpreter::context_registry& contexts_;
+    const std::vector<std::string> kernelspecs_;
+    const e2b_settings settings_;
+    logger log_;
+    sandbox_registry sandboxes_;
+    boost::asio::steady_timer cull_timer_;
+    bool stopped_ = false;  // the timer's strand
+};
+
+// The sandbox a data-plane request is for: its E2b-Sandbox-Id header, else the host's first
+// label when it is E2B's "<port>-<id>" shape. "" when neither.
+std::string sandbox_id_of(const http_request& req);
+
+}  // namespace callisto::gateway::e2b

@@ -1,0 +1,194 @@
+#include "gateway/e2b/e2b_requests.hpp"
+
+#include "gateway/interpreter/execution_request.hpp"
+#include "gateway/interpreter/json_body.hpp"
+
+namespace callisto::gateway::e2b {
+
+namespace {
+
+using nlohmann::json;
+
+// The body as an object; an empty body is an empty object (the SDK may send none).
+std::optional<json> object_body(std::string_view body, std::string& error) {
+    if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return json::object();
+    auto doc = interpreter::parse_json_body(body, error);
+    if (!doc) return std::nullopt;
+    if (!doc->is_object()) {
+        error = "the body must be a JSON object";
+        return std::nullopt;
+    }
+    return doc;
+}
+
+// A member that may be absent or null (the SDK sends `undefined` as absent, Python as null).
+const json* member(const json& doc, const char* name) {
+    auto it = doc.find(name);
+    if (it == doc.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+
+std::optional<std::chrono::seconds> seconds_of(const json& value, const request_limits& limits,
+                                               std::string& error) {
+    if (!value.is_number_integer() && !value.is_number_unsigned()) {
+        error = "'timeout' must be a whole number of seconds";
+        return std::nullopt;
+    }
+    const auto n = value.get<long long>();
+    if (n < 0 || n > limits.max_timeout.count()) {
+        error = "'timeout' must be between 0 and " + std::to_string(limits.max_timeout.count()) +
+                " seconds";
+        return std::nullopt;
+    }
+    return std::chrono::seconds(n);
+}
+
+std::optional<interpreter::env_vars> env_of(const json& doc, const char* name,
+                                            const request_limits& limits, std::string& error) {
+    const json* value = member(doc, name);
+    if (!value) return interpreter::env_vars{};
+    std::string why;
+    auto env = interpreter::parse_env(*value, limits.env, why);
+    if (!env) error = "'" + std::string(name) + "': " + why;
+    return env;
+}
+
+}  // namespace
+
+std::optional<languages::execution_language> parse_e2b_language(std::string_view name) {
+    return languages::parse_execution_language(name);
+}
+
+std::optional<create_sandbox_request> parse_create_sandbox(std::string_view body,
+                                                           const request_limits& limits,
+                                                           std::string& error) {
+    auto doc = object_body(body, error);
+    if (!doc) return std::nullopt;
+    create_sandbox_request r;
+    if (const json* t = member(*doc, "templateID")) {
+        if (!t->is_string() || t->get_ref<const std::string&>().size() > 256) {
+            error = "'templateID' must be a template's name";
+            return std::nullopt;
+        }
+        r.template_id = t->get<std::string>();
+    }
+    if (const json* m = member(*doc, "metadata")) {
+        if (!m->is_object()) {
+            error = "'metadata' must be an object of strings";
+            return std::nullopt;
+        }
+        std::size_t bytes = 0;
+        for (const auto& [key, value] : m->items()) {
+            if (!value.is_string()) {
+                error = "'metadata': the value of '" + key + "' must be a string";
+                return std::nullopt;
+            }
+            bytes += key.size() + value.get_ref<const std::string&>().size();
+            r.metadata[key] = value.get<std::string>();
+        }
+        if (r.metadata.size() > limits.max_metadata_entries || bytes > limits.max_metadata_bytes) {
+            error = "'metadata' may hold at most " + std::to_string(limits.max_metadata_entries) +
+                    " entries and " + std::to_string(limits.max_metadata_bytes) + " bytes";
+            return std::nullopt;
+        }
+    }
+    auto env = env_of(*doc, "envVars", limits, error);
+    if (!env) return std::nullopt;
+    r.env = std::move(*env);
+    if (const json* t = member(*doc, "timeout")) {
+        auto s = seconds_of(*t, limits, error);
+        if (!s) return std::nullopt;
+        r.timeout = *s;
+    }
+    return r;
+}
+
+std::optional<std::chrono::seconds> parse_set_timeout(std::string_view body,
+                                                      const request_limits& limits,
+                                                      std::string& error) {
+    auto doc = object_body(body, error);
+    if (!doc) return std::nullopt;
+    const json* t = member(*doc, "timeout");
+    if (!t) {
+        error = "'timeout' (seconds) is required";
+        return std::nullopt;
+    }
+    return seconds_of(*t, limits, error);
+}
+
+std::optional<std::chrono::seconds> parse_connect(std::string_view body,
+                                                  const request_limits& limits,
+                                                  std::string& error) {
+    error.clear();
+    auto doc = object_body(body, error);
+    if (!doc) return std::nullopt;
+    const json* t = member(*doc, "timeout");
+    if (!t) return std::nullopt;
+    return seconds_of(*t, limits, error);
+}
+
+std::optional<execute_request> parse_execute(std::string_view body, const request_limits& limits,
+                                             std::string& error) {
+    auto doc = object_body(body, error);
+    if (!doc) return std::nullopt;
+    execute_request r;
+    const json* code = member(*doc, "code");
+    if (!code || !code->is_string()) {
+        error = "'code' must be a string";
+        return std::nullopt;
+    }
+    r.code = code->get<std::string>();
+    if (auto why = interpreter::check_code(r.code, "'code'")) {
+        error = *why;
+        return std::nullopt;
+    }
+    if (const json* c = member(*doc, "context_id")) {
+        if (!c->is_string()) {
+            error = "'context_id' must be a string";
+            return std::nullopt;
+        }
+        r.context_id = c->get<std::string>();
+    }
+    if (const json* l = member(*doc, "language")) {
+        if (!l->is_string()) {
+            error = "'language' must be a string";
+            return std::nullopt;
+        }
+        r.language = parse_e2b_language(l->get_ref<const std::string&>());
+        if (!r.language) {
+            error = "'language' must be one of " + languages::language_list('\'');
+            return std::nullopt;
+        }
+    }
+    if (r.language && !r.context_id.empty()) {
+        error = "give 'context_id' or 'language', not both";
+        return std::nullopt;
+    }
+    auto env = env_of(*doc, "env_vars", limits, error);
+    if (!env) return std::nullopt;
+    r.env = std::move(*env);
+    return r;
+}
+
+std::optional<create_context_request> parse_create_context(std::string_view body,
+                                                           std::string& error) {
+    auto doc = object_body(body, error);
+    if (!doc) return std::nullopt;
+    create_context_request r;
+    if (const json* l = member(*doc, "language")) {
+        if (!l->is_string() || !(r.language = parse_e2b_language(l->get<std::string>()))) {
+            error = "'language' must be one of " + languages::language_list('\'');
+            return std::nullopt;
+        }
+    }
+    if (const json* c = member(*doc, "cwd")) {
+        if (!c->is_string()) {
+            error = "'cwd' must be a string";
+            return std::nullopt;
+        }
+        r.cwd = c->get<std::string>();
+    }
+    return r;
+}
+
+}  // namespace callisto::gateway::e2b

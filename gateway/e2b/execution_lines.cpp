@@ -1,0 +1,110 @@
+#include "gateway/e2b/execution_lines.hpp"
+
+#include <string_view>
+#include <utility>
+
+namespace callisto::gateway::e2b {
+
+namespace {
+
+using nlohmann::json;
+
+std::string dump(const json& j) {
+    // dump() escapes '\n' inside strings, so a line is one line.
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+constexpr std::pair<std::string_view, std::string_view> mime_names[] = {
+    {"text/plain", "text"},
+    {"text/html", "html"},
+    {"text/markdown", "markdown"},
+    {"image/svg+xml", "svg"},
+    {"image/png", "png"},
+    {"image/jpeg", "jpeg"},
+    {"application/pdf", "pdf"},
+    {"text/latex", "latex"},
+    {"application/json", "json"},
+    {"application/javascript", "javascript"},
+    // Callisto's kernels send no E2B-specific types; E2B's own formatters' names, should a
+    // kernel send them, map to the SDK's `data` and `chart`.
+    {"e2b/data", "data"},
+    {"e2b/chart", "chart"},
+};
+
+std::string text_of(const json& value) {
+    if (value.is_string()) return value.get<std::string>();
+    // Jupyter allows a string split in a list of lines.
+    if (value.is_array()) {
+        std::string out;
+        for (const auto& part : value)
+            if (part.is_string()) out += part.get_ref<const std::string&>();
+        return out;
+    }
+    return dump(value);
+}
+
+}  // namespace
+
+json e2b_result(const json& bundle, bool main_result) {
+    json r = {{"type", "result"}};
+    if (bundle.is_object()) {
+        for (const auto& [mime, value] : bundle.items()) {
+            std::string name = mime;
+            for (const auto& [from, to] : mime_names)
+                if (mime == from) name = std::string(to);
+            // The SDK reads json, data and chart as they come; the rest as strings.
+            if (name == "json" || name == "data" || name == "chart")
+                r[name] = name == "json" && !value.is_string() ? json(dump(value)) : value;
+            else
+                r[name] = text_of(value);
+        }
+    }
+    r["is_main_result"] = main_result;
+    return r;
+}
+
+std::string keepalive_line() { return R"({"type":"keepalive"})"; }
+
+std::vector<std::string> execution_lines(const json& event) {
+    if (!event.is_object()) return {};
+    const std::string type = event.value("type", "");
+    if (type == "stdout" || type == "stderr")
+        return {dump({{"type", type}, {"text", event.value("text", "")}})};
+    if (type == "result")
+        return {dump(e2b_result(event.value("data", json::object()), event.value("main", false)))};
+    if (type == "error") {
+        std::string traceback;
+        if (const auto it = event.find("traceback"); it != event.end() && it->is_array()) {
+            for (const auto& line : *it) {
+                if (!line.is_string()) continue;
+                if (!traceback.empty()) traceback += '\n';
+                traceback += line.get_ref<const std::string&>();
+            }
+        }
+        return {dump({{"type", "error"},
+                      {"name", event.value("name", "")},
+                      {"value", event.value("value", "")},
+                      {"traceback", traceback}})};
+    }
+    if (type != "end") return {};
+    std::vector<std::string> lines;
+    const json exec = event.value("execution", json::object());
+    const std::string status = exec.value("status", "");
+    // A deadline or an interrupt with no error of the kernel's: say so, as E2B's server says
+    // an execution was cut short, so the program does not take silence for success.
+    const bool has_error = exec.contains("error") && exec["error"].is_object();
+    if ((status == "timeout" || status == "interrupted") && !has_error)
+        lines.push_back(dump({{"type", "error"},
+                              {"name", status == "timeout" ? "TimeoutError" : "KeyboardInterrupt"},
+                              {"value", status == "timeout" ? "the execution ran past its deadline"
+                                                            : "the execution was interrupted"},
+                              {"traceback", ""}}));
+    if (const auto it = exec.find("execution_count"); it != exec.end() && it->is_number_integer())
+        lines.push_back(dump({{"type", "number_of_executions"}, {"execution_count", *it}}));
+    lines.push_back(dump({{"type", status == "ok" || status == "error" || has_error
+                                       ? "end_of_execution"
+                                       : "unexpected_end_of_execution"}}));
+    return lines;
+}
+
+}  // namespace callisto::gateway::e2b

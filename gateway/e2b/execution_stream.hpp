@@ -1,0 +1,37 @@
+#pragma once
+// One /execute answer: an interpreter execution's events written as E2B's NDJSON lines as they
+// happen, a keepalive line while the code runs quietly, and the execution interrupted (the
+// context's interrupt ladder) when the client goes before the end.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "gateway/interpreter/execution.hpp"
+#include "gateway/interpreter/ndjson_stream.hpp"
+
+namespace callisto::gateway::e2b {
+
+class execution_stream : public std::enable_shared_from_this<execution_stream> {
+public:
+    execution_stream(boost::asio::io_context& ioc, std::shared_ptr<interpreter::ndjson_stream> out,
+                     std::chrono::milliseconds keepalive_every);
+
+    // Begins the 200 answer and follows `exec` to its end; `interrupt` is called when the
+    // client leaves first.
+    void follow(const std::shared_ptr<interpreter::execution>& exec,
+                std::function<void()> interrupt);
+
+private:
+    void arm_keepalive();
+
+    std::shared_ptr<interpreter::ndjson_stream> out_;
+    boost::asio::steady_timer keepalive_;  // on a strand of its own
+    bool done_ = false;                    // that strand's
+    const std::chrono::milliseconds keepalive_every_;
+};
+
+}  // namespace callisto::gateway::e2b

@@ -1,0 +1,264 @@
+// End-to-end test of Callisto's E2B-compatible facade (gateway/e2b/) through E2B's own SDKs,
+// unchanged: `@e2b/code-interpreter` and `e2b` from npm, pointed at Callisto by two
+// environment variables, with the user's Callisto token as the API key. Sandboxes (create,
+// getInfo, list by metadata, setTimeout, connect, kill, a wrong key, an unknown template, a
+// sandbox culled at its timeout), runCode (print, state kept, errors, a matplotlib figure, a
+// DataFrame, streaming callbacks, env vars, a client timeout that interrupts, and the next call
+// working), code contexts (create, list, restart, remove, isolation).
+//
+//   CALLISTO_URL=http://127.0.0.1:P CALLISTO_TOKEN=T node e2b_test.mjs [name-substring]
+//
+// Exits 0 only when every test passed, and prints "N passed, M failed".
+
+const BASE_URL = (process.env.CALLISTO_URL || 'http://127.0.0.1:8888').replace(/\/+$/, '');
+const TOKEN = process.env.CALLISTO_TOKEN || '';
+// The SDK reads these: one port for both planes.
+process.env.E2B_API_URL = BASE_URL;
+process.env.E2B_SANDBOX_URL = BASE_URL;
+process.env.E2B_API_KEY = TOKEN;
+
+const { Sandbox } = await import('@e2b/code-interpreter');
+const e2b = await import('e2b');
+
+const GLOBAL_TIMEOUT_MS = Number(process.env.CALLISTO_E2E_NODE_TIMEOUT_MS || 300000);
+const selectors = process.argv.slice(2);
+let passed = 0;
+let failed = 0;
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+
+const globalTimer = setTimeout(() => {
+  console.log(`FAIL global timeout of ${GLOBAL_TIMEOUT_MS} ms exceeded`);
+  console.log(`${passed} passed, ${failed + 1} failed`);
+  process.exit(1);
+}, GLOBAL_TIMEOUT_MS);
+
+function check(cond, what, detail) {
+  if (!cond) {
+    throw new Error(what + (detail === undefined ? '' : `: ${JSON.stringify(detail).slice(0, 2000)}`));
+  }
+}
+
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+async function withSandbox(fn, opts = {}) {
+  const sbx = await Sandbox.create({ timeoutMs: 120000, ...opts });
+  try {
+    await fn(sbx);
+  } finally {
+    await sbx.kill().catch(() => {});
+  }
+}
+
+// --------------------------------------------------------------------------
+
+test('create, getInfo with metadata, list by metadata, setTimeout, connect, kill', async () => {
+  const tag = `t${Date.now()}`;
+  const sbx = await Sandbox.create({ metadata: { tag, who: 'e2e' }, timeoutMs: 60000 });
+  check(typeof sbx.sandboxId === 'string' && sbx.sandboxId.length === 20, 'sandbox id', sbx.sandboxId);
+  const info = await sbx.getInfo();
+  check(info.sandboxId === sbx.sandboxId, 'getInfo id', info);
+  check(info.metadata.tag === tag, 'getInfo metadata', info);
+  check(info.templateId === 'code-interpreter-v1', 'template', info);
+  const ends = info.endAt.getTime() - info.startedAt.getTime();
+  check(ends > 55000 && ends <= 61000, 'timeout on create', ends);
+  const page = await Sandbox.list({ query: { metadata: { tag } } }).nextItems();
+  check(page.length === 1 && page[0].sandboxId === sbx.sandboxId, 'list by metadata', page);
+  const none = await Sandbox.list({ query: { metadata: { tag: 'other' } } }).nextItems();
+  check(none.length === 0, 'list filters', none);
+  await sbx.setTimeout(300000);
+  const later = await sbx.getInfo();
+  check(later.endAt.getTime() - Date.now() > 250000, 'setTimeout moved the end', later);
+  check(await sbx.isRunning(), 'isRunning');
+  const again = await Sandbox.connect(sbx.sandboxId);
+  const ex = await again.runCode('6*7');
+  check(ex.text === '42', 'runCode through connect', ex.toJSON());
+  check(await sbx.kill() === true, 'kill answers true');
+  check(await Sandbox.kill(sbx.sandboxId) === false, 'a second kill answers false');
+  let threw = null;
+  try { await Sandbox.getInfo(sbx.sandboxId); } catch (e) { threw = e; }
+  check(threw instanceof e2b.SandboxNotFoundError || /not found/i.test(String(threw)), 'killed is gone', String(threw));
+  threw = null;
+  try { await sbx.runCode('1'); } catch (e) { threw = e; }
+  check(threw, 'the data plane refuses a killed sandbox');
+});
+
+test('a wrong API key is an AuthenticationError; an unknown template is refused', async () => {
+  let threw = null;
+  try { await Sandbox.create({ apiKey: 'wrong-key-123' }); } catch (e) { threw = e; }
+  check(threw instanceof e2b.AuthenticationError, 'AuthenticationError', String(threw));
+  threw = null;
+  try { await Sandbox.create('no-such-template'); } catch (e) { threw = e; }
+  check(threw && /template 'no-such-template' not found/.test(threw.message), 'unknown template', String(threw));
+  threw = null;
+  try { await Sandbox.create({ timeoutMs: 1000, metadata: { n: 5 } }); } catch (e) { threw = e; }
+  check(threw && /metadata/.test(threw.message), 'malformed body refused', String(threw));
+});
+
+test('runCode: print, state kept, results, errors, execution count', async () => {
+  await withSandbox(async sbx => {
+    let ex = await sbx.runCode('x = 20\nprint("hello")\nx + 1');
+    check(ex.logs.stdout.join('') === 'hello\n', 'stdout', ex.toJSON());
+    check(ex.text === '21', 'main result', ex.toJSON());
+    check(ex.results.length === 1 && ex.results[0].isMainResult, 'one main result', ex.toJSON());
+    ex = await sbx.runCode('x * 2');
+    check(ex.text === '40', 'state kept', ex.toJSON());
+    check(typeof ex.executionCount === 'number' && ex.executionCount >= 2, 'execution count', ex.executionCount);
+    ex = await sbx.runCode('1/0');
+    check(ex.error && ex.error.name === 'ZeroDivisionError', 'error name', ex.error);
+    check(/division by zero/.test(ex.error.value), 'error value', ex.error);
+    check(/ZeroDivisionError/.test(ex.error.traceback), 'traceback one string', ex.error);
+    ex = await sbx.runCode('import sys; print("warn", file=sys.stderr)');
+    check(ex.logs.stderr.join('').includes('warn'), 'stderr', ex.toJSON());
+    ex = await sbx.runCode('import os; os.environ.get("E2E_VAR")', { envs: { E2E_VAR: 'set' } });
+    check(ex.text === "'set'", 'env_vars for the call', ex.toJSON());
+    ex = await sbx.runCode('import os; os.environ.get("E2E_VAR")');
+    check(ex.text === undefined || ex.text === 'None', 'env_vars only for that call', ex.toJSON());
+    ex = await sbx.runCode('echo from-bash', { language: 'bash' });
+    check(ex.logs.stdout.join('').includes('from-bash'), 'bash through its runner', ex.toJSON());
+  });
+});
+
+test('runCode: matplotlib figure, DataFrame, HTML', async () => {
+  await withSandbox(async sbx => {
+    let ex = await sbx.runCode(
+      'import matplotlib.pyplot as plt\n' +
+      'plt.plot([1, 2, 3], [1, 4, 9]); plt.title("squares"); plt.show()');
+    const png = ex.results.find(r => r.png);
+    check(png && !png.isMainResult, 'a display with png', ex.toJSON());
+    check(Buffer.from(png.png, 'base64').subarray(1, 4).toString() === 'PNG', 'png is base64 PNG');
+    ex = await sbx.runCode('import pandas as pd\npd.DataFrame({"a": [1, 2], "b": [3, 4]})');
+    check(ex.results.length === 1, 'a DataFrame result', ex.toJSON());
+    check(ex.results[0].html && ex.results[0].html.includes('<table'), 'DataFrame html', ex.toJSON());
+    check(ex.results[0].text.includes('a  b'), 'DataFrame text', ex.toJSON());
+    ex = await sbx.runCode('from IPython.display import HTML, Markdown, display\n' +
+                           'display(HTML("<b>x</b>")); display(Markdown("# t"))');
+    check(ex.results.some(r => r.html === '<b>x</b>'), 'html display', ex.toJSON());
+    check(ex.results.some(r => r.markdown === '# t'), 'markdown display', ex.toJSON());
+  });
+});
+
+test('runCode: streaming callbacks arrive as the code runs', async () => {
+  await withSandbox(async sbx => {
+    const seen = [];
+    const t0 = Date.now();
+    const ex = await sbx.runCode(
+      'import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(1)\n"done"',
+      {
+        onStdout: m => seen.push({ line: m.line, at: Date.now() - t0 }),
+        onResult: r => seen.push({ result: r.text, at: Date.now() - t0 }),
+      });
+    check(ex.text === "'done'", 'result', ex.toJSON());
+    const lines = seen.filter(s => s.line !== undefined);
+    check(lines.length === 3, 'three stdout callbacks', seen);
+    check(lines[2].at - lines[0].at >= 1500, 'they came as printed, not at the end', seen);
+    check(seen.some(s => s.result === "'done'"), 'onResult', seen);
+  });
+});
+
+test('runCode: a client timeout interrupts, and the next call works', async () => {
+  await withSandbox(async sbx => {
+    await sbx.runCode('count = 0');
+    let threw = null;
+    const t0 = Date.now();
+    try {
+      await sbx.runCode('import time\nwhile True:\n    count += 1\n    time.sleep(0.05)', { timeoutMs: 2000 });
+    } catch (e) { threw = e; }
+    check(threw, 'the SDK times out');
+    check(Date.now() - t0 < 10000, 'promptly', Date.now() - t0);
+    // The interrupt reached the kernel: the loop stopped, the state survived.
+    await sleep(500);
+    const a = await sbx.runCode('count', { timeoutMs: 20000 });
+    await sleep(500);
+    const b = await sbx.runCode('count');
+    check(Number(a.text) > 0 && a.text === b.text, 'the loop was interrupted, state kept', [a.text, b.text]);
+  });
+});
+
+test('code contexts: create, list, isolation, restart, remove', async () => {
+  await withSandbox(async sbx => {
+    const ctx = await sbx.createCodeContext({ language: 'python' });
+    check(ctx.id && ctx.language === 'python' && ctx.cwd === '/home/user', 'context', ctx);
+    await sbx.runCode('y = "default"');
+    await sbx.runCode('y = "mine"', { context: ctx });
+    let ex = await sbx.runCode('y');
+    check(ex.text === "'default'", 'default context keeps its own state', ex.toJSON());
+    ex = await sbx.runCode('y', { context: ctx });
+    check(ex.text === "'mine'", 'the new context has its own', ex.toJSON());
+    const list = await sbx.listCodeContexts();
+    check(list.length === 2 && list.some(c => c.id === ctx.id), 'list', list);
+    await sbx.restartCodeContext(ctx);
+    ex = await sbx.runCode('y', { context: ctx });
+    check(ex.error && ex.error.name === 'NameError', 'restart cleared its state', ex.toJSON());
+    await sbx.removeCodeContext(ctx);
+    check((await sbx.listCodeContexts()).length === 1, 'removed');
+    let threw = null;
+    try { await sbx.runCode('1', { context: ctx }); } catch (e) { threw = e; }
+    check(threw instanceof e2b.NotFoundError, 'a removed context is not found', String(threw));
+  });
+});
+
+test('the data plane wants the sandbox token', async () => {
+  await withSandbox(async sbx => {
+    const res = await fetch(BASE_URL + '/execute', {
+      method: 'POST',
+      headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': 'nope', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ code: '1' }),
+    });
+    check(res.status === 401, 'wrong token 401', res.status);
+    const body = await res.json();
+    check(body.code === 401 && typeof body.message === 'string', 'E2B error shape', body);
+    const user = await fetch(BASE_URL + '/contexts', {
+      headers: { 'E2b-Sandbox-Id': sbx.sandboxId, Authorization: `token ${TOKEN}` },
+    });
+    check(user.status === 401, 'the user token is not the sandbox token', user.status);
+    for (const bad of ['{', '[]', '{"code":5}', '{"code":"1","language":"cobol"}']) {
+      const r = await fetch(BASE_URL + '/execute', {
+        method: 'POST',
+        headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': sbx.envdAccessToken },
+        body: bad,
+      });
+      check(r.status === 400, `malformed ${bad}`, r.status);
+      check((await r.json()).code === 400, 'E2B error shape');
+    }
+  });
+});
+
+test('a sandbox past its timeout is culled with its contexts', async () => {
+  const sbx = await Sandbox.create({ timeoutMs: 3000 });
+  await sbx.runCode('1');
+  const before = await (await fetch(BASE_URL + '/v1/contexts', { headers: { Authorization: `token ${TOKEN}` } })).json();
+  await sleep(5500);
+  check(!(await sbx.isRunning()), 'isRunning is false');
+  let threw = null;
+  try { await sbx.runCode('1'); } catch (e) { threw = e; }
+  check(threw, 'the culled sandbox refuses code');
+  const list = await Sandbox.list().nextItems();
+  check(!list.some(s => s.sandboxId === sbx.sandboxId), 'not listed', list);
+  const after = await (await fetch(BASE_URL + '/v1/contexts', { headers: { Authorization: `token ${TOKEN}` } })).json();
+  check(after.length === before.length - 1, 'its context went with it', [before.length, after.length]);
+});
+
+// --------------------------------------------------------------------------
+
+async function main() {
+  console.log(`target ${BASE_URL}`);
+  for (const t of tests) {
+    if (selectors.length && !selectors.some(sel => t.name.includes(sel))) continue;
+    const t0 = Date.now();
+    try {
+      await t.fn();
+      passed++;
+      console.log(`PASS ${t.name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    } catch (e) {
+      failed++;
+      console.log(`FAIL ${t.name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${e && e.stack ? e.stack : e}`);
+    }
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  clearTimeout(globalTimer);
+  process.exit(failed === 0 && passed > 0 ? 0 : 1);
+}
+
+process.on('unhandledRejection', e => { console.log(`unhandled rejection: ${e && e.stack ? e.stack : e}`); });
+main();

@@ -1,0 +1,236 @@
+// The E2B facade's wire pieces (gateway/e2b/): the bodies the SDK sends, the NDJSON lines it
+// reads, Connect's envelopes and the error shapes. Every bad form of every body.
+
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "gateway/e2b/connect_envelope.hpp"
+#include "gateway/e2b/e2b_errors.hpp"
+#include "gateway/e2b/e2b_requests.hpp"
+#include "gateway/e2b/execution_lines.hpp"
+
+using namespace callisto::gateway;
+using namespace callisto::gateway::e2b;
+using nlohmann::json;
+
+namespace {
+const request_limits limits{};
+}
+
+TEST_CASE("create sandbox takes the SDK's body and ignores members it does not act on") {
+    std::string error;
+    auto r = parse_create_sandbox(
+        R"({"templateID":"python3","metadata":{"a":"1"},"envVars":{"FOO":"bar"},"timeout":60,
+            "mcp":null,"allow_internet_access":true,"network":{},"autoPause":false})",
+        limits, error);
+    REQUIRE_MESSAGE(r, error);
+    CHECK(r->template_id == "python3");
+    CHECK(r->metadata.at("a") == "1");
+    REQUIRE(r->env.size() == 1);
+    CHECK(r->env[0].first == "FOO");
+    CHECK(r->timeout == std::chrono::seconds(60));
+    auto empty = parse_create_sandbox("", limits, error);
+    REQUIRE(empty);
+    CHECK(empty->template_id.empty());
+    CHECK(!empty->timeout);
+}
+
+TEST_CASE("create sandbox refuses every malformed body") {
+    for (const char* body :
+         {"{", "[]", "42", R"({"templateID":5})", R"({"metadata":[]})", R"({"metadata":{"a":1}})",
+          R"({"envVars":{"PATH":"/x"}})", R"({"envVars":"FOO=1"})", R"({"envVars":{"A":2}})",
+          R"({"timeout":"60"})", R"({"timeout":-1})", R"({"timeout":1.5})",
+          R"({"timeout":99999999999})"}) {
+        std::string error;
+        CHECK_MESSAGE(!parse_create_sandbox(body, limits, error), body);
+        CHECK_MESSAGE(!error.empty(), body);
+    }
+    json many = {{"metadata", json::object()}};
+    for (int i = 0; i < 100; ++i) many["metadata"]["k" + std::to_string(i)] = "v";
+    std::string error;
+    CHECK(!parse_create_sandbox(many.dump(), limits, error));
+}
+
+TEST_CASE("setTimeout needs a timeout; connect may leave it out") {
+    std::string error;
+    CHECK(parse_set_timeout(R"({"timeout":30})", limits, error) == std::chrono::seconds(30));
+    for (const char* body : {"", "{}", R"({"timeout":null})", R"({"timeout":"x"})", "{"}) {
+        CHECK_MESSAGE(!parse_set_timeout(body, limits, error), body);
+        CHECK(!error.empty());
+    }
+    CHECK(!parse_connect("{}", limits, error));
+    CHECK(error.empty());
+    CHECK(parse_connect(R"({"timeout":5})", limits, error) == std::chrono::seconds(5));
+    CHECK(!parse_connect(R"({"timeout":true})", limits, error));
+    CHECK(!error.empty());
+    CHECK(!parse_connect("[", limits, error));
+    CHECK(!error.empty());
+}
+
+TEST_CASE("execute takes code, a context or a language, and env_vars") {
+    std::string error;
+    auto r = parse_execute(R"({"code":"1+1","env_vars":{"X":"y"}})", limits, error);
+    REQUIRE_MESSAGE(r, error);
+    CHECK(r->code == "1+1");
+    CHECK(r->context_id.empty());
+    CHECK(r->env.size() == 1);
+    r = parse_execute(R"({"code":"ls","language":"bash"})", limits, error);
+    REQUIRE(r);
+    CHECK(r->language == languages::execution_language::bash);
+    r = parse_execute(R"({"code":"x","context_id":"abc","language":null})", limits, error);
+    REQUIRE(r);
+    CHECK(r->context_id == "abc");
+}
+
+TEST_CASE("execute refuses every malformed body") {
+    for (const char* body :
+         {"", "{}", "[]", "{", R"({"code":1})", R"({"code":null})",
+          R"({"code":"x","context_id":3})", R"({"code":"x","language":"cobol"})",
+          R"({"code":"x","language":7})", R"({"code":"x","context_id":"a","language":"python"})",
+          R"({"code":"x","env_vars":[]})", R"({"code":"x","env_vars":{"LD_PRELOAD":"a"}})"}) {
+        std::string error;
+        CHECK_MESSAGE(!parse_execute(body, limits, error), body);
+        CHECK_MESSAGE(!error.empty(), body);
+    }
+    std::string error;
+    CHECK(!parse_execute(json({{"code", std::string("a\0b", 3)}}).dump(), limits, error));
+}
+
+TEST_CASE("create context takes a language and a cwd, and refuses bad ones") {
+    std::string error;
+    auto r = parse_create_context(R"({"language":"r","cwd":"/home/user"})", error);
+    REQUIRE(r);
+    CHECK(r->language == languages::execution_language::r);
+    CHECK(r->cwd == "/home/user");
+    REQUIRE(parse_create_context("", error));
+    for (const char* body :
+         {"[", "[]", R"({"language":"js"})", R"({"language":1})", R"({"cwd":5})"}) {
+        CHECK_MESSAGE(!parse_create_context(body, error), body);
+        CHECK(!error.empty());
+    }
+}
+
+TEST_CASE("execution events become E2B's lines, one JSON object each") {
+    auto one = [](const json& event) {
+        auto lines = execution_lines(event);
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].find('\n') == std::string::npos);
+        return json::parse(lines[0]);
+    };
+    CHECK(one({{"type", "stdout"}, {"text", "a\nb\n"}}) ==
+          json({{"type", "stdout"}, {"text", "a\nb\n"}}));
+    CHECK(one({{"type", "stderr"}, {"text", "w"}})["type"] == "stderr");
+    auto result = one({{"type", "result"},
+                       {"data",
+                        {{"text/plain", "2"},
+                         {"image/png", "iVBO"},
+                         {"text/html", {"<b>", "x</b>"}},
+                         {"application/json", {{"a", 1}}},
+                         {"application/x-custom", "c"}}},
+                       {"metadata", json::object()},
+                       {"main", true}});
+    CHECK(result["type"] == "result");
+    CHECK(result["text"] == "2");
+    CHECK(result["png"] == "iVBO");
+    CHECK(result["html"] == "<b>x</b>");
+    CHECK(result["json"] == json({{"a", 1}}).dump());
+    CHECK(result["application/x-custom"] == "c");
+    CHECK(result["is_main_result"] == true);
+    CHECK(one({{"type", "result"}, {"data", {{"image/png", "x"}}}})["is_main_result"] == false);
+    auto error = one({{"type", "error"},
+                      {"name", "ZeroDivisionError"},
+                      {"value", "division by zero"},
+                      {"traceback", {"line 1", "line 2"}}});
+    CHECK(error["traceback"] == "line 1\nline 2");
+    CHECK(execution_lines({{"type", "start"}}).empty());
+    CHECK(execution_lines({{"type", "queued"}}).empty());
+    CHECK(execution_lines("not an object").empty());
+    CHECK(json::parse(keepalive_line())["type"] == "keepalive");
+}
+
+TEST_CASE("the end event gives the execution count and the end of execution") {
+    auto lines = execution_lines(
+        {{"type", "end"}, {"execution", {{"status", "ok"}, {"execution_count", 3}}}});
+    REQUIRE(lines.size() == 2);
+    CHECK(json::parse(lines[0]) ==
+          json({{"type", "number_of_executions"}, {"execution_count", 3}}));
+    CHECK(json::parse(lines[1])["type"] == "end_of_execution");
+    // A deadline with no error of the kernel's says so.
+    lines = execution_lines(
+        {{"type", "end"}, {"execution", {{"status", "timeout"}, {"execution_count", nullptr}}}});
+    REQUIRE(lines.size() == 2);
+    CHECK(json::parse(lines[0])["name"] == "TimeoutError");
+    CHECK(json::parse(lines[1])["type"] == "unexpected_end_of_execution");
+    lines = execution_lines(
+        {{"type", "end"},
+         {"execution", {{"status", "error"}, {"error", {{"name", "E"}}}, {"execution_count", 4}}}});
+    REQUIRE(lines.size() == 2);
+    CHECK(json::parse(lines[1])["type"] == "end_of_execution");
+}
+
+TEST_CASE("an envelope round-trips, and a stream needs its end frame") {
+    const std::string body = encode_envelope(0, R"({"a":1})") + encode_envelope(end_flag, "{}");
+    std::error_code ec;
+    auto frames = decode_envelopes(body, 1 << 20, ec);
+    REQUIRE(!ec);
+    REQUIRE(frames.size() == 2);
+    CHECK(frames[0].payload == R"({"a":1})");
+    CHECK(frames[1].end());
+    auto stream = decode_response_stream(body, 1 << 20, ec);
+    REQUIRE(stream);
+    CHECK(stream->messages.size() == 1);
+    CHECK(stream->end == "{}");
+    CHECK(!decode_response_stream(encode_envelope(0, "{}"), 1 << 20, ec));
+    CHECK(ec == envelope_error::missing_end);
+    CHECK(!decode_response_stream(body + encode_envelope(0, "{}"), 1 << 20, ec));
+    CHECK(ec == envelope_error::data_after_end);
+    CHECK(decode_envelopes("", 10, ec).empty());
+    CHECK(!ec);
+}
+
+TEST_CASE("a malformed envelope is refused with its reason") {
+    std::error_code ec;
+    CHECK(decode_envelopes(std::string("\0\0\0", 3), 1 << 20, ec).empty());
+    CHECK(ec == envelope_error::truncated_prefix);
+    CHECK(decode_envelopes(std::string("\0\0\0\0\x09{}", 7), 1 << 20, ec).empty());
+    CHECK(ec == envelope_error::length_past_body);
+    CHECK(decode_envelopes(std::string("\0\xff\xff\xff\xff", 5), UINT32_MAX, ec).empty());
+    CHECK(ec == envelope_error::length_past_body);
+    CHECK(decode_envelopes(encode_envelope(0x01, "{}"), 1 << 20, ec).empty());
+    CHECK(ec == envelope_error::compressed);
+    CHECK(decode_envelopes(encode_envelope(0x80, "{}"), 1 << 20, ec).empty());
+    CHECK(ec == envelope_error::unknown_flags);
+    CHECK(decode_envelopes(encode_envelope(0, "{}"), 1, ec).empty());
+    CHECK(ec == envelope_error::message_too_large);
+    CHECK(!ec.message().empty());
+}
+
+TEST_CASE("a server-streaming request holds exactly one message") {
+    std::error_code ec;
+    auto m = decode_request_message(encode_envelope(0, R"({"path":"/"})"), 1 << 20, ec);
+    REQUIRE(m);
+    CHECK(*m == R"({"path":"/"})");
+    CHECK(!decode_request_message("", 1 << 20, ec));
+    CHECK(ec == envelope_error::not_one_message);
+    CHECK(
+        !decode_request_message(encode_envelope(0, "{}") + encode_envelope(0, "{}"), 1 << 20, ec));
+    CHECK(ec == envelope_error::not_one_message);
+    CHECK(!decode_request_message(encode_envelope(end_flag, "{}"), 1 << 20, ec));
+    CHECK(ec == envelope_error::not_one_message);
+    CHECK(!decode_request_message(encode_envelope(1, "{}"), 1 << 20, ec));
+    CHECK(ec == envelope_error::compressed);
+}
+
+TEST_CASE("errors have E2B's and Connect's shapes") {
+    auto res = e2b_error(http::status::not_found, "sandbox \"x\" not found");
+    CHECK(res.result() == http::status::not_found);
+    auto body = json::parse(res.body());
+    CHECK(body["code"] == 404);
+    CHECK(body["message"] == "sandbox \"x\" not found");
+    auto c = connect_error(connect_code::not_found, "no such file");
+    CHECK(c.result() == http::status::not_found);
+    CHECK(json::parse(c.body())["code"] == "not_found");
+    CHECK(http_status_of(connect_code::already_exists) == http::status::conflict);
+    CHECK(http_status_of(connect_code::invalid_argument) == http::status::bad_request);
+}
