@@ -6,6 +6,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
+#include "common/media_types.hpp"
 #include "gateway/http/beast.hpp"
 #include "gateway/http/content_headers.hpp"
 #include "gateway/interpreter/multipart_form.hpp"
@@ -34,18 +35,15 @@ http_response queue_full(std::size_t limit) {
 }
 
 std::string content_type_for(std::string_view path) {
-    auto dot = path.rfind('.');
-    std::string_view ext = dot == std::string_view::npos ? "" : path.substr(dot);
-    if (ext == ".png") return "image/png";
-    if (ext == ".jpg" || ext == ".jpeg") return "image/jpeg";
-    if (ext == ".svg") return "image/svg+xml";
-    if (ext == ".csv") return "text/csv";
-    if (ext == ".json") return "application/json";
-    if (ext == ".txt" || ext == ".py" || ext == ".md") return "text/plain; charset=utf-8";
-    if (ext == ".pdf") return "application/pdf";
-    // Never text/html: a downloaded file must not run as a page of this origin (and every
-    // active or unknown type goes as an attachment in a sandbox: set_untrusted_file_headers).
-    return "application/octet-stream";
+    const auto type = media_type_of(path);
+    // Never text/html nor script: a downloaded file must not run as a page of this origin
+    // (and every active or unknown type goes as an attachment in a sandbox:
+    // set_untrusted_file_headers).
+    if (!type || *type == "text/html" || *type == "text/javascript" || *type == "text/css")
+        return "application/octet-stream";
+    if (*type == "text/csv") return "text/csv";
+    if (type->starts_with("text/")) return "text/plain; charset=utf-8";  // code, markdown, ...
+    return std::string(*type);
 }
 
 http_response file_error_response(const file_error& e) {
