@@ -304,24 +304,31 @@ void e2b_api::list_contexts(incoming_request in) {
     in.respond(json_response(http::status::ok, list));
 }
 
-void e2b_api::delete_context(incoming_request in) {
+std::shared_ptr<interpreter::interpreter_context> e2b_api::path_context(
+    const incoming_request& in, std::string& sandbox_id) const {
     auto box = sandbox_of(in);
-    if (!box) return;
+    if (!box) return nullptr;
     const std::string& id = in.where.param("context_id");
     auto context = context_of(*box, id);
-    if (!context) return in.respond(no_such_context(id));
-    sandboxes_.remove_context(box->id, context->id());
+    if (!context) in.respond(no_such_context(id));
+    sandbox_id = box->id;
+    return context;
+}
+
+void e2b_api::delete_context(incoming_request in) {
+    std::string sandbox_id;
+    auto context = path_context(in, sandbox_id);
+    if (!context) return;
+    sandboxes_.remove_context(sandbox_id, context->id());
     contexts_.remove(context, [respond = std::move(in.respond)] {
         respond(empty_response(http::status::no_content));
     });
 }
 
 void e2b_api::restart_context(incoming_request in) {
-    auto box = sandbox_of(in);
-    if (!box) return;
-    const std::string& id = in.where.param("context_id");
-    auto context = context_of(*box, id);
-    if (!context) return in.respond(no_such_context(id));
+    std::string sandbox_id;
+    auto context = path_context(in, sandbox_id);
+    if (!context) return;
     context->restart([respond = std::move(in.respond)](std::string error) {
         respond(error.empty()
                     ? empty_response(http::status::no_content)

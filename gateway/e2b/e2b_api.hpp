@@ -69,6 +69,10 @@ private:
     // The sandbox a data-plane request names with its own token, or none, answered already
     // (404 without a sandbox id, 401 for an unknown sandbox or another's token).
     std::optional<sandbox_record> sandbox_of(const incoming_request& in) const;
+    // The {context_id} of that sandbox, and the sandbox's id; or none, answered (as above, or
+    // 404 for a context that is not the sandbox's).
+    std::shared_ptr<interpreter::interpreter_context> path_context(const incoming_request& in,
+                                                                   std::string& sandbox_id) const;
     // Closes the sandbox's contexts (their kernels go by the reuse policy).
     void close_contexts(const sandbox_record& box);
     std::shared_ptr<interpreter::interpreter_context> context_of(const sandbox_record& box,
