@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@
 #include "gateway/e2b/e2b_requests.hpp"
 #include "gateway/e2b/sandbox_registry.hpp"
 #include "gateway/http/http_message.hpp"
-#include "gateway/http/router.hpp"
+#include "gateway/http/incoming_request.hpp"
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/interpreter_api.hpp"
 #include "gateway/user.hpp"
@@ -46,18 +47,32 @@ public:
     // The server is stopping: culling stops (the contexts close with the registry's stop()).
     void stop();
 
-    // `who` is null on the data plane (its own token is checked here).
-    void handle(const route& r, http_request req, const user* who, respond_fn respond,
-                respond_file_fn respond_file, const interpreter::take_stream_fn& take_stream);
+    // One method a route of the table (gateway/routes.cpp). The control plane: the caller is
+    // the user whose token came as X-API-KEY (in.who, checked by the dispatcher).
+    void list_sandboxes(incoming_request in);  // GET /v2/sandboxes?metadata=, GET /sandboxes
+    void create_sandbox(incoming_request in);  // POST /v2/sandboxes
+    void get_sandbox(incoming_request in);     // GET /sandboxes/{sandbox_id}
+    void kill_sandbox(incoming_request in);    // DELETE /sandboxes/{sandbox_id}
+    void set_timeout(incoming_request in);     // POST /sandboxes/{sandbox_id}/timeout
+    void connect(incoming_request in);         // POST /v2/sandboxes/{sandbox_id}/connect
+    // The data plane: no user; the sandbox's access token is checked here.
+    void execute(incoming_request in, const interpreter::take_stream_fn& take_stream);
+    void list_contexts(incoming_request in);    // GET /contexts
+    void create_context(incoming_request in);   // POST /contexts
+    void delete_context(incoming_request in);   // DELETE /contexts/{context_id}
+    void restart_context(incoming_request in);  // POST /contexts/{context_id}/restart
+    void health(incoming_request in);           // GET /health
+    // /files and envd's Connect services: a sandbox's token is checked, then 501.
+    void not_implemented(incoming_request in);
 
 private:
-    void create_sandbox(const http_request& req, const user& who, respond_fn respond);
-    void control(const route& r, const http_request& req, const user& who, respond_fn respond);
-    void data_plane(const route& r, http_request req, const sandbox_record& box, respond_fn respond,
-                    const interpreter::take_stream_fn& take_stream);
-    void execute(const http_request& req, const sandbox_record& box, respond_fn respond,
-                 const interpreter::take_stream_fn& take_stream);
-    void create_context(const http_request& req, const sandbox_record& box, respond_fn respond);
+    // The sandbox a data-plane request names with its own token, or none, answered already
+    // (404 without a sandbox id, 401 for an unknown sandbox or another's token).
+    std::optional<sandbox_record> sandbox_of(const incoming_request& in) const;
+    // The {context_id} of that sandbox, and the sandbox's id; or none, answered (as above, or
+    // 404 for a context that is not the sandbox's).
+    std::shared_ptr<interpreter::interpreter_context> path_context(const incoming_request& in,
+                                                                   std::string& sandbox_id) const;
     // Closes the sandbox's contexts (their kernels go by the reuse policy).
     void close_contexts(const sandbox_record& box);
     std::shared_ptr<interpreter::interpreter_context> context_of(const sandbox_record& box,
