@@ -7,6 +7,7 @@
 
 #include "gateway/kernels/code_requests.hpp"
 #include "gateway/kernels/output_cap_notice.hpp"
+#include "gateway/kernels/output_fields.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/untrusted_json.hpp"
 #include "launcher/ipykernel_bootstrap.hpp"
@@ -595,6 +596,7 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
                 return settle_drops();
             }
             if (executions_.pending() > 0) executions_.output(msg.parent_msg_id, bytes);
+            if (msg.msg_type == "execute_input") cap_echoed_code(msg);
             const std::string execution_state = track_activity(msg);
             if (execution_state == "idle")
                 awaiting_idle_.erase(msg.parent_msg_id);
@@ -695,9 +697,12 @@ bool kernel_session::track_request(const std::shared_ptr<kernel_client>& client,
                                   why + "; the code did not run", true);
             return false;
         }
-        e.code = std::string();
-        e.user_expressions = nullptr;
     }
+    // Released, not merely emptied: assigning an empty string keeps the buffer, so each
+    // execution still pending kept its code's memory until its reply (80 requests of 16 MiB
+    // took the gateway past 1.2 GB). Nothing after the record needs the code.
+    std::string().swap(e.code);
+    e.user_expressions = nullptr;
     for (const auto& lost : executions_.started(std::move(e))) report(lost);
     return true;
 }
@@ -910,6 +915,14 @@ void kernel_session::answer_lost_reply(const in_flight& lost) {
                 {{"ename", ename}, {"evalue", evalue}, {"traceback", {ename + ": " + evalue}}},
                 session_id_, "callisto", &request));
     clients_.send_to(client, lost.ch, std::move(reply));
+}
+
+void kernel_session::cap_echoed_code(kernelproto::message& msg) {
+    auto cut = cap_execute_input(msg.content, max_echoed_code_bytes);
+    if (!cut) return;
+    msg.content = std::move(*cut);
+    // The received frame goes now; what the clients and the replay buffer keep is counted.
+    msg.lease = inbound_->lease(kernelproto::message_bytes(msg));
 }
 
 void kernel_session::report_dropped(const kernelproto::message& next) {

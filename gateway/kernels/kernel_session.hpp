@@ -178,6 +178,9 @@ private:
     void deliver_orphan(kernelproto::channel ch, kernelproto::message msg);
     void note_client_session(const std::shared_ptr<kernel_client>& client,
                              const std::string& session);
+    // An execute_input's code within max_echoed_code_bytes (output_fields.hpp), in everything
+    // the gateway relays and keeps.
+    void cap_echoed_code(kernelproto::message& msg);
     // Tells every client when messages were dropped for being over the kernel's budget.
     void report_dropped(const kernelproto::message& next);
     // The requests of WebSocket clients that run code (code_requests.hpp): noted on the way to

@@ -823,6 +823,21 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "hardening: 16 MiB execute_requests flooding a WebSocket, audited, hold neither their code "
+    "nor its echo") {
+    const std::string dir = "/tmp/cle2e-flood-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    {
+        server_process server({"--audit-log=" + dir + "/audit.log"});
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k",
+                            "flooding_a_websocket"});
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
     "health: /healthz and /readyz need no token, HEAD is GET without a body; SIGTERM drains "
     "readiness, then stops") {
     server_process server({"--drain-seconds=4"});

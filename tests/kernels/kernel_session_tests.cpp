@@ -752,3 +752,44 @@ TEST_CASE("a Jupyter client's execution whose reply was lost is recorded as ende
     REQUIRE(observer.finished_executions.size() == 1);
     CHECK(observer.finished_executions[0].status == "error");
 }
+
+TEST_CASE("the code a kernel echoes in execute_input is cut in what clients get") {
+    fake_world w;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<recording_client>();
+    k->attach(client);
+    const std::string code = "HEAD" + std::string(1 << 20, 'z') + "TAIL";
+    w.links.last().on_message(
+        channel::iopub,
+        from_kernel("execute_input", {{"code", code}, {"execution_count", 3}}, "r"));
+    REQUIRE(w.run_until([&] { return client->got.size() == 1; }));
+    const auto echoed = content_of(*client->got[0].second);
+    const auto kept = echoed["code"].get<std::string>();
+    CHECK(kept.size() <= max_echoed_code_bytes);
+    CHECK(kept.starts_with("HEAD"));
+    CHECK(kept.ends_with("TAIL"));
+    CHECK(echoed["execution_count"] == 3);
+    CHECK(client->got[0].second->parent_msg_id == "r");
+}
+
+TEST_CASE("an audited execution holds none of its code's memory while it runs") {
+    // Each execution pending a reply kept the buffer of its code (16 MiB for a 16 MiB cell).
+    fake_world w;
+    recording_observer observer;
+    w.env.executions = &observer;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<websocket_client>();
+    k->attach(client);
+    auto req = kp::make_message("execute_request", {{"code", std::string(1 << 20, '#')}},
+                                "client-session");
+    const std::string id = req.msg_id;
+    k->submit(client, channel::shell, std::move(req));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    REQUIRE(observer.started_executions.size() == 1);
+    CHECK(observer.started_executions[0].code.size() == (1u << 20));  // recorded whole
+    w.links.last().on_message(channel::shell, from_kernel("execute_reply", {{"status", "ok"}}, id));
+    REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 1; }));
+    CHECK(observer.code_capacity_at_finish[0] < 64);
+}
