@@ -855,8 +855,9 @@ TEST_CASE(
 
 TEST_CASE(
     "tls: HTTPS and WSS with curl, websocket-client, jupyter_server --gateway-url and the example "
-    "agent loop; TLS 1.2 at least; plain HTTP answered; SIGHUP reloads the certificate; mutual "
-    "TLS, resumed sessions included") {
+    "agent loop; TLS 1.2 at least; plain HTTP answered; SIGHUP reloads the certificate; sessions "
+    "resumed without tickets, however the connection ended; mutual TLS, resumed sessions "
+    "included") {
     const std::string dir = "/tmp/cle2e-tls-" + std::to_string(::getpid());
     std::filesystem::remove_all(dir);
     auto made = run_command(
@@ -871,7 +872,7 @@ TEST_CASE(
             {"--certfile=" + dir + "/live.pem", "--keyfile=" + dir + "/live.key"});
         run_client(server,
                    {python, tls, "-k", "https", "-k", "wss", "-k", "plain_http", "-k", "tls_1_2",
-                    "-k", "sighup", "-k", "client_hello_split"},
+                    "-k", "sighup", "-k", "client_hello_split", "-k", "without_tickets"},
                    900, env);
         // The path JupyterLab takes, over HTTPS to the gateway.
         run_client(server,
