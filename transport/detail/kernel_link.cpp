@@ -83,9 +83,26 @@ void kernel_link::connect_channel(zmq::context_t& ctx, kp::channel ch) {
     dropped_at[index_of(ch)].reset();
 }
 
-void kernel_link::reconnect_channel(zmq::context_t& ctx, kp::channel ch) {
+kernel_link::~kernel_link() { close_channels(); }
+
+void kernel_link::close_channel(kp::channel ch) {
+    zmq::socket_t& s = sockets[index_of(ch)];
+    // ZeroMQ's I/O thread writes monitor events with a blocking send, and writes one when the
+    // kernel's end goes away while the socket is still being torn down (zmq_close returns at
+    // once; the teardown is the I/O thread's): with our reader closed, that send never returns,
+    // and the I/O thread, shared by every kernel, serves none of them again. So the monitor
+    // stops first, synchronously: no event is written after zmq_socket_monitor returns.
+    if (s && monitors[index_of(ch)]) zmq_socket_monitor(s.handle(), nullptr, 0);
     monitors[index_of(ch)].close();
-    sockets[index_of(ch)].close();
+    s.close();
+}
+
+void kernel_link::close_channels() {
+    for (std::size_t i = 0; i < socket_count; ++i) close_channel(channel_at(i));
+}
+
+void kernel_link::reconnect_channel(zmq::context_t& ctx, kp::channel ch) {
+    close_channel(ch);
     connect_channel(ctx, ch);
 }
 
@@ -110,8 +127,7 @@ std::vector<kp::channel> kernel_link::take_dropped(clock_type::time_point now) {
 
 void kernel_link::fail() {
     failed = true;
-    for (auto& m : monitors) m.close();
-    for (auto& s : sockets) s.close();
+    close_channels();
     heartbeat.close();
 }
 

@@ -115,6 +115,12 @@ struct kernel_link {
     // The sockets close; the link never connects.
     void fail();
 
+    kernel_link() = default;
+    // Closes the channels as close_channel does; the heartbeat has no monitor.
+    ~kernel_link();
+    kernel_link(const kernel_link&) = delete;
+    kernel_link& operator=(const kernel_link&) = delete;
+
     // The next kernel_info_request of the slow-joiner nudge; its id is remembered so that the
     // reply is recognised as ours.
     kernelproto::message make_nudge();
@@ -135,6 +141,10 @@ struct kernel_link {
 
 private:
     void connect_channel(zmq::context_t& ctx, kernelproto::channel ch);
+    // The channel's monitor stopped, then its reader and the socket closed, in that order:
+    // the other order can block ZeroMQ's I/O thread for good (see kernel_link.cpp).
+    void close_channel(kernelproto::channel ch);
+    void close_channels();
 };
 
 }  // namespace callisto::transport::detail
