@@ -320,8 +320,9 @@ const std::vector<option>& options() {
          "for replay); past it the kernel's large messages are dropped and its clients told",
          bytes(FIELD(kernels.kernel_buffer_bytes), 1024, "no limit")},
         {"--kernel-message-limit", "SIZE",
-         "largest message part a kernel may send; a larger one drops the kernel's connection, "
-         "which reconnects",
+         "largest message part a kernel may send (16MiB at most for replies); a larger one is "
+         "dropped, the connection made again, and a request whose reply it was answered with an "
+         "error",
          bytes(FIELD(kernels.kernel_message_limit_bytes), 64u << 10)},
         {"--ws-output-limit", "SIZE",
          "per execution, the stdout/stderr bytes sent to Jupyter WebSocket clients; the rest is "

@@ -2,8 +2,8 @@
 # launcher: a kernel started as its own process runs it from a file in its runtime directory
 # (`python -c LOADER FILE module args`, the file ending with the call of _callisto_run_module),
 # and the zygote defines it once and calls
-# _callisto_try_iopub_holds_bursts(), _callisto_try_history_in_memory() and
-# _callisto_let_the_control_thread_finish() in each fork.
+# _callisto_try_iopub_holds_bursts(), _callisto_try_history_in_memory(),
+# _callisto_try_error_fields_fit() and _callisto_let_the_control_thread_finish() in each fork.
 # See launcher/ipykernel_bootstrap.hpp.
 import sys
 
@@ -61,6 +61,126 @@ def _callisto_try_history_in_memory():
               file=sys.stderr)
 
 
+# What an error's fields may weigh, JSON-encoded, in any message the kernel sends (the
+# execute_reply of a failed execution, the iopub `error`, any reply with "status": "error").
+# The gateway takes a reply part of at most 16 MiB (transport/detail/kernel_link.cpp,
+# max_reply_part_bytes): ZeroMQ drops a larger one, and with it the connection, so a
+# `raise ValueError("x" * 40_000_000)` left the client waiting for its deadline. The value and
+# the traceback (which repeats the value) each within 7.5 MiB, the name within 1 KiB: the
+# reply's content stays under 15.1 MiB. The gateway cuts them further for its clients
+# (gateway/kernels/output_fields.hpp), with the same marker.
+_CALLISTO_ERROR_NAME_BYTES = 1 << 10
+_CALLISTO_ERROR_TEXT_BYTES = 15 << 19
+
+
+def _callisto_utf8_bytes(text):
+    try:
+        return len(text.encode())  # the fast path; surrogatepass alone is 15 times slower
+    except UnicodeEncodeError:
+        return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _callisto_json_bytes(text):
+    """The bytes `text` takes in a message part: JSON-escaped, UTF-8 (jupyter_client's packer)."""
+    import json
+    return _callisto_utf8_bytes(json.dumps(text, ensure_ascii=False)) - 2
+
+
+def _callisto_cap_text(text, max_bytes):
+    """`text` when it takes at most max_bytes, else its head and tail around a marker saying
+    how many bytes were left out, within max_bytes; and how many bytes were left out."""
+    if len(text) <= max_bytes and _callisto_json_bytes(text) <= max_bytes:
+        return text, 0
+    keep = min(len(text), max_bytes)  # characters: each takes at least one byte
+    while True:
+        keep = max(0, keep - 64)  # room for the marker
+        head, tail = text[:keep // 2], text[len(text) - (keep - keep // 2):] if keep > 1 else ""
+        cut = _callisto_utf8_bytes(text[len(head):len(text) - len(tail)])
+        out = f"{head}\n[... {cut} bytes truncated ...]\n{tail}"
+        size = _callisto_json_bytes(out)
+        if size <= max_bytes or keep == 0:
+            return out, cut
+        # Escapes (control characters, ANSI colours) take more than a byte: keep less.
+        keep = keep * max_bytes // size
+
+
+def _callisto_cap_lines(lines, max_bytes):
+    """A traceback's lines within max_bytes together: each line within half of it, then the
+    first lines and the last ones, each side within half, around a marker line."""
+    sizes = [_callisto_json_bytes(line) + 3 for line in lines]  # quotes and separator
+    if sum(sizes) <= max_bytes:
+        return lines, 0
+    half, cut = max_bytes // 2, 0
+    lines = list(lines)
+    for i, line in enumerate(lines):
+        if sizes[i] > half:
+            lines[i], line_cut = _callisto_cap_text(line, half - 3)
+            sizes[i] = _callisto_json_bytes(lines[i]) + 3
+            cut += line_cut
+    if sum(sizes) <= max_bytes:
+        return lines, cut
+    first, used = 0, 0
+    while first < len(lines) and used + sizes[first] <= half:
+        used += sizes[first]
+        first += 1
+    last, used = len(lines), 0
+    while last > first and used + sizes[last - 1] <= max_bytes - half - 64:
+        last -= 1
+        used += sizes[last]
+    dropped = sum(_callisto_utf8_bytes(line) for line in lines[first:last])
+    return lines[:first] + [f"\n[... {dropped} bytes truncated ...]\n"] + lines[last:], \
+        cut + dropped
+
+
+def _callisto_cap_error_content(content):
+    """`content` itself when its error fields fit, else a copy with them cut."""
+    capped = None
+    for name, cap in (("ename", _CALLISTO_ERROR_NAME_BYTES), ("evalue", _CALLISTO_ERROR_TEXT_BYTES)):
+        value = content.get(name)
+        if isinstance(value, str):
+            text, cut = _callisto_cap_text(value, cap)
+            if cut:
+                capped = capped or dict(content)
+                capped[name] = text
+    traceback = content.get("traceback")
+    if isinstance(traceback, list):
+        lines = [line if isinstance(line, str) else str(line) for line in traceback]
+        lines, cut = _callisto_cap_lines(lines, _CALLISTO_ERROR_TEXT_BYTES)
+        if cut:
+            capped = capped or dict(content)
+            capped["traceback"] = lines
+    return content if capped is None else capped
+
+
+def _callisto_error_fields_fit():
+    """Every message the kernel's session sends goes through Session.serialize: an error's
+    fields are cut there, whichever part of ipykernel or IPython made them."""
+    from jupyter_client.session import Session
+
+    original = Session.serialize
+    if getattr(original, "_callisto", False):
+        return
+
+    def serialize(self, msg, ident=None):
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, dict) and ("evalue" in content or "traceback" in content):
+            capped = _callisto_cap_error_content(content)
+            if capped is not content:
+                msg = dict(msg, content=capped)  # the caller's dicts stay as they are
+        return original(self, msg, ident)
+
+    serialize._callisto = True
+    Session.serialize = serialize
+
+
+def _callisto_try_error_fields_fit():
+    try:
+        _callisto_error_fields_fit()
+    except Exception as e:
+        print(f"callisto: the kernel's errors are sent uncut ({type(e).__name__}: {e})",
+              file=sys.stderr)
+
+
 def _callisto_let_the_control_thread_finish(seconds=2.0):
     """After shutdown_request the main loop ends while ipykernel's control thread still
     flushes the output and publishes `idle` through the iopub thread. If the exit's
@@ -90,6 +210,7 @@ def _callisto_run_module():
     _callisto_try_iopub_holds_bursts()
     if module.startswith("ipykernel"):
         _callisto_try_history_in_memory()
+        _callisto_try_error_fields_fit()
     sys.path.insert(0, os.getcwd())  # where -m puts it
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)

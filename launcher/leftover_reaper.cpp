@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "common/unique_fd.hpp"
 #include "launcher/instance_lock.hpp"
@@ -74,6 +75,14 @@ std::string plural(std::size_t n, const std::string& one, const std::string& man
     return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+// The mount namespace of /proc/<pid> (or /proc/self): its device and inode, nullopt when the
+// process is gone.
+std::optional<std::pair<dev_t, ino_t>> namespace_of(const fs::path& proc_dir) {
+    struct stat st {};
+    if (::stat((proc_dir / "ns" / "mnt").c_str(), &st) != 0) return std::nullopt;
+    return std::make_pair(st.st_dev, st.st_ino);
+}
+
 }  // namespace
 
 bool reap_report::nothing_reaped() const {
@@ -95,6 +104,13 @@ std::string reap_report::describe() const {
 
 leftover_reaper::leftover_reaper(leftover_scope scope) : scope_(std::move(scope)) {}
 
+bool leftover_reaper::is_session_workdir(const mount_entry& m) const {
+    const auto name = m.mount_point.filename().string();
+    return m.mount_point.parent_path() == scope_.workdir_root && is_kernel_id(name) &&
+           m.fstype == "tmpfs" && m.source == "callisto-work" &&
+           !scope_.adopted_workdirs.contains(name);
+}
+
 std::vector<mount_entry> leftover_reaper::mounts_below(std::string_view mountinfo,
                                                        const fs::path& root) {
     std::vector<mount_entry> out;
@@ -111,7 +127,7 @@ std::vector<mount_entry> leftover_reaper::mounts_below(std::string_view mountinf
         tail >> fstype >> source;
         auto point = unescape_octal(mount_point);
         if (!is_below(point, root)) continue;
-        out.push_back({point, fstype, unescape_octal(source)});
+        out.push_back({point, fstype, unescape_octal(source), devno});
     }
     std::stable_sort(out.begin(), out.end(), [](const mount_entry& a, const mount_entry& b) {
         return a.mount_point.string().size() > b.mount_point.string().size();
@@ -127,6 +143,20 @@ bool leftover_reaper::is_leftover_process(const leftover_scope& scope, uid_t uid
         return is_below(arg, scope.workdir_root) ||
                (scope.runtime_root && is_below(arg, *scope.runtime_root));
     });
+}
+
+bool leftover_reaper::mounts_any_of(std::string_view mountinfo,
+                                    const std::set<std::string>& devices) {
+    if (devices.empty()) return false;
+    std::istringstream in{std::string(mountinfo)};
+    std::string line;
+    while (std::getline(in, line)) {
+        // "36 35 0:30 / /work rw,nosuid,nodev - tmpfs callisto-work rw,...": the third field.
+        std::istringstream fields(line);
+        std::string id, parent, devno;
+        if (fields >> id >> parent >> devno && devices.contains(devno)) return true;
+    }
+    return false;
 }
 
 bool leftover_reaper::is_kernel_id(std::string_view name) {
@@ -159,9 +189,14 @@ reap_report leftover_reaper::reap() const {
     reap_report report;
     const auto& root = scope_.workdir_root;
 
-    // 1. Processes: the kernels' (in our cgroups), and any of our uids working on our paths.
+    // 1. Processes: the kernels' (in our cgroups, or in a mount namespace holding one of our
+    // workdirs), and any of our uids working on our paths.
     process_kill_list killed;
     const auto cgroups = tagged_cgroups(scope_);
+    std::set<std::string> workdir_devices;
+    for (const auto& m : mounts_below(read_file("/proc/self/mountinfo"), root))
+        if (is_session_workdir(m)) workdir_devices.insert(m.device);
+    const auto own_mounts = namespace_of(fs::path("/proc/self"));
     for (int round = 0; round < 3; ++round) {
         const auto before = killed.size();
         for (const auto& dir : cgroups) {
@@ -175,9 +210,17 @@ reap_report leftover_reaper::reap() const {
             if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
             killed.kill_if(static_cast<pid_t>(std::stol(name)), [&](pid_t p) {
                 const auto uid = process_real_uid(p);
-                return uid && !scope_.adopted_uids.contains(*uid) &&
-                       is_leftover_process(scope_, *uid,
-                                           split_nul(read_file(entry.path() / "cmdline")));
+                if (!uid || scope_.adopted_uids.contains(*uid)) return false;
+                if (is_leftover_process(scope_, *uid,
+                                        split_nul(read_file(entry.path() / "cmdline"))))
+                    return true;
+                // In the range, and in a sandbox around one of our workdirs. The host's own
+                // mount namespace holds them all, so only another one counts.
+                if (*uid < scope_.uid_first || *uid - scope_.uid_first >= scope_.uid_count)
+                    return false;
+                const auto mounts = namespace_of(entry.path());
+                return mounts && mounts != own_mounts &&
+                       mounts_any_of(read_file(entry.path() / "mountinfo"), workdir_devices);
             });
         }
         if (killed.size() == before) break;  // nothing new (a dying sandbox forks no more)
@@ -203,11 +246,7 @@ reap_report leftover_reaper::reap() const {
     // 3. The workdirs' tmpfs mounts: <root>/<kernel id>, "callisto-work" (session_workdir).
     std::set<fs::path> unmounted;
     for (const auto& m : mounts_below(read_file("/proc/self/mountinfo"), root)) {
-        const bool ours = m.mount_point.parent_path() == root &&
-                          is_kernel_id(m.mount_point.filename().string()) && m.fstype == "tmpfs" &&
-                          m.source == "callisto-work" &&
-                          !scope_.adopted_workdirs.contains(m.mount_point.filename().string());
-        if (!ours) continue;  // reported below when its directory is not removed
+        if (!is_session_workdir(m)) continue;  // reported below when its directory stays
         if (::umount2(m.mount_point.c_str(), MNT_DETACH) == 0) {
             ++report.mounts;
             unmounted.insert(m.mount_point);

@@ -6,11 +6,15 @@
 // Run it only while holding the root's instance_lock: then no live instance uses anything
 // under the root. Another instance on the host (its own root, perhaps even the same uids) is
 // never touched, because each thing is recognised as this root's by more than its location:
-// - a process: its real uid is in this instance's sandbox range AND one of its arguments is a
-//   path under the workdir root or the previous runtime root (bwrap's --bind of the workdir,
-//   the kernel's -f connection file); or it is in one of this root's cgroups. Killing a
-//   sandbox's pid 1 ends its whole pid namespace. Each is checked and killed through a pidfd,
-//   so a recycled pid is never hit.
+// - a process: it is in one of this root's cgroups; or its real uid is in this instance's
+//   sandbox range AND either its mount namespace (not the host's) has one of this root's
+//   session workdirs mounted (a sandbox's /work: the tmpfs is known by its device, which
+//   nothing in a sandbox can mount or fake), or one of its arguments is a path under the
+//   workdir root or the previous runtime root (a process started by hand on those paths).
+//   Command lines name no host path since kernels stopped showing them (their /proc/1/cmdline),
+//   so the mounts are what finds a sandbox where there are no cgroups. Killing a sandbox's
+//   pid 1 ends its whole pid namespace. Each is checked and killed through a pidfd, so a
+//   recycled pid is never hit.
 // - a cgroup: <hierarchy>/<layout.parent>/<tag>-*, the tag being this root's.
 // - a workdir: an entry named like a kernel id (a lower-case UUID) that is a "callisto-work"
 //   tmpfs mount point, or a directory owned by a uid of the range, or an empty directory.
@@ -62,6 +66,7 @@ struct mount_entry {
     std::filesystem::path mount_point;
     std::string fstype;
     std::string source;
+    std::string device;  // "major:minor", as mountinfo gives it
 };
 
 class leftover_reaper {
@@ -81,12 +86,19 @@ public:
     // Whether a process with real uid `uid` and arguments `argv` is one of scope's kernels.
     static bool is_leftover_process(const leftover_scope& scope, uid_t uid,
                                     const std::vector<std::string>& argv);
+    // Whether a /proc/<pid>/mountinfo text has a mount of one of `devices` ("major:minor"):
+    // the process's mount namespace holds one of those filesystems.
+    static bool mounts_any_of(std::string_view mountinfo, const std::set<std::string>& devices);
     // Whether `name` has the form of a kernel id, as session workdirs are named.
     static bool is_kernel_id(std::string_view name);
     // The cgroup directories of scope's tag in each of its hierarchies.
     static std::vector<std::filesystem::path> tagged_cgroups(const leftover_scope& scope);
 
 private:
+    // A mount of a session workdir of this root that is not adopted: <root>/<kernel id>, a
+    // "callisto-work" tmpfs (session_workdir).
+    bool is_session_workdir(const mount_entry& m) const;
+
     leftover_scope scope_;
 };
 

@@ -7,8 +7,11 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "launcher/interpreter_environment.hpp"
+#include "launcher/memfd.hpp"
 #include "launcher/sandboxed_kernel.hpp"
 
 namespace callisto::launcher {
@@ -86,7 +89,7 @@ std::shared_ptr<sandboxed_kernel> sandbox::adopt(const sandbox_policy& policy,
     if (!cgroup_name.empty() && cgroups_.version != cgroup_version::none)
         cgroup = std::make_unique<kernel_cgroup>(adopt_existing, cgroups_, cgroup_name);
     return std::make_shared<sandboxed_kernel>(spawn_description{}, sandbox_layout{}, policy, who,
-                                              std::move(cgroup), -1);
+                                              std::move(cgroup), -1, -1);
 }
 
 std::shared_ptr<sandboxed_kernel> sandbox::prepare(
@@ -122,10 +125,12 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
     sandbox_layout layout{workdir, runtime_dir, passwd, group, policy.tmp_bytes};
     layout.environment = std::move(environment);
     const int seccomp_fd = seccomp_.make_fd();
+    int options_fd = -1;
     spawn_description out;
     try {
-        auto& a = out.argv;
-        a = {bwrap_.string()};
+        // bwrap's options, host paths among them, go in a memfd (--args) rather than its
+        // command line: bwrap is the sandbox's pid 1, whose /proc/1/cmdline the kernel reads.
+        std::vector<std::string> a;
         add_namespaces(a);
         // Lifetime: dies with its spawner, unless it is to outlive the gateway; then the
         // kernel's cgroup is what kills a sandbox left behind by a bwrap that was killed.
@@ -135,15 +140,30 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
                            "--ro-bind", layout.group_file.string(), "/etc/group"});
         add_scratch_mounts(a, layout.tmp_bytes);
         a.insert(a.end(), {"--bind", layout.workdir.string(), sandbox_workdir,
-                           // At its host path, so the connection file's ipc paths hold inside.
-                           "--bind", layout.runtime_dir.string(), layout.runtime_dir.string()});
+                           // At its host path, so the connection file's ipc paths hold inside,
+                           // and where the kernel's command line names its files.
+                           "--bind", layout.runtime_dir.string(), layout.runtime_dir.string(),
+                           "--bind", layout.runtime_dir.string(), sandbox_runtime_dir});
         add_environment(a, layout.environment);
         a.insert(a.end(), {"--chdir", sandbox_workdir,
                            // /dev is bwrap's own tmpfs: read-only too (the device nodes stay
                            // usable; /dev/shm is its own capped mount).
                            "--remount-ro", "/dev", "--remount-ro", "/", "--cap-drop", "ALL",
-                           "--seccomp", std::to_string(seccomp_fd), "--"});
-        a.insert(a.end(), inner.argv.begin(), inner.argv.end());
+                           "--seccomp", std::to_string(seccomp_fd)});
+        std::string options;
+        for (const auto& option : a) options.append(option).push_back('\0');
+        options_fd = memfd_holding("callisto-bwrap-args", options).release();
+        out.argv = {bwrap_.string(), "--args", std::to_string(options_fd), "--"};
+        // The kernel's command names files of its runtime directory (its connection file, the
+        // bootstrap) by the directory's second mount, whose path tells nothing of the host.
+        const std::string host_dir = layout.runtime_dir.string() + "/";
+        const std::string inside_dir = std::string(sandbox_runtime_dir) + "/";
+        for (std::string arg : inner.argv) {
+            for (auto at = arg.find(host_dir); at != std::string::npos;
+                 at = arg.find(host_dir, at + inside_dir.size()))
+                arg.replace(at, host_dir.size(), inside_dir);
+            out.argv.push_back(std::move(arg));
+        }
 
         // kernel_command already reduced the host environment to a safe few; keep those and
         // the kernelspec's and client's variables, but not the host's paths or parent pid.
@@ -160,7 +180,7 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
         out.cwd = "/";  // bwrap changes into the workdir itself (--chdir)
         out.uid = who.uid;
         out.gid = who.gid;
-        out.inherit_fds = {seccomp_fd};
+        out.inherit_fds = {seccomp_fd, options_fd};
         if (cgroup) out.cgroup_procs_files = cgroup->procs_files();
         out.outlive_gateway = inner.outlive_gateway && cgroup;
         // RLIMIT_NPROC counts the uid's processes host-wide; with a uid per session it is a
@@ -176,10 +196,11 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
             out.rlimits.push_back({RLIMIT_AS, rl(policy.memory_bytes), rl(policy.memory_bytes)});
     } catch (...) {
         ::close(seccomp_fd);
+        if (options_fd >= 0) ::close(options_fd);
         throw;
     }
     return std::make_shared<sandboxed_kernel>(std::move(out), layout, policy, who,
-                                              std::move(cgroup), seccomp_fd);
+                                              std::move(cgroup), seccomp_fd, options_fd);
 }
 
 spawn_description sandbox::trial(const std::vector<std::string>& argv,

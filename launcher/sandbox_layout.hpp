@@ -16,13 +16,17 @@ namespace callisto::launcher {
 
 // Where things are inside the sandbox.
 inline constexpr const char* sandbox_workdir = "/work";
+// The runtime directory again, at a path that names nothing of the host: the kernel's command
+// line (its /proc/self/cmdline, and bwrap's /proc/1/cmdline) names its files there.
+inline constexpr const char* sandbox_runtime_dir = "/run/kernel";
 inline constexpr const char* sandbox_hostname = "kernel";
 // The kernel's PATH: where a kernelspec's argv[0] without a '/' is found inside.
 inline constexpr const char* sandbox_search_path = "/usr/local/bin:/usr/bin:/bin";
 
 struct sandbox_layout {
     std::filesystem::path workdir;      // bound read-write at sandbox_workdir
-    std::filesystem::path runtime_dir;  // bound read-write at its host path (ipc sockets)
+    std::filesystem::path runtime_dir;  // bound read-write at its host path (ipc sockets) and
+                                        // at sandbox_runtime_dir
     std::filesystem::path passwd_file;  // bound read-only at /etc/passwd
     std::filesystem::path group_file;   // bound read-only at /etc/group
     std::uint64_t tmp_bytes = 0;        // size of /tmp and of /dev/shm, each

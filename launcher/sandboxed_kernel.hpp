@@ -1,6 +1,7 @@
 #pragma once
-// One sandboxed kernel start: the bwrap command line, its cgroup and seccomp descriptor, and
-// the verdict on its exit ("killed: out of memory (limit 2GiB)").
+// One sandboxed kernel start: the bwrap command line, its cgroup, the descriptors bwrap reads
+// (its options, the seccomp program), and the verdict on its exit ("killed: out of memory
+// (limit 2GiB)").
 
 #include <memory>
 #include <optional>
@@ -18,8 +19,9 @@ namespace callisto::launcher {
 class sandboxed_kernel {
 public:
     sandboxed_kernel(spawn_description command, sandbox_layout layout, sandbox_policy policy,
-                     sandbox_identity who, std::unique_ptr<kernel_cgroup> cgroup, int seccomp_fd);
-    ~sandboxed_kernel();  // closes the seccomp fd if still open, removes the cgroup
+                     sandbox_identity who, std::unique_ptr<kernel_cgroup> cgroup, int seccomp_fd,
+                     int options_fd);
+    ~sandboxed_kernel();  // closes the descriptors if still open, removes the cgroup
     sandboxed_kernel(const sandboxed_kernel&) = delete;
     sandboxed_kernel& operator=(const sandboxed_kernel&) = delete;
 
@@ -28,7 +30,7 @@ public:
     // What a zygote's fork builds instead of bwrap's namespaces and mounts.
     const sandbox_layout& layout() const { return layout_; }
 
-    // The child has its copy of the seccomp fd (or the spawn failed): close ours.
+    // The child has its copies of the descriptors (or the spawn failed): close ours.
     void spawned();
 
     // The exit as the user should hear it: bwrap reports a kernel killed by signal N as exit
@@ -46,6 +48,7 @@ private:
     sandbox_identity who_;
     std::unique_ptr<kernel_cgroup> cgroup_;
     int seccomp_fd_;
+    int options_fd_;  // bwrap's options (--args)
 };
 
 }  // namespace callisto::launcher

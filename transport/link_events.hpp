@@ -41,6 +41,13 @@ public:
 
     // Frames that did not decode (bad signature, malformed JSON, ...). Already counted.
     virtual void on_bad_message(kernelproto::channel ch, std::error_code ec) = 0;
+
+    // The kernel sent a message on `ch` with a part over the link's limit
+    // (link_options::max_part_bytes): ZeroMQ dropped it, and the connection with it, for good.
+    // The reactor has connected a new socket. Lost with it, unseen: what the kernel sent on
+    // `ch` after that message before the new connection was up (on iopub, until its
+    // subscription reaches the kernel), and requests still in ZeroMQ's pipe on the old socket.
+    virtual void on_message_dropped(kernelproto::channel /*ch*/) {}
 };
 
 }  // namespace callisto::transport

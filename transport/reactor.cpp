@@ -1,6 +1,7 @@
 #include "transport/reactor.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -40,8 +41,8 @@ constexpr std::uint64_t bad_log_burst = 10;
 // The poller reports a socket as its link id and its socket_at index; link ids start at 1,
 // so token 0 is free for the command queue's wake-up fd.
 constexpr std::uint64_t wake_token = 0;
-constexpr unsigned which_bits = 3;
-static_assert(socket_count < (1u << which_bits));
+constexpr unsigned which_bits = 4;
+static_assert(slot_count <= (1u << which_bits));
 
 std::uint64_t token_of(link_id id, std::size_t which) { return id << which_bits | which; }
 link_id link_of(std::uint64_t token) { return token >> which_bits; }
@@ -105,6 +106,7 @@ struct reactor::impl {
         s.links = links_open_.load();
         s.zmq_errors = zmq_errors_.load();
         s.sends_dropped = sends_dropped_.load();
+        s.connections_dropped = connections_dropped_.load();
         return s;
     }
 
@@ -237,7 +239,7 @@ private:
 
     // False when a socket cannot be watched: the link then fails, as one that cannot connect.
     bool watch(kernel_link& l) {
-        for (std::size_t which = 0; which <= socket_count; ++which) {
+        for (std::size_t which = 0; which < slot_count; ++which) {
             if (!watch_socket(l, which)) {
                 unwatch(l);
                 l.fail();
@@ -262,7 +264,7 @@ private:
     }
 
     void unwatch(kernel_link& l) {
-        for (std::size_t which = 0; which <= socket_count; ++which) unwatch_socket(l, which);
+        for (std::size_t which = 0; which < slot_count; ++which) unwatch_socket(l, which);
     }
 
     void unwatch_socket(kernel_link& l, std::size_t which) {
@@ -301,8 +303,10 @@ private:
         zmq::socket_t& socket = l.socket_at(which);
         if (!socket) return;
         const int events = events_of(l, socket);
-        if (which == socket_count) {
+        if (which == heartbeat_slot) {
             if (events & ZMQ_POLLIN) on_heartbeat_readable(l);
+        } else if (which >= first_monitor_slot) {
+            if (events & ZMQ_POLLIN) on_monitor_readable(l, channel_at(which - first_monitor_slot));
         } else {
             auto ch = static_cast<kp::channel>(which);
             if ((events & ZMQ_POLLOUT) && !l.pending[which].empty()) flush_pending(l, ch);
@@ -312,6 +316,7 @@ private:
         const int after = events_of(l, socket);
         const bool can_flush =
             which < socket_count && (after & ZMQ_POLLOUT) && !l.pending[which].empty();
+        // A monitor's events are few: the next round reads the rest.
         if ((after & ZMQ_POLLIN) || can_flush) mark_dirty(l, which);
     }
 
@@ -352,6 +357,8 @@ private:
     }
 
     void on_deadline(kernel_link& l, clock_type::time_point now) {
+        for (kp::channel ch : l.take_dropped(now)) on_connection_dropped(l, ch);
+        if (l.closed || l.failed) return;
         if (!l.connected) {
             if (now >= l.next_nudge) {
                 // A backed-up shell pipe means the kernel is not reading yet: more nudges
@@ -448,6 +455,55 @@ private:
                       ec.message() + " (" + std::to_string(l.bad_seen) + " so far)");
         }
         notify(l, [&](link_events& e) { e.on_bad_message(ch, ec); });
+    }
+
+    // ---- connections ZeroMQ ended ----
+
+    void on_monitor_readable(kernel_link& l, kp::channel ch) {
+        zmq::socket_t& monitor = l.monitors[index_of(ch)];
+        const auto now = clock_type::now();
+        for (int n = 0; n < drain_cap; ++n) {
+            // Two frames: the event (u16) and its value (u32), then the endpoint.
+            zmq::message_t event, endpoint;
+            try {
+                if (!monitor.recv(event, zmq::recv_flags::dontwait)) return;
+                while (event.more() && monitor.recv(endpoint, zmq::recv_flags::dontwait) &&
+                       endpoint.more()) {
+                }
+            } catch (const zmq::error_t& e) {
+                zmq_error(&l, "monitor recv", e);
+                return;
+            }
+            if (event.size() < sizeof(std::uint16_t)) continue;
+            std::uint16_t id = 0;
+            std::memcpy(&id, event.data(), sizeof id);
+            l.on_monitor_event(ch, id, now);
+        }
+    }
+
+    // ZeroMQ dropped a message over the part limit, and the connection with it, and will not
+    // connect again: a new socket does, and the link's events hear what was lost.
+    void on_connection_dropped(kernel_link& l, kp::channel ch) {
+        connections_dropped_.fetch_add(1, std::memory_order_relaxed);
+        const std::string limit =
+            l.options.max_part_bytes
+                ? std::to_string(ch == kp::channel::iopub
+                                     ? l.options.max_part_bytes
+                                     : std::min(l.options.max_part_bytes, max_reply_part_bytes))
+                : std::string("no");
+        log_.warn(l.name() + ": the kernel sent a message on " + std::string(kp::to_string(ch)) +
+                  " with a part over the limit (" + limit +
+                  " bytes); ZeroMQ dropped it with the connection, which is made again");
+        unwatch_socket(l, index_of(ch));
+        unwatch_socket(l, first_monitor_slot + index_of(ch));
+        try {
+            l.reconnect_channel(ctx_, ch);
+        } catch (const zmq::error_t& e) {
+            zmq_error(&l, "reconnect " + std::string(kp::to_string(ch)), e);
+        }
+        if (l.sockets[index_of(ch)]) watch_socket(l, index_of(ch));
+        if (l.monitors[index_of(ch)]) watch_socket(l, first_monitor_slot + index_of(ch));
+        notify(l, [&](link_events& e) { e.on_message_dropped(ch); });
     }
 
     // ---- sending ----
@@ -585,6 +641,7 @@ private:
     std::atomic<std::uint64_t> links_open_{0};
     std::atomic<std::uint64_t> zmq_errors_{0};
     std::atomic<std::uint64_t> sends_dropped_{0};
+    std::atomic<std::uint64_t> connections_dropped_{0};
 };
 
 reactor::reactor(logger log) : impl_(std::make_unique<impl>(std::move(log))) {}

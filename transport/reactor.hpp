@@ -30,10 +30,15 @@ struct link_options {
     std::chrono::milliseconds heartbeat_interval{3000};
     // No pong within this time is a missed beat; the REQ socket is then recreated (Lazy Pirate).
     std::chrono::milliseconds heartbeat_timeout{3000};
-    // Largest message part accepted from the kernel (ZMQ_MAXMSGSIZE: a larger one makes ZeroMQ
-    // drop the connection, which then reconnects). 0: no limit.
+    // Largest message part accepted from the kernel on iopub, and on the other channels up to
+    // 16 MiB (ZMQ_MAXMSGSIZE). ZeroMQ drops a larger message and the connection with it, for
+    // good: the reactor then connects a new socket and reports on_message_dropped. 0: no limit.
     std::size_t max_part_bytes = 0;
 };
+
+// The part limit on shell, control and stdin, under link_options::max_part_bytes: replies and
+// input requests are far smaller than output by nature.
+constexpr std::size_t max_reply_part_bytes = 16u << 20;
 
 struct reactor_stats {
     std::uint64_t messages_in = 0;
@@ -47,6 +52,8 @@ struct reactor_stats {
     std::uint64_t zmq_errors = 0;
     // Outgoing messages given up: pending queue full, a send error, or a channel that cannot send.
     std::uint64_t sends_dropped = 0;
+    // Connections ZeroMQ ended over a message part past the limit, each made again.
+    std::uint64_t connections_dropped = 0;
 };
 
 class reactor {

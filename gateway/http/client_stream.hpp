@@ -5,11 +5,13 @@
 // WebSocket finds its teardown below by argument-dependent lookup. Timeouts and socket options
 // go to the TCP layer underneath, tcp().
 
+#include <chrono>
 #include <memory>
 #include <utility>
 #include <variant>
 
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core/role.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -62,6 +64,32 @@ public:
                 std::visit([&](auto& s) { s.async_write_some(b, std::move(h)); }, stream_);
             },
             handler, buffers);
+    }
+
+    // Ends the connection, calling `done` once on the stream's executor; the caller keeps the
+    // stream alive until then. TLS first sends close_notify and waits at most `limit` for the
+    // peer's (data read meanwhile is dropped): OpenSSL keeps a session for resumption only if
+    // the connection was shut down so, so a TLS 1.2 client without tickets never resumed one.
+    // Then, TLS or not, the TCP connection is shut down and closed.
+    template <class Handler>
+    void async_shutdown(std::chrono::steady_clock::duration limit, Handler&& done) {
+        tls_stream* secure_stream = tls();
+        if (!secure_stream) {
+            close_tcp();
+            return boost::asio::post(get_executor(), std::forward<Handler>(done));
+        }
+        tcp().expires_after(limit);
+        secure_stream->async_shutdown(
+            [this, done = std::forward<Handler>(done)](boost::beast::error_code) mutable {
+                close_tcp();
+                done();
+            });
+    }
+    // Shuts the TCP connection down both ways and closes it: no close_notify.
+    void close_tcp() {
+        boost::beast::error_code ignored;
+        tcp().socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+        tcp().close();
     }
 
     // Beast closes the socket this way when a WebSocket times out.

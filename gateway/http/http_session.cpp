@@ -33,7 +33,10 @@ constexpr std::size_t uncounted_answer_bytes = 64 * 1024;
 
 http_session::http_session(client_stream&& stream, http_services& services,
                            connection_limiter::slot slot)
-    : stream_(std::move(stream)), services_(services), slot_(std::move(slot)) {}
+    : stream_(std::move(stream)),
+      read_timer_(stream_.get_executor()),
+      services_(services),
+      slot_(std::move(slot)) {}
 
 void http_session::run() {
     // Interactive round trips must not wait for Nagle's algorithm (40 ms per message).
@@ -103,14 +106,29 @@ void http_session::refuse_plain_http() {
 
 void http_session::close() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
-        if (self->answering_) {
-            self->stopping_ = true;
-            return;
-        }
-        beast::error_code ec;
-        self->stream_.tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-        self->stream_.tcp().close();
+        self->stopping_ = true;
+        if (self->answering_) return;
+        // The read under way ends (on_read), and with it the connection, as one that expired.
+        self->read_timer_.cancel();
+        self->stream_.tcp().cancel();
     });
+}
+
+void http_session::expire_read_after(std::chrono::steady_clock::duration limit) {
+    stream_.tcp().expires_never();  // only this deadline: the TCP one would close the socket
+    read_timer_.expires_after(limit);
+    read_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+        if (ec) return;  // cancelled: the read ended first
+        self->read_expired_ = true;
+        self->stream_.tcp().cancel();
+    });
+}
+
+void http_session::end_connection(std::chrono::steady_clock::duration limit) {
+    if (ending_) return;
+    ending_ = true;
+    read_timer_.cancel();
+    stream_.async_shutdown(limit, [self = shared_from_this()] {});
 }
 
 void http_session::do_read() {
@@ -124,10 +142,8 @@ void http_session::do_read() {
     parser_->header_limit(64 * 1024);
     // A connection that opens and sends nothing gets little time: idle sockets are what an
     // attacker holding every slot would use.
-    if (first_request_)
-        stream_.tcp().expires_after(services_.header_timeout);
-    else
-        stream_.tcp().expires_after(request_timeout);
+    if (stopping_) return end_connection(linger_timeout);
+    expire_read_after(first_request_ ? services_.header_timeout : request_timeout);
     // The header first: file uploads have a larger body limit of their own.
     http::async_read_header(
         stream_, buffer_, *parser_,
@@ -137,7 +153,7 @@ void http_session::do_read() {
 void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     if (ec) return on_read(ec, bytes);
     first_request_ = false;
-    stream_.tcp().expires_after(request_timeout);
+    expire_read_after(request_timeout);  // for the body
     const auto& req = parser_->get();
     started_ = std::chrono::steady_clock::now();
     method_ = std::string(req.method_string());
@@ -184,9 +200,11 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     // curl sends large uploads with "Expect: 100-continue" and waits for the go-ahead.
     if (beast::iequals(req[http::field::expect], "100-continue") && !parser_->is_done()) {
         auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+        stream_.tcp().expires_after(request_timeout);  // the write's own deadline
         http::async_write(stream_, *cont,
                           [self = shared_from_this(), cont](beast::error_code wec, std::size_t n) {
                               if (wec) return self->on_read(wec, n);
+                              self->stream_.tcp().expires_never();
                               self->read_body();
                           });
         return;
@@ -200,10 +218,11 @@ void http_session::read_body() {
 }
 
 void http_session::on_read(beast::error_code ec, std::size_t) {
-    if (ec == http::error::end_of_stream) {
-        stream_.tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
-        return;
-    }
+    read_timer_.cancel();
+    // The client is done (a TLS one sent close_notify), the read's deadline passed, or the
+    // server stops: the connection ends, a TLS one with a close_notify of ours.
+    if (ec == http::error::end_of_stream || (ec && (read_expired_ || stopping_)))
+        return end_connection(linger_timeout);
     if (ec == http::error::body_limit)  // a chunked body past the route's limit
         return send(body_too_large(std::nullopt, body_limit_, body_limit_note_));
     if (ec) {
@@ -218,7 +237,7 @@ void http_session::on_read(beast::error_code ec, std::size_t) {
             res.keep_alive(false);
             return send(std::move(res));
         }
-        return;
+        return end_connection(linger_timeout);
     }
     answering_ = true;
     http_request req = parser_->release();
@@ -363,6 +382,9 @@ void http_session::on_write(bool keep_alive, beast::error_code ec, std::size_t) 
     answer_reservation_.reset();
     if (ec) return;
     if (!keep_alive || stopping_) {
+        // TLS: close_notify, then what the client still sends (an unread body) is dropped
+        // until its close_notify, its close or the deadline.
+        if (stream_.secure()) return end_connection(linger_timeout);
         stream_.tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
         // Closing with unread bytes makes the kernel send a reset, which can destroy the
         // answer before the client reads it (nginx's lingering close).

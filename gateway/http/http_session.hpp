@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -46,6 +47,12 @@ private:
     void read_body();
     void on_read(boost::beast::error_code ec, std::size_t bytes);
     void discard_input();
+    // A deadline for the read under way: past it the read is cancelled and the connection
+    // ended (end_connection), where the TCP stream's own deadline would close the socket
+    // without a close_notify.
+    void expire_read_after(std::chrono::steady_clock::duration limit);
+    // The connection ends: a TLS one with close_notify, within `limit` (client_stream.hpp).
+    void end_connection(std::chrono::steady_clock::duration limit);
     // A respond_fn callable from any thread: the answer hops back to this session's strand.
     respond_fn respond_later();
     respond_file_fn respond_file_later();
@@ -63,6 +70,7 @@ private:
     void on_write(bool keep_alive, boost::beast::error_code ec, std::size_t bytes);
 
     client_stream stream_;
+    boost::asio::steady_timer read_timer_;  // expire_read_after's
     boost::beast::flat_buffer buffer_;
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
     http_services& services_;
@@ -81,6 +89,8 @@ private:
     bool keep_alive_ = true;
     bool answering_ = false;            // a request was read and its answer is not written yet
     bool stopping_ = false;             // close after that answer
+    bool read_expired_ = false;         // the read's deadline passed: end, not an error
+    bool ending_ = false;               // end_connection ran
     std::size_t body_limit_ = 0;        // of the request being read
     std::string_view body_limit_note_;  // what sets it (the dispatcher's, outlives us)
 };

@@ -13,6 +13,8 @@ namespace asio = boost::asio;
 
 namespace {
 constexpr auto write_timeout = std::chrono::seconds(60);
+// How long a TLS client has to answer the close_notify that ends the stream.
+constexpr auto shutdown_timeout = std::chrono::seconds(2);
 
 std::string hex(std::size_t n) {
     std::ostringstream out;
@@ -131,8 +133,8 @@ void ndjson_stream::shut() {
     }
     queue_.clear();
     queued_bytes_ = 0;
-    stream_.tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
-    stream_.tcp().close();
+    // TLS: close_notify, so that the client's session can be resumed (client_stream.hpp).
+    stream_.async_shutdown(shutdown_timeout, [self = shared_from_this()] {});
 }
 
 }  // namespace callisto::gateway::interpreter

@@ -7,6 +7,7 @@
 
 #include "gateway/kernels/code_requests.hpp"
 #include "gateway/kernels/output_cap_notice.hpp"
+#include "gateway/kernels/output_fields.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/untrusted_json.hpp"
 #include "launcher/ipykernel_bootstrap.hpp"
@@ -21,8 +22,23 @@ namespace {
 // Bounds on what one kernel holds for its clients.
 constexpr std::size_t max_queued_requests = 1024;     // while the kernel is not yet connected
 constexpr std::size_t max_awaiting_replies = 100000;  // requests in flight
+// After a message dropped on iopub: how long a shell barrier's status may take before another
+// barrier asks again (the new subscription may not have reached the kernel), and how many ask.
+constexpr std::chrono::milliseconds status_barrier_wait{500};
+constexpr int max_status_barriers = 20;
 // On a saturated host, a silent kernel is judged frozen only after this many heartbeat timeouts.
 constexpr int max_starved_timeouts = 10;
+
+// A request as the parent of a message the gateway makes for it, from its serialized header
+// (its msg_id read from there: in-gateway clients match on it).
+kernelproto::message request_of(std::string header) {
+    kernelproto::message request;
+    request.header = header.empty() ? "{}" : std::move(header);
+    const auto parsed = kernelproto::parse_untrusted_json(request.header).value;
+    if (parsed.is_object() && parsed.contains("msg_id") && parsed["msg_id"].is_string())
+        request.msg_id = parsed["msg_id"].get<std::string>();
+    return request;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -66,6 +82,11 @@ public:
                                 std::string(kernelproto::to_string(ch)) + ": " + ec.message());
         });
     }
+    void on_message_dropped(channel ch) override {
+        asio::post(strand_, [s = session_, link = link_.load(), ch] {
+            if (auto self = s.lock()) self->on_message_dropped(link, ch);
+        });
+    }
 
 private:
     std::weak_ptr<kernel_session> session_;
@@ -84,6 +105,7 @@ kernel_session::kernel_session(kernel_environment& env, std::string id, launcher
       log_(env.log.component("kernel").with("kernel_id", id_)),
       strand_(asio::make_strand(env.ioc)),
       process_(std::make_shared<kernel_process>(env, strand_, id_, spec_, extra_env_, log_)),
+      barrier_timer_(strand_),
       inbound_(std::make_shared<message_budget>(env.settings.kernel_buffer_bytes)),
       heartbeat_while_busy_(launcher::answers_heartbeat_while_busy(spec_)),
       heartbeat_(
@@ -356,6 +378,9 @@ void kernel_session::on_exit(const launcher::exit_status& status) {
 
 void kernel_session::release_process() {
     heartbeat_.stop();
+    drops_.reset();
+    barrier_timer_.cancel();
+    awaiting_idle_.clear();
     frozen_reason_.clear();
     process_->release();
     model_.set_process(0, false);
@@ -524,7 +549,8 @@ void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel c
     const bool awaits_reply = ch == channel::shell || ch == channel::control;
     if (awaits_reply) {
         if (awaiting_reply_.size() >= max_awaiting_replies)
-            std::erase_if(awaiting_reply_, [](const auto& kv) { return kv.second.expired(); });
+            std::erase_if(awaiting_reply_,
+                          [](const auto& kv) { return kv.second.client.expired(); });
         if (awaiting_reply_.size() >= max_awaiting_replies) {
             log_.warn("too many requests in flight; dropping " + msg.msg_type);
             return;
@@ -538,7 +564,19 @@ void kernel_session::forward(const std::weak_ptr<kernel_client>& from, channel c
             if (msg.msg_type == "execute_request") model_.count_execution();
         }
     }
-    if (awaits_reply) awaiting_reply_[msg.msg_id] = from;
+    if (awaits_reply) {
+        kernelproto::message request;
+        request.header = msg.header;
+        request.msg_id = msg.msg_id;
+        request.msg_type = msg.msg_type;
+        request.session = msg.session;
+        if (ch == channel::shell) {
+            // Only a kernel that publishes no idle for some requests fills it: start again.
+            if (awaiting_idle_.size() >= max_awaiting_replies) awaiting_idle_.clear();
+            awaiting_idle_[msg.msg_id] = msg.header;
+        }
+        awaiting_reply_[msg.msg_id] = {from, ch, std::move(request)};
+    }
     msg.identities.clear();
     env_.metrics.relayed_to_kernel.observe(static_cast<double>(kernelproto::message_bytes(msg)));
     env_.links.send(*link_, ch, std::move(msg));
@@ -552,8 +590,18 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
     env_.metrics.relayed_to_clients.observe(static_cast<double>(bytes));
     switch (ch) {
         case channel::iopub: {
+            if (drops_.is_barrier(msg.parent_msg_id)) {
+                // The gateway's own request: no client asked, and its busy is no execution's.
+                if (msg.msg_type == "status") drops_.barrier_status(msg.parent_msg_id);
+                return settle_drops();
+            }
             if (executions_.pending() > 0) executions_.output(msg.parent_msg_id, bytes);
+            if (msg.msg_type == "execute_input") cap_echoed_code(msg);
             const std::string execution_state = track_activity(msg);
+            if (execution_state == "idle")
+                awaiting_idle_.erase(msg.parent_msg_id);
+            else if (execution_state == "busy")
+                busy_parent_header_ = msg.parent_header;
             // A kernel that answers its heartbeat between executions was excused while busy:
             // its silence counts from the end of the execution, not from its start.
             if (!heartbeat_while_busy_ && execution_state == "idle") heartbeat_.excuse();
@@ -562,6 +610,10 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
         }
         case channel::shell:
         case channel::control: {
+            if (drops_.is_barrier(msg.parent_msg_id)) {
+                drops_.barrier_replied(msg.parent_msg_id);
+                return settle_drops();
+            }
             auto it = awaiting_reply_.find(msg.parent_msg_id);
             if (it == awaiting_reply_.end()) {
                 // Our own request, its client left, or (adopted) sent before the restart.
@@ -569,7 +621,7 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
                 return;
             }
             if (msg.msg_type == "execute_reply" || msg.msg_type == "debug_reply") track_reply(msg);
-            auto client = it->second.lock();
+            auto client = it->second.client.lock();
             awaiting_reply_.erase(it);
             if (client)
                 clients_.send_to(client, ch, std::move(msg));
@@ -581,7 +633,8 @@ void kernel_session::on_link_message(transport::link_id link, channel ch,
             // input_request: to the client whose execute_request is waiting for input.
             auto it = awaiting_reply_.find(msg.parent_msg_id);
             if (it == awaiting_reply_.end()) return;
-            if (auto client = it->second.lock()) clients_.send_to(client, ch, std::move(msg));
+            if (auto client = it->second.client.lock())
+                clients_.send_to(client, ch, std::move(msg));
             return;
         }
     }
@@ -644,9 +697,12 @@ bool kernel_session::track_request(const std::shared_ptr<kernel_client>& client,
                                   why + "; the code did not run", true);
             return false;
         }
-        e.code = std::string();
-        e.user_expressions = nullptr;
     }
+    // Released, not merely emptied: assigning an empty string keeps the buffer, so each
+    // execution still pending kept its code's memory until its reply (80 requests of 16 MiB
+    // took the gateway past 1.2 GB). Nothing after the record needs the code.
+    std::string().swap(e.code);
+    e.user_expressions = nullptr;
     for (const auto& lost : executions_.started(std::move(e))) report(lost);
     return true;
 }
@@ -671,7 +727,7 @@ void kernel_session::lose_executions(const std::string& why) {
         if (why.empty()) continue;
         // Its client would otherwise wait for a reply no process will send.
         auto waiting = awaiting_reply_.find(e.msg_id);
-        auto client = waiting == awaiting_reply_.end() ? nullptr : waiting->second.lock();
+        auto client = waiting == awaiting_reply_.end() ? nullptr : waiting->second.client.lock();
         if (!client) continue;
         kernelproto::message request;
         request.header = e.request_header;
@@ -725,6 +781,148 @@ void kernel_session::answer_failed_request(const std::shared_ptr<kernel_client>&
     to_client(channel::iopub, "error", error);
     if (with_status) to_client(channel::iopub, "status", {{"execution_state", "idle"}});
     to_client(ch, "execute_reply", reply_content);
+}
+
+void kernel_session::on_message_dropped(transport::link_id link, channel ch) {
+    if (link_ != link) return;  // a report about a previous process
+    const std::size_t limit =
+        ch == channel::iopub
+            ? env_.settings.kernel_message_limit_bytes
+            : std::min(env_.settings.kernel_message_limit_bytes, transport::max_reply_part_bytes);
+    const std::string what =
+        "the kernel sent a message on " + std::string(kernelproto::to_string(ch)) +
+        " with a part over " + human_bytes(limit) +
+        (ch == channel::iopub ? " (--kernel-message-limit)"
+                              : " (the limit for replies: --kernel-message-limit, 16 MiB at most)");
+    log_.warn(what + ": dropped, with what followed it until the connection was made again");
+    if (ch == channel::iopub || ch == channel::stdin_) {
+        // No reply will say so: the output, or the input request, is gone without a trace.
+        const auto parent = request_of(busy_parent_header_);
+        const std::string text =
+            "[callisto] " + what +
+            (ch == channel::iopub
+                 ? ": it was dropped, and output that followed it may be lost\n"
+                 : ": an input request was dropped; interrupt the kernel if it waits for input\n");
+        clients_.broadcast(channel::iopub,
+                           kernelproto::make_message("stream", {{"name", "stderr"}, {"text", text}},
+                                                     session_id_, "callisto", &parent));
+    }
+    std::vector<drop_recovery::request> requests;
+    requests.reserve(awaiting_reply_.size());
+    for (const auto& [id, request] : awaiting_reply_) requests.push_back({id, request.ch});
+    std::vector<std::string> idles;
+    idles.reserve(awaiting_idle_.size());
+    for (const auto& kv : awaiting_idle_) idles.push_back(kv.first);
+    status_barriers_sent_ = 0;
+    barrier_timer_.cancel();
+    for (channel barrier : drops_.dropped(ch, requests, std::move(idles))) send_barrier(barrier);
+    settle_drops();
+}
+
+void kernel_session::send_barrier(channel ch) {
+    if (!link_) return;
+    auto barrier =
+        kernelproto::make_message("kernel_info_request", nlohmann::json::object(), session_id_);
+    drops_.barrier_sent(ch, barrier.msg_id);
+    if (ch == channel::shell) ++status_barriers_sent_;
+    env_.links.send(*link_, ch, std::move(barrier));
+}
+
+void kernel_session::settle_drops() {
+    if (drops_.needs_another_status_barrier()) {
+        if (status_barriers_sent_ >= max_status_barriers) {
+            log_.warn("no status came on iopub for " + std::to_string(status_barriers_sent_) +
+                      " kernel_info_requests; judging what was lost without it");
+            drops_.stop_waiting_for_status();
+        } else {
+            barrier_timer_.expires_after(status_barrier_wait);
+            barrier_timer_.async_wait(
+                [self = weak_from_this()](const boost::system::error_code& ec) {
+                    auto s = self.lock();
+                    if (ec || !s || !s->drops_.needs_another_status_barrier()) return;
+                    s->send_barrier(channel::shell);
+                    s->settle_drops();
+                });
+            return;
+        }
+    }
+    auto verdict = drops_.take_verdict();
+    if (!verdict) return;
+    barrier_timer_.cancel();
+    for (const auto& id : verdict->replies_lost) {
+        auto it = awaiting_reply_.find(id);
+        if (it == awaiting_reply_.end()) continue;
+        const in_flight lost = std::move(it->second);
+        awaiting_reply_.erase(it);
+        answer_lost_reply(lost);
+    }
+    for (const auto& id : verdict->idles_lost) {
+        auto it = awaiting_idle_.find(id);
+        if (it == awaiting_idle_.end()) continue;
+        const auto request = request_of(std::move(it->second));
+        awaiting_idle_.erase(it);
+        log_.info("published the idle status of " + id + ", lost with a dropped message");
+        // As if the kernel had published it: the model and the replay buffer follow. Idle only
+        // when no other request is still under way.
+        if (awaiting_idle_.empty())
+            model_.on_kernel_message("idle", state_ == kernel_state::running);
+        clients_.relay_iopub(kernelproto::make_message("status", {{"execution_state", "idle"}},
+                                                       session_id_, "callisto", &request),
+                             "idle");
+    }
+}
+
+void kernel_session::answer_lost_reply(const in_flight& lost) {
+    const auto& request = lost.request;
+    log_.warn(request.msg_type + " " + request.msg_id +
+              ": its reply was lost with a dropped message; answered with an error");
+    const std::size_t limit =
+        std::min(env_.settings.kernel_message_limit_bytes, transport::max_reply_part_bytes);
+    const std::string ename = "MessageTooLarge";
+    const std::string evalue =
+        "no reply came: the kernel sent a message with a part over the gateway's limit of " +
+        human_bytes(limit) +
+        " for replies (--kernel-message-limit), which was dropped with the kernel's "
+        "connection; this request's reply, or the request itself, was lost with it";
+    auto reply_type = request.msg_type;
+    if (reply_type.ends_with("_request"))
+        reply_type.replace(reply_type.size() - 8, 8, "_reply");
+    else
+        reply_type += "_reply";
+    nlohmann::json content = {{"status", "error"},
+                              {"ename", ename},
+                              {"evalue", evalue},
+                              {"traceback", {ename + ": " + evalue}}};
+    if (request.msg_type == "debug_request") {
+        content = {{"type", "response"}, {"success", false}, {"message", ename + ": " + evalue}};
+    } else if (request.msg_type == "execute_request") {
+        content["execution_count"] = nullptr;
+        content["user_expressions"] = nlohmann::json::object();
+        content["payload"] = nlohmann::json::array();
+    }
+    auto reply = kernelproto::make_message(reply_type, content, session_id_, "callisto", &request);
+    if (request.msg_type == "execute_request" || request.msg_type == "debug_request")
+        track_reply(reply);
+    auto client = lost.client.lock();
+    if (!client) return;
+    if (request.msg_type == "debug_request")
+        return answer_failed_request(client, lost.ch, request, ename, evalue, false);
+    if (request.msg_type == "execute_request")
+        clients_.send_to(
+            client, channel::iopub,
+            kernelproto::make_message(
+                "error",
+                {{"ename", ename}, {"evalue", evalue}, {"traceback", {ename + ": " + evalue}}},
+                session_id_, "callisto", &request));
+    clients_.send_to(client, lost.ch, std::move(reply));
+}
+
+void kernel_session::cap_echoed_code(kernelproto::message& msg) {
+    auto cut = cap_execute_input(msg.content, max_echoed_code_bytes);
+    if (!cut) return;
+    msg.content = std::move(*cut);
+    // The received frame goes now; what the clients and the replay buffer keep is counted.
+    msg.lease = inbound_->lease(kernelproto::message_bytes(msg));
 }
 
 void kernel_session::report_dropped(const kernelproto::message& next) {

@@ -18,10 +18,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <nlohmann/json.hpp>
 
 #include "gateway/kernels/culling_policy.hpp"
+#include "gateway/kernels/drop_recovery.hpp"
 #include "gateway/kernels/heartbeat_watch.hpp"
 #include "gateway/kernels/iopub_broadcaster.hpp"
 #include "gateway/kernels/kernel_client.hpp"
@@ -124,6 +126,13 @@ private:
         kernelproto::channel ch;
         kernelproto::message msg;
     };
+    // A request sent to the kernel, until its reply: who asked, and the request's header
+    // (its content left out) for an answer the gateway makes if the reply is lost.
+    struct in_flight {
+        std::weak_ptr<kernel_client> client;
+        kernelproto::channel ch;
+        kernelproto::message request;
+    };
 
     // All of these run on strand_.
     void spawn_process();
@@ -140,6 +149,14 @@ private:
                          kernelproto::message msg);
     void on_link_connected(transport::link_id link);
     void on_heartbeat(transport::link_id link, bool beating);
+    // ZeroMQ dropped a message over the part limit on `ch` (drop_recovery.hpp): the clients are
+    // told, and barriers find out what was lost with it.
+    void on_message_dropped(transport::link_id link, kernelproto::channel ch);
+    void send_barrier(kernelproto::channel ch);
+    // Once the barriers are in: each request that lost its reply is answered with an error, each
+    // lost idle is published; until then, a shell barrier whose status did not come is sent again.
+    void settle_drops();
+    void answer_lost_reply(const in_flight& lost);
     // Kills a kernel whose heartbeat has been missing past the timeout (heartbeat_watch.hpp).
     void on_frozen(std::chrono::seconds silent_for);
     // What the process reports (kernel_process::observer).
@@ -161,6 +178,9 @@ private:
     void deliver_orphan(kernelproto::channel ch, kernelproto::message msg);
     void note_client_session(const std::shared_ptr<kernel_client>& client,
                              const std::string& session);
+    // An execute_input's code within max_echoed_code_bytes (output_fields.hpp), in everything
+    // the gateway relays and keeps.
+    void cap_echoed_code(kernelproto::message& msg);
     // Tells every client when messages were dropped for being over the kernel's budget.
     void report_dropped(const kernelproto::message& next);
     // The requests of WebSocket clients that run code (code_requests.hpp): noted on the way to
@@ -210,7 +230,15 @@ private:
     bool sessions_from_headers_ = false;
     std::vector<result_handler> ready_waiters_;
     std::vector<std::function<void()>> shutdown_waiters_;
-    std::unordered_map<std::string, std::weak_ptr<kernel_client>> awaiting_reply_;
+    std::unordered_map<std::string, in_flight> awaiting_reply_;
+    // Shell requests whose idle has not come, by msg_id: the request's header. What a message
+    // dropped on iopub may have lost.
+    std::unordered_map<std::string, std::string> awaiting_idle_;
+    // The parent header of the kernel's latest busy status: where a notice of output lost goes.
+    std::string busy_parent_header_;
+    drop_recovery drops_;
+    boost::asio::steady_timer barrier_timer_;
+    int status_barriers_sent_ = 0;
     std::deque<queued_request> queued_;        // client requests held until the kernel is connected
     std::shared_ptr<message_budget> inbound_;  // shared with the link listener and the leases
     std::chrono::steady_clock::time_point spawned_at_;  // the current process's

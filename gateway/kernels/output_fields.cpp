@@ -98,6 +98,20 @@ std::string record_tail(const std::string& text, std::size_t keep) {
     return "[... " + std::to_string(from) + " bytes not recorded ...]\n" + text.substr(from);
 }
 
+std::optional<std::string> cap_execute_input(std::string_view content, std::size_t max_code_bytes) {
+    // Anything smaller holds a code that fits, whatever its escapes.
+    if (content.size() <= max_code_bytes) return std::nullopt;
+    auto j = kernelproto::parse_untrusted_json(content).value;
+    if (!j.is_object()) return std::nullopt;
+    const auto it = j.find("code");
+    if (it == j.end() || !it->is_string()) return std::nullopt;
+    std::size_t cut = 0;
+    auto code = cap_text(it->get_ref<const std::string&>(), max_code_bytes, cut);
+    if (cut == 0) return std::nullopt;
+    *it = std::move(code);
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::optional<std::string> cap_error_content(std::string_view content, error_field_caps caps) {
     auto parsed = kernelproto::parse_untrusted_json(content);
     auto& j = parsed.value;

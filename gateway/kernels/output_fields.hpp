@@ -38,6 +38,15 @@ struct error_field_caps {
     std::size_t text_bytes = 1 << 20;  // evalue; the traceback's lines together
 };
 
+// What the gateway relays and keeps of the code a kernel echoes in execute_input: the client
+// that sent the code has it, and the kernel echoes every request (a flood of 16 MiB requests was
+// a flood of 16 MiB echoes, each held for every client and in the replay buffer).
+constexpr std::size_t max_echoed_code_bytes = 64 << 10;
+
+// An execute_input's content with its "code" within max_code_bytes (cap_text); nullopt when the
+// content is not a JSON object or its code fits (then it goes as it is).
+std::optional<std::string> cap_execute_input(std::string_view content, std::size_t max_code_bytes);
+
 // An error's content ({"ename", "evalue", "traceback"}: an iopub error, or a reply with
 // "status": "error") with each of those fields within its cap (a cut traceback keeps only its
 // string lines); nullopt when the content is not a JSON object or nothing needed cutting (then

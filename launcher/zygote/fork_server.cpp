@@ -20,6 +20,7 @@
 
 #include "launcher/memfd.hpp"
 #include "launcher/seqpacket.hpp"
+#include "launcher/zygote/blank_arguments.hpp"
 #include "launcher/zygote/jail_init.hpp"
 #include "launcher/zygote/kernel_jail.hpp"
 
@@ -98,13 +99,14 @@ void set_death_signal(int report) {
 
 fork_server::fork_server(int control_fd, python_runtime& python, std::filesystem::path scratch,
                          std::string seccomp_bpf, std::filesystem::path jail_init,
-                         page_prefault start_writes)
+                         page_prefault start_writes, std::span<char*> own_arguments)
     : control_(control_fd),
       python_(python),
       scratch_(std::move(scratch)),
       seccomp_bpf_(std::move(seccomp_bpf)),
       jail_init_(std::move(jail_init)),
-      start_writes_(std::move(start_writes)) {
+      start_writes_(std::move(start_writes)),
+      own_arguments_(own_arguments) {
     own_pid_namespace_.reset(::open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
     if (!own_pid_namespace_)
         throw std::system_error(errno, std::generic_category(), "open /proc/self/ns/pid");
@@ -406,7 +408,11 @@ void fork_server::kernel_child(const proto::fork_order& order, int environment, 
         const std::string cwd = jail ? sandbox_workdir : order.cwd.string();
         if (!cwd.empty() && ::chdir(cwd.c_str()) != 0)
             throw std::system_error(errno, std::generic_category(), "chdir " + cwd);
-        if (jail) confine(seccomp_bpf_);
+        if (jail) {
+            // Its /proc/self/cmdline shows the zygote's arguments, which name host paths.
+            blank_arguments(static_cast<int>(own_arguments_.size()), own_arguments_.data());
+            confine(seccomp_bpf_);
+        }
         ::prctl(PR_SET_NAME, "callisto-kernel");
     } catch (const std::exception& e) {
         report_and_exit(report, e.what());

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,10 +34,12 @@ public:
     // namespace); `seccomp_bpf` is the kernels' filter; `jail_init` is callisto-jail-init,
     // each jail's pid 1; `start_writes` the pages each ipykernel fork faults in first, once in
     // its cgroups (so that they are charged to the kernel's memory cgroup: a charge stays where
-    // it was made) and while pid 1 builds the jail. SIGCHLD must be blocked.
+    // it was made) and while pid 1 builds the jail; `own_arguments` the zygote's argc and argv,
+    // which each jailed kernel blanks in its copy (its /proc/self/cmdline). SIGCHLD must be
+    // blocked.
     fork_server(int control_fd, python_runtime& python, std::filesystem::path scratch,
                 std::string seccomp_bpf, std::filesystem::path jail_init,
-                page_prefault start_writes);
+                page_prefault start_writes, std::span<char*> own_arguments);
 
     // Returns once the gateway has gone.
     void run();
@@ -92,6 +95,7 @@ private:
     std::string seccomp_bpf_;
     std::filesystem::path jail_init_;
     page_prefault start_writes_;
+    std::span<char*> own_arguments_;
     unique_fd own_pid_namespace_;
     unique_fd child_signals_;  // signalfd for SIGCHLD
     // Forked and not yet reaped, with the time of the SIGKILL a terminate order set.

@@ -5,9 +5,11 @@
 //   callisto-jail-init --scratch=DIR --kernel=PID   (exec'd by the zygote's vfork child)
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string_view>
 
+#include "launcher/zygote/blank_arguments.hpp"
 #include "launcher/zygote/jail_init.hpp"
 
 int main(int argc, char** argv) {
@@ -18,6 +20,9 @@ int main(int argc, char** argv) {
                      "callisto-zygote, not by hand)\n";
         return 2;
     }
-    callisto::launcher::zygote::run_jail_init(argv[1] + scratch.size(),
-                                              std::atol(argv[2] + kernel.size()));
+    const std::filesystem::path scratch_dir = argv[1] + scratch.size();
+    const long kernel_pid = std::atol(argv[2] + kernel.size());
+    // The kernel reads /proc/1/cmdline: no host path there (its pid waits for the jail).
+    callisto::launcher::zygote::blank_arguments(argc, argv);
+    callisto::launcher::zygote::run_jail_init(scratch_dir, kernel_pid);
 }

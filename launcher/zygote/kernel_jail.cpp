@@ -180,6 +180,9 @@ void build_root(const sandbox_layout& layout, const fs::path& scratch) {
                      bind_kind::read_write);
     bind_like_source(layout.runtime_dir, root / layout.runtime_dir.relative_path(),
                      bind_kind::read_write);
+    // As bwrap's second bind (sandbox_layout.hpp), so both sandboxes mount the same.
+    bind_like_source(layout.runtime_dir, root / fs::path(sandbox_runtime_dir).relative_path(),
+                     bind_kind::read_write);
     // The kernelspec's environment (a venv, a conda prefix), read-only at its host paths; after
     // /tmp, as bwrap binds it, so one under /tmp shows inside the kernel's own /tmp.
     for (const auto& path : layout.environment)

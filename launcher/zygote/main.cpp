@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
         ::setpriority(PRIO_PROCESS, 0, 0);
         if (!send_seqpacket(control, zygote_protocol::encode(ready))) return 1;
         zygote::fork_server server(control, runtime, scratch, filter.bpf(), jail_init,
-                                   std::move(start_writes));
+                                   std::move(start_writes),
+                                   std::span<char*>(argv, static_cast<std::size_t>(argc)));
         server.run();
     } catch (const std::exception& e) {
         std::cerr << "callisto-zygote: " << e.what() << "\n";

@@ -461,6 +461,7 @@ def _callisto_run_kernel(argv, env):
     if module.startswith("ipykernel"):
         _callisto_try_iopub_holds_bursts()  # launcher/ipykernel_bootstrap.py
         _callisto_try_history_in_memory()  # likewise
+        _callisto_try_error_fields_fit()  # likewise
         _callisto_read_connection_file_argument()
         _callisto_skip_empty_flushes_while_initializing()
         if _callisto_shell is not None:

@@ -790,6 +790,54 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "hardening: an exception of 40 MB is cut by the python kernel, forked or exec'd, and ends at "
+    "once; a reply over the limit from another kernel ends with a clear error") {
+    // A kernelspec that runs none of Callisto's Python (ipykernel started by -c, not -m: no
+    // bootstrap, no zygote), as a user's own kernel or another language's would.
+    const std::string dir = "/tmp/cle2e-foreign-" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir + "/python3-foreign");
+    nlohmann::json spec = {
+        {"argv",
+         {python, "-c",
+          "from ipykernel.kernelapp import launch_new_instance; launch_new_instance()", "-f",
+          "{connection_file}"}},
+        {"display_name", "Python 3 (not Callisto's)"},
+        {"language", "python"}};
+    std::ofstream(dir + "/python3-foreign/kernel.json") << spec.dump();
+    const std::string suite = source_dir + "/tests/e2e/python/test_hardening.py";
+    {
+        server_process server({"--kernel-dir=" + dir});
+        run_client(server,
+                   {python, suite, "-k", "exception_of_40_mb", "-k", "reply_over_the_limit"}, 900,
+                   {{"CALLISTO_E2E_LAUNCH", "zygote"},
+                    {"CALLISTO_E2E_FOREIGN_KERNEL", "python3-foreign"}});
+        CHECK(server.stop() == 0);
+    }
+    {
+        server_process server({"--zygote=off"});
+        run_client(server, {python, suite, "-k", "exception_of_40_mb"}, 900,
+                   {{"CALLISTO_E2E_LAUNCH", "exec"}});
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "hardening: 16 MiB execute_requests flooding a WebSocket, audited, hold neither their code "
+    "nor its echo") {
+    const std::string dir = "/tmp/cle2e-flood-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    {
+        server_process server({"--audit-log=" + dir + "/audit.log"});
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_hardening.py", "-k",
+                            "flooding_a_websocket"});
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
     "health: /healthz and /readyz need no token, HEAD is GET without a body; SIGTERM drains "
     "readiness, then stops") {
     server_process server({"--drain-seconds=4"});
@@ -807,8 +855,9 @@ TEST_CASE(
 
 TEST_CASE(
     "tls: HTTPS and WSS with curl, websocket-client, jupyter_server --gateway-url and the example "
-    "agent loop; TLS 1.2 at least; plain HTTP answered; SIGHUP reloads the certificate; mutual "
-    "TLS, resumed sessions included") {
+    "agent loop; TLS 1.2 at least; plain HTTP answered; SIGHUP reloads the certificate; sessions "
+    "resumed without tickets, however the connection ended; mutual TLS, resumed sessions "
+    "included") {
     const std::string dir = "/tmp/cle2e-tls-" + std::to_string(::getpid());
     std::filesystem::remove_all(dir);
     auto made = run_command(
@@ -823,7 +872,7 @@ TEST_CASE(
             {"--certfile=" + dir + "/live.pem", "--keyfile=" + dir + "/live.key"});
         run_client(server,
                    {python, tls, "-k", "https", "-k", "wss", "-k", "plain_http", "-k", "tls_1_2",
-                    "-k", "sighup", "-k", "client_hello_split"},
+                    "-k", "sighup", "-k", "client_hello_split", "-k", "without_tickets"},
                    900, env);
         // The path JupyterLab takes, over HTTPS to the gateway.
         run_client(server,

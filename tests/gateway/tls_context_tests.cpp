@@ -275,3 +275,41 @@ TEST_CASE("tls context: a reload that finds a FIFO keeps the certificate in use"
     ctx.reload();
     CHECK(ctx.current() != before);
 }
+
+TEST_CASE(
+    "tls context: a TLS 1.2 session without a ticket is kept for resumption only when the "
+    "server shut its connection down") {
+    // What the gateway's connections rely on (client_stream::async_shutdown): OpenSSL drops
+    // from its cache the session of an SSL freed before SSL_shutdown, and a client that takes
+    // no tickets resumes from that cache only.
+    tls_dir d;
+    tls_context server(d.files(false));
+    ssl_ctx_ptr client_ctx(SSL_CTX_new(TLS_client_method()));
+    SSL_CTX_set_min_proto_version(client_ctx.get(), TLS1_2_VERSION);
+    SSL_CTX_set_max_proto_version(client_ctx.get(), TLS1_2_VERSION);
+    SSL_CTX_set_options(client_ctx.get(), SSL_OP_NO_TICKET);
+    for (bool server_shuts_down : {false, true}) {
+        INFO("the server shuts down: " << server_shuts_down);
+        ssl_ptr first_client(SSL_new(client_ctx.get()));
+        ssl_ptr first_server(SSL_new(server.current()->native_handle()));
+        REQUIRE(handshake(first_client.get(), first_server.get()));
+        session_ptr session(SSL_get1_session(first_client.get()));
+        REQUIRE(session);
+        CHECK(SSL_SESSION_get_ticket_lifetime_hint(session.get()) == 0);  // no ticket
+        close_client(first_client.get());
+        if (server_shuts_down) {
+            SSL_shutdown(first_server.get());  // close_notify sent
+            ERR_clear_error();
+        }
+        first_server.reset();
+        first_client.reset();
+        ssl_ptr client(SSL_new(client_ctx.get()));
+        ssl_ptr srv(SSL_new(server.current()->native_handle()));
+        REQUIRE(SSL_set_session(client.get(), session.get()) == 1);
+        REQUIRE(handshake(client.get(), srv.get()));
+        CHECK(SSL_session_reused(srv.get()) == (server_shuts_down ? 1 : 0));
+        close_client(client.get());
+        SSL_shutdown(srv.get());
+        ERR_clear_error();
+    }
+}

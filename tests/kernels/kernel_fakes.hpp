@@ -227,7 +227,12 @@ struct recording_observer final : execution_observer {
         started_executions.push_back(e);
         return {};
     }
-    void finished(const websocket_execution& e) override { finished_executions.push_back(e); }
+    // The memory each execution's code still held when it ended (a copy would not show it).
+    std::vector<std::size_t> code_capacity_at_finish;
+    void finished(const websocket_execution& e) override {
+        code_capacity_at_finish.push_back(e.code.capacity());
+        finished_executions.push_back(e);
+    }
 };
 
 // A message from the kernel answering `parent`.

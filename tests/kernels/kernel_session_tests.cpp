@@ -603,3 +603,193 @@ TEST_CASE(
         if (m->msg_type == "error")
             CHECK(kp::parse_untrusted_json(m->content).value["evalue"] == value);
 }
+
+namespace {
+
+// The msg_id of the last kernel_info_request the session sent on `ch` (a barrier).
+std::string last_kernel_info(const fake_world& w, channel ch) {
+    for (auto it = w.links.sent.rbegin(); it != w.links.sent.rend(); ++it)
+        if (it->ch == ch && it->msg.msg_type == "kernel_info_request") return it->msg.msg_id;
+    return {};
+}
+
+nlohmann::json content_of(const kp::message& m) {
+    return kp::parse_untrusted_json(m.content).value;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a reply lost with a message ZeroMQ dropped is answered with an error once a barrier behind "
+    "it is answered") {
+    fake_world w;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<recording_client>();
+    k->attach(client);
+    auto before = kp::make_message("execute_request", {{"code", "raise big"}}, "client-session");
+    const std::string before_id = before.msg_id;
+    k->submit(client, channel::shell, std::move(before));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+
+    // The kernel's reply was over the limit: ZeroMQ dropped it, the reactor says so.
+    w.links.last().on_message_dropped(channel::shell);
+    REQUIRE(w.run_until([&] { return !last_kernel_info(w, channel::shell).empty(); }));
+    const std::string barrier = last_kernel_info(w, channel::shell);
+    // Sent after the barrier, so the kernel answers it after the barrier: not lost.
+    auto after = kp::make_message("execute_request", {{"code", "1"}}, "client-session");
+    const std::string after_id = after.msg_id;
+    k->submit(client, channel::shell, std::move(after));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 2; }));
+    w.settle();
+    CHECK(client->got.empty());  // nothing is known lost before the barrier is answered
+
+    w.links.last().on_message(channel::shell,
+                              from_kernel("kernel_info_reply", {{"status", "ok"}}, barrier));
+    REQUIRE(w.run_until([&] { return client->got.size() == 2; }));
+    // The error on iopub and the reply, both for the request sent before the drop.
+    CHECK(client->got[0].first == channel::iopub);
+    CHECK(client->got[0].second->msg_type == "error");
+    CHECK(client->got[1].first == channel::shell);
+    CHECK(client->got[1].second->msg_type == "execute_reply");
+    for (const auto& [ch, m] : client->got) CHECK(m->parent_msg_id == before_id);
+    const auto reply = content_of(*client->got[1].second);
+    CHECK(reply["status"] == "error");
+    CHECK(reply["ename"] == "MessageTooLarge");
+    CHECK(reply["evalue"].get<std::string>().find("limit of 16 MiB for replies") !=
+          std::string::npos);
+
+    // The request sent after the barrier gets its own reply, as usual.
+    w.links.last().on_message(channel::shell,
+                              from_kernel("execute_reply", {{"status", "ok"}}, after_id));
+    REQUIRE(w.run_until([&] { return client->got.size() == 3; }));
+    CHECK(client->got[2].second->parent_msg_id == after_id);
+    CHECK(content_of(*client->got[2].second)["status"] == "ok");
+}
+
+TEST_CASE(
+    "after a message dropped on iopub, clients are told, and an idle lost with it is published "
+    "once a status of the barrier arrives") {
+    fake_world w;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<recording_client>();
+    k->attach(client);
+    auto req = kp::make_message("execute_request", {{"code", "print(big)"}}, "client-session");
+    const std::string id = req.msg_id;
+    k->submit(client, channel::shell, std::move(req));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    auto& link = w.links.last();
+    link.on_message(channel::iopub, from_kernel("status", {{"execution_state", "busy"}}, id));
+    link.on_message(channel::shell, from_kernel("execute_reply", {{"status", "ok"}}, id));
+    REQUIRE(w.run_until([&] { return client->got.size() == 2; }));
+
+    // The output (and the idle after it) went out with the dropped connection.
+    link.on_message_dropped(channel::iopub);
+    REQUIRE(w.run_until([&] { return client->got.size() == 3; }));
+    CHECK(client->got[2].second->msg_type == "stream");
+    CHECK(client->got[2].second->parent_msg_id == id);
+    CHECK(client->stream_texts().back().find("output that followed it may be lost") !=
+          std::string::npos);
+    const std::string barrier = last_kernel_info(w, channel::shell);
+    REQUIRE(!barrier.empty());
+    // The barrier's reply alone says nothing of iopub.
+    link.on_message(channel::shell, from_kernel("kernel_info_reply", {{"status", "ok"}}, barrier));
+    w.settle();
+    CHECK(client->got.size() == 3);
+    // Its busy, published after everything the kernel did for the earlier request: that
+    // request's idle is not coming.
+    link.on_message(channel::iopub, from_kernel("status", {{"execution_state", "busy"}}, barrier));
+    REQUIRE(w.run_until([&] { return client->got.size() == 4; }));
+    CHECK(client->statuses() == std::vector<std::string>{"busy", "idle"});
+    CHECK(client->got[3].second->parent_msg_id == id);
+    // The barrier's own statuses are no client's.
+    link.on_message(channel::iopub, from_kernel("status", {{"execution_state", "idle"}}, barrier));
+    w.settle();
+    CHECK(client->got.size() == 4);
+    CHECK(k->model()["execution_state"] == "idle");
+}
+
+TEST_CASE("a request answered before the barrier's reply is not answered again") {
+    fake_world w;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<recording_client>();
+    k->attach(client);
+    auto req = request("inspect_request");
+    const std::string id = req.msg_id;
+    k->submit(client, channel::control, std::move(req));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::control, "inspect_request") == 1; }));
+    auto& link = w.links.last();
+    link.on_message_dropped(channel::control);
+    REQUIRE(w.run_until([&] { return !last_kernel_info(w, channel::control).empty(); }));
+    CHECK(last_kernel_info(w, channel::shell).empty());  // the barrier goes where the drop was
+    link.on_message(channel::control, from_kernel("inspect_reply", {{"status", "ok"}}, id));
+    link.on_message(channel::control, from_kernel("kernel_info_reply", {{"status", "ok"}},
+                                                  last_kernel_info(w, channel::control)));
+    w.settle();
+    REQUIRE(client->got.size() == 1);
+    CHECK(content_of(*client->got[0].second)["status"] == "ok");
+}
+
+TEST_CASE("a Jupyter client's execution whose reply was lost is recorded as ended in error") {
+    fake_world w;
+    recording_observer observer;
+    w.env.executions = &observer;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<websocket_client>();
+    k->attach(client);
+    k->submit(client, channel::shell,
+              kp::make_message("execute_request", {{"code", "raise big"}}, "client-session"));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    w.links.last().on_message_dropped(channel::shell);
+    REQUIRE(w.run_until([&] { return !last_kernel_info(w, channel::shell).empty(); }));
+    w.links.last().on_message(channel::shell, from_kernel("kernel_info_reply", {{"status", "ok"}},
+                                                          last_kernel_info(w, channel::shell)));
+    // The error on iopub and the reply.
+    REQUIRE(w.run_until([&] { return client->frames.size() == 2; }));
+    REQUIRE(observer.finished_executions.size() == 1);
+    CHECK(observer.finished_executions[0].status == "error");
+}
+
+TEST_CASE("the code a kernel echoes in execute_input is cut in what clients get") {
+    fake_world w;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<recording_client>();
+    k->attach(client);
+    const std::string code = "HEAD" + std::string(1 << 20, 'z') + "TAIL";
+    w.links.last().on_message(
+        channel::iopub,
+        from_kernel("execute_input", {{"code", code}, {"execution_count", 3}}, "r"));
+    REQUIRE(w.run_until([&] { return client->got.size() == 1; }));
+    const auto echoed = content_of(*client->got[0].second);
+    const auto kept = echoed["code"].get<std::string>();
+    CHECK(kept.size() <= max_echoed_code_bytes);
+    CHECK(kept.starts_with("HEAD"));
+    CHECK(kept.ends_with("TAIL"));
+    CHECK(echoed["execution_count"] == 3);
+    CHECK(client->got[0].second->parent_msg_id == "r");
+}
+
+TEST_CASE("an audited execution holds none of its code's memory while it runs") {
+    // Each execution pending a reply kept the buffer of its code (16 MiB for a 16 MiB cell).
+    fake_world w;
+    recording_observer observer;
+    w.env.executions = &observer;
+    auto k = make_session(w);
+    REQUIRE(start_and_connect(w, *k) == "");
+    auto client = std::make_shared<websocket_client>();
+    k->attach(client);
+    auto req = kp::make_message("execute_request", {{"code", std::string(1 << 20, '#')}},
+                                "client-session");
+    const std::string id = req.msg_id;
+    k->submit(client, channel::shell, std::move(req));
+    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    REQUIRE(observer.started_executions.size() == 1);
+    CHECK(observer.started_executions[0].code.size() == (1u << 20));  // recorded whole
+    w.links.last().on_message(channel::shell, from_kernel("execute_reply", {{"status", "ok"}}, id));
+    REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 1; }));
+    CHECK(observer.code_capacity_at_finish[0] < 64);
+}

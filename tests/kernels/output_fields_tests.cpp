@@ -172,3 +172,29 @@ TEST_CASE("cap_error_content leaves alone what fits, what is not an object, and 
 TEST_CASE("truncation_marker is the stream budget's marker") {
     CHECK(truncation_marker(42) == "\n[... 42 bytes truncated ...]\n");
 }
+
+TEST_CASE("cap_execute_input cuts the echoed code to head and tail, and keeps the rest") {
+    const std::string code = "HEAD" + std::string(100'000, 'z') + "TAIL";
+    const std::string content = nlohmann::json{{"code", code}, {"execution_count", 7}}.dump();
+    auto cut = cap_execute_input(content, 1000);
+    REQUIRE(cut);
+    auto j = nlohmann::json::parse(*cut);
+    const auto kept = j["code"].get<std::string>();
+    CHECK(kept.size() <= 1000);
+    CHECK(kept.starts_with("HEAD"));
+    CHECK(kept.ends_with("TAIL"));
+    CHECK(kept.find("bytes truncated ...]") != std::string::npos);
+    CHECK(j["execution_count"] == 7);
+}
+
+TEST_CASE("cap_execute_input leaves a code that fits, and contents that are not an echo") {
+    const std::string small = nlohmann::json{{"code", "print(1)"}, {"execution_count", 1}}.dump();
+    CHECK_FALSE(cap_execute_input(small, 1000));
+    // Its escapes make the content longer than the code: still within the cap.
+    const std::string lines = nlohmann::json{{"code", std::string(900, '\n')}}.dump();
+    CHECK_FALSE(cap_execute_input(lines, 1000));
+    const std::string big(5000, 'z');
+    CHECK_FALSE(cap_execute_input("[\"" + big + "\"]", 1000));
+    CHECK_FALSE(cap_execute_input("{\"code\": 1, \"x\": \"" + big + "\"}", 1000));
+    CHECK_FALSE(cap_execute_input("{\"code\": \"" + big, 1000));  // not JSON
+}

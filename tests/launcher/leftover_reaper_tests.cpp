@@ -117,7 +117,26 @@ TEST_CASE("mounts_below: strictly below the root, deepest first, escapes decoded
     CHECK(found[1].mount_point == "/var/lib/callisto/work/" + kernel_a);
     CHECK(found[1].fstype == "tmpfs");
     CHECK(found[1].source == "callisto-work");
+    CHECK(found[1].device == "0:36");
     CHECK(found[2].mount_point == "/var/lib/callisto/work/with space");
+}
+
+TEST_CASE("mounts_any_of: a sandbox is known by the device of the workdir mounted in it") {
+    // A sandbox's view: its /work is the host's <root>/<kernel id> tmpfs (device 0:36), under
+    // a path of its own.
+    const std::string sandbox =
+        "300 299 0:50 / / ro,nosuid - tmpfs tmpfs rw\n"
+        "301 300 254:1 /usr /usr ro,nosuid,nodev - ext4 /dev/vda rw\n"
+        "302 300 0:36 / /work rw,nosuid,nodev - tmpfs callisto-work rw,size=1024k\n";
+    CHECK(leftover_reaper::mounts_any_of(sandbox, {"0:36"}));
+    CHECK(leftover_reaper::mounts_any_of(sandbox, {"0:99", "0:36"}));
+    // Another instance's sandbox mounts its own workdir; a process with none mounts none.
+    CHECK_FALSE(leftover_reaper::mounts_any_of(sandbox, {"0:37"}));
+    CHECK_FALSE(leftover_reaper::mounts_any_of(sandbox, {}));
+    CHECK_FALSE(leftover_reaper::mounts_any_of("", {"0:36"}));
+    CHECK_FALSE(leftover_reaper::mounts_any_of("garbage\n302 300\n", {"0:36"}));
+    // The device is the third field only: a path or a source that reads like one is not it.
+    CHECK_FALSE(leftover_reaper::mounts_any_of("1 0 0:1 / /0:36 rw - tmpfs 0:36 rw\n", {"0:36"}));
 }
 
 TEST_CASE("is_kernel_id: lower-case UUIDs only, as session workdirs are named") {

@@ -23,6 +23,7 @@ struct recorded_events {
     int connected = 0;
     std::vector<bool> heartbeats;
     std::vector<std::pair<kernelproto::channel, std::error_code>> bad;
+    std::vector<kernelproto::channel> dropped;  // on_message_dropped, in order
     std::set<std::thread::id> threads;  // every call should come from the one reactor thread
     // on_open's id (0: not called), and how many reports had come before it (should be none).
     link_id opened_as = 0;
@@ -46,7 +47,7 @@ struct recorded_events {
     }
     std::size_t total() const {
         return messages.size() + static_cast<std::size_t>(connected) + heartbeats.size() +
-               bad.size();
+               bad.size() + dropped.size();
     }
 };
 
@@ -68,6 +69,9 @@ public:
     }
     void on_bad_message(kernelproto::channel ch, std::error_code ec) override {
         update([&](recorded_events& e) { e.bad.emplace_back(ch, ec); });
+    }
+    void on_message_dropped(kernelproto::channel ch) override {
+        update([&](recorded_events& e) { e.dropped.push_back(ch); });
     }
 
     // Waits (generously: the machine is shared) until pred(events) holds.

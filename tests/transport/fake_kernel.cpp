@@ -152,6 +152,18 @@ void fake_kernel::on_execute(kp::message req) {
         for (int i = 0; i < n; ++i) {
             publish("stream", {{"name", "stdout"}, {"text", std::to_string(i)}}, req);
         }
+    } else if (code.starts_with("raise:")) {
+        // An error whose value is N bytes, on iopub and in the reply, as ipykernel sends one.
+        const nlohmann::json error = {{"ename", "ValueError"},
+                                      {"evalue", std::string(std::stoul(code.substr(6)), 'x')},
+                                      {"traceback", nlohmann::json::array()}};
+        publish("error", error, req);
+        auto reply_content = error;
+        reply_content["status"] = "error";
+        reply_content["execution_count"] = ++execution_count_;
+        reply(shell_, "execute_reply", reply_content, req);
+        publish("status", {{"execution_state", "idle"}}, req);
+        return;
     } else if (code.starts_with("input:")) {
         kp::message request =
             kp::make_message("input_request", {{"prompt", code.substr(6)}, {"password", false}},

@@ -20,6 +20,7 @@ namespace callisto::transport::testing {
 
 // Behaviour by execute_request code:
 //   "burst:N"   publish N iopub streams with text "0".."N-1", then reply
+//   "raise:N"   publish an error whose evalue is N bytes, reply with it (status error), idle
 //   "input:P"   send input_request (prompt P) on stdin to the shell sender's identity; on the
 //               input_reply publish a stream "got:<value>" and reply
 //   otherwise   publish a stream echoing the code, then reply

@@ -5,7 +5,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -517,4 +520,75 @@ TEST_CASE_FIXTURE(connected_link, "a 3 MB output arrives intact through the kept
     }
     CHECK(seen);
     CHECK(r.stats().bad_messages == 0);
+}
+
+namespace {
+
+// A fake kernel and a link to it whose parts may weigh 1 MiB at most.
+struct limited_link {
+    temp_dir dir;
+    std::optional<fake_kernel> kernel{std::in_place, dir.path() + "/k", key};
+    reactor r{test_logger()};
+    std::shared_ptr<event_recorder> events = std::make_shared<event_recorder>();
+    link_id id = r.open(kernel->info(), events, [] {
+        auto o = fast_options();
+        o.max_part_bytes = 1u << 20;
+        return o;
+    }());
+
+    limited_link() { REQUIRE(events->wait_for(connected)); }
+};
+
+}  // namespace
+
+TEST_CASE_FIXTURE(limited_link,
+                  "a message part over the limit drops its connection; the link makes a new one "
+                  "and says which channel lost a message") {
+    // ZeroMQ drops the 2 MB error on iopub and the 2 MB reply on shell, and each connection
+    // with it; it would not connect either again by itself.
+    kp::message big = execute_request("raise:2000000");
+    r.send(id, kp::channel::shell, big);
+    REQUIRE(events->wait_for([](const recorded_events& e) { return e.dropped.size() == 2; }));
+    auto e = events->snapshot();
+    CHECK(e.count(kp::channel::shell, "execute_reply", big.msg_id) == 0);
+    CHECK(e.count(kp::channel::iopub, "error", big.msg_id) == 0);
+    std::set<kp::channel> dropped(e.dropped.begin(), e.dropped.end());
+    CHECK(dropped == std::set<kp::channel>{kp::channel::shell, kp::channel::iopub});
+    CHECK(r.stats().connections_dropped == 2);
+
+    // Both channels work again. The first request is answered at once; its output may go out
+    // before the new subscription reaches the kernel (ZeroMQ's slow joiner), so ask again
+    // until a stream arrives.
+    kp::message first = execute_request("hello");
+    r.send(id, kp::channel::shell, first);
+    REQUIRE(events->wait_for([&](const recorded_events& x) {
+        return x.count(kp::channel::shell, "execute_reply", first.msg_id) == 1;
+    }));
+    bool output = false;
+    for (int i = 0; i < 50 && !output; ++i) {
+        kp::message next = execute_request("hello");
+        r.send(id, kp::channel::shell, next);
+        output = events->wait_for(
+            [&](const recorded_events& x) {
+                return x.count(kp::channel::iopub, "stream", next.msg_id) == 1;
+            },
+            std::chrono::seconds(1));
+    }
+    CHECK(output);
+    // What fits still passes.
+    kp::message small = execute_request("raise:1000");
+    r.send(id, kp::channel::shell, small);
+    REQUIRE(events->wait_for([&](const recorded_events& x) {
+        return x.count(kp::channel::shell, "execute_reply", small.msg_id) == 1 &&
+               x.count(kp::channel::iopub, "error", small.msg_id) == 1;
+    }));
+    CHECK(events->snapshot().dropped.size() == 2);
+}
+
+TEST_CASE_FIXTURE(limited_link, "a kernel that closes its sockets has dropped no message") {
+    // Its connections end too, but ZeroMQ tries them again: nothing was refused.
+    kernel.reset();
+    std::this_thread::sleep_for(1500ms);
+    CHECK(events->snapshot().dropped.empty());
+    CHECK(r.stats().connections_dropped == 0);
 }

@@ -17,10 +17,11 @@ namespace kp = callisto::kernelproto;
 // memory, under its limits) until the reactor reads on: for iopub that needs a PUB without a
 // send mark, which launcher/ipykernel_bootstrap.py gives every ipykernel.
 constexpr int receive_hwm = 2;
-// Replies, input requests: far smaller than output by nature.
-constexpr std::size_t max_reply_part_bytes = 16u << 20;
 // Messages ZeroMQ may hold per sending socket before they wait in the reactor's queue.
 constexpr int send_hwm = 8;
+// How long after a disconnection ZeroMQ has to say it connects again (it says so at once, from
+// the same I/O thread) before the connection counts as ended for good.
+constexpr std::chrono::milliseconds drop_grace{500};
 
 zmq::socket_t heartbeat_socket(zmq::context_t& ctx, const kp::connection_info& info) {
     zmq::socket_t s(ctx, zmq::socket_type::req);
@@ -33,6 +34,13 @@ zmq::socket_t heartbeat_socket(zmq::context_t& ctx, const kp::connection_info& i
 
 void kernel_link::connect(zmq::context_t& ctx) {
     using kp::channel;
+    for (channel ch : {channel::shell, channel::control, channel::stdin_, channel::iopub})
+        connect_channel(ctx, ch);
+    heartbeat = heartbeat_socket(ctx, info);
+}
+
+void kernel_link::connect_channel(zmq::context_t& ctx, kp::channel ch) {
+    using kp::channel;
     // What ZeroMQ holds per socket is bounded by receive_hwm messages of at most the
     // part size limit (bytes held further on are the link events' to bound, see admit()).
     const auto part_limit = [&](std::size_t cap) {
@@ -40,34 +48,86 @@ void kernel_link::connect(zmq::context_t& ctx) {
         return limit ? static_cast<std::int64_t>(cap ? std::min(limit, cap) : limit)
                      : std::int64_t{-1};
     };
-    const auto max_part = part_limit(0);
-    const auto max_reply_part = part_limit(max_reply_part_bytes);
-    for (channel ch : {channel::shell, channel::control, channel::stdin_}) {
-        zmq::socket_t s(ctx, zmq::socket_type::dealer);
+    zmq::socket_t s;
+    if (ch == channel::iopub) {
+        s = zmq::socket_t(ctx, zmq::socket_type::sub);
         s.set(zmq::sockopt::linger, 0);
         s.set(zmq::sockopt::rcvhwm, receive_hwm);
-        s.set(zmq::sockopt::maxmsgsize, max_reply_part);
+        s.set(zmq::sockopt::maxmsgsize, part_limit(0));
+        s.set(zmq::sockopt::subscribe, "");
+    } else {
+        s = zmq::socket_t(ctx, zmq::socket_type::dealer);
+        s.set(zmq::sockopt::linger, 0);
+        s.set(zmq::sockopt::rcvhwm, receive_hwm);
+        s.set(zmq::sockopt::maxmsgsize, part_limit(max_reply_part_bytes));
         // Few messages in ZeroMQ's own send pipe: the rest wait in `pending`, where their
         // senders' leases still count them (a stopped kernel reads nothing).
         s.set(zmq::sockopt::sndhwm, send_hwm);
         // ipykernel sends input_request to the identity the shell request came from.
         if (ch != channel::control) s.set(zmq::sockopt::routing_id, session);
-        s.connect(info.endpoint(ch));
-        sockets[index_of(ch)] = std::move(s);
     }
-    zmq::socket_t sub(ctx, zmq::socket_type::sub);
-    sub.set(zmq::sockopt::linger, 0);
-    sub.set(zmq::sockopt::rcvhwm, receive_hwm);
-    sub.set(zmq::sockopt::maxmsgsize, max_part);
-    sub.set(zmq::sockopt::subscribe, "");
-    sub.connect(info.endpoint(channel::iopub));
-    sockets[index_of(channel::iopub)] = std::move(sub);
-    heartbeat = heartbeat_socket(ctx, info);
+    // Before the connection exists, so that no disconnection goes unseen. Only the events
+    // that tell a connection ZeroMQ ended for good from one it makes again.
+    const std::string endpoint = "inproc://callisto-monitor-" + std::to_string(id) + "-" +
+                                 std::string(kp::to_string(ch)) + "-" +
+                                 std::to_string(++monitor_generation);
+    if (zmq_socket_monitor(s.handle(), endpoint.c_str(),
+                           ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_RETRIED) != 0)
+        throw zmq::error_t();
+    zmq::socket_t monitor(ctx, zmq::socket_type::pair);
+    monitor.set(zmq::sockopt::linger, 0);
+    monitor.connect(endpoint);
+    s.connect(info.endpoint(ch));
+    sockets[index_of(ch)] = std::move(s);
+    monitors[index_of(ch)] = std::move(monitor);
+    dropped_at[index_of(ch)].reset();
+}
+
+kernel_link::~kernel_link() { close_channels(); }
+
+void kernel_link::close_channel(kp::channel ch) {
+    zmq::socket_t& s = sockets[index_of(ch)];
+    // ZeroMQ's I/O thread writes monitor events with a blocking send, and writes one when the
+    // kernel's end goes away while the socket is still being torn down (zmq_close returns at
+    // once; the teardown is the I/O thread's): with our reader closed, that send never returns,
+    // and the I/O thread, shared by every kernel, serves none of them again. So the monitor
+    // stops first, synchronously: no event is written after zmq_socket_monitor returns.
+    if (s && monitors[index_of(ch)]) zmq_socket_monitor(s.handle(), nullptr, 0);
+    monitors[index_of(ch)].close();
+    s.close();
+}
+
+void kernel_link::close_channels() {
+    for (std::size_t i = 0; i < socket_count; ++i) close_channel(channel_at(i));
+}
+
+void kernel_link::reconnect_channel(zmq::context_t& ctx, kp::channel ch) {
+    close_channel(ch);
+    connect_channel(ctx, ch);
+}
+
+void kernel_link::on_monitor_event(kp::channel ch, std::uint16_t event,
+                                   clock_type::time_point now) {
+    auto& at = dropped_at[index_of(ch)];
+    if (event == ZMQ_EVENT_DISCONNECTED)
+        at = now;
+    else if (event == ZMQ_EVENT_CONNECT_RETRIED)
+        at.reset();
+}
+
+std::vector<kp::channel> kernel_link::take_dropped(clock_type::time_point now) {
+    std::vector<kp::channel> dropped;
+    for (std::size_t i = 0; i < socket_count; ++i) {
+        if (!dropped_at[i] || now < *dropped_at[i] + drop_grace) continue;
+        dropped_at[i].reset();
+        dropped.push_back(channel_at(i));
+    }
+    return dropped;
 }
 
 void kernel_link::fail() {
     failed = true;
-    for (auto& s : sockets) s.close();
+    close_channels();
     heartbeat.close();
 }
 
@@ -116,9 +176,16 @@ void kernel_link::reconnect_heartbeat(zmq::context_t& ctx) {
 }
 
 clock_type::time_point kernel_link::next_deadline() const {
-    if (!connected) return next_nudge;
-    if (ping_outstanding) return ping_sent + options.heartbeat_timeout;
-    return next_ping;
+    clock_type::time_point next;
+    if (!connected)
+        next = next_nudge;
+    else if (ping_outstanding)
+        next = ping_sent + options.heartbeat_timeout;
+    else
+        next = next_ping;
+    for (const auto& at : dropped_at)
+        if (at) next = std::min(next, *at + drop_grace);
+    return next;
 }
 
 }  // namespace callisto::transport::detail

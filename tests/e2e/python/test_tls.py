@@ -8,7 +8,9 @@ dropping open connections, and mutual TLS (--client-ca).
       CALLISTO_TLS_DIR=DIR CALLISTO_PID=... test_tls.py [-k NAME]
 """
 
+import base64
 import errno
+import json
 import os
 import shutil
 import signal
@@ -16,6 +18,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 
@@ -291,6 +294,136 @@ def test_resumed_sessions_with_client_certificates():
                 raise AssertionError(f"{version.name}: resumption {attempt + 1} failed: {e}")
             check_eq(status, b"HTTP/1.1 200 OK", f"{version.name}: resumption {attempt + 1}")
             check(reused, f"{version.name}: resumption {attempt + 1} resumed the session")
+
+
+# --------------------------------------------------------------------------
+# Sessions resumed by their id (TLS 1.2 without tickets): the server keeps one only for a
+# connection it shut down with close_notify, whichever way the connection ended
+# --------------------------------------------------------------------------
+
+def tls_1_2_without_tickets():
+    ctx = tls_context()
+    ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.options |= ssl.OP_NO_TICKET
+    return ctx
+
+
+def read_until_close(s):
+    """Everything until the server ends the connection (its close_notify)."""
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    return data
+
+
+def read_answer(s):
+    """One HTTP answer with a Content-Length, on a connection that stays open."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, body = data.split(b"\r\n\r\n", 1)
+    length = int([line.split(b":", 1)[1] for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:")][0])
+    while len(body) < length:
+        body += s.recv(65536)
+    return head.split(b"\r\n", 1)[0]
+
+
+def ends_with_the_server_closing(s):
+    """Connection: close, answered, then ended by the server."""
+    s.sendall(b"GET /api HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    check(read_until_close(s).startswith(b"HTTP/1.1 200"), "served")
+
+
+def ends_with_the_client_closing(s):
+    """A keep-alive answer, then the client's close_notify, which the server answers."""
+    s.sendall(b"GET /api HTTP/1.1\r\nHost: x\r\n\r\n")
+    check_eq(read_answer(s), b"HTTP/1.1 200 OK", "served")
+    return s.unwrap  # after the session is read: unwrap lets go of it
+
+
+def ends_idle(s):
+    """Nothing sent: the server gives up on the first request (--header-timeout)."""
+    check_eq(read_until_close(s), b"", "nothing answered")
+
+
+def websocket_closed_by_the_client(kernel_id):
+    def run(s):
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall((f"GET /api/kernels/{kernel_id}/channels HTTP/1.1\r\nHost: x\r\n"
+                   f"Authorization: token {TOKEN}\r\nUpgrade: websocket\r\n"
+                   f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                   "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(4096)
+        check(head.startswith(b"HTTP/1.1 101"), "upgraded", head[:100])
+        s.sendall(bytes([0x88, 0x82, 0, 0, 0, 0]) + (1000).to_bytes(2, "big"))  # close, 1000
+        read_until_close(s)  # the server's close frame, then its close_notify
+    return run
+
+
+def ndjson_stream_ended_by_the_server(context_id):
+    def run(s):
+        body = json.dumps({"code": "print(6*7)", "stream": True}).encode()
+        s.sendall((f"POST /v1/contexts/{context_id}/executions HTTP/1.1\r\nHost: x\r\n"
+                   f"Authorization: token {TOKEN}\r\nContent-Type: application/json\r\n"
+                   f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+        check(b'"42\\n"' in read_until_close(s), "the stream ran the code")
+    return run
+
+
+def resumed(ctx, exchange, session=None):
+    """One connection doing `exchange` (which may return a last step), offering `session`:
+    (its session, resumed or not)."""
+    with socket.create_connection((URL.hostname, URL.port), timeout=30) as raw:
+        s = ctx.wrap_socket(raw, server_hostname=URL.hostname, session=session)
+        try:
+            last_step = exchange(s)
+            result = s.session, s.session_reused
+            if last_step:
+                last_step()
+            return result
+        finally:
+            s.close()
+
+
+@callisto_only
+def test_tls_1_2_sessions_without_tickets_are_resumed_however_the_connection_ended():
+    """Before, the server never sent close_notify: OpenSSL took every session for a broken one
+    and dropped it from its cache, so no TLS 1.2 client without tickets ever resumed."""
+    with kernel() as k:
+        ctx_id = api("POST", "/v1/contexts", {}).json()["id"]
+        try:
+            ways = [("the server closing after its answer", ends_with_the_server_closing),
+                    ("the client closing a keep-alive connection", ends_with_the_client_closing),
+                    ("a WebSocket closed by the client", websocket_closed_by_the_client(k["id"])),
+                    ("an NDJSON stream the server ends", ndjson_stream_ended_by_the_server(ctx_id)),
+                    ("a connection idle past --header-timeout", ends_idle)]
+            for how, exchange in ways:
+                ctx = tls_1_2_without_tickets()
+                session, reused = resumed(ctx, exchange)
+                check(not reused and session is not None and not session.has_ticket,
+                      f"{how}: a full handshake, a session without a ticket", session)
+                for attempt in range(2):
+                    session, reused = resumed(ctx, exchange, session)
+                    check(reused, f"{how}: resumption {attempt + 1} resumed the session")
+                print(f"  resumed twice after {how}")
+        finally:
+            api("DELETE", f"/v1/contexts/{ctx_id}")
+    # openssl s_client, as an operator would check it.
+    with tempfile.TemporaryDirectory() as d:
+        saved = os.path.join(d, "session.pem")
+        request = b"GET /api HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        for attempt, flags in enumerate((["-sess_out", saved], ["-sess_in", saved])):
+            out = subprocess.run(
+                ["openssl", "s_client", "-connect", f"{URL.hostname}:{URL.port}", "-tls1_2",
+                 "-no_ticket", "-CAfile", os.environ["CALLISTO_CA"], "-ign_eof", *flags],
+                input=request, capture_output=True, timeout=60).stdout.decode(errors="replace")
+            check("HTTP/1.1 200 OK" in out, "s_client is served", out[-500:])
+            want = "Reused, TLSv1.2" if attempt else "New, TLSv1.2"
+            check(want in out, f"s_client says {want!r}",
+                  [line for line in out.splitlines() if "TLSv1" in line])
 
 
 if __name__ == "__main__":

@@ -121,7 +121,7 @@ def is_zygote_binary(pid):
 
 def zygotes(gw):
     """The gateway's zygotes: its children running callisto-zygote in its own pid namespace.
-    (A forked kernel shows the same command line, but is pid 1 of a namespace of its own.)"""
+    (A forked kernel shows the program's name alone, and is pid 1 of a namespace of its own.)"""
     found = []
     for pid in host_pids():
         if not is_zygote_binary(pid) or parent_of(pid) != gw:
@@ -521,7 +521,9 @@ print(json.dumps(r))
 SANDBOX_VIEW = DEVICES + r"""
 import os, resource, socket
 from ipykernel.kernelapp import IPKernelApp
-runtime = os.path.dirname(IPKernelApp.instance().connection_file)
+# Where its ipc sockets are: the runtime directory at its host path (an exec'd kernel names
+# its connection file under /run/kernel, the same directory bound a second time).
+runtime = os.path.dirname(IPKernelApp.instance().ip)
 with open("/proc/self/status") as f:
     st = dict((k, v.strip()) for k, _, v in (l.partition(":") for l in f.read().splitlines()))
 FLAGS = {"ro", "rw", "nosuid", "nodev", "noexec"}
