@@ -8,8 +8,12 @@
 #include <boost/asio/strand.hpp>
 
 #include "gateway/e2b/e2b_errors.hpp"
+#include "gateway/e2b/envd_files.hpp"
+#include "gateway/e2b/envd_upload.hpp"
 #include "gateway/e2b/execution_stream.hpp"
+#include "gateway/e2b/filesystem_rpc.hpp"
 #include "gateway/http/beast.hpp"
+#include "gateway/http/content_headers.hpp"
 #include "gateway/http/json_response.hpp"
 #include "kernelproto/iso_time.hpp"
 
@@ -129,6 +133,8 @@ e2b_api::e2b_api(boost::asio::io_context& ioc, interpreter::context_registry& co
       sandboxes_([] { return std::chrono::system_clock::now(); }, random_token),
       cull_timer_(boost::asio::make_strand(ioc)) {}
 
+e2b_api::~e2b_api() { file_pool_.join(); }
+
 void e2b_api::start() {
     boost::asio::post(cull_timer_.get_executor(), [this] { arm_culling(); });
 }
@@ -168,7 +174,6 @@ std::shared_ptr<interpreter::interpreter_context> e2b_api::context_of(const sand
 
 void e2b_api::handle(const route& r, http_request req, const user* who, respond_fn respond,
                      respond_file_fn respond_file, const interpreter::take_stream_fn& take_stream) {
-    (void)respond_file;
     if (r.kind <= route_kind::e2b_sandbox_connect && r.kind >= route_kind::e2b_sandboxes) {
         if (!who) return respond(e2b_error(http::status::unauthorized, "an API key is required"));
         return control(r, req, *who, std::move(respond));
@@ -188,7 +193,7 @@ void e2b_api::handle(const route& r, http_request req, const user* who, respond_
         return respond(
             e2b_error(http::status::unauthorized, "unknown sandbox, or not its access token"));
     }
-    data_plane(r, std::move(req), *box, std::move(respond), take_stream);
+    data_plane(r, std::move(req), *box, std::move(respond), std::move(respond_file), take_stream);
 }
 
 void e2b_api::control(const route& r, const http_request& req, const user& who,
@@ -280,8 +285,17 @@ void e2b_api::create_sandbox(const http_request& req, const user& who, respond_f
 }
 
 void e2b_api::data_plane(const route& r, http_request req, const sandbox_record& box,
-                         respond_fn respond, const interpreter::take_stream_fn& take_stream) {
+                         respond_fn respond, respond_file_fn respond_file,
+                         const interpreter::take_stream_fn& take_stream) {
     switch (r.kind) {
+        case route_kind::e2b_files:
+            return envd(r, std::move(req), box, std::move(respond), std::move(respond_file));
+        case route_kind::e2b_rpc:
+            if (r.name == "filesystem.Filesystem")
+                return envd(r, std::move(req), box, std::move(respond), std::move(respond_file));
+            return respond(
+                connect_error(connect_code::unimplemented,
+                              r.name + "/" + r.file + " is not implemented by this gateway yet"));
         case route_kind::e2b_execute: return execute(req, box, std::move(respond), take_stream);
         case route_kind::e2b_contexts: {
             if (req.method() == http::verb::post)
@@ -308,10 +322,76 @@ void e2b_api::data_plane(const route& r, http_request req, const sandbox_record&
                                                   "restart failed: " + error));
             });
         }
-        default:
-            return respond(
-                e2b_error(http::status::not_implemented, "not implemented by this gateway yet"));
+        default: return respond(e2b_error(http::status::not_found, "not found"));
     }
+}
+
+void e2b_api::envd(const route& r, http_request req, const sandbox_record& box, respond_fn respond,
+                   respond_file_fn respond_file) {
+    // The sandbox's tree is its default context's workdir: what its code sees as /work.
+    auto context = context_of(box, box.default_context);
+    if (!context) {
+        const std::string gone = "the sandbox's files are not available: its context is gone";
+        return respond(r.kind == route_kind::e2b_rpc
+                           ? connect_error(connect_code::unavailable, gone)
+                           : e2b_error(http::status::service_unavailable, gone));
+    }
+    boost::asio::post(file_pool_, [this, r, req = std::move(req), workdir = context->workdir(),
+                                   respond = std::move(respond),
+                                   respond_file = std::move(respond_file)]() mutable {
+        if (r.kind == route_kind::e2b_rpc) {
+            const envd_files files(workdir);
+            const filesystem_rpc rpc(files, contexts_.settings().max_listed_files);
+            return respond(rpc.call(r.file, req[http::field::content_type], req.body()));
+        }
+        envd_files_route(r, req, workdir, std::move(respond), std::move(respond_file));
+    });
+}
+
+void e2b_api::envd_files_route(const route& r, const http_request& req,
+                               const std::filesystem::path& workdir, respond_fn respond,
+                               respond_file_fn respond_file) {
+    const envd_files files(workdir);
+    auto refuse = [&](const envd_error& e) {
+        respond(e2b_error(static_cast<http::status>(e.http_status), e.message));
+    };
+    const std::string query_path = query_param(r.query, "path");
+    envd_error error;
+    if (req.method() == http::verb::post) {
+        auto uploads = parse_envd_upload(req.body(), req[http::field::content_type],
+                                         req[http::field::content_encoding], query_path, error);
+        if (!uploads) return refuse(error);
+        json written = json::array();
+        for (const auto& f : *uploads) {
+            if (auto e = files.write(f.path, f.content)) return refuse(*e);
+            const auto slash = f.path.rfind('/');
+            written.push_back(
+                {{"name", slash == std::string::npos ? f.path : f.path.substr(slash + 1)},
+                 {"path", envd_path_of(f.path)},
+                 {"type", "file"}});
+        }
+        return respond(json_response(http::status::ok, written));
+    }
+    if (query_path.empty())
+        return refuse({connect_code::invalid_argument, 400, "the query's 'path' is required"});
+    auto path = resolve_envd_path(query_path, error);
+    if (!path) return refuse(error);
+    // Opened here, with the workdir's path checks; read by the connection as the client takes
+    // it, so a client that does not read holds a chunk of the file, not the file.
+    unique_fd fd;
+    std::uint64_t size = 0;
+    if (auto e = files.open_for_read(*path, fd, size, contexts_.settings().max_download_bytes))
+        return refuse(*e);
+    file_response res{http::status::ok, 11};
+    // Raw bytes, as envd sends them: the SDK reads them as text, bytes, a blob or a stream.
+    res.set(http::field::content_type, "application/octet-stream");
+    res.set(http::field::cache_control, "no-store");
+    // The sandbox's code wrote it: it may be an SVG or HTML page with a script (issue 10).
+    set_untrusted_file_headers(res, *path);
+    res.body().file = std::move(fd);
+    res.body().size = size;
+    res.prepare_payload();
+    respond_file(std::move(res));
 }
 
 void e2b_api::create_context(const http_request& req, const sandbox_record& box,

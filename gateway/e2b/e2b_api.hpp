@@ -14,6 +14,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include "common/logger.hpp"
 #include "gateway/e2b/e2b_requests.hpp"
@@ -40,6 +41,7 @@ public:
     // `kernelspecs`: the names a templateID may give.
     e2b_api(boost::asio::io_context& ioc, interpreter::context_registry& contexts,
             std::vector<std::string> kernelspecs, e2b_settings settings, logger log);
+    ~e2b_api();
 
     // Starts culling expired sandboxes.
     void start();
@@ -54,10 +56,17 @@ private:
     void create_sandbox(const http_request& req, const user& who, respond_fn respond);
     void control(const route& r, const http_request& req, const user& who, respond_fn respond);
     void data_plane(const route& r, http_request req, const sandbox_record& box, respond_fn respond,
-                    const interpreter::take_stream_fn& take_stream);
+                    respond_file_fn respond_file, const interpreter::take_stream_fn& take_stream);
     void execute(const http_request& req, const sandbox_record& box, respond_fn respond,
                  const interpreter::take_stream_fn& take_stream);
     void create_context(const http_request& req, const sandbox_record& box, respond_fn respond);
+    // envd's files: GET/POST /files and filesystem.Filesystem, on file_pool_ (blocking I/O
+    // of up to --upload-limit bytes must not hold up the I/O threads).
+    void envd(const route& r, http_request req, const sandbox_record& box, respond_fn respond,
+              respond_file_fn respond_file);
+    void envd_files_route(const route& r, const http_request& req,
+                          const std::filesystem::path& workdir, respond_fn respond,
+                          respond_file_fn respond_file);
     // Closes the sandbox's contexts (their kernels go by the reuse policy).
     void close_contexts(const sandbox_record& box);
     std::shared_ptr<interpreter::interpreter_context> context_of(const sandbox_record& box,
@@ -72,6 +81,7 @@ private:
     sandbox_registry sandboxes_;
     boost::asio::steady_timer cull_timer_;
     bool stopped_ = false;  // the timer's strand
+    boost::asio::thread_pool file_pool_{2};
 };
 
 // The sandbox a data-plane request is for: its E2b-Sandbox-Id header, else the host's first

@@ -4,7 +4,8 @@
 // getInfo, list by metadata, setTimeout, connect, kill, a wrong key, an unknown template, a
 // sandbox culled at its timeout), runCode (print, state kept, errors, a matplotlib figure, a
 // DataFrame, streaming callbacks, env vars, a client timeout that interrupts, and the next call
-// working), code contexts (create, list, restart, remove, isolation).
+// working), code contexts (create, list, restart, remove, isolation), envd's files (write,
+// read, list, exists, makeDir, rename, getInfo, remove; one tree with the code's).
 //
 //   CALLISTO_URL=http://127.0.0.1:P CALLISTO_TOKEN=T node e2b_test.mjs [name-substring]
 //
@@ -221,6 +222,109 @@ test('the data plane wants the sandbox token', async () => {
       check(r.status === 400, `malformed ${bad}`, r.status);
       check((await r.json()).code === 400, 'E2B error shape');
     }
+  });
+});
+
+test('files: write, read, list, exists, makeDir, rename, getInfo, remove', async () => {
+  await withSandbox(async sbx => {
+    const info = await sbx.files.write('/home/user/notes/a.txt', 'hello from the SDK\n');
+    check(info.path === '/home/user/notes/a.txt' && info.name === 'a.txt' && info.type === 'file', 'write answer', info);
+    check(await sbx.files.read('/home/user/notes/a.txt') === 'hello from the SDK\n', 'read back');
+    check(await sbx.files.read('notes/a.txt') === 'hello from the SDK\n', 'a relative path is under /home/user');
+    const bytes = new Uint8Array([0, 1, 2, 255, 254, 10, 13, 0]);
+    await sbx.files.write('bin/data.bin', bytes.buffer);
+    const back = await sbx.files.read('bin/data.bin', { format: 'bytes' });
+    check(back.length === bytes.length && back.every((b, i) => b === bytes[i]), 'binary safe', Array.from(back));
+    // Several files in one form, each named by its filename.
+    const many = await sbx.files.write([{ path: 'm/one.txt', data: '1' }, { path: '/home/user/m/two.txt', data: '22' }]);
+    check(many.length === 2 && many[1].path === '/home/user/m/two.txt', 'writeFiles answer', many);
+    // A stream goes as application/octet-stream (envd >= 0.5.7).
+    const { Readable } = await import('node:stream');
+    const streamed = await sbx.files.write('s.txt', Readable.toWeb(Readable.from([Buffer.from('str'), Buffer.from('eam')])));
+    check(streamed.path === '/home/user/s.txt', 'stream write answer', streamed);
+    check(await sbx.files.read('/home/user/s.txt') === 'stream', 'stream written');
+
+    const list = await sbx.files.list('/home/user');
+    const names = list.map(e => e.name);
+    check(names.includes('notes') && names.includes('s.txt'), 'list', names);
+    const notes = list.find(e => e.name === 'notes');
+    check(notes.type === 'dir' && notes.path === '/home/user/notes', 'dir entry', notes);
+    const deep = await sbx.files.list('/home/user', { depth: 2 });
+    check(deep.some(e => e.path === '/home/user/notes/a.txt' && e.type === 'file' && e.size === 19), 'depth 2', deep);
+
+    check(await sbx.files.exists('/home/user/notes/a.txt') === true, 'exists');
+    check(await sbx.files.exists('/home/user/nope.txt') === false, 'does not exist');
+    check(await sbx.files.makeDir('/home/user/x/y') === true, 'makeDir');
+    check(await sbx.files.makeDir('/home/user/x/y') === false, 'makeDir of an existing one');
+    const got = await sbx.files.getInfo('/home/user/notes/a.txt');
+    check(got.type === 'file' && got.size === 19 && got.permissions === '-rw-r--r--' && got.modifiedTime instanceof Date
+      && Math.abs(got.modifiedTime.getTime() - Date.now()) < 600000, 'getInfo', got);
+    const moved = await sbx.files.rename('/home/user/notes/a.txt', '/home/user/x/b.txt');
+    check(moved.path === '/home/user/x/b.txt' && moved.type === 'file', 'rename', moved);
+    check(await sbx.files.exists('/home/user/notes/a.txt') === false, 'renamed away');
+    await sbx.files.remove('/home/user/x');
+    check(await sbx.files.exists('/home/user/x/b.txt') === false, 'removed with its directory');
+
+    let threw = null;
+    try { await sbx.files.read('/home/user/nope.txt'); } catch (e) { threw = e; }
+    check(threw instanceof e2b.FileNotFoundError, 'reading a missing file', String(threw));
+    threw = null;
+    try { await sbx.files.getInfo('/home/user/nope.txt'); } catch (e) { threw = e; }
+    check(threw instanceof e2b.FileNotFoundError, 'getInfo of a missing file', String(threw));
+    threw = null;
+    try { await sbx.files.read('/etc/passwd'); } catch (e) { threw = e; }
+    check(threw !== null && !(threw instanceof e2b.FileNotFoundError), 'outside the home is refused', String(threw));
+    threw = null;
+    try { await sbx.files.list('/home/user/../../etc'); } catch (e) { threw = e; }
+    check(threw !== null, 'traversal is refused', String(threw));
+  });
+});
+
+test('files: one tree with the code, both ways, and links not followed', async () => {
+  await withSandbox(async sbx => {
+    const ex = await sbx.runCode("open('from_code.txt', 'w').write('written by runCode')\nimport os; os.makedirs('dd', exist_ok=True)");
+    check(!ex.error, 'runCode wrote', ex.toJSON());
+    check(await sbx.files.read('/home/user/from_code.txt') === 'written by runCode', 'the SDK reads what the code wrote');
+    check((await sbx.files.getInfo('/home/user/dd')).type === 'dir', 'and sees its directories');
+    await sbx.files.write('/home/user/from_sdk.txt', 'written by files.write');
+    const read = await sbx.runCode("print(open('from_sdk.txt').read())");
+    check(read.logs.stdout.join('') === 'written by files.write\n', 'the code reads what the SDK wrote', read.toJSON());
+    const link = await sbx.runCode("import os; os.symlink('/etc/passwd', 'pw'); os.symlink('/etc', 'etc')");
+    check(!link.error, 'links made', link.toJSON());
+    const pw = await sbx.files.getInfo('/home/user/pw');
+    check(pw.type === 'symlink' && pw.symlinkTarget === '/etc/passwd', 'a link is reported as one', pw);
+    let threw = null;
+    try { await sbx.files.read('/home/user/pw'); } catch (e) { threw = e; }
+    check(threw !== null, 'a link is not followed on read', String(threw));
+    threw = null;
+    try { await sbx.files.list('/home/user/etc'); } catch (e) { threw = e; }
+    check(threw !== null, 'nor on list', String(threw));
+    threw = null;
+    try { await sbx.files.write('/home/user/etc/evil', 'x'); } catch (e) { threw = e; }
+    check(threw !== null, 'nor on write', String(threw));
+  });
+});
+
+test('files: envd answers its bad requests with Connect errors', async () => {
+  await withSandbox(async sbx => {
+    const h = { 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': sbx.envdAccessToken };
+    const health = await fetch(BASE_URL + '/health', { headers: h });
+    check(health.status === 204, '/health', health.status);
+    const rpc = (m, body, type = 'application/json') => fetch(BASE_URL + '/filesystem.Filesystem/' + m, {
+      method: 'POST', headers: { ...h, 'Content-Type': type, 'Connect-Protocol-Version': '1' }, body,
+    });
+    for (const [m, body, code] of [['Stat', '{', 'invalid_argument'], ['Stat', '{}', 'invalid_argument'],
+      ['Stat', '{"path":"/etc"}', 'permission_denied'], ['Nope', '{}', 'unimplemented'],
+      ['ListDir', '{"path":"/home/user","depth":-1}', 'invalid_argument']]) {
+      const r = await rpc(m, body);
+      const j = await r.json();
+      check(j.code === code, `${m} ${body}`, [r.status, j]);
+    }
+    check((await rpc('Stat', '{"path":"."}', 'application/proto')).status === 415, 'proto codec refused');
+    const noPath = await fetch(BASE_URL + '/files', { headers: h });
+    check(noPath.status === 400, 'GET /files without a path', noPath.status);
+    const wrongToken = await fetch(BASE_URL + '/files?path=x', { headers: { ...h, 'X-Access-Token': 'nope' } });
+    check(wrongToken.status === 401, 'the sandbox token is wanted', wrongToken.status);
   });
 });
 
