@@ -1,17 +1,21 @@
 #include "gateway/e2b/e2b_api.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include <openssl/rand.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "gateway/e2b/connect_envelope.hpp"
 #include "gateway/e2b/e2b_errors.hpp"
 #include "gateway/e2b/envd_files.hpp"
 #include "gateway/e2b/envd_upload.hpp"
 #include "gateway/e2b/execution_stream.hpp"
 #include "gateway/e2b/filesystem_rpc.hpp"
+#include "gateway/e2b/process_rpc.hpp"
+#include "gateway/e2b/process_stream.hpp"
 #include "gateway/http/beast.hpp"
 #include "gateway/http/content_headers.hpp"
 #include "gateway/http/json_response.hpp"
@@ -293,6 +297,8 @@ void e2b_api::data_plane(const route& r, http_request req, const sandbox_record&
         case route_kind::e2b_rpc:
             if (r.name == "filesystem.Filesystem")
                 return envd(r, std::move(req), box, std::move(respond), std::move(respond_file));
+            if (r.name == "process.Process" && r.file == "Start")
+                return start_process(req, box, std::move(respond), take_stream);
             return respond(
                 connect_error(connect_code::unimplemented,
                               r.name + "/" + r.file + " is not implemented by this gateway yet"));
@@ -345,6 +351,80 @@ void e2b_api::envd(const route& r, http_request req, const sandbox_record& box, 
             return respond(rpc.call(r.file, req[http::field::content_type], req.body()));
         }
         envd_files_route(r, req, workdir, std::move(respond), std::move(respond_file));
+    });
+}
+
+namespace {
+
+http_response stream_refusal(connect_code code, std::string_view message) {
+    http_response res{http::status::ok, 11};
+    res.set(http::field::content_type, "application/connect+json");
+    res.body() = stream_error_body(code, message);
+    res.prepare_payload();
+    return res;
+}
+
+// envd's pids are the sandbox's; here a command is an execution, and its "pid" a number for
+// the SDK to hold.
+std::atomic<std::uint32_t> next_pid{1000};
+
+}  // namespace
+
+void e2b_api::start_process(const http_request& req, const sandbox_record& box, respond_fn respond,
+                            const interpreter::take_stream_fn& take_stream) {
+    const auto type = req[http::field::content_type];
+    if (!beast::iequals(type.substr(0, type.find(';')), "application/connect+json")) {
+        auto res = connect_error(connect_code::unimplemented,
+                                 "send the stream as application/connect+json (Connect's JSON "
+                                 "codec)");
+        res.result(http::status::unsupported_media_type);
+        return respond(std::move(res));
+    }
+    std::error_code ec;
+    auto message = decode_request_message(req.body(), req.body().size(), ec);
+    if (!message)
+        return respond(stream_refusal(connect_code::invalid_argument,
+                                      "a malformed Connect envelope: " + ec.message()));
+    connect_code code = connect_code::invalid_argument;
+    std::string error;
+    auto start = parse_process_start(*message, settings_.limits.env, code, error);
+    if (!start) return respond(stream_refusal(code, error));
+    auto context = context_of(box, box.default_context);
+    if (!context)
+        return respond(
+            stream_refusal(connect_code::unavailable, "the sandbox's default context is gone"));
+    interpreter::execution_request exec;
+    exec.code = std::move(start->script);
+    exec.language = languages::execution_language::bash;
+    exec.api = "e2b";
+    exec.stream = true;
+    exec.timeout = contexts_.settings().request_limits.default_timeout;
+    if (exec.timeout->count() == 0) exec.timeout.reset();
+    // The sandbox's envVars, then the command's, which win.
+    exec.env = box.env;
+    for (auto& [name, value] : start->env) {
+        std::erase_if(exec.env, [&](const auto& kv) { return kv.first == name; });
+        exec.env.emplace_back(name, value);
+    }
+    std::sort(exec.env.begin(), exec.env.end());
+    if (auto why = context->refusal(exec))
+        return respond(stream_refusal(connect_code::failed_precondition, *why));
+    auto out = take_stream();
+    auto stream = std::make_shared<process_stream>(ioc_, out, settings_.keepalive_every);
+    const std::uint32_t pid = next_pid++;
+    context->submit(std::move(exec), [out, stream, context,
+                                      pid](interpreter::interpreter_context::submit_result r) {
+        if (r.outcome != interpreter::interpreter_context::submit_outcome::accepted || !r.exec) {
+            const bool full =
+                r.outcome == interpreter::interpreter_context::submit_outcome::queue_full;
+            return out->respond(stream_refusal(
+                full ? connect_code::resource_exhausted : connect_code::unavailable,
+                r.why.empty() ? (full ? "too many executions waiting" : "the context is closed")
+                              : r.why));
+        }
+        stream->follow(r.exec, pid, [context, id = r.exec->id()] {
+            context->interrupt(id, [](std::shared_ptr<interpreter::execution>) {});
+        });
     });
 }
 

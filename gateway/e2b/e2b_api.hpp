@@ -64,6 +64,9 @@ private:
     // of up to --upload-limit bytes must not hold up the I/O threads).
     void envd(const route& r, http_request req, const sandbox_record& box, respond_fn respond,
               respond_file_fn respond_file);
+    // process.Process/Start: the command as a bash execution of the default context.
+    void start_process(const http_request& req, const sandbox_record& box, respond_fn respond,
+                       const interpreter::take_stream_fn& take_stream);
     void envd_files_route(const route& r, const http_request& req,
                           const std::filesystem::path& workdir, respond_fn respond,
                           respond_file_fn respond_file);

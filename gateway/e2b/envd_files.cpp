@@ -35,11 +35,6 @@ bool starts_with_dir(std::string_view path, std::string_view dir) {
            (path.size() == dir.size() || path[dir.size()] == '/');
 }
 
-std::string base_name(std::string_view relative) {
-    const auto slash = relative.rfind('/');
-    return std::string(slash == std::string_view::npos ? relative : relative.substr(slash + 1));
-}
-
 std::string name_of_owner(uid_t id, const struct stat& root) {
     // The sandbox's uid owns the workdir: it is E2B's "user" here.
     if (id == root.st_uid) return "user";
@@ -287,7 +282,7 @@ std::optional<envd_error> envd_files::list(std::string_view path, std::uint32_t 
                 struct stat st {};
                 if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
                 if (out.size() >= max_entries) {
-                    failure = refused(connect_code::resource_exhausted,
+                    failure = refused(connect_code::failed_precondition,
                                       "more than " + std::to_string(max_entries) +
                                           " entries under " + envd_path_of(path) +
                                           ": list a smaller depth or a deeper directory");
@@ -378,9 +373,9 @@ std::optional<envd_error> envd_files::remove(std::string_view path) const {
     int err = 0;
     if (!remove_contents(dir.get(), 1, err)) {
         if (err == ELOOP)
-            return refused(connect_code::resource_exhausted, envd_path_of(path) + " is more than " +
-                                                                 std::to_string(max_remove_depth) +
-                                                                 " directories deep");
+            return refused(connect_code::failed_precondition,
+                           envd_path_of(path) + " is more than " +
+                               std::to_string(max_remove_depth) + " directories deep");
         return from_errno(err, path, "remove");
     }
     if (::unlinkat(parent.dir.get(), parent.name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)

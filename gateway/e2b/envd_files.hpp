@@ -72,7 +72,7 @@ public:
     // Paths here are workdir-relative, as resolve_envd_path gives them.
     std::optional<envd_error> stat(std::string_view path, envd_entry& out) const;
     // The entries under a directory, depth levels down (1: its own), depth first in name
-    // order, hidden ones too (envd shows them); resource_exhausted past max_entries.
+    // order, hidden ones too (envd shows them); failed_precondition past max_entries.
     std::optional<envd_error> list(std::string_view path, std::uint32_t depth,
                                    std::size_t max_entries, std::vector<envd_entry>& out) const;
     // mkdir -p: already_exists for a directory there, invalid_argument for another entry.

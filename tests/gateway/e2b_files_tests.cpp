@@ -149,7 +149,7 @@ TEST_CASE("envd files: stat, list with depth, mkdir, move and remove in the work
     CHECK(list[3].path == "/home/user/d/e/f.txt");
     auto too_many = files.list("", 3, 3, list);
     REQUIRE(too_many);
-    CHECK(too_many->code == connect_code::resource_exhausted);
+    CHECK(too_many->code == connect_code::failed_precondition);
     CHECK(list.empty());
     auto not_dir = files.list("d/e/f.txt", 1, 100, list);
     REQUIRE(not_dir);

@@ -5,7 +5,8 @@
 // sandbox culled at its timeout), runCode (print, state kept, errors, a matplotlib figure, a
 // DataFrame, streaming callbacks, env vars, a client timeout that interrupts, and the next call
 // working), code contexts (create, list, restart, remove, isolation), envd's files (write,
-// read, list, exists, makeDir, rename, getInfo, remove; one tree with the code's).
+// read, list, exists, makeDir, rename, getInfo, remove; one tree with the code's), and
+// commands.run (output, exit codes, envs, cwd, the kernel's uid).
 //
 //   CALLISTO_URL=http://127.0.0.1:P CALLISTO_TOKEN=T node e2b_test.mjs [name-substring]
 //
@@ -321,10 +322,67 @@ test('files: envd answers its bad requests with Connect errors', async () => {
       check(j.code === code, `${m} ${body}`, [r.status, j]);
     }
     check((await rpc('Stat', '{"path":"."}', 'application/proto')).status === 415, 'proto codec refused');
+    // process.Process/Start is a server stream: a refusal is 200 with only the end frame.
+    const start = (body, type = 'application/connect+json') => fetch(BASE_URL + '/process.Process/Start', {
+      method: 'POST', headers: { ...h, 'Content-Type': type, 'Connect-Protocol-Version': '1' }, body,
+    });
+    const endFrame = async r => {
+      const b = Buffer.from(await r.arrayBuffer());
+      check(b.length >= 5 && b[0] === 2 && b.readUInt32BE(1) === b.length - 5, 'one end frame', Array.from(b));
+      return JSON.parse(b.subarray(5).toString());
+    };
+    const envelope = json => { const p = Buffer.from(json); const b = Buffer.alloc(5 + p.length); b.writeUInt32BE(p.length, 1); p.copy(b, 5); return b; };
+    for (const [body, code] of [[Buffer.from('{"process":{"cmd":"ls"}}'), 'invalid_argument'],
+      [envelope('{'), 'invalid_argument'], [envelope('{"process":{"cmd":"ls","cwd":"/etc"}}'), 'permission_denied'],
+      [envelope('{"process":{"cmd":"ls"},"stdin":true}'), 'unimplemented']]) {
+      const r = await start(body);
+      check(r.status === 200, 'a refused stream is 200', r.status);
+      const end = await endFrame(r);
+      check(end.error && end.error.code === code, `Start ${body}`, end);
+    }
+    check((await start(envelope('{}'), 'application/json')).status === 415, 'Start wants connect+json');
+    const other = await fetch(BASE_URL + '/process.Process/List', { method: 'POST', headers: { ...h, 'Content-Type': 'application/json' }, body: '{}' });
+    check((await other.json()).code === 'unimplemented', 'other process methods');
     const noPath = await fetch(BASE_URL + '/files', { headers: h });
     check(noPath.status === 400, 'GET /files without a path', noPath.status);
     const wrongToken = await fetch(BASE_URL + '/files?path=x', { headers: { ...h, 'X-Access-Token': 'nope' } });
     check(wrongToken.status === 401, 'the sandbox token is wanted', wrongToken.status);
+  });
+});
+
+test('commands.run: bash in the sandbox, output, exit codes, envs, cwd, one tree with files', async () => {
+  await withSandbox(async sbx => {
+    const r = await sbx.commands.run('echo hello; echo oops >&2; pwd');
+    check(r.exitCode === 0 && r.stdout === 'hello\n/work\n' && r.stderr === 'oops\n', 'run', r);
+    // The kernel's jail and uid: the command and the code are the same user.
+    const uid = (await sbx.commands.run('id -u')).stdout.trim();
+    const kernelUid = (await sbx.runCode('import os; print(os.getuid())')).logs.stdout.join('').trim();
+    check(uid === kernelUid && uid !== '0', 'same uid as the kernel', [uid, kernelUid]);
+    let threw = null;
+    try { await sbx.commands.run('echo partial; exit 3'); } catch (e) { threw = e; }
+    check(threw instanceof e2b.CommandExitError && threw.exitCode === 3 && threw.stdout === 'partial\n', 'a non-zero exit', String(threw));
+    const env = await sbx.commands.run('echo "$FOO"', { envs: { FOO: 'bar baz' } });
+    check(env.stdout === 'bar baz\n', 'envs', env);
+    await sbx.files.makeDir('/home/user/sub');
+    const cwd = await sbx.commands.run('pwd', { cwd: '/home/user/sub' });
+    check(cwd.stdout === '/work/sub\n', 'cwd', cwd);
+    await sbx.commands.run('echo from-command > cmd.txt');
+    check(await sbx.files.read('/home/user/cmd.txt') === 'from-command\n', 'files.read reads what the command wrote');
+    await sbx.files.write('/home/user/for-cmd.txt', 'from-files');
+    check((await sbx.commands.run('cat for-cmd.txt')).stdout === 'from-files', 'the command reads what files.write wrote');
+    const seen = [];
+    await sbx.commands.run('for i in 1 2 3; do echo $i; sleep 0.2; done', { onStdout: d => seen.push(d) });
+    check(seen.join('') === '1\n2\n3\n' && seen.length >= 2, 'onStdout as it comes', seen);
+    // A client that gives up has the command stopped, and the next one runs.
+    const t0 = Date.now();
+    threw = null;
+    try { await sbx.commands.run('sleep 60', { timeoutMs: 1500 }); } catch (e) { threw = e; }
+    check(threw !== null, 'the client timeout ends the call', String(threw));
+    const next = await sbx.commands.run('echo next', { timeoutMs: 20000 });
+    check(next.stdout === 'next\n' && Date.now() - t0 < 30000, 'the next command runs', [next, Date.now() - t0]);
+    threw = null;
+    try { await sbx.commands.run('cat /etc/shadow'); } catch (e) { threw = e; }
+    check(threw instanceof e2b.CommandExitError && threw.exitCode !== 0, 'the sandbox confines the command', String(threw));
   });
 });
 
