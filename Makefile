@@ -19,7 +19,9 @@ BUILD_PACKAGES  := build-essential cmake pkg-config libboost-dev libzmq3-dev cpp
 # Needed to serve: the sandbox and the kernels (r-cran-irkernel: the R kernelspec "ir").
 KERNEL_PACKAGES := bubblewrap python3-ipykernel python3-numpy python3-pandas python3-matplotlib \
                    r-cran-irkernel
-RUN_PACKAGES    := $(BUILD_PACKAGES) $(KERNEL_PACKAGES)
+# Needed to add libraries (docs/operations.md, "Adding Python libraries"): venv with pip.
+ADMIN_PACKAGES  := python3-venv
+RUN_PACKAGES    := $(BUILD_PACKAGES) $(KERNEL_PACKAGES) $(ADMIN_PACKAGES)
 # The container image's last stage has the built binaries and no compiler: the shared libraries
 # they link, instead of the -dev packages (the Dockerfile installs these through `make deps-image`).
 IMAGE_PACKAGES  := libzmq5 libssl3 libseccomp2 libpython3.11 ca-certificates curl $(KERNEL_PACKAGES)

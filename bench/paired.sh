@@ -5,7 +5,7 @@
 #
 #   bench/paired.sh PAIRS OUT.jsonl BENCH [gwbench bench args...]
 #   e.g. bench/paired.sh 10 bench/results/paired-rtt.jsonl rtt -n 300
-#        bench/paired.sh 6 bench/results/paired-big.jsonl stream --mode big --mb 50 --repeat 3
+#        bench/paired.sh 6 bench/results/paired-big-quiet.jsonl stream --mode big --mb 50 --repeat 3
 #
 # One Callisto is started for the whole series (CALLISTO=path, default build/gateway/callisto);
 # each gwbench call starts its own kernel. The WebSocket output caps are lifted (as the

@@ -393,7 +393,7 @@ server::server(server_config config, logger log)
                 interpreter_rest_, mcp_,
                 metrics_,          admin_rest_,
                 host_load_,        e2b_},
-      dispatcher_(auth_, !config_.web_root.empty(), config_.max_request_body_bytes,
+      dispatcher_(auth_, config_.max_request_body_bytes,
                   "which is fixed; larger data goes up as a file, up to --upload-limit: PUT "
                   "/v1/contexts/{id}/files/{path} or a multipart POST to .../files"),
       http_{dispatcher_, connections_,           request_bodies_,        sessions_,

@@ -35,10 +35,7 @@ http_response admin_api::whoami(const user& who) const {
     return json_response(http::status::ok, {{"user", who.name}, {"admin", who.admin}});
 }
 
-http_response admin_api::overview(const user& who) const {
-    if (!who.admin)
-        return error_response(http::status::forbidden,
-                              "GET /v1/admin/overview needs an admin's token");
+http_response admin_api::overview() const {
     nlohmann::json pool = nlohmann::json::array();
     for (const auto& [kernelspec, level] : kernels_.pool_levels())
         pool.push_back(

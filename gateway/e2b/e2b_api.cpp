@@ -78,6 +78,18 @@ http_response no_such_sandbox(std::string_view id) {
     return e2b_error(http::status::not_found, "sandbox \"" + std::string(id) + "\" not found");
 }
 
+http_response no_such_context(std::string_view id) {
+    return e2b_error(http::status::not_found, "context \"" + std::string(id) + "\" not found");
+}
+
+// The control plane's {sandbox_id}, or none when it cannot name a sandbox (answered 404).
+std::optional<std::string> sandbox_param(const incoming_request& in) {
+    const std::string& id = in.where.param("sandbox_id");
+    if (is_valid_sandbox_id(id)) return id;
+    in.respond(no_such_sandbox(id));
+    return std::nullopt;
+}
+
 // What a refused kernel start becomes: the quotas' 429 and the server's 503 are the SDK's
 // RateLimitError and ServiceBusyError.
 http_response start_refused(kernels::kernel_error error, const std::string& message) {
@@ -137,8 +149,6 @@ e2b_api::e2b_api(boost::asio::io_context& ioc, interpreter::context_registry& co
       sandboxes_([] { return std::chrono::system_clock::now(); }, random_token),
       cull_timer_(boost::asio::make_strand(ioc)) {}
 
-e2b_api::~e2b_api() { file_pool_.join(); }
-
 void e2b_api::start() {
     boost::asio::post(cull_timer_.get_executor(), [this] { arm_culling(); });
 }
@@ -176,79 +186,60 @@ std::shared_ptr<interpreter::interpreter_context> e2b_api::context_of(const sand
     return ours ? contexts_.find_for(id, box.owner) : nullptr;
 }
 
-void e2b_api::handle(const route& r, http_request req, const user* who, respond_fn respond,
-                     respond_file_fn respond_file, const interpreter::take_stream_fn& take_stream) {
-    if (r.kind <= route_kind::e2b_sandbox_connect && r.kind >= route_kind::e2b_sandboxes) {
-        if (!who) return respond(e2b_error(http::status::unauthorized, "an API key is required"));
-        return control(r, req, *who, std::move(respond));
-    }
-    const std::string id = sandbox_id_of(req);
-    if (!is_valid_sandbox_id(id) && r.kind != route_kind::e2b_health)
-        return respond(e2b_error(http::status::not_found,
-                                 "no sandbox named: send E2b-Sandbox-Id or use its host name"));
-    auto box = sandboxes_.find_by_token(id, req["X-Access-Token"], req["E2B-Traffic-Access-Token"]);
-    if (r.kind == route_kind::e2b_health) {
-        // E2B's proxy answers 502 for a sandbox that is gone: isRunning() is then false.
-        return respond(box ? empty_response(http::status::no_content)
-                           : e2b_error(http::status::bad_gateway, "the sandbox is not running"));
-    }
-    if (!box) {
-        // Unknown, or not this sandbox's token: the same answer, so ids cannot be probed.
-        return respond(
-            e2b_error(http::status::unauthorized, "unknown sandbox, or not its access token"));
-    }
-    data_plane(r, std::move(req), *box, std::move(respond), std::move(respond_file), take_stream);
+void e2b_api::list_sandboxes(incoming_request in) {
+    const std::string filter = query_param(in.where.query, "metadata");
+    json list = json::array();
+    for (const auto& box : sandboxes_.list_for(*in.who))
+        if (matches_metadata(box, filter)) list.push_back(info_of(box));
+    in.respond(json_response(http::status::ok, list));
 }
 
-void e2b_api::control(const route& r, const http_request& req, const user& who,
-                      respond_fn respond) {
-    if (r.kind == route_kind::e2b_sandboxes) {
-        if (req.method() == http::verb::post) return create_sandbox(req, who, std::move(respond));
-        const std::string filter = query_param(r.query, "metadata");
-        json list = json::array();
-        for (const auto& box : sandboxes_.list_for(who))
-            if (matches_metadata(box, filter)) list.push_back(info_of(box));
-        return respond(json_response(http::status::ok, list));
-    }
-    if (!is_valid_sandbox_id(r.name)) return respond(no_such_sandbox(r.name));
-    std::string error;
-    switch (r.kind) {
-        case route_kind::e2b_sandbox: {
-            if (req.method() == http::verb::delete_) {
-                auto box = sandboxes_.remove(r.name, who);
-                if (!box) return respond(no_such_sandbox(r.name));
-                log_.info("sandbox " + box->id + " of " + box->owner.name + " killed");
-                close_contexts(*box);
-                return respond(empty_response(http::status::no_content));
-            }
-            auto box = sandboxes_.find_for(r.name, who);
-            if (!box) return respond(no_such_sandbox(r.name));
-            return respond(json_response(http::status::ok, info_of(*box)));
-        }
-        case route_kind::e2b_sandbox_timeout: {
-            auto timeout = parse_set_timeout(req.body(), settings_.limits, error);
-            if (!timeout) return respond(e2b_error(http::status::bad_request, error));
-            if (!sandboxes_.set_timeout(r.name, who, *timeout))
-                return respond(no_such_sandbox(r.name));
-            return respond(empty_response(http::status::no_content));
-        }
-        case route_kind::e2b_sandbox_connect: {
-            auto timeout = parse_connect(req.body(), settings_.limits, error);
-            if (!error.empty()) return respond(e2b_error(http::status::bad_request, error));
-            if (timeout && !sandboxes_.set_timeout(r.name, who, *timeout))
-                return respond(no_such_sandbox(r.name));
-            auto box = sandboxes_.find_for(r.name, who);
-            if (!box) return respond(no_such_sandbox(r.name));
-            return respond(json_response(http::status::ok, connection_answer(*box)));
-        }
-        default: return respond(e2b_error(http::status::not_found, "not found"));
-    }
+void e2b_api::get_sandbox(incoming_request in) {
+    auto id = sandbox_param(in);
+    if (!id) return;
+    auto box = sandboxes_.find_for(*id, *in.who);
+    if (!box) return in.respond(no_such_sandbox(*id));
+    in.respond(json_response(http::status::ok, info_of(*box)));
 }
 
-void e2b_api::create_sandbox(const http_request& req, const user& who, respond_fn respond) {
+void e2b_api::kill_sandbox(incoming_request in) {
+    auto id = sandbox_param(in);
+    if (!id) return;
+    auto box = sandboxes_.remove(*id, *in.who);
+    if (!box) return in.respond(no_such_sandbox(*id));
+    log_.info("sandbox " + box->id + " of " + box->owner.name + " killed");
+    close_contexts(*box);
+    in.respond(empty_response(http::status::no_content));
+}
+
+void e2b_api::set_timeout(incoming_request in) {
+    auto id = sandbox_param(in);
+    if (!id) return;
     std::string error;
-    auto request = parse_create_sandbox(req.body(), settings_.limits, error);
-    if (!request) return respond(e2b_error(http::status::bad_request, error));
+    auto timeout = parse_set_timeout(in.req.body(), settings_.limits, error);
+    if (!timeout) return in.respond(e2b_error(http::status::bad_request, error));
+    if (!sandboxes_.set_timeout(*id, *in.who, *timeout)) return in.respond(no_such_sandbox(*id));
+    in.respond(empty_response(http::status::no_content));
+}
+
+void e2b_api::connect(incoming_request in) {
+    auto id = sandbox_param(in);
+    if (!id) return;
+    std::string error;
+    auto timeout = parse_connect(in.req.body(), settings_.limits, error);
+    if (!error.empty()) return in.respond(e2b_error(http::status::bad_request, error));
+    if (timeout && !sandboxes_.set_timeout(*id, *in.who, *timeout))
+        return in.respond(no_such_sandbox(*id));
+    auto box = sandboxes_.find_for(*id, *in.who);
+    if (!box) return in.respond(no_such_sandbox(*id));
+    in.respond(json_response(http::status::ok, connection_answer(*box)));
+}
+
+void e2b_api::create_sandbox(incoming_request in) {
+    const user& who = *in.who;
+    std::string error;
+    auto request = parse_create_sandbox(in.req.body(), settings_.limits, error);
+    if (!request) return in.respond(e2b_error(http::status::bad_request, error));
     std::string kernel;
     const auto& t = request->template_id;
     if (t.empty() ||
@@ -258,18 +249,18 @@ void e2b_api::create_sandbox(const http_request& req, const user& who, respond_f
     else if (std::find(kernelspecs_.begin(), kernelspecs_.end(), t) != kernelspecs_.end())
         kernel = t;
     else
-        return respond(e2b_error(http::status::bad_request,
-                                 "template '" + t +
-                                     "' not found: a template here is a kernelspec's name "
-                                     "(GET /api/kernelspecs), or code-interpreter-v1 or base "
-                                     "for the default one"));
+        return in.respond(e2b_error(http::status::bad_request,
+                                    "template '" + t +
+                                        "' not found: a template here is a kernelspec's name "
+                                        "(GET /api/kernelspecs), or code-interpreter-v1 or base "
+                                        "for the default one"));
     interpreter::context_request cr;
     cr.kernel = kernel;
     const auto timeout = request->timeout.value_or(settings_.default_timeout);
     contexts_.create(
         cr, who,
         [this, who, kernel, request = std::move(*request), timeout,
-         respond = std::move(respond)](interpreter::create_context_result r) mutable {
+         respond = std::move(in.respond)](interpreter::create_context_result r) mutable {
             if (!r.context) return respond(start_refused(r.error, r.message));
             auto box =
                 sandboxes_.make(request.template_id.empty() ? settings_.default_templates.front()
@@ -288,70 +279,167 @@ void e2b_api::create_sandbox(const http_request& req, const user& who, respond_f
         });
 }
 
-void e2b_api::data_plane(const route& r, http_request req, const sandbox_record& box,
-                         respond_fn respond, respond_file_fn respond_file,
-                         const interpreter::take_stream_fn& take_stream) {
-    switch (r.kind) {
-        case route_kind::e2b_files:
-            return envd(r, std::move(req), box, std::move(respond), std::move(respond_file));
-        case route_kind::e2b_rpc:
-            if (r.name == "filesystem.Filesystem")
-                return envd(r, std::move(req), box, std::move(respond), std::move(respond_file));
-            if (r.name == "process.Process" && r.file == "Start")
-                return start_process(req, box, std::move(respond), take_stream);
-            return respond(
-                connect_error(connect_code::unimplemented,
-                              r.name + "/" + r.file + " is not implemented by this gateway yet"));
-        case route_kind::e2b_execute: return execute(req, box, std::move(respond), take_stream);
-        case route_kind::e2b_contexts: {
-            if (req.method() == http::verb::post)
-                return create_context(req, box, std::move(respond));
-            json list = json::array();
-            for (const auto& c : box.contexts) list.push_back(context_json(c));
-            return respond(json_response(http::status::ok, list));
-        }
-        case route_kind::e2b_context:
-        case route_kind::e2b_context_restart: {
-            auto context = context_of(box, r.context_id);
-            if (!context)
-                return respond(e2b_error(http::status::not_found,
-                                         "context \"" + r.context_id + "\" not found"));
-            if (r.kind == route_kind::e2b_context) {
-                sandboxes_.remove_context(box.id, context->id());
-                return contexts_.remove(context, [respond = std::move(respond)] {
-                    respond(empty_response(http::status::no_content));
-                });
-            }
-            return context->restart([respond = std::move(respond)](std::string error) {
-                respond(error.empty() ? empty_response(http::status::no_content)
-                                      : e2b_error(http::status::internal_server_error,
-                                                  "restart failed: " + error));
-            });
-        }
-        default: return respond(e2b_error(http::status::not_found, "not found"));
+std::optional<sandbox_record> e2b_api::sandbox_of(const incoming_request& in) const {
+    const std::string id = sandbox_id_of(in.req);
+    if (!is_valid_sandbox_id(id)) {
+        in.respond(e2b_error(http::status::not_found,
+                             "no sandbox named: send E2b-Sandbox-Id or use its host name"));
+        return std::nullopt;
     }
+    auto box =
+        sandboxes_.find_by_token(id, in.req["X-Access-Token"], in.req["E2B-Traffic-Access-Token"]);
+    // Unknown, or not this sandbox's token: the same answer, so ids cannot be probed.
+    if (!box)
+        in.respond(
+            e2b_error(http::status::unauthorized, "unknown sandbox, or not its access token"));
+    return box;
 }
 
-void e2b_api::envd(const route& r, http_request req, const sandbox_record& box, respond_fn respond,
-                   respond_file_fn respond_file) {
-    // The sandbox's tree is its default context's workdir: what its code sees as /work.
-    auto context = context_of(box, box.default_context);
-    if (!context) {
-        const std::string gone = "the sandbox's files are not available: its context is gone";
-        return respond(r.kind == route_kind::e2b_rpc
-                           ? connect_error(connect_code::unavailable, gone)
-                           : e2b_error(http::status::service_unavailable, gone));
-    }
-    boost::asio::post(file_pool_, [this, r, req = std::move(req), workdir = context->workdir(),
-                                   respond = std::move(respond),
-                                   respond_file = std::move(respond_file)]() mutable {
-        if (r.kind == route_kind::e2b_rpc) {
-            const envd_files files(workdir);
-            const filesystem_rpc rpc(files, contexts_.settings().max_listed_files);
-            return respond(rpc.call(r.file, req[http::field::content_type], req.body()));
-        }
-        envd_files_route(r, req, workdir, std::move(respond), std::move(respond_file));
+void e2b_api::health(incoming_request in) {
+    // E2B's proxy answers 502 for a sandbox that is gone: isRunning() is then false.
+    const std::string id = sandbox_id_of(in.req);
+    auto box =
+        sandboxes_.find_by_token(id, in.req["X-Access-Token"], in.req["E2B-Traffic-Access-Token"]);
+    in.respond(box ? empty_response(http::status::no_content)
+                   : e2b_error(http::status::bad_gateway, "the sandbox is not running"));
+}
+
+void e2b_api::list_contexts(incoming_request in) {
+    auto box = sandbox_of(in);
+    if (!box) return;
+    json list = json::array();
+    for (const auto& c : box->contexts) list.push_back(context_json(c));
+    in.respond(json_response(http::status::ok, list));
+}
+
+std::shared_ptr<interpreter::interpreter_context> e2b_api::path_context(
+    const incoming_request& in, std::string& sandbox_id) const {
+    auto box = sandbox_of(in);
+    if (!box) return nullptr;
+    const std::string& id = in.where.param("context_id");
+    auto context = context_of(*box, id);
+    if (!context) in.respond(no_such_context(id));
+    sandbox_id = box->id;
+    return context;
+}
+
+void e2b_api::delete_context(incoming_request in) {
+    std::string sandbox_id;
+    auto context = path_context(in, sandbox_id);
+    if (!context) return;
+    sandboxes_.remove_context(sandbox_id, context->id());
+    contexts_.remove(context, [respond = std::move(in.respond)] {
+        respond(empty_response(http::status::no_content));
     });
+}
+
+void e2b_api::restart_context(incoming_request in) {
+    std::string sandbox_id;
+    auto context = path_context(in, sandbox_id);
+    if (!context) return;
+    context->restart([respond = std::move(in.respond)](std::string error) {
+        respond(error.empty()
+                    ? empty_response(http::status::no_content)
+                    : e2b_error(http::status::internal_server_error, "restart failed: " + error));
+    });
+}
+
+e2b_api::~e2b_api() { file_pool_.join(); }
+
+std::optional<std::filesystem::path> e2b_api::files_of(const incoming_request& in) const {
+    auto box = sandbox_of(in);
+    if (!box) return std::nullopt;
+    // The sandbox's tree is its default context's workdir: what its code sees as /work.
+    auto context = context_of(*box, box->default_context);
+    if (!context) {
+        in.respond(e2b_error(http::status::service_unavailable,
+                             "the sandbox's files are not available: its context is gone"));
+        return std::nullopt;
+    }
+    return context->workdir();
+}
+
+void e2b_api::read_file(incoming_request in) {
+    auto workdir = files_of(in);
+    if (!workdir) return;
+    boost::asio::post(file_pool_, [this, in = std::move(in), workdir = *workdir]() mutable {
+        read_file_now(std::move(in), workdir);
+    });
+}
+
+void e2b_api::write_file(incoming_request in) {
+    auto workdir = files_of(in);
+    if (!workdir) return;
+    boost::asio::post(file_pool_, [this, in = std::move(in), workdir = *workdir]() mutable {
+        write_file_now(std::move(in), workdir);
+    });
+}
+
+void e2b_api::call_filesystem(incoming_request in) {
+    auto workdir = files_of(in);
+    if (!workdir) return;
+    boost::asio::post(file_pool_, [this, in = std::move(in), workdir = *workdir]() mutable {
+        const envd_files files(workdir);
+        const filesystem_rpc rpc(files, contexts_.settings().max_listed_files);
+        in.respond(
+            rpc.call(in.where.param("method"), in.req[http::field::content_type], in.req.body()));
+    });
+}
+
+void e2b_api::write_file_now(incoming_request in, const std::filesystem::path& workdir) {
+    const envd_files files(workdir);
+    const auto& req = in.req;
+    auto& respond = in.respond;
+    auto refuse = [&](const envd_error& e) {
+        respond(e2b_error(static_cast<http::status>(e.http_status), e.message));
+    };
+    const std::string query_path = query_param(in.where.query, "path");
+    envd_error error;
+
+    auto uploads = parse_envd_upload(req.body(), req[http::field::content_type],
+                                     req[http::field::content_encoding], query_path, error);
+    if (!uploads) return refuse(error);
+    json written = json::array();
+    for (const auto& f : *uploads) {
+        if (auto e = files.write(f.path, f.content)) return refuse(*e);
+        const auto slash = f.path.rfind('/');
+        written.push_back({{"name", slash == std::string::npos ? f.path : f.path.substr(slash + 1)},
+                           {"path", envd_path_of(f.path)},
+                           {"type", "file"}});
+    }
+    return respond(json_response(http::status::ok, written));
+}
+
+void e2b_api::read_file_now(incoming_request in, const std::filesystem::path& workdir) {
+    const envd_files files(workdir);
+    const auto& req = in.req;
+    auto& respond = in.respond;
+    auto& respond_file = in.respond_file;
+    auto refuse = [&](const envd_error& e) {
+        respond(e2b_error(static_cast<http::status>(e.http_status), e.message));
+    };
+    const std::string query_path = query_param(in.where.query, "path");
+    envd_error error;
+    if (query_path.empty())
+        return refuse({connect_code::invalid_argument, 400, "the query's 'path' is required"});
+    auto path = resolve_envd_path(query_path, error);
+    if (!path) return refuse(error);
+    // Opened here, with the workdir's path checks; read by the connection as the client takes
+    // it, so a client that does not read holds a chunk of the file, not the file.
+    unique_fd fd;
+    std::uint64_t size = 0;
+    if (auto e = files.open_for_read(*path, fd, size, contexts_.settings().max_download_bytes))
+        return refuse(*e);
+    file_response res{http::status::ok, 11};
+    // Raw bytes, as envd sends them: the SDK reads them as text, bytes, a blob or a stream.
+    res.set(http::field::content_type, "application/octet-stream");
+    res.set(http::field::cache_control, "no-store");
+    // The sandbox's code wrote it: it may be an SVG or HTML page with a script (issue 10).
+    set_untrusted_file_headers(res, *path);
+    res.body().file = std::move(fd);
+    res.body().size = size;
+    res.prepare_payload();
+    respond_file(std::move(res));
 }
 
 namespace {
@@ -370,8 +458,21 @@ std::atomic<std::uint32_t> next_pid{1000};
 
 }  // namespace
 
-void e2b_api::start_process(const http_request& req, const sandbox_record& box, respond_fn respond,
+void e2b_api::call_process(incoming_request in, const interpreter::take_stream_fn& take_stream) {
+    auto box = sandbox_of(in);
+    if (!box) return;
+    const std::string& method = in.where.param("method");
+    if (method != "Start")
+        return in.respond(connect_error(
+            connect_code::unimplemented,
+            "process.Process/" + method.substr(0, 64) + " is not implemented by this gateway yet"));
+    start_process(std::move(in), *box, take_stream);
+}
+
+void e2b_api::start_process(incoming_request in, const sandbox_record& box,
                             const interpreter::take_stream_fn& take_stream) {
+    const auto& req = in.req;
+    auto& respond = in.respond;
     const auto type = req[http::field::content_type];
     if (!beast::iequals(type.substr(0, type.find(';')), "application/connect+json")) {
         auto res = connect_error(connect_code::unimplemented,
@@ -428,66 +529,21 @@ void e2b_api::start_process(const http_request& req, const sandbox_record& box, 
     });
 }
 
-void e2b_api::envd_files_route(const route& r, const http_request& req,
-                               const std::filesystem::path& workdir, respond_fn respond,
-                               respond_file_fn respond_file) {
-    const envd_files files(workdir);
-    auto refuse = [&](const envd_error& e) {
-        respond(e2b_error(static_cast<http::status>(e.http_status), e.message));
-    };
-    const std::string query_path = query_param(r.query, "path");
-    envd_error error;
-    if (req.method() == http::verb::post) {
-        auto uploads = parse_envd_upload(req.body(), req[http::field::content_type],
-                                         req[http::field::content_encoding], query_path, error);
-        if (!uploads) return refuse(error);
-        json written = json::array();
-        for (const auto& f : *uploads) {
-            if (auto e = files.write(f.path, f.content)) return refuse(*e);
-            const auto slash = f.path.rfind('/');
-            written.push_back(
-                {{"name", slash == std::string::npos ? f.path : f.path.substr(slash + 1)},
-                 {"path", envd_path_of(f.path)},
-                 {"type", "file"}});
-        }
-        return respond(json_response(http::status::ok, written));
-    }
-    if (query_path.empty())
-        return refuse({connect_code::invalid_argument, 400, "the query's 'path' is required"});
-    auto path = resolve_envd_path(query_path, error);
-    if (!path) return refuse(error);
-    // Opened here, with the workdir's path checks; read by the connection as the client takes
-    // it, so a client that does not read holds a chunk of the file, not the file.
-    unique_fd fd;
-    std::uint64_t size = 0;
-    if (auto e = files.open_for_read(*path, fd, size, contexts_.settings().max_download_bytes))
-        return refuse(*e);
-    file_response res{http::status::ok, 11};
-    // Raw bytes, as envd sends them: the SDK reads them as text, bytes, a blob or a stream.
-    res.set(http::field::content_type, "application/octet-stream");
-    res.set(http::field::cache_control, "no-store");
-    // The sandbox's code wrote it: it may be an SVG or HTML page with a script (issue 10).
-    set_untrusted_file_headers(res, *path);
-    res.body().file = std::move(fd);
-    res.body().size = size;
-    res.prepare_payload();
-    respond_file(std::move(res));
-}
-
-void e2b_api::create_context(const http_request& req, const sandbox_record& box,
-                             respond_fn respond) {
+void e2b_api::create_context(incoming_request in) {
+    auto box = sandbox_of(in);
+    if (!box) return;
     std::string error;
-    auto request = parse_create_context(req.body(), error);
-    if (!request) return respond(e2b_error(http::status::bad_request, error));
+    auto request = parse_create_context(in.req.body(), error);
+    if (!request) return in.respond(e2b_error(http::status::bad_request, error));
     interpreter::context_request cr;
     cr.language = request->language.value_or(languages::execution_language::python);
     if (auto why = contexts_.choose_kernel(cr))
-        return respond(e2b_error(http::status::bad_request, *why));
+        return in.respond(e2b_error(http::status::bad_request, *why));
     const std::string language(languages::to_string(*cr.language));
     const std::string cwd = request->cwd.empty() ? home : request->cwd;
-    contexts_.create(cr, box.owner,
-                     [this, id = box.id, language, cwd,
-                      respond = std::move(respond)](interpreter::create_context_result r) {
+    contexts_.create(cr, box->owner,
+                     [this, id = box->id, language, cwd,
+                      respond = std::move(in.respond)](interpreter::create_context_result r) {
                          if (!r.context) return respond(start_refused(r.error, r.message));
                          sandbox_context c{r.context->id(), language, cwd};
                          if (!sandboxes_.add_context(id, c)) {
@@ -499,17 +555,17 @@ void e2b_api::create_context(const http_request& req, const sandbox_record& box,
                      });
 }
 
-void e2b_api::execute(const http_request& req, const sandbox_record& box, respond_fn respond,
-                      const interpreter::take_stream_fn& take_stream) {
+void e2b_api::execute(incoming_request in, const interpreter::take_stream_fn& take_stream) {
+    auto found = sandbox_of(in);
+    if (!found) return;
+    const sandbox_record& box = *found;
     std::string error;
-    auto request = parse_execute(req.body(), settings_.limits, error);
-    if (!request) return respond(e2b_error(http::status::bad_request, error));
+    auto request = parse_execute(in.req.body(), settings_.limits, error);
+    if (!request) return in.respond(e2b_error(http::status::bad_request, error));
     const std::string context_id =
         request->context_id.empty() ? box.default_context : request->context_id;
     auto context = context_of(box, context_id);
-    if (!context)
-        return respond(
-            e2b_error(http::status::not_found, "context \"" + context_id + "\" not found"));
+    if (!context) return in.respond(no_such_context(context_id));
     interpreter::execution_request exec;
     exec.code = std::move(request->code);
     // Python is the default context's own language: no runner.
@@ -527,7 +583,7 @@ void e2b_api::execute(const http_request& req, const sandbox_record& box, respon
     }
     std::sort(exec.env.begin(), exec.env.end());
     if (auto why = context->refusal(exec))
-        return respond(e2b_error(http::status::bad_request, *why));
+        return in.respond(e2b_error(http::status::bad_request, *why));
     auto out = take_stream();
     auto stream = std::make_shared<execution_stream>(ioc_, out, settings_.keepalive_every);
     context->submit(std::move(exec), [out, stream,

@@ -7,8 +7,10 @@
 // log apply as they do to /v1. Expired sandboxes are culled with their contexts.
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +22,7 @@
 #include "gateway/e2b/e2b_requests.hpp"
 #include "gateway/e2b/sandbox_registry.hpp"
 #include "gateway/http/http_message.hpp"
-#include "gateway/http/router.hpp"
+#include "gateway/http/incoming_request.hpp"
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/interpreter_api.hpp"
 #include "gateway/user.hpp"
@@ -48,33 +50,49 @@ public:
     // The server is stopping: culling stops (the contexts close with the registry's stop()).
     void stop();
 
-    // `who` is null on the data plane (its own token is checked here).
-    void handle(const route& r, http_request req, const user* who, respond_fn respond,
-                respond_file_fn respond_file, const interpreter::take_stream_fn& take_stream);
+    // One method a route of the table (gateway/routes.cpp). The control plane: the caller is
+    // the user whose token came as X-API-KEY (in.who, checked by the dispatcher).
+    void list_sandboxes(incoming_request in);  // GET /v2/sandboxes?metadata=, GET /sandboxes
+    void create_sandbox(incoming_request in);  // POST /v2/sandboxes
+    void get_sandbox(incoming_request in);     // GET /sandboxes/{sandbox_id}
+    void kill_sandbox(incoming_request in);    // DELETE /sandboxes/{sandbox_id}
+    void set_timeout(incoming_request in);     // POST /sandboxes/{sandbox_id}/timeout
+    void connect(incoming_request in);         // POST /v2/sandboxes/{sandbox_id}/connect
+    // The data plane: no user; the sandbox's access token is checked here.
+    void execute(incoming_request in, const interpreter::take_stream_fn& take_stream);
+    void list_contexts(incoming_request in);    // GET /contexts
+    void create_context(incoming_request in);   // POST /contexts
+    void delete_context(incoming_request in);   // DELETE /contexts/{context_id}
+    void restart_context(incoming_request in);  // POST /contexts/{context_id}/restart
+    void health(incoming_request in);           // GET /health
+    // envd: the sandbox's files (its default context's workdir) and commands.
+    void read_file(incoming_request in);        // GET /files?path=
+    void write_file(incoming_request in);       // POST /files?path=
+    void call_filesystem(incoming_request in);  // POST /filesystem.Filesystem/{method}
+    // POST /process.Process/{method}: Start streams; the other methods are unimplemented.
+    void call_process(incoming_request in, const interpreter::take_stream_fn& take_stream);
 
 private:
-    void create_sandbox(const http_request& req, const user& who, respond_fn respond);
-    void control(const route& r, const http_request& req, const user& who, respond_fn respond);
-    void data_plane(const route& r, http_request req, const sandbox_record& box, respond_fn respond,
-                    respond_file_fn respond_file, const interpreter::take_stream_fn& take_stream);
-    void execute(const http_request& req, const sandbox_record& box, respond_fn respond,
-                 const interpreter::take_stream_fn& take_stream);
-    void create_context(const http_request& req, const sandbox_record& box, respond_fn respond);
-    // envd's files: GET/POST /files and filesystem.Filesystem, on file_pool_ (blocking I/O
-    // of up to --upload-limit bytes must not hold up the I/O threads).
-    void envd(const route& r, http_request req, const sandbox_record& box, respond_fn respond,
-              respond_file_fn respond_file);
-    // process.Process/Start: the command as a bash execution of the default context.
-    void start_process(const http_request& req, const sandbox_record& box, respond_fn respond,
-                       const interpreter::take_stream_fn& take_stream);
-    void envd_files_route(const route& r, const http_request& req,
-                          const std::filesystem::path& workdir, respond_fn respond,
-                          respond_file_fn respond_file);
+    // The sandbox a data-plane request names with its own token, or none, answered already
+    // (404 without a sandbox id, 401 for an unknown sandbox or another's token).
+    std::optional<sandbox_record> sandbox_of(const incoming_request& in) const;
+    // The {context_id} of that sandbox, and the sandbox's id; or none, answered (as above, or
+    // 404 for a context that is not the sandbox's).
+    std::shared_ptr<interpreter::interpreter_context> path_context(const incoming_request& in,
+                                                                   std::string& sandbox_id) const;
     // Closes the sandbox's contexts (their kernels go by the reuse policy).
     void close_contexts(const sandbox_record& box);
     std::shared_ptr<interpreter::interpreter_context> context_of(const sandbox_record& box,
                                                                  const std::string& id) const;
     void arm_culling();
+    // The sandbox's tree, once its token is checked; none, answered, when it is gone.
+    std::optional<std::filesystem::path> files_of(const incoming_request& in) const;
+    // On file_pool_: blocking I/O of up to --upload-limit bytes must not hold up the I/O
+    // threads.
+    void read_file_now(incoming_request in, const std::filesystem::path& workdir);
+    void write_file_now(incoming_request in, const std::filesystem::path& workdir);
+    void start_process(incoming_request in, const sandbox_record& box,
+                       const interpreter::take_stream_fn& take_stream);
 
     boost::asio::io_context& ioc_;
     interpreter::context_registry& contexts_;

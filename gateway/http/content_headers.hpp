@@ -28,7 +28,7 @@ std::string attachment_disposition(std::string_view path);
 void set_untrusted_file_headers(http::response_header<>& res, std::string_view path);
 
 // For the web UI (web/): its CSP (what the page really uses, and no framing by others),
-// nosniff and no Referer: the first load may carry ?token= before web/js/rest.js strips it.
+// nosniff and no Referer: the first load may carry ?token= before web/js/auth.js strips it.
 void set_web_ui_headers(http_response& res);
 
 }  // namespace callisto::gateway

@@ -8,7 +8,6 @@
 
 #include "gateway/http/descriptor_body.hpp"
 #include "gateway/http/json_response.hpp"
-#include "gateway/http/router.hpp"
 
 namespace callisto::gateway {
 

@@ -115,7 +115,7 @@ void http_session::close() {
 
 void http_session::do_read() {
     parser_.emplace();
-    kind_ = route_kind::not_found;
+    route_name_ = "not_found";
     user_.clear();
     // Beast would check Content-Length against a limit while parsing the header, before the
     // route (and so its limit, and what sets it) is known: on_header applies the route's own.
@@ -156,7 +156,7 @@ void http_session::on_header(beast::error_code ec, std::size_t bytes) {
     auto verdict = services_.dispatcher.on_header(req.method_string(), req.target(), authorization,
                                                   req[http::field::sec_websocket_protocol],
                                                   websocket::is_upgrade(req));
-    kind_ = verdict.where.kind;
+    route_name_ = verdict.where.name();
     user_ = verdict.who ? verdict.who->name : std::string();
     if (verdict.refusal) return send(std::move(*verdict.refusal));
     route_ = std::move(verdict.where);
@@ -352,7 +352,7 @@ void http_session::write_file_chunk(std::shared_ptr<file_transfer> transfer) {
 }
 
 void http_session::log_answer(int status, std::size_t body_bytes, std::string_view location) {
-    services_.requests.answered(method_, target_, kind_, status, body_bytes,
+    services_.requests.answered(method_, target_, route_name_, status, body_bytes,
                                 std::chrono::steady_clock::now() - started_, user_, location);
     method_.clear();
 }

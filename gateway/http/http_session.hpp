@@ -18,6 +18,7 @@
 #include "gateway/http/client_stream.hpp"
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/http_services.hpp"
+#include "gateway/http/router.hpp"
 #include "gateway/user.hpp"
 
 namespace callisto::gateway {
@@ -68,12 +69,12 @@ private:
     connection_limiter::slot slot_;
     body_budget::reservation body_reservation_;    // the body being read or handled
     body_budget::reservation answer_reservation_;  // the answer being written
-    route route_;                                  // of the request being read
+    route_match route_;                            // of the request being read
     std::optional<user> who_;                      // its sender, when the token was valid
     // For the access log and the metrics: the request being answered.
     std::string method_;
     std::string target_;
-    route_kind kind_ = route_kind::not_found;
+    std::string_view route_name_ = "not_found";  // the route table's, outlives us
     std::string user_;
     std::chrono::steady_clock::time_point started_;
     bool first_request_ = true;

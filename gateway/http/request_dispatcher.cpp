@@ -22,16 +22,16 @@ http_response unauthorized() {
 
 }  // namespace
 
-request_dispatcher::request_dispatcher(const user_directory& auth, bool serves_web_root,
-                                       std::size_t default_body_limit,
+request_dispatcher::request_dispatcher(const user_directory& auth, std::size_t default_body_limit,
                                        std::string default_body_limit_note)
     : auth_(auth),
-      serves_web_root_(serves_web_root),
       default_body_limit_(default_body_limit),
       default_body_limit_note_(std::move(default_body_limit_note)) {}
 
-void request_dispatcher::handle(route_kind kind, handler h, route_options options) {
-    routes_[static_cast<std::size_t>(kind)] = {std::move(h), std::move(options)};
+void request_dispatcher::add(const route_spec& spec, handler h, route_options options) {
+    const std::size_t index = router_.add(spec);
+    entries_.resize(index + 1);
+    entries_[index] = {std::move(h), std::move(options)};
 }
 
 header_verdict request_dispatcher::on_header(std::string_view method, std::string_view target,
@@ -39,45 +39,52 @@ header_verdict request_dispatcher::on_header(std::string_view method, std::strin
                                              std::string_view websocket_offer,
                                              bool websocket_upgrade) const {
     header_verdict v;
-    v.where = match_route(method, target, serves_web_root_);
+    v.where = router_.match(method, target);
     v.who = auth_.authenticate(authorization, v.where.query,
                                websocket_upgrade ? websocket_offer : std::string_view());
-    const auto& e = routes_[static_cast<std::size_t>(v.where.kind)];
-    v.body_limit = e.options.body_limit ? e.options.body_limit : default_body_limit_;
-    v.body_limit_note = e.options.body_limit && !e.options.body_limit_note.empty()
-                            ? std::string_view(e.options.body_limit_note)
-                            : std::string_view(default_body_limit_note_);
-    if (is_public_route(v.where.kind) || e.options.without_token || v.who) {
-        if (e.options.admit) v.refusal = e.options.admit();
+    v.body_limit = default_body_limit_;
+    v.body_limit_note = default_body_limit_note_;
+    // Unknown paths, unsafe /v1 paths and wrong methods answer the same with or without a
+    // token (after the body, as before).
+    if (!v.where.found()) return v;
+    const auto& e = entries_[v.where.index];
+    if (e.options.body_limit) {
+        v.body_limit = e.options.body_limit;
+        if (!e.options.body_limit_note.empty()) v.body_limit_note = e.options.body_limit_note;
+    }
+    const route_access access = v.where.spec.access;
+    const bool user_token = access == route_access::token || access == route_access::admin;
+    if (user_token && !v.who) {
+        v.refusal = e.options.unauthorized ? e.options.unauthorized() : unauthorized();
         return v;
     }
-    switch (v.where.kind) {
-        // Unknown paths answer the same with or without a token (after the body, as before).
-        case route_kind::not_found:
-        case route_kind::bad_v1_path:
-        case route_kind::method_not_allowed: return v;
-        default:
-            v.refusal = e.options.unauthorized ? e.options.unauthorized() : unauthorized();
-            return v;
+    if (access == route_access::admin && !v.who->admin) {
+        const std::string_view shown = method == "HEAD" ? std::string_view("GET") : method;
+        v.refusal = error_response(
+            http::status::forbidden,
+            std::string(shown) + " " + std::string(v.where.spec.path) + " needs an admin's token");
+        return v;
     }
+    if (e.options.admit) v.refusal = e.options.admit();
+    return v;
 }
 
 void request_dispatcher::dispatch(incoming_request in) const {
-    switch (in.where.kind) {
-        case route_kind::not_found:
+    switch (in.where.result) {
+        case route_match::outcome::not_found:
             return in.respond(error_response(http::status::not_found, "not found"));
-        case route_kind::bad_v1_path:
+        case route_match::outcome::bad_path:
             return in.respond(error_response(http::status::bad_request,
                                              "invalid path: empty, '.' and '..' segments, "
                                              "encoded '/' and NUL are refused"));
-        case route_kind::method_not_allowed: {
+        case route_match::outcome::method_not_allowed: {
             auto res = error_response(http::status::method_not_allowed, "method not allowed");
             res.set(http::field::allow, in.where.allow);
             return in.respond(std::move(res));
         }
-        default: break;
+        case route_match::outcome::found: break;
     }
-    const auto& e = routes_[static_cast<std::size_t>(in.where.kind)];
+    const auto& e = entries_[in.where.index];
     if (!e.run) return in.respond(error_response(http::status::not_found, "not found"));
     e.run(std::move(in));
 }

@@ -15,11 +15,11 @@ request_log::request_log(metrics::registry& registry, logger log)
                                    {0.001, 0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 60, 300})),
       log_(std::move(log)) {}
 
-void request_log::answered(std::string_view method, std::string_view target, route_kind kind,
-                           int status, std::size_t body_bytes,
+void request_log::answered(std::string_view method, std::string_view target,
+                           std::string_view route_name, int status, std::size_t body_bytes,
                            std::chrono::steady_clock::duration took, std::string_view user,
                            std::string_view location) {
-    const std::string route(to_string(kind));
+    const std::string route(route_name);
     const double seconds = std::chrono::duration<double>(took).count();
     requests_.with({route, std::to_string(status)}).inc();
     seconds_.with({route}).observe(seconds);

@@ -10,7 +10,6 @@
 
 #include "common/logger.hpp"
 #include "common/metrics.hpp"
-#include "gateway/http/router.hpp"
 
 namespace callisto::gateway {
 
@@ -22,8 +21,10 @@ public:
     // answer's Location header, if any, which names what the request created (a kernel, a
     // context, an execution, an uploaded file): logged after the size, so that what the
     // created thing logs later leads back to the request.
-    void answered(std::string_view method, std::string_view target, route_kind kind, int status,
-                  std::size_t body_bytes, std::chrono::steady_clock::duration took,
+    // `route` is the route's name in the table (gateway/routes.cpp), or what matched none:
+    // "not_found", "method_not_allowed", "bad_v1_path".
+    void answered(std::string_view method, std::string_view target, std::string_view route,
+                  int status, std::size_t body_bytes, std::chrono::steady_clock::duration took,
                   std::string_view user, std::string_view location = {});
 
 private:

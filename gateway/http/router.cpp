@@ -1,5 +1,6 @@
 #include "gateway/http/router.hpp"
 
+#include <stdexcept>
 #include <vector>
 
 namespace callisto::gateway {
@@ -34,262 +35,196 @@ bool split_path(std::string_view path, std::vector<std::string>& segments) {
     return true;
 }
 
-route method_not_allowed(std::string allow) {
-    route r;
-    r.kind = route_kind::method_not_allowed;
-    r.allow = std::move(allow);
-    return r;
+// Callisto's URL space apart from its routes. A path whose first segment is one of these
+// belongs to an API (Jupyter's /api, Callisto's /v1): one that no route has is 404, never a
+// file of the web UI.
+constexpr std::string_view api_prefixes[] = {"api", "v1"};
+// The agent API says why it refuses an unsafe path (400) instead of an unexplained 404.
+constexpr std::string_view explained_prefix = "/v1/";
+
+bool is_method_token(std::string_view m) {
+    if (m.empty()) return false;
+    for (char c : m)
+        if (c < 'A' || c > 'Z') return false;
+    return true;
 }
 
-// /v1/executions[/{eid}]: one-shot executions, each in a context of its own.
-route match_v1_oneshot(std::string_view method, const std::vector<std::string>& seg, route r) {
-    const std::size_t n = seg.size();
-    if (n == 2) {
-        if (method != "POST") return method_not_allowed("POST");
-        r.kind = route_kind::oneshot_create;
-        return r;
-    }
-    if (n != 3) return route{};
-    r.execution_id = seg[2];
-    if (method == "GET")
-        r.kind = route_kind::oneshot_get;
-    else if (method == "DELETE")
-        r.kind = route_kind::oneshot_delete;
-    else
-        return method_not_allowed("GET, DELETE");
-    return r;
+bool is_parameter_name(std::string_view name) {
+    if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+    for (char c : name)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    return true;
 }
 
-// /v1/languages, /v1/whoami, /v1/admin/overview, and /v1/contexts[/{id}[/restart | /events |
-// /executions[/{eid}] | /files[/{path...}]]]
-route match_v1(std::string_view method, const std::vector<std::string>& seg, route r) {
-    const std::size_t n = seg.size();
-    if (n >= 2 && seg[1] == "executions") return match_v1_oneshot(method, seg, std::move(r));
-    const bool get_only = (n == 2 && (seg[1] == "languages" || seg[1] == "whoami")) ||
-                          (n == 3 && seg[1] == "admin" && seg[2] == "overview");
-    if (get_only) {
-        if (method != "GET") return method_not_allowed("GET");
-        r.kind = seg[1] == "languages" ? route_kind::languages_list
-                 : seg[1] == "whoami"  ? route_kind::whoami
-                                       : route_kind::admin_overview;
-        return r;
-    }
-    if (n < 2 || seg[1] != "contexts") return r;
-    if (n >= 4 && seg[3] == "files") {
-        r.context_id = seg[2];
-        if (n == 4) {
-            if (method == "GET")
-                r.kind = route_kind::files_list;
-            else if (method == "POST")
-                r.kind = route_kind::files_upload;
-            else
-                return method_not_allowed("GET, POST");
-            return r;
-        }
-        for (std::size_t i = 4; i < n; ++i) r.file += (i > 4 ? "/" : "") + seg[i];
-        if (method == "GET")
-            r.kind = route_kind::file_get;
-        else if (method == "PUT")
-            r.kind = route_kind::file_put;
-        else if (method == "DELETE")
-            r.kind = route_kind::file_delete;
-        else
-            return method_not_allowed("GET, PUT, DELETE");
-        return r;
-    }
-    if (n > 5) return route{};
-    if (n == 2) {
-        if (method == "GET")
-            r.kind = route_kind::contexts_list;
-        else if (method == "POST")
-            r.kind = route_kind::context_create;
-        else
-            return method_not_allowed("GET, POST");
-        return r;
-    }
-    r.context_id = seg[2];
-    if (n == 3) {
-        if (method == "GET")
-            r.kind = route_kind::context_get;
-        else if (method == "DELETE")
-            r.kind = route_kind::context_delete;
-        else
-            return method_not_allowed("GET, DELETE");
-        return r;
-    }
-    if (n == 4 && seg[3] == "restart") {
-        if (method != "POST") return method_not_allowed("POST");
-        r.kind = route_kind::context_restart;
-        return r;
-    }
-    if (n == 4 && seg[3] == "events") {
-        if (method != "GET") return method_not_allowed("GET");
-        r.kind = route_kind::context_events;
-        return r;
-    }
-    if (seg[3] != "executions") return route{};
-    if (n == 4) {
-        if (method == "GET")
-            r.kind = route_kind::executions_list;
-        else if (method == "POST")
-            r.kind = route_kind::execution_create;
-        else
-            return method_not_allowed("GET, POST");
-        return r;
-    }
-    r.execution_id = seg[4];
-    if (method == "GET")
-        r.kind = route_kind::execution_get;
-    else if (method == "DELETE")
-        r.kind = route_kind::execution_delete;
-    else
-        return method_not_allowed("GET, DELETE");
-    return r;
+template <class T>
+bool contains(const std::vector<T>& list, const T& value) {
+    for (const auto& v : list)
+        if (v == value) return true;
+    return false;
 }
 
-// E2B's paths (gateway/e2b/): the control plane's /v2/sandboxes and /sandboxes/{id}, and the
-// sandbox's own (/execute, /contexts, /files, /health, envd's Connect services), which the SDK
-// sends to the one URL E2B_SANDBOX_URL names. Unmatched: not_found, left to the rest.
-route match_e2b(std::string_view method, const std::vector<std::string>& seg, route r) {
-    const std::size_t n = seg.size();
-    auto is = [&](route_kind k, std::string_view allowed) {
-        // allowed is "GET", "POST", "GET, POST", "GET, DELETE"
-        const bool ok = (method == "GET" && allowed.find("GET") != std::string_view::npos) ||
-                        (method == "POST" && allowed.find("POST") != std::string_view::npos) ||
-                        (method == "DELETE" && allowed.find("DELETE") != std::string_view::npos);
-        if (!ok) return method_not_allowed(std::string(allowed));
-        r.kind = k;
-        return r;
-    };
-    if (seg[0] == "v2" && n >= 2 && seg[1] == "sandboxes") {
-        if (n == 2) return is(route_kind::e2b_sandboxes, "GET, POST");
-        r.name = seg[2];
-        if (n == 4 && seg[3] == "connect") return is(route_kind::e2b_sandbox_connect, "POST");
-        return route{};
+std::string join(const std::vector<std::string>& parts, std::size_t from, std::string_view sep) {
+    std::string out;
+    for (std::size_t i = from; i < parts.size(); ++i) {
+        if (i > from) out += sep;
+        out += parts[i];
     }
-    if (seg[0] == "sandboxes") {
-        if (n == 1) return is(route_kind::e2b_sandboxes, "GET");
-        r.name = seg[1];
-        if (n == 2) return is(route_kind::e2b_sandbox, "GET, DELETE");
-        if (n == 3 && seg[2] == "timeout") return is(route_kind::e2b_sandbox_timeout, "POST");
-        return route{};
-    }
-    if (n == 1 && seg[0] == "execute") return is(route_kind::e2b_execute, "POST");
-    if (n == 1 && seg[0] == "files") return is(route_kind::e2b_files, "GET, POST");
-    if (n == 1 && seg[0] == "health") return is(route_kind::e2b_health, "GET");
-    if (seg[0] == "contexts") {
-        if (n == 1) return is(route_kind::e2b_contexts, "GET, POST");
-        r.context_id = seg[1];
-        if (n == 2) return is(route_kind::e2b_context, "DELETE");
-        if (n == 3 && seg[2] == "restart") return is(route_kind::e2b_context_restart, "POST");
-        return route{};
-    }
-    if (n == 2 && (seg[0] == "filesystem.Filesystem" || seg[0] == "process.Process")) {
-        r.name = seg[0];
-        r.file = seg[1];
-        return is(route_kind::e2b_rpc, "POST");
-    }
-    return route{};
+    return out;
 }
 
 }  // namespace
 
-bool is_e2b_route(route_kind kind) {
-    return kind >= route_kind::e2b_sandboxes && kind <= route_kind::e2b_rpc;
-}
-
-bool is_interpreter_route(route_kind kind) {
-    switch (kind) {
-        case route_kind::contexts_list:
-        case route_kind::context_create:
-        case route_kind::context_get:
-        case route_kind::context_delete:
-        case route_kind::context_restart:
-        case route_kind::executions_list:
-        case route_kind::execution_create:
-        case route_kind::execution_get:
-        case route_kind::execution_delete:
-        case route_kind::files_list:
-        case route_kind::files_upload:
-        case route_kind::context_events:
-        case route_kind::file_get:
-        case route_kind::file_put:
-        case route_kind::file_delete:
-        case route_kind::oneshot_create:
-        case route_kind::oneshot_get:
-        case route_kind::oneshot_delete:
-        case route_kind::languages_list: return true;
-        default: return false;
+std::string_view route_match::name() const {
+    switch (result) {
+        case outcome::found: return spec.name;
+        case outcome::not_found: return "not_found";
+        case outcome::method_not_allowed: return "method_not_allowed";
+        case outcome::bad_path: return "bad_v1_path";
     }
+    return "not_found";
 }
 
-bool is_public_route(route_kind kind) {
-    // E2B's data plane carries the sandbox's access token, not the user's: the facade
-    // checks it (gateway/e2b/e2b_api.cpp).
-    return kind == route_kind::api_info || kind == route_kind::openapi_document ||
-           kind == route_kind::healthz || kind == route_kind::readyz ||
-           kind == route_kind::static_file ||
-           (is_e2b_route(kind) && kind >= route_kind::e2b_execute);
+const std::string& route_match::param(std::string_view wanted) const {
+    for (const auto& [name, value] : params)
+        if (name == wanted) return value;
+    throw std::logic_error("route " + std::string(this->name()) + " has no path parameter {" +
+                           std::string(wanted) + "}");
 }
 
-std::string_view to_string(route_kind kind) {
-    // No default: a new kind without a name here is a compiler warning.
-    switch (kind) {
-        case route_kind::not_found: return "not_found";
-        case route_kind::method_not_allowed: return "method_not_allowed";
-        case route_kind::api_info: return "api_info";
-        case route_kind::openapi_document: return "openapi_document";
-        case route_kind::healthz: return "healthz";
-        case route_kind::readyz: return "readyz";
-        case route_kind::metrics: return "metrics";
-        case route_kind::kernelspecs_list: return "kernelspecs_list";
-        case route_kind::kernelspec_get: return "kernelspec_get";
-        case route_kind::kernelspec_resource: return "kernelspec_resource";
-        case route_kind::kernels_list: return "kernels_list";
-        case route_kind::kernel_create: return "kernel_create";
-        case route_kind::kernel_get: return "kernel_get";
-        case route_kind::kernel_delete: return "kernel_delete";
-        case route_kind::kernel_interrupt: return "kernel_interrupt";
-        case route_kind::kernel_restart: return "kernel_restart";
-        case route_kind::kernel_channels: return "kernel_channels";
-        case route_kind::static_file: return "static_file";
-        case route_kind::contexts_list: return "contexts_list";
-        case route_kind::context_create: return "context_create";
-        case route_kind::context_get: return "context_get";
-        case route_kind::context_delete: return "context_delete";
-        case route_kind::context_restart: return "context_restart";
-        case route_kind::executions_list: return "executions_list";
-        case route_kind::execution_create: return "execution_create";
-        case route_kind::execution_get: return "execution_get";
-        case route_kind::execution_delete: return "execution_delete";
-        case route_kind::files_list: return "files_list";
-        case route_kind::file_get: return "file_get";
-        case route_kind::file_put: return "file_put";
-        case route_kind::file_delete: return "file_delete";
-        case route_kind::oneshot_create: return "oneshot_create";
-        case route_kind::oneshot_get: return "oneshot_get";
-        case route_kind::oneshot_delete: return "oneshot_delete";
-        case route_kind::languages_list: return "languages_list";
-        case route_kind::whoami: return "whoami";
-        case route_kind::admin_overview: return "admin_overview";
-        case route_kind::files_upload: return "files_upload";
-        case route_kind::context_events: return "context_events";
-        case route_kind::mcp: return "mcp";
-        case route_kind::bad_v1_path: return "bad_v1_path";
-        case route_kind::e2b_sandboxes: return "e2b_sandboxes";
-        case route_kind::e2b_sandbox: return "e2b_sandbox";
-        case route_kind::e2b_sandbox_timeout: return "e2b_sandbox_timeout";
-        case route_kind::e2b_sandbox_connect: return "e2b_sandbox_connect";
-        case route_kind::e2b_execute: return "e2b_execute";
-        case route_kind::e2b_contexts: return "e2b_contexts";
-        case route_kind::e2b_context: return "e2b_context";
-        case route_kind::e2b_context_restart: return "e2b_context_restart";
-        case route_kind::e2b_files: return "e2b_files";
-        case route_kind::e2b_health: return "e2b_health";
-        case route_kind::e2b_rpc: return "e2b_rpc";
-        case route_kind::route_kind_count: break;
+std::size_t router::add(const route_spec& spec) {
+    auto bad = [&spec](const std::string& why) {
+        return std::invalid_argument("route " + std::string(spec.name) + " (" +
+                                     std::string(spec.path) + "): " + why);
+    };
+    if (spec.name.empty()) throw bad("a route needs a name");
+    for (const auto& r : routes_)
+        if (r.spec.name == spec.name) throw bad("a second route of this name");
+    compiled c{spec, {}, {}};
+    // "GET" or "POST, DELETE"
+    for (std::string_view rest = spec.methods; !rest.empty();) {
+        const auto comma = rest.find(',');
+        std::string_view m = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        while (!m.empty() && m.front() == ' ') m.remove_prefix(1);
+        while (!m.empty() && m.back() == ' ') m.remove_suffix(1);
+        if (!is_method_token(m))
+            throw bad("'" + std::string(spec.methods) + "' is not a method list");
+        if (m == "HEAD") throw bad("HEAD goes with GET, it is not declared");
+        if (contains(c.methods, m)) throw bad("a method listed twice");
+        c.methods.push_back(m);
     }
-    return "unknown";
+    if (c.methods.empty()) throw bad("a route needs a method");
+    // "/a/{b}/c/{d...}"
+    const std::string_view path = spec.path;
+    if (path.empty() || path.front() != '/') throw bad("a path template begins with '/'");
+    for (std::size_t pos = 1; pos <= path.size();) {
+        std::size_t slash = path.find('/', pos);
+        if (slash == std::string_view::npos) slash = path.size();
+        const std::string_view text = path.substr(pos, slash - pos);
+        pos = slash + 1;
+        if (text.empty()) throw bad("an empty segment");
+        if (!c.segments.empty() && c.segments.back().rest)
+            throw bad("a {name...} parameter is the last segment");
+        segment s;
+        if (text.front() == '{') {
+            if (text.size() < 3 || text.back() != '}') throw bad("a parameter is '{name}'");
+            s.text = text.substr(1, text.size() - 2);
+            s.parameter = true;
+            if (s.text.size() > 3 && s.text.substr(s.text.size() - 3) == "...") {
+                s.text.remove_suffix(3);
+                s.rest = true;
+            }
+            if (!is_parameter_name(s.text))
+                throw bad("'" + std::string(s.text) + "' is not a parameter name");
+            for (const auto& other : c.segments)
+                if (other.parameter && other.text == s.text) throw bad("a parameter named twice");
+        } else {
+            if (text.find_first_of("{}%") != std::string_view::npos || text == "." || text == "..")
+                throw bad("'" + std::string(text) + "' is not a literal segment");
+            s.text = text;
+        }
+        c.segments.push_back(s);
+    }
+    if (spec.type == route_type::fallback) {
+        if (fallback_) throw bad("a second fallback route");
+        if (c.segments.size() != 1 || !c.segments[0].rest)
+            throw bad("a fallback's path is \"/{name...}\"");
+        fallback_ = routes_.size();
+    }
+    routes_.push_back(std::move(c));
+    return routes_.size() - 1;
+}
+
+bool router::matches(const compiled& route, const std::vector<std::string>& path,
+                     std::vector<std::pair<std::string_view, std::string>>& params) {
+    params.clear();
+    std::size_t i = 0;
+    for (; i < route.segments.size(); ++i) {
+        const segment& s = route.segments[i];
+        if (i >= path.size()) return false;
+        if (s.rest) {
+            params.emplace_back(s.text, join(path, i, "/"));
+            return true;
+        }
+        if (s.parameter)
+            params.emplace_back(s.text, path[i]);
+        else if (s.text != path[i])
+            return false;
+    }
+    return i == path.size();
+}
+
+route_match router::match(std::string_view method, std::string_view target) const {
+    route_match m;
+    std::string_view path = target;
+    if (auto q = target.find('?'); q != std::string_view::npos) {
+        path = target.substr(0, q);
+        m.query = std::string(target.substr(q + 1));
+    }
+    if (path.empty() || path.front() != '/') return m;
+    std::vector<std::string> seg;
+    if (!split_path(path, seg)) {
+        if (path.starts_with(explained_prefix)) m.result = route_match::outcome::bad_path;
+        return m;
+    }
+    // HEAD is GET without the body (the session drops it), wherever GET is but on the
+    // WebSocket routes, which only an upgrade uses. Allow names the declared methods.
+    const bool head = method == "HEAD";
+    const std::string_view wanted = head ? std::string_view("GET") : method;
+    auto takes = [&](const compiled& r) {
+        return !(head && r.spec.type == route_type::websocket) && contains(r.methods, wanted);
+    };
+    std::vector<std::string_view> allowed;
+    std::vector<std::pair<std::string_view, std::string>> params;
+    for (std::size_t i = 0; i < routes_.size(); ++i) {
+        const compiled& r = routes_[i];
+        if (r.spec.type == route_type::fallback || !matches(r, seg, params)) continue;
+        if (takes(r)) {
+            m.result = route_match::outcome::found;
+            m.spec = r.spec;
+            m.index = i;
+            m.params = std::move(params);
+            return m;
+        }
+        for (auto declared : r.methods)
+            if (!contains(allowed, declared)) allowed.push_back(declared);
+    }
+    if (!allowed.empty()) {
+        m.result = route_match::outcome::method_not_allowed;
+        for (std::size_t i = 0; i < allowed.size(); ++i)
+            m.allow += (i ? ", " : "") + std::string(allowed[i]);
+        return m;
+    }
+    if (!fallback_) return m;
+    for (auto prefix : api_prefixes)
+        if (!seg.empty() && seg[0] == prefix) return m;
+    const compiled& r = routes_[*fallback_];
+    if (!takes(r)) return m;
+    m.result = route_match::outcome::found;
+    m.spec = r.spec;
+    m.index = *fallback_;
+    m.params.emplace_back(r.segments[0].text, join(seg, 0, "/"));
+    return m;
 }
 
 bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
@@ -336,136 +271,6 @@ bool is_valid_kernel_id(std::string_view id) {
         if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
     }
     return true;
-}
-
-namespace {
-
-route match_method(std::string_view method, std::string_view target, bool static_files_enabled) {
-    route r;
-    std::string_view path = target;
-    if (auto q = target.find('?'); q != std::string_view::npos) {
-        path = target.substr(0, q);
-        r.query = std::string(target.substr(q + 1));
-    }
-    if (path.empty() || path.front() != '/') return r;
-
-    std::vector<std::string> seg;
-    if (!split_path(path, seg)) {
-        // The agent API says why instead of an unexplained 404.
-        if (path.starts_with("/v1/")) r.kind = route_kind::bad_v1_path;
-        return r;
-    }
-    const bool get = method == "GET";
-    const bool post = method == "POST";
-    const bool del = method == "DELETE";
-    const std::size_t n = seg.size();
-
-    if (n >= 1 && seg[0] == "api") {
-        if (n == 1) {
-            if (!get) return method_not_allowed("GET");
-            r.kind = route_kind::api_info;
-            return r;
-        }
-        if (seg[1] == "kernelspecs") {
-            if (n > 3) return r;
-            if (!get) return method_not_allowed("GET");
-            r.kind = n == 2 ? route_kind::kernelspecs_list : route_kind::kernelspec_get;
-            if (n == 3) r.name = seg[2];
-            return r;
-        }
-        if (seg[1] == "kernels") {
-            if (n == 2) {
-                if (get)
-                    r.kind = route_kind::kernels_list;
-                else if (post)
-                    r.kind = route_kind::kernel_create;
-                else
-                    return method_not_allowed("GET, POST");
-                return r;
-            }
-            r.kernel_id = seg[2];
-            if (n == 3) {
-                if (get)
-                    r.kind = route_kind::kernel_get;
-                else if (del)
-                    r.kind = route_kind::kernel_delete;
-                else
-                    return method_not_allowed("GET, DELETE");
-                return r;
-            }
-            if (n == 4) {
-                if (seg[3] == "interrupt" || seg[3] == "restart") {
-                    if (!post) return method_not_allowed("POST");
-                    r.kind = seg[3] == "interrupt" ? route_kind::kernel_interrupt
-                                                   : route_kind::kernel_restart;
-                    return r;
-                }
-                if (seg[3] == "channels") {
-                    if (!get) return method_not_allowed("GET");
-                    r.kind = route_kind::kernel_channels;
-                    return r;
-                }
-            }
-            r.kernel_id.clear();
-            return r;
-        }
-        return r;
-    }
-    if (n >= 1 && seg[0] == "v1") return match_v1(method, seg, std::move(r));
-    if (n == 1 && seg[0] == "mcp") {
-        if (!post && !del) return method_not_allowed("POST, DELETE");
-        r.kind = route_kind::mcp;
-        return r;
-    }
-    if (n == 1 && seg[0] == "openapi.json") {
-        if (!get) return method_not_allowed("GET");
-        r.kind = route_kind::openapi_document;
-        return r;
-    }
-    if (n == 1 && (seg[0] == "healthz" || seg[0] == "readyz")) {
-        if (!get) return method_not_allowed("GET");
-        r.kind = seg[0] == "healthz" ? route_kind::healthz : route_kind::readyz;
-        return r;
-    }
-    if (n == 1 && seg[0] == "metrics") {
-        if (!get) return method_not_allowed("GET");
-        r.kind = route_kind::metrics;
-        return r;
-    }
-    if (n == 3 && seg[0] == "kernelspecs") {
-        if (!get) return method_not_allowed("GET");
-        r.kind = route_kind::kernelspec_resource;
-        r.name = seg[1];
-        r.file = seg[2];
-        return r;
-    }
-    if (n >= 1) {
-        // Before the web UI's files: E2B's paths are the API's wherever a web root is.
-        route e = match_e2b(method, seg, r);
-        if (e.kind != route_kind::not_found) return e;
-    }
-    if (static_files_enabled && get) {
-        r.kind = route_kind::static_file;
-        for (std::size_t i = 0; i < n; ++i) r.file += (i ? "/" : "") + seg[i];
-        return r;
-    }
-    return r;
-}
-
-bool is_websocket_route(route_kind kind) {
-    return kind == route_kind::kernel_channels || kind == route_kind::context_events;
-}
-
-}  // namespace
-
-route match_route(std::string_view method, std::string_view target, bool static_files_enabled) {
-    // HEAD is GET without the body (the session drops it), wherever GET is but on the
-    // WebSocket routes, which only an upgrade uses. Allow keeps naming the methods the API
-    // documents; HEAD goes with GET, as in HTTP.
-    const bool head = method == "HEAD";
-    route r = match_method(head ? "GET" : method, target, static_files_enabled);
-    if (head && is_websocket_route(r.kind)) return method_not_allowed("GET");
-    return r;
 }
 
 }  // namespace callisto::gateway

@@ -1,103 +1,110 @@
 #pragma once
-// Maps a request line to a route. Pure: no I/O, no state, so every path form is unit-tested.
+// Maps a request line to a route of those declared in the route table (gateway/routes.cpp),
+// and the URL pieces handlers read. Pure: no I/O, so every path form is unit-tested.
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace callisto::gateway {
 
-enum class route_kind {
-    not_found,
-    method_not_allowed,
-    api_info,             // GET /api
-    openapi_document,     // GET /openapi.json (docs/openapi.json, compiled in)
-    healthz,              // GET /healthz: the process and its event loop answer
-    readyz,               // GET /readyz: ready for new users (gateway/readiness.hpp)
-    metrics,              // GET /metrics: Prometheus text format
-    kernelspecs_list,     // GET /api/kernelspecs
-    kernelspec_get,       // GET /api/kernelspecs/{name}
-    kernelspec_resource,  // GET /kernelspecs/{name}/{file}
-    kernels_list,         // GET /api/kernels
-    kernel_create,        // POST /api/kernels
-    kernel_get,           // GET /api/kernels/{id}
-    kernel_delete,        // DELETE /api/kernels/{id}
-    kernel_interrupt,     // POST /api/kernels/{id}/interrupt
-    kernel_restart,       // POST /api/kernels/{id}/restart
-    kernel_channels,      // GET /api/kernels/{id}/channels (WebSocket upgrade)
-    static_file,          // GET anything else, when a web root is configured
-    // Callisto's own agent-facing API (gateway/interpreter/).
-    contexts_list,     // GET /v1/contexts
-    context_create,    // POST /v1/contexts
-    context_get,       // GET /v1/contexts/{id}
-    context_delete,    // DELETE /v1/contexts/{id}
-    context_restart,   // POST /v1/contexts/{id}/restart
-    executions_list,   // GET /v1/contexts/{id}/executions
-    execution_create,  // POST /v1/contexts/{id}/executions
-    execution_get,     // GET /v1/contexts/{id}/executions/{eid}
-    execution_delete,  // DELETE /v1/contexts/{id}/executions/{eid} (interrupts it)
-    context_events,    // GET /v1/contexts/{id}/events (WebSocket upgrade)
-    files_list,        // GET /v1/contexts/{id}/files
-    files_upload,      // POST /v1/contexts/{id}/files (multipart/form-data)
-    file_get,          // GET /v1/contexts/{id}/files/{path...}
-    file_put,          // PUT /v1/contexts/{id}/files/{path...} (raw body)
-    file_delete,       // DELETE /v1/contexts/{id}/files/{path...}
-    oneshot_create,    // POST /v1/executions (one-shot: a context of its own, by policy)
-    oneshot_get,       // GET /v1/executions/{eid}
-    oneshot_delete,    // DELETE /v1/executions/{eid} (interrupts it)
-    languages_list,    // GET /v1/languages: which kernel runs which language
-    whoami,            // GET /v1/whoami: the caller's name and role
-    admin_overview,    // GET /v1/admin/overview: the warm pool, culled kernels, activity, audit
-    mcp,               // POST, DELETE /mcp (gateway/mcp/); GET answers 405: no SSE stream
-    bad_v1_path,       // a /v1 path with an unsafe segment ("..", "%2F", NUL, "//"): 400
-    // The E2B-compatible facade (gateway/e2b/): its control plane, with the user's token (as
-    // X-API-KEY), and its data plane, with the sandbox's own access token (public here: the
-    // facade checks it). `name` the sandbox id, `context_id` an E2B context, and for Connect
-    // calls `name` the service and `file` the method.
-    e2b_sandboxes,        // GET, POST /v2/sandboxes; GET /sandboxes
-    e2b_sandbox,          // GET, DELETE /sandboxes/{id}
-    e2b_sandbox_timeout,  // POST /sandboxes/{id}/timeout
-    e2b_sandbox_connect,  // POST /v2/sandboxes/{id}/connect
-    e2b_execute,          // POST /execute (NDJSON)
-    e2b_contexts,         // GET, POST /contexts
-    e2b_context,          // DELETE /contexts/{id}
-    e2b_context_restart,  // POST /contexts/{id}/restart
-    e2b_files,            // GET, POST /files?path=
-    e2b_health,           // GET /health
-    e2b_rpc,              // POST /filesystem.Filesystem/{m}, /process.Process/{m} (Connect)
-    // Add new kinds above this line: route_kind_count must stay last. The OpenAPI test walks
-    // 0..route_kind_count and fails for a route docs/openapi.json does not describe.
-    route_kind_count
+// Who may call a route. A request without a valid token gets 401 on every route but the open
+// ones; a valid token that is not an admin's gets 403 on the admin ones, before its body is read.
+enum class route_access {
+    open,   // no token: GET /api, the probes, the OpenAPI document, the web UI
+    token,  // any user's valid token (each handler checks who owns what it touches)
+    admin,  // an admin's token
+    // No user's token: the handler checks a credential of the route's own and answers 401
+    // itself (E2B's data plane: the sandbox's access token, gateway/e2b/).
+    own_token,
 };
 
-// The enumerator's name ("kernel_get"), for logs and test messages.
-std::string_view to_string(route_kind kind);
-
-// The /v1/... routes, which belong to the interpreter API.
-bool is_interpreter_route(route_kind kind);
-
-// The E2B facade's routes, control and data plane.
-bool is_e2b_route(route_kind kind);
-
-// Routes answered without a token: GET /api (as jupyter_server), the OpenAPI document, the
-// health and readiness probes (load balancers carry no token), and the static web UI.
-bool is_public_route(route_kind kind);
-
-struct route {
-    route_kind kind = route_kind::not_found;
-    std::string kernel_id;     // kernel_* routes
-    std::string context_id;    // context_* and execution_* routes
-    std::string execution_id;  // execution_get, execution_delete, oneshot_get, oneshot_delete
-    std::string name;          // kernelspec name
-    std::string file;          // kernelspec resource, static file or workdir path (no leading '/')
-    std::string query;         // raw query string without '?'
-    std::string allow;         // for method_not_allowed: the Allow header value
+enum class route_type {
+    plain,      // answered with an HTTP response (or a stream the handler takes over)
+    websocket,  // taken over by a WebSocket upgrade: HEAD does not match it as GET
+    // The route of every path no other route has (the web UI's files). Its path is
+    // "/{name...}" and also matches "/" (as ""); it never matches under an API prefix ("/api",
+    // "/v1") and never turns a wrong method into 405. One a router at most.
+    fallback,
 };
 
-// `target` is the request-target as sent ("/api/kernels/abc?token=x"). Trailing slashes are
-// accepted as jupyter_server does. Percent-escapes are decoded in path segments; a segment
-// that decodes to "", ".", ".." or contains '/' or NUL never matches a name or file. HEAD
-// matches as GET does (its answer is GET's without the body), but on the WebSocket routes.
-route match_route(std::string_view method, std::string_view target, bool static_files_enabled);
+// One route as its table row declares it, to the HTTP server. The strings are the table's
+// literals: they outlive every router and match made from them.
+struct route_spec {
+    // For the access log and the metrics' route label: "context_get". Unique in a table.
+    std::string_view name;
+    // "GET", or several as the Allow header lists them: "POST, DELETE". HEAD matches as GET
+    // (its answer is GET's without the body) but on WebSocket routes.
+    std::string_view methods;
+    // A path template: literal segments and named parameters, each a whole segment:
+    // "/api/kernels/{kernel_id}". A last parameter "{path...}" takes one or more segments
+    // ("/v1/contexts/{context_id}/files/{path...}", joined with '/').
+    std::string_view path;
+    route_access access = route_access::token;
+    route_type type = route_type::plain;
+};
+
+// What a request line matched.
+struct route_match {
+    enum class outcome {
+        found,               // `spec` is the route
+        not_found,           // no route has this path
+        method_not_allowed,  // routes have this path, not with this method: `allow` lists theirs
+        bad_path,            // an unsafe /v1 path ("..", "%2F", NUL, "//"): 400, saying why
+    };
+    outcome result = outcome::not_found;
+    route_spec spec;        // when found
+    std::size_t index = 0;  // when found: the route's place in its router
+    std::vector<std::pair<std::string_view, std::string>> params;  // decoded, by name
+    std::string query;                                             // raw, without '?'
+    std::string allow;                                             // for method_not_allowed
+
+    bool found() const { return result == outcome::found; }
+    // The route's name, or the outcome's ("not_found", "method_not_allowed", "bad_v1_path"):
+    // the access log's and the metrics' label.
+    std::string_view name() const;
+    // A path parameter's value. Asking for a name the route's template has not is a
+    // programmer's error: std::logic_error.
+    const std::string& param(std::string_view name) const;
+};
+
+// Matches request lines against routes, in the order they were added: for a method the first
+// route whose template matches wins; a path that some route has, with other methods only,
+// is method_not_allowed with their methods in Allow, in order. Pure: every path form is
+// unit-tested.
+class router {
+public:
+    // Throws std::invalid_argument for a malformed template, method list or a second
+    // fallback: these are the table's, found at start.
+    std::size_t add(const route_spec& spec);
+
+    // `target` is the request-target as sent ("/api/kernels/abc?token=x"). Trailing slashes
+    // are accepted as jupyter_server does. Percent-escapes are decoded in path segments; a
+    // path with a segment that decodes to "", ".", ".." or holds '/' or NUL matches nothing.
+    route_match match(std::string_view method, std::string_view target) const;
+
+    std::size_t size() const { return routes_.size(); }
+    const route_spec& spec(std::size_t index) const { return routes_[index].spec; }
+
+private:
+    struct segment {
+        std::string_view text;  // a literal, or a parameter's name
+        bool parameter = false;
+        bool rest = false;  // "{name...}": this and every later segment
+    };
+    struct compiled {
+        route_spec spec;
+        std::vector<segment> segments;
+        std::vector<std::string_view> methods;
+    };
+    static bool matches(const compiled& route, const std::vector<std::string>& path,
+                        std::vector<std::pair<std::string_view, std::string>>& params);
+    std::vector<compiled> routes_;
+    std::optional<std::size_t> fallback_;
+};
 
 // Value of `key` in an application/x-www-form-urlencoded query string, decoded; "" if absent.
 std::string query_param(std::string_view query, std::string_view key);

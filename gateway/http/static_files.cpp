@@ -6,22 +6,18 @@
 #include <boost/beast/http/field.hpp>
 
 #include "common/byte_size.hpp"
+#include "common/media_types.hpp"
 
 namespace callisto::gateway {
 
 namespace fs = std::filesystem;
 
-std::string_view mime_type(const fs::path& file) {
-    const std::string ext = file.extension().string();
-    if (ext == ".html" || ext == ".htm") return "text/html; charset=utf-8";
-    if (ext == ".js" || ext == ".mjs") return "text/javascript; charset=utf-8";
-    if (ext == ".css") return "text/css; charset=utf-8";
-    if (ext == ".json") return "application/json";
-    if (ext == ".png") return "image/png";
-    if (ext == ".svg") return "image/svg+xml";
-    if (ext == ".ico") return "image/x-icon";
-    if (ext == ".txt") return "text/plain; charset=utf-8";
-    return "application/octet-stream";
+std::string mime_type(const fs::path& file) {
+    const auto type = media_type_of(file.filename().string());
+    if (!type) return "application/octet-stream";
+    // The UI's text is UTF-8; say so rather than leave browsers to guess.
+    if (type->starts_with("text/")) return std::string(*type) + "; charset=utf-8";
+    return std::string(*type);
 }
 
 http_response serve_file(const fs::path& root, const std::string& relative, std::size_t max_bytes) {

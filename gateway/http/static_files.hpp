@@ -9,7 +9,7 @@
 
 namespace callisto::gateway {
 
-std::string_view mime_type(const std::filesystem::path& file);
+std::string mime_type(const std::filesystem::path& file);
 
 // Serves root/relative. Refuses anything that resolves outside root (".." or a symlink), is not
 // a regular file, or is larger than max_bytes, with a JSON error.

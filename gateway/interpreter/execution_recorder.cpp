@@ -1,6 +1,7 @@
 #include "gateway/interpreter/execution_recorder.hpp"
 
 #include "common/encoding.hpp"
+#include "common/media_types.hpp"
 #include "gateway/interpreter/ansi_text.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
 #include "gateway/kernels/output_fields.hpp"
@@ -127,7 +128,7 @@ nlohmann::json execution_recorder::cap_bundle(const nlohmann::json& data, std::s
             if (auto decoded = decode_base64(bytes)) bytes = std::move(*decoded);
         }
         const std::string name =
-            exec_->id() + "-" + std::to_string(index) + file_extension_for(mime);
+            exec_->id() + "-" + std::to_string(index) + std::string(extension_for(mime));
         if (const std::string relative = write_file_ ? write_file_(name, bytes) : "";
             !relative.empty()) {
             out[mime] = {{"file", relative}, {"bytes", bytes.size()}};

@@ -6,6 +6,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
+#include "common/media_types.hpp"
 #include "gateway/http/beast.hpp"
 #include "gateway/http/content_headers.hpp"
 #include "gateway/interpreter/multipart_form.hpp"
@@ -34,18 +35,15 @@ http_response queue_full(std::size_t limit) {
 }
 
 std::string content_type_for(std::string_view path) {
-    auto dot = path.rfind('.');
-    std::string_view ext = dot == std::string_view::npos ? "" : path.substr(dot);
-    if (ext == ".png") return "image/png";
-    if (ext == ".jpg" || ext == ".jpeg") return "image/jpeg";
-    if (ext == ".svg") return "image/svg+xml";
-    if (ext == ".csv") return "text/csv";
-    if (ext == ".json") return "application/json";
-    if (ext == ".txt" || ext == ".py" || ext == ".md") return "text/plain; charset=utf-8";
-    if (ext == ".pdf") return "application/pdf";
-    // Never text/html: a downloaded file must not run as a page of this origin (and every
-    // active or unknown type goes as an attachment in a sandbox: set_untrusted_file_headers).
-    return "application/octet-stream";
+    const auto type = media_type_of(path);
+    // Never text/html nor script: a downloaded file must not run as a page of this origin
+    // (and every active or unknown type goes as an attachment in a sandbox:
+    // set_untrusted_file_headers).
+    if (!type || *type == "text/html" || *type == "text/javascript" || *type == "text/css")
+        return "application/octet-stream";
+    if (*type == "text/csv") return "text/csv";
+    if (type->starts_with("text/")) return "text/plain; charset=utf-8";  // code, markdown, ...
+    return std::string(*type);
 }
 
 http_response file_error_response(const file_error& e) {
@@ -81,131 +79,157 @@ interpreter_api::interpreter_api(context_registry& contexts)
 
 interpreter_api::~interpreter_api() { file_pool_.join(); }
 
-void interpreter_api::handle(const route& r, http_request req, const user& who, respond_fn respond,
-                             respond_file_fn respond_file, const take_stream_fn& take_stream) {
-    if (r.kind == route_kind::contexts_list) {
-        nlohmann::json list = nlohmann::json::array();
-        for (const auto& c : contexts_.list_for(who)) list.push_back(c->model());
-        return respond(json_response(http::status::ok, list));
-    }
-    if (r.kind == route_kind::languages_list)
-        return respond(json_response(http::status::ok, contexts_.languages()));
-    if (r.kind == route_kind::context_create) return create_context(req, who, std::move(respond));
-    if (r.kind == route_kind::oneshot_create)
-        return create_oneshot(req, who, std::move(respond), take_stream);
-    if (r.kind == route_kind::oneshot_get || r.kind == route_kind::oneshot_delete)
-        return handle_oneshot(r, who, std::move(respond));
-
-    auto context =
-        is_valid_kernel_id(r.context_id) ? contexts_.find_for(r.context_id, who) : nullptr;
-    if (!context) {
-        if (auto culled = is_valid_kernel_id(r.context_id) ? contexts_.culled_for(r.context_id, who)
-                                                           : std::nullopt)
-            return respond(context_gone(r.context_id, *culled));
-        return respond(no_such_context(r.context_id));
-    }
-
-    switch (r.kind) {
-        case route_kind::context_get:
-            return respond(json_response(http::status::ok, context->model()));
-        case route_kind::context_delete:
-            return contexts_.remove(context, [respond = std::move(respond)] {
-                respond(empty_response(http::status::no_content));
-            });
-        case route_kind::context_restart:
-            return context->restart([respond = std::move(respond), context](std::string error) {
-                respond(error.empty() ? json_response(http::status::ok, context->model())
-                                      : error_response(http::status::internal_server_error,
-                                                       "restart failed: " + error));
-            });
-        case route_kind::executions_list:
-            return context->list([respond = std::move(respond)](nlohmann::json list) {
-                respond(json_response(http::status::ok, list));
-            });
-        case route_kind::execution_create:
-            return create_execution(context, req, std::move(respond), take_stream);
-        case route_kind::files_list:
-        case route_kind::files_upload:
-        case route_kind::file_get:
-        case route_kind::file_put:
-        case route_kind::file_delete:
-            return boost::asio::post(
-                file_pool_, [this, r, req = std::move(req), context, respond = std::move(respond),
-                             respond_file = std::move(respond_file)]() mutable {
-                    handle_files(r, req, context, std::move(respond), std::move(respond_file));
-                });
-        case route_kind::execution_get:
-        case route_kind::execution_delete: {
-            if (!is_valid_kernel_id(r.execution_id))
-                return respond(no_such_execution(r.execution_id));
-            auto answer = [respond = std::move(respond), id = r.execution_id,
-                           del = r.kind ==
-                                 route_kind::execution_delete](std::shared_ptr<execution> e) {
-                if (!e) return respond(no_such_execution(id));
-                const bool done = e->finished();
-                respond(json_response(del && !done ? http::status::accepted : http::status::ok,
-                                      e->to_json()));
-            };
-            if (r.kind == route_kind::execution_get)
-                return context->find(r.execution_id, std::move(answer));
-            return context->interrupt(r.execution_id, std::move(answer));
-        }
-        default: return respond(error_response(http::status::not_found, "not found"));
-    }
+std::shared_ptr<interpreter_context> interpreter_api::context_of(const incoming_request& in) const {
+    const std::string& id = in.where.param("context_id");
+    auto context = is_valid_kernel_id(id) ? contexts_.find_for(id, *in.who) : nullptr;
+    if (context) return context;
+    if (auto culled = is_valid_kernel_id(id) ? contexts_.culled_for(id, *in.who) : std::nullopt)
+        in.respond(context_gone(id, *culled));
+    else
+        in.respond(no_such_context(id));
+    return nullptr;
 }
 
-void interpreter_api::handle_files(const route& r, const http_request& req,
-                                   const std::shared_ptr<interpreter_context>& context,
-                                   respond_fn respond, respond_file_fn respond_file) {
-    const auto& settings = contexts_.settings();
-    workdir_files files(context->workdir());
-    if (r.kind == route_kind::files_list) {
+void interpreter_api::list_languages(incoming_request in) {
+    in.respond(json_response(http::status::ok, contexts_.languages()));
+}
+
+void interpreter_api::list_contexts(incoming_request in) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& c : contexts_.list_for(*in.who)) list.push_back(c->model());
+    in.respond(json_response(http::status::ok, list));
+}
+
+void interpreter_api::get_context(incoming_request in) {
+    if (auto context = context_of(in))
+        in.respond(json_response(http::status::ok, context->model()));
+}
+
+void interpreter_api::delete_context(incoming_request in) {
+    auto context = context_of(in);
+    if (!context) return;
+    contexts_.remove(context, [respond = std::move(in.respond)] {
+        respond(empty_response(http::status::no_content));
+    });
+}
+
+void interpreter_api::restart_context(incoming_request in) {
+    auto context = context_of(in);
+    if (!context) return;
+    context->restart([respond = std::move(in.respond), context](std::string error) {
+        respond(error.empty() ? json_response(http::status::ok, context->model())
+                              : error_response(http::status::internal_server_error,
+                                               "restart failed: " + error));
+    });
+}
+
+void interpreter_api::list_executions(incoming_request in) {
+    auto context = context_of(in);
+    if (!context) return;
+    context->list([respond = std::move(in.respond)](nlohmann::json list) {
+        respond(json_response(http::status::ok, list));
+    });
+}
+
+void interpreter_api::get_execution(incoming_request in) { answer_execution(std::move(in), false); }
+
+void interpreter_api::interrupt_execution(incoming_request in) {
+    answer_execution(std::move(in), true);
+}
+
+void interpreter_api::answer_execution(incoming_request in, bool interrupt) {
+    auto context = context_of(in);
+    if (!context) return;
+    const std::string id = in.where.param("execution_id");
+    if (!is_valid_kernel_id(id)) return in.respond(no_such_execution(id));
+    // 404 when it is unknown, 202 when a DELETE interrupted one still running, else 200.
+    auto answer = [respond = std::move(in.respond), id, interrupt](std::shared_ptr<execution> e) {
+        if (!e) return respond(no_such_execution(id));
+        const bool done = e->finished();
+        respond(json_response(interrupt && !done ? http::status::accepted : http::status::ok,
+                              e->to_json()));
+    };
+    if (interrupt) return context->interrupt(id, std::move(answer));
+    context->find(id, std::move(answer));
+}
+
+template <class Work>
+void interpreter_api::on_file_pool(incoming_request in, Work work) {
+    auto context = context_of(in);
+    if (!context) return;
+    boost::asio::post(file_pool_, [in = std::move(in), context = std::move(context),
+                                   work = std::move(work)]() mutable { work(in, context); });
+}
+
+void interpreter_api::list_files(incoming_request in) {
+    on_file_pool(std::move(in), [this](incoming_request& in,
+                                       const std::shared_ptr<interpreter_context>& context) {
         nlohmann::json list;
         bool truncated = false;
-        const auto hidden = query_param(r.query, "hidden");
+        const auto hidden = query_param(in.where.query, "hidden");
         if (!hidden.empty() && hidden != "true" && hidden != "false")
-            return respond(
+            return in.respond(
                 error_response(http::status::bad_request, "'hidden' must be true or false"));
-        if (auto e = files.list(list, settings.max_listed_files, hidden == "true", truncated))
-            return respond(file_error_response(*e));
-        return respond(
-            json_response(http::status::ok, {{"files", list}, {"truncated", truncated}}));
-    }
-    if (r.kind == route_kind::file_put) {
-        if (auto e = files.write(r.file, req.body())) return respond(file_error_response(*e));
-        auto res =
-            json_response(http::status::created, {{"path", r.file}, {"size", req.body().size()}});
-        res.set(http::field::location, "/v1/contexts/" + context->id() + "/files/" + r.file);
-        return respond(std::move(res));
-    }
-    if (r.kind == route_kind::files_upload) return upload_form(req, context, std::move(respond));
-    if (r.kind == route_kind::file_delete) {
-        if (auto e = files.remove(r.file)) return respond(file_error_response(*e));
-        return respond(empty_response(http::status::no_content));
-    }
-    // Opened here, with the workdir's path checks; read by the connection as the client takes
-    // it, so a client that does not read holds a chunk of the file, not the file.
-    unique_fd fd;
-    std::uint64_t size = 0;
-    if (auto e = files.open_for_read(r.file, fd, size, settings.max_download_bytes)) {
-        if (e->http_status == 413)
-            e->message += " (the largest download: 100MiB, or --upload-limit when larger)";
-        return respond(file_error_response(*e));
-    }
-    file_response res{http::status::ok, 11};
-    res.set(http::field::content_type, content_type_for(r.file));
-    res.set(http::field::cache_control, "no-store");
-    // Kernel code wrote it: it may be an SVG or HTML page with a script (issue 10).
-    set_untrusted_file_headers(res, r.file);
-    res.body().file = std::move(fd);
-    res.body().size = size;
-    res.prepare_payload();
-    respond_file(std::move(res));
+        if (auto e =
+                workdir_files(context->workdir())
+                    .list(list, contexts_.settings().max_listed_files, hidden == "true", truncated))
+            return in.respond(file_error_response(*e));
+        in.respond(json_response(http::status::ok, {{"files", list}, {"truncated", truncated}}));
+    });
 }
 
-void interpreter_api::upload_form(const http_request& req,
-                                  const std::shared_ptr<interpreter_context>& context,
-                                  respond_fn respond) {
+void interpreter_api::put_file(incoming_request in) {
+    on_file_pool(std::move(in), [](incoming_request& in,
+                                   const std::shared_ptr<interpreter_context>& context) {
+        const std::string& path = in.where.param("path");
+        if (auto e = workdir_files(context->workdir()).write(path, in.req.body()))
+            return in.respond(file_error_response(*e));
+        auto res =
+            json_response(http::status::created, {{"path", path}, {"size", in.req.body().size()}});
+        res.set(http::field::location, "/v1/contexts/" + context->id() + "/files/" + path);
+        in.respond(std::move(res));
+    });
+}
+
+void interpreter_api::delete_file(incoming_request in) {
+    on_file_pool(std::move(in),
+                 [](incoming_request& in, const std::shared_ptr<interpreter_context>& context) {
+                     if (auto e = workdir_files(context->workdir()).remove(in.where.param("path")))
+                         return in.respond(file_error_response(*e));
+                     in.respond(empty_response(http::status::no_content));
+                 });
+}
+
+void interpreter_api::download_file(incoming_request in) {
+    on_file_pool(std::move(in), [this](incoming_request& in,
+                                       const std::shared_ptr<interpreter_context>& context) {
+        const std::string& path = in.where.param("path");
+        // Opened here, with the workdir's path checks; read by the connection as the client
+        // takes it, so a client that does not read holds a chunk of the file, not the file.
+        unique_fd fd;
+        std::uint64_t size = 0;
+        if (auto e = workdir_files(context->workdir())
+                         .open_for_read(path, fd, size, contexts_.settings().max_download_bytes)) {
+            if (e->http_status == 413)
+                e->message += " (the largest download: 100MiB, or --upload-limit when larger)";
+            return in.respond(file_error_response(*e));
+        }
+        file_response res{http::status::ok, 11};
+        res.set(http::field::content_type, content_type_for(path));
+        res.set(http::field::cache_control, "no-store");
+        // Kernel code wrote it: it may be an SVG or HTML page with a script (issue 10).
+        set_untrusted_file_headers(res, path);
+        res.body().file = std::move(fd);
+        res.body().size = size;
+        res.prepare_payload();
+        in.respond_file(std::move(res));
+    });
+}
+
+namespace {
+
+void upload_form(const http_request& req, const std::shared_ptr<interpreter_context>& context,
+                 const respond_fn& respond) {
     const auto content_type = req[http::field::content_type];
     if (!beast::iequals(content_type.substr(0, content_type.find(';')), "multipart/form-data"))
         return respond(error_response(http::status::unsupported_media_type,
@@ -229,13 +253,25 @@ void interpreter_api::upload_form(const http_request& req,
     respond(std::move(res));
 }
 
-void interpreter_api::create_context(const http_request& req, const user& who, respond_fn respond) {
+}  // namespace
+
+void interpreter_api::upload_files(incoming_request in) {
+    on_file_pool(std::move(in),
+                 [](incoming_request& in, const std::shared_ptr<interpreter_context>& context) {
+                     upload_form(in.req, context, in.respond);
+                 });
+}
+
+void interpreter_api::create_context(incoming_request in) {
+    const http_request& req = in.req;
+    const user& who = *in.who;
+    const respond_fn& respond = in.respond;
     std::string error;
     auto request = parse_context_request(req.body(), error);
     if (!request) return respond(error_response(http::status::bad_request, error));
     if (auto why = contexts_.choose_kernel(*request))
         return respond(error_response(http::status::bad_request, *why));
-    contexts_.create(*request, who, [respond = std::move(respond)](create_context_result r) {
+    contexts_.create(*request, who, [respond = std::move(in.respond)](create_context_result r) {
         if (!r.context) return respond(jupyter_api::kernel_error_answer(r.error, r.message));
         auto res = json_response(http::status::created, r.context->model());
         res.set(http::field::location, "/v1/contexts/" + r.context->id());
@@ -243,21 +279,23 @@ void interpreter_api::create_context(const http_request& req, const user& who, r
     });
 }
 
-void interpreter_api::create_execution(const std::shared_ptr<interpreter_context>& context,
-                                       const http_request& req, respond_fn respond,
-                                       const take_stream_fn& take_stream) {
+void interpreter_api::create_execution(incoming_request in, const take_stream_fn& take_stream) {
+    auto context = context_of(in);
+    if (!context) return;
     std::string error;
-    auto request = parse_execution_request(req.body(), req[http::field::accept],
+    auto request = parse_execution_request(in.req.body(), in.req[http::field::accept],
                                            contexts_.settings().request_limits, error);
-    if (!request) return respond(error_response(http::status::bad_request, error));
+    if (!request) return in.respond(error_response(http::status::bad_request, error));
     auto stream = request->stream ? take_stream() : nullptr;
     submit_and_answer(context, std::move(*request),
-                      "/v1/contexts/" + context->id() + "/executions/", std::move(respond),
+                      "/v1/contexts/" + context->id() + "/executions/", std::move(in.respond),
                       std::move(stream));
 }
 
-void interpreter_api::create_oneshot(const http_request& req, const user& who, respond_fn respond,
-                                     const take_stream_fn& take_stream) {
+void interpreter_api::create_oneshot(incoming_request in, const take_stream_fn& take_stream) {
+    const http_request& req = in.req;
+    const user& who = *in.who;
+    respond_fn respond = std::move(in.respond);
     std::string error;
     auto request = parse_oneshot_request(req.body(), req[http::field::accept],
                                          contexts_.settings().request_limits, error);
@@ -308,15 +346,27 @@ void interpreter_api::create_oneshot(const http_request& req, const user& who, r
         });
 }
 
-void interpreter_api::handle_oneshot(const route& r, const user& who, respond_fn respond) {
-    auto found =
-        is_valid_kernel_id(r.execution_id) ? oneshots_.find_for(r.execution_id, who) : std::nullopt;
-    if (!found) return respond(no_such_execution(r.execution_id));
+std::optional<oneshot_executions::entry> interpreter_api::oneshot_of(
+    const incoming_request& in) const {
+    const std::string& id = in.where.param("execution_id");
+    auto found = is_valid_kernel_id(id) ? oneshots_.find_for(id, *in.who) : std::nullopt;
+    if (!found) in.respond(no_such_execution(id));
+    return found;
+}
+
+void interpreter_api::get_oneshot(incoming_request in) {
+    if (auto found = oneshot_of(in))
+        in.respond(json_response(http::status::ok, found->exec->to_json()));
+}
+
+void interpreter_api::interrupt_oneshot(incoming_request in) {
+    auto found = oneshot_of(in);
+    if (!found) return;
     auto context = found->context.lock();
-    if (r.kind == route_kind::oneshot_get || found->exec->finished() || !context)
-        return respond(json_response(http::status::ok, found->exec->to_json()));
+    if (found->exec->finished() || !context)
+        return in.respond(json_response(http::status::ok, found->exec->to_json()));
     context->interrupt(
-        found->exec->id(), [respond = std::move(respond)](std::shared_ptr<execution> e) {
+        found->exec->id(), [respond = std::move(in.respond)](std::shared_ptr<execution> e) {
             if (!e) return respond(error_response(http::status::not_found, "execution ended"));
             respond(json_response(e->finished() ? http::status::ok : http::status::accepted,
                                   e->to_json()));

@@ -7,6 +7,8 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "gateway/http/http_message.hpp"
+#include "gateway/http/incoming_request.hpp"
+#include "gateway/http/router.hpp"
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/ndjson_stream.hpp"
 #include "gateway/interpreter/oneshot_executions.hpp"
@@ -15,7 +17,7 @@
 namespace callisto::gateway::interpreter {
 
 // Takes the connection over for a streamed answer; called on the connection's strand, from
-// inside handle(), at most once.
+// inside the route's method, at most once.
 using take_stream_fn = std::function<std::shared_ptr<ndjson_stream>()>;
 
 class interpreter_api {
@@ -23,9 +25,27 @@ public:
     explicit interpreter_api(context_registry& contexts);
     ~interpreter_api();
 
-    // respond_file answers a download (GET .../files/{path}) with the file read as it is sent.
-    void handle(const route& r, http_request req, const user& who, respond_fn respond,
-                respond_file_fn respond_file, const take_stream_fn& take_stream);
+    // One method a route (the table in gateway/routes.cpp), each reading its path's
+    // {context_id}, {execution_id} or {path}. The two that may answer with an NDJSON stream
+    // (Accept: application/x-ndjson) take the connection for it through `take_stream`.
+    void list_languages(incoming_request in);
+    void list_contexts(incoming_request in);
+    void create_context(incoming_request in);
+    void get_context(incoming_request in);
+    void delete_context(incoming_request in);
+    void restart_context(incoming_request in);
+    void list_executions(incoming_request in);
+    void create_execution(incoming_request in, const take_stream_fn& take_stream);
+    void get_execution(incoming_request in);
+    void interrupt_execution(incoming_request in);
+    void list_files(incoming_request in);
+    void upload_files(incoming_request in);   // a multipart/form-data form
+    void download_file(incoming_request in);  // answered by respond_file, read as it is sent
+    void put_file(incoming_request in);
+    void delete_file(incoming_request in);
+    void create_oneshot(incoming_request in, const take_stream_fn& take_stream);
+    void get_oneshot(incoming_request in);
+    void interrupt_oneshot(incoming_request in);
 
     // The caller's context (an admin: any), or null for a malformed or unknown id.
     std::shared_ptr<interpreter_context> find_context(const std::string& id,
@@ -38,20 +58,18 @@ public:
     std::size_t max_upload_bytes() const { return contexts_.settings().max_upload_bytes; }
 
 private:
-    // Runs on file_pool_: reads and writes of up to --upload-limit bytes block, and must not
-    // hold up the I/O threads that serve every other client.
-    void handle_files(const route& r, const http_request& req,
-                      const std::shared_ptr<interpreter_context>& context, respond_fn respond,
-                      respond_file_fn respond_file);
-    void upload_form(const http_request& req, const std::shared_ptr<interpreter_context>& context,
-                     respond_fn respond);
-    void create_context(const http_request& req, const user& who, respond_fn respond);
-    void create_execution(const std::shared_ptr<interpreter_context>& context,
-                          const http_request& req, respond_fn respond,
-                          const take_stream_fn& take_stream);
-    void create_oneshot(const http_request& req, const user& who, respond_fn respond,
-                        const take_stream_fn& take_stream);
-    void handle_oneshot(const route& r, const user& who, respond_fn respond);
+    // The sender's context the path names; null once the request is answered 404 (410 for a
+    // context culled lately).
+    std::shared_ptr<interpreter_context> context_of(const incoming_request& in) const;
+    // GET (or, interrupting it, DELETE) of an execution of the context the path names.
+    void answer_execution(incoming_request in, bool interrupt);
+    // The sender's one-shot execution the path names; none once the request is answered 404.
+    std::optional<oneshot_executions::entry> oneshot_of(const incoming_request& in) const;
+    // Runs work(in, context) on file_pool_, for the context the path names: reads and writes
+    // of up to --upload-limit bytes block, and must not hold up the I/O threads that serve
+    // every other client.
+    template <class Work>
+    void on_file_pool(incoming_request in, Work work);
     // Submits to the context and answers with one JSON document at the end, or with the
     // NDJSON stream when `stream` is set. on_accepted runs first for a new execution,
     // on_refused when the context would not take it (closed, queue full).

@@ -33,49 +33,61 @@ http_response kernels_api::no_such_kernel(const std::string& id, const user& who
 
 kernels_api::kernels_api(kernels::kernel_manager& kernels) : kernels_(kernels) {}
 
-void kernels_api::handle(const route& r, const http_request& req, const user& who,
-                         respond_fn respond) {
-    if (r.kind == route_kind::kernels_list) {
-        nlohmann::json list = nlohmann::json::array();
-        for (const auto& k : kernels_.list_for(who)) list.push_back(k->model(process_view(who)));
-        return respond(json_response(http::status::ok, list));
-    }
-    if (r.kind == route_kind::kernel_create) return create(req, who, std::move(respond));
-
-    auto kernel = is_valid_kernel_id(r.kernel_id) ? kernels_.find_for(r.kernel_id, who) : nullptr;
-    if (!kernel) return respond(no_such_kernel(r.kernel_id, who));
-
-    switch (r.kind) {
-        case route_kind::kernel_get:
-            return respond(json_response(
-                http::status::ok,
-                kernel->model(who.admin ? kernels::kernel_process_view::shown_with_fresh_memory
-                                        : kernels::kernel_process_view::hidden)));
-        case route_kind::kernel_delete:
-            kernels_.remove(r.kernel_id, [this, respond = std::move(respond), id = r.kernel_id,
-                                          who](bool found) {
-                respond(found ? empty_response(http::status::no_content) : no_such_kernel(id, who));
-            });
-            return;
-        case route_kind::kernel_interrupt:
-            kernel->interrupt([respond = std::move(respond)](kernels::kernel_outcome done) {
-                respond(done.ok() ? empty_response(http::status::no_content)
-                                  : kernel_error_answer(done.error, done.message));
-            });
-            return;
-        case route_kind::kernel_restart:
-            kernel->restart([respond = std::move(respond), kernel,
-                             view = process_view(who)](kernels::kernel_outcome done) {
-                respond(done.ok() ? json_response(http::status::ok, kernel->model(view))
-                                  : error_response(http::status::internal_server_error,
-                                                   "restart failed: " + done.message));
-            });
-            return;
-        default: return respond(error_response(http::status::not_found, "not found"));
-    }
+std::shared_ptr<kernels::kernel_session> kernels_api::kernel_of(const incoming_request& in) const {
+    const std::string& id = in.where.param("kernel_id");
+    auto kernel = is_valid_kernel_id(id) ? kernels_.find_for(id, *in.who) : nullptr;
+    if (!kernel) in.respond(no_such_kernel(id, *in.who));
+    return kernel;
 }
 
-void kernels_api::create(const http_request& req, const user& who, respond_fn respond) {
+void kernels_api::list(incoming_request in) {
+    const user& who = *in.who;
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& k : kernels_.list_for(who)) list.push_back(k->model(process_view(who)));
+    in.respond(json_response(http::status::ok, list));
+}
+
+void kernels_api::get(incoming_request in) {
+    auto kernel = kernel_of(in);
+    if (!kernel) return;
+    in.respond(json_response(
+        http::status::ok,
+        kernel->model(in.who->admin ? kernels::kernel_process_view::shown_with_fresh_memory
+                                    : kernels::kernel_process_view::hidden)));
+}
+
+void kernels_api::remove(incoming_request in) {
+    if (!kernel_of(in)) return;
+    const std::string& id = in.where.param("kernel_id");
+    kernels_.remove(id, [this, respond = std::move(in.respond), id, who = *in.who](bool found) {
+        respond(found ? empty_response(http::status::no_content) : no_such_kernel(id, who));
+    });
+}
+
+void kernels_api::interrupt(incoming_request in) {
+    auto kernel = kernel_of(in);
+    if (!kernel) return;
+    kernel->interrupt([respond = std::move(in.respond)](kernels::kernel_outcome done) {
+        respond(done.ok() ? empty_response(http::status::no_content)
+                          : kernel_error_answer(done.error, done.message));
+    });
+}
+
+void kernels_api::restart(incoming_request in) {
+    auto kernel = kernel_of(in);
+    if (!kernel) return;
+    kernel->restart([respond = std::move(in.respond), kernel,
+                     view = process_view(*in.who)](kernels::kernel_outcome done) {
+        respond(done.ok() ? json_response(http::status::ok, kernel->model(view))
+                          : error_response(http::status::internal_server_error,
+                                           "restart failed: " + done.message));
+    });
+}
+
+void kernels_api::create(incoming_request in) {
+    const http_request& req = in.req;
+    const user& who = *in.who;
+    const respond_fn& respond = in.respond;
     kernels::create_kernel_request request;
     request.owner = who;
     if (!req.body().empty()) {
@@ -118,7 +130,7 @@ void kernels_api::create(const http_request& req, const user& who, respond_fn re
                 error_response(http::status::bad_request, "'kernel_id' must be a lower-case UUID"));
         request.kernel_id = chosen;
     }
-    kernels_.create(std::move(request), [respond = std::move(respond), view = process_view(who)](
+    kernels_.create(std::move(request), [respond = std::move(in.respond), view = process_view(who)](
                                             kernels::create_kernel_result r) {
         if (!r.kernel) return respond(kernel_error_answer(r.error, r.message));
         auto res = json_response(r.created ? http::status::created : http::status::ok,

@@ -28,43 +28,39 @@ nlohmann::json kernelspec_api::spec_model(const launcher::kernelspec& spec) cons
     return {{"name", spec.name}, {"spec", spec.spec_json()}, {"resources", resources}};
 }
 
-void kernelspec_api::handle(const route& r, const http_request&, const respond_fn& respond) const {
-    switch (r.kind) {
-        case route_kind::kernelspecs_list: {
-            nlohmann::json specs = nlohmann::json::object();
-            for (const auto& spec : catalog_.all()) specs[spec.name] = spec_model(spec);
-            respond(json_response(http::status::ok,
-                                  {{"default", default_name_}, {"kernelspecs", specs}}));
-            return;
-        }
-        case route_kind::kernelspec_get: {
-            auto spec = catalog_.find(r.name);
-            if (!spec) {
-                // Refused at start: not offered, and why says what the admin must fix.
-                if (auto why = catalog_.refusal(r.name))
-                    return respond(
-                        error_response(http::status::not_found,
-                                       "Kernel spec " + r.name + " is not offered here: " + *why));
-                return respond(error_response(http::status::not_found,
-                                              "Kernel spec " + r.name + " not found"));
-            }
-            respond(json_response(http::status::ok, spec_model(*spec)));
-            return;
-        }
-        case route_kind::kernelspec_resource: {
-            auto spec = catalog_.find(r.name);
-            if (!spec)
-                return respond(error_response(http::status::not_found,
-                                              "Kernel spec " + r.name + " not found"));
-            auto res = serve_file(spec->resource_dir, r.file);
-            // Logos and kernel.js load through <img> and <script>, which ignore these; opened
-            // as a page, an SVG or HTML file there must not run as this origin.
-            if (res.result() == http::status::ok) set_untrusted_file_headers(res, r.file);
-            respond(std::move(res));
-            return;
-        }
-        default: respond(error_response(http::status::not_found, "not found"));
+void kernelspec_api::list(incoming_request in) const {
+    nlohmann::json specs = nlohmann::json::object();
+    for (const auto& spec : catalog_.all()) specs[spec.name] = spec_model(spec);
+    in.respond(
+        json_response(http::status::ok, {{"default", default_name_}, {"kernelspecs", specs}}));
+}
+
+void kernelspec_api::get(incoming_request in) const {
+    const std::string& name = in.where.param("kernel_name");
+    auto spec = catalog_.find(name);
+    if (!spec) {
+        // Refused at start: not offered, and why says what the admin must fix.
+        if (auto why = catalog_.refusal(name))
+            return in.respond(error_response(
+                http::status::not_found, "Kernel spec " + name + " is not offered here: " + *why));
+        return in.respond(
+            error_response(http::status::not_found, "Kernel spec " + name + " not found"));
     }
+    in.respond(json_response(http::status::ok, spec_model(*spec)));
+}
+
+void kernelspec_api::resource(incoming_request in) const {
+    const std::string& name = in.where.param("kernel_name");
+    const std::string& file = in.where.param("resource");
+    auto spec = catalog_.find(name);
+    if (!spec)
+        return in.respond(
+            error_response(http::status::not_found, "Kernel spec " + name + " not found"));
+    auto res = serve_file(spec->resource_dir, file);
+    // Logos and kernel.js load through <img> and <script>, which ignore these; opened as a
+    // page, an SVG or HTML file there must not run as this origin.
+    if (res.result() == http::status::ok) set_untrusted_file_headers(res, file);
+    in.respond(std::move(res));
 }
 
 }  // namespace callisto::gateway::jupyter_api

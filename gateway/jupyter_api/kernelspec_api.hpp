@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gateway/http/http_message.hpp"
+#include "gateway/http/incoming_request.hpp"
 #include "launcher/kernelspec_catalog.hpp"
 
 namespace callisto::gateway::jupyter_api {
@@ -12,7 +13,10 @@ class kernelspec_api {
 public:
     kernelspec_api(const launcher::kernelspec_catalog& catalog, std::string default_name);
 
-    void handle(const route& r, const http_request& req, const respond_fn& respond) const;
+    // One method a route (the table in gateway/routes.cpp).
+    void list(incoming_request in) const;
+    void get(incoming_request in) const;       // {kernel_name}
+    void resource(incoming_request in) const;  // {kernel_name}/{resource}
 
 private:
     nlohmann::json spec_model(const launcher::kernelspec& spec) const;

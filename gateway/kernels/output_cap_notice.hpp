@@ -21,7 +21,7 @@ kernelproto::message limit_reached_notice(output_kind kind, const output_limits&
                                           std::string_view parent_msg_id, std::string_view session);
 
 // Said when the kernel sent output faster than the gateway could pass it on and some was
-// dropped (gateway/message_budget.hpp): before the next message that got through.
+// dropped (gateway/kernels/message_budget.hpp): before the next message that got through.
 kernelproto::message flood_dropped_notice(std::uint64_t messages, std::uint64_t bytes,
                                           std::size_t budget, std::string_view parent_header,
                                           std::string_view parent_msg_id, std::string_view session);

@@ -4,20 +4,19 @@
 #include <cstdint>
 
 #include "common/encoding.hpp"
+#include "common/media_types.hpp"
 
 namespace callisto::gateway::mcp {
 
 namespace {
 
-const char* image_mime_for(std::string_view path) {
-    auto dot = path.rfind('.');
-    std::string ext(dot == std::string_view::npos ? "" : path.substr(dot));
-    for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (ext == ".png") return "image/png";
-    if (ext == ".jpg" || ext == ".jpeg") return "image/jpeg";
-    if (ext == ".gif") return "image/gif";
-    if (ext == ".webp") return "image/webp";
-    return nullptr;
+// The raster images an MCP client shows as images; anything else is text or a link.
+std::optional<std::string_view> image_mime_for(std::string_view path) {
+    const auto type = media_type_of(path);
+    if (type && (*type == "image/png" || *type == "image/jpeg" || *type == "image/gif" ||
+                 *type == "image/webp"))
+        return type;
+    return std::nullopt;
 }
 
 std::string string_or_dump(const nlohmann::json& v) {
@@ -180,10 +179,10 @@ nlohmann::json file_list_tool_result(const nlohmann::json& files, bool truncated
 }
 
 nlohmann::json file_tool_result(std::string_view path, const std::string& bytes) {
-    if (const char* image = image_mime_for(path))
-        return {{"content",
-                 nlohmann::json::array(
-                     {{{"type", "image"}, {"data", encode_base64(bytes)}, {"mimeType", image}}})},
+    if (const auto image = image_mime_for(path))
+        return {{"content", nlohmann::json::array({{{"type", "image"},
+                                                    {"data", encode_base64(bytes)},
+                                                    {"mimeType", std::string(*image)}}})},
                 {"isError", false}};
     if (is_utf8_text(bytes)) return text_tool_result(bytes);
     std::string uri = "callisto://workdir/";

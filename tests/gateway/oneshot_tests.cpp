@@ -3,10 +3,10 @@
 
 #include <doctest/doctest.h>
 
-#include "gateway/http/router.hpp"
 #include "gateway/interpreter/context_request.hpp"
 #include "gateway/interpreter/oneshot_executions.hpp"
 #include "gateway/interpreter/oneshot_request.hpp"
+#include "tests/gateway/route_table_matching.hpp"
 
 using namespace callisto::gateway;
 using namespace callisto::gateway::interpreter;
@@ -87,18 +87,17 @@ TEST_CASE("one-shot request: every bad form is refused with a sentence") {
 }
 
 TEST_CASE("router maps the one-shot routes and answers wrong methods with 405") {
-    CHECK(match_route("POST", "/v1/executions", false).kind == route_kind::oneshot_create);
-    CHECK(match_route("POST", "/v1/executions/?token=x", false).kind == route_kind::oneshot_create);
+    CHECK(match_route("POST", "/v1/executions", false).name() == "oneshot_create");
+    CHECK(match_route("POST", "/v1/executions/?token=x", false).name() == "oneshot_create");
     auto g = match_route("GET", "/v1/executions/" + eid, false);
-    CHECK(g.kind == route_kind::oneshot_get);
-    CHECK(g.execution_id == eid);
-    CHECK(match_route("DELETE", "/v1/executions/" + eid, false).kind == route_kind::oneshot_delete);
-    CHECK(is_interpreter_route(route_kind::oneshot_create));
+    CHECK(g.name() == "oneshot_get");
+    CHECK(g.param("execution_id") == eid);
+    CHECK(match_route("DELETE", "/v1/executions/" + eid, false).name() == "oneshot_delete");
+    CHECK(access_of("oneshot_create") == route_access::token);
     CHECK(match_route("GET", "/v1/executions", false).allow == "POST");
     CHECK(match_route("POST", "/v1/executions/" + eid, false).allow == "GET, DELETE");
-    CHECK(match_route("GET", "/v1/executions/" + eid + "/more", false).kind ==
-          route_kind::not_found);
-    CHECK(match_route("GET", "/v1/executions/..", false).kind == route_kind::bad_v1_path);
+    CHECK(match_route("GET", "/v1/executions/" + eid + "/more", false).name() == "not_found");
+    CHECK(match_route("GET", "/v1/executions/..", false).name() == "bad_v1_path");
 }
 
 TEST_CASE("one-shot index: owners see their own, admins all, others nothing") {

@@ -1,20 +1,24 @@
-// docs/openapi.json (the copy compiled into the server) checked against the router: every
-// documented operation reaches a real route, and every route is documented. A route added to
-// route_kind without documentation fails here, by name.
+// docs/openapi.json (the copy compiled into the server) checked against the route table
+// (gateway/routes.cpp) both ways: every row is documented with its path and methods, every
+// documented operation is a row, and each example reaches its row with its parameters. A route
+// added without documentation, or documented without a route, fails here by name.
 
 #include "gateway/http/openapi_document.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
-#include "gateway/http/router.hpp"
+#include "gateway/routes.hpp"
+#include "tests/gateway/route_table_matching.hpp"
 
 using namespace callisto::gateway;
 using json = nlohmann::json;
@@ -29,12 +33,40 @@ const json& document() {
 const std::set<std::string> http_methods = {"get",     "put",  "post",  "delete",
                                             "options", "head", "patch", "trace"};
 
-// Kinds that are not endpoints: answers for paths and methods that match nothing, the web UI
-// (a configured directory, not an API), and refused /v1 paths.
-bool is_endpoint(route_kind kind) {
-    return kind != route_kind::not_found && kind != route_kind::method_not_allowed &&
-           kind != route_kind::static_file && kind != route_kind::bad_v1_path &&
-           kind != route_kind::route_kind_count;
+// The routes OpenAPI cannot describe, each with why: the only rows the document may leave out.
+const std::map<std::string_view, std::string_view> undocumented = {
+    {"static_file", "the web UI: GET of any other path, files of a directory, not an API"},
+};
+
+// "/v1/contexts/{context_id}/files/{path...}" as OpenAPI writes it: "{path}".
+std::string documented_path(std::string_view table_path) {
+    std::string out(table_path);
+    for (auto at = out.find("...}"); at != std::string::npos; at = out.find("...}"))
+        out.erase(at, 3);
+    return out;
+}
+
+std::vector<std::string_view> methods_of(const route_spec& spec) {
+    std::vector<std::string_view> out;
+    std::string_view rest = spec.methods;
+    while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        std::string_view m = rest.substr(0, comma);
+        while (!m.empty() && m.front() == ' ') m.remove_prefix(1);
+        out.push_back(m);
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+    return out;
+}
+
+// The table's row for a documented operation, or null.
+const route_row* row_of(const std::string& path, const std::string& method) {
+    for (const auto& row : route_table()) {
+        if (documented_path(row.spec.path) != path) continue;
+        for (auto m : methods_of(row.spec))
+            if (m == method) return &row;
+    }
+    return nullptr;
 }
 
 // A local reference ("#/components/parameters/kernel_id") followed; nullptr if it dangles.
@@ -122,7 +154,7 @@ std::vector<operation> operations() {
     return out;
 }
 
-route route_of(const operation& o) { return match_route(o.method, o.target, false); }
+route_match route_of(const operation& o) { return match_route(o.method, o.target, false); }
 
 void collect_refs(const json& node, const std::string& where, std::vector<std::string>& dangling) {
     if (node.is_object()) {
@@ -164,49 +196,70 @@ TEST_CASE("the OpenAPI document is JSON with openapi, info and paths, and every 
     for (const auto& d : dangling) CHECK_MESSAGE(false, "unresolved $ref at " << d);
 }
 
-TEST_CASE(
-    "every documented operation is routed to a real route, its parameters where they belong") {
+TEST_CASE("every route of the table is documented, with its path and each of its methods") {
+    const json& paths = document().at("paths");
+    std::set<std::string_view> names;
+    for (const auto& row : route_table()) {
+        const route_spec& spec = row.spec;
+        INFO(spec.name << ": " << spec.methods << " " << spec.path);
+        CHECK_MESSAGE(names.insert(spec.name).second, "a second route named " << spec.name);
+        if (undocumented.count(spec.name)) continue;
+        const std::string path = documented_path(spec.path);
+        CHECK_MESSAGE(paths.contains(path),
+                      "route " << spec.name << ": docs/openapi.json has no " << path);
+        if (!paths.contains(path)) continue;
+        for (auto method : methods_of(spec)) {
+            std::string lower(method);
+            std::transform(lower.begin(), lower.end(), lower.begin(),
+                           [](unsigned char c) { return std::tolower(c); });
+            CHECK_MESSAGE(paths.at(path).contains(lower), "route " << spec.name
+                                                                   << ": docs/openapi.json has no "
+                                                                   << method << " " << path);
+        }
+    }
+    // The exceptions are rows of the table, so that the list cannot outlive them.
+    for (const auto& [name, why] : undocumented) CHECK_MESSAGE(names.count(name), name);
+}
+
+TEST_CASE("every documented operation is a route of the table") {
     const auto ops = operations();
     REQUIRE(ops.size() >= 20);
+    for (const auto& o : ops)
+        CHECK_MESSAGE(row_of(o.path, o.method),
+                      o.name() << " is documented, but the route table has no such route");
+}
+
+TEST_CASE("each documented example reaches its route, its parameters under their names") {
     std::set<std::string> ids;
-    for (const auto& o : ops) {
+    for (const auto& o : operations()) {
         INFO(o.name());
         CHECK_MESSAGE(o.problem.empty(), o.name() << ": " << o.problem);
         if (!o.problem.empty()) continue;
-        const route r = route_of(o);
-        CHECK_MESSAGE(is_endpoint(r.kind), o.name() << " (as " << o.target << ") is routed to "
-                                                    << to_string(r.kind) << ", not to an endpoint");
-        // Each example comes back out of the route in the field its handler reads.
+        const route_row* row = row_of(o.path, o.method);
+        if (!row) continue;  // the test above names it
+        const route_match r = route_of(o);
+        CHECK_MESSAGE(r.name() == row->spec.name, o.name()
+                                                      << " (as " << o.target << ") is routed to "
+                                                      << r.name() << ", not to " << row->spec.name);
+        if (!r.found()) continue;
+        // Each example comes back out of the route under the name its handler reads.
         for (const auto& [name, value] : o.path_values) {
-            const bool found = value == r.kernel_id || value == r.context_id ||
-                               value == r.execution_id || value == r.name || value == r.file;
-            CHECK_MESSAGE(found, o.name() << ": {" << name << "} = '" << value
-                                          << "' is not what the router extracted");
+            CHECK_MESSAGE(r.param(name) == value, o.name() << ": {" << name << "} = '" << value
+                                                           << "' is not what the router extracted");
             const json* param = path_parameters(document().at("paths").at(o.path), *o.spec)[name];
             if (param->contains("schema") && param->at("schema").value("format", "") == "uuid")
                 CHECK_MESSAGE(is_valid_kernel_id(value),
                               o.name() << ": {" << name << "} example is not a lower-case UUID");
         }
-        if (r.kind == route_kind::file_get || r.kind == route_kind::file_put ||
-            r.kind == route_kind::file_delete)
-            CHECK_MESSAGE(r.file.find('/') != std::string::npos,
-                          o.name() << ": the file path example should be nested (a/b/c)");
+        if (row->spec.path.find("...}") != std::string_view::npos)
+            for (const auto& [name, value] : o.path_values)
+                if (row->spec.path.find("{" + name + "...}") != std::string_view::npos)
+                    CHECK_MESSAGE(value.find('/') != std::string::npos,
+                                  o.name()
+                                      << ": the {" << name << "} example should be nested (a/b/c)");
         REQUIRE_MESSAGE(o.spec->contains("operationId"), o.name() << " has no operationId");
         CHECK_MESSAGE(ids.insert(o.spec->at("operationId").get<std::string>()).second,
                       o.name() << ": operationId used twice");
-    }
-}
-
-TEST_CASE("every route kind is described by at least one documented operation") {
-    std::set<route_kind> documented;
-    for (const auto& o : operations())
-        if (o.problem.empty()) documented.insert(route_of(o).kind);
-    for (int i = 0; i < static_cast<int>(route_kind::route_kind_count); ++i) {
-        const auto kind = static_cast<route_kind>(i);
-        if (!is_endpoint(kind)) continue;
-        CHECK_MESSAGE(
-            documented.count(kind),
-            "route_kind::" << to_string(kind) << " has no operation in docs/openapi.json");
     }
 }
 
@@ -220,28 +273,46 @@ TEST_CASE("each documented path allows exactly the documented methods") {
     }
     for (const auto& [path, documented] : methods) {
         // A method no route uses: the router answers 405 and lists what the path supports.
-        const route r = match_route("PROPFIND", targets[path], false);
-        REQUIRE_MESSAGE(r.kind == route_kind::method_not_allowed, path);
+        const route_match r = match_route("PROPFIND", targets[path], false);
+        REQUIRE_MESSAGE(r.result == route_match::outcome::method_not_allowed, path);
         CHECK_MESSAGE(split_allow(r.allow) == documented,
                       path << ": the router allows '" << r.allow << "', the document differs");
     }
 }
 
-TEST_CASE("exactly the public routes are documented without a token") {
+TEST_CASE("exactly the open routes are documented without a token; admin and shedding answers") {
     for (const auto& o : operations()) {
         if (!o.problem.empty()) continue;
+        const route_row* row = row_of(o.path, o.method);
+        if (!row) continue;
         const bool open = o.spec->contains("security") && o.spec->at("security").empty();
         // 401 with a challenge, on every route that needs a token.
         const auto& responses = o.spec->at("responses");
         const bool refusal_documented = responses.contains("401");
-        const route r = route_of(o);
+        // Open to the dispatcher: no user's token asked.
+        const bool table_open =
+            row->spec.access == route_access::open || row->spec.access == route_access::own_token;
         const std::string why = open ? " is documented public, but the server wants a token"
                                      : " needs no token, but the document asks for one";
-        CHECK_MESSAGE(open == is_public_route(r.kind), o.name() << why);
-        // E2B's data plane is open to the dispatcher but answers 401 to a wrong sandbox token.
-        if (!is_e2b_route(r.kind) || !open)
+        CHECK_MESSAGE(open == table_open, o.name() << why);
+        // A route with a credential of its own (E2B's data plane) is documented without the
+        // user's token, and its handler answers 401 where that credential is wrong.
+        if (row->spec.access == route_access::own_token)
+            CHECK_MESSAGE(refusal_documented, o.name() << ": its own token refused: 401?");
+        else
             CHECK_MESSAGE(refusal_documented == !open,
                           o.name() << ": 401 documented iff a token is needed");
+        // An admin's route refuses others' tokens 403.
+        if (row->spec.access == route_access::admin)
+            CHECK_MESSAGE(responses.contains("403"), o.name() << ": an admin's route; 403?");
+        // New work refused while the host is past its capacity: 503 with Retry-After.
+        if (row->extras.sheds_load) {
+            const json* busy = responses.contains("503") ? resolve(responses.at("503")) : nullptr;
+            CHECK_MESSAGE(busy, o.name() << " sheds load: 503 should be documented");
+            if (busy)
+                CHECK_MESSAGE(busy->value("headers", json::object()).contains("Retry-After"),
+                              o.name() << " sheds load: its 503 should document Retry-After");
+        }
     }
 }
 
@@ -268,9 +339,10 @@ TEST_CASE("every operation documents a success, JSON error bodies, Location and 
                     auto needs = [&](const char* field) {
                         return std::find(required.begin(), required.end(), field) != required.end();
                     };
-                    // {"reason", "message"}, or a JSON-RPC error object on /mcp.
-                    // E2B's routes answer E2B's own {"code", "message"}, which its SDKs read.
-                    const bool e2b = is_e2b_route(route_of(o).kind);
+                    // {"reason", "message"}, or a JSON-RPC error object on /mcp; E2B's
+                    // {"code", "message"} on the rows that declare E2B's errors.
+                    const route_row* row = row_of(o.path, o.method);
+                    const bool e2b = row && row->extras.errors == route_errors::e2b;
                     const bool error_shape = (needs("reason") && needs("message")) ||
                                              (needs("jsonrpc") && needs("error")) ||
                                              (e2b && needs("code") && needs("message"));

@@ -1,5 +1,10 @@
 #include "gateway/http/request_dispatcher.hpp"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -16,8 +21,10 @@ constexpr std::string_view good = "token dispatcher-test-token";
 // The answer a dispatched request gets, and which handler ran.
 struct outcome {
     std::optional<http_response> answer;
-    std::optional<route_kind> handled;
+    std::optional<std::string_view> handled;  // the route's name
     std::optional<user> who;
+    bool saturated = false;  // what kernel_create's admission says
+    int admissions = 0;
 };
 
 outcome dispatch(const request_dispatcher& d, std::string_view method, std::string_view target,
@@ -39,21 +46,34 @@ outcome dispatch(const request_dispatcher& d, std::string_view method, std::stri
 }
 
 request_dispatcher with_handlers(outcome& seen) {
-    request_dispatcher d(auth, false, 1000, "which is fixed");
+    request_dispatcher d(auth, 1000, "which is fixed");
     auto record = [&seen](incoming_request in) {
-        seen.handled = in.where.kind;
+        seen.handled = in.where.name();
         seen.who = in.who;
         in.respond(json_response(http::status::ok, {{"ok", true}}));
     };
-    d.handle(route_kind::kernels_list, record);
-    d.handle(route_kind::healthz, record);
-    d.handle(route_kind::file_put, record, {50'000, "set by --upload-limit"});
-    d.handle(route_kind::mcp, record, {20'000, {}, [] {
-                                           auto res = error_response(http::status::unauthorized,
-                                                                     "token needed");
-                                           res.set(http::field::www_authenticate, "Bearer");
-                                           return res;
-                                       }});
+    d.add({"kernels_list", "GET", "/api/kernels"}, record);
+    d.add({"kernel_channels", "GET", "/api/kernels/{kernel_id}/channels", route_access::token,
+           route_type::websocket},
+          record);
+    d.add({"healthz", "GET", "/healthz", route_access::open}, record);
+    d.add({"e2b_execute", "POST", "/execute", route_access::own_token}, record);
+    d.add({"file_put", "PUT", "/v1/contexts/{context_id}/files/{path...}"}, record,
+          {50'000, "set by --upload-limit"});
+    d.add({"mcp", "POST, DELETE", "/mcp"}, record,
+          {20'000, {}, [] {
+               auto res = error_response(http::status::unauthorized, "token needed");
+               res.set(http::field::www_authenticate, "Bearer");
+               return res;
+           }});
+    d.add({"oneshot_create", "POST", "/v1/executions"}, record);
+    d.add({"overview", "GET", "/v1/admin/overview", route_access::admin}, record);
+    d.add({"kernel_create", "POST", "/api/kernels"}, record, {.admit = [&seen] {
+              ++seen.admissions;
+              return seen.saturated ? std::optional(error_response(
+                                          http::status::service_unavailable, "too busy"))
+                                    : std::nullopt;
+          }});
     return d;
 }
 
@@ -65,7 +85,7 @@ TEST_CASE("the dispatcher hands a request to its route's handler, with the sende
     auto out = dispatch(d, "GET", "/api/kernels");
     REQUIRE(out.answer);
     CHECK(out.answer->result() == http::status::ok);
-    CHECK(seen.handled == route_kind::kernels_list);
+    CHECK(seen.handled == "kernels_list");
     REQUIRE(seen.who);
     CHECK(seen.who->name == "admin");
 }
@@ -126,11 +146,31 @@ TEST_CASE("the probes and unknown paths need no token; unknown paths answer 404 
     auto unknown = dispatch(d, "GET", "/no/such/thing", "");
     REQUIRE(unknown.answer);
     CHECK(unknown.answer->result() == http::status::not_found);
-    // A route nobody registered a handler for is as unknown.
+    // A route nobody added is as unknown.
     auto unregistered = dispatch(d, "GET", "/api/kernelspecs");
     REQUIRE(unregistered.answer);
     CHECK(unregistered.answer->result() == http::status::not_found);
     CHECK_FALSE(seen.handled);
+}
+
+TEST_CASE("a route with a token of its own reaches its handler without the user's") {
+    outcome seen;
+    const auto d = with_handlers(seen);
+    // The handler checks the route's own credential (E2B's sandbox token) and answers for it.
+    for (std::string_view authorization : {std::string_view(), std::string_view("token wrong")}) {
+        seen = {};
+        auto out = dispatch(d, "POST", "/execute", authorization);
+        REQUIRE(out.answer);
+        CHECK(out.answer->result() == http::status::ok);
+        CHECK(seen.handled == "e2b_execute");
+        CHECK_FALSE(seen.who);
+    }
+    // A user's token, when one comes too, is still known to it.
+    seen = {};
+    dispatch(d, "POST", "/execute");
+    CHECK(seen.handled == "e2b_execute");
+    REQUIRE(seen.who);
+    CHECK(seen.who->name == "admin");
 }
 
 TEST_CASE("the dispatcher answers a wrong method 405 with Allow, an unsafe /v1 path 400") {
@@ -160,6 +200,78 @@ TEST_CASE("the dispatcher gives each route its body limit and what sets it") {
     auto mcp = d.on_header("POST", "/mcp", good);
     CHECK(mcp.body_limit == 20'000);
     CHECK(mcp.body_limit_note == "which is fixed");
+}
+
+namespace {
+
+// ana, a user, and root, an admin.
+struct two_users {
+    std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                 ("callisto-dispatcher-users-" + std::to_string(::getpid()));
+    std::optional<user_directory> users;
+    two_users() {
+        std::ofstream(path) << R"([{"name": "ana", "token_sha256": ")" +
+                                   token_auth::token_sha256("ana-token-1") + R"("},
+                                  {"name": "root", "token_sha256": ")" +
+                                   token_auth::token_sha256("root-token-1") +
+                                   R"(", "role": "admin"}])";
+        users.emplace(path);
+    }
+    ~two_users() { std::filesystem::remove(path); }
+};
+
+}  // namespace
+
+TEST_CASE("an admin route refuses a user's token 403 on the header, an admin's goes through") {
+    two_users people;
+    outcome seen;
+    request_dispatcher d(*people.users, 1000, "which is fixed");
+    d.add({"overview", "GET", "/v1/admin/overview", route_access::admin},
+          [&seen](incoming_request in) {
+              seen.handled = in.where.name();
+              in.respond(json_response(http::status::ok, {{"ok", true}}));
+          });
+    d.add({"kernels_list", "GET", "/api/kernels"}, [](incoming_request) {});
+    for (std::string_view method : {"GET", "HEAD"}) {
+        auto ana = d.on_header(method, "/v1/admin/overview", "token ana-token-1");
+        REQUIRE(ana.refusal);
+        CHECK(ana.refusal->result() == http::status::forbidden);
+        auto message = nlohmann::json::parse(ana.refusal->body())["message"].get<std::string>();
+        CHECK(message == "GET /v1/admin/overview needs an admin's token");
+        REQUIRE(ana.who);  // the access log names who was refused
+        CHECK(ana.who->name == "ana");
+    }
+    // No token at all is 401, as everywhere.
+    auto nobody = d.on_header("GET", "/v1/admin/overview", "");
+    REQUIRE(nobody.refusal);
+    CHECK(nobody.refusal->result() == http::status::unauthorized);
+    // A user's token is enough for a user's route.
+    CHECK_FALSE(d.on_header("GET", "/api/kernels", "token ana-token-1").refusal);
+    auto root = dispatch(d, "GET", "/v1/admin/overview", "token root-token-1");
+    REQUIRE(root.answer);
+    CHECK(root.answer->result() == http::status::ok);
+    CHECK(seen.handled == "overview");
+}
+
+TEST_CASE("a route's admission is asked once the sender is known, and may refuse on the header") {
+    outcome seen;
+    auto d = with_handlers(seen);
+    // Without a token: 401, and admission is not asked.
+    auto without = d.on_header("POST", "/api/kernels", "");
+    REQUIRE(without.refusal);
+    CHECK(without.refusal->result() == http::status::unauthorized);
+    CHECK(seen.admissions == 0);
+    CHECK_FALSE(d.on_header("POST", "/api/kernels", good).refusal);
+    CHECK(seen.admissions == 1);
+    seen.saturated = true;
+    auto refused = d.on_header("POST", "/api/kernels", good);
+    REQUIRE(refused.refusal);
+    CHECK(refused.refusal->result() == http::status::service_unavailable);
+    CHECK(seen.admissions == 2);
+    // Other routes are not asked.
+    CHECK_FALSE(d.on_header("GET", "/api/kernels", good).refusal);
+    CHECK(seen.admissions == 2);
+    CHECK_FALSE(seen.handled);
 }
 
 TEST_CASE("a body over its limit is answered 413 with the limit, its units and what sets it") {

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gateway/http/router.hpp"
 #include "gateway/interpreter/workdir_changes.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
+#include "tests/gateway/route_table_matching.hpp"
 
 using namespace callisto::gateway;
 using namespace callisto::gateway::interpreter;
@@ -196,22 +196,22 @@ TEST_CASE("workdir files: a listing stops at its bound and says so") {
 TEST_CASE("router maps the /v1 file routes, multi-segment paths included") {
     const std::string cid = "0f1e2d3c-4b5a-4968-8776-655443322110";
     const std::string base = "/v1/contexts/" + cid + "/files";
-    CHECK(match_route("GET", base, false).kind == route_kind::files_list);
+    CHECK(match_route("GET", base, false).name() == "files_list");
     auto put = match_route("PUT", base + "/data/in%20put.csv", false);
-    CHECK(put.kind == route_kind::file_put);
-    CHECK(put.file == "data/in put.csv");
-    CHECK(put.context_id == cid);
-    CHECK(match_route("GET", base + "/a", false).kind == route_kind::file_get);
-    CHECK(match_route("DELETE", base + "/a", false).kind == route_kind::file_delete);
+    CHECK(put.name() == "file_put");
+    CHECK(put.param("path") == "data/in put.csv");
+    CHECK(put.param("context_id") == cid);
+    CHECK(match_route("GET", base + "/a", false).name() == "file_get");
+    CHECK(match_route("DELETE", base + "/a", false).name() == "file_delete");
     CHECK(match_route("POST", base + "/a", false).allow == "GET, PUT, DELETE");
-    CHECK(match_route("POST", base, false).kind == route_kind::files_upload);
+    CHECK(match_route("POST", base, false).name() == "files_upload");
     CHECK(match_route("PUT", base, false).allow == "GET, POST");
     for (const std::string& bad : std::vector<std::string>{
              base + "/../x", base + "/a/%2e%2e/b", base + "/a%2fb", base + "/a%00", base + "//a"}) {
         INFO(bad);
-        CHECK(match_route("GET", bad, false).kind == route_kind::bad_v1_path);
+        CHECK(match_route("GET", bad, false).name() == "bad_v1_path");
     }
-    CHECK(match_route("GET", "/api/kernels/..", false).kind == route_kind::not_found);
+    CHECK(match_route("GET", "/api/kernels/..", false).name() == "not_found");
 }
 
 TEST_CASE("workdir files: the kernel's dot-directories are listed only when asked for") {
