@@ -1,10 +1,11 @@
 #pragma once
 // The HTTP adapter of the E2B-compatible facade: the control plane (sandboxes: create, list,
 // getInfo, setTimeout, connect, kill) for the user whose token came as X-API-KEY, and a
-// sandbox's data plane (/execute, /contexts, /health) for whoever holds the sandbox's access
-// token. A sandbox is built on interpreter contexts (gateway/interpreter/): its default
-// context's kernel, sandboxed, with its workdir; owners, quotas, the warm pool and the audit
-// log apply as they do to /v1. Expired sandboxes are culled with their contexts.
+// sandbox's data plane (/execute, /contexts, /health, and envd's /files, filesystem and process
+// services) for whoever holds the sandbox's access token. A sandbox is built on interpreter
+// contexts (gateway/interpreter/): its default context's kernel, sandboxed, with its workdir;
+// owners, quotas, the warm pool and the audit log apply as they do to /v1. Expired sandboxes
+// are culled with their contexts.
 
 #include <chrono>
 #include <filesystem>
