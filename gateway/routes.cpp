@@ -304,18 +304,18 @@ const route_row table[] = {
     {{"e2b_context_restart", "POST", "/contexts/{context_id}/restart", own_token},
      call<&e2b_api::restart_context>,
      e2b_errors},
-    {{"e2b_file_read", "GET", "/files", own_token}, call<&e2b_api::not_implemented>, e2b_errors},
+    {{"e2b_file_read", "GET", "/files", own_token}, call<&e2b_api::read_file>, e2b_errors},
     {{"e2b_file_write", "POST", "/files", own_token},
-     call<&e2b_api::not_implemented>,
+     call<&e2b_api::write_file>,
      {.body = upload_limit, .errors = route_errors::e2b}},
     // Refuses no one: 204 for a running sandbox named with its token, else 502, as E2B's proxy.
     {{"e2b_health", "GET", "/health", open}, call<&e2b_api::health>, e2b_errors},
     // envd's Connect services.
     {{"e2b_filesystem_rpc", "POST", "/filesystem.Filesystem/{method}", own_token},
-     call<&e2b_api::not_implemented>,
+     call<&e2b_api::call_filesystem>,
      e2b_errors},
     {{"e2b_process_rpc", "POST", "/process.Process/{method}", own_token},
-     call<&e2b_api::not_implemented>,
+     streamed<&e2b_api::call_process>,
      e2b_errors},
 
     // The web UI: GET of any other path, with --web-root.

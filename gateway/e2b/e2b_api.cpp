@@ -1,15 +1,23 @@
 #include "gateway/e2b/e2b_api.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include <openssl/rand.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "gateway/e2b/connect_envelope.hpp"
 #include "gateway/e2b/e2b_errors.hpp"
+#include "gateway/e2b/envd_files.hpp"
+#include "gateway/e2b/envd_upload.hpp"
 #include "gateway/e2b/execution_stream.hpp"
+#include "gateway/e2b/filesystem_rpc.hpp"
+#include "gateway/e2b/process_rpc.hpp"
+#include "gateway/e2b/process_stream.hpp"
 #include "gateway/http/beast.hpp"
+#include "gateway/http/content_headers.hpp"
 #include "gateway/http/json_response.hpp"
 #include "kernelproto/iso_time.hpp"
 
@@ -336,9 +344,189 @@ void e2b_api::restart_context(incoming_request in) {
     });
 }
 
-void e2b_api::not_implemented(incoming_request in) {
-    if (!sandbox_of(in)) return;
-    in.respond(e2b_error(http::status::not_implemented, "not implemented by this gateway yet"));
+e2b_api::~e2b_api() { file_pool_.join(); }
+
+std::optional<std::filesystem::path> e2b_api::files_of(const incoming_request& in) const {
+    auto box = sandbox_of(in);
+    if (!box) return std::nullopt;
+    // The sandbox's tree is its default context's workdir: what its code sees as /work.
+    auto context = context_of(*box, box->default_context);
+    if (!context) {
+        in.respond(e2b_error(http::status::service_unavailable,
+                             "the sandbox's files are not available: its context is gone"));
+        return std::nullopt;
+    }
+    return context->workdir();
+}
+
+void e2b_api::read_file(incoming_request in) {
+    auto workdir = files_of(in);
+    if (!workdir) return;
+    boost::asio::post(file_pool_, [this, in = std::move(in), workdir = *workdir]() mutable {
+        read_file_now(std::move(in), workdir);
+    });
+}
+
+void e2b_api::write_file(incoming_request in) {
+    auto workdir = files_of(in);
+    if (!workdir) return;
+    boost::asio::post(file_pool_, [this, in = std::move(in), workdir = *workdir]() mutable {
+        write_file_now(std::move(in), workdir);
+    });
+}
+
+void e2b_api::call_filesystem(incoming_request in) {
+    auto workdir = files_of(in);
+    if (!workdir) return;
+    boost::asio::post(file_pool_, [this, in = std::move(in), workdir = *workdir]() mutable {
+        const envd_files files(workdir);
+        const filesystem_rpc rpc(files, contexts_.settings().max_listed_files);
+        in.respond(
+            rpc.call(in.where.param("method"), in.req[http::field::content_type], in.req.body()));
+    });
+}
+
+void e2b_api::write_file_now(incoming_request in, const std::filesystem::path& workdir) {
+    const envd_files files(workdir);
+    const auto& req = in.req;
+    auto& respond = in.respond;
+    auto refuse = [&](const envd_error& e) {
+        respond(e2b_error(static_cast<http::status>(e.http_status), e.message));
+    };
+    const std::string query_path = query_param(in.where.query, "path");
+    envd_error error;
+
+    auto uploads = parse_envd_upload(req.body(), req[http::field::content_type],
+                                     req[http::field::content_encoding], query_path, error);
+    if (!uploads) return refuse(error);
+    json written = json::array();
+    for (const auto& f : *uploads) {
+        if (auto e = files.write(f.path, f.content)) return refuse(*e);
+        const auto slash = f.path.rfind('/');
+        written.push_back({{"name", slash == std::string::npos ? f.path : f.path.substr(slash + 1)},
+                           {"path", envd_path_of(f.path)},
+                           {"type", "file"}});
+    }
+    return respond(json_response(http::status::ok, written));
+}
+
+void e2b_api::read_file_now(incoming_request in, const std::filesystem::path& workdir) {
+    const envd_files files(workdir);
+    const auto& req = in.req;
+    auto& respond = in.respond;
+    auto& respond_file = in.respond_file;
+    auto refuse = [&](const envd_error& e) {
+        respond(e2b_error(static_cast<http::status>(e.http_status), e.message));
+    };
+    const std::string query_path = query_param(in.where.query, "path");
+    envd_error error;
+    if (query_path.empty())
+        return refuse({connect_code::invalid_argument, 400, "the query's 'path' is required"});
+    auto path = resolve_envd_path(query_path, error);
+    if (!path) return refuse(error);
+    // Opened here, with the workdir's path checks; read by the connection as the client takes
+    // it, so a client that does not read holds a chunk of the file, not the file.
+    unique_fd fd;
+    std::uint64_t size = 0;
+    if (auto e = files.open_for_read(*path, fd, size, contexts_.settings().max_download_bytes))
+        return refuse(*e);
+    file_response res{http::status::ok, 11};
+    // Raw bytes, as envd sends them: the SDK reads them as text, bytes, a blob or a stream.
+    res.set(http::field::content_type, "application/octet-stream");
+    res.set(http::field::cache_control, "no-store");
+    // The sandbox's code wrote it: it may be an SVG or HTML page with a script (issue 10).
+    set_untrusted_file_headers(res, *path);
+    res.body().file = std::move(fd);
+    res.body().size = size;
+    res.prepare_payload();
+    respond_file(std::move(res));
+}
+
+namespace {
+
+http_response stream_refusal(connect_code code, std::string_view message) {
+    http_response res{http::status::ok, 11};
+    res.set(http::field::content_type, "application/connect+json");
+    res.body() = stream_error_body(code, message);
+    res.prepare_payload();
+    return res;
+}
+
+// envd's pids are the sandbox's; here a command is an execution, and its "pid" a number for
+// the SDK to hold.
+std::atomic<std::uint32_t> next_pid{1000};
+
+}  // namespace
+
+void e2b_api::call_process(incoming_request in, const interpreter::take_stream_fn& take_stream) {
+    auto box = sandbox_of(in);
+    if (!box) return;
+    const std::string& method = in.where.param("method");
+    if (method != "Start")
+        return in.respond(connect_error(
+            connect_code::unimplemented,
+            "process.Process/" + method.substr(0, 64) + " is not implemented by this gateway yet"));
+    start_process(std::move(in), *box, take_stream);
+}
+
+void e2b_api::start_process(incoming_request in, const sandbox_record& box,
+                            const interpreter::take_stream_fn& take_stream) {
+    const auto& req = in.req;
+    auto& respond = in.respond;
+    const auto type = req[http::field::content_type];
+    if (!beast::iequals(type.substr(0, type.find(';')), "application/connect+json")) {
+        auto res = connect_error(connect_code::unimplemented,
+                                 "send the stream as application/connect+json (Connect's JSON "
+                                 "codec)");
+        res.result(http::status::unsupported_media_type);
+        return respond(std::move(res));
+    }
+    std::error_code ec;
+    auto message = decode_request_message(req.body(), req.body().size(), ec);
+    if (!message)
+        return respond(stream_refusal(connect_code::invalid_argument,
+                                      "a malformed Connect envelope: " + ec.message()));
+    connect_code code = connect_code::invalid_argument;
+    std::string error;
+    auto start = parse_process_start(*message, settings_.limits.env, code, error);
+    if (!start) return respond(stream_refusal(code, error));
+    auto context = context_of(box, box.default_context);
+    if (!context)
+        return respond(
+            stream_refusal(connect_code::unavailable, "the sandbox's default context is gone"));
+    interpreter::execution_request exec;
+    exec.code = std::move(start->script);
+    exec.language = languages::execution_language::bash;
+    exec.api = "e2b";
+    exec.stream = true;
+    exec.timeout = contexts_.settings().request_limits.default_timeout;
+    if (exec.timeout->count() == 0) exec.timeout.reset();
+    // The sandbox's envVars, then the command's, which win.
+    exec.env = box.env;
+    for (auto& [name, value] : start->env) {
+        std::erase_if(exec.env, [&](const auto& kv) { return kv.first == name; });
+        exec.env.emplace_back(name, value);
+    }
+    std::sort(exec.env.begin(), exec.env.end());
+    if (auto why = context->refusal(exec))
+        return respond(stream_refusal(connect_code::failed_precondition, *why));
+    auto out = take_stream();
+    auto stream = std::make_shared<process_stream>(ioc_, out, settings_.keepalive_every);
+    const std::uint32_t pid = next_pid++;
+    context->submit(std::move(exec), [out, stream, context,
+                                      pid](interpreter::interpreter_context::submit_result r) {
+        if (r.outcome != interpreter::interpreter_context::submit_outcome::accepted || !r.exec) {
+            const bool full =
+                r.outcome == interpreter::interpreter_context::submit_outcome::queue_full;
+            return out->respond(stream_refusal(
+                full ? connect_code::resource_exhausted : connect_code::unavailable,
+                r.why.empty() ? (full ? "too many executions waiting" : "the context is closed")
+                              : r.why));
+        }
+        stream->follow(r.exec, pid, [context, id = r.exec->id()] {
+            context->interrupt(id, [](std::shared_ptr<interpreter::execution>) {});
+        });
+    });
 }
 
 void e2b_api::create_context(incoming_request in) {

@@ -1,12 +1,14 @@
 #pragma once
 // The HTTP adapter of the E2B-compatible facade: the control plane (sandboxes: create, list,
 // getInfo, setTimeout, connect, kill) for the user whose token came as X-API-KEY, and a
-// sandbox's data plane (/execute, /contexts, /health) for whoever holds the sandbox's access
-// token. A sandbox is built on interpreter contexts (gateway/interpreter/): its default
-// context's kernel, sandboxed, with its workdir; owners, quotas, the warm pool and the audit
-// log apply as they do to /v1. Expired sandboxes are culled with their contexts.
+// sandbox's data plane (/execute, /contexts, /health, and envd's /files, filesystem and process
+// services) for whoever holds the sandbox's access token. A sandbox is built on interpreter
+// contexts (gateway/interpreter/): its default context's kernel, sandboxed, with its workdir;
+// owners, quotas, the warm pool and the audit log apply as they do to /v1. Expired sandboxes
+// are culled with their contexts.
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -15,6 +17,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include "common/logger.hpp"
 #include "gateway/e2b/e2b_requests.hpp"
@@ -41,6 +44,7 @@ public:
     // `kernelspecs`: the names a templateID may give.
     e2b_api(boost::asio::io_context& ioc, interpreter::context_registry& contexts,
             std::vector<std::string> kernelspecs, e2b_settings settings, logger log);
+    ~e2b_api();
 
     // Starts culling expired sandboxes.
     void start();
@@ -62,8 +66,12 @@ public:
     void delete_context(incoming_request in);   // DELETE /contexts/{context_id}
     void restart_context(incoming_request in);  // POST /contexts/{context_id}/restart
     void health(incoming_request in);           // GET /health
-    // /files and envd's Connect services: a sandbox's token is checked, then 501.
-    void not_implemented(incoming_request in);
+    // envd: the sandbox's files (its default context's workdir) and commands.
+    void read_file(incoming_request in);        // GET /files?path=
+    void write_file(incoming_request in);       // POST /files?path=
+    void call_filesystem(incoming_request in);  // POST /filesystem.Filesystem/{method}
+    // POST /process.Process/{method}: Start streams; the other methods are unimplemented.
+    void call_process(incoming_request in, const interpreter::take_stream_fn& take_stream);
 
 private:
     // The sandbox a data-plane request names with its own token, or none, answered already
@@ -78,6 +86,14 @@ private:
     std::shared_ptr<interpreter::interpreter_context> context_of(const sandbox_record& box,
                                                                  const std::string& id) const;
     void arm_culling();
+    // The sandbox's tree, once its token is checked; none, answered, when it is gone.
+    std::optional<std::filesystem::path> files_of(const incoming_request& in) const;
+    // On file_pool_: blocking I/O of up to --upload-limit bytes must not hold up the I/O
+    // threads.
+    void read_file_now(incoming_request in, const std::filesystem::path& workdir);
+    void write_file_now(incoming_request in, const std::filesystem::path& workdir);
+    void start_process(incoming_request in, const sandbox_record& box,
+                       const interpreter::take_stream_fn& take_stream);
 
     boost::asio::io_context& ioc_;
     interpreter::context_registry& contexts_;
@@ -87,6 +103,7 @@ private:
     sandbox_registry sandboxes_;
     boost::asio::steady_timer cull_timer_;
     bool stopped_ = false;  // the timer's strand
+    boost::asio::thread_pool file_pool_{2};
 };
 
 // The sandbox a data-plane request is for: its E2b-Sandbox-Id header, else the host's first

@@ -43,18 +43,21 @@ void ndjson_stream::respond(http_response res) {
                    });
 }
 
-void ndjson_stream::begin(http::status status, std::string extra_headers) {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this(), status,
-                                            extra = std::move(extra_headers)] {
-        if (self->began_ || self->closed_) return;
-        self->began_ = true;
-        self->enqueue("HTTP/1.1 " + std::to_string(static_cast<unsigned>(status)) + " " +
-                      std::string(http::obsolete_reason(status)) +
-                      "\r\nServer: callisto\r\nContent-Type: application/x-ndjson\r\n"
-                      "Cache-Control: no-store\r\nTransfer-Encoding: chunked\r\n"
-                      "Connection: close\r\n" +
-                      extra + "\r\n");
-    });
+void ndjson_stream::begin(http::status status, std::string extra_headers,
+                          std::string content_type) {
+    asio::dispatch(stream_.get_executor(),
+                   [self = shared_from_this(), status, extra = std::move(extra_headers),
+                    type = std::move(content_type)] {
+                       if (self->began_ || self->closed_) return;
+                       self->began_ = true;
+                       self->enqueue("HTTP/1.1 " + std::to_string(static_cast<unsigned>(status)) +
+                                     " " + std::string(http::obsolete_reason(status)) +
+                                     "\r\nServer: callisto\r\nContent-Type: " + type +
+                                     "\r\n"
+                                     "Cache-Control: no-store\r\nTransfer-Encoding: chunked\r\n"
+                                     "Connection: close\r\n" +
+                                     extra + "\r\n");
+                   });
 }
 
 void ndjson_stream::write_line(std::string line) {
@@ -63,6 +66,15 @@ void ndjson_stream::write_line(std::string line) {
                        if (!self->began_ || self->ending_ || self->closed_) return;
                        line.push_back('\n');
                        self->enqueue(hex(line.size()) + "\r\n" + line + "\r\n");
+                   });
+}
+
+void ndjson_stream::write_bytes(std::string bytes) {
+    if (bytes.empty()) return;  // an empty chunk would end the answer
+    asio::dispatch(stream_.get_executor(),
+                   [self = shared_from_this(), bytes = std::move(bytes)]() mutable {
+                       if (!self->began_ || self->ending_ || self->closed_) return;
+                       self->enqueue(hex(bytes.size()) + "\r\n" + bytes + "\r\n");
                    });
 }
 

@@ -26,9 +26,13 @@ public:
     // An ordinary answer instead of the stream (e.g. an error found after the take-over);
     // only before begin().
     void respond(http_response res);
-    // The status line and headers of the chunked answer.
-    void begin(http::status status, std::string extra_headers = {});
+    // The status line and headers of the chunked answer; `content_type` for other framings of
+    // a stream (E2B's Connect streams: application/connect+json).
+    void begin(http::status status, std::string extra_headers = {},
+               std::string content_type = "application/x-ndjson");
     void write_line(std::string line);
+    // Bytes as they are, in one chunk (a framing of its own, no newline added).
+    void write_bytes(std::string bytes);
     // The last chunk, then the connection closes.
     void end();
     void close();  // server shutdown

@@ -31,7 +31,9 @@ std::vector<std::string> components(std::string_view path) {
     return out;
 }
 
-file_error from_errno(int err, std::string_view path, std::string_view what) {
+}  // namespace
+
+file_error file_error_from_errno(int err, std::string_view path, std::string_view what) {
     const std::string p(path);
     switch (err) {
         case ENOENT: return {404, "no such file: " + p};
@@ -47,6 +49,12 @@ file_error from_errno(int err, std::string_view path, std::string_view what) {
         case ENAMETOOLONG: return {400, "the path is too long"};
         default: return {500, std::string(what) + " '" + p + "': " + std::strerror(err)};
     }
+}
+
+namespace {
+
+file_error from_errno(int err, std::string_view path, std::string_view what) {
+    return file_error_from_errno(err, path, what);
 }
 
 }  // namespace
@@ -72,16 +80,12 @@ workdir_files::workdir_files(std::filesystem::path root) : root_(std::move(root)
 
 namespace {
 
-struct opened_parent {
-    unique_fd dir;
-    std::string name;  // the last component
-    struct stat root_stat {};
-};
+using opened_parent = workdir_files::parent_dir;
 
 // Opens the directory holding `path`'s last component, never following a link, optionally
 // creating missing directories (owned like the workdir).
-std::optional<file_error> open_parent(const std::filesystem::path& root, std::string_view path,
-                                      bool create, opened_parent& out) {
+std::optional<file_error> open_parent_of(const std::filesystem::path& root, std::string_view path,
+                                         bool create, opened_parent& out) {
     if (auto bad = check_relative_path(path)) return file_error{400, *bad};
     unique_fd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (dir.get() < 0) return file_error{503, "the context's workdir is not available"};
@@ -117,6 +121,19 @@ std::optional<file_error> open_parent(const std::filesystem::path& root, std::st
 
 }  // namespace
 
+std::optional<file_error> workdir_files::open_parent(std::string_view path, bool create,
+                                                     parent_dir& out) const {
+    return open_parent_of(root_, path, create, out);
+}
+
+std::optional<file_error> workdir_files::open_root(unique_fd& out, struct stat& st) const {
+    unique_fd dir(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dir.get() < 0) return file_error{503, "the context's workdir is not available"};
+    if (::fstat(dir.get(), &st) != 0) return file_error{500, "cannot stat the workdir"};
+    out = std::move(dir);
+    return std::nullopt;
+}
+
 std::optional<file_error> workdir_files::write(std::string_view path,
                                                std::string_view bytes) const {
     return write_all({{path, bytes}});
@@ -138,7 +155,7 @@ void discard(std::vector<staged_file>& staged) {
 
 std::optional<file_error> stage(const std::filesystem::path& root, std::string_view path,
                                 std::string_view bytes, staged_file& out) {
-    if (auto e = open_parent(root, path, true, out.parent)) return e;
+    if (auto e = open_parent_of(root, path, true, out.parent)) return e;
     out.path = path;
     // A reader never sees half a file, and an existing symlink at the name is replaced by the
     // rename, never followed.
@@ -209,7 +226,7 @@ std::optional<file_error> workdir_files::open_for_read(std::string_view path, un
                                                        std::uint64_t& size,
                                                        std::size_t max_bytes) const {
     opened_parent parent;
-    if (auto e = open_parent(root_, path, false, parent)) return e;
+    if (auto e = open_parent_of(root_, path, false, parent)) return e;
     // O_NONBLOCK: a FIFO the kernel left at the name must not block the open.
     unique_fd fd(::openat(parent.dir.get(), parent.name.c_str(),
                           O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
@@ -249,7 +266,7 @@ std::optional<file_error> workdir_files::read(std::string_view path, std::string
 
 std::optional<file_error> workdir_files::remove(std::string_view path) const {
     opened_parent parent;
-    if (auto e = open_parent(root_, path, false, parent)) return e;
+    if (auto e = open_parent_of(root_, path, false, parent)) return e;
     if (::unlinkat(parent.dir.get(), parent.name.c_str(), 0) == 0) return std::nullopt;
     if (errno == EISDIR && ::unlinkat(parent.dir.get(), parent.name.c_str(), AT_REMOVEDIR) == 0)
         return std::nullopt;

@@ -33,6 +33,9 @@ struct file_error {
 // backslash. Returns the reason when it is refused.
 std::optional<std::string> check_relative_path(std::string_view path);
 
+// What an errno from a file operation on `path` means to a client.
+file_error file_error_from_errno(int err, std::string_view path, std::string_view what);
+
 class workdir_files {
 public:
     explicit workdir_files(std::filesystem::path root);
@@ -66,6 +69,20 @@ public:
     using visitor = std::function<bool(const std::string& path, const struct stat& st)>;
     std::optional<file_error> walk(std::size_t max_entries, bool include_hidden, bool& truncated,
                                    const visitor& visit) const;
+
+    // The pieces the calls above are made of, for callers that act on an entry itself (E2B's
+    // envd: stat, mkdir, rename): the directory holding `path`'s last component, opened one
+    // component at a time without following links (missing ones created, owned like the
+    // workdir, with `create`), that component's name, and the workdir's own stat.
+    struct parent_dir {
+        unique_fd dir;
+        std::string name;
+        struct stat root_stat {};
+    };
+    std::optional<file_error> open_parent(std::string_view path, bool create,
+                                          parent_dir& out) const;
+    // The workdir itself, opened without following a link.
+    std::optional<file_error> open_root(unique_fd& out, struct stat& st) const;
 
 private:
     const std::filesystem::path root_;

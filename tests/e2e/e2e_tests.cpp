@@ -257,7 +257,9 @@ TEST_CASE(
     CHECK(server.stop() == 0);
 }
 
-TEST_CASE("E2B's SDKs drive callisto unchanged: sandboxes, runCode streamed, contexts, timeouts") {
+TEST_CASE(
+    "E2B's SDKs drive callisto unchanged: sandboxes, runCode streamed, contexts, files, commands, "
+    "timeouts") {
     server_process server;
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/e2b_test.mjs"});
     CHECK(server.stop() == 0);

@@ -4,7 +4,9 @@
 // getInfo, list by metadata, setTimeout, connect, kill, a wrong key, an unknown template, a
 // sandbox culled at its timeout), runCode (print, state kept, errors, a matplotlib figure, a
 // DataFrame, streaming callbacks, env vars, a client timeout that interrupts, and the next call
-// working), code contexts (create, list, restart, remove, isolation).
+// working), code contexts (create, list, restart, remove, isolation), envd's files (write,
+// read, list, exists, makeDir, rename, getInfo, remove; one tree with the code's), and
+// commands.run (output, exit codes, envs, cwd, the kernel's uid).
 //
 //   CALLISTO_URL=http://127.0.0.1:P CALLISTO_TOKEN=T node e2b_test.mjs [name-substring]
 //
@@ -221,6 +223,166 @@ test('the data plane wants the sandbox token', async () => {
       check(r.status === 400, `malformed ${bad}`, r.status);
       check((await r.json()).code === 400, 'E2B error shape');
     }
+  });
+});
+
+test('files: write, read, list, exists, makeDir, rename, getInfo, remove', async () => {
+  await withSandbox(async sbx => {
+    const info = await sbx.files.write('/home/user/notes/a.txt', 'hello from the SDK\n');
+    check(info.path === '/home/user/notes/a.txt' && info.name === 'a.txt' && info.type === 'file', 'write answer', info);
+    check(await sbx.files.read('/home/user/notes/a.txt') === 'hello from the SDK\n', 'read back');
+    check(await sbx.files.read('notes/a.txt') === 'hello from the SDK\n', 'a relative path is under /home/user');
+    const bytes = new Uint8Array([0, 1, 2, 255, 254, 10, 13, 0]);
+    await sbx.files.write('bin/data.bin', bytes.buffer);
+    const back = await sbx.files.read('bin/data.bin', { format: 'bytes' });
+    check(back.length === bytes.length && back.every((b, i) => b === bytes[i]), 'binary safe', Array.from(back));
+    // Several files in one form, each named by its filename.
+    const many = await sbx.files.write([{ path: 'm/one.txt', data: '1' }, { path: '/home/user/m/two.txt', data: '22' }]);
+    check(many.length === 2 && many[1].path === '/home/user/m/two.txt', 'writeFiles answer', many);
+    // A stream goes as application/octet-stream (envd >= 0.5.7).
+    const { Readable } = await import('node:stream');
+    const streamed = await sbx.files.write('s.txt', Readable.toWeb(Readable.from([Buffer.from('str'), Buffer.from('eam')])));
+    check(streamed.path === '/home/user/s.txt', 'stream write answer', streamed);
+    check(await sbx.files.read('/home/user/s.txt') === 'stream', 'stream written');
+
+    const list = await sbx.files.list('/home/user');
+    const names = list.map(e => e.name);
+    check(names.includes('notes') && names.includes('s.txt'), 'list', names);
+    const notes = list.find(e => e.name === 'notes');
+    check(notes.type === 'dir' && notes.path === '/home/user/notes', 'dir entry', notes);
+    const deep = await sbx.files.list('/home/user', { depth: 2 });
+    check(deep.some(e => e.path === '/home/user/notes/a.txt' && e.type === 'file' && e.size === 19), 'depth 2', deep);
+
+    check(await sbx.files.exists('/home/user/notes/a.txt') === true, 'exists');
+    check(await sbx.files.exists('/home/user/nope.txt') === false, 'does not exist');
+    check(await sbx.files.makeDir('/home/user/x/y') === true, 'makeDir');
+    check(await sbx.files.makeDir('/home/user/x/y') === false, 'makeDir of an existing one');
+    const got = await sbx.files.getInfo('/home/user/notes/a.txt');
+    check(got.type === 'file' && got.size === 19 && got.permissions === '-rw-r--r--' && got.modifiedTime instanceof Date
+      && Math.abs(got.modifiedTime.getTime() - Date.now()) < 600000, 'getInfo', got);
+    const moved = await sbx.files.rename('/home/user/notes/a.txt', '/home/user/x/b.txt');
+    check(moved.path === '/home/user/x/b.txt' && moved.type === 'file', 'rename', moved);
+    check(await sbx.files.exists('/home/user/notes/a.txt') === false, 'renamed away');
+    await sbx.files.remove('/home/user/x');
+    check(await sbx.files.exists('/home/user/x/b.txt') === false, 'removed with its directory');
+
+    let threw = null;
+    try { await sbx.files.read('/home/user/nope.txt'); } catch (e) { threw = e; }
+    check(threw instanceof e2b.FileNotFoundError, 'reading a missing file', String(threw));
+    threw = null;
+    try { await sbx.files.getInfo('/home/user/nope.txt'); } catch (e) { threw = e; }
+    check(threw instanceof e2b.FileNotFoundError, 'getInfo of a missing file', String(threw));
+    threw = null;
+    try { await sbx.files.read('/etc/passwd'); } catch (e) { threw = e; }
+    check(threw !== null && !(threw instanceof e2b.FileNotFoundError), 'outside the home is refused', String(threw));
+    threw = null;
+    try { await sbx.files.list('/home/user/../../etc'); } catch (e) { threw = e; }
+    check(threw !== null, 'traversal is refused', String(threw));
+  });
+});
+
+test('files: one tree with the code, both ways, and links not followed', async () => {
+  await withSandbox(async sbx => {
+    const ex = await sbx.runCode("open('from_code.txt', 'w').write('written by runCode')\nimport os; os.makedirs('dd', exist_ok=True)");
+    check(!ex.error, 'runCode wrote', ex.toJSON());
+    check(await sbx.files.read('/home/user/from_code.txt') === 'written by runCode', 'the SDK reads what the code wrote');
+    check((await sbx.files.getInfo('/home/user/dd')).type === 'dir', 'and sees its directories');
+    await sbx.files.write('/home/user/from_sdk.txt', 'written by files.write');
+    const read = await sbx.runCode("print(open('from_sdk.txt').read())");
+    check(read.logs.stdout.join('') === 'written by files.write\n', 'the code reads what the SDK wrote', read.toJSON());
+    const link = await sbx.runCode("import os; os.symlink('/etc/passwd', 'pw'); os.symlink('/etc', 'etc')");
+    check(!link.error, 'links made', link.toJSON());
+    const pw = await sbx.files.getInfo('/home/user/pw');
+    check(pw.type === 'symlink' && pw.symlinkTarget === '/etc/passwd', 'a link is reported as one', pw);
+    let threw = null;
+    try { await sbx.files.read('/home/user/pw'); } catch (e) { threw = e; }
+    check(threw !== null, 'a link is not followed on read', String(threw));
+    threw = null;
+    try { await sbx.files.list('/home/user/etc'); } catch (e) { threw = e; }
+    check(threw !== null, 'nor on list', String(threw));
+    threw = null;
+    try { await sbx.files.write('/home/user/etc/evil', 'x'); } catch (e) { threw = e; }
+    check(threw !== null, 'nor on write', String(threw));
+  });
+});
+
+test('files: envd answers its bad requests with Connect errors', async () => {
+  await withSandbox(async sbx => {
+    const h = { 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': sbx.envdAccessToken };
+    const health = await fetch(BASE_URL + '/health', { headers: h });
+    check(health.status === 204, '/health', health.status);
+    const rpc = (m, body, type = 'application/json') => fetch(BASE_URL + '/filesystem.Filesystem/' + m, {
+      method: 'POST', headers: { ...h, 'Content-Type': type, 'Connect-Protocol-Version': '1' }, body,
+    });
+    for (const [m, body, code] of [['Stat', '{', 'invalid_argument'], ['Stat', '{}', 'invalid_argument'],
+      ['Stat', '{"path":"/etc"}', 'permission_denied'], ['Nope', '{}', 'unimplemented'],
+      ['ListDir', '{"path":"/home/user","depth":-1}', 'invalid_argument']]) {
+      const r = await rpc(m, body);
+      const j = await r.json();
+      check(j.code === code, `${m} ${body}`, [r.status, j]);
+    }
+    check((await rpc('Stat', '{"path":"."}', 'application/proto')).status === 415, 'proto codec refused');
+    // process.Process/Start is a server stream: a refusal is 200 with only the end frame.
+    const start = (body, type = 'application/connect+json') => fetch(BASE_URL + '/process.Process/Start', {
+      method: 'POST', headers: { ...h, 'Content-Type': type, 'Connect-Protocol-Version': '1' }, body,
+    });
+    const endFrame = async r => {
+      const b = Buffer.from(await r.arrayBuffer());
+      check(b.length >= 5 && b[0] === 2 && b.readUInt32BE(1) === b.length - 5, 'one end frame', Array.from(b));
+      return JSON.parse(b.subarray(5).toString());
+    };
+    const envelope = json => { const p = Buffer.from(json); const b = Buffer.alloc(5 + p.length); b.writeUInt32BE(p.length, 1); p.copy(b, 5); return b; };
+    for (const [body, code] of [[Buffer.from('{"process":{"cmd":"ls"}}'), 'invalid_argument'],
+      [envelope('{'), 'invalid_argument'], [envelope('{"process":{"cmd":"ls","cwd":"/etc"}}'), 'permission_denied'],
+      [envelope('{"process":{"cmd":"ls"},"stdin":true}'), 'unimplemented']]) {
+      const r = await start(body);
+      check(r.status === 200, 'a refused stream is 200', r.status);
+      const end = await endFrame(r);
+      check(end.error && end.error.code === code, `Start ${body}`, end);
+    }
+    check((await start(envelope('{}'), 'application/json')).status === 415, 'Start wants connect+json');
+    const other = await fetch(BASE_URL + '/process.Process/List', { method: 'POST', headers: { ...h, 'Content-Type': 'application/json' }, body: '{}' });
+    check((await other.json()).code === 'unimplemented', 'other process methods');
+    const noPath = await fetch(BASE_URL + '/files', { headers: h });
+    check(noPath.status === 400, 'GET /files without a path', noPath.status);
+    const wrongToken = await fetch(BASE_URL + '/files?path=x', { headers: { ...h, 'X-Access-Token': 'nope' } });
+    check(wrongToken.status === 401, 'the sandbox token is wanted', wrongToken.status);
+  });
+});
+
+test('commands.run: bash in the sandbox, output, exit codes, envs, cwd, one tree with files', async () => {
+  await withSandbox(async sbx => {
+    const r = await sbx.commands.run('echo hello; echo oops >&2; pwd');
+    check(r.exitCode === 0 && r.stdout === 'hello\n/work\n' && r.stderr === 'oops\n', 'run', r);
+    // The kernel's jail and uid: the command and the code are the same user.
+    const uid = (await sbx.commands.run('id -u')).stdout.trim();
+    const kernelUid = (await sbx.runCode('import os; print(os.getuid())')).logs.stdout.join('').trim();
+    check(uid === kernelUid && uid !== '0', 'same uid as the kernel', [uid, kernelUid]);
+    let threw = null;
+    try { await sbx.commands.run('echo partial; exit 3'); } catch (e) { threw = e; }
+    check(threw instanceof e2b.CommandExitError && threw.exitCode === 3 && threw.stdout === 'partial\n', 'a non-zero exit', String(threw));
+    const env = await sbx.commands.run('echo "$FOO"', { envs: { FOO: 'bar baz' } });
+    check(env.stdout === 'bar baz\n', 'envs', env);
+    await sbx.files.makeDir('/home/user/sub');
+    const cwd = await sbx.commands.run('pwd', { cwd: '/home/user/sub' });
+    check(cwd.stdout === '/work/sub\n', 'cwd', cwd);
+    await sbx.commands.run('echo from-command > cmd.txt');
+    check(await sbx.files.read('/home/user/cmd.txt') === 'from-command\n', 'files.read reads what the command wrote');
+    await sbx.files.write('/home/user/for-cmd.txt', 'from-files');
+    check((await sbx.commands.run('cat for-cmd.txt')).stdout === 'from-files', 'the command reads what files.write wrote');
+    const seen = [];
+    await sbx.commands.run('for i in 1 2 3; do echo $i; sleep 0.2; done', { onStdout: d => seen.push(d) });
+    check(seen.join('') === '1\n2\n3\n' && seen.length >= 2, 'onStdout as it comes', seen);
+    // A client that gives up has the command stopped, and the next one runs.
+    const t0 = Date.now();
+    threw = null;
+    try { await sbx.commands.run('sleep 60', { timeoutMs: 1500 }); } catch (e) { threw = e; }
+    check(threw !== null, 'the client timeout ends the call', String(threw));
+    const next = await sbx.commands.run('echo next', { timeoutMs: 20000 });
+    check(next.stdout === 'next\n' && Date.now() - t0 < 30000, 'the next command runs', [next, Date.now() - t0]);
+    threw = null;
+    try { await sbx.commands.run('cat /etc/shadow'); } catch (e) { threw = e; }
+    check(threw instanceof e2b.CommandExitError && threw.exitCode !== 0, 'the sandbox confines the command', String(threw));
   });
 });
 
