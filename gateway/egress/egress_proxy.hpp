@@ -31,10 +31,10 @@
 namespace callisto::gateway::egress {
 
 struct proxy_settings {
-    std::size_t max_connections = 32;        // open at once through this proxy
-    std::size_t bytes_per_second = 0;        // both directions, all connections; 0: no cap
-    std::size_t max_header = 16 * 1024;      // a request's or response's head
-    std::size_t max_body = 8 * 1024 * 1024;  // a plain-HTTP request's body
+    std::size_t max_connections = 32;    // open at once through this proxy
+    std::size_t bytes_per_second = 0;    // both directions, all connections; 0: no cap
+    std::size_t max_header = 16 * 1024;  // a request's or response's head
+    std::size_t max_body = 1024 * 1024;  // a plain-HTTP request's body, held whole
     std::chrono::milliseconds connect_timeout{10'000};
     std::chrono::milliseconds idle_timeout{120'000};  // nothing either way: the connection ends
 };
