@@ -3,10 +3,21 @@
 // address: names resolve through a resolver the test gives, to loopback addresses only.
 #include "gateway/egress/egress_proxy.hpp"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -14,6 +25,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+
+#include "launcher/netns_listener.hpp"
 
 using namespace callisto::gateway::egress;
 namespace asio = boost::asio;
@@ -109,8 +122,17 @@ private:
 // The proxy, its listener on 127.0.0.1 and the records it hands out.
 class proxy_harness {
 public:
+    // `listener`: a listening descriptor to accept on (one made inside another network
+    // namespace); without it, a listener on this namespace's 127.0.0.1.
     proxy_harness(std::vector<std::string> rules, proxy_settings settings = {},
-                  egress_proxy::resolve_fn resolve = {}) {
+                  egress_proxy::resolve_fn resolve = {}, int listener = -1) {
+        if (listener >= 0) {
+            acceptor_.assign(tcp::v4(), listener);
+        } else {
+            acceptor_.open(tcp::v4());
+            acceptor_.bind({loopback, 0});
+            acceptor_.listen();
+        }
         auto parsed = allowlist::parse(rules);
         REQUIRE(std::holds_alternative<allowlist>(parsed));
         proxy_ = egress_proxy::create(
@@ -150,7 +172,7 @@ private:
     }
 
     asio::io_context ioc_;
-    tcp::acceptor acceptor_{ioc_, {loopback, 0}};
+    tcp::acceptor acceptor_{ioc_};
     std::shared_ptr<egress_proxy> proxy_;
     std::thread threads_[2];
     std::mutex mutex_;
@@ -458,4 +480,102 @@ TEST_CASE("a tunnel under a rate cap still carries every byte") {
     const auto r = proxy.record();
     CHECK(r.bytes_up == data.size());
     CHECK(r.bytes_down == data.size());
+}
+
+namespace {
+
+// The kernel's side, in a network namespace of its own holding only `lo` (as bwrap's):
+// system calls only, no allocation (the parent has threads). Exits 0 when the echo came back
+// through the proxy, 20 when a direct connection to the host's echo worked (it must not).
+[[noreturn]] void namespaced_kernel(int ready_fd, int ports_fd) {
+    if (::unshare(CLONE_NEWNET) != 0) ::_exit(10);
+    const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ifreq up{};
+    std::strncpy(up.ifr_name, "lo", IFNAMSIZ - 1);
+    if (::ioctl(s, SIOCGIFFLAGS, &up) != 0) ::_exit(11);
+    up.ifr_flags = static_cast<short>(up.ifr_flags | IFF_UP);
+    if (::ioctl(s, SIOCSIFFLAGS, &up) != 0) ::_exit(11);
+    const char ready = 'r';
+    if (::write(ready_fd, &ready, 1) != 1) ::_exit(12);
+    std::uint16_t ports[2];  // the proxy's, the echo's
+    if (::read(ports_fd, ports, sizeof ports) != sizeof ports) ::_exit(13);
+    const auto connect_to = [](std::uint16_t port) {
+        const int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(port);
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(c, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
+            ::close(c);
+            return -1;
+        }
+        return c;
+    };
+    // The echo on the host's 127.0.0.1 is out of reach here: only the proxy leads there.
+    if (connect_to(ports[1]) >= 0) ::_exit(20);
+    const int c = connect_to(ports[0]);
+    if (c < 0) ::_exit(14);
+    char request[128];
+    const int length = std::snprintf(request, sizeof request,
+                                     "CONNECT 127.0.0.1:%u HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n\r\n",
+                                     ports[1], ports[1]);
+    if (::write(c, request, static_cast<std::size_t>(length)) != length) ::_exit(15);
+    static constexpr char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+    char answer[sizeof established - 1];
+    std::size_t got = 0;
+    while (got < sizeof answer) {
+        const auto n = ::read(c, answer + got, sizeof answer - got);
+        if (n <= 0) ::_exit(16);
+        got += static_cast<std::size_t>(n);
+    }
+    if (std::memcmp(answer, established, sizeof answer) != 0) ::_exit(17);
+    if (::write(c, "ping", 4) != 4) ::_exit(18);
+    char echo[4];
+    got = 0;
+    while (got < sizeof echo) {
+        const auto n = ::read(c, echo + got, sizeof echo - got);
+        if (n <= 0) ::_exit(19);
+        got += static_cast<std::size_t>(n);
+    }
+    ::_exit(std::memcmp(echo, "ping", 4) == 0 ? 0 : 21);
+}
+
+}  // namespace
+
+TEST_CASE("a process whose namespace holds only lo reaches a host server through the proxy") {
+    // The child first, before this test starts any thread.
+    int ready[2], ports[2];
+    REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
+    REQUIRE(::pipe2(ports, O_CLOEXEC) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) namespaced_kernel(ready[1], ports[0]);
+    ::close(ready[1]);
+    ::close(ports[0]);
+    char byte = 0;
+    REQUIRE(::read(ready[0], &byte, 1) == 1);
+    callisto::unique_fd ns(
+        ::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    REQUIRE(ns);
+    auto listener = callisto::launcher::listen_in_namespace(ns.get(), 0);
+    REQUIRE(std::holds_alternative<callisto::unique_fd>(listener));
+    const int listener_fd = std::get<callisto::unique_fd>(listener).release();
+
+    loopback_server echo(loopback_server::mode::echo);
+    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    proxy_harness proxy({where}, {}, {}, listener_fd);
+    const std::uint16_t both[2] = {proxy.port(), echo.port()};
+    REQUIRE(::write(ports[1], both, sizeof both) == sizeof both);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    const auto r = proxy.record();
+    CHECK(r.allowed);
+    CHECK(r.who.kernel_id == "kernel-1");
+    CHECK(r.address == "127.0.0.1");
+    CHECK(r.bytes_up == 4);
+    CHECK(r.bytes_down == 4);
+    ::close(ready[0]);
+    ::close(ports[1]);
 }
