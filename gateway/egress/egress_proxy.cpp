@@ -4,6 +4,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -104,7 +105,35 @@ void egress_proxy::serve(tcp::socket client, connection_identity who) {
     on_strand.assign(protocol, client.release(), ec);
     if (ec) return;
     auto c = std::make_shared<connection>(std::move(on_strand), std::move(who));
+    {
+        std::lock_guard lock(mutex_);
+        if (stopped_) return;  // the socket closes with `c`
+        std::erase_if(connections_, [](const auto& w) { return w.expired(); });
+        connections_.push_back(c);
+    }
     asio::co_spawn(strand, handle(std::move(c)), asio::detached);
+}
+
+void egress_proxy::stop() {
+    std::vector<std::weak_ptr<connection>> open;
+    {
+        std::lock_guard lock(mutex_);
+        stopped_ = true;
+        open.swap(connections_);
+    }
+    // On each connection's strand: closing its sockets fails its pending operations, and its
+    // coroutine records it and ends.
+    for (const auto& w : open) {
+        if (auto c = w.lock()) {
+            asio::post(c->client.get_executor(), [c] {
+                if (c->record.ended.empty()) c->record.ended = "stopped";
+                error_code ignored;
+                c->client.close(ignored);
+                c->upstream.close(ignored);
+                c->idle.cancel();
+            });
+        }
+    }
 }
 
 asio::awaitable<void> egress_proxy::answer(std::shared_ptr<connection> c, unsigned status,
@@ -353,7 +382,7 @@ asio::awaitable<void> egress_proxy::watch_idle(std::shared_ptr<connection> c) {
         co_await c->idle.async_wait(awaitable_ec(ec));
         if (c->done) co_return;
         if (clock_type::now() >= c->last_activity + settings_.idle_timeout) {
-            if (c->record.reason.empty()) c->record.reason = "idle for too long";
+            c->record.ended = "idle";
             error_code ignored;
             c->client.close(ignored);
             c->upstream.close(ignored);

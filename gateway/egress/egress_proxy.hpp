@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>  // before Asio's awaitable.hpp, which uses std::exchange without it (1.74)
 #include <vector>
@@ -58,6 +59,7 @@ struct connection_record {
     std::string reason;
     unsigned status = 0;  // what the proxy answered (200 for a tunnel, the destination's status
                           // for plain HTTP, 400/403/429/502 for its own)
+    std::string ended;    // "" when a side closed, "idle" (idle_timeout), "stopped" (stop())
     std::uint64_t bytes_up = 0;    // client to destination
     std::uint64_t bytes_down = 0;  // destination to client
     std::chrono::steady_clock::duration duration{};
@@ -83,8 +85,12 @@ public:
                                                 proxy_settings settings, record_fn on_record,
                                                 logger log, resolve_fn resolve = {});
 
-    // Takes a connection the kernel opened; returns at once.
+    // Takes a connection the kernel opened; returns at once. After stop(), closes it.
     void serve(boost::asio::ip::tcp::socket client, connection_identity who);
+
+    // Ends every open connection (each records itself as it goes) and takes no more: the
+    // proxy's part of the gateway's ordered shutdown, and what a kernel's end calls.
+    void stop();
 
     std::size_t open_connections() const { return open_.load(); }
 
@@ -113,6 +119,9 @@ private:
     resolve_fn resolve_;
     rate_limiter rate_;
     std::atomic<std::size_t> open_{0};
+    std::mutex mutex_;  // guards what follows
+    bool stopped_ = false;
+    std::vector<std::weak_ptr<connection>> connections_;
 };
 
 }  // namespace callisto::gateway::egress

@@ -153,6 +153,7 @@ public:
         for (auto& t : threads_) t.join();
     }
     std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+    void stop_proxy() { proxy_->stop(); }
 
     // Waits for the n-th record (a guard against a hang, not a timing assertion).
     connection_record record(std::size_t n = 1) {
@@ -480,6 +481,38 @@ TEST_CASE("a tunnel under a rate cap still carries every byte") {
     const auto r = proxy.record();
     CHECK(r.bytes_up == data.size());
     CHECK(r.bytes_down == data.size());
+}
+
+TEST_CASE("stop ends every open tunnel, and each is recorded") {
+    loopback_server echo(loopback_server::mode::echo);
+    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    proxy_settings settings;
+    settings.idle_timeout = std::chrono::seconds(15);  // a stop() that did nothing: fails, no hang
+    proxy_harness proxy({where}, settings);
+    client kernel(proxy.port());
+    kernel.send(connect_request(where));
+    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    kernel.send("x");
+    CHECK(kernel.read_exactly(1) == "x");
+    proxy.stop_proxy();
+    CHECK(kernel.read_to_end() == "");  // closed by the proxy, not by the client
+    const auto r = proxy.record();
+    CHECK(r.allowed);
+    CHECK(r.ended == "stopped");
+    CHECK(r.bytes_up == 1);
+}
+
+TEST_CASE("a tunnel idle past the idle timeout is closed and recorded") {
+    loopback_server echo(loopback_server::mode::echo);
+    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    proxy_settings settings;
+    settings.idle_timeout = std::chrono::milliseconds(50);
+    proxy_harness proxy({where}, settings);
+    client kernel(proxy.port());
+    kernel.send(connect_request(where));
+    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    CHECK(kernel.read_to_end() == "");  // nothing sent either way: the proxy closes it
+    CHECK(proxy.record().ended == "idle");
 }
 
 namespace {
