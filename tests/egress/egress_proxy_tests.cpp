@@ -355,6 +355,23 @@ TEST_CASE("the proxy connects only to the resolved addresses that pass") {
     CHECK(decoy.accepted() == 0);
 }
 
+TEST_CASE("the proxy's own resolver resolves localhost, and only its allowed address is used") {
+    // /etc/hosts answers for localhost: no query leaves the machine.
+    loopback_server echo(loopback_server::mode::echo);
+    const auto port = std::to_string(echo.port());
+    proxy_harness proxy({"localhost:" + port, "127.0.0.1:" + port});
+    client kernel(proxy.port());
+    kernel.send(connect_request("localhost:" + port));
+    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    kernel.send("x");
+    CHECK(kernel.read_exactly(1) == "x");
+    kernel.shutdown_send();
+    kernel.read_to_end();
+    const auto r = proxy.record();
+    CHECK(r.allowed);
+    CHECK(r.address == "127.0.0.1");  // ::1, if localhost names it too, has no rule
+}
+
 TEST_CASE("a name that does not resolve is answered 502") {
     proxy_harness proxy({"nowhere.test:80"}, {}, resolve_to({}));
     client kernel(proxy.port());
