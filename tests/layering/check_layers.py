@@ -30,6 +30,9 @@ RULES = {
                       "gateway/user_directory.hpp") + LOWER, ()),
     # The languages of executions: code for kernels, pure (no Asio, no HTTP, no kernels).
     "gateway/languages": (("gateway/languages/",) + LOWER, ("boost/",)),
+    # The egress proxy: its policy (address classifier, allowlist) and its I/O on Asio; no
+    # HTTP server, no kernels, no API. The composition root hands it connections.
+    "gateway/egress": (("gateway/egress/",) + LOWER, ()),
     # The audit log: files and hashes, told what ran by the APIs.
     "gateway/audit": (("gateway/audit/",) + LOWER, ("boost/",)),
     "gateway/jupyter_api": (("gateway/jupyter_api/", "gateway/audit/", "gateway/http/", "gateway/kernels/",

@@ -1,0 +1,394 @@
+#include "gateway/egress/egress_proxy.hpp"
+
+#include <array>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "gateway/egress/proxy_request.hpp"
+
+namespace callisto::gateway::egress {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+using boost::system::error_code;
+
+namespace {
+
+ip_address from_asio(const asio::ip::address& a) {
+    if (a.is_v4()) return ip_address::v4_from(a.to_v4().to_uint());
+    ip_address out;
+    out.v6 = true;
+    const auto bytes = a.to_v6().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), out.bytes.begin());
+    return out;
+}
+
+asio::ip::address to_asio(const ip_address& a) {
+    if (!a.v6) return asio::ip::address_v4(a.v4_value());
+    asio::ip::address_v6::bytes_type bytes;
+    std::copy(a.bytes.begin(), a.bytes.end(), bytes.begin());
+    return asio::ip::address_v6(bytes);
+}
+
+auto awaitable_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+}  // namespace
+
+// One client connection and, once connected, its destination. Shared by the coroutines that
+// serve it (both directions of a tunnel, the idle watch), all on one strand.
+struct egress_proxy::connection {
+    connection(tcp::socket s, connection_identity who)
+        : client(std::move(s)), upstream(client.get_executor()), idle(client.get_executor()) {
+        record.who = std::move(who);
+    }
+    tcp::socket client;
+    tcp::socket upstream;
+    asio::steady_timer idle;
+    clock_type::time_point started = clock_type::now();
+    clock_type::time_point last_activity = started;
+    bool done = false;
+    connection_record record;
+};
+
+egress_proxy::egress_proxy(asio::any_io_executor executor, std::shared_ptr<const allowlist> rules,
+                           proxy_settings settings, record_fn on_record, logger log,
+                           resolve_fn resolve)
+    : executor_(std::move(executor)),
+      rules_(std::move(rules)),
+      settings_(settings),
+      on_record_(std::move(on_record)),
+      log_(std::move(log)),
+      resolve_(std::move(resolve)),
+      rate_(settings.bytes_per_second) {
+    if (!resolve_) {
+        resolve_ = [executor = executor_](std::string name) -> asio::awaitable<resolved> {
+            tcp::resolver resolver(executor);
+            resolved out;
+            auto results = co_await resolver.async_resolve(name, "", awaitable_ec(out.ec));
+            for (const auto& entry : results) out.addresses.push_back(entry.endpoint().address());
+            co_return out;
+        };
+    }
+}
+
+std::shared_ptr<egress_proxy> egress_proxy::create(asio::any_io_executor executor,
+                                                   std::shared_ptr<const allowlist> rules,
+                                                   proxy_settings settings, record_fn on_record,
+                                                   logger log, resolve_fn resolve) {
+    return std::shared_ptr<egress_proxy>(new egress_proxy(std::move(executor), std::move(rules),
+                                                          settings, std::move(on_record),
+                                                          std::move(log), std::move(resolve)));
+}
+
+void egress_proxy::serve(tcp::socket client, connection_identity who) {
+    // The connection's own strand: its coroutines never run at once, whatever the pool size.
+    auto strand = asio::make_strand(executor_);
+    tcp::socket on_strand(strand);
+    error_code ec;
+    const auto protocol = client.local_endpoint(ec).protocol();
+    if (ec) return;
+    on_strand.assign(protocol, client.release(), ec);
+    if (ec) return;
+    auto c = std::make_shared<connection>(std::move(on_strand), std::move(who));
+    {
+        std::lock_guard lock(mutex_);
+        if (stopped_) return;  // the socket closes with `c`
+        std::erase_if(connections_, [](const auto& w) { return w.expired(); });
+        connections_.push_back(c);
+    }
+    asio::co_spawn(strand, handle(std::move(c)), asio::detached);
+}
+
+void egress_proxy::stop() {
+    std::vector<std::weak_ptr<connection>> open;
+    {
+        std::lock_guard lock(mutex_);
+        stopped_ = true;
+        open.swap(connections_);
+    }
+    // On each connection's strand: closing its sockets fails its pending operations, and its
+    // coroutine records it and ends.
+    for (const auto& w : open) {
+        if (auto c = w.lock()) {
+            asio::post(c->client.get_executor(), [c] {
+                if (c->record.ended.empty()) c->record.ended = "stopped";
+                error_code ignored;
+                c->client.close(ignored);
+                c->upstream.close(ignored);
+                c->idle.cancel();
+            });
+        }
+    }
+}
+
+asio::awaitable<void> egress_proxy::answer(std::shared_ptr<connection> c, unsigned status,
+                                           std::string_view phrase, std::string_view body) {
+    c->record.status = status;
+    const auto text = plain_answer(status, phrase, body);
+    error_code ec;
+    co_await asio::async_write(c->client, asio::buffer(text), awaitable_ec(ec));
+}
+
+void egress_proxy::finish(connection& c) {
+    if (c.done) return;
+    c.done = true;
+    c.idle.cancel();
+    error_code ignored;
+    c.client.shutdown(tcp::socket::shutdown_both, ignored);
+    c.client.close(ignored);
+    c.upstream.close(ignored);
+    c.record.duration = clock_type::now() - c.started;
+    if (on_record_) on_record_(c.record);
+}
+
+asio::awaitable<void> egress_proxy::handle(std::shared_ptr<connection> c) {
+    auto self = shared_from_this();
+    // Counted for as long as the connection is open; one past the cap is told so and closed.
+    const auto open = open_.fetch_add(1) + 1;
+    struct uncount {
+        std::atomic<std::size_t>& n;
+        ~uncount() { n.fetch_sub(1); }
+    } guard{open_};
+    asio::co_spawn(c->client.get_executor(), watch_idle(c), asio::detached);
+    if (open > settings_.max_connections) {
+        c->record.rule = rule_connection_limit;
+        c->record.reason = "this kernel has " + std::to_string(settings_.max_connections) +
+                           " egress connections open, the most it may";
+        co_await answer(c, 429, "Too Many Requests", c->record.reason + "\n");
+        co_return finish(*c);
+    }
+
+    beast::flat_buffer buffer;
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(settings_.max_header));
+    parser.body_limit(settings_.max_body);
+    error_code ec;
+    co_await http::async_read_header(c->client, buffer, parser, awaitable_ec(ec));
+    if (ec) {
+        c->record.rule = rule_bad_request;
+        c->record.reason = "reading the request: " + ec.message();
+        if (ec != http::error::end_of_stream && !c->done)
+            co_await answer(c, 400, "Bad Request", c->record.reason + "\n");
+        co_return finish(*c);
+    }
+    const auto& header = parser.get().base();
+    c->record.method = std::string(header.method_string());
+    auto checked = check_request(header);
+    if (auto* bad = std::get_if<bad_request>(&checked)) {
+        c->record.rule = rule_bad_request;
+        c->record.reason = bad->reason;
+        co_await answer(c, 400, "Bad Request", "egress proxy: " + bad->reason + "\n");
+        co_return finish(*c);
+    }
+    const auto target = std::get<proxy_target>(std::move(checked));
+    c->record.host = target.host;
+    c->record.port = target.port;
+
+    if (!co_await open_destination(c, target.host, target.port)) co_return finish(*c);
+
+    if (target.tunnel) {
+        // Whatever the client sent after its CONNECT (a TLS hello, pipelined) goes first.
+        if (buffer.size() > 0) {
+            c->record.bytes_up += buffer.size();
+            co_await asio::async_write(c->upstream, buffer.data(), awaitable_ec(ec));
+            buffer.consume(buffer.size());
+        }
+        c->record.status = 200;
+        static constexpr std::string_view established =
+            "HTTP/1.1 200 Connection established\r\n\r\n";
+        if (!ec) co_await asio::async_write(c->client, asio::buffer(established), awaitable_ec(ec));
+        if (!ec) co_await tunnel(c);
+        co_return finish(*c);
+    }
+    co_await http::async_read(c->client, buffer, parser, awaitable_ec(ec));
+    if (ec) {
+        c->record.reason = "reading the request body: " + ec.message();
+        if (ec == http::error::body_limit)
+            co_await answer(c, 413, "Payload Too Large",
+                            "egress proxy: a request body is limited to " +
+                                std::to_string(settings_.max_body) + " bytes\n");
+        co_return finish(*c);
+    }
+    auto body = std::move(parser.get().body());
+    co_await forward(c, forward_head(parser.get().base(), target, body.size()), std::move(body));
+    co_return finish(*c);
+}
+
+asio::awaitable<bool> egress_proxy::open_destination(std::shared_ptr<connection> c,
+                                                     std::string_view host_text,
+                                                     std::uint16_t port) {
+    auto d = rules_->decide(host_text, port);
+    c->record.rule = d.rule;
+    c->record.reason = d.reason;
+    const auto refuse = [&](const decision& why) -> asio::awaitable<bool> {
+        c->record.allowed = false;
+        c->record.rule = why.rule;
+        c->record.reason = why.reason;
+        co_await answer(c, 403, "Forbidden",
+                        "egress refused by rule \"" + why.rule + "\": " + why.reason + "\n");
+        co_return false;
+    };
+    if (!d.allowed) co_return co_await refuse(d);
+
+    std::vector<asio::ip::address> addresses;
+    auto parsed = parse_host(host_text);
+    if (const auto* literal = std::get_if<ip_address>(&std::get<host>(parsed))) {
+        addresses.push_back(to_asio(*literal));
+    } else {
+        auto r = co_await resolve_(std::get<host_name>(std::get<host>(parsed)).name);
+        if (r.ec || r.addresses.empty()) {
+            c->record.reason = "cannot resolve " + std::string(host_text) +
+                               (r.ec ? ": " + r.ec.message() : std::string());
+            co_await answer(c, 502, "Bad Gateway", "egress proxy: " + c->record.reason + "\n");
+            co_return false;
+        }
+        addresses = std::move(r.addresses);
+    }
+    // Every address the name resolved to is checked, not only the first: the proxy connects
+    // only to those that pass, so a rebinding answer that mixes in 127.0.0.1 never reaches it.
+    std::vector<asio::ip::address> allowed;
+    std::optional<decision> first_refusal;
+    for (const auto& a : addresses) {
+        auto check = rules_->check_resolved(from_asio(a), port);
+        if (check.allowed)
+            allowed.push_back(a);
+        else if (!first_refusal)
+            first_refusal = std::move(check);
+    }
+    if (allowed.empty()) co_return co_await refuse(*first_refusal);
+
+    c->record.allowed = true;
+    error_code ec;
+    for (const auto& a : allowed) {
+        c->upstream = tcp::socket(c->client.get_executor());
+        asio::steady_timer deadline(c->client.get_executor(), settings_.connect_timeout);
+        deadline.async_wait([c](error_code e) {
+            if (!e) c->upstream.close(e);
+        });
+        co_await c->upstream.async_connect(tcp::endpoint(a, port), awaitable_ec(ec));
+        deadline.cancel();
+        if (!ec && c->upstream.is_open()) {
+            c->record.address = a.to_string();
+            c->last_activity = clock_type::now();
+            co_return true;
+        }
+        if (!ec) ec = asio::error::timed_out;
+    }
+    c->record.reason = "cannot connect to " + std::string(host_text) + ": " + ec.message();
+    co_await answer(c, 502, "Bad Gateway", "egress proxy: " + c->record.reason + "\n");
+    co_return false;
+}
+
+asio::awaitable<void> egress_proxy::tunnel(std::shared_ptr<connection> c) {
+    // Both directions at once, on this strand; the tunnel ends when both have ended (an end
+    // of stream one way is passed on as a half-close) or when the idle watch closes it.
+    asio::steady_timer both_done(c->client.get_executor(), clock_type::time_point::max());
+    bool up_done = false;
+    asio::co_spawn(c->client.get_executor(), pump(c, true),
+                   [&up_done, &both_done](std::exception_ptr) {
+                       up_done = true;
+                       both_done.cancel();
+                   });
+    co_await pump(c, false);
+    if (!up_done) {
+        error_code ec;
+        co_await both_done.async_wait(awaitable_ec(ec));
+    }
+}
+
+asio::awaitable<void> egress_proxy::forward(std::shared_ptr<connection> c, std::string head,
+                                            std::string body) {
+    error_code ec;
+    const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(body)};
+    co_await asio::async_write(c->upstream, request, awaitable_ec(ec));
+    if (ec) co_return;
+    c->record.bytes_up += head.size() + body.size();
+    beast::flat_buffer buffer;
+    http::response_parser<http::empty_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(settings_.max_header));
+    co_await http::async_read_header(c->upstream, buffer, parser, awaitable_ec(ec));
+    if (ec) {
+        c->record.reason = "reading the destination's answer: " + ec.message();
+        co_await answer(c, 502, "Bad Gateway", "egress proxy: " + c->record.reason + "\n");
+        co_return;
+    }
+    c->record.status = parser.get().result_int();
+    const auto response = response_head(parser.get().base());
+    co_await asio::async_write(c->client, asio::buffer(response), awaitable_ec(ec));
+    if (ec) co_return;
+    c->record.bytes_down += response.size();
+    if (buffer.size() > 0) {
+        c->record.bytes_down += buffer.size();
+        co_await asio::async_write(c->client, buffer.data(), awaitable_ec(ec));
+        if (ec) co_return;
+    }
+    // The rest of the body as it comes, until the destination closes (it was asked to):
+    // only this direction; nothing more the client sends is read.
+    co_await pump(c, false);
+}
+
+asio::awaitable<void> egress_proxy::pump(std::shared_ptr<connection> c, bool upward) {
+    auto& from = upward ? c->client : c->upstream;
+    auto& to = upward ? c->upstream : c->client;
+    auto& count = upward ? c->record.bytes_up : c->record.bytes_down;
+    std::array<char, 16 * 1024> chunk;
+    asio::steady_timer pause(c->client.get_executor());
+    error_code ec;
+    while (!c->done) {
+        const auto n = co_await from.async_read_some(asio::buffer(chunk), awaitable_ec(ec));
+        if (ec) break;
+        c->last_activity = clock_type::now();
+        if (const auto wait = rate_.reserve(n, clock_type::now());
+            wait > clock_type::duration::zero()) {
+            pause.expires_after(wait);
+            co_await pause.async_wait(awaitable_ec(ec));
+            if (c->done) break;
+        }
+        co_await asio::async_write(to, asio::buffer(chunk.data(), n), awaitable_ec(ec));
+        if (ec) break;
+        count += n;
+        c->last_activity = clock_type::now();
+    }
+    if (ec == asio::error::eof) {
+        error_code ignored;
+        to.shutdown(tcp::socket::shutdown_send, ignored);
+    } else {
+        // An error one way ends both: the other direction's pending read fails at once.
+        error_code ignored;
+        from.close(ignored);
+        to.close(ignored);
+    }
+}
+
+asio::awaitable<void> egress_proxy::watch_idle(std::shared_ptr<connection> c) {
+    error_code ec;
+    while (!c->done) {
+        c->idle.expires_at(c->last_activity + settings_.idle_timeout);
+        co_await c->idle.async_wait(awaitable_ec(ec));
+        if (c->done) co_return;
+        if (clock_type::now() >= c->last_activity + settings_.idle_timeout) {
+            c->record.ended = "idle";
+            error_code ignored;
+            c->client.close(ignored);
+            c->upstream.close(ignored);
+            co_return;
+        }
+    }
+}
+
+}  // namespace callisto::gateway::egress

@@ -1,0 +1,50 @@
+#pragma once
+// What the egress proxy accepts from a kernel, checked before anything is resolved or
+// connected: a CONNECT to HOST:PORT, or one absolute-form plain-HTTP request whose Host agrees
+// with its URL and whose length is unambiguous (no request smuggling). And what it sends on:
+// the request in origin form, hop-by-hop fields dropped, one request per connection.
+// No socket: tests/egress/proxy_request_tests.cpp.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/message.hpp>
+
+namespace callisto::gateway::egress {
+
+namespace http = boost::beast::http;
+
+// Where a request goes. For CONNECT, target is empty.
+struct proxy_target {
+    bool tunnel = false;  // CONNECT
+    std::string host;     // as the client wrote it (any spelling: the allowlist decides)
+    std::uint16_t port = 0;
+    std::string target;  // origin form: "/path?query"
+};
+
+// Why a request is refused before any policy: always a 400, with this text.
+struct bad_request {
+    std::string reason;
+};
+
+std::variant<proxy_target, bad_request> check_request(const http::request_header<>& header);
+
+// The head sent to the destination for a plain-HTTP request whose body (already read and
+// de-chunked) is `body_size` bytes: origin-form target, the client's fields without the
+// hop-by-hop ones (RFC 9110 7.6.1, and those Connection names), a Content-Length when the
+// request had a body or a length, and `Connection: close`.
+std::string forward_head(const http::request_header<>& header, const proxy_target& target,
+                         std::size_t body_size);
+
+// The destination's response head as the client gets it: hop-by-hop fields dropped but
+// Transfer-Encoding kept (the body is relayed as it comes), and `Connection: close`, so the
+// client sends no second request on a connection the proxy no longer reads.
+std::string response_head(const http::response_header<>& header);
+
+// The proxy's own answers: a status line, text/plain, Connection: close, the body.
+std::string plain_answer(unsigned status, std::string_view reason_phrase, std::string_view body);
+
+}  // namespace callisto::gateway::egress

@@ -1,0 +1,631 @@
+// The egress proxy on loopback: a proxy and a destination started in the test, an
+// exact-address rule allowing the destination. Nothing here ever reaches a non-loopback
+// address: names resolve through a resolver the test gives, to loopback addresses only.
+#include "gateway/egress/egress_proxy.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include "launcher/netns_listener.hpp"
+
+using namespace callisto::gateway::egress;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+const auto loopback = asio::ip::make_address("127.0.0.1");
+
+// A destination on 127.0.0.1: echoes, or answers one HTTP request and keeps what it was sent.
+class loopback_server {
+public:
+    enum class mode { echo, http };
+    explicit loopback_server(mode m, tcp::endpoint at = {loopback, 0})
+        : mode_(m), acceptor_(ioc_, at) {
+        thread_ = std::thread([this] { run(); });
+    }
+    ~loopback_server() {
+        stopping_ = true;
+        error_code ec;
+        tcp::socket wake(ioc_);
+        wake.connect(acceptor_.local_endpoint(), ec);  // unblocks accept
+        thread_.join();
+        // Each ends when the proxy closes its side (the proxy is gone by now).
+        for (auto& t : serving_) t.join();
+    }
+    std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+    int accepted() const { return accepted_.load(); }
+    std::string received() {
+        std::lock_guard lock(mutex_);
+        return received_;
+    }
+
+private:
+    void run() {
+        while (true) {
+            tcp::socket s(ioc_);
+            error_code ec;
+            acceptor_.accept(s, ec);
+            if (ec || stopping_) return;
+            ++accepted_;
+            serving_.emplace_back([this, s = std::move(s)]() mutable { serve(std::move(s)); });
+        }
+    }
+    void serve(tcp::socket s) {
+        char chunk[4096];
+        error_code ec;
+        if (mode_ == mode::echo) {
+            while (true) {
+                const auto n = s.read_some(asio::buffer(chunk), ec);
+                if (ec) return;
+                asio::write(s, asio::buffer(chunk, n), ec);
+                if (ec) return;
+            }
+        }
+        std::string in;
+        while (in.find("\r\n\r\n") == std::string::npos) {
+            const auto n = s.read_some(asio::buffer(chunk), ec);
+            if (ec) break;
+            in.append(chunk, n);
+            store(in);
+        }
+        static constexpr std::string_view answer =
+            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nKeep-Alive: timeout=5\r\n"
+            "Connection: keep-alive\r\n\r\nhello";
+        asio::write(s, asio::buffer(answer), ec);
+        s.shutdown(tcp::socket::shutdown_send, ec);
+        // Whatever else the proxy sends (it should send nothing more) is kept.
+        while (true) {
+            const auto n = s.read_some(asio::buffer(chunk), ec);
+            if (ec) break;
+            in.append(chunk, n);
+            store(in);
+        }
+    }
+    void store(const std::string& in) {
+        std::lock_guard lock(mutex_);
+        received_ = in;
+    }
+
+    mode mode_;
+    asio::io_context ioc_;
+    tcp::acceptor acceptor_;
+    std::thread thread_;
+    std::vector<std::thread> serving_;  // only the accepting thread adds to it
+    std::atomic<bool> stopping_{false};
+    std::atomic<int> accepted_{0};
+    std::mutex mutex_;
+    std::string received_;
+};
+
+// The proxy, its listener on 127.0.0.1 and the records it hands out.
+class proxy_harness {
+public:
+    // `listener`: a listening descriptor to accept on (one made inside another network
+    // namespace); without it, a listener on this namespace's 127.0.0.1.
+    proxy_harness(std::vector<std::string> rules, proxy_settings settings = {},
+                  egress_proxy::resolve_fn resolve = {}, int listener = -1) {
+        if (listener >= 0) {
+            acceptor_.assign(tcp::v4(), listener);
+        } else {
+            acceptor_.open(tcp::v4());
+            acceptor_.bind({loopback, 0});
+            acceptor_.listen();
+        }
+        auto parsed = allowlist::parse(rules);
+        REQUIRE(std::holds_alternative<allowlist>(parsed));
+        proxy_ = egress_proxy::create(
+            ioc_.get_executor(),
+            std::make_shared<const allowlist>(std::get<allowlist>(std::move(parsed))), settings,
+            [this](const connection_record& r) {
+                std::lock_guard lock(mutex_);
+                records_.push_back(r);
+                arrived_.notify_all();
+            },
+            callisto::logger(), std::move(resolve));
+        accept();
+        // Two threads, as the gateway runs its pool: each connection keeps to its strand.
+        for (auto& t : threads_) t = std::thread([this] { ioc_.run(); });
+    }
+    ~proxy_harness() {
+        ioc_.stop();
+        for (auto& t : threads_) t.join();
+    }
+    std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+    void stop_proxy() { proxy_->stop(); }
+
+    // Waits for the n-th record (a guard against a hang, not a timing assertion).
+    connection_record record(std::size_t n = 1) {
+        std::unique_lock lock(mutex_);
+        REQUIRE(arrived_.wait_for(lock, std::chrono::seconds(20),
+                                  [&] { return records_.size() >= n; }));
+        return records_[n - 1];
+    }
+
+private:
+    void accept() {
+        acceptor_.async_accept([this](error_code ec, tcp::socket s) {
+            if (ec) return;
+            proxy_->serve(std::move(s), {"kernel-1", "alice"});
+            accept();
+        });
+    }
+
+    asio::io_context ioc_;
+    tcp::acceptor acceptor_{ioc_};
+    std::shared_ptr<egress_proxy> proxy_;
+    std::thread threads_[2];
+    std::mutex mutex_;
+    std::condition_variable arrived_;
+    std::vector<connection_record> records_;
+};
+
+// A kernel's side: a blocking client of the proxy.
+class client {
+public:
+    explicit client(std::uint16_t proxy_port) { socket_.connect({loopback, proxy_port}); }
+    void send(std::string_view text) { asio::write(socket_, asio::buffer(text)); }
+    // Up to the end of the answer's head.
+    std::string head() {
+        std::string out;
+        char c;
+        error_code ec;
+        while (out.find("\r\n\r\n") == std::string::npos) {
+            asio::read(socket_, asio::buffer(&c, 1), ec);
+            if (ec) break;
+            out += c;
+        }
+        return out;
+    }
+    std::string read_exactly(std::size_t n) {
+        std::string out(n, '\0');
+        asio::read(socket_, asio::buffer(out));
+        return out;
+    }
+    std::string read_to_end() {
+        std::string out;
+        char chunk[4096];
+        error_code ec;
+        while (true) {
+            const auto n = socket_.read_some(asio::buffer(chunk), ec);
+            if (ec) break;
+            out.append(chunk, n);
+        }
+        return out;
+    }
+    void shutdown_send() {
+        error_code ignored;
+        socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    }
+    // A refusal's whole answer. The client ends its side first, so that a tunnel opened by
+    // mistake ends too (the echo closes) and the test fails instead of hanging.
+    std::string answer() {
+        auto out = head();
+        shutdown_send();
+        return out + read_to_end();
+    }
+
+private:
+    asio::io_context ioc_;
+    tcp::socket socket_{ioc_};
+};
+
+std::string connect_request(std::string_view authority) {
+    return "CONNECT " + std::string(authority) + " HTTP/1.1\r\nHost: " + std::string(authority) +
+           "\r\n\r\n";
+}
+
+egress_proxy::resolve_fn resolve_to(std::vector<std::string> addresses) {
+    return [addresses](std::string) -> asio::awaitable<egress_proxy::resolved> {
+        egress_proxy::resolved out;
+        for (const auto& a : addresses) out.addresses.push_back(asio::ip::make_address(a));
+        co_return out;
+    };
+}
+
+}  // namespace
+
+TEST_CASE("a CONNECT to an allowed loopback address tunnels bytes both ways and is recorded") {
+    loopback_server echo(loopback_server::mode::echo);
+    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    proxy_harness proxy({where});
+    client kernel(proxy.port());
+    kernel.send(connect_request(where));
+    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    kernel.send("ping");
+    CHECK(kernel.read_exactly(4) == "ping");
+    kernel.send("pong!");
+    CHECK(kernel.read_exactly(5) == "pong!");
+    kernel.shutdown_send();
+    CHECK(kernel.read_to_end() == "");
+    const auto r = proxy.record();
+    CHECK(r.allowed);
+    CHECK(r.who.kernel_id == "kernel-1");
+    CHECK(r.who.user == "alice");
+    CHECK(r.method == "CONNECT");
+    CHECK(r.host == "127.0.0.1");
+    CHECK(r.port == echo.port());
+    CHECK(r.address == "127.0.0.1");
+    CHECK(r.rule == where);
+    CHECK(r.status == 200);
+    CHECK(r.bytes_up == 9);
+    CHECK(r.bytes_down == 9);
+}
+
+TEST_CASE("a CONNECT to a port no rule allows is refused with a 403 naming the rule") {
+    loopback_server echo(loopback_server::mode::echo);
+    const auto port = echo.port();
+    proxy_harness proxy({"127.0.0.1:" + std::to_string(port)});
+    client kernel(proxy.port());
+    const auto other = "127.0.0.1:" + std::to_string(port == 65535 ? 1 : port + 1);
+    kernel.send(connect_request(other));
+    const auto answer = kernel.answer();
+    CHECK(answer.starts_with("HTTP/1.1 403 Forbidden\r\n"));
+    CHECK(answer.find("egress refused by rule \"127.0.0.1:" + std::to_string(port) + "\"") !=
+          std::string::npos);
+    const auto r = proxy.record();
+    CHECK_FALSE(r.allowed);
+    CHECK(r.status == 403);
+    CHECK(r.address == "");
+    CHECK(echo.accepted() == 0);
+}
+
+TEST_CASE("other spellings of an allowed loopback address are refused") {
+    loopback_server echo(loopback_server::mode::echo);
+    const auto port = std::to_string(echo.port());
+    proxy_harness proxy({"127.0.0.1:" + port});
+    struct row {
+        const char* host;
+        const char* rule;
+    };
+    std::size_t n = 0;
+    for (const auto& r :
+         {row{"127.1", "address not written canonically"},
+          row{"2130706433", "address not written canonically"},
+          row{"0x7f.1", "address not written canonically"},
+          row{"0177.0.0.1", "address not written canonically"},
+          row{"127.0.0.1.", "address not written canonically"},
+          row{"[::ffff:127.0.0.1]", "forbidden address: loopback"},
+          row{"[::1]", "forbidden address: loopback"}, row{"localhost", "not in the allowlist"}}) {
+        CAPTURE(r.host);
+        client kernel(proxy.port());
+        kernel.send(connect_request(std::string(r.host) + ":" + port));
+        const auto answer = kernel.answer();
+        CHECK(answer.starts_with("HTTP/1.1 403 Forbidden\r\n"));
+        CHECK(answer.find("rule \"" + std::string(r.rule) + "\"") != std::string::npos);
+        CHECK(proxy.record(++n).rule == r.rule);
+    }
+    CHECK(echo.accepted() == 0);
+}
+
+TEST_CASE("a name that resolves to a forbidden address is refused (DNS rebinding)") {
+    loopback_server echo(loopback_server::mode::echo);
+    const auto port = std::to_string(echo.port());
+    proxy_harness proxy({"rebind.test:" + port}, {}, resolve_to({"127.0.0.1"}));
+    client kernel(proxy.port());
+    kernel.send(connect_request("rebind.test:" + port));
+    const auto answer = kernel.answer();
+    CHECK(answer.starts_with("HTTP/1.1 403 Forbidden\r\n"));
+    CHECK(answer.find("rule \"forbidden address: loopback\": the name resolves to 127.0.0.1") !=
+          std::string::npos);
+    CHECK(echo.accepted() == 0);
+}
+
+TEST_CASE("the proxy connects only to the resolved addresses that pass") {
+    loopback_server echo(loopback_server::mode::echo);
+    const auto port = std::to_string(echo.port());
+    // 127.0.0.2 is loopback too, and no rule lists it: it is skipped, never tried, though a
+    // server listens there on the same port.
+    loopback_server decoy(loopback_server::mode::echo,
+                          {asio::ip::make_address("127.0.0.2"), echo.port()});
+    proxy_harness proxy({"files.test:" + port, "127.0.0.1:" + port}, {},
+                        resolve_to({"127.0.0.2", "::1", "127.0.0.1"}));
+    client kernel(proxy.port());
+    kernel.send(connect_request("files.test:" + port));
+    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    kernel.send("x");
+    CHECK(kernel.read_exactly(1) == "x");
+    kernel.shutdown_send();
+    kernel.read_to_end();
+    const auto r = proxy.record();
+    CHECK(r.allowed);
+    CHECK(r.address == "127.0.0.1");
+    CHECK(r.rule == "files.test:" + port);
+    CHECK(decoy.accepted() == 0);
+}
+
+TEST_CASE("the proxy's own resolver resolves localhost, and only its allowed address is used") {
+    // /etc/hosts answers for localhost: no query leaves the machine.
+    loopback_server echo(loopback_server::mode::echo);
+    const auto port = std::to_string(echo.port());
+    proxy_harness proxy({"localhost:" + port, "127.0.0.1:" + port});
+    client kernel(proxy.port());
+    kernel.send(connect_request("localhost:" + port));
+    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    kernel.send("x");
+    CHECK(kernel.read_exactly(1) == "x");
+    kernel.shutdown_send();
+    kernel.read_to_end();
+    const auto r = proxy.record();
+    CHECK(r.allowed);
+    CHECK(r.address == "127.0.0.1");  // ::1, if localhost names it too, has no rule
+}
+
+TEST_CASE("a name that does not resolve is answered 502") {
+    proxy_harness proxy({"nowhere.test:80"}, {}, resolve_to({}));
+    client kernel(proxy.port());
+    kernel.send(connect_request("nowhere.test:80"));
+    CHECK(kernel.answer().starts_with("HTTP/1.1 502 Bad Gateway\r\n"));
+    CHECK(proxy.record().reason == "cannot resolve nowhere.test");
+}
+
+TEST_CASE("a plain-HTTP request is forwarded in origin form and its answer relayed") {
+    loopback_server server(loopback_server::mode::http);
+    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    proxy_harness proxy({where});
+    client kernel(proxy.port());
+    kernel.send("GET http://" + where + "/simple/?q=1 HTTP/1.1\r\nHost: " + where +
+                "\r\nProxy-Connection: keep-alive\r\nX-Other: 1\r\n\r\n");
+    const auto answer = kernel.head();
+    CHECK(answer == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n");
+    CHECK(kernel.read_to_end() == "hello");
+    const auto r = proxy.record();
+    CHECK(r.allowed);
+    CHECK(r.method == "GET");
+    CHECK(r.status == 200);
+    CHECK(server.received() == "GET /simple/?q=1 HTTP/1.1\r\nHost: " + where +
+                                   "\r\nX-Other: 1\r\nConnection: close\r\n\r\n");
+    CHECK(r.bytes_up == server.received().size());
+    CHECK(r.bytes_down == answer.size() + 5);
+}
+
+TEST_CASE("a chunked request body is forwarded with its length") {
+    loopback_server server(loopback_server::mode::http);
+    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    proxy_harness proxy({where});
+    client kernel(proxy.port());
+    kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
+                "\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+    kernel.head();
+    kernel.read_to_end();
+    proxy.record();
+    CHECK(server.received() == "POST /up HTTP/1.1\r\nHost: " + where +
+                                   "\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+}
+
+TEST_CASE("a second request pipelined behind the first is never forwarded") {
+    loopback_server server(loopback_server::mode::http);
+    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    proxy_harness proxy({where});
+    client kernel(proxy.port());
+    kernel.send("GET http://" + where + "/one HTTP/1.1\r\nHost: " + where + "\r\n\r\n" +
+                "GET http://" + where + "/two HTTP/1.1\r\nHost: " + where + "\r\n\r\n");
+    kernel.head();
+    kernel.read_to_end();
+    proxy.record();
+    CHECK(server.received() ==
+          "GET /one HTTP/1.1\r\nHost: " + where + "\r\nConnection: close\r\n\r\n");
+    CHECK(server.accepted() == 1);
+}
+
+TEST_CASE("ambiguous or malformed plain-HTTP requests are refused before any connection") {
+    loopback_server server(loopback_server::mode::http);
+    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    proxy_harness proxy({where});
+    std::size_t n = 0;
+    for (const auto& request : {
+             "POST http://" + where + "/ HTTP/1.1\r\nHost: " + where +
+                 "\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+             "POST http://" + where + "/ HTTP/1.1\r\nHost: " + where +
+                 "\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+             "GET / HTTP/1.1\r\nHost: " + where + "\r\n\r\n",
+             "GET http://" + where + "/ HTTP/1.1\r\nHost: evil.test\r\n\r\n",
+             "GET http://" + where + "/ HTTP/1.1\r\n\r\n",
+             std::string("not http at all\r\n\r\n"),
+         }) {
+        CAPTURE(request);
+        client kernel(proxy.port());
+        kernel.send(request);
+        CHECK(kernel.answer().starts_with("HTTP/1.1 400 Bad Request\r\n"));
+        const auto r = proxy.record(++n);
+        CHECK_FALSE(r.allowed);
+        CHECK(r.rule == "bad request");
+        CHECK(r.status == 400);
+    }
+    CHECK(server.accepted() == 0);
+}
+
+TEST_CASE("a connection past the proxy's cap is answered 429 and recorded") {
+    loopback_server echo(loopback_server::mode::echo);
+    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    proxy_settings settings;
+    settings.max_connections = 1;
+    proxy_harness proxy({where}, settings);
+    client first(proxy.port());
+    first.send(connect_request(where));
+    CHECK(first.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    first.send("x");  // through the echo: its server has counted the connection by now
+    CHECK(first.read_exactly(1) == "x");
+    client second(proxy.port());
+    second.send(connect_request(where));
+    const auto answer = second.answer();
+    CHECK(answer.starts_with("HTTP/1.1 429 Too Many Requests\r\n"));
+    CHECK(answer.find("1 egress connections open") != std::string::npos);
+    const auto r = proxy.record();
+    CHECK(r.rule == "connection limit");
+    CHECK(echo.accepted() == 1);
+    first.shutdown_send();
+    first.read_to_end();
+}
+
+TEST_CASE("a tunnel under a rate cap still carries every byte") {
+    loopback_server echo(loopback_server::mode::echo);
+    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    proxy_settings settings;
+    settings.bytes_per_second = 256 * 1024;
+    proxy_harness proxy({where}, settings);
+    client kernel(proxy.port());
+    kernel.send(connect_request(where));
+    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    std::string data(100 * 1000, 'x');
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i % 26);
+    std::thread writer([&] { kernel.send(data); });
+    CHECK(kernel.read_exactly(data.size()) == data);
+    writer.join();
+    kernel.shutdown_send();
+    kernel.read_to_end();
+    const auto r = proxy.record();
+    CHECK(r.bytes_up == data.size());
+    CHECK(r.bytes_down == data.size());
+}
+
+TEST_CASE("stop ends every open tunnel, and each is recorded") {
+    loopback_server echo(loopback_server::mode::echo);
+    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    proxy_settings settings;
+    settings.idle_timeout = std::chrono::seconds(15);  // a stop() that did nothing: fails, no hang
+    proxy_harness proxy({where}, settings);
+    client kernel(proxy.port());
+    kernel.send(connect_request(where));
+    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    kernel.send("x");
+    CHECK(kernel.read_exactly(1) == "x");
+    proxy.stop_proxy();
+    CHECK(kernel.read_to_end() == "");  // closed by the proxy, not by the client
+    const auto r = proxy.record();
+    CHECK(r.allowed);
+    CHECK(r.ended == "stopped");
+    CHECK(r.bytes_up == 1);
+}
+
+TEST_CASE("a tunnel idle past the idle timeout is closed and recorded") {
+    loopback_server echo(loopback_server::mode::echo);
+    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    proxy_settings settings;
+    settings.idle_timeout = std::chrono::milliseconds(50);
+    proxy_harness proxy({where}, settings);
+    client kernel(proxy.port());
+    kernel.send(connect_request(where));
+    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    CHECK(kernel.read_to_end() == "");  // nothing sent either way: the proxy closes it
+    CHECK(proxy.record().ended == "idle");
+}
+
+namespace {
+
+// The kernel's side, in a network namespace of its own holding only `lo` (as bwrap's):
+// system calls only, no allocation (the parent has threads). Exits 0 when the echo came back
+// through the proxy, 20 when a direct connection to the host's echo worked (it must not).
+[[noreturn]] void namespaced_kernel(int ready_fd, int ports_fd) {
+    if (::unshare(CLONE_NEWNET) != 0) ::_exit(10);
+    const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ifreq up{};
+    std::strncpy(up.ifr_name, "lo", IFNAMSIZ - 1);
+    if (::ioctl(s, SIOCGIFFLAGS, &up) != 0) ::_exit(11);
+    up.ifr_flags = static_cast<short>(up.ifr_flags | IFF_UP);
+    if (::ioctl(s, SIOCSIFFLAGS, &up) != 0) ::_exit(11);
+    const char ready = 'r';
+    if (::write(ready_fd, &ready, 1) != 1) ::_exit(12);
+    std::uint16_t ports[2];  // the proxy's, the echo's
+    if (::read(ports_fd, ports, sizeof ports) != sizeof ports) ::_exit(13);
+    const auto connect_to = [](std::uint16_t port) {
+        const int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(port);
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(c, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
+            ::close(c);
+            return -1;
+        }
+        return c;
+    };
+    // The echo on the host's 127.0.0.1 is out of reach here: only the proxy leads there.
+    if (connect_to(ports[1]) >= 0) ::_exit(20);
+    const int c = connect_to(ports[0]);
+    if (c < 0) ::_exit(14);
+    char request[128];
+    const int length = std::snprintf(request, sizeof request,
+                                     "CONNECT 127.0.0.1:%u HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n\r\n",
+                                     ports[1], ports[1]);
+    if (::write(c, request, static_cast<std::size_t>(length)) != length) ::_exit(15);
+    static constexpr char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+    char answer[sizeof established - 1];
+    std::size_t got = 0;
+    while (got < sizeof answer) {
+        const auto n = ::read(c, answer + got, sizeof answer - got);
+        if (n <= 0) ::_exit(16);
+        got += static_cast<std::size_t>(n);
+    }
+    if (std::memcmp(answer, established, sizeof answer) != 0) ::_exit(17);
+    if (::write(c, "ping", 4) != 4) ::_exit(18);
+    char echo[4];
+    got = 0;
+    while (got < sizeof echo) {
+        const auto n = ::read(c, echo + got, sizeof echo - got);
+        if (n <= 0) ::_exit(19);
+        got += static_cast<std::size_t>(n);
+    }
+    ::_exit(std::memcmp(echo, "ping", 4) == 0 ? 0 : 21);
+}
+
+}  // namespace
+
+TEST_CASE("a process whose namespace holds only lo reaches a host server through the proxy") {
+    // The child first, before this test starts any thread.
+    int ready[2], ports[2];
+    REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
+    REQUIRE(::pipe2(ports, O_CLOEXEC) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) namespaced_kernel(ready[1], ports[0]);
+    ::close(ready[1]);
+    ::close(ports[0]);
+    char byte = 0;
+    REQUIRE(::read(ready[0], &byte, 1) == 1);
+    callisto::unique_fd ns(
+        ::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    REQUIRE(ns);
+    auto listener = callisto::launcher::listen_in_namespace(ns.get(), 0);
+    REQUIRE(std::holds_alternative<callisto::unique_fd>(listener));
+    const int listener_fd = std::get<callisto::unique_fd>(listener).release();
+
+    loopback_server echo(loopback_server::mode::echo);
+    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    proxy_harness proxy({where}, {}, {}, listener_fd);
+    const std::uint16_t both[2] = {proxy.port(), echo.port()};
+    REQUIRE(::write(ports[1], both, sizeof both) == sizeof both);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    const auto r = proxy.record();
+    CHECK(r.allowed);
+    CHECK(r.who.kernel_id == "kernel-1");
+    CHECK(r.address == "127.0.0.1");
+    CHECK(r.bytes_up == 4);
+    CHECK(r.bytes_down == 4);
+    ::close(ready[0]);
+    ::close(ports[1]);
+}
