@@ -114,10 +114,10 @@ struct connection_dropped : std::runtime_error {
 // open(): the gateway answered the WebSocket handshake with an HTTP status, not an upgrade
 // (404: the kernel is gone; 403: not this token's).
 struct handshake_refused : connection_dropped {
-    handshake_refused(unsigned status, const std::string& body)
-        : connection_dropped("the WebSocket handshake was answered " + std::to_string(status) +
+    handshake_refused(unsigned http_status, const std::string& body)
+        : connection_dropped("the WebSocket handshake was answered " + std::to_string(http_status) +
                              (body.empty() ? "" : ": " + body.substr(0, 200))),
-          status(status) {}
+          status(http_status) {}
     unsigned status;
 };
 

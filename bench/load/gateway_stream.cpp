@@ -64,8 +64,11 @@ asio::awaitable<void> gateway_stream::connect(const load_options& options) {
     boost::system::error_code not_an_address;
     asio::ip::make_address(options.host, not_an_address);
     // SNI carries host names only (RFC 6066); an address is checked against the certificate's
-    // IP entries by the verification below all the same.
-    if (not_an_address && !::SSL_set_tlsext_host_name(tls->native_handle(), options.host.c_str()))
+    // IP entries by the verification below all the same. (SSL_set_tlsext_host_name is a macro
+    // with a C-style cast; its SSL_ctrl is spelled out here.)
+    if (not_an_address &&
+        !::SSL_ctrl(tls->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                    const_cast<char*>(options.host.c_str())))
         throw boost::system::system_error(
             boost::system::error_code(static_cast<int>(::ERR_get_error()),
                                       asio::error::get_ssl_category()),
