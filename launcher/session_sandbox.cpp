@@ -11,10 +11,9 @@ namespace {
 sandbox_policy policy_for(const sandbox_policy& defaults, const kernelspec& spec) {
     const auto callisto = spec.metadata.find("callisto");
     if (callisto == spec.metadata.end() || !callisto->is_object()) return defaults;
-    const auto limits = callisto->find("limits");
-    if (limits == callisto->end()) return defaults;
+    if (!callisto->contains("limits")) return defaults;
     try {
-        return defaults.with_overrides(*limits);
+        return defaults.with_overrides(callisto->at("limits"));
     } catch (const std::invalid_argument& e) {
         throw std::runtime_error("kernelspec " + spec.name + ": metadata.callisto." + e.what());
     }

@@ -1,7 +1,6 @@
 #include "gateway/http/static_files.hpp"
 
 #include <fstream>
-#include <iterator>
 
 #include <boost/beast/http/field.hpp>
 
@@ -39,9 +38,10 @@ http_response serve_file(const fs::path& root, const std::string& relative, std:
                                   describe_bytes(max_bytes));
 
     std::ifstream in(target, std::ios::binary);
-    std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof())
-        return error_response(http::status::internal_server_error, "could not read file");
+    std::string body(size, '\0');
+    in.read(body.data(), static_cast<std::streamsize>(size));
+    if (in.bad()) return error_response(http::status::internal_server_error, "could not read file");
+    body.resize(static_cast<std::size_t>(in.gcount()));  // a file cut since its size was read
     http_response res{http::status::ok, 11};
     res.set(http::field::content_type, mime_type(target));
     // Revalidated on every load: the web UI is ten ES modules, and an hour of caching could
