@@ -665,7 +665,8 @@ for (d in tops) hits <- c(hits, grep("secret_r.*[.]txt$", list.files(d, recursiv
                                      all.files = TRUE, full.names = TRUE), value = TRUE))
 for (g in c("/var/lib/callisto/work/{a['id']}/secret_r.txt", "/tmp/callisto-work/{a['id']}/secret_r.txt"))
   if (file.exists(g)) hits <- c(hits, g)
-r <- list(hits = I(hits), own = normalizePath("secret_r_own.txt"))
+# Each file once, by its real path: /home/user links to the working directory (E2B's home).
+r <- list(hits = I(unique(normalizePath(hits))), own = normalizePath("secret_r_own.txt"))
 """)
         check_eq(r["hits"], [r["own"]],
                  f"session B finds its own file and no trace of session A's (A works in {where})")
