@@ -162,48 +162,49 @@ void interpreter_api::on_file_pool(incoming_request in, Work work) {
 }
 
 void interpreter_api::list_files(incoming_request in) {
-    on_file_pool(std::move(in), [this](incoming_request& in,
+    on_file_pool(std::move(in), [this](incoming_request& request,
                                        const std::shared_ptr<interpreter_context>& context) {
         nlohmann::json list;
         bool truncated = false;
-        const auto hidden = query_param(in.where.query, "hidden");
+        const auto hidden = query_param(request.where.query, "hidden");
         if (!hidden.empty() && hidden != "true" && hidden != "false")
-            return in.respond(
+            return request.respond(
                 error_response(http::status::bad_request, "'hidden' must be true or false"));
         if (auto e =
                 workdir_files(context->workdir())
                     .list(list, contexts_.settings().max_listed_files, hidden == "true", truncated))
-            return in.respond(file_error_response(*e));
-        in.respond(json_response(http::status::ok, {{"files", list}, {"truncated", truncated}}));
+            return request.respond(file_error_response(*e));
+        request.respond(
+            json_response(http::status::ok, {{"files", list}, {"truncated", truncated}}));
     });
 }
 
 void interpreter_api::put_file(incoming_request in) {
-    on_file_pool(std::move(in), [](incoming_request& in,
+    on_file_pool(std::move(in), [](incoming_request& request,
                                    const std::shared_ptr<interpreter_context>& context) {
-        const std::string& path = in.where.param("path");
-        if (auto e = workdir_files(context->workdir()).write(path, in.req.body()))
-            return in.respond(file_error_response(*e));
-        auto res =
-            json_response(http::status::created, {{"path", path}, {"size", in.req.body().size()}});
+        const std::string& path = request.where.param("path");
+        if (auto e = workdir_files(context->workdir()).write(path, request.req.body()))
+            return request.respond(file_error_response(*e));
+        auto res = json_response(http::status::created,
+                                 {{"path", path}, {"size", request.req.body().size()}});
         res.set(http::field::location, "/v1/contexts/" + context->id() + "/files/" + path);
-        in.respond(std::move(res));
+        request.respond(std::move(res));
     });
 }
 
 void interpreter_api::delete_file(incoming_request in) {
-    on_file_pool(std::move(in),
-                 [](incoming_request& in, const std::shared_ptr<interpreter_context>& context) {
-                     if (auto e = workdir_files(context->workdir()).remove(in.where.param("path")))
-                         return in.respond(file_error_response(*e));
-                     in.respond(empty_response(http::status::no_content));
-                 });
+    on_file_pool(std::move(in), [](incoming_request& request,
+                                   const std::shared_ptr<interpreter_context>& context) {
+        if (auto e = workdir_files(context->workdir()).remove(request.where.param("path")))
+            return request.respond(file_error_response(*e));
+        request.respond(empty_response(http::status::no_content));
+    });
 }
 
 void interpreter_api::download_file(incoming_request in) {
-    on_file_pool(std::move(in), [this](incoming_request& in,
+    on_file_pool(std::move(in), [this](incoming_request& request,
                                        const std::shared_ptr<interpreter_context>& context) {
-        const std::string& path = in.where.param("path");
+        const std::string& path = request.where.param("path");
         // Opened here, with the workdir's path checks; read by the connection as the client
         // takes it, so a client that does not read holds a chunk of the file, not the file.
         unique_fd fd;
@@ -212,7 +213,7 @@ void interpreter_api::download_file(incoming_request in) {
                          .open_for_read(path, fd, size, contexts_.settings().max_download_bytes)) {
             if (e->http_status == 413)
                 e->message += " (the largest download: 100MiB, or --upload-limit when larger)";
-            return in.respond(file_error_response(*e));
+            return request.respond(file_error_response(*e));
         }
         file_response res{http::status::ok, 11};
         res.set(http::field::content_type, content_type_for(path));
@@ -222,7 +223,7 @@ void interpreter_api::download_file(incoming_request in) {
         res.body().file = std::move(fd);
         res.body().size = size;
         res.prepare_payload();
-        in.respond_file(std::move(res));
+        request.respond_file(std::move(res));
     });
 }
 
@@ -256,10 +257,10 @@ void upload_form(const http_request& req, const std::shared_ptr<interpreter_cont
 }  // namespace
 
 void interpreter_api::upload_files(incoming_request in) {
-    on_file_pool(std::move(in),
-                 [](incoming_request& in, const std::shared_ptr<interpreter_context>& context) {
-                     upload_form(in.req, context, in.respond);
-                 });
+    on_file_pool(std::move(in), [](incoming_request& request,
+                                   const std::shared_ptr<interpreter_context>& context) {
+        upload_form(request.req, context, request.respond);
+    });
 }
 
 void interpreter_api::create_context(incoming_request in) {
