@@ -12,8 +12,8 @@
 //
 // Exits 0 only when every test passed, and prints "N passed, M failed".
 
-const BASE_URL = (process.env.CALLISTO_URL || 'http://127.0.0.1:8888').replace(/\/+$/, '');
-const TOKEN = process.env.CALLISTO_TOKEN || '';
+import { BASE_URL, TOKEN, check, runTests, sleep, test } from './runner.mjs';
+
 // The SDK reads these: one port for both planes.
 process.env.E2B_API_URL = BASE_URL;
 process.env.E2B_SANDBOX_URL = BASE_URL;
@@ -21,27 +21,6 @@ process.env.E2B_API_KEY = TOKEN;
 
 const { Sandbox } = await import('@e2b/code-interpreter');
 const e2b = await import('e2b');
-
-const GLOBAL_TIMEOUT_MS = Number(process.env.CALLISTO_E2E_NODE_TIMEOUT_MS || 300000);
-const selectors = process.argv.slice(2);
-let passed = 0;
-let failed = 0;
-const tests = [];
-const test = (name, fn) => tests.push({ name, fn });
-
-const globalTimer = setTimeout(() => {
-  console.log(`FAIL global timeout of ${GLOBAL_TIMEOUT_MS} ms exceeded`);
-  console.log(`${passed} passed, ${failed + 1} failed`);
-  process.exit(1);
-}, GLOBAL_TIMEOUT_MS);
-
-function check(cond, what, detail) {
-  if (!cond) {
-    throw new Error(what + (detail === undefined ? '' : `: ${JSON.stringify(detail).slice(0, 2000)}`));
-  }
-}
-
-const sleep = ms => new Promise(r => setTimeout(r, ms));
 
 async function withSandbox(fn, opts = {}) {
   const sbx = await Sandbox.create({ timeoutMs: 120000, ...opts });
@@ -408,24 +387,4 @@ test('a sandbox past its timeout is culled with its contexts', async () => {
 
 // --------------------------------------------------------------------------
 
-async function main() {
-  console.log(`target ${BASE_URL}`);
-  for (const t of tests) {
-    if (selectors.length && !selectors.some(sel => t.name.includes(sel))) continue;
-    const t0 = Date.now();
-    try {
-      await t.fn();
-      passed++;
-      console.log(`PASS ${t.name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
-    } catch (e) {
-      failed++;
-      console.log(`FAIL ${t.name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${e && e.stack ? e.stack : e}`);
-    }
-  }
-  console.log(`${passed} passed, ${failed} failed`);
-  clearTimeout(globalTimer);
-  process.exit(failed === 0 && passed > 0 ? 0 : 1);
-}
-
-process.on('unhandledRejection', e => { console.log(`unhandled rejection: ${e && e.stack ? e.stack : e}`); });
-main();
+await runTests();

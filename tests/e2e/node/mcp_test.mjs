@@ -12,25 +12,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
-const BASE_URL = (process.env.CALLISTO_URL || 'http://127.0.0.1:8888').replace(/\/+$/, '');
-const TOKEN = process.env.CALLISTO_TOKEN || '';
-const GLOBAL_TIMEOUT_MS = Number(process.env.CALLISTO_E2E_NODE_TIMEOUT_MS || 300000);
+import { BASE_URL, TOKEN, check, runTests, sleep, test } from './runner.mjs';
+
 const CALL_MS = 120000; // the first call starts the session's kernel
-const selectors = process.argv.slice(2);
-
-const globalTimer = setTimeout(() => {
-  console.log(`FAIL global timeout of ${GLOBAL_TIMEOUT_MS} ms exceeded`);
-  console.log(`${passed} passed, ${failed + 1} failed`);
-  process.exit(1);
-}, GLOBAL_TIMEOUT_MS);
-
-function check(cond, what, detail) {
-  if (!cond) {
-    throw new Error(what + (detail === undefined ? '' : `: ${JSON.stringify(detail).slice(0, 2000)}`));
-  }
-}
-
-const sleep = ms => new Promise(r => setTimeout(r, ms));
 
 // The REST API next to /mcp, to see what an MCP session holds from the outside.
 async function rest(method, path) {
@@ -69,11 +53,6 @@ async function run(client, code, expectError = false) {
         `run_code ${JSON.stringify(code.slice(0, 60))} isError should be ${expectError}`, r);
   return r;
 }
-
-let passed = 0;
-let failed = 0;
-const tests = [];
-const test = (name, fn) => tests.push({ name, fn });
 
 // --------------------------------------------------------------------------
 
@@ -304,24 +283,4 @@ test('the transport rules: 401 without a token, 405 for GET, 400 without a sessi
 
 // --------------------------------------------------------------------------
 
-async function main() {
-  console.log(`target ${BASE_URL}`);
-  for (const t of tests) {
-    if (selectors.length && !selectors.some(sel => t.name.includes(sel))) continue;
-    const t0 = Date.now();
-    try {
-      await t.fn();
-      passed++;
-      console.log(`PASS ${t.name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
-    } catch (e) {
-      failed++;
-      console.log(`FAIL ${t.name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${e && e.stack ? e.stack : e}`);
-    }
-  }
-  console.log(`${passed} passed, ${failed} failed`);
-  clearTimeout(globalTimer);
-  process.exit(failed === 0 && passed > 0 ? 0 : 1);
-}
-
-process.on('unhandledRejection', e => { console.log(`unhandled rejection: ${e && e.stack ? e.stack : e}`); });
-main();
+await runTests();

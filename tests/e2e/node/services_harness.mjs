@@ -1,24 +1,17 @@
 // What the @jupyterlab/services suites share (services_test.mjs, services_r_test.mjs): the
 // server's settings in both WebSocket formats, bounded waits, executing code, a kernel per test
-// shut down afterwards, and the runner that prints "N passed, M failed" and exits 0 only when
-// every test passed. Reads CALLISTO_URL, CALLISTO_TOKEN and CALLISTO_E2E_NODE_TIMEOUT_MS; the
-// command line's arguments select tests by name substring.
+// shut down afterwards, over the runner all Node e2e scripts share (runner.mjs: it reads
+// CALLISTO_URL, CALLISTO_TOKEN and CALLISTO_E2E_NODE_TIMEOUT_MS; the command line's arguments
+// select tests by name substring).
 
 import services from '@jupyterlab/services';
 import WebSocket from 'ws';
+import { BASE_URL, TOKEN, check, runTests as runRegisteredTests, sleep, test } from './runner.mjs';
 
 export const { KernelManager, KernelAPI, KernelSpecAPI, ServerConnection } = services;
 
-export const BASE_URL = (process.env.CALLISTO_URL || 'http://127.0.0.1:8888').replace(/\/+$/, '');
-const TOKEN = process.env.CALLISTO_TOKEN || '';
-const GLOBAL_TIMEOUT_MS = Number(process.env.CALLISTO_E2E_NODE_TIMEOUT_MS || 180000);
+export { BASE_URL, check, sleep, test };
 export const STEP_MS = 30000;
-const selectors = process.argv.slice(2);
-
-let passed = 0;
-let failed = 0;
-const tests = [];
-export const test = (name, fn) => tests.push({ name, fn });
 export const createdKernelIds = new Set();
 
 // The library appends a cache buster (?<ms>) to REST URLs and ?token= to the
@@ -52,12 +45,6 @@ export function withTimeout(promise, ms, what) {
   ]).finally(() => clearTimeout(timer));
 }
 
-export function check(cond, what, detail) {
-  if (!cond) {
-    throw new Error(what + (detail === undefined ? '' : `: ${JSON.stringify(detail)}`));
-  }
-}
-
 // The WebSocket format the server chose for a kernel's connection: v1 when the library offers
 // it, legacy JSON (no subprotocol) when the client offers none.
 export function checkSubprotocol(kernel, protocol) {
@@ -69,8 +56,6 @@ export function checkSubprotocol(kernel, protocol) {
     check(selected === '', 'legacy connection has no subprotocol', selected);
   }
 }
-
-export const sleep = ms => new Promise(r => setTimeout(r, ms));
 
 // Execute code; collect iopub for this request; resolve with {reply, iopub}.
 export async function run(kernel, code, ms = STEP_MS) {
@@ -121,37 +106,16 @@ export async function withKernel(name, protocol, fn) {
   }
 }
 
-// Runs the registered tests (those the arguments select), shuts down what a failed one left,
-// prints the count and exits.
-export async function runTests() {
-  const globalTimer = setTimeout(() => {
-    console.log(`FAIL global timeout of ${GLOBAL_TIMEOUT_MS} ms exceeded`);
-    console.log(`${passed} passed, ${failed + 1} failed`);
-    process.exit(1);
-  }, GLOBAL_TIMEOUT_MS);
-  process.on('unhandledRejection', e => {
-    console.log(`unhandled rejection: ${e && e.stack ? e.stack : e}`);
+// Runs the registered tests (those the arguments select), shutting down what a failed one left.
+export function runTests() {
+  return runRegisteredTests({
+    timeoutMs: 180000,
+    afterAll: async () => {
+      for (const id of createdKernelIds) {
+        try {
+          await withTimeout(KernelAPI.shutdownKernel(id, settings('v1')), STEP_MS, 'cleanup');
+        } catch (e) { /* already gone */ }
+      }
+    },
   });
-  console.log(`target ${BASE_URL}`);
-  for (const t of tests) {
-    if (selectors.length && !selectors.some(sel => t.name.includes(sel))) continue;
-    const t0 = Date.now();
-    try {
-      await t.fn();
-      passed++;
-      console.log(`PASS ${t.name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
-    } catch (e) {
-      failed++;
-      console.log(`FAIL ${t.name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${e && e.stack ? e.stack : e}`);
-    }
-  }
-  // Anything a failed test left behind.
-  for (const id of createdKernelIds) {
-    try {
-      await withTimeout(KernelAPI.shutdownKernel(id, settings('v1')), STEP_MS, 'cleanup');
-    } catch (e) { /* already gone */ }
-  }
-  console.log(`${passed} passed, ${failed} failed`);
-  clearTimeout(globalTimer);
-  process.exit(failed === 0 && passed > 0 ? 0 : 1);
 }
