@@ -11,7 +11,10 @@
 #include "gateway/http/content_headers.hpp"
 #include "gateway/interpreter/multipart_form.hpp"
 #include "gateway/interpreter/oneshot_request.hpp"
+#include "gateway/interpreter/snapshot_files.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
+#include "gateway/languages/python_snapshot.hpp"
+#include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -75,6 +78,10 @@ http_response context_gone(const std::string& id, const kernels::culled_kernel& 
 
 interpreter_api::interpreter_api(context_registry& contexts)
     : contexts_(contexts),
+      snapshots_(contexts.settings().snapshot_dir.empty()
+                     ? nullptr
+                     : std::make_unique<snapshot_store>(contexts.settings().snapshot_dir,
+                                                        contexts.settings().snapshot_limits)),
       oneshots_(contexts.settings().oneshot_kept, contexts.settings().oneshot_kept_per_user) {}
 
 interpreter_api::~interpreter_api() { file_pool_.join(); }
@@ -271,6 +278,7 @@ void interpreter_api::create_context(incoming_request in) {
     if (!request) return respond(error_response(http::status::bad_request, error));
     if (auto why = contexts_.choose_kernel(*request))
         return respond(error_response(http::status::bad_request, *why));
+    if (!request->from_snapshot.empty()) return restore_context(std::move(*request), std::move(in));
     contexts_.create(*request, who, [respond = std::move(in.respond)](create_context_result r) {
         if (!r.context) return respond(jupyter_api::kernel_error_answer(r.error, r.message));
         auto res = json_response(http::status::created, r.context->model());
@@ -416,6 +424,194 @@ void interpreter_api::submit_and_answer(
             res.set(http::field::location, location);
             respond(std::move(res));
         });
+    });
+}
+
+namespace {
+
+http_response snapshot_error_response(const snapshot_error& e) {
+    return error_response(static_cast<http::status>(e.http_status), e.message);
+}
+
+http_response snapshots_off() {
+    return error_response(http::status::not_found, "snapshots are not kept by this server");
+}
+
+std::int64_t ms_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 t)
+        .count();
+}
+
+// An execution's failure in a sentence, from its "end" event (sinks run under the execution's
+// lock: they must not ask the execution itself): its error's name and value, or its status.
+std::string failure_of(const nlohmann::json& end_event) {
+    const auto& e = end_event.contains("execution") ? end_event["execution"] : nlohmann::json();
+    const std::string status = e.is_object() ? e.value("status", std::string()) : std::string();
+    if (status == "ok") return {};
+    if (e.contains("error") && e["error"].is_object())
+        return e["error"].value("name", std::string("error")) + ": " +
+               e["error"].value("value", std::string());
+    return "the execution ended " + (status.empty() ? std::string("without a status") : status);
+}
+
+}  // namespace
+
+void interpreter_api::run_internal(const std::shared_ptr<interpreter_context>& context,
+                                   std::string code, std::function<void(std::string)> done) {
+    execution_request request;
+    request.code = std::move(code);
+    // A large state takes its time to serialize; the longest deadline the server allows.
+    request.timeout = contexts_.settings().request_limits.max_timeout;
+    context->submit(
+        std::move(request), [done = std::move(done)](interpreter_context::submit_result r) {
+            if (!r.exec)
+                return done(r.why.empty() ? "the context is closed or its queue is full" : r.why);
+            // done only posts: nothing under the execution's lock waits for another.
+            r.exec->subscribe([done](const nlohmann::json& event, bool last) {
+                if (last) done(failure_of(event));
+            });
+        });
+}
+
+void interpreter_api::create_snapshot(incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    auto context = context_of(in);
+    if (!context) return;
+    if (context->dialect() != languages::kernel_dialect::python)
+        return in.respond(error_response(
+            http::status::bad_request,
+            "only Python contexts can be snapshotted yet; this one's kernel speaks " +
+                std::string(languages::to_string(context->dialect()))));
+    if (context->busy())
+        return in.respond(error_response(http::status::conflict,
+                                         "the context is busy: an execution is queued or "
+                                         "running; take the snapshot when it is idle"));
+    const auto started = std::chrono::steady_clock::now();
+    auto finish = [this, context, owner = in.who->name, respond = in.respond,
+                   started](std::string error) {
+        boost::asio::post(file_pool_, [this, context, owner, respond, started, error] {
+            if (!error.empty()) {
+                remove_snapshot_leftovers(context->workdir());
+                return respond(error_response(http::status::internal_server_error,
+                                              "the kernel could not save its state: " + error));
+            }
+            const auto& quota = snapshots_->quota();
+            auto collected = collect_snapshot(
+                context->workdir(), {quota.max_bytes, contexts_.settings().max_listed_files});
+            if (auto* e = std::get_if<snapshot_error>(&collected))
+                return respond(snapshot_error_response(*e));
+            auto& content = std::get<snapshot_content>(collected);
+            content.language = "python";
+            content.source_context = context->id();
+            content.duration_ms = ms_since(started);
+            const std::string id = kernelproto::new_uuid();
+            auto saved = snapshots_->save(id, owner, content);
+            if (auto* e = std::get_if<snapshot_error>(&saved))
+                return respond(snapshot_error_response(*e));
+            auto model = std::get<nlohmann::json>(saved);
+            model["duration_ms"] = ms_since(started);  // the write included
+            auto res = json_response(http::status::created, model);
+            res.set(http::field::location, "/v1/snapshots/" + id);
+            respond(std::move(res));
+        });
+    };
+    run_internal(context, languages::python_snapshot::save_code(context->kernel_workdir()),
+                 std::move(finish));
+}
+
+void interpreter_api::list_snapshots(incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    boost::asio::post(file_pool_, [this, in = std::move(in)] {
+        nlohmann::json list = nlohmann::json::array();
+        for (auto& model : snapshots_->list_for(*in.who)) list.push_back(std::move(model));
+        in.respond(json_response(http::status::ok, list));
+    });
+}
+
+void interpreter_api::get_snapshot(incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    boost::asio::post(file_pool_, [this, in = std::move(in)] {
+        auto found = snapshots_->get_for(in.where.param("snapshot_id"), *in.who);
+        if (auto* e = std::get_if<snapshot_error>(&found))
+            return in.respond(snapshot_error_response(*e));
+        in.respond(json_response(http::status::ok, std::get<nlohmann::json>(found)));
+    });
+}
+
+void interpreter_api::delete_snapshot(incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    boost::asio::post(file_pool_, [this, in = std::move(in)] {
+        if (auto e = snapshots_->remove_for(in.where.param("snapshot_id"), *in.who))
+            return in.respond(snapshot_error_response(*e));
+        in.respond(empty_response(http::status::no_content));
+    });
+}
+
+void interpreter_api::restore_context(context_request request, incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    const auto started = std::chrono::steady_clock::now();
+    boost::asio::post(file_pool_, [this, request = std::move(request), who = *in.who,
+                                   respond = std::move(in.respond), started]() mutable {
+        const std::string snapshot_id = request.from_snapshot;
+        // Read and checked whole before any kernel is asked for: a damaged snapshot is
+        // refused with its reason, and nothing is made of it.
+        auto loaded = snapshots_->load_for(snapshot_id, who);
+        if (auto* e = std::get_if<snapshot_error>(&loaded))
+            return respond(snapshot_error_response(*e));
+        auto content =
+            std::make_shared<snapshot_content>(std::move(std::get<snapshot_content>(loaded)));
+        if (content->language != "python")
+            return respond(error_response(
+                http::status::bad_request,
+                "snapshot " + snapshot_id + " is of a " + content->language + " context"));
+        contexts_.create(
+            request, who, [this, content, snapshot_id, respond, started](create_context_result r) {
+                if (!r.context)
+                    return respond(jupyter_api::kernel_error_answer(r.error, r.message));
+                auto context = r.context;
+                auto fail = [this, context, respond](http::status status, std::string message) {
+                    contexts_.remove_later(context);
+                    respond(error_response(status, std::move(message)));
+                };
+                if (context->dialect() != languages::kernel_dialect::python)
+                    return fail(
+                        http::status::bad_request,
+                        "a Python snapshot is restored into a Python kernel; this one speaks " +
+                            std::string(languages::to_string(context->dialect())));
+                boost::asio::post(file_pool_, [this, context, content, snapshot_id, respond, fail,
+                                               started] {
+                    if (auto e = place_snapshot(context->workdir(), *content))
+                        return fail(static_cast<http::status>(e->http_status), e->message);
+                    run_internal(
+                        context, languages::python_snapshot::load_code(context->kernel_workdir()),
+                        [this, context, content, snapshot_id, respond, fail,
+                         started](std::string error) {
+                            boost::asio::post(file_pool_, [context, content, snapshot_id, respond,
+                                                           fail, started, error] {
+                                auto report = take_report(context->workdir());
+                                if (!error.empty() || !report) {
+                                    remove_snapshot_leftovers(context->workdir());
+                                    return fail(http::status::internal_server_error,
+                                                "the kernel could not load snapshot " +
+                                                    snapshot_id + ": " +
+                                                    (error.empty() ? "it left no report" : error));
+                                }
+                                nlohmann::json files = nlohmann::json::array();
+                                for (const auto& f : content->files) files.push_back(f.path);
+                                auto model = context->model();
+                                model["restored"] = {{"snapshot_id", snapshot_id},
+                                                     {"duration_ms", ms_since(started)},
+                                                     {"carried", report->carried},
+                                                     {"not_carried", report->not_carried},
+                                                     {"files", files}};
+                                auto res = json_response(http::status::created, model);
+                                res.set(http::field::location, "/v1/contexts/" + context->id());
+                                respond(std::move(res));
+                            });
+                        });
+                });
+            });
     });
 }
 

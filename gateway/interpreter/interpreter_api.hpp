@@ -12,6 +12,7 @@
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/ndjson_stream.hpp"
 #include "gateway/interpreter/oneshot_executions.hpp"
+#include "gateway/interpreter/snapshot_store.hpp"
 #include "gateway/user.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -46,6 +47,12 @@ public:
     void create_oneshot(incoming_request in, const take_stream_fn& take_stream);
     void get_oneshot(incoming_request in);
     void interrupt_oneshot(incoming_request in);
+    // Snapshots (issue 37): of an idle Python context, listed, read and deleted by their
+    // owner; POST /v1/contexts {"from_snapshot": ID} restores one (create_context).
+    void create_snapshot(incoming_request in);
+    void list_snapshots(incoming_request in);
+    void get_snapshot(incoming_request in);
+    void delete_snapshot(incoming_request in);
 
     // The caller's context (an admin: any), or null for a malformed or unknown id.
     std::shared_ptr<interpreter_context> find_context(const std::string& id,
@@ -79,7 +86,16 @@ private:
                            std::function<void(const std::shared_ptr<execution>&)> on_accepted = {},
                            std::function<void()> on_refused = {});
 
+    // POST /v1/contexts {"from_snapshot": ID}: the snapshot read and checked, a new context,
+    // the files and the blob written into it, the namespace loaded by its kernel.
+    void restore_context(context_request request, incoming_request in);
+    // Runs code of the gateway's own in the context as an execution (so it queues, is
+    // audited and has its deadline like any other), then done("") or done(why it failed).
+    void run_internal(const std::shared_ptr<interpreter_context>& context, std::string code,
+                      std::function<void(std::string error)> done);
+
     context_registry& contexts_;
+    std::unique_ptr<snapshot_store> snapshots_;  // null when settings have no snapshot_dir
     oneshot_executions oneshots_;
     boost::asio::thread_pool file_pool_{2};
 };

@@ -1,0 +1,275 @@
+#!/usr/bin/python3
+"""Snapshots of contexts (issue 37): a Python context's namespace and files saved, listed,
+restored into a new context in a fresh sandboxed kernel, refused to another user and when
+tampered with. The server under test runs with --users=FILE where FILE holds ana (token
+ana-token-1), bob (bob-token-1) and root (root-token-1, admin), as e2e_tests writes it.
+
+  CALLISTO_URL=… CALLISTO_PID=… /usr/bin/python3 test_snapshots.py [-k NAME]
+
+The snapshot directory is $CALLISTO_SNAPSHOT_DIR, else the server's --snapshot-dir, else
+<--workdir-root>/.callisto-state/snapshots (the default).
+"""
+
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from e2e_client import (  # noqa: E402
+    api, callisto_only, check, check_documented, check_eq, gateway_args, run_tests,
+)
+
+ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
+
+SETUP = r"""
+import pandas as pd, numpy as np, socket
+df = pd.DataFrame({"a": np.arange(1000), "b": np.arange(1000) * 0.5})
+def twice(x):
+    return 2 * x + len(df)
+class Counter:
+    def __init__(self, start):
+        self.n = start
+    def bump(self):
+        self.n += 1
+        return self.n
+counter = Counter(41)
+df.head(10).to_csv("data.csv", index=False)
+gen = (i * i for i in range(10))
+sock = socket.socket()
+print("ready")
+"""
+
+CHECK = r"""
+import json, os
+print(json.dumps({
+    "shape": list(df.shape),
+    "b_sum": float(df.b.sum()),
+    "twice": twice(3),
+    "bump": counter.bump(),
+    "pd": pd.__name__,
+    "csv": open("data.csv").read().splitlines()[:2],
+    "gen": "gen" in globals(),
+    "sock": "sock" in globals(),
+    "leftovers": [n for n in os.listdir(".") if n.startswith(".callisto-snapshot")],
+    "callisto_names": [n for n in globals() if n.startswith("_callisto")],
+}))
+"""
+
+
+def snapshot_dir():
+    if os.environ.get("CALLISTO_SNAPSHOT_DIR"):
+        return os.environ["CALLISTO_SNAPSHOT_DIR"]
+    args = gateway_args()
+    if "snapshot-dir" in args:
+        return args["snapshot-dir"]
+    return os.path.join(args["workdir-root"], ".callisto-state", "snapshots")
+
+
+def new_context(token, body=None):
+    r = api("POST", "/v1/contexts", body or {"policy": "fresh"}, token=token, timeout=120)
+    check_eq(r.status, 201, f"create context ({r.body[:300]!r})")
+    return r.json()
+
+
+def run(token, context_id, code, timeout=120):
+    r = api("POST", f"/v1/contexts/{context_id}/executions", {"code": code}, token=token,
+            timeout=timeout)
+    check_eq(r.status, 200, f"execution answered ({r.body[:300]!r})")
+    e = r.json()
+    check_eq(e["status"], "ok", f"execution ran ({e.get('error')!r}, {e.get('stderr', '')[-300:]!r})")
+    return e
+
+
+def run_json(token, context_id, code):
+    import json
+    return json.loads(run(token, context_id, code)["stdout"].strip().splitlines()[-1])
+
+
+def delete_context(token, context_id):
+    api("DELETE", f"/v1/contexts/{context_id}", token=token)
+
+
+class state:
+    """One snapshot of ANA's, taken once and shared by the tests."""
+    context = None
+    snapshot = None
+
+
+def the_snapshot():
+    if state.snapshot:
+        return state.snapshot
+    ctx = new_context(ANA)
+    state.context = ctx
+    run(ANA, ctx["id"], SETUP)
+    r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=ANA, timeout=300)
+    check_eq(r.status, 201, f"snapshot taken ({r.body[:500]!r})")
+    check_documented("POST", "/v1/contexts/{context_id}/snapshots", r)
+    state.snapshot = r.json()
+    check_eq(r.headers.get("location"), "/v1/snapshots/" + state.snapshot["id"], "Location")
+    return state.snapshot
+
+
+@callisto_only
+def test_snapshot_lists_what_it_carries_and_what_it_cannot():
+    s = the_snapshot()
+    check_eq(s["owner"], "ana", "owner")
+    for name in ("df", "twice", "Counter", "counter", "pd", "np", "socket"):
+        check(name in s["carried"], f"{name} carried", s["carried"])
+    not_carried = {n["name"]: n for n in s["not_carried"]}
+    check("gen" in not_carried and not_carried["gen"]["type"] == "builtins.generator",
+          "the generator is listed as not carried, with its type", s["not_carried"])
+    check("sock" in not_carried and not_carried["sock"]["type"] == "socket.socket",
+          "the socket is listed as not carried, with its type", s["not_carried"])
+    check(all(n["reason"] for n in s["not_carried"]), "each with a reason", s["not_carried"])
+    check("data.csv" in [f["path"] for f in s["files"]], "the CSV is among the files", s["files"])
+    check(not any(f["path"].startswith((".ipython", ".cache", ".callisto-snapshot"))
+                  for f in s["files"]), "the kernel's own files stay out", s["files"])
+    check(s["size"] > 0 and s["duration_ms"] >= 0, "size and duration", s)
+    # The context itself is untouched: its names are all there, its workdir has no leftover.
+    got = run_json(ANA, state.context["id"], CHECK)
+    check_eq(got["leftovers"], [], "no snapshot file left in the workdir")
+    check(got["gen"] and got["sock"], "the original keeps its generator and socket", got)
+
+
+@callisto_only
+def test_snapshots_are_listed_and_read_by_their_owner_only():
+    s = the_snapshot()
+    r = check_documented("GET", "/v1/snapshots", api("GET", "/v1/snapshots", token=ANA))
+    check(s["id"] in [x["id"] for x in r.json()], "ana lists it")
+    r = api("GET", "/v1/snapshots", token=BOB)
+    check_eq(r.status, 200, "bob lists his")
+    check(s["id"] not in [x["id"] for x in r.json()], "bob does not list ana's")
+    r = api("GET", "/v1/snapshots", token=ROOT)
+    check(s["id"] in [x["id"] for x in r.json()], "an admin lists all")
+    r = check_documented("GET", "/v1/snapshots/{snapshot_id}",
+                         api("GET", f"/v1/snapshots/{s['id']}", token=ANA))
+    check_eq(r.json()["id"], s["id"], "ana reads it")
+    for token, who in ((BOB, "bob"),):
+        r = api("GET", f"/v1/snapshots/{s['id']}", token=token)
+        check_eq(r.status, 404, f"{who} gets 404 reading it")
+        r = api("DELETE", f"/v1/snapshots/{s['id']}", token=token)
+        check_eq(r.status, 404, f"{who} gets 404 deleting it")
+    for bad in ("not-an-id", "..", "%2e%2e", s["id"].upper(), s["id"] + "0"):
+        r = api("GET", f"/v1/snapshots/{bad}", token=ANA)
+        check(r.status in (400, 404), f"GET /v1/snapshots/{bad} is refused (the router: 400)", r)
+
+
+@callisto_only
+def test_restore_gives_a_new_context_with_the_state_and_files():
+    s = the_snapshot()
+    r = api("POST", "/v1/contexts", {"from_snapshot": s["id"], "policy": "fresh"}, token=ANA,
+            timeout=300)
+    check_eq(r.status, 201, f"restored ({r.body[:500]!r})")
+    check_documented("POST", "/v1/contexts", r)
+    ctx = r.json()
+    try:
+        check(ctx["id"] != state.context["id"], "a new context")
+        check(ctx["kernel_id"] != state.context["kernel_id"], "in a new kernel")
+        restored = ctx["restored"]
+        check_eq(restored["snapshot_id"], s["id"], "restored from")
+        check_eq(restored["not_carried"], [], "everything in the snapshot loaded")
+        check("data.csv" in restored["files"], "files", restored)
+        got = run_json(ANA, ctx["id"], CHECK)
+        check_eq(got["shape"], [1000, 2], "the DataFrame")
+        check_eq(got["b_sum"], 0.5 * sum(range(1000)), "its values")
+        check_eq(got["twice"], 1006, "the function, with its global")
+        check_eq(got["bump"], 42, "the class instance and its method")
+        check_eq(got["pd"], "pandas", "the module, imported again")
+        check_eq(got["csv"], ["a,b", "0,0.0"], "the CSV file")
+        check(not got["gen"] and not got["sock"], "no generator nor socket", got)
+        check_eq(got["leftovers"], [], "no snapshot file left in the new workdir")
+        check_eq(got["callisto_names"], [], "no name of the gateway's left")
+        # The original is independent: its counter did not move with the copy's.
+        check_eq(run_json(ANA, state.context["id"], CHECK)["bump"], 43,
+                 "the original's counter is its own")
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
+def test_another_users_restore_is_404():
+    s = the_snapshot()
+    r = api("POST", "/v1/contexts", {"from_snapshot": s["id"]}, token=BOB, timeout=120)
+    check_eq(r.status, 404, f"bob restoring ana's snapshot ({r.body[:300]!r})")
+    check_documented("POST", "/v1/contexts", r)
+    r = api("POST", "/v1/contexts", {"from_snapshot": "0b7c2a2e-6c1f-4c3e-9a55-0d5d0e0c9a11"},
+            token=ANA, timeout=120)
+    check_eq(r.status, 404, "an unknown snapshot")
+    r = api("POST", "/v1/contexts", {"from_snapshot": "../../etc"}, token=ANA, timeout=120)
+    check_eq(r.status, 404, "a path for an id")
+    r = api("POST", "/v1/contexts", {"from_snapshot": 3}, token=ANA)
+    check_eq(r.status, 400, "a number for an id")
+
+
+@callisto_only
+def test_a_busy_context_is_not_snapshotted():
+    ctx = new_context(ANA)
+    try:
+        t = threading.Thread(target=lambda: api(
+            "POST", f"/v1/contexts/{ctx['id']}/executions", {"code": "import time; time.sleep(4)"},
+            token=ANA, timeout=60))
+        t.start()
+        time.sleep(1.0)
+        r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=ANA)
+        check_eq(r.status, 409, f"snapshot of a busy context ({r.body[:300]!r})")
+        check("busy" in r.json()["message"], "says why", r.json())
+        check_documented("POST", "/v1/contexts/{context_id}/snapshots", r)
+        t.join(60)
+        r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=BOB)
+        check_eq(r.status, 404, "bob cannot snapshot ana's context")
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
+def test_a_tampered_snapshot_is_refused_with_the_reason():
+    ctx = new_context(ANA)
+    try:
+        run(ANA, ctx["id"], "x = list(range(100))\nopen('notes.txt', 'w').write('hello world')")
+        r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=ANA, timeout=300)
+        check_eq(r.status, 201, f"snapshot taken ({r.body[:300]!r})")
+        sid = r.json()["id"]
+    finally:
+        delete_context(ANA, ctx["id"])
+    path = os.path.join(snapshot_dir(), sid)
+    check(os.path.isdir(path), f"the snapshot is stored in {path}")
+    pieces = sorted(n for n in os.listdir(path) if n.isdigit())
+    check_eq(pieces, ["0", "1"], "the namespace and one file")
+    with open(os.path.join(path, "1"), "r+b") as f:  # same size, one byte changed
+        f.write(b"J")
+    before = api("GET", "/v1/contexts", token=ANA).json()
+    r = api("POST", "/v1/contexts", {"from_snapshot": sid}, token=ANA, timeout=120)
+    check_eq(r.status, 422, f"a changed file is refused ({r.body[:300]!r})")
+    check("notes.txt does not match its SHA-256" in r.json()["message"], "says which and why",
+          r.json())
+    check_documented("POST", "/v1/contexts", r)
+    check_eq(len(api("GET", "/v1/contexts", token=ANA).json()), len(before), "no context made")
+    with open(os.path.join(path, "1"), "r+b") as f:
+        f.write(b"h")
+    with open(os.path.join(path, "0"), "r+b") as f:
+        f.truncate(10)
+    r = api("POST", "/v1/contexts", {"from_snapshot": sid}, token=ANA, timeout=120)
+    check_eq(r.status, 422, f"a truncated namespace is refused ({r.body[:300]!r})")
+    check("truncated" in r.json()["message"], "says it is truncated", r.json())
+    # Still listed, and its owner may delete it.
+    check(sid in [x["id"] for x in api("GET", "/v1/snapshots", token=ANA).json()], "still listed")
+    r = api("DELETE", f"/v1/snapshots/{sid}", token=ANA)
+    check_eq(r.status, 204, "deleted")
+    check_documented("DELETE", "/v1/snapshots/{snapshot_id}", r)
+    check_eq(api("GET", f"/v1/snapshots/{sid}", token=ANA).status, 404, "gone")
+    check(not os.path.exists(path), "its directory is gone")
+
+
+@callisto_only
+def test_cleanup():
+    if state.context:
+        delete_context(ANA, state.context["id"])
+    if state.snapshot:
+        check_eq(api("DELETE", f"/v1/snapshots/{state.snapshot['id']}", token=ANA).status, 204,
+                 "the shared snapshot deleted")
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests())
