@@ -16,6 +16,9 @@ namespace callisto::launcher {
 
 // Where things are inside the sandbox.
 inline constexpr const char* sandbox_workdir = "/work";
+// E2B's home and working directory, a link to sandbox_workdir: code and paths written for
+// E2B's sandboxes find their files (docs/e2b.md).
+inline constexpr const char* sandbox_home_link = "/home/user";
 // The runtime directory again, at a path that names nothing of the host: the kernel's command
 // line (its /proc/self/cmdline, and bwrap's /proc/1/cmdline) names its files there.
 inline constexpr const char* sandbox_runtime_dir = "/run/kernel";

@@ -412,7 +412,6 @@ void e2b_api::write_file_now(incoming_request in, const std::filesystem::path& w
 
 void e2b_api::read_file_now(incoming_request in, const std::filesystem::path& workdir) {
     const envd_files files(workdir);
-    const auto& req = in.req;
     auto& respond = in.respond;
     auto& respond_file = in.respond_file;
     auto refuse = [&](const envd_error& e) {

@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 #include <fstream>
-#include <iterator>
+#include <sstream>
 #include <string>
 #include <system_error>
 
@@ -14,7 +14,9 @@ namespace {
 
 std::string read_all(const fs::path& p) {
     std::ifstream in(p);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    return std::move(bytes).str();
 }
 
 }  // namespace

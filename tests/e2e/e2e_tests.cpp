@@ -1086,7 +1086,7 @@ TEST_CASE(
 
     // `callisto --print-config > f.json; callisto --config=f.json --print-config` prints the
     // same, with a token in the environment or none.
-    for (const std::map<std::string, std::string> env :
+    for (const std::map<std::string, std::string>& env :
          {std::map<std::string, std::string>{{"CALLISTO_TOKEN", "round-trip-token-1"}},
           std::map<std::string, std::string>{}}) {
         auto first =

@@ -267,19 +267,27 @@ int server_process::stop(int timeout_s) {
 }
 
 std::vector<pid_t> processes_mentioning(const std::string& needle) {
+    // A process's command line, or its mounts: sandboxed kernels name no host path in their
+    // command lines (bwrap's options are in a memfd), but their runtime and work directories
+    // are mounted in them, which their mountinfo shows.
+    auto read = [](const fs::path& file) {
+        std::ifstream in(file, std::ios::binary);
+        std::ostringstream text;
+        text << in.rdbuf();
+        return std::move(text).str();
+    };
     std::vector<pid_t> found;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator("/proc", ec)) {
         const std::string name = entry.path().filename().string();
         if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::string cmdline;
         try {
-            std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-            cmdline.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+            if (read(entry.path() / "cmdline").find(needle) != std::string::npos ||
+                read(entry.path() / "mountinfo").find(needle) != std::string::npos)
+                found.push_back(std::stoi(name));
         } catch (const std::exception&) {
             continue;  // it exited while being read (libstdc++ throws on ESRCH)
         }
-        if (cmdline.find(needle) != std::string::npos) found.push_back(std::stoi(name));
     }
     return found;
 }

@@ -77,7 +77,7 @@ TEST_CASE("the maximum lifetime applies even to a busy, connected kernel") {
 
 TEST_CASE("culled ids are remembered for the retention period only") {
     culled_kernels culled(3600s);
-    culled.record("a", {t0, "idle for 600 s", "ana"}, t0);
+    culled.record("a", {t0, "idle for 600 s", "ana", "python3"}, t0);
     REQUIRE(culled.find("a", t0 + 3599s));
     CHECK(culled.find("a", t0 + 3599s)->reason == "idle for 600 s");
     CHECK(culled.find("a", t0)->owner == "ana");  // whom the 410 may be told to
@@ -89,9 +89,9 @@ TEST_CASE("culled ids are remembered for the retention period only") {
 
 TEST_CASE("the culled registry is bounded, dropping the oldest record") {
     culled_kernels culled(3600s, 2);
-    culled.record("a", {t0, "x", "ana"}, t0);
-    culled.record("b", {t0 + 1s, "x", "ana"}, t0 + 1s);
-    culled.record("c", {t0 + 2s, "x", "bob"}, t0 + 2s);
+    culled.record("a", {t0, "x", "ana", "python3"}, t0);
+    culled.record("b", {t0 + 1s, "x", "ana", "python3"}, t0 + 1s);
+    culled.record("c", {t0 + 2s, "x", "bob", "python3"}, t0 + 2s);
     CHECK_FALSE(culled.find("a", t0 + 2s));
     CHECK(culled.find("b", t0 + 2s));
     CHECK(culled.find("c", t0 + 2s));

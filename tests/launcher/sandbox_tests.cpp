@@ -220,11 +220,8 @@ json.dump([sys.prefix, envmod.WHERE, numpy_seen, written], open("out.txt", "w"))
     CHECK(run.status.exit_code == 0);
     CHECK(nlohmann::json::parse(run.output("out.txt")) ==
           nlohmann::json::array({(envs.path() / "ds").string(), "the venv", false, "EROFS"}));
-    // bwrap was told to show it, and only it, beyond /usr.
-    const auto& argv = run.kernel->command().argv;
-    const auto venv = (envs.path() / "ds").string();
-    const std::vector<std::string> bind{"--ro-bind", venv, venv};
-    CHECK(std::search(argv.begin(), argv.end(), bind.begin(), bind.end()) != argv.end());
+    // It, and only it, beyond /usr: the layout both sandboxes bind (bwrap's options are in a
+    // memfd, not its command line; the code above saw the venv, read-only).
     CHECK(run.kernel->layout().environment ==
           std::vector<std::filesystem::path>{envs.path() / "ds"});
 }

@@ -290,6 +290,11 @@ test('files: one tree with the code, both ways, and links not followed', async (
     await sbx.files.write('/home/user/from_sdk.txt', 'written by files.write');
     const read = await sbx.runCode("print(open('from_sdk.txt').read())");
     check(read.logs.stdout.join('') === 'written by files.write\n', 'the code reads what the SDK wrote', read.toJSON());
+    // Code written for E2B names its files by E2B's home.
+    const home = await sbx.runCode("print(open('/home/user/from_sdk.txt').read(), end='')\n" +
+                                   "open('/home/user/by_home.txt', 'w').write('by /home/user')");
+    check(home.logs.stdout.join('') === 'written by files.write' && !home.error, 'the code finds /home/user', home.toJSON());
+    check(await sbx.files.read('by_home.txt') === 'by /home/user', 'what it writes there is the same tree');
     const link = await sbx.runCode("import os; os.symlink('/etc/passwd', 'pw'); os.symlink('/etc', 'etc')");
     check(!link.error, 'links made', link.toJSON());
     const pw = await sbx.files.getInfo('/home/user/pw');
