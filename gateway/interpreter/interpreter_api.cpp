@@ -506,7 +506,9 @@ void interpreter_api::create_snapshot(incoming_request in) {
             content.source_context = context->id();
             content.duration_ms = ms_since(started);
             const std::string id = kernelproto::new_uuid();
-            auto saved = snapshots_->save(id, owner, content);
+            // Copied piece by piece from the workdir; the blob is removed whatever happened.
+            auto saved = snapshots_->save(id, owner, content, context->workdir());
+            remove_snapshot_leftovers(context->workdir());
             if (auto* e = std::get_if<snapshot_error>(&saved))
                 return respond(snapshot_error_response(*e));
             auto model = std::get<nlohmann::json>(saved);
@@ -554,13 +556,15 @@ void interpreter_api::restore_context(context_request request, incoming_request 
     boost::asio::post(file_pool_, [this, request = std::move(request), who = *in.who,
                                    respond = std::move(in.respond), started]() mutable {
         const std::string snapshot_id = request.from_snapshot;
-        // Read and checked whole before any kernel is asked for: a damaged snapshot is
+        // Every piece read and checked before any kernel is asked for: a damaged snapshot is
         // refused with its reason, and nothing is made of it.
         auto loaded = snapshots_->load_for(snapshot_id, who);
         if (auto* e = std::get_if<snapshot_error>(&loaded))
             return respond(snapshot_error_response(*e));
+        // Its pieces' names in the store and checksums: their bytes stay on disk until they
+        // are copied into the new workdir.
         auto content =
-            std::make_shared<snapshot_content>(std::move(std::get<snapshot_content>(loaded)));
+            std::make_shared<stored_snapshot>(std::move(std::get<stored_snapshot>(loaded)));
         if (content->language != "python")
             return respond(error_response(
                 http::status::bad_request,
@@ -598,7 +602,8 @@ void interpreter_api::restore_context(context_request request, incoming_request 
                                                     (error.empty() ? "it left no report" : error));
                                 }
                                 nlohmann::json files = nlohmann::json::array();
-                                for (const auto& f : content->files) files.push_back(f.path);
+                                for (const auto& piece : content->pieces)
+                                    if (!piece.is_namespace) files.push_back(piece.path);
                                 auto model = context->model();
                                 model["restored"] = {{"snapshot_id", snapshot_id},
                                                      {"duration_ms", ms_since(started)},

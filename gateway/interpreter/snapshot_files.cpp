@@ -1,7 +1,9 @@
 #include "gateway/interpreter/snapshot_files.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
+#include "common/unique_fd.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
 #include "gateway/languages/python_snapshot.hpp"
 
@@ -53,8 +55,8 @@ std::optional<snapshot_report> parse_snapshot_report(std::string_view text) {
 
 void remove_snapshot_leftovers(const fs::path& workdir) {
     workdir_files files(workdir);
-    for (const std::string name : {std::string(ps::blob_name), std::string(ps::report_name),
-                                   std::string(ps::blob_name) + ".part"})
+    for (const std::string& name : {std::string(ps::blob_name), std::string(ps::report_name),
+                                    std::string(ps::blob_name) + ".part"})
         (void)files.remove(name);
 }
 
@@ -72,25 +74,31 @@ std::variant<snapshot_content, snapshot_error> collect_snapshot(const fs::path& 
     workdir_files files(workdir);
     snapshot_content content;
     auto report = take_report(workdir);
-    auto blob_error = files.read(ps::blob_name, content.namespace_blob, limits.max_bytes);
-    remove_snapshot_leftovers(workdir);
-    if (!report) return snapshot_error{500, "the kernel left no report of what it saved"};
-    if (blob_error) {
-        if (blob_error->http_status == 413)
-            return snapshot_error{507, "the kernel's state is larger than the snapshot quota (" +
-                                           std::to_string(limits.max_bytes) + " bytes)"};
-        return error_from(*blob_error, "the kernel's saved state");
+    auto fail = [&](snapshot_error e) {
+        remove_snapshot_leftovers(workdir);
+        return e;
+    };
+    if (!report) return fail({500, "the kernel left no report of what it saved"});
+    // Only looked at here: the store copies it (and the files) through its buffer.
+    unique_fd blob;
+    std::uint64_t total = 0;
+    if (auto e = files.open_for_read(ps::blob_name, blob, total, limits.max_bytes)) {
+        if (e->http_status == 413)
+            return fail({507, "the kernel's state is larger than the snapshot quota (" +
+                                  std::to_string(limits.max_bytes) + " bytes)"});
+        return fail(error_from(*e, "the kernel's saved state"));
     }
+    content.namespace_path = ps::blob_name;
     content.carried = std::move(report->carried);
     content.not_carried = std::move(report->not_carried);
 
-    std::uint64_t total = content.namespace_blob.size();
-    std::optional<snapshot_error> failed;
+    bool past_quota = false;
     bool truncated = false;
     auto e = files.walk(
         limits.max_files, true, truncated, [&](const std::string& path, const struct stat& st) {
-            if (failed) return false;
-            if (path == ".ipython" || path == ".cache") return false;
+            if (past_quota) return false;
+            if (path == ".ipython" || path == ".cache" || path.starts_with(".callisto-snapshot"))
+                return false;
             if (S_ISDIR(st.st_mode)) return true;
             if (!S_ISREG(st.st_mode)) {
                 content.not_carried.push_back(
@@ -99,37 +107,43 @@ std::variant<snapshot_content, snapshot_error> collect_snapshot(const fs::path& 
                      {"reason", "only regular files of the workdir are carried"}});
                 return false;
             }
-            snapshot_file f{path, {}};
-            const auto left = limits.max_bytes > total ? limits.max_bytes - total : 0;
-            if (auto re = files.read(path, f.bytes, left)) {
-                failed = re->http_status == 413
-                             ? snapshot_error{507,
-                                              "the workdir's files and the "
-                                              "kernel's state pass the snapshot "
-                                              "quota (" +
-                                                  std::to_string(limits.max_bytes) + " bytes)"}
-                             : error_from(*re, path);
-                return false;
-            }
-            total += f.bytes.size();
-            content.files.push_back(std::move(f));
+            total += static_cast<std::uint64_t>(st.st_size);
+            past_quota = total > limits.max_bytes;
+            content.files.push_back(path);
             return false;
         });
-    if (e) return error_from(*e, "the workdir");
-    if (failed) return *failed;
+    if (e) return fail(error_from(*e, "the workdir"));
+    if (past_quota)
+        return fail({507, "the workdir's files and the kernel's state pass the snapshot quota (" +
+                              std::to_string(limits.max_bytes) + " bytes)"});
     if (truncated)
-        return snapshot_error{507, "the workdir holds more than " +
-                                       std::to_string(limits.max_files) +
-                                       " entries: too many to snapshot"};
+        return fail({507, "the workdir holds more than " + std::to_string(limits.max_files) +
+                              " entries: too many to snapshot"});
     return content;
 }
 
 std::optional<snapshot_error> place_snapshot(const fs::path& workdir,
-                                             const snapshot_content& content) {
-    std::vector<workdir_files::file_to_write> writes;
-    for (const auto& f : content.files) writes.push_back({f.path, f.bytes});
-    writes.push_back({ps::blob_name, content.namespace_blob});
-    if (auto e = workdir_files(workdir).write_all(writes))
+                                             const stored_snapshot& snapshot) {
+    // Each piece copied from the store through the buffer and hashed again on the way: one
+    // changed since load_for checked it is not restored either.
+    auto fill_from = [](const stored_piece& piece) {
+        return [&piece](int out) -> std::optional<file_error> {
+            unique_fd in(::open(piece.file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+            if (!in) return file_error{422, "a piece of the snapshot cannot be read"};
+            const auto copied = copy_hashing(in.get(), out, piece.size);
+            if (copied.error == EFBIG ||
+                (!copied.error && (copied.bytes != piece.size || copied.sha256 != piece.sha256)))
+                return file_error{422, "the snapshot changed while it was restored"};
+            if (copied.error) return file_error_from_errno(copied.error, piece.path, "write");
+            return std::nullopt;
+        };
+    };
+    std::vector<workdir_files::file_to_fill> writes;
+    for (const auto& piece : snapshot.pieces)
+        writes.push_back(
+            {piece.is_namespace ? std::string_view(ps::blob_name) : std::string_view(piece.path),
+             fill_from(piece)});
+    if (auto e = workdir_files(workdir).fill_all(writes))
         return error_from(*e, "writing the snapshot into the new context");
     return std::nullopt;
 }

@@ -30,9 +30,11 @@ struct snapshot_report {
 };
 std::optional<snapshot_report> parse_snapshot_report(std::string_view text);
 
-// Takes the blob and the report out of the workdir (they are removed whatever happens) and
-// reads every regular file beside them; .ipython and .cache (the kernel's own) stay out, and
-// a symlink or other special file is listed in not_carried with the reason.
+// Takes the report out of the workdir and names what the store is to copy: the blob and every
+// regular file beside it; .ipython and .cache (the kernel's own) stay out, and a symlink or
+// other special file is listed in not_carried with the reason. Sizes as they are now are held
+// to limits.max_bytes (the store holds the copy to the quota again). On failure the blob is
+// removed; on success it stays for the store to copy (remove_snapshot_leftovers after).
 std::variant<snapshot_content, snapshot_error> collect_snapshot(
     const std::filesystem::path& workdir, const snapshot_limits& limits);
 
@@ -41,8 +43,9 @@ std::optional<snapshot_report> take_report(const std::filesystem::path& workdir)
 // Removes what a save or load may have left (after a failure).
 void remove_snapshot_leftovers(const std::filesystem::path& workdir);
 
-// Writes the snapshot's files and its blob into a (new) context's workdir.
+// Copies the snapshot's files and its blob into a (new) context's workdir, each through the
+// store's buffer and checked against its SHA-256 again; all or (nearly) nothing.
 std::optional<snapshot_error> place_snapshot(const std::filesystem::path& workdir,
-                                             const snapshot_content& content);
+                                             const stored_snapshot& snapshot);
 
 }  // namespace callisto::gateway::interpreter

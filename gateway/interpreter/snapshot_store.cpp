@@ -1,17 +1,21 @@
 #include "gateway/interpreter/snapshot_store.hpp"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <system_error>
 
 #include "common/durable_file.hpp"
+#include "common/encoding.hpp"
 #include "common/sha256.hpp"
 #include "common/unique_fd.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
@@ -56,7 +60,68 @@ void sync_directory(const fs::path& dir) {
     if (fd) ::fsync(fd.get());
 }
 
+// SHA-256 of bytes that come through a buffer, never all in memory.
+class sha256_stream {
+public:
+    sha256_stream() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
+    ~sha256_stream() { EVP_MD_CTX_free(ctx_); }
+    sha256_stream(const sha256_stream&) = delete;
+    sha256_stream& operator=(const sha256_stream&) = delete;
+    void update(std::string_view bytes) { EVP_DigestUpdate(ctx_, bytes.data(), bytes.size()); }
+    std::string finish_hex() {
+        unsigned char out[EVP_MAX_MD_SIZE];
+        unsigned int len = 0;
+        EVP_DigestFinal_ex(ctx_, out, &len);
+        return to_hex(std::string_view(reinterpret_cast<const char*>(out), len));
+    }
+
+private:
+    EVP_MD_CTX* ctx_;
+};
+
+bool write_all_of(int fd, const char* data, std::size_t size) {
+    for (std::size_t done = 0; done < size;) {
+        const auto n = ::write(fd, data + done, size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (n == 0) errno = ENOSPC;
+            return false;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
 }  // namespace
+
+copy_result copy_hashing(int in, int out, std::uint64_t max) {
+    copy_result r;
+    sha256_stream hash;
+    // On the heap, and freed on return: at most one such buffer per copy under way.
+    const auto buffer = std::make_unique<char[]>(copy_buffer_bytes);
+    for (;;) {
+        const auto n = ::read(in, buffer.get(), copy_buffer_bytes);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            r.error = errno;
+            return r;
+        }
+        if (n == 0) break;
+        const auto got = static_cast<std::uint64_t>(n);
+        if (r.bytes + got > max) {
+            r.error = EFBIG;
+            return r;
+        }
+        hash.update({buffer.get(), static_cast<std::size_t>(n)});
+        if (out >= 0 && !write_all_of(out, buffer.get(), static_cast<std::size_t>(n))) {
+            r.error = errno;
+            return r;
+        }
+        r.bytes += got;
+    }
+    r.sha256 = hash.finish_hex();
+    return r;
+}
 
 nlohmann::json snapshot_model(const nlohmann::json& manifest) {
     nlohmann::json files = nlohmann::json::array();
@@ -153,17 +218,18 @@ snapshot_store::usage snapshot_store::usage_of(const std::string& owner) const {
 
 std::variant<nlohmann::json, snapshot_error> snapshot_store::save(const std::string& id,
                                                                   const std::string& owner,
-                                                                  const snapshot_content& content) {
+                                                                  const snapshot_content& content,
+                                                                  const fs::path& workdir) {
     if (!valid_id(id)) return snapshot_error{400, "not a snapshot id: " + id};
     std::set<std::string> paths;
     for (const auto& f : content.files) {
-        if (auto why = check_relative_path(f.path))
+        if (auto why = check_relative_path(f))
             return snapshot_error{400, "a file of the snapshot: " + *why};
-        if (!paths.insert(f.path).second)
-            return snapshot_error{400, "a file of the snapshot is named twice: " + f.path};
+        if (!paths.insert(f).second)
+            return snapshot_error{400, "a file of the snapshot is named twice: " + f};
     }
-    std::uint64_t size = content.namespace_blob.size();
-    for (const auto& f : content.files) size += f.bytes.size();
+    if (auto why = check_relative_path(content.namespace_path))
+        return snapshot_error{400, "the snapshot's namespace: " + *why};
 
     std::lock_guard lock(save_mutex_);
     const auto used = usage_of(owner);
@@ -172,24 +238,65 @@ std::variant<nlohmann::json, snapshot_error> snapshot_store::save(const std::str
                                        std::to_string(used.count) + " snapshots, the most " +
                                        std::to_string(quota_.max_count) +
                                        "; delete one (DELETE /v1/snapshots/{id})"};
-    if (used.bytes + size > quota_.max_bytes)
-        return snapshot_error{507, "snapshot quota reached: this snapshot's " +
-                                       std::to_string(size) + " bytes and the " +
+    const std::uint64_t room = quota_.max_bytes > used.bytes ? quota_.max_bytes - used.bytes : 0;
+    auto past_quota = [&] {
+        return snapshot_error{507, "snapshot quota reached: this snapshot's bytes and the " +
                                        std::to_string(used.bytes) + " already stored pass " +
                                        std::to_string(quota_.max_bytes) + " bytes"};
+    };
 
+    const fs::path tmp = dir_ / (".tmp-" + id);
+    const fs::path final_dir = dir_ / id;
+    std::error_code ec;
+    if (fs::exists(final_dir, ec)) return snapshot_error{500, "snapshot id in use: " + id};
+    fs::remove_all(tmp, ec);
+    if (!fs::create_directory(tmp, ec) || ec)
+        return snapshot_error{500, "the snapshot could not be written: " + ec.message()};
+    auto give_up = [&](snapshot_error e) {
+        fs::remove_all(tmp, ec);
+        return e;
+    };
+    auto write_failed = [&](int err, const std::string& what) {
+        return give_up({err == ENOSPC || err == EDQUOT ? 507 : 500,
+                        "the snapshot could not be written (" + what + "): " + std::strerror(err)});
+    };
+
+    // Each piece copied from the workdir into the temporary directory, one at a time.
+    workdir_files from(workdir);
+    std::uint64_t size = 0;
     nlohmann::json pieces = nlohmann::json::array();
-    pieces.push_back({{"name", "0"},
-                      {"role", "namespace"},
-                      {"path", ""},
-                      {"size", content.namespace_blob.size()},
-                      {"sha256", sha256_hex(content.namespace_blob)}});
+    auto copy_piece = [&](const std::string& source, bool is_namespace,
+                          std::size_t n) -> std::optional<snapshot_error> {
+        const std::string what = is_namespace ? std::string("the namespace") : "file " + source;
+        unique_fd in;
+        std::uint64_t at_open = 0;
+        if (auto e = from.open_for_read(source, in, at_open, room - size)) {
+            if (e->http_status == 413) return give_up(past_quota());
+            return give_up({e->http_status == 404 ? 500 : e->http_status,
+                            what + " of the snapshot: " + e->message});
+        }
+        const fs::path piece = tmp / std::to_string(n);
+        unique_fd out(
+            ::open(piece.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        if (!out) return write_failed(errno, what);
+        // The file may grow while it is copied: the quota still holds.
+        const auto copied = copy_hashing(in.get(), out.get(), room - size);
+        if (copied.error == EFBIG) return give_up(past_quota());
+        if (copied.error) return write_failed(copied.error, what);
+        if (::fsync(out.get()) != 0) return write_failed(errno, what);
+        if (::close(out.release()) != 0) return write_failed(errno, what);
+        size += copied.bytes;
+        pieces.push_back({{"name", std::to_string(n)},
+                          {"role", is_namespace ? "namespace" : "file"},
+                          {"path", is_namespace ? "" : source},
+                          {"size", copied.bytes},
+                          {"sha256", copied.sha256}});
+        return std::nullopt;
+    };
+    if (auto e = copy_piece(content.namespace_path, true, 0)) return *e;
     for (std::size_t i = 0; i < content.files.size(); ++i)
-        pieces.push_back({{"name", std::to_string(i + 1)},
-                          {"role", "file"},
-                          {"path", content.files[i].path},
-                          {"size", content.files[i].bytes.size()},
-                          {"sha256", sha256_hex(content.files[i].bytes)}});
+        if (auto e = copy_piece(content.files[i], false, i + 1)) return *e;
+
     nlohmann::json manifest = {
         {"format", 1},
         {"id", id},
@@ -204,24 +311,14 @@ std::variant<nlohmann::json, snapshot_error> snapshot_store::save(const std::str
         {"pieces", pieces},
     };
     manifest["checksum"] = manifest_checksum(manifest);
-
-    const fs::path tmp = dir_ / (".tmp-" + id);
-    const fs::path final_dir = dir_ / id;
-    std::error_code ec;
-    if (fs::exists(final_dir, ec)) return snapshot_error{500, "snapshot id in use: " + id};
     try {
-        fs::create_directory(tmp);
-        write_file_durably(tmp / "0", content.namespace_blob);
-        for (std::size_t i = 0; i < content.files.size(); ++i)
-            write_file_durably(tmp / std::to_string(i + 1), content.files[i].bytes);
         write_file_durably(tmp / manifest_name, manifest.dump(1));
         fs::rename(tmp, final_dir);
         sync_directory(dir_);
     } catch (const std::exception& e) {
-        fs::remove_all(tmp, ec);
         const bool full = std::string(e.what()).find("No space") != std::string::npos;
-        return snapshot_error{full ? 507 : 500,
-                              std::string("the snapshot could not be written: ") + e.what()};
+        return give_up(
+            {full ? 507 : 500, std::string("the snapshot could not be written: ") + e.what()});
     }
     return snapshot_model(manifest);
 }
@@ -250,51 +347,60 @@ std::variant<nlohmann::json, snapshot_error> snapshot_store::get_for(const std::
     return snapshot_model(std::get<nlohmann::json>(m));
 }
 
-std::variant<snapshot_content, snapshot_error> snapshot_store::load_for(const std::string& id,
-                                                                        const user& who) const {
+std::variant<stored_snapshot, snapshot_error> snapshot_store::load_for(const std::string& id,
+                                                                       const user& who) const {
     auto m = manifest_for(id, who);
     if (auto* e = std::get_if<snapshot_error>(&m)) return *e;
     const auto& manifest = std::get<nlohmann::json>(m);
     const fs::path dir = dir_ / id;
 
-    snapshot_content content;
-    content.language = manifest["language"].get<std::string>();
-    content.carried = manifest["carried"];
-    content.not_carried = manifest["not_carried"];
-    content.source_context = manifest["context_id"].get<std::string>();
+    stored_snapshot snapshot;
+    snapshot.language = manifest["language"].get<std::string>();
+    snapshot.carried = manifest["carried"];
+    snapshot.not_carried = manifest["not_carried"];
+    snapshot.source_context = manifest["context_id"].get<std::string>();
+    snapshot.duration_ms = manifest["duration_ms"].get<std::int64_t>();
     std::set<std::string> expected{manifest_name};
     bool have_namespace = false;
     for (const auto& p : manifest["pieces"]) {
+        stored_piece piece;
         const auto name = p["name"].get<std::string>();
         const auto role = p["role"].get<std::string>();
-        const auto path = p["path"].get<std::string>();
-        const auto size = p["size"].get<std::uint64_t>();
-        const auto what = role == "namespace" ? std::string("the namespace") : "file " + path;
+        piece.path = p["path"].get<std::string>();
+        piece.size = p["size"].get<std::uint64_t>();
+        piece.sha256 = p["sha256"].get<std::string>();
+        piece.is_namespace = role == "namespace";
+        const auto what = piece.is_namespace ? std::string("the namespace") : "file " + piece.path;
         if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos ||
             !expected.insert(name).second)
             return damaged(id, "its manifest names a piece '" + name + "'");
         if (role == "file") {
-            if (auto why = check_relative_path(path))
+            if (auto why = check_relative_path(piece.path))
                 return damaged(id, "its manifest names a file outside the workdir: " + *why);
         } else if (role != "namespace" || have_namespace) {
             return damaged(id, "its manifest has a piece of role '" + role + "'");
         }
-        std::string bytes;
+        piece.file = dir / name;
         std::error_code ec;
-        if (!fs::exists(dir / name, ec)) return damaged(id, what + " is missing");
-        if (!read_file(dir / name, bytes, size + 1))
-            return damaged(id, what + " cannot be read, or is larger than the " +
-                                   std::to_string(size) + " bytes recorded");
-        if (bytes.size() != size)
-            return damaged(id, what + " has " + std::to_string(bytes.size()) + " bytes, " +
-                                   std::to_string(size) + " recorded (truncated)");
-        if (sha256_hex(bytes) != p["sha256"].get<std::string>())
-            return damaged(id, what + " does not match its SHA-256");
-        if (role == "namespace") {
-            content.namespace_blob = std::move(bytes);
+        if (!fs::exists(piece.file, ec)) return damaged(id, what + " is missing");
+        unique_fd fd(::open(piece.file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+        struct stat st {};
+        if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+            return damaged(id, what + " cannot be read");
+        const auto read = copy_hashing(fd.get(), -1, piece.size);
+        if (read.error == EFBIG)
+            return damaged(
+                id, what + " is larger than the " + std::to_string(piece.size) + " bytes recorded");
+        if (read.error) return damaged(id, what + " cannot be read: " + std::strerror(read.error));
+        if (read.bytes != piece.size)
+            return damaged(id, what + " has " + std::to_string(read.bytes) + " bytes, " +
+                                   std::to_string(piece.size) + " recorded (truncated)");
+        if (read.sha256 != piece.sha256) return damaged(id, what + " does not match its SHA-256");
+        if (piece.is_namespace) {
             have_namespace = true;
+            snapshot.pieces.insert(snapshot.pieces.begin(), std::move(piece));
         } else {
-            content.files.push_back({path, std::move(bytes)});
+            snapshot.pieces.push_back(std::move(piece));
         }
     }
     if (!have_namespace) return damaged(id, "its manifest has no namespace");
@@ -304,7 +410,7 @@ std::variant<snapshot_content, snapshot_error> snapshot_store::load_for(const st
             return damaged(id, "it holds a file its manifest does not name: " +
                                    entry.path().filename().string());
     if (ec) return damaged(id, "its directory cannot be read: " + ec.message());
-    return content;
+    return snapshot;
 }
 
 std::optional<snapshot_error> snapshot_store::remove_for(const std::string& id, const user& who) {

@@ -8,6 +8,10 @@
 // match, with no piece missing and none extra, so a corrupt or truncated snapshot is refused
 // with the reason and nothing is restored from it.
 //
+// Pieces are never held in memory whole: each is copied between the workdir and the store
+// through one buffer of copy_buffer_bytes, hashed as it passes, so the gateway's memory for
+// a snapshot, of any size, is that buffer and the manifest.
+//
 // The store only moves bytes: the namespace is unpickled inside the sandboxed kernel alone.
 // Snapshots belong to their owner (others get "not found"; an admin sees all) and count
 // against a per-user quota of their number and bytes. Blocking file I/O: call it from the
@@ -39,21 +43,47 @@ struct snapshot_error {
     std::string message;
 };
 
-struct snapshot_file {
-    std::string path;  // relative to the workdir ("data/a.csv")
-    std::string bytes;
-};
-
-// What a snapshot holds, and what is said of it.
-struct snapshot_content {
-    std::string language;  // the kernel's dialect ("python")
-    std::string namespace_blob;
-    std::vector<snapshot_file> files;
+// What is said of a snapshot besides its bytes.
+struct snapshot_meta {
+    std::string language;                                  // the kernel's dialect ("python")
     nlohmann::json carried = nlohmann::json::array();      // names
     nlohmann::json not_carried = nlohmann::json::array();  // [{name, type, reason}]
     std::string source_context;                            // the context it was taken of
     std::int64_t duration_ms = 0;                          // taking it, kernel's part included
 };
+
+// A snapshot on its way into the store: its pieces named by their paths in the workdir they
+// are copied from (read through workdir_files, so no link leads outside it).
+struct snapshot_content : snapshot_meta {
+    std::string namespace_path;      // the kernel's serialized namespace
+    std::vector<std::string> files;  // kept under the same paths
+};
+
+// A stored piece, as its checked manifest describes it.
+struct stored_piece {
+    bool is_namespace = false;
+    std::string path;            // in the workdir ("" for the namespace)
+    std::filesystem::path file;  // its bytes, in the store
+    std::uint64_t size = 0;
+    std::string sha256;  // hex
+};
+
+// A snapshot read back: every piece present, of its size and SHA-256 when load_for looked.
+struct stored_snapshot : snapshot_meta {
+    std::vector<stored_piece> pieces;  // the namespace first
+};
+
+// The one buffer a piece passes through (the bound on the gateway's memory per snapshot).
+inline constexpr std::size_t copy_buffer_bytes = 1 << 20;
+
+struct copy_result {
+    int error = 0;  // an errno; EFBIG past `max`
+    std::uint64_t bytes = 0;
+    std::string sha256;  // hex, of the bytes copied
+};
+// Reads `in` from where it is to its end through one buffer of copy_buffer_bytes, hashing,
+// and writes what it reads to `out` (out < 0: only hashes). Stops with EFBIG past `max`.
+copy_result copy_hashing(int in, int out, std::uint64_t max);
 
 class snapshot_store {
 public:
@@ -67,21 +97,23 @@ public:
     // Ids are what the gateway makes (UUIDs): hex digits and dashes, 36 characters.
     static bool valid_id(std::string_view id);
 
-    // Stores it under `id` for `owner`: written whole in a temporary directory, then renamed
-    // into place, so a failure (a full disk) leaves no partial snapshot and the others as
-    // they were. The model (as get answers it), or why not: past the quota (507).
+    // Stores it under `id` for `owner`, each piece copied from `workdir`: written whole in a
+    // temporary directory, then renamed into place, so a failure (a full disk, the quota
+    // passed halfway) leaves no partial snapshot and the others as they were. The model (as
+    // get answers it), or why not: past the quota (507), a piece missing from the workdir.
     std::variant<nlohmann::json, snapshot_error> save(const std::string& id,
                                                       const std::string& owner,
-                                                      const snapshot_content& content);
+                                                      const snapshot_content& content,
+                                                      const std::filesystem::path& workdir);
     // The models of the snapshots `who` may see, oldest first.
     std::vector<nlohmann::json> list_for(const user& who) const;
     // Its model: 404 for an unknown id, one `who` may not see, or a manifest that is not one.
     std::variant<nlohmann::json, snapshot_error> get_for(const std::string& id,
                                                          const user& who) const;
-    // Every piece read and checked against the manifest: 404 as get_for, 422 with the
-    // reason for a damaged snapshot.
-    std::variant<snapshot_content, snapshot_error> load_for(const std::string& id,
-                                                            const user& who) const;
+    // Every piece read (through the buffer) and checked against the manifest: 404 as
+    // get_for, 422 with the reason for a damaged snapshot.
+    std::variant<stored_snapshot, snapshot_error> load_for(const std::string& id,
+                                                           const user& who) const;
     std::optional<snapshot_error> remove_for(const std::string& id, const user& who);
 
     // The manifest's own checksum: SHA-256 of its JSON without the "checksum" member.

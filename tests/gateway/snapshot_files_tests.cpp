@@ -9,6 +9,8 @@
 
 #include <doctest/doctest.h>
 
+#include "common/sha256.hpp"
+
 namespace fs = std::filesystem;
 using namespace callisto::gateway::interpreter;
 
@@ -45,19 +47,19 @@ TEST_CASE("snapshot files: the kernel's blob and report, and the workdir's regul
     auto r = collect_snapshot(w.path, {1 << 20, 100});
     REQUIRE(std::holds_alternative<snapshot_content>(r));
     const auto& c = std::get<snapshot_content>(r);
-    CHECK(c.namespace_blob == "BLOB");
+    CHECK(c.namespace_path == ".callisto-snapshot.dill");
     CHECK(c.carried == nlohmann::json({"df", "f"}));
-    REQUIRE(c.files.size() == 3);
-    CHECK(c.files[0].path == ".hidden");
-    CHECK(c.files[1].path == "data.csv");
-    CHECK(c.files[2].path == "sub/x.txt");
+    CHECK(c.files == std::vector<std::string>{".hidden", "data.csv", "sub/x.txt"});
     // The symlink is listed, not followed, not dropped silently.
     REQUIRE(c.not_carried.size() == 2);
     CHECK(c.not_carried[1]["name"] == "link");
     CHECK(c.not_carried[1]["type"] == "symlink");
-    // The blob and the report are gone from the workdir.
-    CHECK_FALSE(fs::exists(w.path / ".callisto-snapshot.dill"));
+    // The report is gone from the workdir; the blob stays for the store to copy, until
+    // remove_snapshot_leftovers.
     CHECK_FALSE(fs::exists(w.path / ".callisto-snapshot.json"));
+    CHECK(fs::exists(w.path / ".callisto-snapshot.dill"));
+    remove_snapshot_leftovers(w.path);
+    CHECK_FALSE(fs::exists(w.path / ".callisto-snapshot.dill"));
 }
 
 TEST_CASE("snapshot files: no report, no blob, or past the quota: refused, leftovers removed") {
@@ -104,18 +106,47 @@ TEST_CASE("snapshot files: a report that is not one is refused; strings are cut 
 }
 
 TEST_CASE("snapshot files: placed back into a workdir, with the blob for the kernel to load") {
+    temp_workdir store;  // stands for a snapshot's directory in the store
+    store.write("0", "BLOB");
+    store.write("1", "a,b\n");
+    store.write("2", "x");
+    auto piece = [&](bool ns, const std::string& path, const std::string& name,
+                     const std::string& bytes) {
+        return stored_piece{ns, path, store.path / name, bytes.size(), callisto::sha256_hex(bytes)};
+    };
+    stored_snapshot s;
+    s.pieces = {piece(true, "", "0", "BLOB"), piece(false, "data.csv", "1", "a,b\n"),
+                piece(false, "sub/x.txt", "2", "x")};
     temp_workdir w;
-    snapshot_content c;
-    c.namespace_blob = "BLOB";
-    c.files = {{"data.csv", "a,b\n"}, {"sub/x.txt", "x"}};
-    REQUIRE_FALSE(place_snapshot(w.path, c));
+    REQUIRE_FALSE(place_snapshot(w.path, s));
     std::ifstream in(w.path / "sub/x.txt");
     std::string x;
     in >> x;
     CHECK(x == "x");
     CHECK(fs::file_size(w.path / ".callisto-snapshot.dill") == 4);
     // A path outside the workdir never gets there, even from a manifest that passed.
-    c.files.push_back({"../escape", "x"});
-    CHECK(place_snapshot(w.path, c));
+    auto escaping = s;
+    escaping.pieces.push_back(piece(false, "../escape", "2", "x"));
+    CHECK(place_snapshot(w.path, escaping));
     CHECK_FALSE(fs::exists(w.path.parent_path() / "escape"));
+}
+
+TEST_CASE("snapshot files: a piece changed after it was checked is not placed, nor the rest") {
+    temp_workdir store;
+    store.write("0", "BLOB");
+    store.write("1", "a,b\n");
+    stored_snapshot s;
+    s.pieces = {{true, "", store.path / "0", 4, callisto::sha256_hex("BLOB")},
+                {false, "data.csv", store.path / "1", 4, callisto::sha256_hex("a,b\n")}};
+    store.write("1", "a,c\n");  // same size, after load_for's check
+    temp_workdir w;
+    auto e = place_snapshot(w.path, s);
+    REQUIRE(e);
+    CHECK(e->http_status == 422);
+    CHECK(e->message.find("changed") != std::string::npos);
+    CHECK_FALSE(fs::exists(w.path / "data.csv"));
+    CHECK_FALSE(fs::exists(w.path / ".callisto-snapshot.dill"));
+    store.write("1", "a,b\nmore");  // grown
+    CHECK(place_snapshot(w.path, s));
+    CHECK(fs::is_empty(w.path));
 }

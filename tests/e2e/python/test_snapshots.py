@@ -58,6 +58,32 @@ print(json.dumps({
 """
 
 
+MiB = 1 << 20
+
+# About 100 MiB of random floats: incompressible, and larger than anything else the gateway
+# holds while the test runs.
+BIG = r"""
+import numpy as np
+big = np.random.default_rng(7).random(100 * 2**20 // 8)
+print(repr(float(big.sum())))
+"""
+
+
+def gateway_status_kib(field):
+    """VmRSS or VmHWM of the gateway under test, in KiB."""
+    with open(f"/proc/{os.environ['CALLISTO_PID']}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} in the gateway's status")
+
+
+def reset_gateway_peak():
+    """VmHWM from here on: clear_refs 5 resets it to the current RSS."""
+    with open(f"/proc/{os.environ['CALLISTO_PID']}/clear_refs", "w") as f:
+        f.write("5")
+
+
 def snapshot_dir():
     if os.environ.get("CALLISTO_SNAPSHOT_DIR"):
         return os.environ["CALLISTO_SNAPSHOT_DIR"]
@@ -260,6 +286,45 @@ def test_a_tampered_snapshot_is_refused_with_the_reason():
     check_documented("DELETE", "/v1/snapshots/{snapshot_id}", r)
     check_eq(api("GET", f"/v1/snapshots/{sid}", token=ANA).status, 404, "gone")
     check(not os.path.exists(path), "its directory is gone")
+
+
+@callisto_only
+def test_a_100_mib_state_passes_through_the_gateway_in_bounded_memory():
+    # The gateway copies a snapshot's pieces through one buffer (docs/operations.md): its
+    # peak RSS must not grow by the snapshot's size, neither taking it nor restoring it.
+    # bob (no kernel limit), so that ana's contexts above do not count.
+    ctx = new_context(BOB)
+    sid, copy = None, None
+    try:
+        total = run(BOB, ctx["id"], BIG, timeout=300)["stdout"].strip()
+        reset_gateway_peak()
+        before = gateway_status_kib("VmRSS")
+        r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=BOB, timeout=600)
+        check_eq(r.status, 201, f"snapshot of 100 MiB taken ({r.body[:300]!r})")
+        sid = r.json()["id"]
+        check(r.json()["size"] >= 100 * MiB, "the snapshot holds the 100 MiB", r.json()["size"])
+        growth = gateway_status_kib("VmHWM") - before
+        print(f"  gateway peak RSS growth taking a {r.json()['size'] // MiB} MiB snapshot: "
+              f"{growth // 1024} MiB")
+        check(growth < 32 * 1024, "the gateway's peak RSS grew by less than 32 MiB", growth)
+
+        reset_gateway_peak()
+        before = gateway_status_kib("VmRSS")
+        r = api("POST", "/v1/contexts", {"from_snapshot": sid, "policy": "fresh"}, token=BOB,
+                timeout=600)
+        check_eq(r.status, 201, f"restored ({r.body[:300]!r})")
+        copy = r.json()
+        growth = gateway_status_kib("VmHWM") - before
+        print(f"  gateway peak RSS growth restoring it: {growth // 1024} MiB")
+        check(growth < 32 * 1024, "the gateway's peak RSS grew by less than 32 MiB", growth)
+        got = run(BOB, copy["id"], "print(repr(float(big.sum())))", timeout=300)["stdout"]
+        check_eq(got.strip(), total, "the 100 MiB came back whole")
+    finally:
+        for c in (ctx, copy):
+            if c:
+                delete_context(BOB, c["id"])
+        if sid:
+            api("DELETE", f"/v1/snapshots/{sid}", token=BOB)
 
 
 @callisto_only
