@@ -2,6 +2,10 @@
 
 #include "gateway/jupyter_api/kernel_error_answer.hpp"
 
+#include <mutex>
+#include <optional>
+#include <variant>
+
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
@@ -474,33 +478,33 @@ void interpreter_api::run_internal(const std::shared_ptr<interpreter_context>& c
         });
 }
 
-void interpreter_api::create_snapshot(incoming_request in) {
-    if (!snapshots_) return in.respond(snapshots_off());
-    auto context = context_of(in);
-    if (!context) return;
+std::optional<http_response> interpreter_api::snapshot_refusal(
+    const std::shared_ptr<interpreter_context>& context) const {
     if (context->dialect() != languages::kernel_dialect::python)
-        return in.respond(error_response(
-            http::status::bad_request,
-            "only Python contexts can be snapshotted yet; this one's kernel speaks " +
-                std::string(languages::to_string(context->dialect()))));
+        return error_response(http::status::bad_request,
+                              "only Python contexts can be snapshotted yet; this one's kernel "
+                              "speaks " +
+                                  std::string(languages::to_string(context->dialect())));
     if (context->busy())
-        return in.respond(error_response(http::status::conflict,
-                                         "the context is busy: an execution is queued or "
-                                         "running; take the snapshot when it is idle"));
+        return error_response(http::status::conflict,
+                              "the context is busy: an execution is queued or running; take the "
+                              "snapshot when it is idle");
+    return std::nullopt;
+}
+
+void interpreter_api::take_snapshot(const std::shared_ptr<interpreter_context>& context,
+                                    const std::string& owner, snapshot_done done) {
     const auto started = std::chrono::steady_clock::now();
-    auto finish = [this, context, owner = in.who->name, respond = in.respond,
-                   started](std::string error) {
-        boost::asio::post(file_pool_, [this, context, owner, respond, started, error] {
+    auto finish = [this, context, owner, done = std::move(done), started](std::string error) {
+        boost::asio::post(file_pool_, [this, context, owner, done, started, error] {
             if (!error.empty()) {
                 remove_snapshot_leftovers(context->workdir());
-                return respond(error_response(http::status::internal_server_error,
-                                              "the kernel could not save its state: " + error));
+                return done(snapshot_error{500, "the kernel could not save its state: " + error});
             }
             const auto& quota = snapshots_->quota();
             auto collected = collect_snapshot(
                 context->workdir(), {quota.max_bytes, contexts_.settings().max_listed_files});
-            if (auto* e = std::get_if<snapshot_error>(&collected))
-                return respond(snapshot_error_response(*e));
+            if (auto* e = std::get_if<snapshot_error>(&collected)) return done(*e);
             auto& content = std::get<snapshot_content>(collected);
             content.language = "python";
             content.source_context = context->id();
@@ -509,17 +513,31 @@ void interpreter_api::create_snapshot(incoming_request in) {
             // Copied piece by piece from the workdir; the blob is removed whatever happened.
             auto saved = snapshots_->save(id, owner, content, context->workdir());
             remove_snapshot_leftovers(context->workdir());
-            if (auto* e = std::get_if<snapshot_error>(&saved))
-                return respond(snapshot_error_response(*e));
+            if (auto* e = std::get_if<snapshot_error>(&saved)) return done(*e);
             auto model = std::get<nlohmann::json>(saved);
             model["duration_ms"] = ms_since(started);  // the write included
-            auto res = json_response(http::status::created, model);
-            res.set(http::field::location, "/v1/snapshots/" + id);
-            respond(std::move(res));
+            done(std::move(model));
         });
     };
     run_internal(context, languages::python_snapshot::save_code(context->kernel_workdir()),
                  std::move(finish));
+}
+
+void interpreter_api::create_snapshot(incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    auto context = context_of(in);
+    if (!context) return;
+    if (auto refused = snapshot_refusal(context)) return in.respond(std::move(*refused));
+    take_snapshot(context, in.who->name,
+                  [respond = in.respond](std::variant<nlohmann::json, snapshot_error> r) {
+                      if (auto* e = std::get_if<snapshot_error>(&r))
+                          return respond(snapshot_error_response(*e));
+                      const auto& model = std::get<nlohmann::json>(r);
+                      auto res = json_response(http::status::created, model);
+                      res.set(http::field::location,
+                              "/v1/snapshots/" + model["id"].get<std::string>());
+                      respond(std::move(res));
+                  });
 }
 
 void interpreter_api::list_snapshots(incoming_request in) {
@@ -552,9 +570,18 @@ void interpreter_api::delete_snapshot(incoming_request in) {
 
 void interpreter_api::restore_context(context_request request, incoming_request in) {
     if (!snapshots_) return in.respond(snapshots_off());
+    restore_snapshot(
+        std::move(request), *in.who,
+        [respond = std::move(in.respond)](std::shared_ptr<interpreter_context>,
+                                          http_response answer) { respond(std::move(answer)); });
+}
+
+void interpreter_api::restore_snapshot(context_request request, const user& who,
+                                       restore_done done) {
     const auto started = std::chrono::steady_clock::now();
-    boost::asio::post(file_pool_, [this, request = std::move(request), who = *in.who,
-                                   respond = std::move(in.respond), started]() mutable {
+    auto respond = [done](http_response answer) { done(nullptr, std::move(answer)); };
+    boost::asio::post(file_pool_, [this, request = std::move(request), who, done, respond,
+                                   started]() mutable {
         const std::string snapshot_id = request.from_snapshot;
         // Every piece read and checked before any kernel is asked for: a damaged snapshot is
         // refused with its reason, and nothing is made of it.
@@ -570,7 +597,8 @@ void interpreter_api::restore_context(context_request request, incoming_request 
                 http::status::bad_request,
                 "snapshot " + snapshot_id + " is of a " + content->language + " context"));
         contexts_.create(
-            request, who, [this, content, snapshot_id, respond, started](create_context_result r) {
+            request, who,
+            [this, content, snapshot_id, respond, done, started](create_context_result r) {
                 if (!r.context)
                     return respond(jupyter_api::kernel_error_answer(r.error, r.message));
                 auto context = r.context;
@@ -583,15 +611,15 @@ void interpreter_api::restore_context(context_request request, incoming_request 
                         http::status::bad_request,
                         "a Python snapshot is restored into a Python kernel; this one speaks " +
                             std::string(languages::to_string(context->dialect())));
-                boost::asio::post(file_pool_, [this, context, content, snapshot_id, respond, fail,
+                boost::asio::post(file_pool_, [this, context, content, snapshot_id, done, fail,
                                                started] {
                     if (auto e = place_snapshot(context->workdir(), *content))
                         return fail(static_cast<http::status>(e->http_status), e->message);
                     run_internal(
                         context, languages::python_snapshot::load_code(context->kernel_workdir()),
-                        [this, context, content, snapshot_id, respond, fail,
+                        [this, context, content, snapshot_id, done, fail,
                          started](std::string error) {
-                            boost::asio::post(file_pool_, [context, content, snapshot_id, respond,
+                            boost::asio::post(file_pool_, [context, content, snapshot_id, done,
                                                            fail, started, error] {
                                 auto report = take_report(context->workdir());
                                 if (!error.empty() || !report) {
@@ -612,12 +640,118 @@ void interpreter_api::restore_context(context_request request, incoming_request 
                                                      {"files", files}};
                                 auto res = json_response(http::status::created, model);
                                 res.set(http::field::location, "/v1/contexts/" + context->id());
-                                respond(std::move(res));
+                                done(context, std::move(res));
                             });
                         });
                 });
             });
     });
+}
+
+namespace {
+
+// The body of POST /v1/contexts/{id}/fork: {"count": N}, N in 1..max_forks; empty: 1.
+std::optional<std::size_t> parse_fork_count(std::string_view body, std::string& error) {
+    if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return 1;
+    auto doc = nlohmann::json::parse(body, nullptr, false);
+    if (!doc.is_object()) {
+        error = "the body must be a JSON object: {\"count\": N}";
+        return std::nullopt;
+    }
+    for (const auto& [name, value] : doc.items())
+        if (name != "count") {
+            error = "unknown field '" + name + "'";
+            return std::nullopt;
+        }
+    if (!doc.contains("count")) return 1;
+    const auto& n = doc["count"];
+    if (!n.is_number_integer() || n.get<std::int64_t>() < 1 ||
+        n.get<std::int64_t>() > static_cast<std::int64_t>(interpreter_api::max_forks)) {
+        error =
+            "'count' must be an integer from 1 to " + std::to_string(interpreter_api::max_forks);
+        return std::nullopt;
+    }
+    return n.get<std::size_t>();
+}
+
+}  // namespace
+
+void interpreter_api::fork_context(incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    auto context = context_of(in);
+    if (!context) return;
+    std::string error;
+    const auto count = parse_fork_count(in.req.body(), error);
+    if (!count) return in.respond(error_response(http::status::bad_request, error));
+    if (auto refused = snapshot_refusal(context)) return in.respond(std::move(*refused));
+    const auto started = std::chrono::steady_clock::now();
+    // Every copy is a new context restored from one snapshot, each in its own fresh kernel;
+    // the snapshot is the fork's own and is deleted when the copies have it.
+    context_request request;
+    request.kernel = context->model().value("kernel", std::string());
+    request.policy = kernels::kernel_policy::fresh;
+    if (auto why = contexts_.choose_kernel(request))
+        return in.respond(error_response(http::status::bad_request, *why));
+    take_snapshot(
+        context, in.who->name,
+        [this, request, who = *in.who, respond = in.respond, count = *count,
+         started](std::variant<nlohmann::json, snapshot_error> r) {
+            if (auto* e = std::get_if<snapshot_error>(&r))
+                return respond(snapshot_error_response(*e));
+            const auto snapshot = std::get<nlohmann::json>(std::move(r));
+            struct forks {
+                std::mutex mutex;
+                std::vector<std::shared_ptr<interpreter_context>> made;
+                std::vector<nlohmann::json> models;
+                std::optional<http_response> failure;
+                std::size_t left;
+            };
+            auto state = std::make_shared<forks>();
+            state->left = count;
+            auto copy = request;
+            copy.from_snapshot = snapshot["id"].get<std::string>();
+            for (std::size_t i = 0; i < count; ++i)
+                restore_snapshot(
+                    copy, who,
+                    [this, state, snapshot, who, respond, started](
+                        std::shared_ptr<interpreter_context> made, http_response answer) {
+                        std::unique_lock lock(state->mutex);
+                        if (made) {
+                            state->made.push_back(made);
+                            state->models.push_back(
+                                nlohmann::json::parse(answer.body(), nullptr, false));
+                        } else if (!state->failure) {
+                            state->failure = std::move(answer);
+                        }
+                        if (--state->left > 0) return;
+                        lock.unlock();
+                        boost::asio::post(file_pool_, [this, state, snapshot, who, respond,
+                                                       started] {
+                            (void)snapshots_->remove_for(snapshot["id"].get<std::string>(), who);
+                            if (state->failure) {
+                                // All or none: the copies made are deleted with the failure's
+                                // answer.
+                                for (const auto& c : state->made) contexts_.remove_later(c);
+                                return respond(std::move(*state->failure));
+                            }
+                            nlohmann::json contexts = nlohmann::json::array();
+                            for (auto& m : state->models) contexts.push_back(std::move(m));
+                            const std::string first = contexts[0].value("id", std::string());
+                            auto res =
+                                json_response(http::status::created,
+                                              {{"contexts", std::move(contexts)},
+                                               {"duration_ms", ms_since(started)},
+                                               {"snapshot",
+                                                {{"size", snapshot["size"]},
+                                                 {"duration_ms", snapshot["duration_ms"]},
+                                                 {"carried", snapshot["carried"]},
+                                                 {"not_carried", snapshot["not_carried"]}}}});
+                            // The first copy; all are in "contexts".
+                            res.set(http::field::location, "/v1/contexts/" + first);
+                            respond(std::move(res));
+                        });
+                    });
+        });
 }
 
 }  // namespace callisto::gateway::interpreter

@@ -173,7 +173,8 @@ TEST_CASE("users: kernels belong to their owner, admins see all, limits answer 4
 
 TEST_CASE(
     "snapshots: a Python context's state and files restored into a new context; another user's "
-    "restore is 404, a tampered snapshot is refused") {
+    "restore is 404, a tampered snapshot is refused; fork makes independent copies; 100 MiB pass "
+    "the gateway in bounded memory") {
     const auto users = write_users_file("snapshots");
     const auto snapshots = std::filesystem::temp_directory_path() /
                            ("callisto-e2e-snapshots-" + std::to_string(::getpid()));

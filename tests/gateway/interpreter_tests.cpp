@@ -350,7 +350,7 @@ TEST_CASE("context request: from_snapshot names a snapshot; its bad forms are re
     REQUIRE(r);
     CHECK(r->from_snapshot.empty());
     const std::string long_id(65, 'a');
-    for (const std::string body :
+    for (const std::string& body :
          {std::string(R"({"from_snapshot": ""})"), std::string(R"({"from_snapshot": 7})"),
           std::string(R"({"from_snapshot": ["x"]})"),
           std::string("{\"from_snapshot\": \"") + long_id + "\"}"}) {

@@ -289,6 +289,83 @@ def test_a_tampered_snapshot_is_refused_with_the_reason():
 
 
 @callisto_only
+def test_fork_gives_independent_copies():
+    ctx = new_context(BOB)
+    made = []
+    probe = ("import json; print(json.dumps([state['n'], int(state['xs'][0]), "
+             "open('f.txt').read()]))")
+    try:
+        run(BOB, ctx["id"], "import numpy as np\nstate = {'n': 1, 'xs': np.arange(5)}\n"
+                            "open('f.txt', 'w').write('orig')")
+        r = api("POST", f"/v1/contexts/{ctx['id']}/fork", {"count": 3}, token=BOB, timeout=600)
+        check_eq(r.status, 201, f"forked ({r.body[:500]!r})")
+        check_documented("POST", "/v1/contexts/{context_id}/fork", r)
+        body = r.json()
+        made = [c["id"] for c in body["contexts"]]
+        check_eq(len(made), 3, "three copies")
+        check_eq(len(set(made + [ctx["id"]])), 4, "each a new context")
+        kernels = {c["kernel_id"] for c in body["contexts"]} | {ctx["kernel_id"]}
+        check_eq(len(kernels), 4, "each in its own kernel")
+        check("state" in body["snapshot"]["carried"], "the state was carried", body["snapshot"])
+        print(f"  fork x3: {body['duration_ms']} ms, snapshot {body['snapshot']['duration_ms']} ms")
+        for i, cid in enumerate(made):
+            run(BOB, cid, f"state['n'] = {10 + i}\nstate['xs'][0] = {10 + i}\n"
+                          f"open('f.txt', 'w').write('copy{i}')")
+        for i, cid in enumerate(made):
+            check_eq(run_json(BOB, cid, probe), [10 + i, 10 + i, f"copy{i}"],
+                     f"copy {i} has its own change only")
+        check_eq(run_json(BOB, ctx["id"], probe), [1, 0, "orig"], "the original is untouched")
+        left = [s for s in api("GET", "/v1/snapshots", token=BOB).json()
+                if s["context_id"] == ctx["id"]]
+        check_eq(left, [], "the fork's own snapshot is not left behind")
+    finally:
+        for cid in made + [ctx["id"]]:
+            delete_context(BOB, cid)
+
+
+@callisto_only
+def test_fork_refuses_bad_counts_and_others_contexts():
+    ctx = new_context(BOB)
+    try:
+        before = len(api("GET", "/v1/contexts", token=BOB).json())
+        for body in ({"count": 0}, {"count": -1}, {"count": 17}, {"count": 1.5},
+                     {"count": "2"}, {"count": None}, {"count": True}, {"n": 2}, [2], "x",
+                     "{\"count\": 2", b"\xff"):
+            r = api("POST", f"/v1/contexts/{ctx['id']}/fork", body, token=BOB)
+            check_eq(r.status, 400, f"fork with {body!r} ({r.body[:200]!r})")
+            check_documented("POST", "/v1/contexts/{context_id}/fork", r)
+        check("count" in api("POST", f"/v1/contexts/{ctx['id']}/fork", {"count": 0},
+                             token=BOB).json()["message"], "says what is wrong")
+        check_eq(len(api("GET", "/v1/contexts", token=BOB).json()), before, "no context made")
+        r = api("POST", f"/v1/contexts/{ctx['id']}/fork", {"count": 1}, token=ANA)
+        check_eq(r.status, 404, "ana cannot fork bob's context")
+        r = api("POST", "/v1/contexts/0b7c2a2e-6c1f-4c3e-9a55-0d5d0e0c9a11/fork", {"count": 1},
+                token=BOB)
+        check_eq(r.status, 404, "an unknown context")
+    finally:
+        delete_context(BOB, ctx["id"])
+
+
+@callisto_only
+def test_fork_past_the_users_kernel_limit_makes_none():
+    # ana may hold 2 kernels: her context and 3 copies cannot all be.
+    ctx = new_context(ANA)
+    try:
+        before = len(api("GET", "/v1/contexts", token=ANA).json())
+        r = api("POST", f"/v1/contexts/{ctx['id']}/fork", {"count": 3}, token=ANA, timeout=600)
+        check_eq(r.status, 429, f"refused at ana's max_kernels ({r.body[:300]!r})")
+        check_documented("POST", "/v1/contexts/{context_id}/fork", r)
+        time.sleep(1)
+        check_eq(len(api("GET", "/v1/contexts", token=ANA).json()), before,
+                 "no copy is left behind")
+        left = [s for s in api("GET", "/v1/snapshots", token=ANA).json()
+                if s["context_id"] == ctx["id"]]
+        check_eq(left, [], "nor the fork's snapshot")
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
 def test_a_100_mib_state_passes_through_the_gateway_in_bounded_memory():
     # The gateway copies a snapshot's pieces through one buffer (docs/operations.md): its
     # peak RSS must not grow by the snapshot's size, neither taking it nor restoring it.
