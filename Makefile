@@ -17,7 +17,7 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_PACKAGES  := build-essential cmake pkg-config libboost-dev libzmq3-dev cppzmq-dev \
                    nlohmann-json3-dev libssl-dev libseccomp-dev python3-dev
 # Needed to serve: the sandbox and the kernels (r-cran-irkernel: the R kernelspec "ir").
-KERNEL_PACKAGES := bubblewrap python3-ipykernel python3-numpy python3-pandas python3-matplotlib \
+KERNEL_PACKAGES := bubblewrap python3-ipykernel python3-numpy python3-pandas python3-matplotlib python3-dill \
                    r-cran-irkernel
 # Needed to add libraries (docs/operations.md, "Adding Python libraries"): venv with pip.
 ADMIN_PACKAGES  := python3-venv

@@ -94,7 +94,7 @@ launcher::kernelspec_catalog::check_fn kernelspec_check_for(const server_config&
     for (const auto& path :
          {config.kernels.workdir_root, config.kernels.runtime_root, config.state_dir,
           config.users_file, config.audit.file, config.audit.key_file, config.certfile,
-          config.keyfile, config.client_ca})
+          config.keyfile, config.client_ca, config.interpreter.snapshot_dir})
         if (!path.empty()) s.private_paths.push_back(path);
     return [s](const launcher::kernelspec& spec) { return launcher::kernelspec_problem(spec, s); };
 }
@@ -255,6 +255,11 @@ interpreter::interpreter_settings interpreter_settings_for(
     // is one (it outlives this process, as the contexts do), else in the runtime root.
     s.context_root = config.state_dir.empty() ? config.kernels.runtime_root / "contexts"
                                               : config.state_dir / "workdirs";
+    // Snapshots outlive the process as the state directory does; without one (--sandbox=off,
+    // --state-dir=off) they last as long as the runtime root.
+    if (s.snapshot_dir.empty())
+        s.snapshot_dir = config.state_dir.empty() ? config.kernels.runtime_root / "snapshots"
+                                                  : config.state_dir / "snapshots";
     // A request may ask for a smaller budget than --output-budget, never a larger one.
     s.request_limits.max_output_budget = s.text_budget_bytes;
     s.max_download_bytes = std::max(s.max_download_bytes, s.max_upload_bytes);

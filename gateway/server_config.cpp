@@ -571,6 +571,16 @@ const std::vector<option>& options() {
          seconds(FIELD(interpreter.request_limits.max_timeout), 1, 7 * 24 * 3600)},
         {"--upload-limit", "SIZE", "largest file upload to a context",
          bytes(FIELD(interpreter.max_upload_bytes), 1)},
+        {"--snapshot-dir", "DIR",
+         "where snapshots of /v1 contexts (POST /v1/contexts/{id}/snapshots) are kept, each "
+         "with its owner and SHA-256 checksums; shared between replicas, a snapshot taken on "
+         "one is restored on another",
+         path(FIELD(interpreter.snapshot_dir), true), false, "<state-dir>/snapshots"},
+        {"--snapshot-quota", "N", "snapshots kept per user; past it a new one answers 507",
+         number(FIELD(interpreter.snapshot_limits.max_count), 1, 100000)},
+        {"--snapshot-quota-bytes", "SIZE",
+         "the bytes of a user's snapshots together; past it a new one answers 507",
+         bytes(FIELD(interpreter.snapshot_limits.max_bytes), 1)},
         {"--mcp-session-timeout", "SECS",
          "an MCP session idle this long ends and its context is deleted",
          seconds(FIELD(mcp.idle_timeout), 0, 7 * 24 * 3600, "never")},

@@ -14,7 +14,7 @@ std::optional<context_request> parse_context_request(std::string_view body, std:
     auto doc = parse_json_body(body, error);
     if (!doc) return std::nullopt;
     for (auto& [name, value] : doc->items()) {
-        if (!is_context_field(name) && name != "language") {
+        if (!is_context_field(name) && name != "language" && name != "from_snapshot") {
             error = "unknown field '" + name + "'";
             return std::nullopt;
         }
@@ -27,6 +27,14 @@ std::optional<context_request> parse_context_request(std::string_view body, std:
             error = "'language' must be one of " + language_choices();
             return std::nullopt;
         }
+    }
+    if (doc->contains("from_snapshot") && !(*doc)["from_snapshot"].is_null()) {
+        const auto& s = (*doc)["from_snapshot"];
+        if (!s.is_string() || s.get<std::string>().empty() || s.get<std::string>().size() > 64) {
+            error = "'from_snapshot' must be a snapshot id (GET /v1/snapshots lists them)";
+            return std::nullopt;
+        }
+        req.from_snapshot = s.get<std::string>();
     }
     return req;
 }

@@ -16,8 +16,10 @@ struct context_request {
     // execution's own "language" does the same.
     std::optional<languages::execution_language> language;
     std::optional<kernels::kernel_policy> policy;  // none: the server's --kernel-policy
-    bool one_shot = false;                         // set by POST /v1/executions, never by a body
-    bool via_mcp = false;                          // set by MCP's tools, never by a body
+    // POST /v1/contexts {"from_snapshot": ID}: the new context gets that snapshot's state.
+    std::string from_snapshot;
+    bool one_shot = false;  // set by POST /v1/executions, never by a body
+    bool via_mcp = false;   // set by MCP's tools, never by a body
 };
 
 // An empty body means all defaults. On error returns nullopt and a sentence in `error`.

@@ -2,6 +2,10 @@
 
 #include "gateway/jupyter_api/kernel_error_answer.hpp"
 
+#include <mutex>
+#include <optional>
+#include <variant>
+
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
@@ -11,7 +15,10 @@
 #include "gateway/http/content_headers.hpp"
 #include "gateway/interpreter/multipart_form.hpp"
 #include "gateway/interpreter/oneshot_request.hpp"
+#include "gateway/interpreter/snapshot_files.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
+#include "gateway/languages/python_snapshot.hpp"
+#include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -75,6 +82,10 @@ http_response context_gone(const std::string& id, const kernels::culled_kernel& 
 
 interpreter_api::interpreter_api(context_registry& contexts)
     : contexts_(contexts),
+      snapshots_(contexts.settings().snapshot_dir.empty()
+                     ? nullptr
+                     : std::make_unique<snapshot_store>(contexts.settings().snapshot_dir,
+                                                        contexts.settings().snapshot_limits)),
       oneshots_(contexts.settings().oneshot_kept, contexts.settings().oneshot_kept_per_user) {}
 
 interpreter_api::~interpreter_api() { file_pool_.join(); }
@@ -272,6 +283,7 @@ void interpreter_api::create_context(incoming_request in) {
     if (!request) return respond(error_response(http::status::bad_request, error));
     if (auto why = contexts_.choose_kernel(*request))
         return respond(error_response(http::status::bad_request, *why));
+    if (!request->from_snapshot.empty()) return restore_context(std::move(*request), std::move(in));
     contexts_.create(*request, who, [respond = std::move(in.respond)](create_context_result r) {
         if (!r.context) return respond(jupyter_api::kernel_error_answer(r.error, r.message));
         auto res = json_response(http::status::created, r.context->model());
@@ -418,6 +430,329 @@ void interpreter_api::submit_and_answer(
             respond(std::move(res));
         });
     });
+}
+
+namespace {
+
+http_response snapshot_error_response(const snapshot_error& e) {
+    return error_response(static_cast<http::status>(e.http_status), e.message);
+}
+
+http_response snapshots_off() {
+    return error_response(http::status::not_found, "snapshots are not kept by this server");
+}
+
+std::int64_t ms_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 t)
+        .count();
+}
+
+// An execution's failure in a sentence, from its "end" event (sinks run under the execution's
+// lock: they must not ask the execution itself): its error's name and value, or its status.
+std::string failure_of(const nlohmann::json& end_event) {
+    const auto& e = end_event.contains("execution") ? end_event["execution"] : nlohmann::json();
+    const std::string status = e.is_object() ? e.value("status", std::string()) : std::string();
+    if (status == "ok") return {};
+    if (e.contains("error") && e["error"].is_object())
+        return e["error"].value("name", std::string("error")) + ": " +
+               e["error"].value("value", std::string());
+    return "the execution ended " + (status.empty() ? std::string("without a status") : status);
+}
+
+}  // namespace
+
+void interpreter_api::run_internal(const std::shared_ptr<interpreter_context>& context,
+                                   std::string code, std::function<void(std::string)> done) {
+    execution_request request;
+    request.code = std::move(code);
+    // A large state takes its time to serialize; the longest deadline the server allows.
+    request.timeout = contexts_.settings().request_limits.max_timeout;
+    context->submit(
+        std::move(request), [done = std::move(done)](interpreter_context::submit_result r) {
+            if (!r.exec)
+                return done(r.why.empty() ? "the context is closed or its queue is full" : r.why);
+            // done only posts: nothing under the execution's lock waits for another.
+            r.exec->subscribe([done](const nlohmann::json& event, bool last) {
+                if (last) done(failure_of(event));
+            });
+        });
+}
+
+std::optional<http_response> interpreter_api::snapshot_refusal(
+    const std::shared_ptr<interpreter_context>& context) const {
+    if (context->dialect() != languages::kernel_dialect::python)
+        return error_response(http::status::bad_request,
+                              "only Python contexts can be snapshotted yet; this one's kernel "
+                              "speaks " +
+                                  std::string(languages::to_string(context->dialect())));
+    if (context->busy())
+        return error_response(http::status::conflict,
+                              "the context is busy: an execution is queued or running; take the "
+                              "snapshot when it is idle");
+    return std::nullopt;
+}
+
+void interpreter_api::take_snapshot(const std::shared_ptr<interpreter_context>& context,
+                                    const std::string& owner, snapshot_done done) {
+    const auto started = std::chrono::steady_clock::now();
+    auto finish = [this, context, owner, done = std::move(done), started](std::string error) {
+        boost::asio::post(file_pool_, [this, context, owner, done, started, error] {
+            if (!error.empty()) {
+                remove_snapshot_leftovers(context->workdir());
+                return done(snapshot_error{500, "the kernel could not save its state: " + error});
+            }
+            const auto& quota = snapshots_->quota();
+            auto collected = collect_snapshot(
+                context->workdir(), {quota.max_bytes, contexts_.settings().max_listed_files});
+            if (auto* e = std::get_if<snapshot_error>(&collected)) return done(*e);
+            auto& content = std::get<snapshot_content>(collected);
+            content.language = "python";
+            content.source_context = context->id();
+            content.duration_ms = ms_since(started);
+            const std::string id = kernelproto::new_uuid();
+            // Copied piece by piece from the workdir; the blob is removed whatever happened.
+            auto saved = snapshots_->save(id, owner, content, context->workdir());
+            remove_snapshot_leftovers(context->workdir());
+            if (auto* e = std::get_if<snapshot_error>(&saved)) return done(*e);
+            auto model = std::get<nlohmann::json>(saved);
+            model["duration_ms"] = ms_since(started);  // the write included
+            done(std::move(model));
+        });
+    };
+    run_internal(context, languages::python_snapshot::save_code(context->kernel_workdir()),
+                 std::move(finish));
+}
+
+void interpreter_api::create_snapshot(incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    auto context = context_of(in);
+    if (!context) return;
+    if (auto refused = snapshot_refusal(context)) return in.respond(std::move(*refused));
+    take_snapshot(context, in.who->name,
+                  [respond = in.respond](std::variant<nlohmann::json, snapshot_error> r) {
+                      if (auto* e = std::get_if<snapshot_error>(&r))
+                          return respond(snapshot_error_response(*e));
+                      const auto& model = std::get<nlohmann::json>(r);
+                      auto res = json_response(http::status::created, model);
+                      res.set(http::field::location,
+                              "/v1/snapshots/" + model["id"].get<std::string>());
+                      respond(std::move(res));
+                  });
+}
+
+void interpreter_api::list_snapshots(incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    boost::asio::post(file_pool_, [this, in = std::move(in)] {
+        nlohmann::json list = nlohmann::json::array();
+        for (auto& model : snapshots_->list_for(*in.who)) list.push_back(std::move(model));
+        in.respond(json_response(http::status::ok, list));
+    });
+}
+
+void interpreter_api::get_snapshot(incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    boost::asio::post(file_pool_, [this, in = std::move(in)] {
+        auto found = snapshots_->get_for(in.where.param("snapshot_id"), *in.who);
+        if (auto* e = std::get_if<snapshot_error>(&found))
+            return in.respond(snapshot_error_response(*e));
+        in.respond(json_response(http::status::ok, std::get<nlohmann::json>(found)));
+    });
+}
+
+void interpreter_api::delete_snapshot(incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    boost::asio::post(file_pool_, [this, in = std::move(in)] {
+        if (auto e = snapshots_->remove_for(in.where.param("snapshot_id"), *in.who))
+            return in.respond(snapshot_error_response(*e));
+        in.respond(empty_response(http::status::no_content));
+    });
+}
+
+void interpreter_api::restore_context(context_request request, incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    restore_snapshot(
+        std::move(request), *in.who,
+        [respond = std::move(in.respond)](std::shared_ptr<interpreter_context>,
+                                          http_response answer) { respond(std::move(answer)); });
+}
+
+void interpreter_api::restore_snapshot(context_request request, const user& who,
+                                       restore_done done) {
+    const auto started = std::chrono::steady_clock::now();
+    auto respond = [done](http_response answer) { done(nullptr, std::move(answer)); };
+    boost::asio::post(file_pool_, [this, request = std::move(request), who, done, respond,
+                                   started]() mutable {
+        const std::string snapshot_id = request.from_snapshot;
+        // Every piece read and checked before any kernel is asked for: a damaged snapshot is
+        // refused with its reason, and nothing is made of it.
+        auto loaded = snapshots_->load_for(snapshot_id, who);
+        if (auto* e = std::get_if<snapshot_error>(&loaded))
+            return respond(snapshot_error_response(*e));
+        // Its pieces' names in the store and checksums: their bytes stay on disk until they
+        // are copied into the new workdir.
+        auto content =
+            std::make_shared<stored_snapshot>(std::move(std::get<stored_snapshot>(loaded)));
+        if (content->language != "python")
+            return respond(error_response(
+                http::status::bad_request,
+                "snapshot " + snapshot_id + " is of a " + content->language + " context"));
+        contexts_.create(
+            request, who,
+            [this, content, snapshot_id, respond, done, started](create_context_result r) {
+                if (!r.context)
+                    return respond(jupyter_api::kernel_error_answer(r.error, r.message));
+                auto context = r.context;
+                auto fail = [this, context, respond](http::status status, std::string message) {
+                    contexts_.remove_later(context);
+                    respond(error_response(status, std::move(message)));
+                };
+                if (context->dialect() != languages::kernel_dialect::python)
+                    return fail(
+                        http::status::bad_request,
+                        "a Python snapshot is restored into a Python kernel; this one speaks " +
+                            std::string(languages::to_string(context->dialect())));
+                boost::asio::post(file_pool_, [this, context, content, snapshot_id, done, fail,
+                                               started] {
+                    if (auto e = place_snapshot(context->workdir(), *content))
+                        return fail(static_cast<http::status>(e->http_status), e->message);
+                    run_internal(
+                        context, languages::python_snapshot::load_code(context->kernel_workdir()),
+                        [this, context, content, snapshot_id, done, fail,
+                         started](std::string error) {
+                            boost::asio::post(file_pool_, [context, content, snapshot_id, done,
+                                                           fail, started, error] {
+                                auto report = take_report(context->workdir());
+                                if (!error.empty() || !report) {
+                                    remove_snapshot_leftovers(context->workdir());
+                                    return fail(http::status::internal_server_error,
+                                                "the kernel could not load snapshot " +
+                                                    snapshot_id + ": " +
+                                                    (error.empty() ? "it left no report" : error));
+                                }
+                                nlohmann::json files = nlohmann::json::array();
+                                for (const auto& piece : content->pieces)
+                                    if (!piece.is_namespace) files.push_back(piece.path);
+                                auto model = context->model();
+                                model["restored"] = {{"snapshot_id", snapshot_id},
+                                                     {"duration_ms", ms_since(started)},
+                                                     {"carried", report->carried},
+                                                     {"not_carried", report->not_carried},
+                                                     {"files", files}};
+                                auto res = json_response(http::status::created, model);
+                                res.set(http::field::location, "/v1/contexts/" + context->id());
+                                done(context, std::move(res));
+                            });
+                        });
+                });
+            });
+    });
+}
+
+namespace {
+
+// The body of POST /v1/contexts/{id}/fork: {"count": N}, N in 1..max_forks; empty: 1.
+std::optional<std::size_t> parse_fork_count(std::string_view body, std::string& error) {
+    if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return 1;
+    auto doc = nlohmann::json::parse(body, nullptr, false);
+    if (!doc.is_object()) {
+        error = "the body must be a JSON object: {\"count\": N}";
+        return std::nullopt;
+    }
+    for (const auto& [name, value] : doc.items())
+        if (name != "count") {
+            error = "unknown field '" + name + "'";
+            return std::nullopt;
+        }
+    if (!doc.contains("count")) return 1;
+    const auto& n = doc["count"];
+    if (!n.is_number_integer() || n.get<std::int64_t>() < 1 ||
+        n.get<std::int64_t>() > static_cast<std::int64_t>(interpreter_api::max_forks)) {
+        error =
+            "'count' must be an integer from 1 to " + std::to_string(interpreter_api::max_forks);
+        return std::nullopt;
+    }
+    return n.get<std::size_t>();
+}
+
+}  // namespace
+
+void interpreter_api::fork_context(incoming_request in) {
+    if (!snapshots_) return in.respond(snapshots_off());
+    auto context = context_of(in);
+    if (!context) return;
+    std::string error;
+    const auto count = parse_fork_count(in.req.body(), error);
+    if (!count) return in.respond(error_response(http::status::bad_request, error));
+    if (auto refused = snapshot_refusal(context)) return in.respond(std::move(*refused));
+    const auto started = std::chrono::steady_clock::now();
+    // Every copy is a new context restored from one snapshot, each in its own fresh kernel;
+    // the snapshot is the fork's own and is deleted when the copies have it.
+    context_request request;
+    request.kernel = context->model().value("kernel", std::string());
+    request.policy = kernels::kernel_policy::fresh;
+    if (auto why = contexts_.choose_kernel(request))
+        return in.respond(error_response(http::status::bad_request, *why));
+    take_snapshot(
+        context, in.who->name,
+        [this, request, who = *in.who, respond = in.respond, count = *count,
+         started](std::variant<nlohmann::json, snapshot_error> r) {
+            if (auto* e = std::get_if<snapshot_error>(&r))
+                return respond(snapshot_error_response(*e));
+            const auto snapshot = std::get<nlohmann::json>(std::move(r));
+            struct forks {
+                std::mutex mutex;
+                std::vector<std::shared_ptr<interpreter_context>> made;
+                std::vector<nlohmann::json> models;
+                std::optional<http_response> failure;
+                std::size_t left;
+            };
+            auto state = std::make_shared<forks>();
+            state->left = count;
+            auto copy = request;
+            copy.from_snapshot = snapshot["id"].get<std::string>();
+            for (std::size_t i = 0; i < count; ++i)
+                restore_snapshot(
+                    copy, who,
+                    [this, state, snapshot, who, respond, started](
+                        std::shared_ptr<interpreter_context> made, http_response answer) {
+                        std::unique_lock lock(state->mutex);
+                        if (made) {
+                            state->made.push_back(made);
+                            state->models.push_back(
+                                nlohmann::json::parse(answer.body(), nullptr, false));
+                        } else if (!state->failure) {
+                            state->failure = std::move(answer);
+                        }
+                        if (--state->left > 0) return;
+                        lock.unlock();
+                        boost::asio::post(file_pool_, [this, state, snapshot, who, respond,
+                                                       started] {
+                            (void)snapshots_->remove_for(snapshot["id"].get<std::string>(), who);
+                            if (state->failure) {
+                                // All or none: the copies made are deleted with the failure's
+                                // answer.
+                                for (const auto& c : state->made) contexts_.remove_later(c);
+                                return respond(std::move(*state->failure));
+                            }
+                            nlohmann::json contexts = nlohmann::json::array();
+                            for (auto& m : state->models) contexts.push_back(std::move(m));
+                            const std::string first = contexts[0].value("id", std::string());
+                            auto res =
+                                json_response(http::status::created,
+                                              {{"contexts", std::move(contexts)},
+                                               {"duration_ms", ms_since(started)},
+                                               {"snapshot",
+                                                {{"size", snapshot["size"]},
+                                                 {"duration_ms", snapshot["duration_ms"]},
+                                                 {"carried", snapshot["carried"]},
+                                                 {"not_carried", snapshot["not_carried"]}}}});
+                            // The first copy; all are in "contexts".
+                            res.set(http::field::location, "/v1/contexts/" + first);
+                            respond(std::move(res));
+                        });
+                    });
+        });
 }
 
 }  // namespace callisto::gateway::interpreter

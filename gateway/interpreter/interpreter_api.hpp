@@ -3,6 +3,8 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <variant>
 
 #include <boost/asio/thread_pool.hpp>
 
@@ -12,6 +14,7 @@
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/ndjson_stream.hpp"
 #include "gateway/interpreter/oneshot_executions.hpp"
+#include "gateway/interpreter/snapshot_store.hpp"
 #include "gateway/user.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -46,6 +49,16 @@ public:
     void create_oneshot(incoming_request in, const take_stream_fn& take_stream);
     void get_oneshot(incoming_request in);
     void interrupt_oneshot(incoming_request in);
+    // Snapshots (issue 37): of an idle Python context, listed, read and deleted by their
+    // owner; POST /v1/contexts {"from_snapshot": ID} restores one (create_context).
+    void create_snapshot(incoming_request in);
+    void list_snapshots(incoming_request in);
+    void get_snapshot(incoming_request in);
+    void delete_snapshot(incoming_request in);
+    // POST /v1/contexts/{id}/fork {"count": N}: N new contexts, each restored from one
+    // snapshot of this one into its own fresh kernel; all made, or none.
+    void fork_context(incoming_request in);
+    static constexpr std::size_t max_forks = 16;
 
     // The caller's context (an admin: any), or null for a malformed or unknown id.
     std::shared_ptr<interpreter_context> find_context(const std::string& id,
@@ -79,7 +92,27 @@ private:
                            std::function<void(const std::shared_ptr<execution>&)> on_accepted = {},
                            std::function<void()> on_refused = {});
 
+    // POST /v1/contexts {"from_snapshot": ID}: the snapshot read and checked, a new context,
+    // the files and the blob written into it, the namespace loaded by its kernel.
+    void restore_context(context_request request, incoming_request in);
+    // The same for any caller: done(the new context, its 201 answer), or done(null, the error).
+    using restore_done =
+        std::function<void(std::shared_ptr<interpreter_context> made, http_response answer)>;
+    void restore_snapshot(context_request request, const user& who, restore_done done);
+    // Why an idle Python context's snapshot is not taken now (400, 409), if it is not.
+    std::optional<http_response> snapshot_refusal(
+        const std::shared_ptr<interpreter_context>& context) const;
+    // The snapshot taken and stored for `owner`: its model, or why not.
+    using snapshot_done = std::function<void(std::variant<nlohmann::json, snapshot_error>)>;
+    void take_snapshot(const std::shared_ptr<interpreter_context>& context,
+                       const std::string& owner, snapshot_done done);
+    // Runs code of the gateway's own in the context as an execution (so it queues, is
+    // audited and has its deadline like any other), then done("") or done(why it failed).
+    void run_internal(const std::shared_ptr<interpreter_context>& context, std::string code,
+                      std::function<void(std::string error)> done);
+
     context_registry& contexts_;
+    std::unique_ptr<snapshot_store> snapshots_;  // null when settings have no snapshot_dir
     oneshot_executions oneshots_;
     boost::asio::thread_pool file_pool_{2};
 };

@@ -17,6 +17,7 @@
 #include "kernelproto/iso_time.hpp"
 #include "kernelproto/untrusted_json.hpp"
 #include "kernelproto/websocket_format.hpp"
+#include "launcher/sandbox_layout.hpp"
 
 namespace callisto::gateway::interpreter {
 
@@ -168,6 +169,10 @@ std::optional<std::string> interpreter_context::refusal(const execution_request&
     if (!request.env.empty() && !languages::env_apply_code(dialect_, request.env))
         return kernel + " is not a Python or R kernel: 'env' cannot be set in it";
     return std::nullopt;
+}
+
+std::string interpreter_context::kernel_workdir() const {
+    return chdir_kernel_ ? workdir_.string() : std::string(launcher::sandbox_workdir);
 }
 
 void interpreter_context::send_chdir() {

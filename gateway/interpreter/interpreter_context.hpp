@@ -64,6 +64,8 @@ public:
     const std::string& owner() const { return owner_; }
     const std::shared_ptr<kernels::kernel_session>& kernel() const { return kernel_; }
     const std::filesystem::path& workdir() const { return workdir_; }
+    // The workdir as the kernel sees it: the sandbox's /work, or the context's own directory.
+    std::string kernel_workdir() const;
     const context_options& options() const { return options_; }
     languages::kernel_dialect dialect() const { return dialect_; }
     // Why this context's kernel cannot run the request (a language it does not run, "env" in a

@@ -8,6 +8,7 @@
 #include "gateway/audit/audit_log.hpp"
 #include "gateway/interpreter/context_record.hpp"
 #include "gateway/interpreter/execution_request.hpp"
+#include "gateway/interpreter/snapshot_store.hpp"
 #include "gateway/kernels/kernel_metrics.hpp"
 #include "gateway/kernels/kernel_policy.hpp"
 
@@ -35,6 +36,10 @@ struct interpreter_settings {
     // <context_root>/<context id>, and its kernel is told to chdir there.
     std::filesystem::path kernel_workdir_root;
     std::filesystem::path context_root;
+    // --snapshot-dir: where snapshots of contexts are kept (issue 37); empty until the server
+    // fills it in (<state-dir>/snapshots, else the runtime root's), and then never empty.
+    std::filesystem::path snapshot_dir;
+    snapshot_quota snapshot_limits;  // --snapshot-quota, --snapshot-quota-bytes
     kernels::kernel_policy default_policy =
         kernels::kernel_policy::reuse;               // when a request names none
     std::chrono::seconds culled_retention{3600};     // contexts whose kernel was culled: 410

@@ -154,7 +154,7 @@ void discard(std::vector<staged_file>& staged) {
 }
 
 std::optional<file_error> stage(const std::filesystem::path& root, std::string_view path,
-                                std::string_view bytes, staged_file& out) {
+                                const workdir_files::fill_fn& fill, staged_file& out) {
     if (auto e = open_parent_of(root, path, true, out.parent)) return e;
     out.path = path;
     // A reader never sees half a file, and an existing symlink at the name is replaced by the
@@ -167,12 +167,9 @@ std::optional<file_error> stage(const std::filesystem::path& root, std::string_v
         ::unlinkat(out.parent.dir.get(), out.temp.c_str(), 0);
         return from_errno(err, path, "write");
     };
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-        ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return fail(n < 0 ? errno : ENOSPC);
-        done += static_cast<std::size_t>(n);
+    if (auto e = fill(fd.get())) {
+        ::unlinkat(out.parent.dir.get(), out.temp.c_str(), 0);
+        return e;
     }
     if (::fchown(fd.get(), out.parent.root_stat.st_uid, out.parent.root_stat.st_gid) != 0) {
         // Not fatal: the gateway may not run as root (no sandbox).
@@ -184,11 +181,30 @@ std::optional<file_error> stage(const std::filesystem::path& root, std::string_v
 }  // namespace
 
 std::optional<file_error> workdir_files::write_all(const std::vector<file_to_write>& files) const {
+    std::vector<file_to_fill> fills;
+    fills.reserve(files.size());
+    for (const auto& f : files)
+        fills.push_back({f.path, [&f](int fd) -> std::optional<file_error> {
+                             std::size_t done = 0;
+                             while (done < f.bytes.size()) {
+                                 ssize_t n =
+                                     ::write(fd, f.bytes.data() + done, f.bytes.size() - done);
+                                 if (n < 0 && errno == EINTR) continue;
+                                 if (n <= 0)
+                                     return from_errno(n < 0 ? errno : ENOSPC, f.path, "write");
+                                 done += static_cast<std::size_t>(n);
+                             }
+                             return std::nullopt;
+                         }});
+    return fill_all(fills);
+}
+
+std::optional<file_error> workdir_files::fill_all(const std::vector<file_to_fill>& files) const {
     std::vector<staged_file> staged;
     staged.reserve(files.size());
     for (const auto& f : files) {
         staged.emplace_back();
-        if (auto e = stage(root_, f.path, f.bytes, staged.back())) {
+        if (auto e = stage(root_, f.path, f.fill, staged.back())) {
             staged.pop_back();  // its temporary file is gone already
             discard(staged);
             return e;

@@ -51,6 +51,15 @@ public:
         std::string_view bytes;
     };
     std::optional<file_error> write_all(const std::vector<file_to_write>& files) const;
+    // The same, each file's bytes written by its `fill` into the temporary file's descriptor
+    // (a copy from elsewhere through a buffer, never whole in memory); an error it returns
+    // stops all, as a failed write does.
+    using fill_fn = std::function<std::optional<file_error>(int fd)>;
+    struct file_to_fill {
+        std::string_view path;
+        fill_fn fill;
+    };
+    std::optional<file_error> fill_all(const std::vector<file_to_fill>& files) const;
     std::optional<file_error> read(std::string_view path, std::string& out,
                                    std::size_t max_bytes) const;
     // A regular file of at most max_bytes, opened for reading (a download reads it as it is

@@ -172,6 +172,24 @@ TEST_CASE("users: kernels belong to their owner, admins see all, limits answer 4
 }
 
 TEST_CASE(
+    "snapshots: a Python context's state and files restored into a new context; another user's "
+    "restore is 404, a tampered snapshot is refused; fork makes independent copies; 100 MiB pass "
+    "the gateway in bounded memory") {
+    const auto users = write_users_file("snapshots");
+    const auto snapshots = std::filesystem::temp_directory_path() /
+                           ("callisto-e2e-snapshots-" + std::to_string(::getpid()));
+    {
+        server_process server(
+            {"--users=" + users.string(), "--snapshot-dir=" + snapshots.string()});
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_snapshots.py"}, 900,
+                   {{"CALLISTO_SNAPSHOT_DIR", snapshots.string()}});
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove_all(snapshots);
+    std::filesystem::remove(users);
+}
+
+TEST_CASE(
     "kernel policies: reuse keeps state and resets kept kernels, fresh never shares, one-shot "
     "runs, recycling limits") {
     server_process server({"--recycle-max-uses=2"});

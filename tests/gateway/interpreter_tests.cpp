@@ -340,6 +340,26 @@ TEST_CASE("context request: empty body, a kernel name, and the bad forms") {
     }
 }
 
+TEST_CASE("context request: from_snapshot names a snapshot; its bad forms are refused") {
+    std::string error;
+    auto r = parse_context_request(
+        R"({"from_snapshot": "0b7c2a2e-6c1f-4c3e-9a55-0d5d0e0c9a11", "policy": "fresh"})", error);
+    REQUIRE(r);
+    CHECK(r->from_snapshot == "0b7c2a2e-6c1f-4c3e-9a55-0d5d0e0c9a11");
+    r = parse_context_request(R"({"from_snapshot": null})", error);
+    REQUIRE(r);
+    CHECK(r->from_snapshot.empty());
+    const std::string long_id(65, 'a');
+    for (const std::string& body :
+         {std::string(R"({"from_snapshot": ""})"), std::string(R"({"from_snapshot": 7})"),
+          std::string(R"({"from_snapshot": ["x"]})"),
+          std::string("{\"from_snapshot\": \"") + long_id + "\"}"}) {
+        INFO(body);
+        CHECK_FALSE(parse_context_request(body, error));
+        CHECK(error.find("from_snapshot") != std::string::npos);
+    }
+}
+
 // ---- oversized results -----------------------------------------------------------------------
 
 TEST_CASE("oversized results are written decoded when their type travels as base64") {
@@ -525,6 +545,16 @@ TEST_CASE("router maps the /v1 interpreter routes") {
     CHECK(match_route("POST", "/v1/contexts/" + cid + "/events", false).allow == "GET");
     CHECK(access_of("execution_get") == route_access::token);
     CHECK(access_of("languages_list") == route_access::token);
+    CHECK(match_route("POST", "/v1/contexts/" + cid + "/snapshots", false).name() ==
+          "snapshot_create");
+    CHECK(match_route("GET", "/v1/contexts/" + cid + "/snapshots", false).allow == "POST");
+    CHECK(match_route("GET", "/v1/snapshots", false).name() == "snapshots_list");
+    auto s = match_route("GET", "/v1/snapshots/" + eid, false);
+    CHECK(s.name() == "snapshot_get");
+    CHECK(s.param("snapshot_id") == eid);
+    CHECK(match_route("DELETE", "/v1/snapshots/" + eid, false).name() == "snapshot_delete");
+    CHECK(match_route("PUT", "/v1/snapshots/" + eid, false).allow == "GET, DELETE");
+    CHECK(access_of("snapshot_create") == route_access::token);
 }
 
 TEST_CASE("router answers wrong methods on /v1 with 405 and the allowed ones") {
