@@ -91,6 +91,9 @@ struct server_config {
     // SIGTERM leaves the kernels running for the next gateway, as SIGUSR2 always does.
     bool keep_kernels_on_exit = false;
     std::filesystem::path zygote_program;
+    // The egress ceiling (--egress-allow): rules in canonical form (gateway/egress/
+    // egress_allowlist.hpp). Empty: no kernel has any network, as without egress.
+    std::vector<std::string> egress_allow;
 
     // The interpreter API (/v1, gateway/interpreter/); its services (audit, records, metrics)
     // are the server's, filled in when it is built.

@@ -271,6 +271,10 @@ void interpreter_api::create_context(incoming_request in) {
     if (!request) return respond(error_response(http::status::bad_request, error));
     if (auto why = contexts_.choose_kernel(*request))
         return respond(error_response(http::status::bad_request, *why));
+    if (!request->network_allow.empty())
+        if (auto why = network_refusal(request->network_allow, contexts_.settings().egress_allow,
+                                       who.egress_allow))
+            return respond(error_response(http::status::forbidden, *why));
     contexts_.create(*request, who, [respond = std::move(in.respond)](create_context_result r) {
         if (!r.context) return respond(jupyter_api::kernel_error_answer(r.error, r.message));
         auto res = json_response(http::status::created, r.context->model());
