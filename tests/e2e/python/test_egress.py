@@ -25,6 +25,7 @@ import os
 import re
 import sys
 import threading
+import time
 import urllib.parse
 import zipfile
 
@@ -298,6 +299,31 @@ def test_each_kernel_is_served_as_itself():
                       "\r\n\r\n", "not in the allowlist", "the second kernel's own list")
     finally:
         delete(other)
+
+
+@test
+def test_a_networked_kernel_is_never_kept_for_another_context():
+    # Under reuse a finished context's kernel is reset and kept for its owner's next context;
+    # a networked one must go instead, or a context that asked for no network would get it.
+    ctx = new_context({"network": {"allow": ALLOW}, "policy": "reuse"})
+    kid = ctx["kernel_id"]
+    delete(ctx)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and kid in kernel_ids():
+        time.sleep(0.2)
+    after = new_context({"policy": "reuse"})
+    try:
+        check(after["kernel_id"] != kid, "the next context got another kernel", kid)
+        check_eq(after["network"], {"allow": []}, "and no network")
+        out = stdout_of(after, "import os; print(sorted(k for k in os.environ "
+                        "if 'proxy' in k.lower()))")
+        check_eq(out.strip(), "[]", "no proxy variables in the next context's kernel")
+    finally:
+        delete(after)
+
+
+def kernel_ids():
+    return {k["id"] for k in api("GET", "/api/kernels").json()}
 
 
 @test
