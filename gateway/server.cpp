@@ -415,6 +415,8 @@ server::server(server_config config, logger log)
     if (sandbox_ && !config_.egress_allow.empty()) {
         // After the listener: its port (perhaps picked by the system) is one no rule opens.
         kernel_egress_settings es;
+        es.proxy.max_connections = config_.egress_connections;
+        es.proxy.bytes_per_second = config_.egress_bytes_per_second;
         const auto own = listener_->local_endpoint();
         const auto text = own.address().to_string();
         auto address = own.address().is_v4() ? egress::parse_ipv4(text) : egress::parse_ipv6(text);

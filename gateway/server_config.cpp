@@ -583,6 +583,14 @@ const std::vector<option>& options() {
           }},
          true,
          "none: no network"},
+        {"--egress-connections", "N",
+         "per networked kernel, connections open at once through its egress proxy; past it "
+         "the proxy answers 429",
+         number(FIELD(egress_connections), 1, 4096)},
+        {"--egress-rate", "SIZE",
+         "per networked kernel, bytes per second through its egress proxy, both ways and all "
+         "its connections together",
+         bytes(FIELD(egress_bytes_per_second), 1, "no cap")},
         {"--output-budget", "SIZE",
          "per execution and stream, the text kept (head and tail, with a marker for the cut); "
          "so much too of an error's value and of its traceback",

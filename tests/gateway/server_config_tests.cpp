@@ -808,3 +808,21 @@ TEST_CASE("--egress-allow needs the sandbox: unsandboxed kernels have the host's
     CHECK_FALSE(r.config);
     CHECK(r.message.find("needs the sandbox") != std::string::npos);
 }
+
+TEST_CASE("--egress-connections and --egress-rate cap each networked kernel's proxy") {
+    auto defaults = parse({});
+    REQUIRE(defaults.config);
+    CHECK(defaults.config->egress_connections == 32);
+    CHECK(defaults.config->egress_bytes_per_second == 0);
+    auto r = parse({"--egress-connections=8", "--egress-rate=1MiB"});
+    REQUIRE(r.config);
+    CHECK(r.config->egress_connections == 8);
+    CHECK(r.config->egress_bytes_per_second == (1u << 20));
+    CHECK(parse({"--egress-rate=0"}).config->egress_bytes_per_second == 0);
+    for (const char* bad :
+         {"--egress-connections=0", "--egress-connections=x", "--egress-connections=5000",
+          "--egress-rate=fast", "--egress-rate=-1"}) {
+        CAPTURE(bad);
+        CHECK_FALSE(parse({bad}).config);
+    }
+}
