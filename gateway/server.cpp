@@ -249,6 +249,7 @@ interpreter::interpreter_settings interpreter_settings_for(
     s.audit = audit;
     s.metrics = &metrics;
     s.context_records = records;
+    s.egress_allow = config.egress_allow;
     // Sandboxed kernels already run in their session workdir, <workdir_root>/<kernel id>.
     if (config.sandbox) s.kernel_workdir_root = config.kernels.workdir_root;
     // Unsandboxed contexts get a directory of their own: under the state directory when there
@@ -416,6 +417,21 @@ server::server(server_config config, logger log)
     e2b_.start();
     // Bound before anything is written: a taken port leaves no runtime directory behind.
     listener_ = make_listener(ioc_, config_, http_);
+    if (sandbox_ && !config_.egress_allow.empty()) {
+        // After the listener: its port (perhaps picked by the system) is one no rule opens.
+        kernel_egress_settings es;
+        es.proxy.max_connections = config_.egress_connections;
+        es.proxy.bytes_per_second = config_.egress_bytes_per_second;
+        const auto own = listener_->local_endpoint();
+        const auto text = own.address().to_string();
+        auto address = own.address().is_v4() ? egress::parse_ipv4(text) : egress::parse_ipv6(text);
+        if (address) es.own_endpoints.emplace_back(*address, own.port());
+        egress_ = std::make_unique<kernel_egress>(ioc_.get_executor(), std::move(es), audit_.get(),
+                                                  metrics_, log_.component("egress"));
+        kernel_env_.egress = egress_.get();
+        log_.info("egress: kernels may ask for destinations within --egress-allow (" +
+                  std::to_string(config_.egress_allow.size()) + " rules)");
+    }
     std::optional<kernel_adoption> adoption;
     if (kernel_records_) adoption.emplace(*kernel_records_, log_.component("adoption"));
     prepare_runtime_root(config_.kernels.runtime_root, sandbox_ != nullptr);
@@ -588,6 +604,7 @@ void server::begin_stop() {
     // MCP sessions end with the server: their contexts go before the kernels do, and their
     // kernels are shut down rather than reset for a reuse that will not come.
     e2b_.stop();
+    if (egress_) egress_->stop();
     contexts_.stop();
     mcp_sessions_.close_all();
     kernels_.shutdown_all([this] { asio::post(ioc_, [this] { finish_stop(); }); });

@@ -31,6 +31,7 @@
 #include "gateway/jupyter_api/execution_audit.hpp"
 #include "gateway/jupyter_api/kernels_api.hpp"
 #include "gateway/jupyter_api/kernelspec_api.hpp"
+#include "gateway/kernel_egress.hpp"
 #include "gateway/kernels/kernel_manager.hpp"
 #include "gateway/kernels/kernel_metrics.hpp"
 #include "gateway/kernels/kernel_record_store.hpp"
@@ -148,6 +149,9 @@ private:
     request_dispatcher dispatcher_;  // gateway/routes.cpp fills it
     http_services http_;
     std::shared_ptr<listener> listener_;
+    // The egress proxy's kernel end; null without --egress-allow. Last: its handles are
+    // self-contained, so kernels destroyed after it hold nothing of it.
+    std::unique_ptr<kernel_egress> egress_;
     std::atomic<bool> stopping_{false};
 };
 

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/byte_size.hpp"
+#include "gateway/egress/egress_allowlist.hpp"
 #include "gateway/token_auth.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/untrusted_json.hpp"
@@ -208,6 +209,14 @@ option_io given(Field field, bool when_given = true) {
 }
 
 // An action: acts when given (--help, --config) and is neither shown nor read from a file.
+std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');)
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
 option_io action(apply_fn apply) { return {std::move(apply), nullptr}; }
 
 const std::vector<option>& options() {
@@ -548,6 +557,40 @@ const std::vector<option>& options() {
          bytes(FIELD(kernels.limits.disk_bytes), 1)},
         {"--tmp-size", "SIZE", "size of the kernel's /tmp and /dev/shm",
          bytes(FIELD(kernels.limits.tmp_bytes), 1)},
+        {"--egress-allow",
+         "HOST[:PORT],...",
+         "the destinations a kernel may ever reach through the gateway's egress proxy: a name "
+         "(pypi.org), the names below a domain (*.example.org) or an exact address "
+         "(127.0.0.1:8080, [::1]:8080, the only way to open loopback or a private range); "
+         "without a port a rule allows 80 and 443. A ceiling: a user's egress_allow and a "
+         "context's network.allow stay within it, and a context that asks for nothing has no "
+         "network (repeatable)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              const auto items = split_list(value);
+              if (items.empty()) return "HOST[:PORT] rules";
+              for (const auto& item : items) {
+                  auto rule = egress::parse_rule(item);
+                  if (auto* error = std::get_if<std::string>(&rule))
+                      return "HOST[:PORT] rules (`" + item + "`: " + *error + ")";
+                  st.cfg.egress_allow.push_back(std::get<egress::allow_rule>(rule).text);
+              }
+              return {};
+          },
+          [](const server_config& c) {
+              auto rules = nlohmann::json::array();
+              for (const auto& r : c.egress_allow) rules.push_back(r);
+              return rules;
+          }},
+         true,
+         "none: no network"},
+        {"--egress-connections", "N",
+         "per networked kernel, connections open at once through its egress proxy; past it "
+         "the proxy answers 429",
+         number(FIELD(egress_connections), 1, 4096)},
+        {"--egress-rate", "SIZE",
+         "per networked kernel, bytes per second through its egress proxy, both ways and all "
+         "its connections together",
+         bytes(FIELD(egress_bytes_per_second), 1, "no cap")},
         {"--output-budget", "SIZE",
          "per execution and stream, the text kept (head and tail, with a marker for the cut); "
          "so much too of an error's value and of its traceback",
@@ -762,14 +805,6 @@ std::string env_name(const option& o) {
     return out;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-    std::vector<std::string> out;
-    std::stringstream in(text);
-    for (std::string item; std::getline(in, item, ',');)
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
-
 // A --config file: a JSON object whose keys are option names without "--". Switches take
 // true or false, lists take arrays; everything else a string or a number.
 std::string read_config_file(const std::string& path, std::vector<setting>& out) {
@@ -942,6 +977,10 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         return fail(
             "--keep-kernels-on-exit needs --state-dir: the next start adopts kernels "
             "from their records there");
+    if (!cfg.egress_allow.empty() && !cfg.sandbox)
+        return fail(
+            "--egress-allow needs the sandbox: with --sandbox=off a kernel has the host's "
+            "network, and no allowlist applies to it");
     if (cfg.kernels.state_required && cfg.state_dir.empty())
         return fail("--state-required needs --state-dir: there is nowhere to write the records");
     if (!cfg.audit.file.empty() && cfg.audit.key_file.empty())

@@ -91,6 +91,14 @@ struct server_config {
     // SIGTERM leaves the kernels running for the next gateway, as SIGUSR2 always does.
     bool keep_kernels_on_exit = false;
     std::filesystem::path zygote_program;
+    // The egress ceiling (--egress-allow): rules in canonical form (gateway/egress/
+    // egress_allowlist.hpp). Empty: no kernel has any network, as without egress.
+    std::vector<std::string> egress_allow;
+    // Per networked kernel: connections open at once through its proxy (past it: 429), and
+    // bytes per second both ways over all of them (0: no cap), so that one download cannot
+    // take every other kernel's bandwidth.
+    std::size_t egress_connections = 32;
+    std::size_t egress_bytes_per_second = 0;
 
     // The interpreter API (/v1, gateway/interpreter/); its services (audit, records, metrics)
     // are the server's, filled in when it is built.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/sha256.hpp"
+#include "gateway/egress/egress_allowlist.hpp"
 #include "gateway/http/router.hpp"
 #include "gateway/http/websocket_subprotocols.hpp"
 
@@ -83,6 +84,24 @@ token_auth token_auth::from_users_file(const std::filesystem::path& file) {
                 fail("user '" + name + "': max_kernels must be a number");
             e.who.max_kernels = u["max_kernels"].get<std::size_t>();
         }
+        if (u.contains("egress_allow")) {
+            // Within the server's --egress-allow, checked where a context asks: a user's list
+            // only ever narrows.
+            const auto& list = u["egress_allow"];
+            if (!list.is_array())
+                fail("user '" + name + "': egress_allow must be an array of HOST[:PORT] rules");
+            std::vector<std::string> rules;
+            for (const auto& item : list) {
+                if (!item.is_string())
+                    fail("user '" + name + "': egress_allow must be an array of HOST[:PORT] rules");
+                auto rule = egress::parse_rule(item.get<std::string>());
+                if (auto* error = std::get_if<std::string>(&rule))
+                    fail("user '" + name + "': egress_allow `" + item.get<std::string>() +
+                         "`: " + *error);
+                rules.push_back(std::get<egress::allow_rule>(rule).text);
+            }
+            e.who.egress_allow = std::move(rules);
+        }
         auth.entries_.push_back(std::move(e));
     }
     return auth;
@@ -95,7 +114,8 @@ std::set<std::string> token_auth::users_changed_in(const token_auth& next) const
         for (const auto& n : next.entries_)
             if (n.who.name == e.who.name)
                 same = n.digest == e.digest && n.who.admin == e.who.admin &&
-                       n.who.max_kernels == e.who.max_kernels;
+                       n.who.max_kernels == e.who.max_kernels &&
+                       n.who.egress_allow == e.who.egress_allow;
         if (!same) changed.insert(e.who.name);
     }
     return changed;

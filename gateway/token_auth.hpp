@@ -3,7 +3,7 @@
 // or "?token=T", compared in constant time; and, for browsers' WebSockets, the token in the
 // Sec-WebSocket-Protocol offer (gateway/http/websocket_subprotocols.hpp). Either one token for one
 // admin user, or a users file: a JSON array of {"name", "token_sha256", "role": "user"|"admin",
-// "max_kernels"}, so no plain token is ever stored.
+// "max_kernels", "egress_allow": ["HOST[:PORT]", ...]}, so no plain token is ever stored.
 
 #include <filesystem>
 #include <optional>

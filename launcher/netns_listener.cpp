@@ -1,12 +1,19 @@
 #include "launcher/netns_listener.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cerrno>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace callisto::launcher {
 
@@ -40,6 +47,43 @@ std::variant<unique_fd, std::error_code> listen_in_namespace(int namespace_fd, s
     }).join();
     if (error != 0) return std::error_code(error, std::system_category());
     return listener;
+}
+
+namespace {
+
+std::vector<pid_t> children_of(pid_t pid) {
+    std::vector<pid_t> out;
+    std::error_code ec;
+    for (const auto& task :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+        std::ifstream children(task.path() / "children");
+        pid_t child;
+        while (children >> child) out.push_back(child);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::variant<unique_fd, std::error_code> open_jail_network(pid_t pid) {
+    struct stat own {};
+    if (::stat("/proc/self/ns/net", &own) != 0)
+        return std::error_code(errno, std::system_category());
+    // Breadth first: the jail's outermost process. A jail is a few processes deep at most;
+    // the bound keeps a surprise cheap.
+    std::deque<pid_t> pending{pid};
+    for (std::size_t seen = 0; !pending.empty() && seen < 64; ++seen) {
+        const pid_t p = pending.front();
+        pending.pop_front();
+        unique_fd ns(
+            ::open(("/proc/" + std::to_string(p) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+        struct stat st {};
+        if (ns && ::fstat(ns.get(), &st) == 0 &&
+            (st.st_ino != own.st_ino || st.st_dev != own.st_dev))
+            return ns;
+        for (pid_t c : children_of(p)) pending.push_back(c);
+    }
+    return std::make_error_code(std::errc::no_such_file_or_directory);
 }
 
 }  // namespace callisto::launcher

@@ -3,6 +3,8 @@
 // docs/security.md, "Egress by allowlist"). The kernel's namespace holds only `lo`: a
 // listener on its 127.0.0.1 is the one way out, and the gateway accepts on it from outside.
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <system_error>
 #include <variant>
@@ -18,5 +20,11 @@ namespace callisto::launcher {
 // Needs CAP_SYS_ADMIN over the namespace's owner (the gateway is root).
 std::variant<unique_fd, std::error_code> listen_in_namespace(int namespace_fd, std::uint16_t port,
                                                              int backlog = 16);
+
+// The network namespace of a kernel's jail, opened: that of `pid` (a zygote's fork, which
+// unshares its own) or of its first descendant in another namespace than the gateway's (bwrap
+// stays in the host's and clones the jail). Called once the kernel's sockets exist, so the
+// jail is built and nothing of the kernel's code has run yet. ENOENT when none is found.
+std::variant<unique_fd, std::error_code> open_jail_network(pid_t pid);
 
 }  // namespace callisto::launcher

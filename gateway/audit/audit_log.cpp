@@ -504,6 +504,29 @@ std::string audit_log::record_end(const execution_end& e) {
     return {};
 }
 
+std::string audit_log::record_egress(const egress_attempt& a) {
+    const nlohmann::json record = {
+        {"event", "egress"},
+        {"time", kernelproto::format_iso_time(a.finished)},
+        {"user", a.user},
+        {"kernel", a.kernel_id},
+        {"method", a.method},
+        {"host", a.host},
+        {"port", a.port},
+        {"address", a.address},
+        {"decision", a.allowed ? "allowed" : "refused"},
+        {"rule", a.rule},
+        {"reason", a.reason},
+        {"status", a.status},
+        {"ended", a.ended},
+        {"bytes_up", a.bytes_up},
+        {"bytes_down", a.bytes_down},
+        {"duration_s", std::round(a.duration.count() * 1e6) / 1e6},
+    };
+    std::lock_guard lock(mutex_);
+    return append_locked(record).error;
+}
+
 void audit_log::remember_locked(const nlohmann::json& record, std::uint64_t seq) {
     constexpr std::size_t latest_kept = 100;
     constexpr std::size_t code_shown = 500;

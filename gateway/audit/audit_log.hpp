@@ -75,6 +75,25 @@ struct execution_end {
     std::vector<std::string> files_written;
 };
 
+// One connection a kernel opened through the egress proxy, allowed or refused (issue 36).
+struct egress_attempt {
+    std::chrono::system_clock::time_point finished;
+    std::string user;
+    std::string kernel_id;
+    std::string method;  // "CONNECT", "GET", ...; "" when no request was read
+    std::string host;    // as the kernel wrote it
+    std::uint16_t port = 0;
+    std::string address;  // connected to, or ""
+    bool allowed = false;
+    std::string rule;
+    std::string reason;
+    unsigned status = 0;
+    std::string ended;  // "", "idle", "stopped"
+    std::uint64_t bytes_up = 0;
+    std::uint64_t bytes_down = 0;
+    std::chrono::duration<double> duration{};
+};
+
 struct start_result {
     std::uint64_t seq = 0;  // the run line's, when written
     std::string error;      // else why it could not be: with --audit-required, do not run it
@@ -98,6 +117,10 @@ public:
     start_result record_start(const execution_start& start);
     // The end line; "" or why it could not be written.
     std::string record_end(const execution_end& end);
+
+    // An "egress" line; "" or why it could not be written (the connection is over by then:
+    // it is logged, not refused).
+    std::string record_egress(const egress_attempt& attempt);
 
     // Makes the lines written so far durable (fdatasync) and moves the anchor to the last.
     void sync();

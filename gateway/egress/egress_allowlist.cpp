@@ -108,6 +108,42 @@ std::variant<allow_rule, std::string> parse_rule(std::string_view text) {
     return rule;
 }
 
+bool covers(const allow_rule& outer, const allow_rule& inner) {
+    const bool ports = outer.port ? inner.port == outer.port
+                                  : !inner.port || *inner.port == 80 || *inner.port == 443;
+    if (!ports) return false;
+    using k = allow_rule::kind;
+    switch (outer.what) {
+        case k::name: return inner.what == k::name && inner.host == outer.host;
+        case k::address: return inner.what == k::address && inner.address == outer.address;
+        case k::wildcard:
+            // A name below the domain, or a wildcard on the domain or below it.
+            if (inner.what == k::name)
+                return inner.host.size() > outer.host.size() && inner.host.ends_with(outer.host);
+            return inner.what == k::wildcard && inner.host.ends_with(outer.host);
+    }
+    return false;
+}
+
+std::vector<std::string> beyond(const std::vector<allow_rule>& asked,
+                                const std::vector<allow_rule>& ceiling) {
+    std::vector<std::string> out;
+    for (const auto& rule : asked) {
+        bool covered = false;
+        for (const auto& c : ceiling) covered = covered || covers(c, rule);
+        if (!covered) out.push_back(rule.text);
+    }
+    return out;
+}
+
+std::vector<allow_rule> parse_rules(const std::vector<std::string>& texts) {
+    std::vector<allow_rule> out;
+    for (const auto& text : texts)
+        if (auto rule = parse_rule(text); auto* r = std::get_if<allow_rule>(&rule))
+            out.push_back(std::move(*r));
+    return out;
+}
+
 allowlist::allowlist(std::vector<allow_rule> rules) : rules_(std::move(rules)) {}
 
 std::variant<allowlist, std::string> allowlist::parse(const std::vector<std::string>& rules) {
@@ -137,8 +173,10 @@ const allow_rule* allowlist::address_rule(const ip_address& address, std::uint16
 
 std::optional<decision> allowlist::own_endpoint(const ip_address& address,
                                                 std::uint16_t port) const {
+    // A listener on 0.0.0.0 or :: is reached through every address of the host.
     for (const auto& e : forbidden_endpoints_)
-        if (e.address == address && e.port == port)
+        if ((e.address == address || classify(e.address).kind == address_class::unspecified) &&
+            e.port == port)
             return refuse(rule_own_endpoint,
                           url_host(address) + ":" + std::to_string(port) + " is " + e.what);
     return std::nullopt;

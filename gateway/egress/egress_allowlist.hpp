@@ -44,6 +44,18 @@ struct allow_rule {
 };
 std::variant<allow_rule, std::string> parse_rule(std::string_view text);
 
+// True when `outer` allows every destination `inner` does: a context's rule within a
+// ceiling's (`*.example.org` covers `a.example.org` and `*.a.example.org`, a rule without a
+// port covers 80 and 443 only).
+bool covers(const allow_rule& outer, const allow_rule& inner);
+// The rules of `asked` that no rule of `ceiling` covers, each as its canonical text: what a
+// refusal names.
+std::vector<std::string> beyond(const std::vector<allow_rule>& asked,
+                                const std::vector<allow_rule>& ceiling);
+// Each text parsed (canonical texts, already checked), for covers and beyond; a bad one is
+// skipped.
+std::vector<allow_rule> parse_rules(const std::vector<std::string>& texts);
+
 // Why an attempt was allowed or refused. `rule` is the allowlist entry that decided, or one
 // of the built-in rules below; `reason` is one sentence for the client and the audit log.
 struct decision {
@@ -67,7 +79,8 @@ public:
     // Every rule parsed, or the first bad one's message ("rule 2 (`*.org`): ...").
     static std::variant<allowlist, std::string> parse(const std::vector<std::string>& rules);
 
-    // An endpoint no rule can open (the gateway's own listeners): refused first.
+    // An endpoint no rule can open (the gateway's own listeners): refused first. An
+    // unspecified address (0.0.0.0, ::) forbids the port on every address.
     void forbid_endpoint(const ip_address& address, std::uint16_t port, std::string what);
 
     // The destination as the client named it (a CONNECT's or an absolute URL's host, in any

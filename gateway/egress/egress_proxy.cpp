@@ -1,6 +1,7 @@
 #include "gateway/egress/egress_proxy.hpp"
 
 #include <array>
+#include <limits>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -321,6 +322,9 @@ asio::awaitable<void> egress_proxy::forward(std::shared_ptr<connection> c, std::
     beast::flat_buffer buffer;
     http::response_parser<http::empty_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(settings_.max_header));
+    // The body is streamed by pump, never held: its length is no limit (Beast refuses a
+    // Content-Length past 8 MB at the header by default, which was a 502 for any download).
+    parser.body_limit((std::numeric_limits<std::uint64_t>::max)());
     co_await http::async_read_header(c->upstream, buffer, parser, awaitable_ec(ec));
     if (ec) {
         c->record.reason = "reading the destination's answer: " + ec.message();

@@ -81,7 +81,8 @@ void context_registry::create(const context_request& request, const user& owner,
         done({context, kernels::kernel_error::none, {}});
     };
 
-    if (policy == kernels::kernel_policy::reuse) {
+    // A kept kernel never had network (kernel_manager::keep): one that may needs a fresh one.
+    if (policy == kernels::kernel_policy::reuse && request.network_allow.empty()) {
         if (auto kept = kernels_.claim_kept(owner, request.kernel); kept.kernel)
             return open_context({kept.kernel, false, kernels::kernel_error::none, {}},
                                 kept.uses + 1);
@@ -89,6 +90,7 @@ void context_registry::create(const context_request& request, const user& owner,
     kernels::create_kernel_request kr;
     kr.owner = owner;
     kr.name = request.kernel;
+    kr.egress_allow = request.network_allow;
     kernels_.create(std::move(kr),
                     [open_context = std::move(open_context)](kernels::create_kernel_result r) {
                         open_context(std::move(r), 1);

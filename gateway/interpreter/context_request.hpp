@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gateway/kernels/kernel_policy.hpp"
 #include "gateway/languages/execution_language.hpp"
@@ -20,7 +21,17 @@ struct context_request {
     std::string from_snapshot;
     bool one_shot = false;  // set by POST /v1/executions, never by a body
     bool via_mcp = false;   // set by MCP's tools, never by a body
+    // "network": {"allow": [...]}: what the context's kernel may reach through the egress
+    // proxy, each rule in canonical form; empty: no network at all.
+    std::vector<std::string> network_allow;
 };
+
+// Why `asked` may not be had, naming the rules beyond the server's ceiling (--egress-allow)
+// or beyond the user's own list (the users file's egress_allow, when it has one); nullopt
+// when every rule is within both. The answer is a 403.
+std::optional<std::string> network_refusal(const std::vector<std::string>& asked,
+                                           const std::vector<std::string>& server,
+                                           const std::optional<std::vector<std::string>>& user);
 
 // An empty body means all defaults. On error returns nullopt and a sentence in `error`.
 std::optional<context_request> parse_context_request(std::string_view body, std::string& error);

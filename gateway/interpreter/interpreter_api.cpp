@@ -283,6 +283,10 @@ void interpreter_api::create_context(incoming_request in) {
     if (!request) return respond(error_response(http::status::bad_request, error));
     if (auto why = contexts_.choose_kernel(*request))
         return respond(error_response(http::status::bad_request, *why));
+    if (!request->network_allow.empty())
+        if (auto why = network_refusal(request->network_allow, contexts_.settings().egress_allow,
+                                       who.egress_allow))
+            return respond(error_response(http::status::forbidden, *why));
     if (!request->from_snapshot.empty()) return restore_context(std::move(*request), std::move(in));
     contexts_.create(*request, who, [respond = std::move(in.respond)](create_context_result r) {
         if (!r.context) return respond(jupyter_api::kernel_error_answer(r.error, r.message));
@@ -688,11 +692,20 @@ void interpreter_api::fork_context(incoming_request in) {
     const auto started = std::chrono::steady_clock::now();
     // Every copy is a new context restored from one snapshot, each in its own fresh kernel;
     // the snapshot is the fork's own and is deleted when the copies have it.
+    const auto model = context->model();
     context_request request;
-    request.kernel = context->model().value("kernel", std::string());
+    request.kernel = model.value("kernel", std::string());
     request.policy = kernels::kernel_policy::fresh;
     if (auto why = contexts_.choose_kernel(request))
         return in.respond(error_response(http::status::bad_request, *why));
+    // A copy may reach what the original may, within the ceilings as they are now (a reloaded
+    // users file may have narrowed the user's since the original was made).
+    if (auto n = model.find("network"); n != model.end() && n->is_object() && n->contains("allow"))
+        request.network_allow = (*n)["allow"].get<std::vector<std::string>>();
+    if (!request.network_allow.empty())
+        if (auto why = network_refusal(request.network_allow, contexts_.settings().egress_allow,
+                                       in.who->egress_allow))
+            return in.respond(error_response(http::status::forbidden, *why));
     take_snapshot(
         context, in.who->name,
         [this, request, who = *in.who, respond = in.respond, count = *count,

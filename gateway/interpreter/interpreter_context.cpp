@@ -92,7 +92,8 @@ nlohmann::json interpreter_context::model() const {
             {"one_shot", options_.one_shot},
             {"kernel_uses", options_.kernel_uses},
             {"queued", waiting_.load()},
-            {"running", running_.load()}};
+            {"running", running_.load()},
+            {"network", {{"allow", kernel_->egress().allow}}}};
 }
 
 void interpreter_context::open() {

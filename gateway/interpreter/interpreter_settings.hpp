@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "gateway/audit/audit_log.hpp"
 #include "gateway/interpreter/context_record.hpp"
@@ -15,7 +17,9 @@
 namespace callisto::gateway::interpreter {
 
 struct interpreter_settings {
-    std::size_t queue_limit = 16;                     // waiting executions per context; beyond: 429
+    std::size_t queue_limit = 16;  // waiting executions per context; beyond: 429
+    // The server's egress ceiling (--egress-allow): what a context's "network" may ask for.
+    std::vector<std::string> egress_allow;
     std::size_t text_budget_bytes = 1 << 20;          // per stream (stdout, stderr) per execution
     std::size_t result_cap_bytes = 5 << 20;           // one MIME value; larger goes to a file
     std::size_t results_budget_bytes = 20 << 20;      // all inline results of one execution

@@ -32,6 +32,8 @@ struct kernel_environment {
     // Whether the host is saturated (a starved kernel's silence is not a frozen kernel's), and
     // where silences are counted; null: every silence is judged by the timeout alone.
     host_load* host = nullptr;
+    // The egress proxy's kernel end (issue 36); null: no kernel may ask for network.
+    egress_port* egress = nullptr;
 };
 
 }  // namespace callisto::gateway::kernels

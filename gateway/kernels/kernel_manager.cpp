@@ -168,7 +168,8 @@ void kernel_manager::create(create_kernel_request request,
             // cannot be pre-started, so it starts fresh. Both happen under the lock, so the
             // limits hold under concurrent creates.
             std::shared_ptr<kernel_session> pooled;
-            if (request.kernel_id.empty() && request.env.empty() && pool_.target(spec->name) > 0) {
+            if (request.kernel_id.empty() && request.env.empty() && request.egress_allow.empty() &&
+                pool_.target(spec->name) > 0) {
                 pooled = pool_.claim(spec->name);
                 env_.metrics.pool_claims.with({spec->name, pooled ? "hit" : "miss"}).inc();
             }
@@ -182,6 +183,8 @@ void kernel_manager::create(create_kernel_request request,
                 culled_.forget(id);
                 pooled = fresh = std::make_shared<kernel_session>(env_, id, std::move(*spec),
                                                                   std::move(request.env));
+                if (!request.egress_allow.empty())
+                    fresh->set_egress({std::move(request.egress_allow), request.owner.name});
             }
             pooled->assign_owner(request.owner.name);
             kernels_.emplace(pooled->id(), pooled);
@@ -257,6 +260,8 @@ void kernel_manager::forget_locked(const std::shared_ptr<kernel_session>& kernel
 bool kernel_manager::keep(const std::shared_ptr<kernel_session>& kernel, std::size_t uses) {
     const auto now = clock_();
     if (kernel->state() != kernel_state::running) return false;
+    // Its network was granted to one context: the owner's next context may not ask for it.
+    if (!kernel->egress().empty()) return false;
     const auto activity = kernel->activity();
     if (!may_reuse(uses, activity.started_at, now, reuse_.limits)) return false;
     std::lock_guard lock(mutex_);

@@ -31,6 +31,9 @@ struct create_kernel_request {
     std::string name;       // kernelspec; empty: the default
     std::string kernel_id;  // empty: a fresh uuid; else idempotent create with this id
     std::map<std::string, std::string> env;  // KERNEL_* variables for the kernel
+    // What it may reach through the egress proxy (checked by the caller against the
+    // ceilings); empty: no network. A kernel with any is started fresh and never kept.
+    std::vector<std::string> egress_allow;
 };
 
 struct create_kernel_result {

@@ -5,7 +5,11 @@
 // without a kernel, a process or a socket.
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include <sys/types.h>
 
@@ -29,6 +33,33 @@ public:
                                     transport::link_options options) = 0;
     virtual void send(transport::link_id id, kernelproto::channel ch, kernelproto::message msg) = 0;
     virtual void close(transport::link_id id) = 0;
+};
+
+// What a kernel may reach through the egress proxy (issue 36), fixed at its creation: the
+// rules in canonical form (gateway/egress/egress_allowlist.hpp), already checked against the
+// server's and the user's ceilings, and whose kernel it is. Empty: no network at all, no
+// listener and no proxy variables, exactly as without egress.
+struct egress_request {
+    std::vector<std::string> allow;
+    std::string user;
+    bool empty() const { return allow.empty(); }
+};
+
+// Where a kernel's proxy listens inside its own network namespace: a privileged port, so
+// nothing the kernel runs (unprivileged, no capabilities) can take it first.
+inline constexpr std::uint16_t egress_listen_port = 1023;
+
+// The kernel's end of the egress proxy, which lives above this layer (the composition root
+// plugs in gateway/kernel_egress.hpp).
+class egress_port {
+public:
+    virtual ~egress_port() = default;
+    // Listens on 127.0.0.1:egress_listen_port inside the network namespace `netns_fd` refers
+    // to, and serves what arrives there as `kernel_id`'s (and only its) egress. Returns a
+    // handle that closes the listener and ends its connections when destroyed, or why not.
+    virtual std::variant<std::shared_ptr<void>, std::string> open(const std::string& kernel_id,
+                                                                  const egress_request& what,
+                                                                  int netns_fd) = 0;
 };
 
 class process_port {

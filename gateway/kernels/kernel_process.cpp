@@ -10,6 +10,7 @@
 #include "launcher/ipykernel_bootstrap.hpp"
 #include "launcher/kernel_cgroup.hpp"
 #include "launcher/kernel_command.hpp"
+#include "launcher/netns_listener.hpp"
 #include "launcher/process_identity.hpp"
 #include "launcher/sandboxed_kernel.hpp"
 
@@ -33,6 +34,15 @@ kernel_process::kernel_process(kernel_environment& env, strand_type strand, std:
       ready_timer_(strand_),
       stop_timer_(strand_) {}
 
+std::map<std::string, std::string> kernel_process::egress_variables() {
+    const std::string proxy = "http://127.0.0.1:" + std::to_string(egress_listen_port);
+    const std::string local = "localhost,127.0.0.1,::1";
+    // Upper and lower case: Python reads both, curl and R's libcurl only the lower-case
+    // http_proxy (an upper-case HTTP_PROXY is ignored by them, as a CGI header could set it).
+    return {{"HTTP_PROXY", proxy},  {"HTTPS_PROXY", proxy}, {"http_proxy", proxy},
+            {"https_proxy", proxy}, {"NO_PROXY", local},    {"no_proxy", local}};
+}
+
 kernel_process::~kernel_process() {
     if (pid_ > 0) env_.processes.signal_group(pid_, SIGKILL);
 }
@@ -51,6 +61,13 @@ std::string kernel_process::spawn() {
         // What runs when no zygote forks it; a zygote runs the ipykernel bootstrap itself.
         // A kernel to outlive the gateway must not watch for its parent's death (ipykernel's
         // parent poller would end it); the sandbox drops this variable anyway.
+        if (!egress_.empty()) {
+            // Not without its jail: an unsandboxed kernel has the host's network, and the
+            // listener goes into the jail's namespace.
+            if (!env_.sandbox || !env_.egress)
+                throw std::runtime_error("network was asked for, and egress needs the sandbox");
+            for (auto& [name, value] : egress_variables()) command.env[name] = value;
+        }
         const bool outlive = env_.records != nullptr;
         if (outlive) command.env.erase("JPY_PARENT_PID");
         command.outlive_gateway = outlive;
@@ -222,6 +239,27 @@ void kernel_process::await_sockets(
         tell([&](observer& o) { o.on_socket_check_failed(why); });
         return;
     }
+    if (!egress_.empty()) {
+        // The jail exists and the kernel has run none of its user's code: its way out is
+        // opened now, before it is declared ready, so the first cell finds it.
+        std::string why;
+        auto ns = launcher::open_jail_network(pid);
+        if (auto* ec = std::get_if<std::error_code>(&ns)) {
+            why = "cannot find the kernel's network namespace: " + ec->message();
+        } else {
+            auto opened = env_.egress->open(id_, egress_, std::get<unique_fd>(ns).get());
+            if (auto* error = std::get_if<std::string>(&opened))
+                why = *error;
+            else
+                egress_open_ = std::move(std::get<std::shared_ptr<void>>(opened));
+        }
+        if (!why.empty()) {
+            why = "kernel egress failed to open: " + why;
+            log_.warn(why);
+            tell([&](observer& o) { o.on_socket_check_failed(why); });
+            return;
+        }
+    }
     tell([](observer& o) { o.on_sockets_ready(); });
 }
 
@@ -239,7 +277,8 @@ bool kernel_process::may_auto_restart() {
 void kernel_process::on_exit(pid_t pid, const launcher::exit_status& status) {
     if (pid != pid_) return;
     pid_ = 0;
-    if (on_gone_) {  // we asked it to stop
+    egress_open_.reset();  // its namespace is gone with it
+    if (on_gone_) {        // we asked it to stop
         stop_timer_.cancel();
         auto then = std::move(on_gone_);
         on_gone_ = nullptr;
@@ -261,6 +300,7 @@ void kernel_process::on_exit(pid_t pid, const launcher::exit_status& status) {
 
 void kernel_process::release() {
     ready_timer_.cancel();
+    egress_open_.reset();
     if (output_) output_->stop();
     output_.reset();
     runtime_dir_.reset();

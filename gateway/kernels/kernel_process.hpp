@@ -19,6 +19,7 @@
 #include "common/logger.hpp"
 #include "gateway/kernels/kernel_environment.hpp"
 #include "gateway/kernels/kernel_output_log.hpp"
+#include "gateway/kernels/kernel_ports.hpp"
 #include "gateway/kernels/kernel_record.hpp"
 #include "kernelproto/connection_info.hpp"
 #include "launcher/kernel_runtime_dir.hpp"
@@ -52,6 +53,13 @@ public:
     ~kernel_process();  // SIGKILL to a process still running: the last line of defence
 
     void set_observer(std::weak_ptr<observer> o) { observer_ = std::move(o); }
+    // What the kernel may reach through the egress proxy (issue 36); before spawn(). Each
+    // process of a kernel that has any gets the proxy variables, and its jail a listener
+    // before the kernel is declared ready.
+    void set_egress(egress_request egress) { egress_ = std::move(egress); }
+    // HTTP_PROXY and its kin pointing at the listener in the kernel's namespace, NO_PROXY
+    // for its own loopback (ipykernel's, a server the code starts itself).
+    static std::map<std::string, std::string> egress_variables();
 
     // A fresh process with a new connection file (the sandbox's uid and workdir outlive
     // restarts). "" once it runs; else why it could not start.
@@ -120,6 +128,8 @@ private:
     std::unique_ptr<launcher::kernel_runtime_dir> runtime_dir_;
     std::unique_ptr<launcher::session_sandbox> sandbox_;  // null with --sandbox=off
     std::shared_ptr<kernel_output_log> output_;           // the process's stdout and stderr
+    egress_request egress_;
+    std::shared_ptr<void> egress_open_;  // the listener in the running process's namespace
     pid_t pid_ = 0;
     bool forked_ = false;
     std::string cgroup_name_;        // of the running process, "" without one

@@ -133,6 +133,11 @@ nlohmann::json kernel_session::model(kernel_process_view view) const {
 
 kernel_state kernel_session::state() const { return state_.load(); }
 
+void kernel_session::set_egress(egress_request egress) {
+    egress_ = egress;
+    process_->set_egress(std::move(egress));
+}
+
 std::string kernel_session::owner() const { return model_.owner(); }
 
 void kernel_session::assign_owner(std::string name) {

@@ -105,6 +105,10 @@ public:
     // What the culling rules look at. Thread-safe.
     kernel_activity activity() const;
 
+    // What the kernel may reach through the egress proxy; set once, before start().
+    void set_egress(egress_request egress);
+    const egress_request& egress() const { return egress_; }
+
     // The user the kernel belongs to; set once when it is created or claimed from the pool.
     std::string owner() const;
     void assign_owner(std::string name);
@@ -208,6 +212,7 @@ private:
     const std::string id_;
     const launcher::kernelspec spec_;
     const std::map<std::string, std::string> extra_env_;
+    egress_request egress_;         // set before start, then read-only
     const std::string session_id_;  // our ZMQ session and routing identity
     logger log_;
     boost::asio::strand<boost::asio::io_context::executor_type> strand_;

@@ -2,8 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <unistd.h>
 #include <algorithm>
@@ -690,6 +693,45 @@ TEST_CASE(
                    {{"CALLISTO_E2E_ZYGOTE", "off"}});
         run_client(server, {python, source_dir + "/tests/e2e/python/test_sandbox_escape.py"}, 900,
                    {{"CALLISTO_E2E_LAUNCH", "exec"}});
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+namespace {
+// A port free on 127.0.0.2 now: the egress suite's destination listens there.
+int free_port_on_127_0_0_2() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(0x7f000002);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+}  // namespace
+
+TEST_CASE(
+    "egress: a loopback destination an exact-address rule allows is reached by urllib, requests, "
+    "curl, pip and R; every other destination and spelling is refused with its rule; a context "
+    "without network has none") {
+    const std::string dir = "/tmp/cle2e-egress-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto port = std::to_string(free_port_on_127_0_0_2());
+    auto other = std::to_string(free_port_on_127_0_0_2());
+    while (other == port) other = std::to_string(free_port_on_127_0_0_2());
+    {
+        // --shed-load=off: the suite starts a few kernels at once; a loaded CI host would
+        // answer some of them 503, which says nothing about egress.
+        server_process server({"--egress-allow=127.0.0.2:" + port + ",localhost:" + port,
+                               "--audit-log=" + dir + "/audit.log", "--shed-load=off"});
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_egress.py"}, 900,
+                   {{"CALLISTO_E2E_EGRESS_PORT", port},
+                    {"CALLISTO_E2E_EGRESS_OTHER_PORT", other},
+                    {"CALLISTO_E2E_AUDIT_LOG", dir + "/audit.log"}});
         CHECK(server.stop() == 0);
     }
     std::filesystem::remove_all(dir);

@@ -266,3 +266,66 @@ TEST_CASE("the gateway's own endpoints are refused whatever the rules say") {
     CHECK(resolved.rule == rule_own_endpoint);
     CHECK(list.decide("127.0.0.1", 8889).rule == "127.0.0.1:8888");  // another port: as before
 }
+
+TEST_CASE("a gateway listening on 0.0.0.0 or :: forbids its port on every address") {
+    auto list = list_of({"127.0.0.1:8888", "10.1.2.3:8888", "[::1]:8888"});
+    list.forbid_endpoint(address("0.0.0.0"), 8888, "the gateway's own listener");
+    for (const char* a : {"127.0.0.1", "10.1.2.3", "[::1]"}) {
+        CAPTURE(a);
+        CHECK(list.decide(a, 8888).rule == rule_own_endpoint);
+        CHECK(list.check_resolved(address(a), 8888).rule == rule_own_endpoint);
+    }
+    CHECK(list.decide("127.0.0.1", 8889).rule == "127.0.0.1:8888");
+}
+
+namespace {
+allow_rule rule(std::string_view text) {
+    auto parsed = parse_rule(text);
+    REQUIRE(std::holds_alternative<allow_rule>(parsed));
+    return std::get<allow_rule>(std::move(parsed));
+}
+}  // namespace
+
+TEST_CASE("covers: a name covers itself on its ports, never another name") {
+    CHECK(covers(rule("pypi.org"), rule("pypi.org")));
+    CHECK(covers(rule("pypi.org"), rule("PyPI.org.")));
+    CHECK(covers(rule("pypi.org"), rule("pypi.org:443")));
+    CHECK(covers(rule("pypi.org"), rule("pypi.org:80")));
+    CHECK_FALSE(covers(rule("pypi.org"), rule("pypi.org:8080")));
+    CHECK_FALSE(covers(rule("pypi.org:443"), rule("pypi.org")));  // 80 too
+    CHECK(covers(rule("pypi.org:8080"), rule("pypi.org:8080")));
+    CHECK_FALSE(covers(rule("pypi.org"), rule("files.pypi.org")));
+    CHECK_FALSE(covers(rule("pypi.org"), rule("*.pypi.org")));
+}
+
+TEST_CASE("covers: a wildcard covers the names and wildcards below its domain, not the domain") {
+    CHECK(covers(rule("*.example.org"), rule("a.example.org")));
+    CHECK(covers(rule("*.example.org"), rule("b.a.example.org:443")));
+    CHECK(covers(rule("*.example.org"), rule("*.example.org")));
+    CHECK(covers(rule("*.example.org"), rule("*.a.example.org")));
+    CHECK_FALSE(covers(rule("*.example.org"), rule("example.org")));
+    CHECK_FALSE(covers(rule("*.example.org"), rule("badexample.org")));
+    CHECK_FALSE(covers(rule("*.a.example.org"), rule("*.example.org")));
+    CHECK_FALSE(covers(rule("*.example.org"), rule("a.example.org:8443")));
+    CHECK_FALSE(covers(rule("*.example.org"), rule("127.0.0.1")));
+}
+
+TEST_CASE("covers: an address covers only itself, however a name resolves") {
+    CHECK(covers(rule("127.0.0.1:8080"), rule("127.0.0.1:8080")));
+    CHECK_FALSE(covers(rule("127.0.0.1:8080"), rule("127.0.0.1:8081")));
+    CHECK_FALSE(covers(rule("127.0.0.1:8080"), rule("127.0.0.2:8080")));
+    CHECK_FALSE(covers(rule("127.0.0.1:8080"), rule("localhost:8080")));
+    CHECK_FALSE(covers(rule("[::1]:8080"), rule("127.0.0.1:8080")));
+    CHECK(covers(rule("[::1]:8080"), rule("[::1]:8080")));
+}
+
+TEST_CASE("beyond names each asked rule no ceiling rule covers, in canonical form") {
+    const auto ceiling = parse_rules({"pypi.org", "*.pythonhosted.org:443", "127.0.0.1:8080"});
+    CHECK(beyond(parse_rules({"pypi.org:443", "files.pythonhosted.org:443", "127.0.0.1:8080"}),
+                 ceiling)
+              .empty());
+    CHECK(beyond(parse_rules({"PyPI.org", "evil.org", "files.pythonhosted.org", "127.0.0.1:8081"}),
+                 ceiling) ==
+          std::vector<std::string>{"evil.org", "files.pythonhosted.org", "127.0.0.1:8081"});
+    CHECK(beyond(parse_rules({"pypi.org"}), {}) == std::vector<std::string>{"pypi.org"});
+}

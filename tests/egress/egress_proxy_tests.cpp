@@ -40,7 +40,8 @@ const auto loopback = asio::ip::make_address("127.0.0.1");
 // A destination on 127.0.0.1: echoes, or answers one HTTP request and keeps what it was sent.
 class loopback_server {
 public:
-    enum class mode { echo, http };
+    enum class mode { echo, http, large };              // large: an answer of large_body bytes
+    static constexpr std::size_t large_body = 9 << 20;  // past Beast's default body limit
     explicit loopback_server(mode m, tcp::endpoint at = {loopback, 0})
         : mode_(m), acceptor_(ioc_, at) {
         thread_ = std::thread([this] { run(); });
@@ -93,7 +94,14 @@ private:
         static constexpr std::string_view answer =
             "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nKeep-Alive: timeout=5\r\n"
             "Connection: keep-alive\r\n\r\nhello";
-        asio::write(s, asio::buffer(answer), ec);
+        if (mode_ == mode::large) {
+            const std::string head =
+                "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(large_body) + "\r\n\r\n";
+            asio::write(s, asio::buffer(head), ec);
+            asio::write(s, asio::buffer(std::string(large_body, 'x')), ec);
+        } else {
+            asio::write(s, asio::buffer(answer), ec);
+        }
         s.shutdown(tcp::socket::shutdown_send, ec);
         // Whatever else the proxy sends (it should send nothing more) is kept.
         while (true) {
@@ -398,6 +406,20 @@ TEST_CASE("a plain-HTTP request is forwarded in origin form and its answer relay
                                    "\r\nX-Other: 1\r\nConnection: close\r\n\r\n");
     CHECK(r.bytes_up == server.received().size());
     CHECK(r.bytes_down == answer.size() + 5);
+}
+
+TEST_CASE("a plain-HTTP answer larger than Beast's default body limit is relayed whole") {
+    // The answer's body is streamed, never held: its length is no limit (it was a 502 for
+    // anything past 8 MB).
+    loopback_server server(loopback_server::mode::large);
+    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    proxy_harness proxy({where});
+    client kernel(proxy.port());
+    kernel.send("GET http://" + where + "/big HTTP/1.1\r\nHost: " + where + "\r\n\r\n");
+    const auto answer = kernel.head();
+    CHECK(answer.starts_with("HTTP/1.1 200 OK\r\n"));
+    CHECK(kernel.read_to_end().size() == loopback_server::large_body);
+    CHECK(proxy.record().status == 200);
 }
 
 TEST_CASE("a chunked request body is forwarded with its length") {

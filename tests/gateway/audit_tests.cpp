@@ -700,3 +700,48 @@ TEST_CASE("audit-verify reads the anchor and key files, and refuses ones that ar
     CHECK(audit_log::anchor_file("/x/audit.key") == "/x/audit.anchor");
     CHECK(audit_log::anchor_file("/x/k") == "/x/k.anchor");
 }
+
+TEST_CASE("an egress line records kernel, user, host, port, decision, rule, bytes and duration") {
+    fixture f;
+    audit_log log(f.s, {});
+    egress_attempt a;
+    a.finished = std::chrono::system_clock::time_point{} + std::chrono::hours(490000);
+    a.user = "ana";
+    a.kernel_id = "k-1";
+    a.method = "CONNECT";
+    a.host = "evil.example.org";
+    a.port = 443;
+    a.rule = "not in the allowlist";
+    a.reason = "evil.example.org is not in the allowlist";
+    a.status = 403;
+    a.duration = std::chrono::milliseconds(3);
+    REQUIRE(log.record_egress(a) == "");
+    a.allowed = true;
+    a.host = "pypi.org";
+    a.address = "151.101.0.223";
+    a.rule = "pypi.org";
+    a.status = 200;
+    a.bytes_up = 517;
+    a.bytes_down = 4096;
+    REQUIRE(log.record_egress(a) == "");
+    const auto lines = read_lines(f.s.file);
+    REQUIRE(lines.size() == 3);  // the open line first
+    auto refused = nlohmann::json::parse(lines[1]);
+    CHECK(refused["event"] == "egress");
+    CHECK(refused["decision"] == "refused");
+    CHECK(refused["user"] == "ana");
+    CHECK(refused["kernel"] == "k-1");
+    CHECK(refused["host"] == "evil.example.org");
+    CHECK(refused["port"] == 443);
+    CHECK(refused["rule"] == "not in the allowlist");
+    CHECK(refused["status"] == 403);
+    CHECK(refused["duration_s"] == 0.003);
+    auto allowed = nlohmann::json::parse(lines[2]);
+    CHECK(allowed["decision"] == "allowed");
+    CHECK(allowed["address"] == "151.101.0.223");
+    CHECK(allowed["bytes_up"] == 517);
+    CHECK(allowed["bytes_down"] == 4096);
+    // Still one chain: audit-verify proves it.
+    log.sync();
+    f.verify({"audit.log"}, 0);
+}

@@ -581,3 +581,77 @@ TEST_CASE("router refuses unknown /v1 paths, and says unsafe ones are invalid") 
         CHECK(match_route("GET", t, false).name() == "bad_v1_path");
     }
 }
+
+TEST_CASE("context request: network.allow is read in canonical form; none means no network") {
+    std::string error;
+    auto r = parse_context_request(R"({"kernel": "python3"})", error);
+    REQUIRE(r);
+    CHECK(r->network_allow.empty());
+    r = parse_context_request(R"({"network": {"allow": ["PyPI.org", "127.0.0.1:8080"]}})", error);
+    REQUIRE(r);
+    CHECK(r->network_allow == std::vector<std::string>{"pypi.org", "127.0.0.1:8080"});
+    for (const char* empty : {R"({"network": null})", R"({"network": {}})",
+                              R"({"network": {"allow": []}})", R"({"network": {"allow": null}})"}) {
+        INFO(empty);
+        r = parse_context_request(empty, error);
+        REQUIRE(r);
+        CHECK(r->network_allow.empty());
+    }
+}
+
+TEST_CASE("context request: the bad forms of network are refused, naming what is wrong") {
+    std::string error;
+    std::string many = R"({"network": {"allow": [)";
+    for (int i = 0; i < 65; ++i) many += (i ? ",\"h" : "\"h") + std::to_string(i) + ".org\"";
+    many += "]}}";
+    for (std::string body :
+         {std::string(R"({"network": true})"), std::string(R"({"network": ["pypi.org"]})"),
+          std::string(R"({"network": {"allow": "pypi.org"}})"),
+          std::string(R"({"network": {"allow": [1]}})"),
+          std::string(R"({"network": {"deny": ["pypi.org"]}})"),
+          std::string(R"({"network": {"allow": ["*.org"]}})"),
+          std::string(R"({"network": {"allow": ["127.1"]}})"),
+          std::string(R"({"network": {"allow": ["pypi.org:99999"]}})"),
+          std::string(R"({"network": {"allow": ["::1"]}})"), many}) {
+        INFO(body);
+        error.clear();
+        CHECK_FALSE(parse_context_request(body, error));
+        CHECK(error.rfind("'network' ", 0) == 0);
+    }
+}
+
+TEST_CASE("network policy: within the server's ceiling, a context gets what it asks for") {
+    const std::vector<std::string> server{"pypi.org", "*.pythonhosted.org", "127.0.0.1:8080"};
+    CHECK_FALSE(network_refusal({"pypi.org", "files.pythonhosted.org:443", "127.0.0.1:8080"},
+                                server, std::nullopt));
+}
+
+TEST_CASE("network policy: more than the server's ceiling is refused, naming the rules") {
+    const std::vector<std::string> server{"pypi.org"};
+    auto why = network_refusal({"pypi.org", "evil.org", "pypi.org:8080"}, server, std::nullopt);
+    REQUIRE(why);
+    CHECK(*why ==
+          "network.allow asks for more than this server allows (--egress-allow): evil.org, "
+          "pypi.org:8080");
+    // No ceiling at all: nothing may be had.
+    CHECK(network_refusal({"pypi.org"}, {}, std::nullopt));
+}
+
+TEST_CASE(
+    "network policy: a user's list narrows the server's; a context asking past it is refused") {
+    const std::vector<std::string> server{"pypi.org", "*.example.org", "127.0.0.1:8080"};
+    const std::optional<std::vector<std::string>> user{{"pypi.org"}};
+    CHECK_FALSE(network_refusal({"pypi.org"}, server, user));
+    auto why = network_refusal({"pypi.org", "a.example.org"}, server, user);
+    REQUIRE(why);
+    CHECK(*why ==
+          "network.allow asks for more than your user may have (egress_allow in the users "
+          "file): a.example.org");
+    // A user's list beyond the server's does not widen it: the server's ceiling decides first.
+    const std::optional<std::vector<std::string>> generous{{"pypi.org", "evil.org"}};
+    auto over = network_refusal({"evil.org"}, server, generous);
+    REQUIRE(over);
+    CHECK(over->find("--egress-allow): evil.org") != std::string::npos);
+    // An empty list: the user may have no network.
+    CHECK(network_refusal({"pypi.org"}, server, std::vector<std::string>{}));
+}

@@ -757,3 +757,72 @@ TEST_CASE("the README names every option, and its table gives the defaults --hel
     }
     CHECK(checked > 40);
 }
+
+TEST_CASE("--egress-allow is empty by default: no kernel has any network") {
+    auto r = parse({});
+    REQUIRE(r.config);
+    CHECK(r.config->egress_allow.empty());
+}
+
+TEST_CASE("--egress-allow takes comma lists and repeats, each rule in its canonical form") {
+    auto r = parse({"--egress-allow=PyPI.org,*.Example.org:8443", "--egress-allow=127.0.0.1:8080",
+                    "--egress-allow=[::1]:9000"});
+    REQUIRE(r.config);
+    CHECK(r.config->egress_allow == std::vector<std::string>{"pypi.org", "*.example.org:8443",
+                                                             "127.0.0.1:8080", "[::1]:9000"});
+}
+
+TEST_CASE(
+    "--egress-allow is a list in a config file and comma-separated in CALLISTO_EGRESS_ALLOW") {
+    config_file file(R"({"egress-allow": ["pypi.org", "files.pythonhosted.org:443"]})");
+    auto from_file = parse({file.flag()});
+    REQUIRE(from_file.config);
+    CHECK(from_file.config->egress_allow ==
+          std::vector<std::string>{"pypi.org", "files.pythonhosted.org:443"});
+    auto from_env = parse({}, {{"CALLISTO_EGRESS_ALLOW", "a.example.org,b.example.org:81"}});
+    REQUIRE(from_env.config);
+    CHECK(from_env.config->egress_allow ==
+          std::vector<std::string>{"a.example.org", "b.example.org:81"});
+    auto shown = parse({"--print-config", "--egress-allow=pypi.org:443"});
+    REQUIRE(shown.config);
+    CHECK(effective_config(*shown.config)["egress-allow"] ==
+          nlohmann::json::array({"pypi.org:443"}));
+}
+
+TEST_CASE("--egress-allow refuses bad rules, naming the rule") {
+    for (const char* bad :
+         {"--egress-allow=", "--egress-allow=,", "--egress-allow=*.org", "--egress-allow=127.1:80",
+          "--egress-allow=pypi.org:0", "--egress-allow=pypi.org:70000", "--egress-allow=::1",
+          "--egress-allow=a*.example.org", "--egress-allow=*.1.2.3", "--egress-allow=pypi.org:x",
+          "--egress-allow=exa mple.org"}) {
+        CAPTURE(bad);
+        auto r = parse({bad});
+        CHECK_FALSE(r.config);
+        CHECK(r.exit_code == 2);
+        CHECK(r.message.find("egress-allow") != std::string::npos);
+    }
+}
+
+TEST_CASE("--egress-allow needs the sandbox: unsandboxed kernels have the host's network") {
+    auto r = parse({"--egress-allow=pypi.org", "--sandbox=off"});
+    CHECK_FALSE(r.config);
+    CHECK(r.message.find("needs the sandbox") != std::string::npos);
+}
+
+TEST_CASE("--egress-connections and --egress-rate cap each networked kernel's proxy") {
+    auto defaults = parse({});
+    REQUIRE(defaults.config);
+    CHECK(defaults.config->egress_connections == 32);
+    CHECK(defaults.config->egress_bytes_per_second == 0);
+    auto r = parse({"--egress-connections=8", "--egress-rate=1MiB"});
+    REQUIRE(r.config);
+    CHECK(r.config->egress_connections == 8);
+    CHECK(r.config->egress_bytes_per_second == (1u << 20));
+    CHECK(parse({"--egress-rate=0"}).config->egress_bytes_per_second == 0);
+    for (const char* bad :
+         {"--egress-connections=0", "--egress-connections=x", "--egress-connections=5000",
+          "--egress-rate=fast", "--egress-rate=-1"}) {
+        CAPTURE(bad);
+        CHECK_FALSE(parse({bad}).config);
+    }
+}

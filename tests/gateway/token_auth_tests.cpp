@@ -239,3 +239,30 @@ TEST_CASE("the session registry closes the sessions of the users named, and no o
     CHECK(sessions.open_by_kind() ==
           std::map<std::string, std::size_t>{{"events_websocket", 1}, {"http", 1}});
 }
+
+TEST_CASE("a users file gives a user an egress_allow list, canonical, or none") {
+    users_file f(R"([{"name": "ana", "token_sha256": ")" + token_auth::token_sha256("ana-token-1") +
+                 R"(", "egress_allow": ["PyPI.org", "127.0.0.1:8080"]},
+                    {"name": "bo", "token_sha256": ")" +
+                 token_auth::token_sha256("bo-token-12") + R"("}])");
+    auto auth = token_auth::from_users_file(f.path);
+    auto ana = auth.authenticate("token ana-token-1", "");
+    REQUIRE(ana);
+    REQUIRE(ana->egress_allow);
+    CHECK(*ana->egress_allow == std::vector<std::string>{"pypi.org", "127.0.0.1:8080"});
+    auto bo = auth.authenticate("token bo-token-12", "");
+    REQUIRE(bo);
+    CHECK_FALSE(bo->egress_allow);  // the server's ceiling alone
+}
+
+TEST_CASE("a users file's bad egress_allow is refused, naming the user and the rule") {
+    const std::string hash = token_auth::token_sha256("x-token-123");
+    for (const char* bad :
+         {R"("pypi.org")", R"([1])", R"(["*.org"])", R"(["127.1:80"])", R"(["pypi.org:0"])"}) {
+        CAPTURE(bad);
+        users_file f(R"([{"name": "a", "token_sha256": ")" + hash + R"(", "egress_allow": )" + bad +
+                     "}]");
+        CHECK_THROWS_WITH_AS(token_auth::from_users_file(f.path),
+                             doctest::Contains("user 'a': egress_allow"), std::runtime_error);
+    }
+}

@@ -793,3 +793,25 @@ TEST_CASE("an audited execution holds none of its code's memory while it runs") 
     REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 1; }));
     CHECK(observer.code_capacity_at_finish[0] < 64);
 }
+
+TEST_CASE("a kernel asked for with network does not start unsandboxed: nothing is spawned") {
+    fake_world w;
+    auto k = make_session(w);
+    k->set_egress({{"pypi.org"}, "ana"});
+    CHECK(k->egress().allow == std::vector<std::string>{"pypi.org"});
+    std::optional<kernel_outcome> started;
+    k->start([&](kernel_outcome r) { started = r; });
+    REQUIRE(w.run_until([&] { return started.has_value(); }));
+    CHECK(started->error == kernel_error::start_failed);
+    CHECK(started->message.find("egress needs the sandbox") != std::string::npos);
+    CHECK(w.processes.spawned.empty());
+}
+
+TEST_CASE("a networked kernel's proxy variables point at its own listener; NO_PROXY its loopback") {
+    const auto v = kernel_process::egress_variables();
+    for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
+        CHECK(v.at(name) == "http://127.0.0.1:" + std::to_string(egress_listen_port));
+    CHECK(v.at("NO_PROXY") == "localhost,127.0.0.1,::1");
+    CHECK(v.at("no_proxy") == "localhost,127.0.0.1,::1");
+    CHECK(egress_listen_port < 1024);  // privileged: the kernel cannot take it first
+}

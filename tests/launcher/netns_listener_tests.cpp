@@ -134,3 +134,74 @@ TEST_CASE("listen_in_namespace refuses what is not a network namespace") {
     REQUIRE(std::holds_alternative<std::error_code>(other_kind));
     CHECK(std::get<std::error_code>(other_kind) == std::errc::invalid_argument);
 }
+
+namespace {
+
+// A process that stays in the host's namespace and forks one that unshares its own, as bwrap
+// does: says 'r' once the grandchild is in its namespace, then waits for its pipe to close.
+[[noreturn]] void bwrap_like(int ready_fd, int hold_fd) {
+    int inner_ready[2];
+    if (::pipe2(inner_ready, O_CLOEXEC) != 0) ::_exit(20);
+    const pid_t inner = ::fork();
+    if (inner < 0) ::_exit(21);
+    if (inner == 0) {
+        if (::unshare(CLONE_NEWNET) != 0) ::_exit(22);
+        const char ready = 'r';
+        if (::write(inner_ready[1], &ready, 1) != 1) ::_exit(23);
+        char byte;
+        while (::read(hold_fd, &byte, 1) > 0) {
+        }
+        ::_exit(0);
+    }
+    char byte = 0;
+    if (::read(inner_ready[0], &byte, 1) != 1) ::_exit(24);
+    if (::write(ready_fd, &byte, 1) != 1) ::_exit(25);
+    int status = 0;
+    ::waitpid(inner, &status, 0);
+    ::_exit(0);
+}
+
+ino_t namespace_inode(int fd) {
+    struct stat st {};
+    REQUIRE(::fstat(fd, &st) == 0);
+    return st.st_ino;
+}
+
+}  // namespace
+
+TEST_CASE("open_jail_network finds the namespace of a process's first descendant in another") {
+    int ready[2], hold[2];
+    REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
+    REQUIRE(::pipe2(hold, O_CLOEXEC) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::close(hold[1]);
+        bwrap_like(ready[1], hold[0]);
+    }
+    ::close(ready[1]);
+    ::close(hold[0]);
+    char byte = 0;
+    REQUIRE(::read(ready[0], &byte, 1) == 1);
+
+    auto found = callisto::launcher::open_jail_network(pid);
+    REQUIRE(std::holds_alternative<unique_fd>(found));
+    unique_fd own(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+    CHECK(namespace_inode(std::get<unique_fd>(found).get()) != namespace_inode(own.get()));
+    // A listener made there is not on the host's side either: the same fd works for it.
+    auto listener = listen_in_namespace(std::get<unique_fd>(found).get(), 0);
+    CHECK(std::holds_alternative<unique_fd>(listener));
+
+    ::close(hold[1]);  // the grandchild ends, then its parent
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    ::close(ready[0]);
+}
+
+TEST_CASE("open_jail_network finds nothing for a process tree all in the host's namespace") {
+    auto found = callisto::launcher::open_jail_network(::getpid());
+    REQUIRE(std::holds_alternative<std::error_code>(found));
+    CHECK(std::get<std::error_code>(found) == std::errc::no_such_file_or_directory);
+}

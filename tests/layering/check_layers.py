@@ -41,6 +41,7 @@ RULES = {
     "gateway/interpreter": (("gateway/interpreter/", "gateway/audit/", "gateway/http/", "gateway/kernels/",
                              "gateway/languages/",
                              "gateway/jupyter_api/kernel_error_answer.hpp",
+                             "gateway/egress/egress_allowlist.hpp",
                              "gateway/user.hpp", "gateway/server_config.hpp") + LOWER, ()),
     # The admin console's own answers: read-only views of the kernels, the audit log, activity.
     "gateway/admin": (("gateway/admin/", "gateway/audit/", "gateway/http/", "gateway/kernels/",
