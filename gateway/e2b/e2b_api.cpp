@@ -11,6 +11,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "gateway/e2b/connect_envelope.hpp"
+#include "gateway/e2b/directory_watch.hpp"
 #include "gateway/e2b/e2b_errors.hpp"
 #include "gateway/e2b/envd_files.hpp"
 #include "gateway/e2b/envd_upload.hpp"
@@ -19,6 +20,7 @@
 #include "gateway/e2b/process_rpc.hpp"
 #include "gateway/e2b/process_stream.hpp"
 #include "gateway/e2b/sandbox_process.hpp"
+#include "gateway/e2b/watch_rpc.hpp"
 #include "gateway/http/beast.hpp"
 #include "gateway/http/content_headers.hpp"
 #include "gateway/http/json_response.hpp"
@@ -382,9 +384,106 @@ void e2b_api::write_file(incoming_request in) {
     });
 }
 
-void e2b_api::call_filesystem(incoming_request in) {
+namespace {
+
+// A streaming call refused: 200 with only the end frame, as Connect answers.
+http_response stream_refusal(connect_code code, std::string_view message) {
+    http_response res{http::status::ok, 11};
+    res.set(http::field::content_type, "application/connect+json");
+    res.body() = stream_error_body(code, message);
+    res.prepare_payload();
+    return res;
+}
+
+// A keepalive frame every `every` on a quiet stream, until stop().
+class stream_keepalive : public std::enable_shared_from_this<stream_keepalive> {
+public:
+    stream_keepalive(boost::asio::io_context& ioc, std::shared_ptr<interpreter::ndjson_stream> out,
+                     std::chrono::milliseconds every, std::string frame)
+        : timer_(boost::asio::make_strand(ioc)),
+          out_(std::move(out)),
+          every_(every),
+          frame_(std::move(frame)) {}
+    void start() {
+        boost::asio::post(timer_.get_executor(), [self = shared_from_this()] { self->arm(); });
+    }
+    void stop() {
+        boost::asio::post(timer_.get_executor(), [self = shared_from_this()] {
+            self->done_ = true;
+            self->timer_.cancel();
+        });
+    }
+
+private:
+    void arm() {
+        if (done_) return;
+        timer_.expires_after(every_);
+        timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+            if (ec || self->done_) return;
+            self->out_->write_bytes(self->frame_);
+            self->arm();
+        });
+    }
+    boost::asio::steady_timer timer_;
+    std::shared_ptr<interpreter::ndjson_stream> out_;
+    const std::chrono::milliseconds every_;
+    const std::string frame_;
+    bool done_ = false;  // the timer's strand
+};
+
+}  // namespace
+
+void e2b_api::watch_dir(incoming_request in, const std::filesystem::path& workdir,
+                        const interpreter::take_stream_fn& take_stream) {
+    auto& respond = in.respond;
+    const auto type = in.req[http::field::content_type];
+    if (!beast::iequals(type.substr(0, type.find(';')), "application/connect+json")) {
+        auto res = connect_error(connect_code::unimplemented,
+                                 "send the stream as application/connect+json (Connect's JSON "
+                                 "codec)");
+        res.result(http::status::unsupported_media_type);
+        return respond(std::move(res));
+    }
+    std::error_code ec;
+    auto message = decode_request_message(in.req.body(), in.req.body().size(), ec);
+    if (!message)
+        return respond(stream_refusal(connect_code::invalid_argument,
+                                      "a malformed Connect envelope: " + ec.message()));
+    connect_code code = connect_code::invalid_argument;
+    std::string error;
+    auto request = parse_watch_dir(*message, code, error);
+    if (!request) return respond(stream_refusal(code, error));
+    auto opened = directory_watch::open(ioc_, workdir, *request);
+    if (auto* refused = std::get_if<envd_error>(&opened))
+        return respond(stream_refusal(refused->code, refused->message));
+    auto watch = std::get<std::shared_ptr<directory_watch>>(opened);
+    auto out = take_stream();
+    out->begin(http::status::ok, {}, "application/connect+json");
+    out->write_bytes(watch_start_frame());
+    auto keepalive = std::make_shared<stream_keepalive>(ioc_, out, settings_.keepalive_every,
+                                                        watch_keepalive_frame());
+    keepalive->start();
+    out->watch_client([watch, keepalive] {
+        watch->stop();
+        keepalive->stop();
+    });
+    watch->run(
+        [out](const std::string& name, const std::string& event_type) {
+            out->write_bytes(watch_event_frame(name, event_type));
+        },
+        [out, keepalive] {
+            // The watched directory went: the stream ends, as envd's does.
+            keepalive->stop();
+            out->write_bytes(encode_envelope(end_flag, "{}"));
+            out->end();
+        });
+}
+
+void e2b_api::call_filesystem(incoming_request in, const interpreter::take_stream_fn& take_stream) {
     auto workdir = files_of(in);
     if (!workdir) return;
+    if (in.where.param("method") == "WatchDir")
+        return watch_dir(std::move(in), *workdir, take_stream);
     boost::asio::post(file_pool_, [this, in = std::move(in), workdir = *workdir]() mutable {
         const envd_files files(workdir);
         const filesystem_rpc rpc(files, contexts_.settings().max_listed_files);
@@ -449,14 +548,6 @@ void e2b_api::read_file_now(incoming_request in, const std::filesystem::path& wo
 }
 
 namespace {
-
-http_response stream_refusal(connect_code code, std::string_view message) {
-    http_response res{http::status::ok, 11};
-    res.set(http::field::content_type, "application/connect+json");
-    res.body() = stream_error_body(code, message);
-    res.prepare_payload();
-    return res;
-}
 
 bool is_connect_json(const http_request& req) {
     const auto type = req[http::field::content_type];

@@ -73,9 +73,10 @@ public:
     void restart_context(incoming_request in);  // POST /contexts/{context_id}/restart
     void health(incoming_request in);           // GET /health
     // envd: the sandbox's files (its default context's workdir) and commands.
-    void read_file(incoming_request in);        // GET /files?path=
-    void write_file(incoming_request in);       // POST /files?path=
-    void call_filesystem(incoming_request in);  // POST /filesystem.Filesystem/{method}
+    void read_file(incoming_request in);   // GET /files?path=
+    void write_file(incoming_request in);  // POST /files?path=
+    // POST /filesystem.Filesystem/{method}: WatchDir streams (directory_watch.hpp).
+    void call_filesystem(incoming_request in, const interpreter::take_stream_fn& take_stream);
     // POST /process.Process/{method}: Start and Connect stream; List, SendInput, SendSignal and
     // CloseStdin answer at once. A command runs as its own process in the sandbox of the
     // default context's kernel, beside it (sandbox_process.hpp).
@@ -102,6 +103,8 @@ private:
     void write_file_now(incoming_request in, const std::filesystem::path& workdir);
     void start_process(incoming_request in, const sandbox_record& box,
                        const interpreter::take_stream_fn& take_stream);
+    void watch_dir(incoming_request in, const std::filesystem::path& workdir,
+                   const interpreter::take_stream_fn& take_stream);
     void connect_process(incoming_request in, const sandbox_record& box,
                          const interpreter::take_stream_fn& take_stream);
     void list_processes(incoming_request in, const sandbox_record& box);

@@ -5,8 +5,10 @@
 // sandbox culled at its timeout), runCode (print, state kept, errors, a matplotlib figure, a
 // DataFrame, streaming callbacks, env vars, a client timeout that interrupts, and the next call
 // working), code contexts (create, list, restart, remove, isolation), envd's files (write,
-// read, list, exists, makeDir, rename, getInfo, remove; one tree with the code's), and
-// commands.run (output, exit codes, envs, cwd, the kernel's uid).
+// read, list, exists, makeDir, rename, getInfo, remove, watchDir; one tree with the code's),
+// and commands (output, exit codes, envs, cwd, the kernel's uid; a process of its own in the
+// kernel's sandbox, beside runCode and as confined; background commands, stdin, list,
+// connect, kill, and their bad inputs).
 //
 //   CALLISTO_URL=http://127.0.0.1:P CALLISTO_TOKEN=T node e2b_test.mjs [name-substring]
 //
@@ -541,6 +543,40 @@ for pid in pids:
   } finally {
     await other.kill().catch(() => {});
   }
+});
+
+test('files.watchDir: events as the sandbox\'s files change, recursive or not, and its refusals', async () => {
+  await withSandbox(async sbx => {
+    await sbx.files.makeDir('/home/user/w/sub');
+    const events = [];
+    const handle = await sbx.files.watchDir('/home/user/w', e => events.push(`${e.type} ${e.name}`));
+    await sbx.files.write('/home/user/w/a.txt', 'one');
+    await sbx.commands.run('echo more >> w/a.txt; chmod 600 w/a.txt; mv w/a.txt w/b.txt; rm w/b.txt; mkdir w/new; touch w/sub/deep.txt');
+    await sleep(700);
+    await handle.stop();
+    for (const want of ['create a.txt', 'write a.txt', 'chmod a.txt', 'rename a.txt', 'create b.txt', 'remove b.txt', 'create new']) {
+      check(events.includes(want), 'an event: ' + want, events);
+    }
+    check(!events.some(e => e.includes('deep.txt')), 'not recursive: nothing from below', events);
+    const deep = [];
+    const recursive = await sbx.files.watchDir('/home/user/w', e => deep.push(`${e.type} ${e.name}`), { recursive: true });
+    await sbx.commands.run('touch w/sub/deeper.txt; mkdir w/sub/made');
+    await sleep(500);
+    await sbx.commands.run('touch w/sub/made/deepest.txt');
+    await sleep(700);
+    await recursive.stop();
+    for (const want of ['create sub/deeper.txt', 'create sub/made', 'create sub/made/deepest.txt']) {
+      check(deep.includes(want), 'a recursive event: ' + want, deep);
+    }
+    // Refusals: a missing directory, a file, a link (never followed), outside the home.
+    await sbx.commands.run('ln -s /etc w/etc-link');
+    for (const [path, re] of [['/home/user/nope', /not (exist|found)/i], ['/home/user/w/sub/deeper.txt', /not a directory/],
+      ['/home/user/w/etc-link', /not a directory/], ['/etc', /home|outside|permission/i]]) {
+      let threw = null;
+      try { await sbx.files.watchDir(path, () => {}); } catch (e) { threw = e; }
+      check(threw && re.test(String(threw)), 'refused: ' + path, String(threw));
+    }
+  });
 });
 
 test('a sandbox past its timeout is culled with its contexts', async () => {
