@@ -321,7 +321,7 @@ const route_row table[] = {
     {{"e2b_health", "GET", "/health", open}, call<&e2b_api::health>, e2b_errors},
     // envd's Connect services.
     {{"e2b_filesystem_rpc", "POST", "/filesystem.Filesystem/{method}", own_token},
-     call<&e2b_api::call_filesystem>,
+     streamed<&e2b_api::call_filesystem>,
      e2b_errors},
     {{"e2b_process_rpc", "POST", "/process.Process/{method}", own_token},
      streamed<&e2b_api::call_process>,

@@ -296,6 +296,8 @@ e2b::e2b_settings e2b_settings_for(const interpreter::interpreter_settings& s) {
     e2b::e2b_settings e;
     e.limits.env = s.request_limits.env;
     e.limits.max_timeout = s.request_limits.max_timeout;
+    std::error_code ec;
+    e.enter_program = fs::read_symlink("/proc/self/exe", ec).parent_path() / "callisto-enter";
     return e;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
+#include <map>
 
 #include <openssl/rand.h>
 
@@ -9,6 +11,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "gateway/e2b/connect_envelope.hpp"
+#include "gateway/e2b/directory_watch.hpp"
 #include "gateway/e2b/e2b_errors.hpp"
 #include "gateway/e2b/envd_files.hpp"
 #include "gateway/e2b/envd_upload.hpp"
@@ -16,10 +19,14 @@
 #include "gateway/e2b/filesystem_rpc.hpp"
 #include "gateway/e2b/process_rpc.hpp"
 #include "gateway/e2b/process_stream.hpp"
+#include "gateway/e2b/sandbox_process.hpp"
+#include "gateway/e2b/watch_rpc.hpp"
 #include "gateway/http/beast.hpp"
 #include "gateway/http/content_headers.hpp"
 #include "gateway/http/json_response.hpp"
 #include "kernelproto/iso_time.hpp"
+#include "launcher/sandbox_command.hpp"
+#include "launcher/sandbox_layout.hpp"
 
 namespace callisto::gateway::e2b {
 
@@ -175,6 +182,8 @@ void e2b_api::arm_culling() {
 }
 
 void e2b_api::close_contexts(const sandbox_record& box) {
+    // Its commands first: a kernel kept for reuse must not carry them into another sandbox.
+    kill_processes(box.id);
     for (const auto& c : box.contexts)
         if (auto context = contexts_.find_for(c.id, box.owner)) contexts_.remove(context, [] {});
 }
@@ -375,9 +384,106 @@ void e2b_api::write_file(incoming_request in) {
     });
 }
 
-void e2b_api::call_filesystem(incoming_request in) {
+namespace {
+
+// A streaming call refused: 200 with only the end frame, as Connect answers.
+http_response stream_refusal(connect_code code, std::string_view message) {
+    http_response res{http::status::ok, 11};
+    res.set(http::field::content_type, "application/connect+json");
+    res.body() = stream_error_body(code, message);
+    res.prepare_payload();
+    return res;
+}
+
+// A keepalive frame every `every` on a quiet stream, until stop().
+class stream_keepalive : public std::enable_shared_from_this<stream_keepalive> {
+public:
+    stream_keepalive(boost::asio::io_context& ioc, std::shared_ptr<interpreter::ndjson_stream> out,
+                     std::chrono::milliseconds every, std::string frame)
+        : timer_(boost::asio::make_strand(ioc)),
+          out_(std::move(out)),
+          every_(every),
+          frame_(std::move(frame)) {}
+    void start() {
+        boost::asio::post(timer_.get_executor(), [self = shared_from_this()] { self->arm(); });
+    }
+    void stop() {
+        boost::asio::post(timer_.get_executor(), [self = shared_from_this()] {
+            self->done_ = true;
+            self->timer_.cancel();
+        });
+    }
+
+private:
+    void arm() {
+        if (done_) return;
+        timer_.expires_after(every_);
+        timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+            if (ec || self->done_) return;
+            self->out_->write_bytes(self->frame_);
+            self->arm();
+        });
+    }
+    boost::asio::steady_timer timer_;
+    std::shared_ptr<interpreter::ndjson_stream> out_;
+    const std::chrono::milliseconds every_;
+    const std::string frame_;
+    bool done_ = false;  // the timer's strand
+};
+
+}  // namespace
+
+void e2b_api::watch_dir(incoming_request in, const std::filesystem::path& workdir,
+                        const interpreter::take_stream_fn& take_stream) {
+    auto& respond = in.respond;
+    const auto type = in.req[http::field::content_type];
+    if (!beast::iequals(type.substr(0, type.find(';')), "application/connect+json")) {
+        auto res = connect_error(connect_code::unimplemented,
+                                 "send the stream as application/connect+json (Connect's JSON "
+                                 "codec)");
+        res.result(http::status::unsupported_media_type);
+        return respond(std::move(res));
+    }
+    std::error_code ec;
+    auto message = decode_request_message(in.req.body(), in.req.body().size(), ec);
+    if (!message)
+        return respond(stream_refusal(connect_code::invalid_argument,
+                                      "a malformed Connect envelope: " + ec.message()));
+    connect_code code = connect_code::invalid_argument;
+    std::string error;
+    auto request = parse_watch_dir(*message, code, error);
+    if (!request) return respond(stream_refusal(code, error));
+    auto opened = directory_watch::open(ioc_, workdir, *request);
+    if (auto* refused = std::get_if<envd_error>(&opened))
+        return respond(stream_refusal(refused->code, refused->message));
+    auto watch = std::get<std::shared_ptr<directory_watch>>(opened);
+    auto out = take_stream();
+    out->begin(http::status::ok, {}, "application/connect+json");
+    out->write_bytes(watch_start_frame());
+    auto keepalive = std::make_shared<stream_keepalive>(ioc_, out, settings_.keepalive_every,
+                                                        watch_keepalive_frame());
+    keepalive->start();
+    out->watch_client([watch, keepalive] {
+        watch->stop();
+        keepalive->stop();
+    });
+    watch->run(
+        [out](const std::string& name, const std::string& event_type) {
+            out->write_bytes(watch_event_frame(name, event_type));
+        },
+        [out, keepalive] {
+            // The watched directory went: the stream ends, as envd's does.
+            keepalive->stop();
+            out->write_bytes(encode_envelope(end_flag, "{}"));
+            out->end();
+        });
+}
+
+void e2b_api::call_filesystem(incoming_request in, const interpreter::take_stream_fn& take_stream) {
     auto workdir = files_of(in);
     if (!workdir) return;
+    if (in.where.param("method") == "WatchDir")
+        return watch_dir(std::move(in), *workdir, take_stream);
     boost::asio::post(file_pool_, [this, in = std::move(in), workdir = *workdir]() mutable {
         const envd_files files(workdir);
         const filesystem_rpc rpc(files, contexts_.settings().max_listed_files);
@@ -443,17 +549,47 @@ void e2b_api::read_file_now(incoming_request in, const std::filesystem::path& wo
 
 namespace {
 
-http_response stream_refusal(connect_code code, std::string_view message) {
+bool is_connect_json(const http_request& req) {
+    const auto type = req[http::field::content_type];
+    return beast::iequals(type.substr(0, type.find(';')), "application/connect+json");
+}
+
+http_response not_connect_json() {
+    auto res = connect_error(connect_code::unimplemented,
+                             "send the stream as application/connect+json (Connect's JSON codec)");
+    res.result(http::status::unsupported_media_type);
+    return res;
+}
+
+http_response no_such_process(const process_selector& s) {
+    return connect_error(connect_code::not_found,
+                         s.pid ? "process with pid " + std::to_string(*s.pid) + " not found"
+                               : "process with tag " + s.tag->substr(0, 64) + " not found");
+}
+
+http_response empty_message() {
     http_response res{http::status::ok, 11};
-    res.set(http::field::content_type, "application/connect+json");
-    res.body() = stream_error_body(code, message);
+    res.set(http::field::content_type, "application/json");
+    res.body() = "{}";
     res.prepare_payload();
     return res;
 }
 
-// envd's pids are the sandbox's; here a command is an execution, and its "pid" a number for
-// the SDK to hold.
-std::atomic<std::uint32_t> next_pid{1000};
+// The command's environment: what a login shell in E2B's sandbox sees, then the sandbox's
+// envVars, then the command's envs, which win.
+std::map<std::string, std::string> command_env(const sandbox_record& box,
+                                               const interpreter::env_vars& envs) {
+    std::map<std::string, std::string> env = {{"PATH", launcher::sandbox_search_path},
+                                              {"HOME", home},
+                                              {"USER", "user"},
+                                              {"LOGNAME", "user"},
+                                              {"SHELL", "/bin/bash"},
+                                              {"TMPDIR", "/tmp"},
+                                              {"LANG", "C.UTF-8"}};
+    for (const auto& [name, value] : box.env) env[name] = value;
+    for (const auto& [name, value] : envs) env[name] = value;
+    return env;
+}
 
 }  // namespace
 
@@ -461,27 +597,23 @@ void e2b_api::call_process(incoming_request in, const interpreter::take_stream_f
     auto box = sandbox_of(in);
     if (!box) return;
     const std::string& method = in.where.param("method");
-    if (method != "Start")
-        return in.respond(connect_error(
-            connect_code::unimplemented,
-            "process.Process/" + method.substr(0, 64) + " is not implemented by this gateway yet"));
-    start_process(std::move(in), *box, take_stream);
+    if (method == "Start") return start_process(std::move(in), *box, take_stream);
+    if (method == "Connect") return connect_process(std::move(in), *box, take_stream);
+    if (method == "List") return list_processes(std::move(in), *box);
+    if (method == "SendInput") return send_input(std::move(in), *box);
+    if (method == "SendSignal") return send_signal(std::move(in), *box);
+    if (method == "CloseStdin") return close_stdin(std::move(in), *box);
+    in.respond(connect_error(
+        connect_code::unimplemented,
+        "process.Process/" + method.substr(0, 64) + " is not implemented by this gateway"));
 }
 
 void e2b_api::start_process(incoming_request in, const sandbox_record& box,
                             const interpreter::take_stream_fn& take_stream) {
-    const auto& req = in.req;
     auto& respond = in.respond;
-    const auto type = req[http::field::content_type];
-    if (!beast::iequals(type.substr(0, type.find(';')), "application/connect+json")) {
-        auto res = connect_error(connect_code::unimplemented,
-                                 "send the stream as application/connect+json (Connect's JSON "
-                                 "codec)");
-        res.result(http::status::unsupported_media_type);
-        return respond(std::move(res));
-    }
+    if (!is_connect_json(in.req)) return respond(not_connect_json());
     std::error_code ec;
-    auto message = decode_request_message(req.body(), req.body().size(), ec);
+    auto message = decode_request_message(in.req.body(), in.req.body().size(), ec);
     if (!message)
         return respond(stream_refusal(connect_code::invalid_argument,
                                       "a malformed Connect envelope: " + ec.message()));
@@ -490,42 +622,134 @@ void e2b_api::start_process(incoming_request in, const sandbox_record& box,
     auto start = parse_process_start(*message, settings_.limits.env, code, error);
     if (!start) return respond(stream_refusal(code, error));
     auto context = context_of(box, box.default_context);
-    if (!context)
+    const pid_t kernel_pid = context ? context->kernel_pid() : 0;
+    if (kernel_pid <= 0)
         return respond(
-            stream_refusal(connect_code::unavailable, "the sandbox's default context is gone"));
-    interpreter::execution_request exec;
-    exec.code = std::move(start->script);
-    exec.language = languages::execution_language::bash;
-    exec.api = "e2b";
-    exec.stream = true;
-    exec.timeout = contexts_.settings().request_limits.default_timeout;
-    if (exec.timeout->count() == 0) exec.timeout.reset();
-    // The sandbox's envVars, then the command's, which win.
-    exec.env = box.env;
-    for (auto& [name, value] : start->env) {
-        std::erase_if(exec.env, [&](const auto& kv) { return kv.first == name; });
-        exec.env.emplace_back(name, value);
+            stream_refusal(connect_code::unavailable, "the sandbox's kernel is not running"));
+    if (processes_.count(box.id) >= settings_.max_processes)
+        return respond(stream_refusal(connect_code::resource_exhausted,
+                                      "too many commands running in this sandbox"));
+    launcher::sandbox_command_request request;
+    request.enter_program = settings_.enter_program;
+    request.kernel_pid = kernel_pid;
+    request.cwd = start->cwd;
+    request.argv.push_back(start->cmd);
+    request.argv.insert(request.argv.end(), start->args.begin(), start->args.end());
+    request.env = command_env(box, start->env);
+    request.seccomp_bpf = seccomp_.bpf();
+    request.stdin_open = start->stdin_open;
+    std::shared_ptr<sandbox_process> process;
+    try {
+        process = std::make_shared<sandbox_process>(ioc_, launcher::start_sandbox_command(request),
+                                                    std::move(*start));
+    } catch (const std::exception& e) {
+        log_.warn(std::string("a command could not be started: ") + e.what());
+        return respond(stream_refusal(connect_code::internal, "the command could not be started"));
     }
-    std::sort(exec.env.begin(), exec.env.end());
-    if (auto why = context->refusal(exec))
-        return respond(stream_refusal(connect_code::failed_precondition, *why));
     auto out = take_stream();
     auto stream = std::make_shared<process_stream>(ioc_, out, settings_.keepalive_every);
-    const std::uint32_t pid = next_pid++;
-    context->submit(std::move(exec), [out, stream, context,
-                                      pid](interpreter::interpreter_context::submit_result r) {
-        if (r.outcome != interpreter::interpreter_context::submit_outcome::accepted || !r.exec) {
-            const bool full =
-                r.outcome == interpreter::interpreter_context::submit_outcome::queue_full;
-            return out->respond(stream_refusal(
-                full ? connect_code::resource_exhausted : connect_code::unavailable,
-                r.why.empty() ? (full ? "too many executions waiting" : "the context is closed")
-                              : r.why));
-        }
-        stream->follow(r.exec, pid, [context, id = r.exec->id()] {
-            context->interrupt(id, [](std::shared_ptr<interpreter::execution>) {});
+    std::weak_ptr<sandbox_process> weak = process;
+    process->run(
+        [this, out, stream, weak, sandbox_id = box.id](
+            std::optional<std::uint32_t> pid, std::string why) -> sandbox_process::listener {
+            if (!pid) {
+                out->respond(stream_refusal(connect_code::failed_precondition, why));
+                return nullptr;
+            }
+            if (auto p = weak.lock()) processes_.add(sandbox_id, p);
+            return stream->open(*pid);
+        },
+        [this, weak, sandbox_id = box.id] {
+            if (auto p = weak.lock()) processes_.remove(sandbox_id, p->pid());
         });
-    });
+}
+
+void e2b_api::connect_process(incoming_request in, const sandbox_record& box,
+                              const interpreter::take_stream_fn& take_stream) {
+    auto& respond = in.respond;
+    if (!is_connect_json(in.req)) return respond(not_connect_json());
+    std::error_code ec;
+    auto message = decode_request_message(in.req.body(), in.req.body().size(), ec);
+    if (!message)
+        return respond(stream_refusal(connect_code::invalid_argument,
+                                      "a malformed Connect envelope: " + ec.message()));
+    connect_code code = connect_code::invalid_argument;
+    std::string error;
+    auto selector = parse_selector_request(*message, code, error);
+    if (!selector) return respond(stream_refusal(code, error));
+    auto process = processes_.find(box.id, *selector);
+    if (!process) {
+        const auto res = no_such_process(*selector);
+        return respond(
+            stream_refusal(connect_code::not_found, json::parse(res.body()).value("message", "")));
+    }
+    auto out = take_stream();
+    auto stream = std::make_shared<process_stream>(ioc_, out, settings_.keepalive_every);
+    // The listener is made on the process's strand, so no event falls between.
+    auto listener = std::make_shared<sandbox_process::listener>();
+    process->attach(
+        [listener](const process_event& e) {
+            if (*listener) (*listener)(e);
+        },
+        [out, stream, listener, pid = process->pid(), selector = *selector](bool attached) {
+            if (!attached)
+                return out->respond(
+                    stream_refusal(connect_code::not_found, "the process has ended"));
+            *listener = stream->open(pid);
+        });
+}
+
+void e2b_api::list_processes(incoming_request in, const sandbox_record& box) {
+    json processes = json::array();
+    for (const auto& p : processes_.list(box.id)) {
+        const auto& c = p->config();
+        json envs = json::object();
+        for (const auto& [name, value] : c.env) envs[name] = value;
+        json config = {{"cmd", c.cmd}, {"args", c.args}, {"envs", envs}};
+        if (!c.cwd_asked.empty()) config["cwd"] = c.cwd_asked;
+        json info = {{"config", config}, {"pid", p->pid()}};
+        if (c.tag) info["tag"] = *c.tag;
+        processes.push_back(std::move(info));
+    }
+    in.respond(json_response(http::status::ok, {{"processes", processes}}));
+}
+
+void e2b_api::send_input(incoming_request in, const sandbox_record& box) {
+    connect_code code = connect_code::invalid_argument;
+    std::string error;
+    auto request = parse_send_input(in.req.body(), code, error);
+    if (!request) return in.respond(connect_error(code, error));
+    auto process = processes_.find(box.id, request->process);
+    if (!process) return in.respond(no_such_process(request->process));
+    if (!process->write_stdin(request->bytes, code, error))
+        return in.respond(connect_error(code, error));
+    in.respond(empty_message());
+}
+
+void e2b_api::send_signal(incoming_request in, const sandbox_record& box) {
+    connect_code code = connect_code::invalid_argument;
+    std::string error;
+    auto request = parse_send_signal(in.req.body(), code, error);
+    if (!request) return in.respond(connect_error(code, error));
+    auto process = processes_.find(box.id, request->process);
+    if (!process || !process->signal(request->signal))
+        return in.respond(no_such_process(request->process));
+    in.respond(empty_message());
+}
+
+void e2b_api::close_stdin(incoming_request in, const sandbox_record& box) {
+    connect_code code = connect_code::invalid_argument;
+    std::string error;
+    auto selector = parse_selector_request(in.req.body(), code, error);
+    if (!selector) return in.respond(connect_error(code, error));
+    auto process = processes_.find(box.id, *selector);
+    if (!process) return in.respond(no_such_process(*selector));
+    process->close_stdin();
+    in.respond(empty_message());
+}
+
+void e2b_api::kill_processes(const std::string& sandbox_id) {
+    for (const auto& p : processes_.take(sandbox_id)) p->signal(SIGKILL);
 }
 
 void e2b_api::create_context(incoming_request in) {

@@ -21,12 +21,14 @@
 
 #include "common/logger.hpp"
 #include "gateway/e2b/e2b_requests.hpp"
+#include "gateway/e2b/process_table.hpp"
 #include "gateway/e2b/sandbox_registry.hpp"
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/incoming_request.hpp"
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/interpreter_api.hpp"
 #include "gateway/user.hpp"
+#include "launcher/seccomp_filter.hpp"
 
 namespace callisto::gateway::e2b {
 
@@ -37,6 +39,10 @@ struct e2b_settings {
     request_limits limits;
     // Template names that mean "the default kernelspec": the SDKs' defaults.
     std::vector<std::string> default_templates{"code-interpreter-v1", "base"};
+    // callisto-enter (launcher/zygote/enter_main.cpp): commands run through it in the sandbox.
+    std::filesystem::path enter_program;
+    // Commands running at once in one sandbox, and listeners (streams) on one command.
+    std::size_t max_processes = 64;
 };
 
 class e2b_api {
@@ -67,10 +73,13 @@ public:
     void restart_context(incoming_request in);  // POST /contexts/{context_id}/restart
     void health(incoming_request in);           // GET /health
     // envd: the sandbox's files (its default context's workdir) and commands.
-    void read_file(incoming_request in);        // GET /files?path=
-    void write_file(incoming_request in);       // POST /files?path=
-    void call_filesystem(incoming_request in);  // POST /filesystem.Filesystem/{method}
-    // POST /process.Process/{method}: Start streams; the other methods are unimplemented.
+    void read_file(incoming_request in);   // GET /files?path=
+    void write_file(incoming_request in);  // POST /files?path=
+    // POST /filesystem.Filesystem/{method}: WatchDir streams (directory_watch.hpp).
+    void call_filesystem(incoming_request in, const interpreter::take_stream_fn& take_stream);
+    // POST /process.Process/{method}: Start and Connect stream; List, SendInput, SendSignal and
+    // CloseStdin answer at once. A command runs as its own process in the sandbox of the
+    // default context's kernel, beside it (sandbox_process.hpp).
     void call_process(incoming_request in, const interpreter::take_stream_fn& take_stream);
 
 private:
@@ -94,6 +103,16 @@ private:
     void write_file_now(incoming_request in, const std::filesystem::path& workdir);
     void start_process(incoming_request in, const sandbox_record& box,
                        const interpreter::take_stream_fn& take_stream);
+    void watch_dir(incoming_request in, const std::filesystem::path& workdir,
+                   const interpreter::take_stream_fn& take_stream);
+    void connect_process(incoming_request in, const sandbox_record& box,
+                         const interpreter::take_stream_fn& take_stream);
+    void list_processes(incoming_request in, const sandbox_record& box);
+    void send_input(incoming_request in, const sandbox_record& box);
+    void send_signal(incoming_request in, const sandbox_record& box);
+    void close_stdin(incoming_request in, const sandbox_record& box);
+    // Kills the sandbox's commands (it is going).
+    void kill_processes(const std::string& sandbox_id);
 
     boost::asio::io_context& ioc_;
     interpreter::context_registry& contexts_;
@@ -101,6 +120,8 @@ private:
     const e2b_settings settings_;
     logger log_;
     sandbox_registry sandboxes_;
+    process_table processes_;
+    const launcher::seccomp_filter seccomp_;  // the kernels' own, for their commands
     boost::asio::steady_timer cull_timer_;
     bool stopped_ = false;  // the timer's strand
     boost::asio::thread_pool file_pool_{2};

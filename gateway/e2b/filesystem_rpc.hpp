@@ -4,7 +4,8 @@
 // int64 as strings), the call on the sandbox's envd_files, and the answer: 200 and the
 // response message, or Connect's error, {"code": "not_found", "message"} with its status.
 // The SDK reads not_found from Stat as exists() == false and already_exists from MakeDir as
-// false. WatchDir and the watcher methods are not there (unimplemented).
+// false. WatchDir is a stream of its own (watch_rpc.hpp, directory_watch.hpp); the polling
+// watcher methods are not there (unimplemented).
 
 #include <cstddef>
 #include <string_view>

@@ -14,27 +14,30 @@ process_stream::process_stream(boost::asio::io_context& ioc,
       keepalive_(boost::asio::make_strand(ioc)),
       keepalive_every_(keepalive_every) {}
 
-void process_stream::follow(const std::shared_ptr<interpreter::execution>& exec, std::uint32_t pid,
-                            std::function<void()> interrupt) {
-    // The headers and the start event at once: the SDK waits for the start to return.
+sandbox_process::listener process_stream::open(std::uint32_t pid) {
     out_->begin(http::status::ok, {}, "application/connect+json");
     out_->write_bytes(start_frame(pid));
-    out_->watch_client(std::move(interrupt));
-    boost::asio::post(keepalive_.get_executor(),
-                      [self = shared_from_this()] { self->arm_keepalive(); });
-    exec->subscribe([self = shared_from_this()](const nlohmann::json& event, bool last) {
-        for (auto& f : process_frames(event)) self->out_->write_bytes(std::move(f));
-        if (!last) return;
-        // A stream without its end frame fails in the client: give one whatever ended it.
-        if (event.value("type", "") != "end")
-            for (auto& f : process_frames({{"type", "end"}, {"execution", {{"status", "error"}}}}))
-                self->out_->write_bytes(std::move(f));
-        self->out_->end();
-        // The timer is not thread-safe: cancelled from its own executor.
+    // A client gone needs no more keepalives; the command runs on.
+    out_->watch_client([self = shared_from_this()] {
         boost::asio::post(self->keepalive_.get_executor(), [self] {
             self->done_ = true;
             self->keepalive_.cancel();
         });
+    });
+    boost::asio::post(keepalive_.get_executor(),
+                      [self = shared_from_this()] { self->arm_keepalive(); });
+    return [self = shared_from_this()](const process_event& e) { self->on_event(e); };
+}
+
+void process_stream::on_event(const process_event& event) {
+    if (event.type == process_event::kind::output)
+        return out_->write_bytes(data_frame(event.stream, event.bytes));
+    for (auto& f : end_frames(event.exit)) out_->write_bytes(std::move(f));
+    out_->end();
+    // The timer is not thread-safe: cancelled from its own executor.
+    boost::asio::post(keepalive_.get_executor(), [self = shared_from_this()] {
+        self->done_ = true;
+        self->keepalive_.cancel();
     });
 }
 

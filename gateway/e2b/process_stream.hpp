@@ -1,19 +1,18 @@
 #pragma once
-// One process.Process/Start answer: Connect's stream (application/connect+json) of the bash
-// execution that runs the command: its start frame at once, then its output and end as they
-// happen (process_rpc.hpp), a keepalive frame while it runs quietly, and the execution
-// interrupted (the shell runner stops the command's process group) when the client goes
-// before the end (the SDK's command timeout, kill, an aborted request).
+// One process.Process/Start or Connect answer: Connect's stream (application/connect+json) of
+// a command running in the sandbox (sandbox_process.hpp): the start frame with its pid, then
+// its output and end as they happen (process_rpc.hpp), a keepalive frame while it is quiet. A
+// client that goes leaves the command running, as envd does (the SDK's disconnect(), a
+// background command's handle); the sandbox's end, or a kill, stops it.
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "gateway/interpreter/execution.hpp"
+#include "gateway/e2b/sandbox_process.hpp"
 #include "gateway/interpreter/ndjson_stream.hpp"
 
 namespace callisto::gateway::e2b {
@@ -23,10 +22,12 @@ public:
     process_stream(boost::asio::io_context& ioc, std::shared_ptr<interpreter::ndjson_stream> out,
                    std::chrono::milliseconds keepalive_every);
 
-    void follow(const std::shared_ptr<interpreter::execution>& exec, std::uint32_t pid,
-                std::function<void()> interrupt);
+    // The headers and the start frame at once (the SDK waits for the start); the listener
+    // returned writes every later event.
+    sandbox_process::listener open(std::uint32_t pid);
 
 private:
+    void on_event(const process_event& event);
     void arm_keepalive();
 
     std::shared_ptr<interpreter::ndjson_stream> out_;

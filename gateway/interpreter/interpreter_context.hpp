@@ -66,6 +66,9 @@ public:
     const std::filesystem::path& workdir() const { return workdir_; }
     // The workdir as the kernel sees it: the sandbox's /work, or the context's own directory.
     std::string kernel_workdir() const;
+    // The host pid behind the kernel (kernel_session::process_id): the sandbox a command
+    // beside the kernel enters (E2B's commands). 0 while none runs. Thread-safe.
+    pid_t kernel_pid() const { return kernel_->process_id(); }
     const context_options& options() const { return options_; }
     languages::kernel_dialect dialect() const { return dialect_; }
     // Why this context's kernel cannot run the request (a language it does not run, "env" in a

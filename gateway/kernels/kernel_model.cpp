@@ -50,6 +50,11 @@ nlohmann::json kernel_model::to_json(const std::string& id, const std::string& n
     return m;
 }
 
+pid_t kernel_model::pid() const {
+    std::lock_guard lock(mutex_);
+    return pid_;
+}
+
 bool kernel_model::forked() const {
     std::lock_guard lock(mutex_);
     return forked_;

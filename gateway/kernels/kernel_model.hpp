@@ -58,6 +58,7 @@ public:
     // The process now behind the kernel (0: none), and whether a zygote forked it.
     void set_process(pid_t pid, bool forked);
     bool forked() const;
+    pid_t pid() const;
     // A kernel message arrived: that is activity. A status message of a running kernel also
     // changes the execution state; `execution_state` is "" for every other message.
     void on_kernel_message(std::string_view execution_state, bool running);

@@ -102,6 +102,9 @@ public:
     // The kernel model (kernel_model::to_json).
     nlohmann::json model(kernel_process_view view = kernel_process_view::hidden) const;
     kernel_state state() const;
+    // The host pid of the process behind the kernel (its bwrap, or its jail's pid 1 when a
+    // zygote forked it), 0 while none runs. Thread-safe.
+    pid_t process_id() const { return model_.pid(); }
     // What the culling rules look at. Thread-safe.
     kernel_activity activity() const;
 

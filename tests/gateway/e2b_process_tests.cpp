@@ -1,6 +1,7 @@
-// envd's process.Process/Start for the E2B facade (gateway/e2b/process_rpc): the request's
-// every bad form, the command line it runs through bash, and the execution's events as
-// Connect's enveloped ProcessEvent stream (start, data, end, the end frame).
+// envd's process.Process service for the E2B facade (gateway/e2b/process_rpc): each request's
+// every bad form (Start, the selectors of Connect/CloseStdin, SendSignal, SendInput), and a
+// command's events as Connect's enveloped ProcessEvent stream (start, data, end, the end
+// frame), its end read from callisto-enter's report.
 
 #include <doctest/doctest.h>
 
@@ -36,7 +37,7 @@ json message_of(const std::string& frame, bool end = false) {
 
 }  // namespace
 
-TEST_CASE("process Start: the SDK's /bin/bash -l -c runs its command, with envs and cwd") {
+TEST_CASE("process Start: the SDK's /bin/bash -l -c runs as it is, with envs, cwd and stdin") {
     auto p = parse({{"process",
                      {{"cmd", "/bin/bash"},
                       {"args", {"-l", "-c", "echo hi; ls"}},
@@ -44,22 +45,25 @@ TEST_CASE("process Start: the SDK's /bin/bash -l -c runs its command, with envs 
                       {"cwd", "/home/user/sub dir"}}},
                     {"stdin", false}});
     REQUIRE(p);
-    CHECK(p->script == "cd 'sub dir' || exit 1\necho hi; ls");
+    CHECK(p->cmd == "/bin/bash");
+    CHECK(p->args == std::vector<std::string>{"-l", "-c", "echo hi; ls"});
+    CHECK(p->cwd == "/work/sub dir");
+    CHECK(p->cwd_asked == "/home/user/sub dir");
+    CHECK_FALSE(p->stdin_open);
+    CHECK_FALSE(p->tag);
     REQUIRE(p->env.size() == 1);
     CHECK(p->env[0].first == "FOO");
-    auto plain = parse({{"process", {{"cmd", "/bin/bash"}, {"args", {"-c", "true"}}}}});
-    REQUIRE(plain);
-    CHECK(plain->script == "true");
-    auto home =
-        parse({{"process",
-                {{"cmd", "/bin/bash"}, {"args", {"-l", "-c", "pwd"}}, {"cwd", "/home/user"}}}});
+    auto home = parse({{"process", {{"cmd", "pwd"}, {"cwd", "/home/user"}}}});
     REQUIRE(home);
-    CHECK(home->script == "pwd");
-    // Another command line runs as its words, quoted.
-    auto other = parse({{"process", {{"cmd", "ls"}, {"args", {"-l", "it's"}}}}, {"tag", "t"}});
-    REQUIRE(other);
-    CHECK(other->script == "exec 'ls' '-l' 'it'\\''s'");
-    CHECK(shell_quote("") == "''");
+    CHECK(home->cwd == "/work");
+    CHECK(home->args.empty());
+    auto bare = parse(
+        {{"process", {{"cmd", "ls"}, {"args", {"-l", "it's"}}}}, {"tag", "t"}, {"stdin", true}});
+    REQUIRE(bare);
+    CHECK(bare->cwd == "/work");
+    CHECK(bare->cwd_asked.empty());
+    CHECK(bare->stdin_open);
+    CHECK(bare->tag == "t");
 }
 
 TEST_CASE("process Start refuses every bad request with Connect's codes") {
@@ -85,12 +89,12 @@ TEST_CASE("process Start refuses every bad request with Connect's codes") {
              {R"({"process": {"cmd": "ls", "cwd": "/etc"}})", connect_code::permission_denied},
              {R"({"process": {"cmd": "ls", "cwd": "../.."}})", connect_code::permission_denied},
              {R"({"process": {"cmd": "ls"}, "stdin": "yes"})", connect_code::invalid_argument},
-             {R"({"process": {"cmd": "ls"}, "stdin": true})", connect_code::unimplemented},
              {R"({"process": {"cmd": "ls"}, "tag": 1})", connect_code::invalid_argument},
              {R"({"process": {"cmd": "ls"}, "pty": {"size": {"cols": 80, "rows": 24}}})",
               connect_code::unimplemented},
              {R"({"process": {"cmd": "/bin/bash", "args": ["-c", "a\u0000b"]}})",
               connect_code::invalid_argument},
+             {R"({"process": {"cmd": "l\u0000s"}})", connect_code::invalid_argument},
          }) {
         INFO(c.body);
         connect_code code = connect_code::internal;
@@ -101,60 +105,129 @@ TEST_CASE("process Start refuses every bad request with Connect's codes") {
     }
 }
 
+TEST_CASE("process selectors: a pid (number or digits) or a tag, and their bad forms") {
+    connect_code code = connect_code::internal;
+    std::string error;
+    auto pid = parse_selector_request(R"({"process": {"pid": 42}})", code, error);
+    REQUIRE(pid);
+    CHECK(pid->pid == 42u);
+    CHECK_FALSE(pid->tag);
+    auto digits = parse_selector_request(R"({"process": {"pid": "42"}})", code, error);
+    REQUIRE(digits);
+    CHECK(digits->pid == 42u);
+    auto tag = parse_selector_request(R"({"process": {"tag": "web"}})", code, error);
+    REQUIRE(tag);
+    CHECK(tag->tag == "web");
+    for (const char* body :
+         {"", "{", "[]", "{}", R"({"process": 1})", R"({"process": {}})",
+          R"({"process": {"pid": 0}})", R"({"process": {"pid": -3}})",
+          R"({"process": {"pid": 1.5}})", R"({"process": {"pid": "4x"}})",
+          R"({"process": {"pid": ""}})", R"({"process": {"pid": 4294967296}})",
+          R"({"process": {"pid": true}})", R"({"process": {"tag": ""}})",
+          R"({"process": {"tag": 3}})", R"({"process": {"pid": 1, "tag": "a"}})"}) {
+        INFO(body);
+        code = connect_code::internal;
+        error.clear();
+        CHECK_FALSE(parse_selector_request(body, code, error));
+        CHECK(code == connect_code::invalid_argument);
+        CHECK_FALSE(error.empty());
+    }
+}
+
+TEST_CASE("process SendSignal: SIGKILL and SIGTERM by name or number, nothing else") {
+    connect_code code = connect_code::internal;
+    std::string error;
+    auto kill =
+        parse_send_signal(R"({"process": {"pid": 7}, "signal": "SIGNAL_SIGKILL"})", code, error);
+    REQUIRE(kill);
+    CHECK(kill->signal == 9);
+    CHECK(kill->process.pid == 7u);
+    auto term = parse_send_signal(R"({"process": {"pid": 7}, "signal": 15})", code, error);
+    REQUIRE(term);
+    CHECK(term->signal == 15);
+    for (const char* body :
+         {R"({"process": {"pid": 7}})",
+          R"({"process": {"pid": 7}, "signal": "SIGNAL_UNSPECIFIED"})",
+          R"({"process": {"pid": 7}, "signal": "SIGNAL_SIGSTOP"})",
+          R"({"process": {"pid": 7}, "signal": 2})", R"({"process": {"pid": 7}, "signal": null})",
+          R"({"signal": "SIGNAL_SIGKILL"})"}) {
+        INFO(body);
+        code = connect_code::internal;
+        CHECK_FALSE(parse_send_signal(body, code, error));
+        CHECK(code == connect_code::invalid_argument);
+    }
+}
+
+TEST_CASE("process SendInput: base64 stdin bytes; a pty's input and bad base64 refused") {
+    connect_code code = connect_code::internal;
+    std::string error;
+    auto in = parse_send_input(json{{"process", {{"pid", 3}}},
+                                    {"input", {{"stdin", encode_base64(std::string("a\0b\n", 4))}}}}
+                                   .dump(),
+                               code, error);
+    REQUIRE(in);
+    CHECK(in->bytes == std::string("a\0b\n", 4));
+    struct bad {
+        const char* body;
+        connect_code code;
+    };
+    for (const auto& c : std::vector<bad>{
+             {R"({"process": {"pid": 3}})", connect_code::invalid_argument},
+             {R"({"process": {"pid": 3}, "input": "aGk="})", connect_code::invalid_argument},
+             {R"({"process": {"pid": 3}, "input": {}})", connect_code::invalid_argument},
+             {R"({"process": {"pid": 3}, "input": {"stdin": 5}})", connect_code::invalid_argument},
+             {R"({"process": {"pid": 3}, "input": {"stdin": "%%%"}})",
+              connect_code::invalid_argument},
+             {R"({"process": {"pid": 3}, "input": {"pty": "aGk="}})", connect_code::unimplemented},
+             {R"({"input": {"stdin": "aGk="}})", connect_code::invalid_argument},
+         }) {
+        INFO(c.body);
+        code = connect_code::internal;
+        CHECK_FALSE(parse_send_input(c.body, code, error));
+        CHECK(code == c.code);
+    }
+}
+
 TEST_CASE("process events: start, base64 data, then end and the end frame") {
     CHECK(message_of(start_frame(1234)) == json{{"event", {{"start", {{"pid", 1234}}}}}});
     CHECK(message_of(keepalive_frame()) == json{{"event", {{"keepalive", json::object()}}}});
-    auto out = process_frames({{"type", "stdout"}, {"text", "hé\n"}});
-    REQUIRE(out.size() == 1);
-    CHECK(message_of(out[0])["event"]["data"]["stdout"] == encode_base64("hé\n"));
-    auto err = process_frames({{"type", "stderr"}, {"text", "oops"}});
-    REQUIRE(err.size() == 1);
-    CHECK(message_of(err[0])["event"]["data"]["stderr"] == encode_base64("oops"));
-    CHECK(process_frames({{"type", "stdout"}, {"text", ""}}).empty());
-    CHECK(process_frames({{"type", "result"}}).empty());
-    CHECK(process_frames({{"type", "error"}, {"name", "ShellError"}}).empty());
-    CHECK(process_frames(json::array()).empty());
-
-    auto ok = process_frames({{"type", "end"}, {"execution", {{"status", "ok"}}}});
+    CHECK(message_of(data_frame("stdout", "hé\n"))["event"]["data"]["stdout"] ==
+          encode_base64("hé\n"));
+    CHECK(message_of(data_frame("stderr", std::string("\0\xff", 2)))["event"]["data"]["stderr"] ==
+          encode_base64(std::string("\0\xff", 2)));
+    auto ok = end_frames(exit_of_report("exit 0"));
     REQUIRE(ok.size() == 2);
     CHECK(message_of(ok[0])["event"]["end"] ==
           json{{"exitCode", 0}, {"exited", true}, {"status", "exit status 0"}});
     CHECK(message_of(ok[1], true) == json::object());
 }
 
-TEST_CASE("process exit: the shell runner's status, signals, deadlines and the rest") {
-    auto status = [](const json& execution) { return exit_of(execution); };
-    auto three =
-        status({{"status", "error"},
-                {"error", {{"name", "ShellError"}, {"value", "the script exited with status 3"}}}});
+TEST_CASE("process exit: callisto-enter's report, its signals and a report that says nothing") {
+    auto three = exit_of_report("exit 3");
     CHECK(three.code == 3);
+    CHECK(three.exited);
     CHECK(three.status == "exit status 3");
-    CHECK_FALSE(three.error);
-    auto killed = status(
-        {{"status", "error"},
-         {"error", {{"name", "ShellError"}, {"value", "the script was killed by SIGKILL"}}}});
+    CHECK(three.error == "exit status 3");
+    CHECK_FALSE(exit_of_report("exit 0").error);
+    auto killed = exit_of_report("signal 9");
     CHECK(killed.code == -1);
-    CHECK(killed.status == "signal: kill");
-    auto timeout = status({{"status", "timeout"}});
-    CHECK(timeout.code == -1);
-    CHECK(timeout.error);
-    auto interrupted = status({{"status", "interrupted"}});
-    CHECK(interrupted.code == -1);
-    auto odd =
-        status({{"status", "error"},
-                {"error", {{"name", "ShellError"}, {"value", "the script exited with status x"}}}});
-    CHECK(odd.code == -1);
-    CHECK(odd.error);
-    auto python = status({{"status", "error"}, {"error", {{"name", "NameError"}, {"value", "x"}}}});
-    CHECK(python.code == -1);
-    CHECK(*python.error == "NameError: x");
-    auto end = process_frames(
-        {{"type", "end"},
-         {"execution",
-          {{"status", "error"},
-           {"error", {{"name", "ShellError"}, {"value", "the script exited with status 2"}}}}}});
-    REQUIRE(end.size() == 2);
-    CHECK(message_of(end[0])["event"]["end"]["exitCode"] == 2);
+    CHECK_FALSE(killed.exited);
+    CHECK(killed.status == "signal: killed");
+    CHECK(killed.error == "signal: killed");
+    CHECK(exit_of_report("signal 15").status == "signal: terminated");
+    for (const char* odd :
+         {"", "exit", "exit x", "exit -1", "exit 3 ", "signal", "pid 4", "quit 0"}) {
+        INFO(odd);
+        auto e = exit_of_report(odd);
+        CHECK(e.code == -1);
+        CHECK_FALSE(e.exited);
+        CHECK(e.error);
+    }
+    auto end = end_frames(exit_of_report("signal 9"));
+    CHECK(message_of(end[0])["event"]["end"] == json{{"exitCode", -1},
+                                                     {"exited", false},
+                                                     {"status", "signal: killed"},
+                                                     {"error", "signal: killed"}});
 }
 
 TEST_CASE("a refused stream is its end frame with Connect's error") {

@@ -5,8 +5,10 @@
 // sandbox culled at its timeout), runCode (print, state kept, errors, a matplotlib figure, a
 // DataFrame, streaming callbacks, env vars, a client timeout that interrupts, and the next call
 // working), code contexts (create, list, restart, remove, isolation), envd's files (write,
-// read, list, exists, makeDir, rename, getInfo, remove; one tree with the code's), and
-// commands.run (output, exit codes, envs, cwd, the kernel's uid).
+// read, list, exists, makeDir, rename, getInfo, remove, watchDir; one tree with the code's),
+// and commands (output, exit codes, envs, cwd, the kernel's uid; a process of its own in the
+// kernel's sandbox, beside runCode and as confined; background commands, stdin, list,
+// connect, kill, and their bad inputs).
 //
 //   CALLISTO_URL=http://127.0.0.1:P CALLISTO_TOKEN=T node e2b_test.mjs [name-substring]
 //
@@ -318,14 +320,14 @@ test('files: envd answers its bad requests with Connect errors', async () => {
     const envelope = json => { const p = Buffer.from(json); const b = Buffer.alloc(5 + p.length); b.writeUInt32BE(p.length, 1); p.copy(b, 5); return b; };
     for (const [body, code] of [[Buffer.from('{"process":{"cmd":"ls"}}'), 'invalid_argument'],
       [envelope('{'), 'invalid_argument'], [envelope('{"process":{"cmd":"ls","cwd":"/etc"}}'), 'permission_denied'],
-      [envelope('{"process":{"cmd":"ls"},"stdin":true}'), 'unimplemented']]) {
+      [envelope('{"process":{"cmd":"ls"},"pty":{"size":{"cols":80,"rows":24}}}'), 'unimplemented']]) {
       const r = await start(body);
       check(r.status === 200, 'a refused stream is 200', r.status);
       const end = await endFrame(r);
       check(end.error && end.error.code === code, `Start ${body}`, end);
     }
     check((await start(envelope('{}'), 'application/json')).status === 415, 'Start wants connect+json');
-    const other = await fetch(BASE_URL + '/process.Process/List', { method: 'POST', headers: { ...h, 'Content-Type': 'application/json' }, body: '{}' });
+    const other = await fetch(BASE_URL + '/process.Process/Nope', { method: 'POST', headers: { ...h, 'Content-Type': 'application/json' }, body: '{}' });
     check((await other.json()).code === 'unimplemented', 'other process methods');
     const noPath = await fetch(BASE_URL + '/files', { headers: h });
     check(noPath.status === 400, 'GET /files without a path', noPath.status);
@@ -367,6 +369,192 @@ test('commands.run: bash in the sandbox, output, exit codes, envs, cwd, one tree
     threw = null;
     try { await sbx.commands.run('cat /etc/shadow'); } catch (e) { threw = e; }
     check(threw instanceof e2b.CommandExitError && threw.exitCode !== 0, 'the sandbox confines the command', String(threw));
+  });
+});
+
+test('commands: a process of its own in the kernel\'s sandbox, beside runCode, and as confined', async () => {
+  await withSandbox(async sbx => {
+    // Beside a running runCode, not queued behind it.
+    let codeDone = false;
+    const code = sbx.runCode('import time; time.sleep(4); print("slept")').then(r => { codeDone = true; return r; });
+    await sleep(500);
+    const beside = await sbx.commands.run('echo beside');
+    check(beside.stdout === 'beside\n' && !codeDone, 'the command ran while the code ran', [beside, codeDone]);
+    check((await code).logs.stdout.join('') === 'slept\n', 'the code ran to its end');
+    // The same namespaces, cgroups, limits, ids and seccomp state as the kernel.
+    const probe = 'for n in mnt pid net ipc uts user cgroup; do readlink /proc/self/ns/$n; done; ' +
+      'cat /proc/self/cgroup /proc/self/limits; id -u; id -g; ' +
+      'grep -E "^(Seccomp|NoNewPrivs|CapEff|CapPrm|CapBnd):" /proc/self/status';
+    const fromCommand = (await sbx.commands.run(probe)).stdout;
+    const fromKernel = (await sbx.runCode(
+      `import subprocess; print(subprocess.run(['bash', '-c', ${JSON.stringify(probe)}], capture_output=True, text=True).stdout, end='')`
+    )).logs.stdout.join('');
+    check(fromCommand.length > 0 && fromCommand === fromKernel, 'the kernel\'s confinement', [fromCommand, fromKernel]);
+    check(/Seccomp:\s+2/.test(fromCommand) && /NoNewPrivs:\s+1/.test(fromCommand) &&
+      /CapEff:\s+0+\n/.test(fromCommand) && /CapBnd:\s+0+\n/.test(fromCommand), 'seccomp, no_new_privs, no capability', fromCommand);
+    // A real pid of the sandbox: the kernel sees the command's process.
+    const bg = await sbx.commands.run('exec sleep 30', { background: true });
+    check(Number.isInteger(bg.pid) && bg.pid > 1, 'a pid', bg.pid);
+    const seen = (await sbx.runCode(`print(open('/proc/${bg.pid}/cmdline').read().split('\\0')[0])`)).logs.stdout.join('');
+    check(/^(sleep|\/bin\/bash)\n$/.test(seen), 'the kernel sees the command by its pid', seen);
+    await bg.kill();
+  });
+});
+
+test('commands: background, stdin, list, connect, kill, and their bad inputs', async () => {
+  await withSandbox(async sbx => {
+    // A background command with stdin, envs and cwd: its handle, its pid listed.
+    await sbx.files.makeDir('/home/user/bg');
+    const out = [];
+    const cat = await sbx.commands.run('echo "start $WHO in $(pwd)"; cat; echo "stdin closed"', {
+      background: true, stdin: true, envs: { WHO: 'cat' }, cwd: '/home/user/bg', onStdout: d => out.push(d),
+    });
+    check(Number.isInteger(cat.pid) && cat.pid > 1, 'a pid', cat.pid);
+    const listed = await sbx.commands.list();
+    const mine = listed.find(p => p.pid === cat.pid);
+    check(mine && mine.cmd === '/bin/bash' && mine.args[2].startsWith('echo "start') && mine.envs.WHO === 'cat' &&
+      mine.cwd === '/home/user/bg', 'listed with its config', listed);
+    await sbx.commands.sendStdin(cat.pid, 'line one\n');
+    await sbx.commands.sendStdin(cat.pid, new TextEncoder().encode('line two\n'));
+    // Another client attaches to the running command and sees what follows.
+    const seen = [];
+    const attached = await sbx.commands.connect(cat.pid, { onStdout: d => seen.push(d) });
+    check(attached.pid === cat.pid, 'connect gives the same pid', attached.pid);
+    await sleep(300);
+    await sbx.commands.sendStdin(cat.pid, 'line three\n');
+    await sbx.commands.closeStdin(cat.pid);
+    const done = await cat.wait();
+    check(done.exitCode === 0 && done.stdout === 'start cat in /work/bg\nline one\nline two\nline three\nstdin closed\n',
+      'the background command read its stdin to its end', done);
+    check(out.join('') === done.stdout, 'onStdout saw it all', out);
+    const after = await attached.wait();
+    check(after.stdout.includes('line three\n') && after.exitCode === 0, 'the attached client saw the rest and the end', after);
+    check(!(await sbx.commands.list()).some(p => p.pid === cat.pid), 'an ended command is no longer listed');
+
+    // Kill: the handle's, then again (false), and an unknown pid (false).
+    const sleeper = await sbx.commands.run('sleep 60', { background: true });
+    check(await sleeper.kill() === true, 'kill');
+    let threw = null;
+    try { await sleeper.wait(); } catch (e) { threw = e; }
+    check(threw instanceof e2b.CommandExitError && threw.exitCode !== 0 && /signal: killed/.test(threw.error || ''),
+      'a killed command ends by SIGKILL', String(threw && (threw.error || threw)));
+    check(await sbx.commands.kill(sleeper.pid) === false, 'killed twice: false');
+    check(await sbx.commands.kill(999999) === false, 'an unknown pid: false');
+    // A disconnected handle leaves the command running; it is found and killed by pid.
+    const detached = await sbx.commands.run('sleep 60', { background: true });
+    await detached.disconnect();
+    await sleep(300);
+    check((await sbx.commands.list()).some(p => p.pid === detached.pid), 'a disconnected command runs on');
+    check(await sbx.commands.kill(detached.pid) === true, 'killed by pid');
+
+    // Bad inputs: E2B's errors.
+    threw = null;
+    try { await sbx.commands.sendStdin(999999, 'x'); } catch (e) { threw = e; }
+    check(threw && /not found/i.test(String(threw)), 'stdin to an unknown pid', String(threw));
+    threw = null;
+    try { await sbx.commands.connect(999999); } catch (e) { threw = e; }
+    check(threw && /not found/i.test(String(threw)), 'connect to an unknown pid', String(threw));
+    const noStdin = await sbx.commands.run('sleep 60', { background: true });
+    threw = null;
+    try { await sbx.commands.sendStdin(noStdin.pid, 'x'); } catch (e) { threw = e; }
+    check(threw && /stdin/.test(String(threw)), 'stdin to a command started without it', String(threw));
+    const h = { 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': sbx.envdAccessToken,
+      'Content-Type': 'application/json', 'Connect-Protocol-Version': '1' };
+    const rpc = (m, body) => fetch(BASE_URL + '/process.Process/' + m, { method: 'POST', headers: h, body });
+    for (const [m, body, code] of [
+      ['SendSignal', JSON.stringify({ process: { pid: noStdin.pid }, signal: 'SIGNAL_SIGSTOP' }), 'invalid_argument'],
+      ['SendSignal', JSON.stringify({ process: { pid: noStdin.pid } }), 'invalid_argument'],
+      ['SendSignal', JSON.stringify({ process: { pid: 999999 }, signal: 'SIGNAL_SIGTERM' }), 'not_found'],
+      ['SendSignal', '{', 'invalid_argument'],
+      ['SendInput', JSON.stringify({ process: { pid: noStdin.pid }, input: { stdin: '%%%' } }), 'invalid_argument'],
+      ['CloseStdin', JSON.stringify({ process: { tag: 'none' } }), 'not_found'],
+      ['CloseStdin', JSON.stringify({ process: {} }), 'invalid_argument']]) {
+      const r = await rpc(m, body);
+      const j = await r.json();
+      check(r.status !== 200 && j.code === code, `${m} ${body}`, [r.status, j]);
+    }
+    const term = await rpc('SendSignal', JSON.stringify({ process: { pid: noStdin.pid }, signal: 'SIGNAL_SIGTERM' }));
+    check(term.status === 200, 'SIGTERM', term.status);
+    threw = null;
+    try { await noStdin.wait(); } catch (e) { threw = e; }
+    check(threw instanceof e2b.CommandExitError && /signal: terminated/.test(threw.error || ''), 'SIGTERM ends it', String(threw && threw.error));
+  });
+});
+
+test('commands cannot leave the sandbox: host files, another sandbox, the network, the pids limit', async () => {
+  const other = await Sandbox.create({ timeoutMs: 120000 });
+  try {
+    const secret = 'secret-' + Math.random().toString(36).slice(2);
+    await other.files.write('/home/user/' + secret, 'theirs');
+    await withSandbox(async sbx => {
+      const run = async c => { try { return await sbx.commands.run(c); } catch (e) { return e; } };
+      const found = await run(`find / -xdev -name ${secret} 2>/dev/null; find /work /tmp -name ${secret} 2>/dev/null; true`);
+      check(found.stdout === '', 'another sandbox\'s file is nowhere', found.stdout);
+      for (const c of ['cat /etc/shadow', 'ls /var/lib/callisto', 'ls /root', 'cat /proc/1/environ | grep -a CALLISTO_TOKEN']) {
+        const r = await run(c);
+        check(r.exitCode !== 0, 'host files out of reach: ' + c, [r.exitCode, r.stdout]);
+      }
+      const ifaces = await run('tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "');
+      check(ifaces.stdout === 'lo\n', 'only loopback', ifaces.stdout);
+      const port = new URL(BASE_URL).port || '80';
+      const dial = await run(`timeout 5 bash -c 'echo > /dev/tcp/127.0.0.1/${port}'`);
+      check(dial.exitCode !== 0, 'the gateway unreachable', dial.exitCode);
+      const forks = await run(`python3 -c '
+import os, time
+pids = []
+try:
+    for _ in range(2000):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(5)
+            os._exit(0)
+        pids.append(pid)
+    print("unlimited", len(pids))
+except OSError as e:
+    print("limited", len(pids))
+for pid in pids:
+    os.kill(pid, 9)
+'`);
+      check(/^limited \d+\n$/.test(forks.stdout) && Number(forks.stdout.split(' ')[1]) < 2000, 'the pids limit holds', forks.stdout);
+      const after = await run('echo still here');
+      check(after.stdout === 'still here\n', 'the sandbox runs on', after);
+    });
+  } finally {
+    await other.kill().catch(() => {});
+  }
+});
+
+test('files.watchDir: events as the sandbox\'s files change, recursive or not, and its refusals', async () => {
+  await withSandbox(async sbx => {
+    await sbx.files.makeDir('/home/user/w/sub');
+    const events = [];
+    const handle = await sbx.files.watchDir('/home/user/w', e => events.push(`${e.type} ${e.name}`));
+    await sbx.files.write('/home/user/w/a.txt', 'one');
+    await sbx.commands.run('echo more >> w/a.txt; chmod 600 w/a.txt; mv w/a.txt w/b.txt; rm w/b.txt; mkdir w/new; touch w/sub/deep.txt');
+    await sleep(700);
+    await handle.stop();
+    for (const want of ['create a.txt', 'write a.txt', 'chmod a.txt', 'rename a.txt', 'create b.txt', 'remove b.txt', 'create new']) {
+      check(events.includes(want), 'an event: ' + want, events);
+    }
+    check(!events.some(e => e.includes('deep.txt')), 'not recursive: nothing from below', events);
+    const deep = [];
+    const recursive = await sbx.files.watchDir('/home/user/w', e => deep.push(`${e.type} ${e.name}`), { recursive: true });
+    await sbx.commands.run('touch w/sub/deeper.txt; mkdir w/sub/made');
+    await sleep(500);
+    await sbx.commands.run('touch w/sub/made/deepest.txt');
+    await sleep(700);
+    await recursive.stop();
+    for (const want of ['create sub/deeper.txt', 'create sub/made', 'create sub/made/deepest.txt']) {
+      check(deep.includes(want), 'a recursive event: ' + want, deep);
+    }
+    // Refusals: a missing directory, a file, a link (never followed), outside the home.
+    await sbx.commands.run('ln -s /etc w/etc-link');
+    for (const [path, re] of [['/home/user/nope', /not (exist|found)/i], ['/home/user/w/sub/deeper.txt', /not a directory/],
+      ['/home/user/w/etc-link', /not a directory/], ['/etc', /home|outside|permission/i]]) {
+      let threw = null;
+      try { await sbx.files.watchDir(path, () => {}); } catch (e) { threw = e; }
+      check(threw && re.test(String(threw)), 'refused: ' + path, String(threw));
+    }
   });
 });
 
