@@ -26,7 +26,8 @@ COPY gateway gateway
 COPY docs/openapi.json docs/openapi.json
 RUN make build BUILD_TYPE=Release BUILD_TARGETS="callisto callisto-zygote" \
       CMAKE_ARGS=-DCALLISTO_BUILD_LOAD=OFF JOBS="$(nproc)" \
- && strip build/gateway/callisto build/gateway/callisto-zygote build/gateway/callisto-jail-init
+ && strip build/gateway/callisto build/gateway/callisto-zygote build/gateway/callisto-jail-init \
+          build/gateway/callisto-enter
 
 FROM ${BASE_IMAGE}
 # The binaries' shared libraries and the kernels, no compiler (the Makefile's IMAGE_PACKAGES).
@@ -40,6 +41,8 @@ COPY --from=build /src/build/gateway/callisto /usr/local/bin/callisto
 COPY --from=build /src/build/gateway/callisto-zygote /usr/local/bin/callisto-zygote
 # Beside the zygote, where it looks for it: each zygote kernel's pid 1.
 COPY --from=build /src/build/gateway/callisto-jail-init /usr/local/bin/callisto-jail-init
+# Beside the gateway, where it looks for it: what runs an E2B command inside a kernel's sandbox.
+COPY --from=build /src/build/gateway/callisto-enter /usr/local/bin/callisto-enter
 # Where the gateway finds its web UI by default: <binary dir>/../share/callisto/web.
 COPY web /usr/local/share/callisto/web
 COPY deploy/container-entrypoint.sh /usr/local/bin/callisto-entrypoint
