@@ -431,24 +431,41 @@ private:
     bool done_ = false;  // the timer's strand
 };
 
+bool is_connect_json(const http_request& req) {
+    const auto type = req[http::field::content_type];
+    return beast::iequals(type.substr(0, type.find(';')), "application/connect+json");
+}
+
+http_response not_connect_json() {
+    auto res = connect_error(connect_code::unimplemented,
+                             "send the stream as application/connect+json (Connect's JSON codec)");
+    res.result(http::status::unsupported_media_type);
+    return res;
+}
+
+// The request message of a server-streaming method (WatchDir, Start, Connect): one Connect
+// envelope in an application/connect+json body. Nullopt once `respond` has had the refusal.
+std::optional<std::string> streamed_request_message(const http_request& req,
+                                                    const respond_fn& respond) {
+    if (!is_connect_json(req)) {
+        respond(not_connect_json());
+        return std::nullopt;
+    }
+    std::error_code ec;
+    auto message = decode_request_message(req.body(), req.body().size(), ec);
+    if (!message)
+        respond(stream_refusal(connect_code::invalid_argument,
+                               "a malformed Connect envelope: " + ec.message()));
+    return message;
+}
+
 }  // namespace
 
 void e2b_api::watch_dir(incoming_request in, const std::filesystem::path& workdir,
                         const interpreter::take_stream_fn& take_stream) {
     auto& respond = in.respond;
-    const auto type = in.req[http::field::content_type];
-    if (!beast::iequals(type.substr(0, type.find(';')), "application/connect+json")) {
-        auto res = connect_error(connect_code::unimplemented,
-                                 "send the stream as application/connect+json (Connect's JSON "
-                                 "codec)");
-        res.result(http::status::unsupported_media_type);
-        return respond(std::move(res));
-    }
-    std::error_code ec;
-    auto message = decode_request_message(in.req.body(), in.req.body().size(), ec);
-    if (!message)
-        return respond(stream_refusal(connect_code::invalid_argument,
-                                      "a malformed Connect envelope: " + ec.message()));
+    auto message = streamed_request_message(in.req, respond);
+    if (!message) return;
     connect_code code = connect_code::invalid_argument;
     std::string error;
     auto request = parse_watch_dir(*message, code, error);
@@ -549,18 +566,6 @@ void e2b_api::read_file_now(incoming_request in, const std::filesystem::path& wo
 
 namespace {
 
-bool is_connect_json(const http_request& req) {
-    const auto type = req[http::field::content_type];
-    return beast::iequals(type.substr(0, type.find(';')), "application/connect+json");
-}
-
-http_response not_connect_json() {
-    auto res = connect_error(connect_code::unimplemented,
-                             "send the stream as application/connect+json (Connect's JSON codec)");
-    res.result(http::status::unsupported_media_type);
-    return res;
-}
-
 http_response no_such_process(const process_selector& s) {
     return connect_error(connect_code::not_found,
                          s.pid ? "process with pid " + std::to_string(*s.pid) + " not found"
@@ -611,12 +616,8 @@ void e2b_api::call_process(incoming_request in, const interpreter::take_stream_f
 void e2b_api::start_process(incoming_request in, const sandbox_record& box,
                             const interpreter::take_stream_fn& take_stream) {
     auto& respond = in.respond;
-    if (!is_connect_json(in.req)) return respond(not_connect_json());
-    std::error_code ec;
-    auto message = decode_request_message(in.req.body(), in.req.body().size(), ec);
-    if (!message)
-        return respond(stream_refusal(connect_code::invalid_argument,
-                                      "a malformed Connect envelope: " + ec.message()));
+    auto message = streamed_request_message(in.req, respond);
+    if (!message) return;
     connect_code code = connect_code::invalid_argument;
     std::string error;
     auto start = parse_process_start(*message, settings_.limits.env, code, error);
@@ -667,12 +668,8 @@ void e2b_api::start_process(incoming_request in, const sandbox_record& box,
 void e2b_api::connect_process(incoming_request in, const sandbox_record& box,
                               const interpreter::take_stream_fn& take_stream) {
     auto& respond = in.respond;
-    if (!is_connect_json(in.req)) return respond(not_connect_json());
-    std::error_code ec;
-    auto message = decode_request_message(in.req.body(), in.req.body().size(), ec);
-    if (!message)
-        return respond(stream_refusal(connect_code::invalid_argument,
-                                      "a malformed Connect envelope: " + ec.message()));
+    auto message = streamed_request_message(in.req, respond);
+    if (!message) return;
     connect_code code = connect_code::invalid_argument;
     std::string error;
     auto selector = parse_selector_request(*message, code, error);
