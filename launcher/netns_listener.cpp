@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "launcher/process_tree.hpp"
+
 namespace callisto::launcher {
 
 std::variant<unique_fd, std::error_code> listen_in_namespace(int namespace_fd, std::uint16_t port,
@@ -48,22 +50,6 @@ std::variant<unique_fd, std::error_code> listen_in_namespace(int namespace_fd, s
     if (error != 0) return std::error_code(error, std::system_category());
     return listener;
 }
-
-namespace {
-
-std::vector<pid_t> children_of(pid_t pid) {
-    std::vector<pid_t> out;
-    std::error_code ec;
-    for (const auto& task :
-         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-        std::ifstream children(task.path() / "children");
-        pid_t child;
-        while (children >> child) out.push_back(child);
-    }
-    return out;
-}
-
-}  // namespace
 
 std::variant<unique_fd, std::error_code> open_jail_network(pid_t pid) {
     struct stat own {};

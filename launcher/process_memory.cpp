@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/process_tree.hpp"
+
 namespace callisto::launcher {
 
 namespace {
@@ -20,19 +22,6 @@ std::optional<std::uint64_t> pss_of(pid_t pid) {
             if (fields >> kib) return kib * 1024;
         }
     return std::nullopt;
-}
-
-// Every thread's children (a child belongs to the thread that forked it).
-std::vector<pid_t> children_of(pid_t pid) {
-    std::vector<pid_t> out;
-    std::error_code ec;
-    for (const auto& task :
-         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-        std::ifstream children(task.path() / "children");
-        pid_t child;
-        while (children >> child) out.push_back(child);
-    }
-    return out;
 }
 
 }  // namespace
