@@ -40,7 +40,7 @@ PRELOAD = ["numpy", "pandas", "matplotlib", "matplotlib.pyplot"]
 
 
 def define_helpers(source):
-    for name in ("launcher/ipykernel_bootstrap.py", "launcher/zygote/zygote_helpers.py"):
+    for name in ("launcher/kernelspec/ipykernel_bootstrap.py", "launcher/zygote/zygote_helpers.py"):
         with open(os.path.join(source, name)) as f:
             exec(compile(f.read(), name, "exec"), globals())
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <system_error>
 
-#include "launcher/kernelspec_catalog.hpp"
+#include "launcher/kernelspec/kernelspec_catalog.hpp"
 
 namespace callisto::gateway {
 

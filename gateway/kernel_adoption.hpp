@@ -15,8 +15,8 @@
 #include "common/logger.hpp"
 #include "gateway/kernels/kernel_manager.hpp"
 #include "gateway/kernels/kernel_record_store.hpp"
-#include "launcher/leftover_reaper.hpp"
-#include "launcher/sandbox_uid_pool.hpp"
+#include "launcher/sandbox/leftover_reaper.hpp"
+#include "launcher/sandbox/sandbox_uid_pool.hpp"
 
 namespace callisto::gateway {
 

@@ -6,7 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "launcher/netns_listener.hpp"
+#include "launcher/sandbox/netns_listener.hpp"
 
 namespace callisto::gateway {
 

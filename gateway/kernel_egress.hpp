@@ -1,7 +1,7 @@
 #pragma once
 // The egress proxy plugged into kernel starts (issue 36): for each kernel that may reach
-// anything, a listener inside its jail's network namespace (launcher/netns_listener.hpp) and
-// a proxy of its own (gateway/egress/egress_proxy.hpp) that knows whose kernel it serves. The
+// anything, a listener inside its jail's network namespace (launcher/sandbox/netns_listener.hpp)
+// and a proxy of its own (gateway/egress/egress_proxy.hpp) that knows whose kernel it serves. The
 // identity belongs to the listener, which only that kernel's namespace can reach, so no kernel
 // can use another's. Every connection's record goes to the audit log and to /metrics.
 

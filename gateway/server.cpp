@@ -18,10 +18,10 @@
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/metrics/process_metrics.hpp"
 #include "gateway/routes.hpp"
-#include "launcher/cgroup_move_timer.hpp"
-#include "launcher/kernelspec_check.hpp"
-#include "launcher/leftover_reaper.hpp"
-#include "launcher/sandbox_probe.hpp"
+#include "launcher/kernelspec/kernelspec_check.hpp"
+#include "launcher/sandbox/cgroup_move_timer.hpp"
+#include "launcher/sandbox/leftover_reaper.hpp"
+#include "launcher/sandbox/sandbox_probe.hpp"
 
 namespace callisto::gateway {
 
@@ -85,7 +85,8 @@ void check_kernel_options(const server_config& config,
 }
 
 // A kernelspec is offered only when its interpreter runs where its kernels will
-// (launcher/kernelspec_check.hpp); an environment may show none of the gateway's own files.
+// (launcher/kernelspec/kernelspec_check.hpp); an environment may show none of the gateway's own
+// files.
 launcher::kernelspec_catalog::check_fn kernelspec_check_for(const server_config& config,
                                                             const launcher::sandbox* box) {
     launcher::kernelspec_check_settings s;

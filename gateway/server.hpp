@@ -41,12 +41,12 @@
 #include "gateway/readiness.hpp"
 #include "gateway/server_config.hpp"
 #include "gateway/user_directory.hpp"
-#include "launcher/instance_lock.hpp"
-#include "launcher/kernelspec_catalog.hpp"
-#include "launcher/process_supervisor.hpp"
-#include "launcher/sandbox.hpp"
-#include "launcher/sandbox_uid_pool.hpp"
-#include "launcher/zygote_pool.hpp"
+#include "launcher/kernelspec/kernelspec_catalog.hpp"
+#include "launcher/process/instance_lock.hpp"
+#include "launcher/process/process_supervisor.hpp"
+#include "launcher/sandbox/sandbox.hpp"
+#include "launcher/sandbox/sandbox_uid_pool.hpp"
+#include "launcher/zygote/zygote_pool.hpp"
 #include "transport/reactor.hpp"
 
 namespace callisto::gateway {

@@ -75,12 +75,12 @@ struct server_config {
     std::filesystem::path keyfile;
     std::filesystem::path client_ca;
 
-    // The kernel sandbox (launcher/sandbox.hpp). Off only for development.
+    // The kernel sandbox (launcher/sandbox/sandbox.hpp). Off only for development.
     bool sandbox = true;
     std::uint32_t sandbox_uid_first = 60000;  // per-session uids: [first, first+count)
     std::uint32_t sandbox_uid_count = 1000;
     std::filesystem::path bwrap = "/usr/bin/bwrap";
-    // Python kernels forked from a zygote per kernelspec (launcher/zygote_pool.hpp); the
+    // Python kernels forked from a zygote per kernelspec (launcher/zygote/zygote_pool.hpp); the
     // program defaults to callisto-zygote beside the gateway's own binary.
     bool zygote = true;
     // Kernel records for the next gateway process to adopt the kernels this one leaves

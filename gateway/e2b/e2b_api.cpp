@@ -25,8 +25,8 @@
 #include "gateway/http/content_headers.hpp"
 #include "gateway/http/json_response.hpp"
 #include "kernelproto/iso_time.hpp"
-#include "launcher/sandbox_command.hpp"
-#include "launcher/sandbox_layout.hpp"
+#include "launcher/sandbox/sandbox_command.hpp"
+#include "launcher/sandbox/sandbox_layout.hpp"
 
 namespace callisto::gateway::e2b {
 

@@ -28,7 +28,7 @@
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/interpreter/interpreter_api.hpp"
 #include "gateway/user.hpp"
-#include "launcher/seccomp_filter.hpp"
+#include "launcher/sandbox/seccomp_filter.hpp"
 
 namespace callisto::gateway::e2b {
 

@@ -6,7 +6,7 @@
 #include "common/encoding.hpp"
 #include "gateway/e2b/connect_envelope.hpp"
 #include "gateway/e2b/envd_files.hpp"
-#include "launcher/sandbox_layout.hpp"
+#include "launcher/sandbox/sandbox_layout.hpp"
 
 namespace callisto::gateway::e2b {
 

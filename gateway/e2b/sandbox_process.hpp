@@ -24,7 +24,7 @@
 
 #include "common/unique_fd.hpp"
 #include "gateway/e2b/process_rpc.hpp"
-#include "launcher/sandbox_command.hpp"
+#include "launcher/sandbox/sandbox_command.hpp"
 
 namespace callisto::gateway::e2b {
 

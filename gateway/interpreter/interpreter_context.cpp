@@ -17,7 +17,7 @@
 #include "kernelproto/iso_time.hpp"
 #include "kernelproto/untrusted_json.hpp"
 #include "kernelproto/websocket_format.hpp"
-#include "launcher/sandbox_layout.hpp"
+#include "launcher/sandbox/sandbox_layout.hpp"
 
 namespace callisto::gateway::interpreter {
 

@@ -5,7 +5,7 @@
 
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/incoming_request.hpp"
-#include "launcher/kernelspec_catalog.hpp"
+#include "launcher/kernelspec/kernelspec_catalog.hpp"
 
 namespace callisto::gateway::jupyter_api {
 

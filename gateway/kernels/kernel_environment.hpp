@@ -10,8 +10,8 @@
 #include "gateway/kernels/kernel_record_store.hpp"
 #include "gateway/kernels/kernel_settings.hpp"
 #include "gateway/kernels/websocket_executions.hpp"
-#include "launcher/sandbox.hpp"
-#include "launcher/sandbox_uid_pool.hpp"
+#include "launcher/sandbox/sandbox.hpp"
+#include "launcher/sandbox/sandbox_uid_pool.hpp"
 
 namespace callisto::gateway::kernels {
 

@@ -22,7 +22,7 @@
 #include "gateway/kernels/kernel_session.hpp"
 #include "gateway/kernels/warm_pool.hpp"
 #include "gateway/user.hpp"
-#include "launcher/kernelspec_catalog.hpp"
+#include "launcher/kernelspec/kernelspec_catalog.hpp"
 
 namespace callisto::gateway::kernels {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/metrics.hpp"
-#include "launcher/process_supervisor.hpp"
+#include "launcher/process/process_supervisor.hpp"
 
 namespace callisto::gateway::kernels {
 

@@ -1,7 +1,7 @@
 #include "gateway/kernels/kernel_model.hpp"
 
 #include "kernelproto/iso_time.hpp"
-#include "launcher/process_memory.hpp"
+#include "launcher/process/process_memory.hpp"
 
 namespace callisto::gateway::kernels {
 

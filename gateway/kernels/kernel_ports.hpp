@@ -16,9 +16,9 @@
 #include "kernelproto/channel.hpp"
 #include "kernelproto/connection_info.hpp"
 #include "kernelproto/message.hpp"
-#include "launcher/process_supervisor.hpp"
-#include "launcher/spawn_description.hpp"
-#include "launcher/zygote_pool.hpp"
+#include "launcher/process/process_supervisor.hpp"
+#include "launcher/process/spawn_description.hpp"
+#include "launcher/zygote/zygote_pool.hpp"
 #include "transport/link_events.hpp"
 #include "transport/reactor.hpp"
 

@@ -7,12 +7,12 @@
 
 #include "gateway/kernels/kernel_record_store.hpp"
 #include "kernelproto/ids.hpp"
-#include "launcher/ipykernel_bootstrap.hpp"
-#include "launcher/kernel_cgroup.hpp"
-#include "launcher/kernel_command.hpp"
-#include "launcher/netns_listener.hpp"
-#include "launcher/process_identity.hpp"
-#include "launcher/sandboxed_kernel.hpp"
+#include "launcher/kernelspec/ipykernel_bootstrap.hpp"
+#include "launcher/kernelspec/kernel_command.hpp"
+#include "launcher/process/process_identity.hpp"
+#include "launcher/sandbox/kernel_cgroup.hpp"
+#include "launcher/sandbox/netns_listener.hpp"
+#include "launcher/sandbox/sandboxed_kernel.hpp"
 
 namespace callisto::gateway::kernels {
 

@@ -22,10 +22,10 @@
 #include "gateway/kernels/kernel_ports.hpp"
 #include "gateway/kernels/kernel_record.hpp"
 #include "kernelproto/connection_info.hpp"
-#include "launcher/kernel_runtime_dir.hpp"
-#include "launcher/kernelspec.hpp"
-#include "launcher/process_supervisor.hpp"
-#include "launcher/session_sandbox.hpp"
+#include "launcher/kernelspec/kernelspec.hpp"
+#include "launcher/process/kernel_runtime_dir.hpp"
+#include "launcher/process/process_supervisor.hpp"
+#include "launcher/sandbox/session_sandbox.hpp"
 
 namespace callisto::gateway::kernels {
 

@@ -3,8 +3,8 @@
 #include <csignal>
 #include <stdexcept>
 
-#include "launcher/process_identity.hpp"
-#include "launcher/process_kill_list.hpp"
+#include "launcher/process/process_identity.hpp"
+#include "launcher/process/process_kill_list.hpp"
 
 namespace callisto::gateway::kernels {
 

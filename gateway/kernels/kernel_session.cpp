@@ -10,7 +10,7 @@
 #include "gateway/kernels/output_fields.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/untrusted_json.hpp"
-#include "launcher/ipykernel_bootstrap.hpp"
+#include "launcher/kernelspec/ipykernel_bootstrap.hpp"
 
 namespace callisto::gateway::kernels {
 

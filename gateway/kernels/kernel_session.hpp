@@ -35,8 +35,8 @@
 #include "gateway/kernels/orphan_replies.hpp"
 #include "gateway/kernels/websocket_executions.hpp"
 #include "kernelproto/message.hpp"
-#include "launcher/kernelspec.hpp"
-#include "launcher/process_supervisor.hpp"
+#include "launcher/kernelspec/kernelspec.hpp"
+#include "launcher/process/process_supervisor.hpp"
 #include "transport/reactor.hpp"
 
 namespace callisto::gateway::kernels {

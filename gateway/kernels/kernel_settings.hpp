@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "launcher/sandbox_policy.hpp"
+#include "launcher/sandbox/sandbox_policy.hpp"
 
 namespace callisto::gateway::kernels {
 

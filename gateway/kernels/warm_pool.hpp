@@ -17,7 +17,7 @@
 
 #include "common/logger.hpp"
 #include "gateway/kernels/kernel_session.hpp"
-#include "launcher/kernelspec_catalog.hpp"
+#include "launcher/kernelspec/kernelspec_catalog.hpp"
 
 namespace callisto::gateway::kernels {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/languages/execution_language.hpp"
-#include "launcher/kernelspec.hpp"
+#include "launcher/kernelspec/kernelspec.hpp"
 
 namespace callisto::gateway::languages {
 

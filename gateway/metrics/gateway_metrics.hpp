@@ -9,7 +9,7 @@
 #include "gateway/interpreter/context_record.hpp"
 #include "gateway/kernels/kernel_manager.hpp"
 #include "gateway/kernels/kernel_record_store.hpp"
-#include "launcher/kernelspec_catalog.hpp"
+#include "launcher/kernelspec/kernelspec_catalog.hpp"
 
 namespace callisto::gateway {
 

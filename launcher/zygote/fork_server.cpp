@@ -18,11 +18,11 @@
 #include <iostream>
 #include <system_error>
 
-#include "launcher/memfd.hpp"
-#include "launcher/seqpacket.hpp"
+#include "launcher/process/memfd.hpp"
 #include "launcher/zygote/blank_arguments.hpp"
 #include "launcher/zygote/jail_init.hpp"
 #include "launcher/zygote/kernel_jail.hpp"
+#include "launcher/zygote/seqpacket.hpp"
 
 namespace callisto::launcher::zygote {
 

@@ -24,7 +24,7 @@
 #include "launcher/zygote/jail_init.hpp"
 #include "launcher/zygote/page_prefault.hpp"
 #include "launcher/zygote/python_runtime.hpp"
-#include "launcher/zygote_protocol.hpp"
+#include "launcher/zygote/zygote_protocol.hpp"
 
 namespace callisto::launcher::zygote {
 

@@ -10,10 +10,10 @@
 #include <system_error>
 #include <variant>
 
-#include "launcher/memfd.hpp"
+#include "launcher/process/memfd.hpp"
 #include "launcher/zygote/kernel_jail.hpp"
 #include "launcher/zygote/pid_one.hpp"
-#include "launcher/zygote_protocol.hpp"
+#include "launcher/zygote/zygote_protocol.hpp"
 
 namespace callisto::launcher::zygote {
 

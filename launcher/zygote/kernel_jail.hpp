@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/sandbox_layout.hpp"
-#include "launcher/spawn_description.hpp"
+#include "launcher/process/spawn_description.hpp"
+#include "launcher/sandbox/sandbox_layout.hpp"
 
 namespace callisto::launcher::zygote {
 

@@ -1,6 +1,6 @@
 // callisto-zygote: one per kernelspec, started by the gateway. Imports the kernel's modules
 // once, then forks every kernel the gateway orders (see fork_server.hpp and
-// launcher/zygote_protocol.hpp).
+// launcher/zygote/zygote_protocol.hpp).
 //
 //   callisto-zygote --control-fd=N --scratch=DIR --python=PROGRAM [--preload=a,b,c]
 
@@ -17,12 +17,12 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/seccomp_filter.hpp"
-#include "launcher/seqpacket.hpp"
+#include "launcher/sandbox/seccomp_filter.hpp"
 #include "launcher/zygote/fork_server.hpp"
 #include "launcher/zygote/jail_init.hpp"
 #include "launcher/zygote/page_prefault.hpp"
 #include "launcher/zygote/python_runtime.hpp"
+#include "launcher/zygote/seqpacket.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "launcher/ipykernel_bootstrap.hpp"
+#include "launcher/kernelspec/ipykernel_bootstrap.hpp"
 #include "launcher/zygote/zygote_helpers.hpp"
 
 namespace callisto::launcher::zygote {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "launcher/zygote/page_prefault.hpp"
-#include "launcher/zygote_protocol.hpp"
+#include "launcher/zygote/zygote_protocol.hpp"
 
 namespace callisto::launcher::zygote {
 

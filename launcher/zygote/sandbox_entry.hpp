@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/unique_fd.hpp"
-#include "launcher/spawn_description.hpp"
+#include "launcher/process/spawn_description.hpp"
 
 namespace callisto::launcher::zygote {
 

@@ -1,5 +1,5 @@
 # The zygote's Python (see python_runtime.hpp): defined in __main__ once, after
-# launcher/ipykernel_bootstrap.py; python_runtime.cpp calls _callisto_preload in the zygote and
+# launcher/kernelspec/ipykernel_bootstrap.py; python_runtime.cpp calls _callisto_preload in the zygote and
 # _callisto_run_kernel in each fork.
 import array, gc, importlib, mmap, os, select, shutil, signal, struct, sys, tempfile, time
 
@@ -459,7 +459,7 @@ def _callisto_run_kernel(argv, env):
     # As `python -m module args`: the module's file as argv[0], the cwd first on sys.path.
     module = argv[2]
     if module.startswith("ipykernel"):
-        _callisto_try_iopub_holds_bursts()  # launcher/ipykernel_bootstrap.py
+        _callisto_try_iopub_holds_bursts()  # launcher/kernelspec/ipykernel_bootstrap.py
         _callisto_try_history_in_memory()  # likewise
         _callisto_try_error_fields_fit()  # likewise
         _callisto_read_connection_file_argument()
@@ -488,7 +488,7 @@ def _callisto_run_kernel(argv, env):
         traceback.print_exc(file=sys.__stderr__)
         code = 1
     if module.startswith("ipykernel"):
-        _callisto_let_the_control_thread_finish()  # launcher/ipykernel_bootstrap.py
+        _callisto_let_the_control_thread_finish()  # launcher/kernelspec/ipykernel_bootstrap.py
     # What the interpreter's own exit runs (IPython saves its history here), but not its
     # finalization, which would touch every object shared with the zygote and copy its
     # pages only to free them.

@@ -26,7 +26,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
-#include "launcher/netns_listener.hpp"
+#include "launcher/sandbox/netns_listener.hpp"
 
 using namespace callisto::gateway::egress;
 namespace asio = boost::asio;

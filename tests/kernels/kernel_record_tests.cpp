@@ -14,7 +14,7 @@
 #include "gateway/kernels/kernel_record_store.hpp"
 #include "gateway/kernels/kernel_session.hpp"
 #include "kernel_fakes.hpp"
-#include "launcher/process_identity.hpp"
+#include "launcher/process/process_identity.hpp"
 
 using namespace callisto::gateway::kernels;
 using namespace callisto::gateway::kernels::test;

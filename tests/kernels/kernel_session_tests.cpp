@@ -10,7 +10,7 @@
 
 #include "gateway/kernels/warm_pool.hpp"
 #include "kernel_fakes.hpp"
-#include "launcher/kernelspec_catalog.hpp"
+#include "launcher/kernelspec/kernelspec_catalog.hpp"
 
 using namespace callisto::gateway::kernels;
 using namespace callisto::gateway::kernels::test;

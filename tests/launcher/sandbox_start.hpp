@@ -10,10 +10,10 @@
 #include <memory>
 #include <string>
 
-#include "launcher/kernel_runtime_dir.hpp"
-#include "launcher/sandbox.hpp"
-#include "launcher/sandboxed_kernel.hpp"
-#include "launcher/session_workdir.hpp"
+#include "launcher/process/kernel_runtime_dir.hpp"
+#include "launcher/sandbox/sandbox.hpp"
+#include "launcher/sandbox/sandboxed_kernel.hpp"
+#include "launcher/sandbox/session_workdir.hpp"
 #include "test_support.hpp"
 
 namespace callisto::launcher::test {

@@ -15,7 +15,7 @@ namespace kp = callisto::kernelproto;
 // pipe has room, faster than the reactor verifies big messages, so a large mark lets a kernel
 // park gigabytes in the gateway. A burst beyond it waits in the kernel's own send pipe (its
 // memory, under its limits) until the reactor reads on: for iopub that needs a PUB without a
-// send mark, which launcher/ipykernel_bootstrap.py gives every ipykernel.
+// send mark, which launcher/kernelspec/ipykernel_bootstrap.py gives every ipykernel.
 constexpr int receive_hwm = 2;
 // Messages ZeroMQ may hold per sending socket before they wait in the reactor's queue.
 constexpr int send_hwm = 8;

@@ -48,8 +48,8 @@ SECRET_VALUE = os.environ.get("CALLISTO_E2E_SECRET_VALUE", "")
 RUNTIME_DIR = os.environ.get("CALLISTO_E2E_RUNTIME_DIR", "")
 OPT_OUT_KERNEL = os.environ.get("CALLISTO_E2E_OPT_OUT_KERNEL", "")
 
-# What may be in a kernel's environment (launcher/kernel_command.cpp passes these host
-# variables through; launcher/sandbox.cpp sets the next, bwrap PWD; IPython and ipykernel the
+# What may be in a kernel's environment (launcher/kernelspec/kernel_command.cpp passes these host
+# variables through; launcher/sandbox/sandbox.cpp sets the next, bwrap PWD; IPython and ipykernel the
 # last).
 PASSED_THROUGH = {"PATH", "LANG", "LC_ALL", "TZ", "HOME"}
 SET_BY_THE_SANDBOX = {"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "SHELL", "PWD"}

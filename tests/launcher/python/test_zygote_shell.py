@@ -36,7 +36,7 @@ def check(ok, what, detail=""):
 
 
 def define_helpers():
-    for name in ("launcher/ipykernel_bootstrap.py", "launcher/zygote/zygote_helpers.py"):
+    for name in ("launcher/kernelspec/ipykernel_bootstrap.py", "launcher/zygote/zygote_helpers.py"):
         with open(os.path.join(SOURCE_DIR, name)) as f:
             exec(compile(f.read(), name, "exec"), globals())
 
@@ -231,7 +231,7 @@ def main():
             check(home == home_expected, f"kernel {name}'s shell has its home", home)
             check(profile == os.path.join(home_expected, ".ipython", "profile_default"),
                   f"kernel {name}'s profile is in its home", profile)
-            # Kept in memory (launcher/ipykernel_bootstrap.py): no file, no saving thread.
+            # Kept in memory (launcher/kernelspec/ipykernel_bootstrap.py): no file, no saving thread.
             check(history == ":memory:", f"kernel {name}'s history is its own, in memory", history)
             check(ipython_dir == os.path.join(home_expected, ".ipython"),
                   f"kernel {name}'s IPython directory is in its home", ipython_dir)

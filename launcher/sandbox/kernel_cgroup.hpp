@@ -1,0 +1,43 @@
+#pragma once
+// One kernel's cgroup(s): created with the policy's memory, pids and CPU limits before the
+// kernel starts, joined by the child before execve, asked after exit whether the OOM killer
+// struck, and removed on destruction.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "launcher/process/adopt_existing.hpp"
+#include "launcher/sandbox/cgroup_layout.hpp"
+#include "launcher/sandbox/sandbox_policy.hpp"
+
+namespace callisto::launcher {
+
+class kernel_cgroup {
+public:
+    // Creates <hierarchy>/<layout.parent>/<name> in each hierarchy and writes the limits.
+    // Throws std::runtime_error naming the file that could not be written.
+    kernel_cgroup(const cgroup_layout& layout, const std::string& name,
+                  const sandbox_policy& policy);
+    // Takes over the cgroup `name` an earlier gateway made for a kernel that outlived it.
+    kernel_cgroup(adopt_existing_t, const cgroup_layout& layout, const std::string& name);
+    ~kernel_cgroup();  // removes the directories (they are empty once the kernel was reaped)
+    kernel_cgroup(const kernel_cgroup&) = delete;
+    kernel_cgroup& operator=(const kernel_cgroup&) = delete;
+
+    // The files the child writes "0" to, joining every hierarchy.
+    std::vector<std::filesystem::path> procs_files() const;
+
+    // How many times the kernel's OOM killer killed a process in this cgroup.
+    std::uint64_t oom_kills() const;
+    // Its name under the layout's parent ("" when it has no directory).
+    std::string name() const { return dirs_.empty() ? "" : dirs_.front().filename().string(); }
+
+private:
+    cgroup_layout layout_;
+    std::vector<std::filesystem::path> dirs_;  // created, in creation order
+    std::filesystem::path memory_dir_;
+};
+
+}  // namespace callisto::launcher

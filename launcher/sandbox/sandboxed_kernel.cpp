@@ -1,0 +1,51 @@
+#include "launcher/sandbox/sandboxed_kernel.hpp"
+
+#include <unistd.h>
+#include <csignal>
+
+#include "common/byte_size.hpp"
+
+namespace callisto::launcher {
+
+sandboxed_kernel::sandboxed_kernel(spawn_description command, sandbox_layout layout,
+                                   sandbox_policy policy, sandbox_identity who,
+                                   std::unique_ptr<kernel_cgroup> cgroup, int seccomp_fd,
+                                   int options_fd)
+    : command_(std::move(command)),
+      layout_(std::move(layout)),
+      policy_(policy),
+      who_(who),
+      cgroup_(std::move(cgroup)),
+      seccomp_fd_(seccomp_fd),
+      options_fd_(options_fd) {}
+
+sandboxed_kernel::~sandboxed_kernel() { spawned(); }
+
+void sandboxed_kernel::spawned() {
+    if (seccomp_fd_ >= 0) ::close(seccomp_fd_);
+    if (options_fd_ >= 0) ::close(options_fd_);
+    seccomp_fd_ = options_fd_ = -1;
+}
+
+exit_status sandboxed_kernel::judge(exit_status status) const {
+    // bwrap's monitor, like a zygote fork's init, exits with 128+N when the kernel was
+    // killed by signal N.
+    if (status.signal == 0 && status.exit_code > 128 && status.exit_code < 128 + NSIG) {
+        status.signal = status.exit_code - 128;
+        status.exit_code = -1;
+    }
+    const std::uint64_t oom = cgroup_ ? cgroup_->oom_kills() : 0;
+    if (oom > 0) {
+        status.out_of_memory = true;
+        status.verdict = "killed: out of memory (limit " + format_size(policy_.memory_bytes) + ")";
+    } else if (status.signal == SIGXCPU) {
+        status.verdict =
+            "killed: CPU time limit exceeded (" + std::to_string(policy_.cpu_time_seconds) + " s)";
+    } else if (status.signal == SIGXFSZ) {
+        status.verdict =
+            "killed: file size limit exceeded (" + format_size(policy_.file_size_bytes) + ")";
+    }
+    return status;
+}
+
+}  // namespace callisto::launcher
