@@ -15,7 +15,7 @@
 #include "gateway/interpreter/interpreter_api.hpp"
 #include "gateway/jupyter_api/kernels_api.hpp"
 #include "gateway/jupyter_api/kernelspec_api.hpp"
-#include "gateway/kernels/kernel_manager.hpp"
+#include "gateway/kernels/lifecycle/kernel_manager.hpp"
 #include "gateway/mcp/mcp_endpoint.hpp"
 #include "gateway/readiness.hpp"
 #include "gateway/server_config.hpp"

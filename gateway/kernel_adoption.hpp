@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/logger.hpp"
-#include "gateway/kernels/kernel_manager.hpp"
-#include "gateway/kernels/kernel_record_store.hpp"
+#include "gateway/kernels/lifecycle/kernel_manager.hpp"
+#include "gateway/kernels/records/kernel_record_store.hpp"
 #include "launcher/sandbox/leftover_reaper.hpp"
 #include "launcher/sandbox/sandbox_uid_pool.hpp"
 

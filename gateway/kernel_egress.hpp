@@ -19,7 +19,7 @@
 #include "common/metrics.hpp"
 #include "gateway/audit/audit_log.hpp"
 #include "gateway/egress/egress_proxy.hpp"
-#include "gateway/kernels/kernel_ports.hpp"
+#include "gateway/kernels/session/kernel_ports.hpp"
 
 namespace callisto::gateway {
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/host_load.hpp"
-#include "gateway/kernels/kernel_manager.hpp"
+#include "gateway/kernels/lifecycle/kernel_manager.hpp"
 
 namespace callisto::gateway {
 

@@ -16,9 +16,9 @@
 #include "common/logger.hpp"
 #include "gateway/audit/audit_log.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
-#include "gateway/kernels/culling_policy.hpp"
-#include "gateway/kernels/kernel_policy.hpp"
-#include "gateway/kernels/kernel_settings.hpp"
+#include "gateway/kernels/lifecycle/culling_policy.hpp"
+#include "gateway/kernels/lifecycle/kernel_policy.hpp"
+#include "gateway/kernels/session/kernel_settings.hpp"
 #include "gateway/mcp/mcp_session_limits.hpp"
 
 namespace callisto::gateway {

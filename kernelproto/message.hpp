@@ -32,7 +32,8 @@ struct message {
     std::string parent_msg_id;  // empty when the parent header is empty
 
     // Lives as long as the message and every shared copy of it: how a receiver counts the
-    // bytes it holds of a sender's messages (gateway/kernels/message_budget.hpp). Empty by default.
+    // bytes it holds of a sender's messages (gateway/kernels/output/message_budget.hpp). Empty by
+    // default.
     std::shared_ptr<const void> lease;
 };
 

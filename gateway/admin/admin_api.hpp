@@ -10,7 +10,7 @@
 #include "gateway/admin/activity_history.hpp"
 #include "gateway/audit/audit_log.hpp"
 #include "gateway/http/http_message.hpp"
-#include "gateway/kernels/kernel_manager.hpp"
+#include "gateway/kernels/lifecycle/kernel_manager.hpp"
 #include "gateway/user.hpp"
 
 namespace callisto::gateway::admin {

@@ -13,7 +13,7 @@
 
 #include "common/logger.hpp"
 #include "common/record_directory.hpp"
-#include "gateway/kernels/kernel_policy.hpp"
+#include "gateway/kernels/lifecycle/kernel_policy.hpp"
 
 namespace callisto::gateway::interpreter {
 

@@ -16,8 +16,8 @@
 #include "gateway/interpreter/context_request.hpp"
 #include "gateway/interpreter/interpreter_context.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
-#include "gateway/kernels/culled_kernels.hpp"
-#include "gateway/kernels/kernel_manager.hpp"
+#include "gateway/kernels/lifecycle/culled_kernels.hpp"
+#include "gateway/kernels/lifecycle/kernel_manager.hpp"
 #include "gateway/languages/execution_language.hpp"
 #include "gateway/user.hpp"
 

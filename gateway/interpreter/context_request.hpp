@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gateway/kernels/kernel_policy.hpp"
+#include "gateway/kernels/lifecycle/kernel_policy.hpp"
 #include "gateway/languages/execution_language.hpp"
 
 namespace callisto::gateway::interpreter {

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "gateway/kernels/output_fields.hpp"
+#include "gateway/kernels/output/output_fields.hpp"
 #include "kernelproto/iso_time.hpp"
 
 namespace callisto::gateway::interpreter {

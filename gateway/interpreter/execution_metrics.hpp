@@ -7,7 +7,7 @@
 #include <string>
 
 #include "gateway/interpreter/execution.hpp"
-#include "gateway/kernels/kernel_metrics.hpp"
+#include "gateway/kernels/lifecycle/kernel_metrics.hpp"
 
 namespace callisto::gateway::interpreter {
 

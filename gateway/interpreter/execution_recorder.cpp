@@ -4,7 +4,7 @@
 #include "common/media_types.hpp"
 #include "gateway/interpreter/ansi_text.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
-#include "gateway/kernels/output_fields.hpp"
+#include "gateway/kernels/output/output_fields.hpp"
 #include "kernelproto/untrusted_json.hpp"
 
 namespace callisto::gateway::interpreter {

@@ -11,7 +11,7 @@
 
 #include "common/unique_fd.hpp"
 #include "gateway/interpreter/execution_metrics.hpp"
-#include "gateway/kernels/server_status.hpp"
+#include "gateway/kernels/session/server_status.hpp"
 #include "gateway/languages/execution_language.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"

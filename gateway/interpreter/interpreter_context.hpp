@@ -27,9 +27,9 @@
 #include "gateway/interpreter/execution_recorder.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
 #include "gateway/interpreter/workdir_changes.hpp"
-#include "gateway/kernels/kernel_client.hpp"
-#include "gateway/kernels/kernel_policy.hpp"
-#include "gateway/kernels/kernel_session.hpp"
+#include "gateway/kernels/lifecycle/kernel_policy.hpp"
+#include "gateway/kernels/session/kernel_client.hpp"
+#include "gateway/kernels/session/kernel_session.hpp"
 #include "gateway/languages/execution_language.hpp"
 #include "gateway/languages/kernel_dialect.hpp"
 

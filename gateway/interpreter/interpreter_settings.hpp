@@ -11,8 +11,8 @@
 #include "gateway/interpreter/context_record.hpp"
 #include "gateway/interpreter/execution_request.hpp"
 #include "gateway/interpreter/snapshot_store.hpp"
-#include "gateway/kernels/kernel_metrics.hpp"
-#include "gateway/kernels/kernel_policy.hpp"
+#include "gateway/kernels/lifecycle/kernel_metrics.hpp"
+#include "gateway/kernels/lifecycle/kernel_policy.hpp"
 
 namespace callisto::gateway::interpreter {
 

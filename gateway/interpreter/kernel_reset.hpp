@@ -20,8 +20,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "gateway/kernels/kernel_client.hpp"
-#include "gateway/kernels/kernel_session.hpp"
+#include "gateway/kernels/session/kernel_client.hpp"
+#include "gateway/kernels/session/kernel_session.hpp"
 #include "gateway/languages/kernel_dialect.hpp"
 #include "kernelproto/message.hpp"
 

@@ -1,6 +1,6 @@
 #include "gateway/interpreter/output_budget.hpp"
 
-#include "gateway/kernels/output_fields.hpp"
+#include "gateway/kernels/output/output_fields.hpp"
 
 namespace callisto::gateway::interpreter {
 

@@ -7,7 +7,7 @@
 
 #include "common/logger.hpp"
 #include "gateway/audit/audit_log.hpp"
-#include "gateway/kernels/websocket_executions.hpp"
+#include "gateway/kernels/session/websocket_executions.hpp"
 
 namespace callisto::gateway::jupyter_api {
 

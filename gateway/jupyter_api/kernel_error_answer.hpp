@@ -5,7 +5,7 @@
 #include <string>
 
 #include "gateway/http/http_message.hpp"
-#include "gateway/kernels/kernel_error.hpp"
+#include "gateway/kernels/session/kernel_error.hpp"
 
 namespace callisto::gateway::jupyter_api {
 

@@ -6,7 +6,7 @@
 
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/incoming_request.hpp"
-#include "gateway/kernels/kernel_manager.hpp"
+#include "gateway/kernels/lifecycle/kernel_manager.hpp"
 #include "gateway/user.hpp"
 
 namespace callisto::gateway::jupyter_api {

@@ -8,7 +8,7 @@
 #include "gateway/http/beast.hpp"
 #include "gateway/http/websocket_subprotocols.hpp"
 #include "gateway/jupyter_api/client_frame_errors.hpp"
-#include "gateway/kernels/output_cap_notice.hpp"
+#include "gateway/kernels/output/output_cap_notice.hpp"
 
 namespace callisto::gateway::jupyter_api {
 

@@ -12,9 +12,9 @@
 #include "common/logger.hpp"
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/websocket_channel.hpp"
-#include "gateway/kernels/kernel_client.hpp"
-#include "gateway/kernels/kernel_session.hpp"
-#include "gateway/kernels/message_budget.hpp"
+#include "gateway/kernels/output/message_budget.hpp"
+#include "gateway/kernels/session/kernel_client.hpp"
+#include "gateway/kernels/session/kernel_session.hpp"
 #include "gateway/server_config.hpp"
 
 namespace callisto::gateway::jupyter_api {

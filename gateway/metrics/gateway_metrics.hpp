@@ -7,8 +7,8 @@
 #include "common/metrics.hpp"
 #include "gateway/http/session_registry.hpp"
 #include "gateway/interpreter/context_record.hpp"
-#include "gateway/kernels/kernel_manager.hpp"
-#include "gateway/kernels/kernel_record_store.hpp"
+#include "gateway/kernels/lifecycle/kernel_manager.hpp"
+#include "gateway/kernels/records/kernel_record_store.hpp"
 #include "launcher/kernelspec/kernelspec_catalog.hpp"
 
 namespace callisto::gateway {

@@ -68,7 +68,7 @@ def _callisto_try_history_in_memory():
 # `raise ValueError("x" * 40_000_000)` left the client waiting for its deadline. The value and
 # the traceback (which repeats the value) each within 7.5 MiB, the name within 1 KiB: the
 # reply's content stays under 15.1 MiB. The gateway cuts them further for its clients
-# (gateway/kernels/output_fields.hpp), with the same marker.
+# (gateway/kernels/output/output_fields.hpp), with the same marker.
 _CALLISTO_ERROR_NAME_BYTES = 1 << 10
 _CALLISTO_ERROR_TEXT_BYTES = 15 << 19
 

@@ -18,8 +18,8 @@
 #include <boost/asio/io_context.hpp>
 
 #include "common/unique_fd.hpp"
-#include "gateway/kernels/kernel_client.hpp"
-#include "gateway/kernels/kernel_environment.hpp"
+#include "gateway/kernels/session/kernel_client.hpp"
+#include "gateway/kernels/session/kernel_environment.hpp"
 #include "kernelproto/untrusted_json.hpp"
 
 namespace callisto::gateway::kernels::test {

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Every message that makes a kernel run code is in the audit log, whatever the channel or the
-field the code travels in (gateway/kernels/code_requests.hpp): an execute_request on the
+field the code travels in (gateway/kernels/session/code_requests.hpp): an execute_request on the
 control channel is refused (ipykernel would run it), user_expressions are recorded with their
 execution, and the debugger's evaluations are recorded too. JupyterLab's debugger keeps
 working through the gateway: initialize, attach, dumpCell, setBreakpoints, and an execution
