@@ -8,12 +8,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
+#include <tuple>
 
 namespace callisto::launcher::zygote {
 
@@ -61,15 +65,9 @@ pid_t first_in_other_pid_namespace(pid_t pid) {
 
 void read_ids(sandbox_member& m) {
     std::ifstream status(proc(m.pid, "status"));
-    bool uid = false, gid = false;
-    for (std::string line; std::getline(status, line);) {
-        std::istringstream words(line);
-        std::string key;
-        words >> key;
-        if (key == "Uid:") uid = static_cast<bool>(words >> m.uid);
-        if (key == "Gid:") gid = static_cast<bool>(words >> m.gid);
-    }
-    if (!uid || !gid) throw std::runtime_error("no Uid or Gid in " + proc(m.pid, "status"));
+    const auto ids = parse_status_ids(status);
+    if (!ids) throw std::runtime_error("no Uid or Gid in " + proc(m.pid, "status"));
+    std::tie(m.uid, m.gid) = *ids;
     if (m.uid == 0 || m.gid == 0)
         throw std::runtime_error("the sandbox runs as root: nothing is run beside it");
 }
@@ -77,56 +75,28 @@ void read_ids(sandbox_member& m) {
 // From /proc/P/limits: prlimit(2) on another user namespace's process wants CAP_SYS_RESOURCE
 // there, which a gateway in a container may lack; root reads the file.
 void read_rlimits(sandbox_member& m) {
-    static const std::pair<const char*, int> names[] = {
-        {"Max cpu time", RLIMIT_CPU},        {"Max file size", RLIMIT_FSIZE},
-        {"Max data size", RLIMIT_DATA},      {"Max stack size", RLIMIT_STACK},
-        {"Max core file size", RLIMIT_CORE}, {"Max processes", RLIMIT_NPROC},
-        {"Max open files", RLIMIT_NOFILE},   {"Max locked memory", RLIMIT_MEMLOCK},
-        {"Max address space", RLIMIT_AS},
-    };
     std::ifstream limits(proc(m.pid, "limits"));
-    auto value = [](const std::string& word) {
-        return word == "unlimited" ? RLIM_INFINITY : std::stoull(word);
-    };
-    for (std::string line; std::getline(limits, line);)
-        for (const auto& [name, resource] : names) {
-            if (line.rfind(name, 0) != 0 || line.size() <= 26) continue;
-            std::istringstream words(line.substr(26));  // the name's column is 26 wide
-            std::string soft, hard;
-            if (!(words >> soft >> hard)) continue;
-            m.rlimits.push_back({resource, value(soft), value(hard)});
-        }
-    if (m.rlimits.size() != std::size(names))
-        throw std::runtime_error("the limits of " + std::to_string(m.pid) + " are unreadable");
-}
-
-// Where a hierarchy of /proc/P/cgroup ("ID:controllers:path") is mounted: cgroup v1's
-// /sys/fs/cgroup/<controllers> (a named one, "name=systemd", at its name), v2's (ID 0) at
-// /sys/fs/cgroup/unified beside v1 controllers, else at /sys/fs/cgroup.
-fs::path hierarchy_mount(const std::string& id, const std::string& controllers) {
-    const fs::path root = "/sys/fs/cgroup";
-    if (id == "0") return fs::exists(root / "unified" / "cgroup.procs") ? root / "unified" : root;
-    const auto named = controllers.rfind("name=", 0) == 0 ? controllers.substr(5) : controllers;
-    return root / named;
+    try {
+        m.rlimits = parse_limits(limits);
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error("the limits of " + std::to_string(m.pid) +
+                                 " are unreadable: " + e.what());
+    }
 }
 
 std::map<std::string, std::string> cgroups_of(const std::string& file) {
-    std::map<std::string, std::string> out;  // "ID:controllers" -> path
     std::ifstream in(file);
-    for (std::string line; std::getline(in, line);) {
-        const auto last = line.rfind(':');
-        if (last == std::string::npos) continue;
-        out[line.substr(0, last)] = line.substr(last + 1);
-    }
-    return out;
+    return parse_cgroups(in);
 }
 
 void read_cgroups(sandbox_member& m) {
     const auto ours = cgroups_of("/proc/self/cgroup");
+    const bool v2_beside_v1 = fs::exists("/sys/fs/cgroup/unified/cgroup.procs");
     for (const auto& [key, path] : cgroups_of(proc(m.pid, "cgroup"))) {
         if (auto it = ours.find(key); it != ours.end() && it->second == path) continue;
         const auto colon = key.find(':');
-        const auto mount = hierarchy_mount(key.substr(0, colon), key.substr(colon + 1));
+        const auto mount =
+            hierarchy_mount(key.substr(0, colon), key.substr(colon + 1), v2_beside_v1);
         m.cgroup_procs_files.push_back(mount / fs::path(path).relative_path() / "cgroup.procs");
     }
 }
@@ -157,6 +127,77 @@ void write_pid(const fs::path& procs_file) {
 }
 
 }  // namespace
+
+std::optional<std::pair<uid_t, gid_t>> parse_status_ids(std::istream& status) {
+    std::optional<uid_t> uid;
+    std::optional<gid_t> gid;
+    for (std::string line; std::getline(status, line);) {
+        std::istringstream words(line);
+        std::string key;
+        words >> key;
+        if (uid_t v = 0; key == "Uid:" && words >> v) uid = v;
+        if (gid_t v = 0; key == "Gid:" && words >> v) gid = v;
+    }
+    if (!uid || !gid) return std::nullopt;
+    return std::pair{*uid, *gid};
+}
+
+std::vector<resource_limit> parse_limits(std::istream& limits) {
+    static const std::pair<const char*, int> names[] = {
+        {"Max cpu time", RLIMIT_CPU},        {"Max file size", RLIMIT_FSIZE},
+        {"Max data size", RLIMIT_DATA},      {"Max stack size", RLIMIT_STACK},
+        {"Max core file size", RLIMIT_CORE}, {"Max processes", RLIMIT_NPROC},
+        {"Max open files", RLIMIT_NOFILE},   {"Max locked memory", RLIMIT_MEMLOCK},
+        {"Max address space", RLIMIT_AS},
+    };
+    auto value = [](const std::string& word) -> std::optional<rlim_t> {
+        if (word == "unlimited") return RLIM_INFINITY;
+        if (word.empty() || !std::all_of(word.begin(), word.end(), ::isdigit)) return std::nullopt;
+        errno = 0;
+        const auto v = std::strtoull(word.c_str(), nullptr, 10);
+        if (errno == ERANGE) return std::nullopt;
+        return static_cast<rlim_t>(v);
+    };
+    std::vector<resource_limit> out;
+    for (std::string line; std::getline(limits, line);)
+        for (const auto& [name, resource] : names) {
+            // The name's column is 26 wide; "Max processes" must not take "Max processes2".
+            if (line.rfind(name, 0) != 0 || line.size() <= 26 ||
+                line.find_first_not_of(' ', std::strlen(name)) < 26)
+                continue;
+            std::istringstream words(line.substr(26));
+            std::string soft, hard;
+            if (!(words >> soft >> hard)) continue;
+            const auto s = value(soft), h = value(hard);
+            if (!s || !h) throw std::runtime_error("'" + line + "' has no number");
+            out.push_back({resource, *s, *h});
+        }
+    for (const auto& [name, resource] : names)
+        if (std::none_of(out.begin(), out.end(),
+                         [r = resource](const resource_limit& l) { return l.resource == r; }))
+            throw std::runtime_error(std::string("no '") + name + "' line");
+    if (out.size() != std::size(names)) throw std::runtime_error("a limit given twice");
+    return out;
+}
+
+std::map<std::string, std::string> parse_cgroups(std::istream& cgroup) {
+    std::map<std::string, std::string> out;  // "ID:controllers" -> path
+    for (std::string line; std::getline(cgroup, line);) {
+        // The path is all after the second colon: a cgroup's name may hold colons of its own.
+        const auto first = line.find(':');
+        const auto second = first == std::string::npos ? first : line.find(':', first + 1);
+        if (second == std::string::npos || line.size() == second + 1) continue;
+        out[line.substr(0, second)] = line.substr(second + 1);
+    }
+    return out;
+}
+
+fs::path hierarchy_mount(const std::string& id, const std::string& controllers, bool v2_beside_v1) {
+    const fs::path root = "/sys/fs/cgroup";
+    if (id == "0") return v2_beside_v1 ? root / "unified" : root;
+    const auto named = controllers.rfind("name=", 0) == 0 ? controllers.substr(5) : controllers;
+    return root / named;
+}
 
 sandbox_member read_sandbox_of(pid_t kernel_pid) {
     sandbox_member m;

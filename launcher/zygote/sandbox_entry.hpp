@@ -10,6 +10,9 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <istream>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,26 @@ struct sandbox_member {
     // (its root becomes ours), then user when it is not the caller's.
     std::vector<unique_fd> namespaces;
 };
+
+// The parsers behind read_sandbox_of, pure for their tests. Each reads the text of one /proc
+// file of the sandbox's pid 1; what the sandbox does not set is refused, not guessed.
+
+// /proc/P/status: the real uid and gid ("Uid:\tREAL\tEFFECTIVE…"); nullopt without both.
+std::optional<std::pair<uid_t, gid_t>> parse_status_ids(std::istream& status);
+
+// /proc/P/limits: the soft and hard values of the limits a sandbox sets (cpu, file size, data,
+// stack, core, processes, open files, locked memory, address space). Throws
+// std::runtime_error when one of them is missing or not a number.
+std::vector<resource_limit> parse_limits(std::istream& limits);
+
+// /proc/P/cgroup: "ID:controllers" -> the cgroup's path, one entry per hierarchy.
+std::map<std::string, std::string> parse_cgroups(std::istream& cgroup);
+
+// Where the hierarchy with that ID and controller list is mounted: cgroup v1's
+// /sys/fs/cgroup/<controllers> (a named one, "name=systemd", at its name), v2's (ID 0) at
+// /sys/fs/cgroup/unified when v1 controllers are mounted beside it, else /sys/fs/cgroup.
+std::filesystem::path hierarchy_mount(const std::string& id, const std::string& controllers,
+                                      bool v2_beside_v1);
 
 // The sandbox behind a kernel's host pid: the pid itself when it is the first process of a pid
 // namespace (a zygote jail's pid 1), else the first of its descendants that is (bwrap's pid 1
