@@ -738,6 +738,42 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "egress after a gateway restart: an adopted networked kernel gets a new listener and its own "
+    "proxy with the same rules; its next fetch is allowed and audited, the rest still refused") {
+    const std::string root = "/tmp/cle2e-egress-adopt-" + std::to_string(::getpid());
+    const std::string dir = root + "-files";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto port = std::to_string(free_port_on_127_0_0_2());
+    auto other = std::to_string(free_port_on_127_0_0_2());
+    while (other == port) other = std::to_string(free_port_on_127_0_0_2());
+    const std::vector<std::string> args = {
+        "--workdir-root=" + root,           "--sandbox-uids=61200-61299",        "--pool-size=0",
+        "--egress-allow=127.0.0.2:" + port, "--audit-log=" + dir + "/audit.log", "--shed-load=off"};
+    const std::map<std::string, std::string> env = {{"CALLISTO_E2E_EGRESS_PORT", port},
+                                                    {"CALLISTO_E2E_EGRESS_OTHER_PORT", other},
+                                                    {"CALLISTO_E2E_AUDIT_LOG", dir + "/audit.log"},
+                                                    {"CALLISTO_E2E_STATE", dir + "/state.json"}};
+    const std::string script = source_dir + "/tests/e2e/python/test_egress_restart.py";
+    {
+        server_process first(args);
+        run_client(first, {python, script, "-k", "before_restart"}, 300, env);
+        first.crash();
+    }
+    {
+        server_process second(args);
+        run_client(second, {python, script, "-k", "after_restart"}, 300, env);
+        INFO("server log:\n" << second.log());
+        CHECK(second.log().find(" adopted: it kept running through the gateway restart") !=
+              std::string::npos);
+        CHECK(second.stop() == 0);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    std::filesystem::remove_all(root, ec);
+}
+
+TEST_CASE(
     "python environments: venvs and a conda-like prefix run sandboxed, forked and exec'd; the "
     "kernelspecs the sandbox cannot run are refused at start with their reason") {
     // The environments and their kernelspecs, as an admin makes them (the suite's --setup).
