@@ -278,11 +278,30 @@ TEST_CASE(
     CHECK(server.stop() == 0);
 }
 
+namespace {
+// A port free on 127.0.0.2 now: the egress suite's destination listens there.
+int free_port_on_127_0_0_2() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(0x7f000002);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+}  // namespace
+
 TEST_CASE(
     "E2B's SDKs drive callisto unchanged: sandboxes, runCode streamed, contexts, files, commands, "
-    "timeouts") {
-    server_process server;
-    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/e2b_test.mjs"});
+    "timeouts; network on create") {
+    // Two free ports in a row on 127.0.0.2: the first allowed, the second served and refused.
+    int port = free_port_on_127_0_0_2();
+    while (port >= 65535) port = free_port_on_127_0_0_2();
+    server_process server({"--egress-allow=127.0.0.2:" + std::to_string(port)});
+    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/e2b_test.mjs"}, 900,
+               {{"CALLISTO_E2E_EGRESS_PORT", std::to_string(port)}});
     CHECK(server.stop() == 0);
 }
 
@@ -697,21 +716,6 @@ TEST_CASE(
     }
     std::filesystem::remove_all(dir);
 }
-
-namespace {
-// A port free on 127.0.0.2 now: the egress suite's destination listens there.
-int free_port_on_127_0_0_2() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(0x7f000002);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-}  // namespace
 
 TEST_CASE(
     "egress: a loopback destination an exact-address rule allows is reached by urllib, requests, "
