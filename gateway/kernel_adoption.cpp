@@ -3,9 +3,27 @@
 #include <cstdio>
 #include <cstring>
 
+#include "gateway/egress/egress_allowlist.hpp"
+
 namespace callisto::gateway {
 
 namespace fs = std::filesystem;
+
+std::vector<std::string> egress_within_ceiling(const std::vector<std::string>& recorded,
+                                               const std::vector<std::string>& ceiling,
+                                               std::vector<std::string>& dropped) {
+    const auto outer = egress::parse_rules(ceiling);
+    std::vector<std::string> kept;
+    for (const auto& text : recorded) {
+        auto rule = egress::parse_rule(text);
+        if (auto* r = std::get_if<egress::allow_rule>(&rule);
+            r && egress::beyond({*r}, outer).empty())
+            kept.push_back(text);
+        else
+            dropped.push_back(text);
+    }
+    return kept;
+}
 
 kernel_adoption::kernel_adoption(kernels::kernel_record_store& records, logger log)
     : records_(records), log_(std::move(log)) {
@@ -69,13 +87,23 @@ void kernel_adoption::spare_in(launcher::leftover_scope& scope) const {
     }
 }
 
-void kernel_adoption::adopt_into(kernels::kernel_manager& kernels,
-                                 launcher::sandbox_uid_pool* uids) {
+void kernel_adoption::adopt_into(kernels::kernel_manager& kernels, launcher::sandbox_uid_pool* uids,
+                                 const std::vector<std::string>& egress_ceiling) {
     // Held now, before any other kernel starts and could take one of them.
     if (uids)
         for (const auto& record : found_)
             if (record.uid) uids->reserve(*record.uid);
     for (auto& record : found_) {
+        if (!record.egress_allow.empty()) {
+            std::vector<std::string> dropped;
+            record.egress_allow =
+                egress_within_ceiling(record.egress_allow, egress_ceiling, dropped);
+            std::string names;
+            for (const auto& d : dropped) names += (names.empty() ? "" : ", ") + d;
+            if (!dropped.empty())
+                log_.warn("kernel " + record.id + " of " + record.owner +
+                          " loses the egress rules --egress-allow no longer covers: " + names);
+        }
         const std::string id = record.id;
         const std::string owner = record.owner;
         kernels.adopt(std::move(record),

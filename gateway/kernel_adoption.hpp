@@ -20,6 +20,14 @@
 
 namespace callisto::gateway {
 
+// The rules of an adopted kernel's recorded egress that the server's ceiling as it is now
+// (--egress-allow) still covers; a rule beyond it (the admin narrowed the ceiling across the
+// restart) or unreadable goes to `dropped`. The kernel keeps running with what is left: its
+// proxy refuses the rest with a 403, as for any destination not listed.
+std::vector<std::string> egress_within_ceiling(const std::vector<std::string>& recorded,
+                                               const std::vector<std::string>& ceiling,
+                                               std::vector<std::string>& dropped);
+
 class kernel_adoption {
 public:
     kernel_adoption(kernels::kernel_record_store& records, logger log);
@@ -32,8 +40,10 @@ public:
     // What the reaper must leave alone: the candidates' uids, cgroups, workdirs.
     void spare_in(launcher::leftover_scope& scope) const;
     // Hands every candidate to the kernel manager, their uids reserved in `uids` (null: no
-    // sandbox); the outcome of each is logged.
-    void adopt_into(kernels::kernel_manager& kernels, launcher::sandbox_uid_pool* uids);
+    // sandbox), each one's egress narrowed to `egress_ceiling` (egress_within_ceiling); the
+    // outcome of each is logged.
+    void adopt_into(kernels::kernel_manager& kernels, launcher::sandbox_uid_pool* uids,
+                    const std::vector<std::string>& egress_ceiling);
 
 private:
     // Kills a candidate that will not be adopted (when it is still the recorded process) and

@@ -451,7 +451,10 @@ server::server(server_config config, logger log)
     report_web_root();
     // After the runtime root exists: the zygotes' scratch directories go there.
     if (zygotes_) zygotes_->start(catalog_.all());
-    if (adoption) adoption->adopt_into(kernels_, sandbox_uids_.get());
+    // Egress only with the sandbox: without it the ceiling is empty for adopted kernels too.
+    if (adoption)
+        adoption->adopt_into(kernels_, sandbox_uids_.get(),
+                             egress_ ? config_.egress_allow : std::vector<std::string>{});
     // After the adopted kernels are registered (they may still be connecting).
     if (context_records_) contexts_.restore(*context_records_);
 }

@@ -24,6 +24,7 @@
 #include "gateway/http/beast.hpp"
 #include "gateway/http/content_headers.hpp"
 #include "gateway/http/json_response.hpp"
+#include "gateway/interpreter/context_request.hpp"
 #include "kernelproto/iso_time.hpp"
 #include "launcher/sandbox/sandbox_command.hpp"
 #include "launcher/sandbox/sandbox_layout.hpp"
@@ -74,7 +75,10 @@ json info_of(const sandbox_record& box) {
             {"cpuCount", 1},
             {"memoryMB", 0},
             {"diskSizeMB", 0},
-            {"metadata", metadata}};
+            {"metadata", metadata},
+            // Callisto denies every destination not listed (E2B's denyOut of all traffic).
+            {"allowInternetAccess", false},
+            {"network", {{"allowOut", box.network_allow}, {"denyOut", {"0.0.0.0/0"}}}}};
 }
 
 json context_json(const sandbox_context& c) {
@@ -265,6 +269,12 @@ void e2b_api::create_sandbox(incoming_request in) {
                                         "for the default one"));
     interpreter::context_request cr;
     cr.kernel = kernel;
+    cr.network_allow = request->network_allow;
+    // The same ceilings and the same 403 as POST /v1/contexts {"network"}, in E2B's shape.
+    if (!cr.network_allow.empty())
+        if (auto why = interpreter::network_refusal(
+                cr.network_allow, contexts_.settings().egress_allow, who.egress_allow))
+            return in.respond(e2b_error(http::status::forbidden, *why));
     const auto timeout = request->timeout.value_or(settings_.default_timeout);
     contexts_.create(
         cr, who,
@@ -276,6 +286,7 @@ void e2b_api::create_sandbox(incoming_request in) {
                                                             : request.template_id,
                                 kernel, who, std::move(request.metadata), timeout);
             box.env = std::move(request.env);
+            box.network_allow = std::move(request.network_allow);
             box.default_context = r.context->id();
             box.contexts.push_back({r.context->id(), "python", home});
             log_.info("sandbox " + box.id + " (" + kernel + ") for " + who.name + " on context " +
@@ -757,6 +768,13 @@ void e2b_api::create_context(incoming_request in) {
     if (!request) return in.respond(e2b_error(http::status::bad_request, error));
     interpreter::context_request cr;
     cr.language = request->language.value_or(languages::execution_language::python);
+    // The sandbox's network, for each of its contexts: checked on create, within the
+    // ceilings then; a users file reloaded since may have narrowed the owner's.
+    cr.network_allow = box->network_allow;
+    if (!cr.network_allow.empty())
+        if (auto why = interpreter::network_refusal(
+                cr.network_allow, contexts_.settings().egress_allow, box->owner.egress_allow))
+            return in.respond(e2b_error(http::status::forbidden, *why));
     if (auto why = contexts_.choose_kernel(cr))
         return in.respond(e2b_error(http::status::bad_request, *why));
     const std::string language(languages::to_string(*cr.language));

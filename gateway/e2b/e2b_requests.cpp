@@ -1,5 +1,6 @@
 #include "gateway/e2b/e2b_requests.hpp"
 
+#include "gateway/egress/egress_allowlist.hpp"
 #include "gateway/interpreter/execution_request.hpp"
 #include "gateway/interpreter/json_body.hpp"
 
@@ -53,6 +54,98 @@ std::optional<interpreter::env_vars> env_of(const json& doc, const char* name,
     return env;
 }
 
+// E2B's "all traffic" (the SDK's ALL_TRAFFIC, and its IPv6 twin).
+bool is_all_traffic(const json& entry) {
+    return entry.is_string() && (entry == "0.0.0.0/0" || entry == "::/0");
+}
+
+// One allowOut entry as a Callisto rule: a name, `*.domain`, an exact address (bare or as a
+// /32 or /128 CIDR block), each with an optional :PORT (Callisto's; without one, 80 and 443).
+// "" or what is wrong with it.
+std::string allow_out_rule(const json& entry, std::vector<std::string>& out) {
+    if (!entry.is_string()) return "'network.allowOut' must be an array of strings";
+    std::string text = entry.get<std::string>();
+    if (is_all_traffic(entry))
+        return "'network.allowOut' cannot hold " + text +
+               ": Callisto opens named destinations only, never all traffic";
+    if (const auto slash = text.find('/'); slash != std::string::npos) {
+        // A CIDR block: only one address wide, which is that exact address.
+        const std::string address = text.substr(0, slash), bits = text.substr(slash + 1);
+        const bool v6 = address.find(':') != std::string::npos;
+        if (bits != (v6 ? "128" : "32"))
+            return "'network.allowOut': `" + text +
+                   "`: Callisto allows names and exact addresses, not address ranges (a /32 or "
+                   "/128 block is one address)";
+        text = v6 ? "[" + address + "]" : address;
+    }
+    auto rule = egress::parse_rule(text);
+    if (auto* error = std::get_if<std::string>(&rule))
+        return "'network.allowOut': `" + entry.get<std::string>() + "`: " + *error;
+    out.push_back(std::get<egress::allow_rule>(rule).text);
+    return {};
+}
+
+// The create body's allow_internet_access and network ({allowOut, denyOut, rules,
+// egressProxy, allowPublicTraffic, maskRequestHost, httpsPorts}, as e2b 2.x sends them) onto
+// the context's network allowance. Callisto denies every destination not listed: that is
+// E2B's denyOut of all traffic, always. What that cannot express is refused, naming it.
+std::string read_network(const json& doc, std::vector<std::string>& allow) {
+    constexpr std::size_t max_rules = 64;
+    // allow_internet_access: false is what Callisto does anyway; true (the Python SDK's
+    // default, sent with every create) asks for nothing in particular, and gets no more than
+    // network.allowOut lists.
+    if (const json* a = member(doc, "allow_internet_access"); a && !a->is_boolean())
+        return "'allow_internet_access' must be a boolean";
+    const json* network = member(doc, "network");
+    if (!network) return {};
+    if (!network->is_object()) return "'network' must be an object";
+    for (const auto& [name, value] : network->items()) {
+        if (value.is_null()) continue;
+        if (name == "allowOut" || name == "denyOut") {
+            if (!value.is_array()) return "'network." + name + "' must be an array of strings";
+        } else if (name == "rules") {
+            if (!value.is_object()) return "'network.rules' must be an object";
+            if (!value.empty())
+                return "'network.rules' (request transforms) cannot be honoured: Callisto's "
+                       "egress proxy relays requests unchanged";
+        } else if (name == "egressProxy") {
+            return "'network.egressProxy' cannot be honoured: Callisto's own egress proxy "
+                   "carries every connection";
+        } else if (name == "allowPublicTraffic") {
+            if (!value.is_boolean()) return "'network.allowPublicTraffic' must be a boolean";
+            if (value.get<bool>())
+                return "'network.allowPublicTraffic': true cannot be honoured: a sandbox here is "
+                       "reached only with its access token";
+        } else if (name == "maskRequestHost") {
+            return "'network.maskRequestHost' cannot be honoured: a sandbox here serves no "
+                   "ports of its own";
+        } else if (name == "httpsPorts") {
+            if (!value.is_array()) return "'network.httpsPorts' must be an array of ports";
+            if (!value.empty())
+                return "'network.httpsPorts' cannot be honoured: a sandbox here serves no ports "
+                       "of its own";
+        } else {
+            return "'network' has an unknown member '" + name + "'";
+        }
+    }
+    if (const json* deny = member(*network, "denyOut"))
+        for (const auto& entry : *deny) {
+            if (!entry.is_string()) return "'network.denyOut' must be an array of strings";
+            if (!is_all_traffic(entry))
+                return "'network.denyOut': `" + entry.get<std::string>() +
+                       "` cannot be honoured: Callisto denies every destination not in "
+                       "allowOut, and cannot deny some while allowing the rest (denyOut may "
+                       "only be 0.0.0.0/0 or ::/0)";
+        }
+    const json* allow_out = member(*network, "allowOut");
+    if (!allow_out) return {};
+    if (allow_out->size() > max_rules)
+        return "'network.allowOut' may hold at most " + std::to_string(max_rules) + " entries";
+    for (const auto& entry : *allow_out)
+        if (auto why = allow_out_rule(entry, allow); !why.empty()) return why;
+    return {};
+}
+
 }  // namespace
 
 std::optional<languages::execution_language> parse_e2b_language(std::string_view name) {
@@ -99,6 +192,10 @@ std::optional<create_sandbox_request> parse_create_sandbox(std::string_view body
         auto s = seconds_of(*t, limits, error);
         if (!s) return std::nullopt;
         r.timeout = *s;
+    }
+    if (auto why = read_network(*doc, r.network_allow); !why.empty()) {
+        error = std::move(why);
+        return std::nullopt;
     }
     return r;
 }

@@ -1,15 +1,17 @@
 #pragma once
 // The bodies the E2B SDKs send, parsed and checked: the control plane's (create, connect,
 // setTimeout) and the code interpreter's (/execute, /contexts). Pure, so every bad form is
-// unit-tested. Members the SDK sends that Callisto does not act on (network, mcp, autoPause,
+// unit-tested. Members the SDK sends that Callisto does not act on (mcp, autoPause,
 // volumeMounts, …) are accepted and ignored, so an unchanged program still runs; members it
-// acts on are checked for their type.
+// acts on are checked for their type. A sandbox's network is honoured exactly or refused
+// (docs/e2b.md, "Network"): a restriction silently dropped would be worse than a 400.
 
 #include <chrono>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +33,9 @@ struct create_sandbox_request {
     std::map<std::string, std::string> metadata;
     interpreter::env_vars env;
     std::optional<std::chrono::seconds> timeout;
+    // network.allowOut as Callisto's egress rules, in canonical form (what POST /v1/contexts
+    // {"network": {"allow"}} takes); empty: no network, Callisto's default.
+    std::vector<std::string> network_allow;
 };
 std::optional<create_sandbox_request> parse_create_sandbox(std::string_view body,
                                                            const request_limits& limits,

@@ -38,6 +38,9 @@ struct sandbox_record {
     std::vector<std::pair<std::string, std::string>> env;  // envVars on create, sorted
     std::string default_context;            // the interpreter context code runs in by default
     std::vector<sandbox_context> contexts;  // every context of the sandbox, the default first
+    // What each of its contexts' kernels may reach (network.allowOut, canonical rules): the
+    // one made on create and every one made on the data plane after.
+    std::vector<std::string> network_allow;
 };
 
 class sandbox_registry {

@@ -1,7 +1,9 @@
 #include "gateway/egress/egress_proxy.hpp"
 
 #include <array>
+#include <cstdio>
 #include <limits>
+#include <span>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -47,6 +49,9 @@ asio::ip::address to_asio(const ip_address& a) {
 }
 
 auto awaitable_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+// A piece of request body read and sent on at a time.
+constexpr std::size_t body_piece = 16 * 1024;
 
 }  // namespace
 
@@ -174,10 +179,13 @@ asio::awaitable<void> egress_proxy::handle(std::shared_ptr<connection> c) {
         co_return finish(*c);
     }
 
-    beast::flat_buffer buffer;
-    http::request_parser<http::string_body> parser;
+    // The read buffer holds a head and at most a piece of body beyond it: what the parser
+    // has not handed on yet, never the body whole.
+    beast::flat_buffer buffer(settings_.max_header + body_piece);
+    request_parser parser;
     parser.header_limit(static_cast<std::uint32_t>(settings_.max_header));
-    parser.body_limit(settings_.max_body);
+    // The body is streamed: its length is no limit.
+    parser.body_limit((std::numeric_limits<std::uint64_t>::max)());
     error_code ec;
     co_await http::async_read_header(c->client, buffer, parser, awaitable_ec(ec));
     if (ec) {
@@ -216,17 +224,7 @@ asio::awaitable<void> egress_proxy::handle(std::shared_ptr<connection> c) {
         if (!ec) co_await tunnel(c);
         co_return finish(*c);
     }
-    co_await http::async_read(c->client, buffer, parser, awaitable_ec(ec));
-    if (ec) {
-        c->record.reason = "reading the request body: " + ec.message();
-        if (ec == http::error::body_limit)
-            co_await answer(c, 413, "Payload Too Large",
-                            "egress proxy: a request body is limited to " +
-                                std::to_string(settings_.max_body) + " bytes\n");
-        co_return finish(*c);
-    }
-    auto body = std::move(parser.get().body());
-    co_await forward(c, forward_head(parser.get().base(), target, body.size()), std::move(body));
+    co_await forward(c, parser, buffer, target);
     co_return finish(*c);
 }
 
@@ -312,14 +310,146 @@ asio::awaitable<void> egress_proxy::tunnel(std::shared_ptr<connection> c) {
     }
 }
 
-asio::awaitable<void> egress_proxy::forward(std::shared_ptr<connection> c, std::string head,
-                                            std::string body) {
+asio::awaitable<bool> egress_proxy::send_up(std::shared_ptr<connection> c,
+                                            std::vector<asio::const_buffer> pieces) {
+    const auto n = asio::buffer_size(pieces);
+    c->last_activity = clock_type::now();
     error_code ec;
-    const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(body)};
-    co_await asio::async_write(c->upstream, request, awaitable_ec(ec));
-    if (ec) co_return;
-    c->record.bytes_up += head.size() + body.size();
-    beast::flat_buffer buffer;
+    if (const auto wait = rate_.reserve(n, clock_type::now());
+        wait > clock_type::duration::zero()) {
+        asio::steady_timer pause(c->client.get_executor(), wait);
+        co_await pause.async_wait(awaitable_ec(ec));
+        if (c->done) co_return false;
+    }
+    co_await asio::async_write(c->upstream, pieces, awaitable_ec(ec));
+    if (ec) co_return false;
+    c->record.bytes_up += n;
+    c->last_activity = clock_type::now();
+    co_return true;
+}
+
+asio::awaitable<void> egress_proxy::body_failed(std::shared_ptr<connection> c, error_code ec,
+                                                std::uint64_t body_bytes) {
+    // The destination must never take a part for the whole: its connection goes now, before
+    // a chunked body's last chunk or a length's last byte.
+    error_code ignored;
+    c->upstream.close(ignored);
+    c->record.rule = rule_bad_request;
+    const bool went_away = ec == http::error::partial_message || ec == http::error::end_of_stream ||
+                           ec == asio::error::eof || ec == asio::error::connection_reset ||
+                           ec == asio::error::operation_aborted || c->done;
+    if (went_away) {
+        c->record.reason = "the client's request body ended early, after " +
+                           std::to_string(body_bytes) + " bytes (" + ec.message() + ")";
+        co_return;
+    }
+    c->record.reason =
+        "a malformed request body, after " + std::to_string(body_bytes) + " bytes: " + ec.message();
+    co_await answer(c, 400, "Bad Request", "egress proxy: " + c->record.reason + "\n");
+}
+
+namespace {
+
+// The next piece of the request's body, read into `into`: 0 once the body is complete (or
+// on an error, in `ec`). A read that brings only framing (a chunk's size line) reads again.
+asio::awaitable<std::size_t> read_body_piece(tcp::socket& s, beast::flat_buffer& buffer,
+                                             egress_proxy::request_parser& parser,
+                                             std::span<char> into, error_code& ec) {
+    while (!parser.is_done()) {
+        parser.get().body().data = into.data();
+        parser.get().body().size = into.size();
+        co_await http::async_read_some(s, buffer, parser, awaitable_ec(ec));
+        if (ec == http::error::need_buffer) ec = {};
+        if (ec) co_return 0;
+        if (const auto n = into.size() - parser.get().body().size; n > 0) co_return n;
+    }
+    co_return 0;
+}
+
+// The buffers of one write, made outside any co_await expression (GCC 11 cannot put a braced
+// list's array in a coroutine's frame).
+template <class... Texts>
+std::vector<asio::const_buffer> pieces_of(const Texts&... texts) {
+    return {asio::buffer(std::string_view(texts))...};
+}
+
+std::string chunk_size_line(std::size_t n) {
+    char line[32];
+    const int len = std::snprintf(line, sizeof line, "%zx\r\n", n);
+    return std::string(line, static_cast<std::size_t>(len));
+}
+
+}  // namespace
+
+asio::awaitable<bool> egress_proxy::send_request(std::shared_ptr<connection> c,
+                                                 request_parser& parser, beast::flat_buffer& buffer,
+                                                 const proxy_target& target) {
+    const auto& header = parser.get().base();
+    std::array<char, body_piece> piece;
+    std::uint64_t body_bytes = 0;
+    error_code ec;
+    if (!parser.chunked()) {
+        // A length (or no body): the head says it, and the bytes follow as they come. Bytes
+        // past the length are never read, so never sent on.
+        const auto head = forward_head(header, target, parser.content_length().value_or(0));
+        if (!co_await send_up(c, pieces_of(head))) co_return false;
+        while (!parser.is_done()) {
+            const auto n = co_await read_body_piece(c->client, buffer, parser, piece, ec);
+            body_bytes += n;
+            if (ec) {
+                co_await body_failed(c, ec, body_bytes);
+                co_return false;
+            }
+            if (n > 0 && !co_await send_up(c, pieces_of(std::string_view(piece.data(), n))))
+                co_return false;
+        }
+        co_return true;
+    }
+    // Chunked: held up to chunked_hold, sent on with its length if it ends there (nothing was
+    // sent yet if it turns out malformed); past it, sent on chunked as it comes.
+    std::string held;
+    held.reserve(settings_.chunked_hold + piece.size());
+    while (!parser.is_done() && held.size() <= settings_.chunked_hold) {
+        const auto n = co_await read_body_piece(c->client, buffer, parser, piece, ec);
+        body_bytes += n;
+        if (ec) {
+            co_await body_failed(c, ec, body_bytes);
+            co_return false;
+        }
+        held.append(piece.data(), n);
+    }
+    if (parser.is_done()) {
+        const auto head = forward_head(header, target, held.size());
+        co_return co_await send_up(c, pieces_of(head, held));
+    }
+    const auto head = forward_head(header, target, std::nullopt);
+    auto size_line = chunk_size_line(held.size());
+    static constexpr std::string_view crlf = "\r\n";
+    if (!co_await send_up(c, pieces_of(head, size_line, held, crlf))) co_return false;
+    held = std::string();  // its memory too: what follows goes a piece at a time
+    while (!parser.is_done()) {
+        const auto n = co_await read_body_piece(c->client, buffer, parser, piece, ec);
+        body_bytes += n;
+        if (ec) {
+            co_await body_failed(c, ec, body_bytes);
+            co_return false;
+        }
+        if (n == 0) continue;
+        size_line = chunk_size_line(n);
+        if (!co_await send_up(c, pieces_of(size_line, std::string_view(piece.data(), n), crlf)))
+            co_return false;
+    }
+    // The last chunk; the client's trailer fields, if any, are not sent on.
+    static constexpr std::string_view last = "0\r\n\r\n";
+    co_return co_await send_up(c, pieces_of(last));
+}
+
+asio::awaitable<void> egress_proxy::forward(std::shared_ptr<connection> c, request_parser& request,
+                                            beast::flat_buffer& buffered,
+                                            const proxy_target& target) {
+    if (!co_await send_request(c, request, buffered, target)) co_return;
+    error_code ec;
+    beast::flat_buffer buffer(settings_.max_header + body_piece);
     http::response_parser<http::empty_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(settings_.max_header));
     // The body is streamed by pump, never held: its length is no limit (Beast refuses a

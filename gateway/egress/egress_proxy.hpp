@@ -7,8 +7,10 @@
 //
 // Threads: each connection runs as a coroutine on its own strand of the executor it is given
 // (docs/architecture.md, "Threads and strands"); what connections share (the count, the rate)
-// is atomic or locked. The proxy holds no memory per connection beyond two 16 KiB buffers,
-// a request head (`max_header`) and a plain-HTTP request body (`max_body`).
+// is atomic or locked. A plain-HTTP request's body is streamed to the destination as it
+// comes, whatever its length, never held whole: the proxy holds per connection at most two
+// 16 KiB relay buffers, a head (`max_header`) and its read buffer, a 16 KiB piece of body and
+// the first `chunked_hold` bytes of a chunked body (docs/security.md states the bound).
 
 #include <atomic>
 #include <chrono>
@@ -24,6 +26,9 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
 
 #include "common/logger.hpp"
 #include "gateway/egress/egress_allowlist.hpp"
@@ -35,7 +40,10 @@ struct proxy_settings {
     std::size_t max_connections = 32;    // open at once through this proxy
     std::size_t bytes_per_second = 0;    // both directions, all connections; 0: no cap
     std::size_t max_header = 16 * 1024;  // a request's or response's head
-    std::size_t max_body = 1024 * 1024;  // a plain-HTTP request's body, held whole
+    // A chunked request body that ends within this many bytes is sent on with its length, as
+    // a server that takes no chunked requests (Python's http.server) needs; a longer one is
+    // sent on chunked, in the proxy's own framing, as it comes.
+    std::size_t chunked_hold = 64 * 1024;
     std::chrono::milliseconds connect_timeout{10'000};
     std::chrono::milliseconds idle_timeout{120'000};  // nothing either way: the connection ends
 };
@@ -65,12 +73,16 @@ struct connection_record {
     std::chrono::steady_clock::duration duration{};
 };
 
+struct proxy_target;  // proxy_request.hpp
+
 // Rules the proxy itself applies, named in its records like the allowlist's.
 inline constexpr std::string_view rule_connection_limit = "connection limit";
 inline constexpr std::string_view rule_bad_request = "bad request";
 
 class egress_proxy : public std::enable_shared_from_this<egress_proxy> {
 public:
+    // A plain-HTTP request, its body read a piece at a time into a buffer of the proxy's.
+    using request_parser = boost::beast::http::request_parser<boost::beast::http::buffer_body>;
     using record_fn = std::function<void(const connection_record&)>;
     // Resolves a name to its addresses: the system's resolver, run by the gateway (the kernel
     // has no DNS), unless a test gives another.
@@ -103,8 +115,22 @@ private:
     boost::asio::awaitable<bool> open_destination(std::shared_ptr<connection> c,
                                                   std::string_view host_text, std::uint16_t port);
     boost::asio::awaitable<void> tunnel(std::shared_ptr<connection> c);
-    boost::asio::awaitable<void> forward(std::shared_ptr<connection> c, std::string head,
-                                         std::string body);
+    boost::asio::awaitable<void> forward(std::shared_ptr<connection> c, request_parser& request,
+                                         boost::beast::flat_buffer& buffer,
+                                         const proxy_target& target);
+    // The request's head, then its body as it comes; false when the request could not be
+    // sent whole (the destination never sees a complete one: its connection is closed).
+    boost::asio::awaitable<bool> send_request(std::shared_ptr<connection> c, request_parser& parser,
+                                              boost::beast::flat_buffer& buffer,
+                                              const proxy_target& target);
+    // Writes to the destination under the rate cap, counted as bytes up.
+    boost::asio::awaitable<bool> send_up(std::shared_ptr<connection> c,
+                                         std::vector<boost::asio::const_buffer> pieces);
+    // A body that could not be read whole: a 400 for a malformed one, nothing for a client
+    // that went away; recorded either way.
+    boost::asio::awaitable<void> body_failed(std::shared_ptr<connection> c,
+                                             boost::system::error_code ec,
+                                             std::uint64_t body_bytes);
     boost::asio::awaitable<void> pump(std::shared_ptr<connection> c, bool upward);
     boost::asio::awaitable<void> watch_idle(std::shared_ptr<connection> c);
     boost::asio::awaitable<void> answer(std::shared_ptr<connection> c, unsigned status,

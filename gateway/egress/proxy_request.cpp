@@ -130,13 +130,17 @@ std::variant<proxy_target, bad_request> check_request(const http::request_header
 }
 
 std::string forward_head(const http::request_header<>& header, const proxy_target& target,
-                         std::size_t body_size) {
+                         std::optional<std::uint64_t> body_length) {
     std::string out(header.method_string());
     out += " " + target.target + " HTTP/1.1\r\n";
     out += fields_text(header, false);
-    const bool has_body = body_size > 0 || header.count(http::field::content_length) ||
+    const bool has_body = !body_length || *body_length > 0 ||
+                          header.count(http::field::content_length) ||
                           header.count(http::field::transfer_encoding);
-    if (has_body) out += "Content-Length: " + std::to_string(body_size) + "\r\n";
+    if (!body_length)
+        out += "Transfer-Encoding: chunked\r\n";
+    else if (has_body)
+        out += "Content-Length: " + std::to_string(*body_length) + "\r\n";
     out += "Connection: close\r\n\r\n";
     return out;
 }

@@ -6,6 +6,7 @@
 // No socket: tests/egress/proxy_request_tests.cpp.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -32,12 +33,13 @@ struct bad_request {
 
 std::variant<proxy_target, bad_request> check_request(const http::request_header<>& header);
 
-// The head sent to the destination for a plain-HTTP request whose body (already read and
-// de-chunked) is `body_size` bytes: origin-form target, the client's fields without the
-// hop-by-hop ones (RFC 9110 7.6.1, and those Connection names), a Content-Length when the
-// request had a body or a length, and `Connection: close`.
+// The head sent to the destination for a plain-HTTP request whose body is `body_length`
+// bytes (nullopt: of a length not known yet, sent on chunked in the proxy's own framing):
+// origin-form target, the client's fields without the hop-by-hop ones (RFC 9110 7.6.1, and
+// those Connection names), a Content-Length when the request had a body or a length (or
+// Transfer-Encoding: chunked), and `Connection: close`.
 std::string forward_head(const http::request_header<>& header, const proxy_target& target,
-                         std::size_t body_size);
+                         std::optional<std::uint64_t> body_length);
 
 // The destination's response head as the client gets it: hop-by-hop fields dropped but
 // Transfer-Encoding kept (the body is relayed as it comes), and `Connection: close`, so the

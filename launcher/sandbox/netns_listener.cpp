@@ -36,6 +36,15 @@ std::variant<unique_fd, std::error_code> listen_in_namespace(int namespace_fd, s
             error = errno;
             return;
         }
+        // The port again after a gateway restart: the connections the earlier gateway's
+        // listener accepted linger (TIME_WAIT) in the kernel's namespace, and hold it without
+        // this. A listener there still cannot be doubled: Linux refuses the bind while any
+        // socket listens on the port, and nothing unprivileged binds below 1024.
+        const int on = 1;
+        if (::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0) {
+            error = errno;
+            return;
+        }
         sockaddr_in address{};
         address.sin_family = AF_INET;
         address.sin_port = htons(port);

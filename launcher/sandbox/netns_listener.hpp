@@ -16,7 +16,8 @@ namespace callisto::launcher {
 // Listens on 127.0.0.1:`port` (0: any free port) in the network namespace `namespace_fd`
 // refers to: an open `/proc/PID/ns/net` or a pidfd. A thread of its own enters the namespace
 // (setns changes the calling thread's only; the socket stays in the namespace it was made in)
-// and ends, so no other thread ever runs there. The descriptor is non-blocking, close-on-exec.
+// and ends, so no other thread ever runs there. The descriptor is non-blocking, close-on-exec,
+// and SO_REUSEADDR: an earlier listener's closed connections on the port do not hold it.
 // Needs CAP_SYS_ADMIN over the namespace's owner (the gateway is root).
 std::variant<unique_fd, std::error_code> listen_in_namespace(int namespace_fd, std::uint16_t port,
                                                              int backlog = 16);

@@ -278,11 +278,30 @@ TEST_CASE(
     CHECK(server.stop() == 0);
 }
 
+namespace {
+// A port free on 127.0.0.2 now: the egress suite's destination listens there.
+int free_port_on_127_0_0_2() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(0x7f000002);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+}  // namespace
+
 TEST_CASE(
     "E2B's SDKs drive callisto unchanged: sandboxes, runCode streamed, contexts, files, commands, "
-    "timeouts") {
-    server_process server;
-    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/e2b_test.mjs"});
+    "timeouts; network on create") {
+    // Two free ports in a row on 127.0.0.2: the first allowed, the second served and refused.
+    int port = free_port_on_127_0_0_2();
+    while (port >= 65535) port = free_port_on_127_0_0_2();
+    server_process server({"--egress-allow=127.0.0.2:" + std::to_string(port)});
+    run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/e2b_test.mjs"}, 900,
+               {{"CALLISTO_E2E_EGRESS_PORT", std::to_string(port)}});
     CHECK(server.stop() == 0);
 }
 
@@ -698,21 +717,6 @@ TEST_CASE(
     std::filesystem::remove_all(dir);
 }
 
-namespace {
-// A port free on 127.0.0.2 now: the egress suite's destination listens there.
-int free_port_on_127_0_0_2() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(0x7f000002);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-}  // namespace
-
 TEST_CASE(
     "egress: a loopback destination an exact-address rule allows is reached by urllib, requests, "
     "curl, pip and R; every other destination and spelling is refused with its rule; a context "
@@ -735,6 +739,42 @@ TEST_CASE(
         CHECK(server.stop() == 0);
     }
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "egress after a gateway restart: an adopted networked kernel gets a new listener and its own "
+    "proxy with the same rules; its next fetch is allowed and audited, the rest still refused") {
+    const std::string root = "/tmp/cle2e-egress-adopt-" + std::to_string(::getpid());
+    const std::string dir = root + "-files";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto port = std::to_string(free_port_on_127_0_0_2());
+    auto other = std::to_string(free_port_on_127_0_0_2());
+    while (other == port) other = std::to_string(free_port_on_127_0_0_2());
+    const std::vector<std::string> args = {
+        "--workdir-root=" + root,           "--sandbox-uids=61200-61299",        "--pool-size=0",
+        "--egress-allow=127.0.0.2:" + port, "--audit-log=" + dir + "/audit.log", "--shed-load=off"};
+    const std::map<std::string, std::string> env = {{"CALLISTO_E2E_EGRESS_PORT", port},
+                                                    {"CALLISTO_E2E_EGRESS_OTHER_PORT", other},
+                                                    {"CALLISTO_E2E_AUDIT_LOG", dir + "/audit.log"},
+                                                    {"CALLISTO_E2E_STATE", dir + "/state.json"}};
+    const std::string script = source_dir + "/tests/e2e/python/test_egress_restart.py";
+    {
+        server_process first(args);
+        run_client(first, {python, script, "-k", "before_restart"}, 300, env);
+        first.crash();
+    }
+    {
+        server_process second(args);
+        run_client(second, {python, script, "-k", "after_restart"}, 300, env);
+        INFO("server log:\n" << second.log());
+        CHECK(second.log().find(" adopted: it kept running through the gateway restart") !=
+              std::string::npos);
+        CHECK(second.stop() == 0);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    std::filesystem::remove_all(root, ec);
 }
 
 TEST_CASE(

@@ -14,17 +14,25 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>  // a head printed
 
 #include "launcher/sandbox/netns_listener.hpp"
 
@@ -40,7 +48,9 @@ const auto loopback = asio::ip::make_address("127.0.0.1");
 // A destination on 127.0.0.1: echoes, or answers one HTTP request and keeps what it was sent.
 class loopback_server {
 public:
-    enum class mode { echo, http, large };              // large: an answer of large_body bytes
+    // large: an answer of large_body bytes; consume: reads the request whole as a server
+    // would (its length or its chunks), and says what it got.
+    enum class mode { echo, http, large, consume };
     static constexpr std::size_t large_body = 9 << 20;  // past Beast's default body limit
     explicit loopback_server(mode m, tcp::endpoint at = {loopback, 0})
         : mode_(m), acceptor_(ioc_, at) {
@@ -60,6 +70,12 @@ public:
     std::string received() {
         std::lock_guard lock(mutex_);
         return received_;
+    }
+    // consume: every head and every outcome so far, of every connection, in order (the
+    // connections' threads may store out of order; this loses nothing).
+    std::string seen() {
+        std::lock_guard lock(mutex_);
+        return seen_;
     }
 
 private:
@@ -84,6 +100,7 @@ private:
                 if (ec) return;
             }
         }
+        if (mode_ == mode::consume) return consume(std::move(s));
         std::string in;
         while (in.find("\r\n\r\n") == std::string::npos) {
             const auto n = s.read_some(asio::buffer(chunk), ec);
@@ -111,9 +128,63 @@ private:
             store(in);
         }
     }
+    // Stores the request's head, then "body N complete" or "body N error: ...", then
+    // whatever else arrived after a complete body; answers "got N" only for a complete one.
+    void consume(tcp::socket s) {
+        namespace http = boost::beast::http;
+        boost::beast::flat_buffer buffer;
+        http::request_parser<http::buffer_body> parser;
+        parser.body_limit((std::numeric_limits<std::uint64_t>::max)());
+        error_code ec;
+        http::read_header(s, buffer, parser, ec);
+        if (ec) return store("no request: " + ec.message());
+        std::ostringstream head;
+        head << parser.get().base();
+        store(head.str());  // a test may wait for the head to have arrived
+        note(head.str());
+        std::vector<char> piece(64 * 1024);
+        std::uint64_t n = 0;
+        bool all_x = true;
+        while (!parser.is_done()) {
+            parser.get().body().data = piece.data();
+            parser.get().body().size = piece.size();
+            http::read(s, buffer, parser, ec);
+            if (ec == http::error::need_buffer) ec = {};
+            // What arrived before an error counts too: a part, then the end.
+            const auto got = piece.size() - parser.get().body().size;
+            all_x = all_x && std::all_of(piece.begin(), piece.begin() + got,
+                                         [](char c) { return c == 'x'; });
+            n += got;
+            if (ec) break;
+        }
+        std::string out = head.str() + "body " + std::to_string(n) +
+                          (ec ? " error: " + ec.message() : std::string(" complete")) +
+                          (all_x ? "" : " (not all x)");
+        store(out);
+        note(out.substr(head.str().size()) + "\n");
+        if (ec) return;
+        const auto text = "got " + std::to_string(n);
+        const auto answer =
+            "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
+        asio::write(s, asio::buffer(answer), ec);
+        s.shutdown(tcp::socket::shutdown_send, ec);
+        out +=
+            "|after:" + std::string(static_cast<const char*>(buffer.data().data()), buffer.size());
+        char chunk[4096];
+        while (true) {
+            const auto k = s.read_some(asio::buffer(chunk), ec);
+            if (ec) break;
+            out.append(chunk, k);
+        }
+        store(out);
+    }
     void store(const std::string& in) {
         std::lock_guard lock(mutex_);
         received_ = in;
+    }
+    void note(const std::string& text) {
+        std::lock_guard lock(mutex_);
+        seen_ += text;
     }
 
     mode mode_;
@@ -125,6 +196,7 @@ private:
     std::atomic<int> accepted_{0};
     std::mutex mutex_;
     std::string received_;
+    std::string seen_;
 };
 
 // The proxy, its listener on 127.0.0.1 and the records it hands out.
@@ -434,6 +506,145 @@ TEST_CASE("a chunked request body is forwarded with its length") {
     proxy.record();
     CHECK(server.received() == "POST /up HTTP/1.1\r\nHost: " + where +
                                    "\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+}
+
+TEST_CASE("a plain-HTTP request body of 50 MiB is streamed to the destination whole") {
+    // It was held whole, up to 1 MiB: anything longer was a 413.
+    loopback_server server(loopback_server::mode::consume);
+    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    proxy_harness proxy({where});
+    client kernel(proxy.port());
+    constexpr std::size_t size = 50u << 20;
+    kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
+                "\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n");
+    const std::string mib(1u << 20, 'x');
+    for (std::size_t sent = 0; sent < size; sent += mib.size()) kernel.send(mib);
+    CHECK(kernel.head().starts_with("HTTP/1.1 200 OK\r\n"));
+    CHECK(kernel.read_to_end() == "got " + std::to_string(size));
+    const auto r = proxy.record();
+    CHECK(r.status == 200);
+    CHECK(r.bytes_up > size);
+    const auto got = server.received();
+    CHECK(got.find("Content-Length: " + std::to_string(size) + "\r\n") != std::string::npos);
+    CHECK(got.find("body " + std::to_string(size) + " complete") != std::string::npos);
+}
+
+TEST_CASE("a chunked body longer than the hold is sent on chunked, as it comes, whole") {
+    loopback_server server(loopback_server::mode::consume);
+    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    proxy_settings settings;
+    settings.chunked_hold = 1000;
+    proxy_harness proxy({where}, settings);
+    client kernel(proxy.port());
+    kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
+                "\r\nTransfer-Encoding: chunked\r\n\r\n");
+    // 300 chunks of 999 bytes, one with an extension, then a trailer the proxy does not pass.
+    for (int i = 0; i < 300; ++i)
+        kernel.send(std::string(i == 7 ? "3e7;name=value" : "3e7") + "\r\n" +
+                    std::string(999, 'x') + "\r\n");
+    kernel.send("0\r\nX-Trailer: t\r\n\r\n");
+    CHECK(kernel.head().starts_with("HTTP/1.1 200 OK\r\n"));
+    CHECK(kernel.read_to_end() == "got 299700");
+    const auto got = server.received();
+    CHECK(got.find("Transfer-Encoding: chunked\r\n") != std::string::npos);
+    CHECK(got.find("Content-Length") == std::string::npos);
+    CHECK(got.find("body 299700 complete") != std::string::npos);
+    CHECK(got.find("X-Trailer") == std::string::npos);
+    CHECK(proxy.record().status == 200);
+}
+
+TEST_CASE("a Content-Length that lies: the destination never gets more, or a part as a whole") {
+    loopback_server server(loopback_server::mode::consume);
+    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    proxy_harness proxy({where});
+    {
+        // More bytes than it says: those past the length are never sent on.
+        client kernel(proxy.port());
+        kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
+                    "\r\nContent-Length: 5\r\n\r\nxxxxxGET /smuggled HTTP/1.1\r\n\r\n");
+        CHECK(kernel.head().starts_with("HTTP/1.1 200 OK\r\n"));
+        CHECK(kernel.read_to_end() == "got 5");
+        proxy.record(1);
+        for (int i = 0; i < 100 && server.received().find("|after:") == std::string::npos; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a guard, not a timing
+        const auto got = server.received();
+        CHECK(got.find("body 5 complete|after:") != std::string::npos);
+        CHECK(got.find("smuggled") == std::string::npos);
+    }
+    {
+        // Fewer, then the client ends its side: the destination's connection is closed
+        // before the length is reached, and the client gets no answer.
+        client kernel(proxy.port());
+        kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
+                    "\r\nContent-Length: 100000\r\n\r\n" + std::string(50000, 'x'));
+        kernel.shutdown_send();
+        CHECK(kernel.read_to_end() == "");
+        const auto r = proxy.record(2);
+        CHECK(r.rule == "bad request");
+        CHECK(r.reason.find("ended early, after 50000 bytes") != std::string::npos);
+        CHECK(r.status == 0);
+    }
+    for (int i = 0; i < 100 && server.seen().find("body 50000 error") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a guard, not a timing
+    CHECK_MESSAGE(server.seen().find("body 50000 error") != std::string::npos, server.seen());
+}
+
+TEST_CASE("a client closing mid-body ends the destination's connection too, and is recorded") {
+    loopback_server server(loopback_server::mode::consume);
+    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    proxy_harness proxy({where});
+    {
+        client kernel(proxy.port());
+        kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
+                    "\r\nContent-Length: 10000000\r\n\r\n" + std::string(200000, 'x'));
+    }  // closed whole, mid-body
+    const auto r = proxy.record();
+    CHECK(r.reason.find("ended early") != std::string::npos);
+    CHECK(r.allowed);
+    for (int i = 0; i < 100 && server.seen().find(" error: ") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a guard, not a timing
+    CHECK(server.seen().find("Content-Length: 10000000") != std::string::npos);
+    CHECK(server.seen().find(" error: ") != std::string::npos);
+}
+
+TEST_CASE("chunked bodies with bad sizes are refused with a 400, and never sent on whole") {
+    loopback_server server(loopback_server::mode::consume);
+    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    proxy_settings settings;
+    settings.chunked_hold = 64;
+    proxy_harness proxy({where}, settings);
+    const std::string head = "POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
+                             "\r\nTransfer-Encoding: chunked\r\n\r\n";
+    std::size_t n = 0;
+    // Within the hold: refused before anything is sent on.
+    for (const std::string body : {"zz\r\nxx\r\n0\r\n\r\n", "-5\r\nxxxxx\r\n0\r\n\r\n",
+                                   "fffffffffffffffffff\r\nxx\r\n0\r\n\r\n",
+                                   "5\r\nxxxxxEXTRA\r\n0\r\n\r\n", "5 x\r\nxxxxx\r\n0\r\n\r\n"}) {
+        CAPTURE(body);
+        client kernel(proxy.port());
+        kernel.send(head + body);
+        const auto answer = kernel.answer();
+        CHECK(answer.starts_with("HTTP/1.1 400 Bad Request\r\n"));
+        CHECK(answer.find("a malformed request body") != std::string::npos);
+        const auto r = proxy.record(++n);
+        CHECK(r.rule == "bad request");
+        CHECK(r.status == 400);
+    }
+    CHECK(server.seen().find("body ") == std::string::npos);  // no request reached a body
+    // Past the hold, the destination has the head and 100 bytes when a bad size comes: its
+    // connection is closed without the last chunk, and the client gets its 400.
+    client kernel(proxy.port());
+    kernel.send(head + "64\r\n" + std::string(100, 'x') + "\r\n");
+    for (int i = 0; i < 200 && server.seen().find("chunked") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a guard, not a timing
+    REQUIRE(server.seen().find("Transfer-Encoding: chunked") != std::string::npos);
+    kernel.send("zz\r\n");
+    const auto answer = kernel.answer();
+    CHECK(answer.starts_with("HTTP/1.1 400 Bad Request\r\n"));
+    CHECK(proxy.record(++n).status == 400);
+    for (int i = 0; i < 100 && server.seen().find("body 100 error") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a guard, not a timing
+    CHECK_MESSAGE(server.seen().find("body 100 error") != std::string::npos, server.seen());
 }
 
 TEST_CASE("a second request pipelined behind the first is never forwarded") {

@@ -159,6 +159,14 @@ TEST_CASE("forward_head sends origin form, drops hop-by-hop fields and asks to c
     empty_post.set(http::field::content_length, "0");
     CHECK(forward_head(empty_post, accepted(empty_post), 0) ==
           "POST / HTTP/1.1\r\nHost: example.org\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    // A chunked body longer than the proxy holds goes on chunked, in the proxy's framing: the
+    // client's Transfer-Encoding is dropped with the hop-by-hop fields, the proxy's own added.
+    CHECK(forward_head(h, t, std::nullopt) ==
+          "POST /upload?x=1 HTTP/1.1\r\n"
+          "Host: example.org\r\n"
+          "X-Kept: yes\r\n"
+          "Transfer-Encoding: chunked\r\n"
+          "Connection: close\r\n\r\n");
 }
 
 TEST_CASE("response_head keeps the body's framing and closes the connection") {

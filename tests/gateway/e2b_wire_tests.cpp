@@ -52,6 +52,85 @@ TEST_CASE("create sandbox refuses every malformed body") {
     CHECK(!parse_create_sandbox(many.dump(), limits, error));
 }
 
+TEST_CASE("create sandbox maps network.allowOut onto egress rules, deny-all being Callisto's own") {
+    std::string error;
+    using strings = std::vector<std::string>;
+    // What the SDK sends for allowOut with denyOut: ({allTraffic}) => [allTraffic].
+    auto r = parse_create_sandbox(
+        R"({"templateID":"base","allow_internet_access":false,"network":{"allowOut":
+            ["PyPI.org.","*.example.org","127.0.0.2:8080","10.1.2.3/32","::1/128","[::1]:81"],
+            "denyOut":["0.0.0.0/0"]}})",
+        limits, error);
+    REQUIRE_MESSAGE(r, error);
+    CHECK(r->network_allow ==
+          strings{"pypi.org", "*.example.org", "127.0.0.2:8080", "10.1.2.3", "[::1]", "[::1]:81"});
+    // allowOut alone: Callisto denies the rest anyway. denyOut of all traffic alone, an empty
+    // allowOut, allow_internet_access (the Python SDK always sends true), empty rules and
+    // httpsPorts, allowPublicTraffic false and nulls: no network, nothing refused.
+    for (const char* body :
+         {R"({"network":{"allowOut":["pypi.org"]}})",
+          R"({"network":{"denyOut":["0.0.0.0/0","::/0"]}})", R"({"network":{"allowOut":[]}})",
+          R"({"allow_internet_access":true})", R"({"allow_internet_access":null})",
+          R"({"network":{"rules":{},"httpsPorts":[],"allowPublicTraffic":false}})",
+          R"({"network":{"allowOut":null,"denyOut":null,"egressProxy":null}})",
+          R"({"network":null})"}) {
+        auto ok = parse_create_sandbox(body, limits, error);
+        CHECK_MESSAGE(ok, body, " ", error);
+    }
+    CHECK(parse_create_sandbox(R"({"network":{"allowOut":["pypi.org"]}})", limits, error)
+              ->network_allow == strings{"pypi.org"});
+    CHECK(parse_create_sandbox(R"({"network":{"denyOut":["0.0.0.0/0"]}})", limits, error)
+              ->network_allow.empty());
+}
+
+TEST_CASE("create sandbox refuses network options it cannot honour exactly, naming them") {
+    const std::vector<std::pair<const char*, const char*>> cases = {
+        {R"({"allow_internet_access":"yes"})", "'allow_internet_access' must be a boolean"},
+        {R"({"network":[]})", "'network' must be an object"},
+        {R"({"network":{"allowOut":"pypi.org"}})", "'network.allowOut' must be an array"},
+        {R"({"network":{"allowOut":[7]}})", "'network.allowOut' must be an array of strings"},
+        {R"({"network":{"allowOut":["0.0.0.0/0"]}})", "never all traffic"},
+        {R"({"network":{"allowOut":["::/0"]}})", "never all traffic"},
+        {R"({"network":{"allowOut":["8.8.8.0/24"]}})", "not address ranges"},
+        {R"({"network":{"allowOut":["10.0.0.1/33"]}})", "not address ranges"},
+        {R"({"network":{"allowOut":["::1/64"]}})", "not address ranges"},
+        {R"({"network":{"allowOut":["*.org"]}})", "`*.org`"},
+        {R"({"network":{"allowOut":["127.1"]}})", "`127.1`"},
+        {R"({"network":{"allowOut":["pypi.org:0"]}})", "`pypi.org:0`"},
+        {R"({"network":{"allowOut":["exa mple.org"]}})", "`exa mple.org`"},
+        {R"({"network":{"allowOut":[""]}})", "'network.allowOut'"},
+        {R"({"network":{"denyOut":"0.0.0.0/0"}})", "'network.denyOut' must be an array"},
+        {R"({"network":{"denyOut":[false]}})", "'network.denyOut' must be an array of strings"},
+        {R"({"network":{"denyOut":["1.1.1.1"]}})", "`1.1.1.1` cannot be honoured"},
+        {R"({"network":{"allowOut":["pypi.org"],"denyOut":["10.0.0.0/8"]}})",
+         "`10.0.0.0/8` cannot be honoured"},
+        {R"({"network":{"rules":{"api.example.com":[{"transform":{"headers":{"A":"b"}}}]}}})",
+         "'network.rules' (request transforms) cannot be honoured"},
+        {R"({"network":{"rules":[]}})", "'network.rules' must be an object"},
+        {R"({"network":{"egressProxy":{"address":"proxy.example.com:1080"}}})",
+         "'network.egressProxy' cannot be honoured"},
+        {R"({"network":{"allowPublicTraffic":true}})",
+         "'network.allowPublicTraffic': true cannot be honoured"},
+        {R"({"network":{"allowPublicTraffic":"no"}})", "must be a boolean"},
+        {R"({"network":{"maskRequestHost":"${PORT}-x.example.org"}})",
+         "'network.maskRequestHost' cannot be honoured"},
+        {R"({"network":{"httpsPorts":[3000]}})", "'network.httpsPorts' cannot be honoured"},
+        {R"({"network":{"httpsPorts":3000}})", "'network.httpsPorts' must be an array"},
+        {R"({"network":{"allow":["pypi.org"]}})", "unknown member 'allow'"},
+    };
+    for (const auto& [body, expected] : cases) {
+        std::string error;
+        CHECK_MESSAGE(!parse_create_sandbox(body, limits, error), body);
+        CHECK_MESSAGE(error.find(expected) != std::string::npos, body, " -> ", error);
+    }
+    json many = {{"network", {{"allowOut", json::array()}}}};
+    for (int i = 0; i < 65; ++i)
+        many["network"]["allowOut"].push_back("h" + std::to_string(i) + ".example.org");
+    std::string error;
+    CHECK(!parse_create_sandbox(many.dump(), limits, error));
+    CHECK(error.find("at most 64") != std::string::npos);
+}
+
 TEST_CASE("setTimeout needs a timeout; connect may leave it out") {
     std::string error;
     CHECK(parse_set_timeout(R"({"timeout":30})", limits, error) == std::chrono::seconds(30));

@@ -52,6 +52,7 @@ RULES = {
     # The E2B-compatible facade: an adapter beside mcp/, on the interpreter's contexts,
     # executions and files, never on the kernels layer directly.
     "gateway/e2b": (("gateway/e2b/", "gateway/interpreter/", "gateway/languages/", "gateway/http/",
+                     "gateway/egress/egress_allowlist.hpp",
                      "gateway/user.hpp") + LOWER, ()),
 }
 # Public headers of transport keep ZeroMQ out (design: zmq.hpp is a private dependency);

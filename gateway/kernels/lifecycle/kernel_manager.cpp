@@ -104,6 +104,8 @@ void kernel_manager::adopt(kernel_record record, std::function<void(create_kerne
                                                    record.session);
     // Now, not once the session's strand runs: its contexts are restored right after this.
     kernel->assign_owner(record.owner);
+    // Before it is shared: egress() is read unlocked (a context's model shows it).
+    if (!record.egress_allow.empty()) kernel->set_egress({record.egress_allow, record.owner});
     {
         std::lock_guard lock(mutex_);
         if (stopping_ || kernels_.contains(record.id))

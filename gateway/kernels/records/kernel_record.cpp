@@ -20,6 +20,7 @@ json kernel_record::to_json() const {
               {"runtime_dir", runtime_dir.string()},
               {"connection", connection.to_json()},
               {"session", session}};
+    if (!egress_allow.empty()) j["egress_allow"] = egress_allow;
     if (uid) {
         j["uid"] = *uid;
         j["cgroup"] = cgroup;
@@ -47,6 +48,15 @@ kernel_record kernel_record::from_json(const json& j) {
     r.runtime_dir = string_field(j, "runtime_dir");
     r.connection = connection_info::from_json(required_field(j, "connection"));
     if (j.contains("session")) r.session = string_field(j, "session");
+    if (j.contains("egress_allow")) {
+        const auto& allow = j["egress_allow"];
+        if (!allow.is_array()) throw std::invalid_argument("'egress_allow' is not an array");
+        for (const auto& rule : allow) {
+            if (!rule.is_string() || rule.get_ref<const std::string&>().empty())
+                throw std::invalid_argument("'egress_allow' holds a rule not a non-empty string");
+            r.egress_allow.push_back(rule.get<std::string>());
+        }
+    }
     if (j.contains("uid")) {
         r.uid = whole_field<uid_t>(j, "uid");
         r.cgroup = string_field(j, "cgroup");

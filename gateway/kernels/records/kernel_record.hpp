@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,11 @@ struct kernel_record {
     // identity: kept, so that the kernel's replies to requests sent before a restart reach the
     // gateway that adopts it. "" in records older than this field (a new one is made).
     std::string session;
+    // What it may reach through the egress proxy (issue 36), its rules in canonical form: the
+    // adopting gateway opens its listener and proxy again with them. Empty: no network (and
+    // absent in records older than this field, whose kernels had none, or no listener after
+    // adoption either way).
+    std::vector<std::string> egress_allow;
     // Sandboxed kernels only.
     std::optional<uid_t> uid;
     std::string cgroup;  // the cgroup's name ("" without cgroups)

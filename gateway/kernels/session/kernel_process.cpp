@@ -150,6 +150,7 @@ std::string kernel_process::adopt(const kernel_record& record) {
             } catch (const std::exception&) {
             }
         }
+        egress_open_.reset();
         boxed.reset();
         if (!sandbox_ && sandboxed && workdir_is_ours)
             launcher::session_workdir leftover(launcher::adopt_existing, record.workdir, true);
@@ -178,6 +179,13 @@ std::string kernel_process::adopt(const kernel_record& record) {
         return give_up(e.what());
     }
     if (auto why = kernel_record_store::still_running(record); !why.empty()) return give_up(why);
+    if (!egress_.empty()) {
+        // Its listener ended with the gateway that opened it, while the kernel kept its proxy
+        // variables: opened again in the same jail, with the same rules and the same identity,
+        // before the kernel is declared ready, so its next connection finds it.
+        if (!boxed || !env_.egress) return give_up("it has network, and egress needs the sandbox");
+        if (auto why = open_egress(record.pid); !why.empty()) return give_up(why);
+    }
     if (!env_.processes.adopt(record.pid, exit_handler(boxed))) return give_up("it has exited");
     pid_ = record.pid;
     forked_ = record.forked;
@@ -200,6 +208,7 @@ kernel_record kernel_process::record() const {
     r.pid = pid_;
     r.start_ticks = launcher::process_start_ticks(pid_).value_or(0);
     r.forked = forked_;
+    r.egress_allow = egress_.allow;
     if (runtime_dir_) {
         r.runtime_dir = runtime_dir_->path();
         r.connection = runtime_dir_->connection();
@@ -242,25 +251,28 @@ void kernel_process::await_sockets(
     if (!egress_.empty()) {
         // The jail exists and the kernel has run none of its user's code: its way out is
         // opened now, before it is declared ready, so the first cell finds it.
-        std::string why;
-        auto ns = launcher::open_jail_network(pid);
-        if (auto* ec = std::get_if<std::error_code>(&ns)) {
-            why = "cannot find the kernel's network namespace: " + ec->message();
-        } else {
-            auto opened = env_.egress->open(id_, egress_, std::get<unique_fd>(ns).get());
-            if (auto* error = std::get_if<std::string>(&opened))
-                why = *error;
-            else
-                egress_open_ = std::move(std::get<std::shared_ptr<void>>(opened));
-        }
-        if (!why.empty()) {
-            why = "kernel egress failed to open: " + why;
+        if (auto why = open_egress(pid); !why.empty()) {
             log_.warn(why);
             tell([&](observer& o) { o.on_socket_check_failed(why); });
             return;
         }
     }
     tell([](observer& o) { o.on_sockets_ready(); });
+}
+
+std::string kernel_process::open_egress(pid_t pid) {
+    // The jail's outermost process is found breadth first from `pid` (a zygote's fork, or
+    // bwrap's one child): nothing the kernel's code starts later comes before it, so an
+    // adopted kernel's listener goes where its first one was.
+    auto ns = launcher::open_jail_network(pid);
+    if (auto* ec = std::get_if<std::error_code>(&ns))
+        return "kernel egress failed to open: cannot find the kernel's network namespace: " +
+               ec->message();
+    auto opened = env_.egress->open(id_, egress_, std::get<unique_fd>(ns).get());
+    if (auto* error = std::get_if<std::string>(&opened))
+        return "kernel egress failed to open: " + *error;
+    egress_open_ = std::move(std::get<std::shared_ptr<void>>(opened));
+    return {};
 }
 
 bool kernel_process::may_auto_restart() {

@@ -65,8 +65,10 @@ public:
     // restarts). "" once it runs; else why it could not start.
     std::string spawn();
     // Takes over the process an earlier gateway started and recorded (--state-dir): its
-    // runtime directory, sandbox and cgroup, and watches its exit. "" once adopted; else why
-    // not, and the process (if it still runs) was killed, its leftovers removed.
+    // runtime directory, sandbox and cgroup, and watches its exit; with egress (set_egress
+    // from the record), a new listener in its jail and a proxy with the same rules. "" once
+    // adopted; else why not, and the process (if it still runs) was killed, its leftovers
+    // removed.
     std::string adopt(const kernel_record& record);
     // What the next gateway needs to adopt the running process (owner left empty).
     kernel_record record() const;
@@ -107,6 +109,9 @@ private:
     launcher::process_supervisor::exit_handler exit_handler(
         std::shared_ptr<launcher::sandboxed_kernel> boxed);
     void arm_ready_timer();
+    // Opens the listener in the jail of `pid` and the kernel's proxy (egress_open_); "" or
+    // why not.
+    std::string open_egress(pid_t pid);
     void await_sockets(pid_t pid,
                        std::optional<std::chrono::steady_clock::time_point> sockets_seen);
     void on_exit(pid_t pid, const launcher::exit_status& status);

@@ -524,6 +524,58 @@ for pid in pids:
   }
 });
 
+// The server runs with --egress-allow=127.0.0.2:$CALLISTO_E2E_EGRESS_PORT (e2e_tests.cpp); this
+// script serves that port and the one after it on loopback. Nothing here leaves loopback.
+const EGRESS_PORT = Number(process.env.CALLISTO_E2E_EGRESS_PORT || 0);
+
+test('network on create: allowOut reaches an allowed loopback server, another port is refused, the ceiling is a 403', async () => {
+  if (!EGRESS_PORT) { console.log('  no CALLISTO_E2E_EGRESS_PORT: skipped'); return; }
+  const http = await import('node:http');
+  const servers = [];
+  for (const port of [EGRESS_PORT, EGRESS_PORT + 1]) {
+    const s = http.createServer((req, res) => res.end(`hello from ${port}`));
+    await new Promise((resolve, reject) => { s.once('error', reject); s.listen(port, '127.0.0.2', resolve); });
+    servers.push(s);
+  }
+  try {
+    const fetch = port => `
+import urllib.request, urllib.error
+try:
+    print(urllib.request.urlopen('http://127.0.0.2:${port}/', timeout=20).read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode(errors='replace').strip()[:300])
+`;
+    // E2B's own form for "only these": allowOut, with all other traffic denied.
+    await withSandbox(async sbx => {
+      const ok = await sbx.runCode(fetch(EGRESS_PORT));
+      check(ok.logs.stdout.join('') === `hello from ${EGRESS_PORT}\n`, 'the allowed server reached', ok.toJSON());
+      const refused = await sbx.runCode(fetch(EGRESS_PORT + 1));
+      const line = refused.logs.stdout.join('');
+      check(line.startsWith('403') && line.includes(`port ${EGRESS_PORT + 1} is not allowed`), 'another port refused with its rule', line);
+      const info = await sbx.getInfo();
+      check(info.allowInternetAccess === false, 'getInfo: no internet beyond the list', info);
+      // A context made on the data plane has the sandbox's network too.
+      const ctx = await sbx.createCodeContext();
+      const other = await sbx.runCode(fetch(EGRESS_PORT), { context: ctx });
+      check(other.logs.stdout.join('') === `hello from ${EGRESS_PORT}\n`, 'a second context reaches it too', other.toJSON());
+    }, { network: { allowOut: [`127.0.0.2:${EGRESS_PORT}`], denyOut: ({ allTraffic }) => [allTraffic] } });
+    // Without network: none, as before.
+    await withSandbox(async sbx => {
+      const r = await sbx.runCode("import os; print(sorted(k for k in os.environ if 'proxy' in k.lower()))");
+      check(r.logs.stdout.join('') === '[]\n', 'no proxy variables without network', r.toJSON());
+    });
+    const refusal = async opts => { try { await Sandbox.create({ timeoutMs: 60000, ...opts }); return null; } catch (e) { return e; } };
+    let e = await refusal({ network: { allowOut: [`127.0.0.2:${EGRESS_PORT + 1}`] } });
+    check(e && /asks for more than this server allows/.test(e.message) && e.message.includes(`127.0.0.2:${EGRESS_PORT + 1}`), 'beyond the ceiling: refused naming the rule', String(e));
+    e = await refusal({ network: { allowOut: ['pypi.org'], egressProxy: { address: 'proxy.example.com:1080' } } });
+    check(e && /egressProxy' cannot be honoured/.test(e.message), 'an option that cannot be honoured: a 400 naming it', String(e));
+    e = await refusal({ network: { allowOut: ['8.8.8.0/24'] } });
+    check(e && /not address ranges/.test(e.message), 'a range in allowOut refused', String(e));
+  } finally {
+    for (const s of servers) s.close();
+  }
+});
+
 test('files.watchDir: events as the sandbox\'s files change, recursive or not, and its refusals', async () => {
   await withSandbox(async sbx => {
     await sbx.files.makeDir('/home/user/w/sub');

@@ -112,6 +112,14 @@ TEST_CASE("a kernel record reads back as it was written") {
     auto unsandboxed = r;
     unsandboxed.uid.reset();
     CHECK_FALSE(kernel_record::from_json(unsandboxed.to_json()).uid.has_value());
+
+    // Without network the field is left out; with it, the rules come back for the listener
+    // the next gateway opens again (issue 36).
+    CHECK_FALSE(r.to_json().contains("egress_allow"));
+    CHECK(back.egress_allow.empty());
+    auto networked = r;
+    networked.egress_allow = {"pypi.org", "127.0.0.2:8080"};
+    CHECK(kernel_record::from_json(networked.to_json()).egress_allow == networked.egress_allow);
 }
 
 TEST_CASE("a kernel record in a bad form is refused, saying what is wrong") {
@@ -139,6 +147,13 @@ TEST_CASE("a kernel record in a bad form is refused, saying what is wrong") {
     CHECK_THROWS_WITH_AS(kernel_record::from_json(with("session", 7)), "'session' is not a string",
                          std::invalid_argument);
     CHECK_THROWS_AS(kernel_record::from_json(nlohmann::json::array()), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(kernel_record::from_json(with("egress_allow", "pypi.org")),
+                         "'egress_allow' is not an array", std::invalid_argument);
+    for (auto bad : {nlohmann::json::array({7}), nlohmann::json::array({""}),
+                     nlohmann::json::array({"pypi.org", nullptr})})
+        CHECK_THROWS_WITH_AS(kernel_record::from_json(with("egress_allow", bad)),
+                             "'egress_allow' holds a rule not a non-empty string",
+                             std::invalid_argument);
 }
 
 TEST_CASE("the record store writes, reads back and removes records; a bad file is dropped") {

@@ -119,6 +119,33 @@ TEST_CASE("listen_in_namespace makes a listener the namespace's processes reach 
     ::close(port_pipe[1]);
 }
 
+TEST_CASE(
+    "listen_in_namespace takes the port again while an earlier listener's connections linger") {
+    // A gateway restart: the earlier listener is gone, the connections it accepted and closed
+    // first are in TIME_WAIT on the port; the next gateway listens there again.
+    unique_fd ns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+    REQUIRE(ns);
+    std::uint16_t port = 0;
+    {
+        auto made = listen_in_namespace(ns.get(), 0);
+        REQUIRE(std::holds_alternative<unique_fd>(made));
+        const auto listener = std::move(std::get<unique_fd>(made));
+        port = port_of(listener.get());
+        unique_fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        const auto to = loopback(port);
+        REQUIRE(::connect(client.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
+        pollfd wait_for{listener.get(), POLLIN, 0};
+        REQUIRE(::poll(&wait_for, 1, 20'000) == 1);  // a guard against a hang
+        unique_fd accepted(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        REQUIRE(accepted);
+        accepted.reset();  // the listener's side closes first, as the proxy does
+        char byte;
+        CHECK(::read(client.get(), &byte, 1) == 0);
+    }  // the client closes, the listener too
+    auto again = listen_in_namespace(ns.get(), port);
+    if (auto* ec = std::get_if<std::error_code>(&again)) FAIL("listening again: " << ec->message());
+}
+
 TEST_CASE("listen_in_namespace refuses what is not a network namespace") {
     auto none = listen_in_namespace(-1, 0);
     REQUIRE(std::holds_alternative<std::error_code>(none));
