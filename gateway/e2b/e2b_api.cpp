@@ -265,6 +265,7 @@ void e2b_api::create_sandbox(incoming_request in) {
                                         "for the default one"));
     interpreter::context_request cr;
     cr.kernel = kernel;
+    cr.via_e2b = true;
     const auto timeout = request->timeout.value_or(settings_.default_timeout);
     contexts_.create(
         cr, who,
@@ -756,6 +757,7 @@ void e2b_api::create_context(incoming_request in) {
     auto request = parse_create_context(in.req.body(), error);
     if (!request) return in.respond(e2b_error(http::status::bad_request, error));
     interpreter::context_request cr;
+    cr.via_e2b = true;
     cr.language = request->language.value_or(languages::execution_language::python);
     if (auto why = contexts_.choose_kernel(cr))
         return in.respond(e2b_error(http::status::bad_request, *why));
