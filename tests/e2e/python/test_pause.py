@@ -268,6 +268,40 @@ def test_resume_route_and_a_streamed_execution_resume_it():
 
 
 @callisto_only
+def test_the_events_websocket_of_a_paused_context_resumes_it():
+    import websocket  # python3-websocket
+    ctx = new_context()
+    try:
+        run(ANA, ctx["id"], "v = 'over the socket'")
+        pause(ANA, ctx["id"])
+        url = urllib.parse.urlsplit(BASE_URL)
+        ws = websocket.create_connection(f"ws://{url.netloc}/v1/contexts/{ctx['id']}/events",
+                                         header=[f"Authorization: token {ANA}"], timeout=300)
+        try:
+            ws.send(json.dumps({"type": "execute", "code": "print(v)"}))
+            text = ""
+            while True:
+                m = json.loads(ws.recv())
+                if m["type"] == "stdout":
+                    text += m["text"]
+                if m["type"] == "end":
+                    break
+            check_eq(text, "over the socket\n", "the socket runs in the resumed context")
+        finally:
+            ws.close()
+        check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"], "idle",
+                 "live again")
+        # Another user's socket to a paused context: 404 before any upgrade.
+        pause(ANA, ctx["id"])
+        r = api("GET", f"/v1/contexts/{ctx['id']}/events", token=BOB)
+        check_eq(r.status, 404, "bob's socket")
+        check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"], "paused",
+                 "still paused")
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
 def test_delete_of_a_paused_context_deletes_its_snapshot():
     ctx = new_context()
     run(ANA, ctx["id"], "z = 1\nopen('f.txt', 'w').write('x')")
