@@ -4,6 +4,7 @@
 #include <optional>
 #include <type_traits>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include "gateway/http/beast.hpp"
@@ -104,11 +105,43 @@ void kernel_channels(gateway_services& s, incoming_request in) {
     ws->run(std::move(in.req));
 }
 
+// The events WebSocket of a paused context: the connection is taken now (on its strand, as it
+// must be), the context resumed, and then the socket accepted on it, or the resume's error
+// answered there.
+void paused_context_events(gateway_services& s, incoming_request in) {
+    if (!beast::websocket::is_upgrade(in.req)) return in.respond(websocket_only());
+    const std::string id = in.where.param("context_id");
+    const user who = *in.who;
+    auto taken = std::make_shared<taken_connection>(in.take_connection());
+    auto upgrade = std::make_shared<http_request>(std::move(in.req));
+    s.interpreter_rest.resume(
+        id, who, [&s, id, who, taken, upgrade](const interpreter::paused_table::outcome& how) {
+            auto executor = taken->stream.get_executor();
+            boost::asio::dispatch(executor, [&s, id, who, taken, upgrade, how] {
+                auto context = how.status == 0 ? s.interpreter_rest.find_context(id, who) : nullptr;
+                if (!context) {
+                    auto stream = std::make_shared<interpreter::ndjson_stream>(
+                        std::move(taken->stream), std::move(taken->slot));
+                    return stream->respond(how.status == 0
+                                               ? error_response(http::status::not_found,
+                                                                "Context does not exist: " + id)
+                                               : interpreter_api::resume_failure(how));
+                }
+                auto ws = std::make_shared<interpreter::events_session>(
+                    std::move(taken->stream), std::move(context), s.interpreter_rest.settings(),
+                    s.config, s.log, &s.host, std::move(taken->slot));
+                s.sessions.add(ws, "events_websocket", who.name);
+                ws->run(std::move(*upgrade));
+            });
+        });
+}
+
 // GET /v1/contexts/{context_id}/events: a context's executions as they happen.
 void context_events(gateway_services& s, incoming_request in) {
     // The owner check first, as for the REST routes: others learn nothing, not even that it
     // speaks WebSocket.
     const std::string& id = in.where.param("context_id");
+    if (s.interpreter_rest.is_paused(id, *in.who)) return paused_context_events(s, std::move(in));
     auto context = s.interpreter_rest.find_context(id, *in.who);
     if (!context)
         return in.respond(error_response(http::status::not_found, "Context does not exist: " + id));
@@ -251,6 +284,11 @@ const route_row table[] = {
      call<&interpreter_api::delete_file>},
     {{"snapshot_create", "POST", "/v1/contexts/{context_id}/snapshots"},
      call<&interpreter_api::create_snapshot>},
+    {{"context_pause", "POST", "/v1/contexts/{context_id}/pause"},
+     call<&interpreter_api::pause_context>},
+    {{"context_resume", "POST", "/v1/contexts/{context_id}/resume"},
+     call<&interpreter_api::resume_context>,
+     {.sheds_load = true}},
     {{"context_fork", "POST", "/v1/contexts/{context_id}/fork"},
      call<&interpreter_api::fork_context>,
      {.sheds_load = true}},

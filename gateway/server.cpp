@@ -245,11 +245,12 @@ std::unique_ptr<audit::audit_log> make_audit_log(const server_config& config, co
 // sandbox, the state directory and the other options.
 interpreter::interpreter_settings interpreter_settings_for(
     const server_config& config, audit::audit_log* audit, kernels::kernel_metrics& metrics,
-    interpreter::context_record_store* records) {
+    interpreter::context_record_store* records, interpreter::paused_record_store* paused) {
     interpreter::interpreter_settings s = config.interpreter;
     s.audit = audit;
     s.metrics = &metrics;
     s.context_records = records;
+    s.paused_records = paused;
     s.egress_allow = config.egress_allow;
     // Sandboxed kernels already run in their session workdir, <workdir_root>/<kernel id>.
     if (config.sandbox) s.kernel_workdir_root = config.kernels.workdir_root;
@@ -262,6 +263,11 @@ interpreter::interpreter_settings interpreter_settings_for(
     if (s.snapshot_dir.empty())
         s.snapshot_dir = config.state_dir.empty() ? config.kernels.runtime_root / "snapshots"
                                                   : config.state_dir / "snapshots";
+    // Paused contexts' states stay with this server's records (never shared between replicas
+    // as --snapshot-dir may be): in the state directory, which outlives a reboot.
+    s.paused_snapshot_dir = config.state_dir.empty()
+                                ? config.kernels.runtime_root / "paused-snapshots"
+                                : config.state_dir / "paused-snapshots";
     // A request may ask for a smaller budget than --output-budget, never a larger one.
     s.request_limits.max_output_budget = s.text_budget_bytes;
     s.max_download_bytes = std::max(s.max_download_bytes, s.max_upload_bytes);
@@ -332,6 +338,10 @@ server::server(server_config config, logger log)
                            ? nullptr
                            : std::make_unique<interpreter::context_record_store>(
                                  config_.state_dir / "contexts", log_.component("state"))),
+      paused_records_(config_.state_dir.empty()
+                          ? nullptr
+                          : std::make_unique<interpreter::paused_record_store>(
+                                config_.state_dir / "paused", log_.component("state"))),
       work_(asio::make_work_guard(ioc_)),
       signals_(ioc_, SIGINT, SIGTERM, SIGHUP),
       reactor_(log_.component("reactor")),
@@ -361,10 +371,10 @@ server::server(server_config config, logger log)
       websocket_audit_(
           audit_ ? std::make_unique<jupyter_api::execution_audit>(*audit_, log_.component("audit"))
                  : nullptr),
-      contexts_(
-          ioc_, kernels_,
-          interpreter_settings_for(config_, audit_.get(), kernel_metrics_, context_records_.get()),
-          log_.component("interpreter")),
+      contexts_(ioc_, kernels_,
+                interpreter_settings_for(config_, audit_.get(), kernel_metrics_,
+                                         context_records_.get(), paused_records_.get()),
+                log_.component("interpreter")),
       interpreter_rest_(contexts_),
       mcp_sessions_(
           [this](const user& owner, const std::string&) -> std::shared_ptr<mcp::tool_backend> {
@@ -457,6 +467,8 @@ server::server(server_config config, logger log)
                              egress_ ? config_.egress_allow : std::vector<std::string>{});
     // After the adopted kernels are registered (they may still be connecting).
     if (context_records_) contexts_.restore(*context_records_);
+    // After them: a context a crash left both live and paused is taken as paused.
+    interpreter_rest_.start();
 }
 
 server::~server() = default;
@@ -611,6 +623,7 @@ void server::begin_stop() {
     // kernels are shut down rather than reset for a reuse that will not come.
     e2b_.stop();
     if (egress_) egress_->stop();
+    interpreter_rest_.stop();
     contexts_.stop();
     mcp_sessions_.close_all();
     kernels_.shutdown_all([this] { asio::post(ioc_, [this] { finish_stop(); }); });

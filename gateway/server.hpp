@@ -108,6 +108,7 @@ private:
     std::unique_ptr<directory_lock> state_lock_;
     std::unique_ptr<kernels::kernel_record_store> kernel_records_;
     std::unique_ptr<interpreter::context_record_store> context_records_;
+    std::unique_ptr<interpreter::paused_record_store> paused_records_;
     boost::asio::io_context ioc_;
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
     boost::asio::signal_set signals_;

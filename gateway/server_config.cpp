@@ -624,6 +624,11 @@ const std::vector<option>& options() {
         {"--snapshot-quota-bytes", "SIZE",
          "the bytes of a user's snapshots together; past it a new one answers 507",
          bytes(FIELD(interpreter.snapshot_limits.max_bytes), 1)},
+        {"--pause-idle", "SECS",
+         "pause a /v1 Python context idle this long instead of letting it be culled: its "
+         "state saved, its kernel shut down, resumed by its next execution (keep it below "
+         "--cull-idle-timeout, which would cull the kernel first)",
+         seconds(FIELD(interpreter.pause_idle), 0, 366 * 24 * 3600, "never")},
         {"--mcp-session-timeout", "SECS",
          "an MCP session idle this long ends and its context is deleted",
          seconds(FIELD(mcp.idle_timeout), 0, 7 * 24 * 3600, "never")},

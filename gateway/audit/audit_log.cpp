@@ -527,6 +527,20 @@ std::string audit_log::record_egress(const egress_attempt& a) {
     return append_locked(record).error;
 }
 
+std::string audit_log::record_operation(const context_operation& op) {
+    nlohmann::json record = {
+        {"event", "context"},        {"time", kernelproto::format_iso_time(op.time)},
+        {"operation", op.operation}, {"user", op.user},
+        {"context", op.context_id},
+    };
+    // What the operation says of itself, never over the fields above.
+    if (op.details.is_object())
+        for (const auto& [name, value] : op.details.items())
+            if (!record.contains(name)) record[name] = value;
+    std::lock_guard lock(mutex_);
+    return append_locked(record).error;
+}
+
 void audit_log::remember_locked(const nlohmann::json& record, std::uint64_t seq) {
     constexpr std::size_t latest_kept = 100;
     constexpr std::size_t code_shown = 500;

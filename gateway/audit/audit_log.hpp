@@ -94,6 +94,17 @@ struct egress_attempt {
     std::chrono::duration<double> duration{};
 };
 
+// A context's state saved or brought back (issue 37): "snapshot", "restore", "fork", "pause"
+// or "resume", by whom ("" for the server's own, --pause-idle), with what the operation says
+// of itself (its snapshot's id, size, time, what it could not carry).
+struct context_operation {
+    std::chrono::system_clock::time_point time;
+    std::string operation;
+    std::string user;
+    std::string context_id;
+    nlohmann::json details = nlohmann::json::object();
+};
+
 struct start_result {
     std::uint64_t seq = 0;  // the run line's, when written
     std::string error;      // else why it could not be: with --audit-required, do not run it
@@ -121,6 +132,10 @@ public:
     // An "egress" line; "" or why it could not be written (the connection is over by then:
     // it is logged, not refused).
     std::string record_egress(const egress_attempt& attempt);
+
+    // A "context" line; "" or why it could not be written (the operation is done by then: it
+    // is logged, not undone).
+    std::string record_operation(const context_operation& op);
 
     // Makes the lines written so far durable (fdatasync) and moves the anchor to the last.
     void sync();

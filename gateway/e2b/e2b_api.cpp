@@ -275,6 +275,7 @@ void e2b_api::create_sandbox(incoming_request in) {
         if (auto why = interpreter::network_refusal(
                 cr.network_allow, contexts_.settings().egress_allow, who.egress_allow))
             return in.respond(e2b_error(http::status::forbidden, *why));
+    cr.via_e2b = true;
     const auto timeout = request->timeout.value_or(settings_.default_timeout);
     contexts_.create(
         cr, who,
@@ -767,6 +768,7 @@ void e2b_api::create_context(incoming_request in) {
     auto request = parse_create_context(in.req.body(), error);
     if (!request) return in.respond(e2b_error(http::status::bad_request, error));
     interpreter::context_request cr;
+    cr.via_e2b = true;
     cr.language = request->language.value_or(languages::execution_language::python);
     // The sandbox's network, for each of its contexts: checked on create, within the
     // ceilings then; a users file reloaded since may have narrowed the owner's.

@@ -43,13 +43,15 @@ std::optional<std::string> context_registry::choose_kernel(context_request& requ
 }
 
 void context_registry::create(const context_request& request, const user& owner,
-                              std::function<void(create_context_result)> done) {
+                              std::function<void(create_context_result)> done,
+                              std::string given_id) {
     const kernels::kernel_policy policy = request.policy.value_or(settings_.default_policy);
     auto open_context = [this, owner_name = owner.name, policy, one_shot = request.one_shot,
-                         via_mcp = request.via_mcp, done = std::move(done)](
+                         via_mcp = request.via_mcp, via_e2b = request.via_e2b,
+                         given_id = std::move(given_id), done = std::move(done)](
                             kernels::create_kernel_result r, std::size_t uses) {
         if (!r.kernel) return done({nullptr, r.error, r.message});
-        const std::string id = kernelproto::new_uuid();
+        const std::string id = given_id.empty() ? kernelproto::new_uuid() : given_id;
         fs::path workdir;
         bool chdir_kernel = false;
         if (!settings_.kernel_workdir_root.empty()) {
@@ -69,7 +71,7 @@ void context_registry::create(const context_request& request, const user& owner,
         }
         auto context = std::make_shared<interpreter_context>(
             ioc_, id, owner_name, r.kernel, workdir, chdir_kernel,
-            context_options{policy, one_shot, via_mcp, uses}, settings_,
+            context_options{policy, one_shot, via_mcp, uses, via_e2b}, settings_,
             log_.component("context")
                 .with("context_id", id)
                 .with("kernel_id", r.kernel->id())
@@ -144,6 +146,7 @@ void context_registry::restore(context_record_store& records) {
 std::shared_ptr<interpreter_context> context_registry::find_for(const std::string& id,
                                                                 const user& who) const {
     std::lock_guard lock(mutex_);
+    if (paused_.find(id)) return nullptr;  // paused, or resuming and not ready yet
     auto it = contexts_.find(id);
     if (it == contexts_.end() || !who.may_use(it->second->owner())) return nullptr;
     return it->second;
@@ -154,8 +157,122 @@ std::vector<std::shared_ptr<interpreter_context>> context_registry::list_for(
     std::lock_guard lock(mutex_);
     std::vector<std::shared_ptr<interpreter_context>> out;
     for (auto& [id, c] : contexts_)
-        if (who.may_use(c->owner())) out.push_back(c);
+        if (who.may_use(c->owner()) && !paused_.find(id)) out.push_back(c);
     return out;
+}
+
+std::optional<context_registry::paused_view> context_registry::paused_for(const std::string& id,
+                                                                          const user& who) const {
+    std::lock_guard lock(mutex_);
+    const auto* record = paused_.find(id);
+    if (!record || !who.may_use(record->owner)) return std::nullopt;
+    return paused_view{*record, paused_.resuming(id)};
+}
+
+std::vector<context_registry::paused_view> context_registry::list_paused_for(
+    const user& who) const {
+    std::lock_guard lock(mutex_);
+    std::vector<paused_view> out;
+    for (const auto* record : paused_.all())
+        if (who.may_use(record->owner)) out.push_back({*record, paused_.resuming(record->id)});
+    return out;
+}
+
+std::size_t context_registry::paused_count() const {
+    std::lock_guard lock(mutex_);
+    return paused_.size();
+}
+
+std::string context_registry::pause(const std::shared_ptr<interpreter_context>& context,
+                                    paused_record record) {
+    {
+        // Under the lock, so no request finds the live context once it is paused: one that
+        // found it just before gets "the context is closed" (409) from it.
+        std::lock_guard lock(mutex_);
+        auto it = contexts_.find(context->id());
+        if (it == contexts_.end() || it->second != context)
+            return "the context was deleted meanwhile";
+        if (context->busy()) return "an execution was queued meanwhile; the context was not paused";
+        if (!paused_.add(record)) return "the context is paused already";
+        contexts_.erase(it);
+    }
+    if (settings_.paused_records) {
+        if (auto why = settings_.paused_records->save(record); !why.empty())
+            log_.warn("paused context " + record.id +
+                      " is not recorded (it will not outlive this gateway): " + why);
+    }
+    context->close("the context was paused");
+    // Its kernel goes (never kept for reuse: freeing its memory is the point), and its
+    // workdir with it: the snapshot holds its files.
+    kernels_.remove(context->kernel()->id(), [this, context](bool) { remove_own_dir(context); });
+    log_.info("context " + record.id + " of " + record.owner + " paused (snapshot " +
+              record.snapshot_id + "), its kernel " + context->kernel()->id() + " shut down");
+    return {};
+}
+
+paused_table::resume_start context_registry::start_resume(const std::string& id, const user& who,
+                                                          paused_table::waiter w,
+                                                          paused_record* record) {
+    std::lock_guard lock(mutex_);
+    const auto* found = paused_.find(id);
+    if (!found || !who.may_use(found->owner)) return paused_table::resume_start::unknown;
+    if (record) *record = *found;
+    return paused_.start_resume(id, std::move(w));
+}
+
+void context_registry::finish_resume(const std::string& id,
+                                     const std::shared_ptr<interpreter_context>& made,
+                                     const paused_table::outcome& how) {
+    std::vector<paused_table::waiter> waiters;
+    {
+        std::lock_guard lock(mutex_);
+        waiters = paused_.finish_resume(id, made != nullptr);
+    }
+    if (made && settings_.paused_records) settings_.paused_records->remove(id);
+    for (auto& w : waiters) w(how);
+}
+
+paused_table::remove_result context_registry::remove_paused(const std::string& id, const user& who,
+                                                            paused_record* removed) {
+    {
+        std::lock_guard lock(mutex_);
+        const auto* found = paused_.find(id);
+        if (!found || !who.may_use(found->owner)) return paused_table::remove_result::unknown;
+        auto r = paused_.remove(id, removed);
+        if (r != paused_table::remove_result::removed) return r;
+    }
+    if (settings_.paused_records) settings_.paused_records->remove(id);
+    return paused_table::remove_result::removed;
+}
+
+std::vector<std::string> context_registry::restore_paused(
+    const std::function<bool(const paused_record&)>& snapshot_exists) {
+    std::vector<std::string> kept;
+    if (!settings_.paused_records) return kept;
+    auto loaded = settings_.paused_records->load(snapshot_exists);
+    for (const auto& problem : loaded.problems)
+        log_.warn("paused context dropped, its record removed: " + problem);
+    for (auto& record : loaded.records) {
+        std::shared_ptr<interpreter_context> live;
+        {
+            std::lock_guard lock(mutex_);
+            // A gateway stopped in the middle of a resume left both: the paused state is the
+            // one known whole.
+            if (auto it = contexts_.find(record.id); it != contexts_.end()) {
+                live = it->second;
+                contexts_.erase(it);
+            }
+            if (!paused_.add(record)) continue;
+        }
+        if (live) {
+            live->close("the context is paused");
+            kernels_.remove(live->kernel()->id(), [this, live](bool) { remove_own_dir(live); });
+        }
+        kept.push_back(record.snapshot_id);
+        log_.info("paused context " + record.id + " of " + record.owner + " restored (snapshot " +
+                  record.snapshot_id + ")");
+    }
+    return kept;
 }
 
 std::optional<kernels::culled_kernel> context_registry::culled_for(const std::string& id,

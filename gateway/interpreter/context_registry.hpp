@@ -16,6 +16,7 @@
 #include "gateway/interpreter/context_request.hpp"
 #include "gateway/interpreter/interpreter_context.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
+#include "gateway/interpreter/paused_context.hpp"
 #include "gateway/kernels/lifecycle/culled_kernels.hpp"
 #include "gateway/kernels/lifecycle/kernel_manager.hpp"
 #include "gateway/languages/execution_language.hpp"
@@ -48,12 +49,46 @@ public:
     // and with their executions; the other records go.
     void restore(context_record_store& records);
 
-    // Completion on an arbitrary thread.
+    // Completion on an arbitrary thread. `id`: the id the context gets (a paused context
+    // resuming keeps its own); empty: a new one.
     void create(const context_request& request, const user& owner,
-                std::function<void(create_context_result)> done);
-    // Others' contexts are answered as if they did not exist; admins see all.
+                std::function<void(create_context_result)> done, std::string id = {});
+    // Others' contexts are answered as if they did not exist; admins see all. A paused
+    // context (or one resuming) is not found here: paused_for finds it.
     std::shared_ptr<interpreter_context> find_for(const std::string& id, const user& who) const;
     std::vector<std::shared_ptr<interpreter_context>> list_for(const user& who) const;
+
+    // Paused contexts (issue 37; paused_context.hpp). The registry keeps their records and runs
+    // them through pause and resume; the interpreter API takes and loads their snapshots.
+    struct paused_view {
+        paused_record record;
+        bool resuming = false;
+    };
+    std::optional<paused_view> paused_for(const std::string& id, const user& who) const;
+    std::vector<paused_view> list_paused_for(const user& who) const;
+    std::size_t paused_count() const;
+    // The context, idle and registered, becomes `record` (saved with --state-dir): it is
+    // closed ("the context was paused") and its kernel shut down, its workdir with it. "" or
+    // why not (busy again, deleted meanwhile): then nothing changed.
+    std::string pause(const std::shared_ptr<interpreter_context>& context, paused_record record);
+    // A paused context of `who` starts resuming (begin: the caller runs it and calls
+    // finish_resume), or `w` joins the resume that runs (joined); unknown: no such context.
+    paused_table::resume_start start_resume(const std::string& id, const user& who,
+                                            paused_table::waiter w, paused_record* record);
+    // The resume ended: `made` (registered under the paused id, or null on a failure) becomes
+    // the context; every waiter is told. On a failure the context stays paused.
+    void finish_resume(const std::string& id, const std::shared_ptr<interpreter_context>& made,
+                       const paused_table::outcome& how);
+    // A paused context deleted: its record goes (the caller deletes its snapshot).
+    paused_table::remove_result remove_paused(const std::string& id, const user& who,
+                                              paused_record* removed);
+    // At start: the paused contexts an earlier gateway recorded, each whose snapshot
+    // `snapshot_exists` finds; the others are dropped with a warning. Returns the snapshot
+    // ids kept.
+    std::vector<std::string> restore_paused(
+        const std::function<bool(const paused_record&)>& snapshot_exists);
+    boost::asio::io_context& io_context() { return ioc_; }
+    logger& log() { return log_; }
     // A context of `who` whose kernel was culled within the retention period.
     std::optional<kernels::culled_kernel> culled_for(const std::string& id, const user& who) const;
     // Closes the context and removes its own directory; its kernel is kept for the owner
@@ -83,6 +118,7 @@ private:
     kernels::culled_kernels culled_;
     mutable std::mutex mutex_;
     std::map<std::string, std::shared_ptr<interpreter_context>> contexts_;
+    paused_table paused_;  // mutex_
     std::atomic<bool> stopping_{false};
 };
 

@@ -21,6 +21,7 @@ struct context_request {
     std::string from_snapshot;
     bool one_shot = false;  // set by POST /v1/executions, never by a body
     bool via_mcp = false;   // set by MCP's tools, never by a body
+    bool via_e2b = false;   // set by the E2B facade, never by a body
     // "network": {"allow": [...]}: what the context's kernel may reach through the egress
     // proxy, each rule in canonical form; empty: no network at all.
     std::vector<std::string> network_allow;

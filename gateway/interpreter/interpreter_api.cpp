@@ -2,8 +2,12 @@
 
 #include "gateway/jupyter_api/kernel_error_answer.hpp"
 
+#include <algorithm>
+#include <filesystem>
+#include <limits>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <variant>
 
 #include <boost/asio/post.hpp>
@@ -80,12 +84,28 @@ http_response context_gone(const std::string& id, const kernels::culled_kernel& 
 
 }  // namespace
 
+namespace {
+
+// Paused states count against a quota of their own bytes (the snapshot quota's), never
+// against the number of snapshots their owner may keep: pausing is the server's doing too
+// (--pause-idle), and must not use up what the user keeps for themselves.
+snapshot_quota paused_quota(const interpreter_settings& s) {
+    return {std::numeric_limits<std::size_t>::max(), s.snapshot_limits.max_bytes};
+}
+
+}  // namespace
+
 interpreter_api::interpreter_api(context_registry& contexts)
     : contexts_(contexts),
       snapshots_(contexts.settings().snapshot_dir.empty()
                      ? nullptr
                      : std::make_unique<snapshot_store>(contexts.settings().snapshot_dir,
                                                         contexts.settings().snapshot_limits)),
+      paused_states_(contexts.settings().paused_snapshot_dir.empty() || !snapshots_
+                         ? nullptr
+                         : std::make_unique<snapshot_store>(contexts.settings().paused_snapshot_dir,
+                                                            paused_quota(contexts.settings()))),
+      idle_timer_(contexts.io_context()),
       oneshots_(contexts.settings().oneshot_kept, contexts.settings().oneshot_kept_per_user) {}
 
 interpreter_api::~interpreter_api() { file_pool_.join(); }
@@ -105,18 +125,54 @@ void interpreter_api::list_languages(incoming_request in) {
     in.respond(json_response(http::status::ok, contexts_.languages()));
 }
 
+namespace {
+
+nlohmann::json paused_model(const context_registry::paused_view& p) {
+    // Only Python contexts are paused (their state is what can be saved).
+    return p.record.model(
+        languages::language_names(languages::languages_run_by(languages::kernel_dialect::python)),
+        p.resuming);
+}
+
+}  // namespace
+
 void interpreter_api::list_contexts(incoming_request in) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& c : contexts_.list_for(*in.who)) list.push_back(c->model());
+    for (const auto& p : contexts_.list_paused_for(*in.who)) list.push_back(paused_model(p));
     in.respond(json_response(http::status::ok, list));
 }
 
 void interpreter_api::get_context(incoming_request in) {
+    const std::string& id = in.where.param("context_id");
+    if (auto p = is_valid_kernel_id(id) ? contexts_.paused_for(id, *in.who) : std::nullopt)
+        return in.respond(json_response(http::status::ok, paused_model(*p)));
     if (auto context = context_of(in))
         in.respond(json_response(http::status::ok, context->model()));
 }
 
 void interpreter_api::delete_context(incoming_request in) {
+    const std::string& id = in.where.param("context_id");
+    if (is_paused(id, *in.who)) {
+        // Its record goes, then its snapshot: nothing of it is left.
+        paused_record removed;
+        switch (contexts_.remove_paused(id, *in.who, &removed)) {
+            case paused_table::remove_result::resuming: {
+                auto res = error_response(http::status::conflict,
+                                          "the context is resuming; delete it in a moment");
+                res.set(http::field::retry_after, "1");
+                return in.respond(std::move(res));
+            }
+            case paused_table::remove_result::unknown: break;  // resumed meanwhile: live
+            case paused_table::remove_result::removed:
+                return boost::asio::post(file_pool_, [this, removed,
+                                                      respond = std::move(in.respond)] {
+                    if (paused_states_)
+                        (void)paused_states_->remove_for(removed.snapshot_id, user{removed.owner});
+                    respond(empty_response(http::status::no_content));
+                });
+        }
+    }
     auto context = context_of(in);
     if (!context) return;
     contexts_.remove(context, [respond = std::move(in.respond)] {
@@ -125,6 +181,7 @@ void interpreter_api::delete_context(incoming_request in) {
 }
 
 void interpreter_api::restart_context(incoming_request in) {
+    if (resume_first(in, &interpreter_api::restart_context)) return;
     auto context = context_of(in);
     if (!context) return;
     context->restart([respond = std::move(in.respond), context](std::string error) {
@@ -135,6 +192,7 @@ void interpreter_api::restart_context(incoming_request in) {
 }
 
 void interpreter_api::list_executions(incoming_request in) {
+    if (resume_first(in, &interpreter_api::list_executions)) return;
     auto context = context_of(in);
     if (!context) return;
     context->list([respond = std::move(in.respond)](nlohmann::json list) {
@@ -142,9 +200,13 @@ void interpreter_api::list_executions(incoming_request in) {
     });
 }
 
-void interpreter_api::get_execution(incoming_request in) { answer_execution(std::move(in), false); }
+void interpreter_api::get_execution(incoming_request in) {
+    if (resume_first(in, &interpreter_api::get_execution)) return;
+    answer_execution(std::move(in), false);
+}
 
 void interpreter_api::interrupt_execution(incoming_request in) {
+    if (resume_first(in, &interpreter_api::interrupt_execution)) return;
     answer_execution(std::move(in), true);
 }
 
@@ -173,6 +235,7 @@ void interpreter_api::on_file_pool(incoming_request in, Work work) {
 }
 
 void interpreter_api::list_files(incoming_request in) {
+    if (resume_first(in, &interpreter_api::list_files)) return;
     on_file_pool(std::move(in), [this](incoming_request& request,
                                        const std::shared_ptr<interpreter_context>& context) {
         nlohmann::json list;
@@ -191,6 +254,7 @@ void interpreter_api::list_files(incoming_request in) {
 }
 
 void interpreter_api::put_file(incoming_request in) {
+    if (resume_first(in, &interpreter_api::put_file)) return;
     on_file_pool(std::move(in), [](incoming_request& request,
                                    const std::shared_ptr<interpreter_context>& context) {
         const std::string& path = request.where.param("path");
@@ -204,6 +268,7 @@ void interpreter_api::put_file(incoming_request in) {
 }
 
 void interpreter_api::delete_file(incoming_request in) {
+    if (resume_first(in, &interpreter_api::delete_file)) return;
     on_file_pool(std::move(in), [](incoming_request& request,
                                    const std::shared_ptr<interpreter_context>& context) {
         if (auto e = workdir_files(context->workdir()).remove(request.where.param("path")))
@@ -213,6 +278,7 @@ void interpreter_api::delete_file(incoming_request in) {
 }
 
 void interpreter_api::download_file(incoming_request in) {
+    if (resume_first(in, &interpreter_api::download_file)) return;
     on_file_pool(std::move(in), [this](incoming_request& request,
                                        const std::shared_ptr<interpreter_context>& context) {
         const std::string& path = request.where.param("path");
@@ -268,6 +334,7 @@ void upload_form(const http_request& req, const std::shared_ptr<interpreter_cont
 }  // namespace
 
 void interpreter_api::upload_files(incoming_request in) {
+    if (resume_first(in, &interpreter_api::upload_files)) return;
     on_file_pool(std::move(in), [](incoming_request& request,
                                    const std::shared_ptr<interpreter_context>& context) {
         upload_form(request.req, context, request.respond);
@@ -297,16 +364,34 @@ void interpreter_api::create_context(incoming_request in) {
 }
 
 void interpreter_api::create_execution(incoming_request in, const take_stream_fn& take_stream) {
-    auto context = context_of(in);
-    if (!context) return;
+    const std::string id = in.where.param("context_id");
+    const bool paused = is_paused(id, *in.who);
+    auto context = paused ? nullptr : context_of(in);
+    if (!context && !paused) return;
     std::string error;
     auto request = parse_execution_request(in.req.body(), in.req[http::field::accept],
                                            contexts_.settings().request_limits, error);
     if (!request) return in.respond(error_response(http::status::bad_request, error));
     auto stream = request->stream ? take_stream() : nullptr;
-    submit_and_answer(context, std::move(*request),
-                      "/v1/contexts/" + context->id() + "/executions/", std::move(in.respond),
-                      std::move(stream));
+    if (!paused)
+        return submit_and_answer(context, std::move(*request),
+                                 "/v1/contexts/" + context->id() + "/executions/",
+                                 std::move(in.respond), std::move(stream));
+    // Paused: resumed first (once, whoever else asks meanwhile), then the execution runs in
+    // the context brought back, and its answer says how long the resume took.
+    respond_fn respond = std::move(in.respond);
+    if (stream) respond = [stream](http_response res) { stream->respond(std::move(res)); };
+    resume(id, *in.who,
+           [this, id, who = *in.who,
+            request = std::make_shared<execution_request>(std::move(*request)), respond,
+            stream](const paused_table::outcome& how) {
+               if (how.status != 0) return respond(resume_failure(how));
+               const auto ms = how.duration_ms;
+               auto live = contexts_.find_for(id, who);
+               if (!live) return respond(no_such_context(id));
+               submit_and_answer(live, std::move(*request), "/v1/contexts/" + id + "/executions/",
+                                 respond, stream, {}, {}, {{"duration_ms", ms}});
+           });
 }
 
 void interpreter_api::create_oneshot(incoming_request in, const take_stream_fn& take_stream) {
@@ -394,46 +479,53 @@ void interpreter_api::submit_and_answer(
     const std::shared_ptr<interpreter_context>& context, execution_request request,
     std::string location_prefix, respond_fn respond, std::shared_ptr<ndjson_stream> stream,
     std::function<void(const std::shared_ptr<execution>&)> on_accepted,
-    std::function<void()> on_refused) {
-    context->submit(std::move(request), [respond = std::move(respond), stream = std::move(stream),
-                                         location_prefix = std::move(location_prefix),
-                                         on_accepted = std::move(on_accepted),
-                                         on_refused = std::move(on_refused),
-                                         limit = contexts_.settings().queue_limit](
-                                            interpreter_context::submit_result r) {
-        auto answer =
-            stream ? respond_fn([stream](http_response res) { stream->respond(std::move(res)); })
-                   : respond;
-        if (r.outcome == interpreter_context::submit_outcome::refused) {
-            if (on_refused) on_refused();
-            return answer(error_response(http::status::bad_request, r.why));
-        }
-        if (r.outcome == interpreter_context::submit_outcome::queue_full || !r.exec) {
-            if (on_refused) on_refused();
-            if (r.exec == nullptr && r.outcome != interpreter_context::submit_outcome::queue_full)
-                return answer(error_response(http::status::conflict, "the context is closed"));
-            return answer(queue_full(limit));
-        }
-        const std::string location = location_prefix + r.exec->id();
-        const bool repeated = r.outcome == interpreter_context::submit_outcome::repeated;
-        if (!repeated && on_accepted) on_accepted(r.exec);
-        if (stream) {
-            stream->begin(http::status::ok, "Location: " + location + "\r\n");
-            stream->write_line(
-                line({{"type", "queued"}, {"id", r.exec->id()}, {"repeated", repeated}}));
-            r.exec->subscribe([stream](const nlohmann::json& event, bool last) {
-                stream->write_line(line(event));
-                if (last) stream->end();
+    std::function<void()> on_refused, nlohmann::json resumed) {
+    context->submit(
+        std::move(request),
+        [respond = std::move(respond), stream = std::move(stream),
+         location_prefix = std::move(location_prefix), on_accepted = std::move(on_accepted),
+         on_refused = std::move(on_refused), limit = contexts_.settings().queue_limit,
+         resumed = std::move(resumed)](interpreter_context::submit_result r) {
+            auto answer =
+                stream
+                    ? respond_fn([stream](http_response res) { stream->respond(std::move(res)); })
+                    : respond;
+            if (r.outcome == interpreter_context::submit_outcome::refused) {
+                if (on_refused) on_refused();
+                return answer(error_response(http::status::bad_request, r.why));
+            }
+            if (r.outcome == interpreter_context::submit_outcome::queue_full || !r.exec) {
+                if (on_refused) on_refused();
+                if (r.exec == nullptr &&
+                    r.outcome != interpreter_context::submit_outcome::queue_full)
+                    return answer(error_response(http::status::conflict, "the context is closed"));
+                return answer(queue_full(limit));
+            }
+            const std::string location = location_prefix + r.exec->id();
+            const bool repeated = r.outcome == interpreter_context::submit_outcome::repeated;
+            if (!repeated && on_accepted) on_accepted(r.exec);
+            if (stream) {
+                stream->begin(http::status::ok, "Location: " + location + "\r\n");
+                nlohmann::json queued = {
+                    {"type", "queued"}, {"id", r.exec->id()}, {"repeated", repeated}};
+                if (!resumed.is_null()) queued["resumed"] = resumed;
+                stream->write_line(line(queued));
+                r.exec->subscribe([stream](const nlohmann::json& event, bool last) {
+                    stream->write_line(line(event));
+                    if (last) stream->end();
+                });
+                return;
+            }
+            r.exec->subscribe([respond, location, resumed](const nlohmann::json& event, bool last) {
+                if (!last) return;
+                auto model = event["execution"];
+                // The context was paused: this execution resumed it, and says how long that took.
+                if (!resumed.is_null() && model.is_object()) model["resumed"] = resumed;
+                auto res = json_response(http::status::ok, model);
+                res.set(http::field::location, location);
+                respond(std::move(res));
             });
-            return;
-        }
-        r.exec->subscribe([respond, location](const nlohmann::json& event, bool last) {
-            if (!last) return;
-            auto res = json_response(http::status::ok, event["execution"]);
-            res.set(http::field::location, location);
-            respond(std::move(res));
         });
-    });
 }
 
 namespace {
@@ -498,15 +590,18 @@ std::optional<http_response> interpreter_api::snapshot_refusal(
 }
 
 void interpreter_api::take_snapshot(const std::shared_ptr<interpreter_context>& context,
-                                    const std::string& owner, snapshot_done done) {
+                                    const std::string& owner, snapshot_done done,
+                                    snapshot_store* store) {
+    if (!store) store = snapshots_.get();
     const auto started = std::chrono::steady_clock::now();
-    auto finish = [this, context, owner, done = std::move(done), started](std::string error) {
-        boost::asio::post(file_pool_, [this, context, owner, done, started, error] {
+    auto finish = [this, context, owner, done = std::move(done), started,
+                   store](std::string error) {
+        boost::asio::post(file_pool_, [this, context, owner, done, started, error, store] {
             if (!error.empty()) {
                 remove_snapshot_leftovers(context->workdir());
                 return done(snapshot_error{500, "the kernel could not save its state: " + error});
             }
-            const auto& quota = snapshots_->quota();
+            const auto& quota = store->quota();
             auto collected = collect_snapshot(
                 context->workdir(), {quota.max_bytes, contexts_.settings().max_listed_files});
             if (auto* e = std::get_if<snapshot_error>(&collected)) return done(*e);
@@ -516,7 +611,7 @@ void interpreter_api::take_snapshot(const std::shared_ptr<interpreter_context>& 
             content.duration_ms = ms_since(started);
             const std::string id = kernelproto::new_uuid();
             // Copied piece by piece from the workdir; the blob is removed whatever happened.
-            auto saved = snapshots_->save(id, owner, content, context->workdir());
+            auto saved = store->save(id, owner, content, context->workdir());
             remove_snapshot_leftovers(context->workdir());
             if (auto* e = std::get_if<snapshot_error>(&saved)) return done(*e);
             auto model = std::get<nlohmann::json>(saved);
@@ -529,20 +624,28 @@ void interpreter_api::take_snapshot(const std::shared_ptr<interpreter_context>& 
 }
 
 void interpreter_api::create_snapshot(incoming_request in) {
+    if (resume_first(in, &interpreter_api::create_snapshot)) return;
     if (!snapshots_) return in.respond(snapshots_off());
     auto context = context_of(in);
     if (!context) return;
     if (auto refused = snapshot_refusal(context)) return in.respond(std::move(*refused));
-    take_snapshot(context, in.who->name,
-                  [respond = in.respond](std::variant<nlohmann::json, snapshot_error> r) {
-                      if (auto* e = std::get_if<snapshot_error>(&r))
-                          return respond(snapshot_error_response(*e));
-                      const auto& model = std::get<nlohmann::json>(r);
-                      auto res = json_response(http::status::created, model);
-                      res.set(http::field::location,
-                              "/v1/snapshots/" + model["id"].get<std::string>());
-                      respond(std::move(res));
-                  });
+    take_snapshot(
+        context, in.who->name,
+        [this, respond = in.respond, who = in.who->name,
+         context_id = context->id()](std::variant<nlohmann::json, snapshot_error> r) {
+            if (auto* e = std::get_if<snapshot_error>(&r))
+                return respond(snapshot_error_response(*e));
+            const auto& model = std::get<nlohmann::json>(r);
+            count_operation("snapshot", model.value("duration_ms", 0), model.value("size", 0.0));
+            audit_operation("snapshot", who, context_id,
+                            {{"snapshot_id", model["id"]},
+                             {"size", model.value("size", std::uint64_t{0})},
+                             {"duration_ms", model.value("duration_ms", 0)},
+                             {"not_carried", model["not_carried"]}});
+            auto res = json_response(http::status::created, model);
+            res.set(http::field::location, "/v1/snapshots/" + model["id"].get<std::string>());
+            respond(std::move(res));
+        });
 }
 
 void interpreter_api::list_snapshots(incoming_request in) {
@@ -577,20 +680,36 @@ void interpreter_api::restore_context(context_request request, incoming_request 
     if (!snapshots_) return in.respond(snapshots_off());
     restore_snapshot(
         std::move(request), *in.who,
-        [respond = std::move(in.respond)](std::shared_ptr<interpreter_context>,
-                                          http_response answer) { respond(std::move(answer)); });
+        [this, who = in.who->name, respond = std::move(in.respond)](
+            std::shared_ptr<interpreter_context> made, http_response answer) {
+            if (made) {
+                auto model = nlohmann::json::parse(answer.body(), nullptr, false);
+                const auto restored = model.is_object() ? model.value("restored", nlohmann::json())
+                                                        : nlohmann::json();
+                const auto ms =
+                    restored.is_object() ? restored.value("duration_ms", std::int64_t{0}) : 0;
+                count_operation("restore", ms, -1);
+                audit_operation(
+                    "restore", who, made->id(),
+                    {{"snapshot_id",
+                      restored.is_object() ? restored.value("snapshot_id", "") : std::string()},
+                     {"duration_ms", ms}});
+            }
+            respond(std::move(answer));
+        });
 }
 
-void interpreter_api::restore_snapshot(context_request request, const user& who,
-                                       restore_done done) {
+void interpreter_api::restore_snapshot(context_request request, const user& who, restore_done done,
+                                       snapshot_store* store, std::string given_id) {
+    if (!store) store = snapshots_.get();
     const auto started = std::chrono::steady_clock::now();
     auto respond = [done](http_response answer) { done(nullptr, std::move(answer)); };
-    boost::asio::post(file_pool_, [this, request = std::move(request), who, done, respond,
-                                   started]() mutable {
+    boost::asio::post(file_pool_, [this, request = std::move(request), who, done, respond, started,
+                                   store, given_id]() mutable {
         const std::string snapshot_id = request.from_snapshot;
         // Every piece read and checked before any kernel is asked for: a damaged snapshot is
         // refused with its reason, and nothing is made of it.
-        auto loaded = snapshots_->load_for(snapshot_id, who);
+        auto loaded = store->load_for(snapshot_id, who);
         if (auto* e = std::get_if<snapshot_error>(&loaded))
             return respond(snapshot_error_response(*e));
         // Its pieces' names in the store and checksums: their bytes stay on disk until they
@@ -649,7 +768,8 @@ void interpreter_api::restore_snapshot(context_request request, const user& who,
                             });
                         });
                 });
-            });
+            },
+            given_id);
     });
 }
 
@@ -682,6 +802,7 @@ std::optional<std::size_t> parse_fork_count(std::string_view body, std::string& 
 }  // namespace
 
 void interpreter_api::fork_context(incoming_request in) {
+    if (resume_first(in, &interpreter_api::fork_context)) return;
     if (!snapshots_) return in.respond(snapshots_off());
     auto context = context_of(in);
     if (!context) return;
@@ -749,7 +870,17 @@ void interpreter_api::fork_context(incoming_request in) {
                                 return respond(std::move(*state->failure));
                             }
                             nlohmann::json contexts = nlohmann::json::array();
-                            for (auto& m : state->models) contexts.push_back(std::move(m));
+                            nlohmann::json ids = nlohmann::json::array();
+                            for (auto& m : state->models) {
+                                ids.push_back(m.value("id", std::string()));
+                                contexts.push_back(std::move(m));
+                            }
+                            count_operation("fork", ms_since(started), snapshot.value("size", 0.0));
+                            audit_operation("fork", who.name,
+                                            snapshot.value("context_id", std::string()),
+                                            {{"copies", ids},
+                                             {"size", snapshot.value("size", std::uint64_t{0})},
+                                             {"duration_ms", ms_since(started)}});
                             const std::string first = contexts[0].value("id", std::string());
                             auto res =
                                 json_response(http::status::created,
@@ -766,6 +897,280 @@ void interpreter_api::fork_context(incoming_request in) {
                         });
                     });
         });
+}
+
+bool interpreter_api::resume_first(incoming_request& in,
+                                   void (interpreter_api::*again)(incoming_request)) {
+    const std::string id = in.where.param("context_id");
+    if (!is_paused(id, *in.who)) return false;
+    auto held = std::make_shared<incoming_request>(std::move(in));
+    resume(id, *held->who, [this, held, again](const paused_table::outcome& how) {
+        if (how.status != 0) return held->respond(resume_failure(how));
+        (this->*again)(std::move(*held));
+    });
+    return true;
+}
+
+void interpreter_api::pause(const std::shared_ptr<interpreter_context>& context,
+                            const std::string& by, std::string trigger, pause_done done) {
+    auto refuse = [&done](http::status status, std::string why) {
+        done(error_response(status, std::move(why)));
+    };
+    if (!paused_states_)
+        return refuse(http::status::not_found, "contexts are not paused by this server");
+    if (context->dialect() != languages::kernel_dialect::python)
+        return refuse(http::status::bad_request,
+                      "only Python contexts can be paused yet (their state is what a snapshot "
+                      "saves); this one's kernel speaks " +
+                          std::string(languages::to_string(context->dialect())));
+    const auto& options = context->options();
+    if (options.one_shot || options.via_mcp || options.via_e2b)
+        return refuse(http::status::conflict, std::string("this context belongs to ") +
+                                                  (options.one_shot  ? "a one-shot execution"
+                                                   : options.via_mcp ? "an MCP session"
+                                                                     : "an E2B sandbox") +
+                                                  ", which finds it live; it is not paused");
+    if (context->busy())
+        return refuse(http::status::conflict,
+                      "the context is busy: an execution is queued or running; pause it when it "
+                      "is idle");
+    const auto started = std::chrono::steady_clock::now();
+    const auto model = context->model();
+    paused_record record;
+    record.id = context->id();
+    record.owner = context->owner();
+    record.kernel = model.value("kernel", std::string());
+    record.policy = options.policy;
+    record.created_at = model.value("created_at", std::string());
+    if (auto n = model.find("network"); n != model.end() && n->is_object() && n->contains("allow"))
+        record.network_allow = (*n)["allow"].get<std::vector<std::string>>();
+    take_snapshot(
+        context, context->owner(),
+        [this, context, record, by, trigger, started,
+         done](std::variant<nlohmann::json, snapshot_error> r) mutable {
+            if (auto* e = std::get_if<snapshot_error>(&r))
+                return done(error_response(static_cast<http::status>(e->http_status),
+                                           "the context was not paused: " + e->message));
+            const auto snapshot = std::get<nlohmann::json>(std::move(r));
+            record.snapshot_id = snapshot["id"].get<std::string>();
+            record.paused_at = kernelproto::format_iso_time(std::chrono::system_clock::now());
+            if (auto why = contexts_.pause(context, record); !why.empty()) {
+                // Nothing changed: the context is live as it was, and its pause snapshot goes.
+                boost::asio::post(file_pool_, [this, record] {
+                    (void)paused_states_->remove_for(record.snapshot_id, user{record.owner});
+                });
+                return done(error_response(http::status::conflict, why));
+            }
+            const auto ms = ms_since(started);
+            if (auto* m = contexts_.settings().metrics) {
+                m->context_pauses.with({trigger}).inc();
+                m->context_pause_seconds.get().observe(static_cast<double>(ms) / 1000.0);
+                m->snapshot_bytes.with({"pause"}).observe(snapshot.value("size", 0.0));
+            }
+            const nlohmann::json details = {{"trigger", trigger},
+                                            {"snapshot_id", record.snapshot_id},
+                                            {"size", snapshot.value("size", std::uint64_t{0})},
+                                            {"duration_ms", ms},
+                                            {"not_carried", snapshot["not_carried"]}};
+            audit_operation("pause", by, record.id, details);
+            auto answer = paused_model({record, false});
+            answer["paused"] = {{"duration_ms", ms},
+                                {"size", snapshot.value("size", std::uint64_t{0})},
+                                {"carried", snapshot["carried"]},
+                                {"not_carried", snapshot["not_carried"]}};
+            done(std::move(answer));
+        },
+        paused_states_.get());
+}
+
+void interpreter_api::pause_context(incoming_request in) {
+    const std::string& id = in.where.param("context_id");
+    // Idempotent: pausing a paused context answers its model, as it is.
+    if (auto p = is_valid_kernel_id(id) ? contexts_.paused_for(id, *in.who) : std::nullopt)
+        return in.respond(json_response(http::status::ok, paused_model(*p)));
+    auto context = context_of(in);
+    if (!context) return;
+    pause(context, in.who->name, "request",
+          [respond = in.respond](std::variant<nlohmann::json, http_response> r) {
+              if (auto* res = std::get_if<http_response>(&r)) return respond(std::move(*res));
+              respond(json_response(http::status::ok, std::get<nlohmann::json>(r)));
+          });
+}
+
+void interpreter_api::resume_context(incoming_request in) {
+    const std::string id = in.where.param("context_id");
+    if (!is_paused(id, *in.who)) {
+        // A live context is resumed already: its model, with nothing to report.
+        if (auto context = context_of(in))
+            in.respond(json_response(http::status::ok, context->model()));
+        return;
+    }
+    resume(id, *in.who,
+           [this, id, who = *in.who, respond = in.respond](const paused_table::outcome& how) {
+               if (how.status != 0) return respond(resume_failure(how));
+               const auto ms = how.duration_ms;
+               auto context = contexts_.find_for(id, who);
+               if (!context) return respond(no_such_context(id));
+               auto model = context->model();
+               model["resumed"] = {{"duration_ms", ms}};
+               respond(json_response(http::status::ok, model));
+           });
+}
+
+void interpreter_api::resume(const std::string& id, const user& who, resume_done done) {
+    paused_record record;
+    const auto started = std::chrono::steady_clock::now();
+    const auto how = contexts_.start_resume(id, who, done, &record);
+    if (how == paused_table::resume_start::unknown) {
+        // Resumed by another request in between: live, nothing to wait for.
+        if (contexts_.find_for(id, who)) return done({});
+        return done({404, "Context does not exist: " + id, {}, 0});
+    }
+    if (how == paused_table::resume_start::joined) return;  // told when the one running ends
+    // Its owner's limits apply to the kernel it resumes into, whoever asked (an admin).
+    const user owner = who.name == record.owner ? who : user{record.owner};
+    context_request request;
+    request.kernel = record.kernel;
+    request.policy = record.policy;
+    request.network_allow = record.network_allow;
+    request.from_snapshot = record.snapshot_id;
+    auto finish = [this, id, record, started, owner](
+                      const std::shared_ptr<interpreter_context>& made, int status,
+                      const std::string& why, std::string retry_after) {
+        const auto ms = ms_since(started);
+        if (made) {
+            if (auto* m = contexts_.settings().metrics) {
+                m->context_resumes.with({"ok"}).inc();
+                m->context_resume_seconds.get().observe(static_cast<double>(ms) / 1000.0);
+            }
+            audit_operation("resume", owner.name, id,
+                            {{"snapshot_id", record.snapshot_id}, {"duration_ms", ms}});
+            // The context is live again: its pause snapshot has served.
+            boost::asio::post(file_pool_, [this, record] {
+                (void)paused_states_->remove_for(record.snapshot_id, user{record.owner});
+            });
+        } else if (auto* m = contexts_.settings().metrics) {
+            m->context_resumes.with({"failed"}).inc();
+        }
+        paused_table::outcome how;
+        how.duration_ms = ms;
+        if (!made) {
+            how.status = status;
+            how.error = "the context could not be resumed (it stays paused): " + why;
+            how.retry_after = std::move(retry_after);
+        }
+        contexts_.finish_resume(id, made, how);
+    };
+    // Within the server's egress ceiling as it is now (a reload may have narrowed it).
+    if (!request.network_allow.empty())
+        if (auto why = network_refusal(request.network_allow, contexts_.settings().egress_allow,
+                                       owner.egress_allow))
+            return finish(nullptr, 403, *why, {});
+    restore_snapshot(
+        std::move(request), owner,
+        [finish](std::shared_ptr<interpreter_context> made, http_response answer) {
+            if (made) return finish(made, 0, {}, {});
+            auto body = nlohmann::json::parse(answer.body(), nullptr, false);
+            const std::string why =
+                body.is_object() ? body.value("message", std::string()) : std::string();
+            // A limit's answer says when to try again; the resume's says the same.
+            finish(nullptr, static_cast<int>(answer.result_int()),
+                   why.empty() ? std::string(answer.reason()) : why,
+                   std::string(answer[http::field::retry_after]));
+        },
+        paused_states_.get(), id);
+}
+
+http_response interpreter_api::resume_failure(const paused_table::outcome& how) {
+    auto res = error_response(static_cast<http::status>(how.status), how.error);
+    if (!how.retry_after.empty()) res.set(http::field::retry_after, how.retry_after);
+    return res;
+}
+
+void interpreter_api::start() {
+    if (paused_states_) {
+        // Runs before the server answers anyone: blocking reads are fine here.
+        std::set<std::string> kept;
+        for (const auto& snapshot_id : contexts_.restore_paused([this](const paused_record& r) {
+                 return std::holds_alternative<nlohmann::json>(
+                     paused_states_->get_for(r.snapshot_id, user{r.owner}));
+             }))
+            kept.insert(snapshot_id);
+        // A pause a crash cut short, a record lost or dropped: its snapshot (whole or not) is
+        // no one's to resume.
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(paused_states_->dir(), ec)) {
+            const auto name = entry.path().filename().string();
+            if (snapshot_store::valid_id(name) && !kept.contains(name)) {
+                contexts_.log().info("paused snapshot " + name +
+                                     " removed: no paused context "
+                                     "names it");
+                std::filesystem::remove_all(entry.path(), ec);
+            }
+        }
+    }
+    if (contexts_.settings().pause_idle.count() > 0 && paused_states_) schedule_idle_pauses();
+}
+
+void interpreter_api::stop() {
+    stopped_ = true;
+    boost::asio::post(idle_timer_.get_executor(), [this] { idle_timer_.cancel(); });
+}
+
+void interpreter_api::schedule_idle_pauses() {
+    if (stopped_) return;
+    // Checked a few times within the idle period, at most each minute.
+    const auto period = std::clamp<std::chrono::seconds>(
+        contexts_.settings().pause_idle / 4, std::chrono::seconds(1), std::chrono::seconds(60));
+    idle_timer_.expires_after(period);
+    idle_timer_.async_wait([this](boost::system::error_code ec) {
+        if (ec || stopped_) return;
+        pause_idle_contexts();
+        schedule_idle_pauses();
+    });
+}
+
+void interpreter_api::pause_idle_contexts() {
+    const auto now = kernels::wall_clock::now();
+    const auto limit = contexts_.settings().pause_idle;
+    for (const auto& context : contexts_.list_for(user{"", true})) {
+        const auto& o = context->options();
+        if (o.one_shot || o.via_mcp || o.via_e2b || context->busy() ||
+            context->dialect() != languages::kernel_dialect::python)
+            continue;
+        const auto activity = context->kernel()->activity();
+        if (activity.execution_state != "idle" || now - activity.last_activity < limit) continue;
+        pause(
+            context, "", "idle",
+            [this, id = context->id()](std::variant<nlohmann::json, http_response> r) {
+                if (auto* res = std::get_if<http_response>(&r))
+                    contexts_.log().info("idle context " + id + " was not paused: " + res->body());
+            });
+    }
+}
+
+void interpreter_api::count_operation(const char* operation, std::int64_t ms, double bytes) const {
+    auto* m = contexts_.settings().metrics;
+    if (!m) return;
+    m->snapshot_operations.with({operation}).inc();
+    m->snapshot_seconds.with({operation}).observe(static_cast<double>(ms) / 1000.0);
+    if (bytes >= 0) m->snapshot_bytes.with({operation}).observe(bytes);
+}
+
+void interpreter_api::audit_operation(const std::string& operation, const std::string& who,
+                                      const std::string& context_id,
+                                      const nlohmann::json& details) const {
+    auto* log = contexts_.settings().audit;
+    if (!log) return;
+    audit::context_operation op;
+    op.time = std::chrono::system_clock::now();
+    op.operation = operation;
+    op.user = who;
+    op.context_id = context_id;
+    op.details = details;
+    if (auto why = log->record_operation(op); !why.empty())
+        contexts_.log().warn("the audit log did not take the " + operation + " of context " +
+                             context_id + ": " + why);
 }
 
 }  // namespace callisto::gateway::interpreter

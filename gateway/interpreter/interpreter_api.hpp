@@ -1,11 +1,13 @@
 #pragma once
 // The /v1 routes: Callisto's own API for chat frontends and agents, next to the Jupyter one.
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <variant>
 
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include "gateway/http/http_message.hpp"
@@ -59,6 +61,29 @@ public:
     // snapshot of this one into its own fresh kernel; all made, or none.
     void fork_context(incoming_request in);
     static constexpr std::size_t max_forks = 16;
+    // POST /v1/contexts/{id}/pause: the context's state saved as a snapshot of its own, its
+    // kernel shut down; listed "paused" until its next execution or POST .../resume brings it
+    // back into a fresh kernel under the same id. Pausing a paused context answers 200.
+    void pause_context(incoming_request in);
+    void resume_context(incoming_request in);
+
+    // At start, after the live contexts are restored: the paused contexts an earlier gateway
+    // recorded (--state-dir), and paused snapshots no record names removed. Then the idle
+    // pauser (--pause-idle) starts.
+    void start();
+    // The server is stopping: the idle pauser's timer goes.
+    void stop();
+
+    // The paused context `id` of `who` (any, for an admin) resumed, once however many ask at
+    // once: done(0, "", its resume in ms) once it is live again, done(status, why, ms) when it
+    // could not be, done(404, ...) when there is no such paused context. Any thread.
+    using resume_done = paused_table::waiter;
+    void resume(const std::string& id, const user& who, resume_done done);
+    // The answer to a request whose resume failed (outcome.status != 0).
+    static http_response resume_failure(const paused_table::outcome& how);
+    bool is_paused(const std::string& id, const user& who) const {
+        return is_valid_kernel_id(id) && contexts_.paused_for(id, who).has_value();
+    }
 
     // The caller's context (an admin: any), or null for a malformed or unknown id.
     std::shared_ptr<interpreter_context> find_context(const std::string& id,
@@ -90,7 +115,23 @@ private:
                            execution_request request, std::string location_prefix,
                            respond_fn respond, std::shared_ptr<ndjson_stream> stream,
                            std::function<void(const std::shared_ptr<execution>&)> on_accepted = {},
-                           std::function<void()> on_refused = {});
+                           std::function<void()> on_refused = {}, nlohmann::json resumed = nullptr);
+    // For a route that needs the context live: when the path names a paused context of the
+    // sender, it is resumed and `again` runs with the request (true: the request is taken);
+    // false: not paused, go on.
+    bool resume_first(incoming_request& in, void (interpreter_api::*again)(incoming_request));
+    // Pauses it (the checks, the snapshot, the kernel shut down): done(its paused model) or
+    // done(the error's answer). `trigger`: "request" or "idle", for the log, audit and metrics.
+    using pause_done = std::function<void(std::variant<nlohmann::json, http_response>)>;
+    void pause(const std::shared_ptr<interpreter_context>& context, const std::string& by,
+               std::string trigger, pause_done done);
+    void schedule_idle_pauses();
+    void pause_idle_contexts();
+    // GET /metrics: a snapshot, restore or fork done, its time and bytes (<0: not known).
+    void count_operation(const char* operation, std::int64_t ms, double bytes) const;
+    // The audit log's line for a snapshot, restore, fork, pause or resume (when there is one).
+    void audit_operation(const std::string& operation, const std::string& user,
+                         const std::string& context_id, const nlohmann::json& details) const;
 
     // POST /v1/contexts {"from_snapshot": ID}: the snapshot read and checked, a new context,
     // the files and the blob written into it, the namespace loaded by its kernel.
@@ -98,14 +139,18 @@ private:
     // The same for any caller: done(the new context, its 201 answer), or done(null, the error).
     using restore_done =
         std::function<void(std::shared_ptr<interpreter_context> made, http_response answer)>;
-    void restore_snapshot(context_request request, const user& who, restore_done done);
+    // From `store` (the users' snapshots, or the paused contexts'), into a context of the id
+    // `id` (empty: a new one).
+    void restore_snapshot(context_request request, const user& who, restore_done done,
+                          snapshot_store* store = nullptr, std::string id = {});
     // Why an idle Python context's snapshot is not taken now (400, 409), if it is not.
     std::optional<http_response> snapshot_refusal(
         const std::shared_ptr<interpreter_context>& context) const;
     // The snapshot taken and stored for `owner`: its model, or why not.
     using snapshot_done = std::function<void(std::variant<nlohmann::json, snapshot_error>)>;
     void take_snapshot(const std::shared_ptr<interpreter_context>& context,
-                       const std::string& owner, snapshot_done done);
+                       const std::string& owner, snapshot_done done,
+                       snapshot_store* store = nullptr);
     // Runs code of the gateway's own in the context as an execution (so it queues, is
     // audited and has its deadline like any other), then done("") or done(why it failed).
     void run_internal(const std::shared_ptr<interpreter_context>& context, std::string code,
@@ -113,6 +158,11 @@ private:
 
     context_registry& contexts_;
     std::unique_ptr<snapshot_store> snapshots_;  // null when settings have no snapshot_dir
+    // Paused contexts' snapshots: not their owner's to list or delete, and counted apart from
+    // the snapshot quota (a quota of their own bytes); null as snapshots_.
+    std::unique_ptr<snapshot_store> paused_states_;
+    boost::asio::steady_timer idle_timer_;
+    std::atomic<bool> stopped_{false};
     oneshot_executions oneshots_;
     boost::asio::thread_pool file_pool_{2};
 };

@@ -41,6 +41,7 @@ struct context_options {
     bool one_shot = false;        // made for one POST /v1/executions; keeps no files
     bool via_mcp = false;         // made by an MCP session's tools (shown to admins)
     std::size_t kernel_uses = 1;  // contexts or one-shot runs its kernel served, this one too
+    bool via_e2b = false;         // an E2B sandbox's (its facade finds it by id: never paused)
 };
 
 class interpreter_context : public kernels::kernel_client,

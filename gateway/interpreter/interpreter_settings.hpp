@@ -10,6 +10,7 @@
 #include "gateway/audit/audit_log.hpp"
 #include "gateway/interpreter/context_record.hpp"
 #include "gateway/interpreter/execution_request.hpp"
+#include "gateway/interpreter/paused_context.hpp"
 #include "gateway/interpreter/snapshot_store.hpp"
 #include "gateway/kernels/lifecycle/kernel_metrics.hpp"
 #include "gateway/kernels/lifecycle/kernel_policy.hpp"
@@ -55,6 +56,14 @@ struct interpreter_settings {
     audit::audit_log* audit = nullptr;
     // --state-dir: each context's record, for the next gateway to bring it back (null: none).
     context_record_store* context_records = nullptr;
+    // --state-dir: each paused context's record (null: paused contexts last as long as the
+    // process).
+    paused_record_store* paused_records = nullptr;
+    // --pause-idle: a /v1 context idle this long is paused (0: never).
+    std::chrono::seconds pause_idle{0};
+    // Where paused contexts' snapshots are kept (never listed among their owner's snapshots);
+    // empty until the server fills it in.
+    std::filesystem::path paused_snapshot_dir;
     // GET /metrics: executions by API and status, their time, queue wait and truncations.
     kernels::kernel_metrics* metrics = nullptr;
 };

@@ -193,6 +193,42 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "pause: a paused context frees its kernel, is listed paused, and its next execution or "
+    "/resume brings its state back once; delete, another user's 404; it survives a SIGKILL of "
+    "the gateway and a start with the same --state-dir; --pause-idle pauses an idle one") {
+    const auto users = write_users_file("pause");
+    const std::string root = "/tmp/cle2e-pause-" + std::to_string(::getpid());
+    const std::string state = root + ".json";
+    const std::vector<std::string> args = {"--users=" + users.string(), "--workdir-root=" + root,
+                                           "--sandbox-uids=61300-61399"};
+    const std::string script = source_dir + "/tests/e2e/python/test_pause.py";
+    {
+        server_process server(args);
+        run_client(server, {python, script}, 900);
+        run_client(server, {python, script, "-k", "phase_before_restart"}, 300,
+                   {{"CALLISTO_E2E_PHASE", "before_restart"}, {"CALLISTO_E2E_STATE", state}});
+        server.crash();
+    }
+    {
+        server_process server(args);
+        run_client(server, {python, script, "-k", "phase_after_restart"}, 300,
+                   {{"CALLISTO_E2E_PHASE", "after_restart"}, {"CALLISTO_E2E_STATE", state}});
+        CHECK(server.stop() == 0);
+    }
+    {
+        auto idle = args;
+        idle.push_back("--pause-idle=2");
+        server_process server(idle);
+        run_client(server, {python, script, "-k", "phase_idle"}, 300,
+                   {{"CALLISTO_E2E_PHASE", "idle"}});
+        CHECK(server.stop() == 0);
+    }
+    std::filesystem::remove_all(root);
+    std::filesystem::remove(state);
+    std::filesystem::remove(users);
+}
+
+TEST_CASE(
     "kernel policies: reuse keeps state and resets kept kernels, fresh never shares, one-shot "
     "runs, recycling limits") {
     server_process server({"--recycle-max-uses=2"});

@@ -745,3 +745,41 @@ TEST_CASE("an egress line records kernel, user, host, port, decision, rule, byte
     log.sync();
     f.verify({"audit.log"}, 0);
 }
+
+TEST_CASE(
+    "a context line records a pause or resume: operation, user, context and its details, "
+    "which never replace those") {
+    fixture f;
+    audit_log log(f.s, {});
+    context_operation op;
+    op.time = std::chrono::system_clock::time_point{} + std::chrono::hours(490000);
+    op.operation = "pause";
+    op.user = "ana";
+    op.context_id = "c-1";
+    op.details = {{"snapshot_id", "s-1"},
+                  {"size", 4096},
+                  {"duration_ms", 120},
+                  {"user", "mallory"},  // a detail may not pass for the line's own field
+                  {"event", "run"}};
+    REQUIRE(log.record_operation(op) == "");
+    op.operation = "resume";
+    op.user = "";  // the server's own (--pause-idle pauses; a resume names its owner)
+    op.details = {{"duration_ms", 900}};
+    REQUIRE(log.record_operation(op) == "");
+    const auto lines = read_lines(f.s.file);
+    REQUIRE(lines.size() == 3);
+    auto paused = nlohmann::json::parse(lines[1]);
+    CHECK(paused["event"] == "context");
+    CHECK(paused["operation"] == "pause");
+    CHECK(paused["user"] == "ana");
+    CHECK(paused["context"] == "c-1");
+    CHECK(paused["snapshot_id"] == "s-1");
+    CHECK(paused["size"] == 4096);
+    CHECK(paused["duration_ms"] == 120);
+    auto resumed = nlohmann::json::parse(lines[2]);
+    CHECK(resumed["operation"] == "resume");
+    CHECK(resumed["user"] == "");
+    CHECK(resumed["duration_ms"] == 900);
+    log.sync();
+    f.verify({"audit.log"}, 0);
+}

@@ -826,3 +826,20 @@ TEST_CASE("--egress-connections and --egress-rate cap each networked kernel's pr
         CHECK_FALSE(parse({bad}).config);
     }
 }
+
+TEST_CASE("config --pause-idle: seconds, off by default; its bad forms refused") {
+    auto r = parse({});
+    REQUIRE(r.config);
+    CHECK(r.config->interpreter.pause_idle.count() == 0);
+    r = parse({"--pause-idle=3600"});
+    REQUIRE(r.config);
+    CHECK(r.config->interpreter.pause_idle.count() == 3600);
+    for (const char* bad : {"--pause-idle=-1", "--pause-idle=soon",
+                            "--pause-idle=", "--pause-idle=99999999999", "--pause-idle=1.5"}) {
+        r = parse({bad});
+        CAPTURE(bad);
+        CHECK_FALSE(r.config);
+        CHECK(r.exit_code == 2);
+        CHECK(r.message.find("--pause-idle") != std::string::npos);
+    }
+}

@@ -61,7 +61,33 @@ kernel_metrics::kernel_metrics(metrics::registry& r)
                                      {"api"}, duration_buckets())),
       queue_wait_seconds(r.histograms("callisto_execution_queue_wait_seconds",
                                       "Time an execution waited in its context's queue", {"api"},
-                                      duration_buckets())) {
+                                      duration_buckets())),
+      snapshot_operations(r.counters("callisto_snapshot_operations_total",
+                                     "Snapshots of contexts taken (snapshot), restored into a new "
+                                     "context (restore) and forks made (fork), that succeeded",
+                                     {"operation"})),
+      snapshot_seconds(r.histograms("callisto_snapshot_operation_seconds",
+                                    "Time of a snapshot, a restore or a fork (all its copies)",
+                                    {"operation"}, duration_buckets())),
+      snapshot_bytes(r.histograms("callisto_snapshot_operation_bytes",
+                                  "Bytes of the snapshot a snapshot, restore, fork or pause wrote "
+                                  "or read",
+                                  {"operation"}, metrics::exponential_buckets(4096, 4, 12))),
+      context_pauses(r.counters("callisto_context_pauses_total",
+                                "Contexts paused: their state saved, their kernel shut down; by "
+                                "what asked (request: POST .../pause, idle: --pause-idle)",
+                                {"trigger"})),
+      context_pause_seconds(r.histograms("callisto_context_pause_seconds",
+                                         "Time of a pause, the snapshot included", {},
+                                         duration_buckets())),
+      context_resumes(r.counters("callisto_context_resumes_total",
+                                 "Paused contexts resumed into a fresh kernel (ok), or not "
+                                 "(failed)",
+                                 {"result"})),
+      context_resume_seconds(r.histograms("callisto_context_resume_seconds",
+                                          "Time of a resume: the snapshot checked, a kernel "
+                                          "started and the state loaded",
+                                          {}, duration_buckets())) {
     // Zeros for the series a dashboard expects before anything happened.
     for (const char* reason : {"requested", "reset", "oom", "unresponsive", "crash"})
         restarts.with({reason});
@@ -71,6 +97,11 @@ kernel_metrics::kernel_metrics(metrics::registry& r)
     for (const char* result : {"ready", "gave_way"}) policy_resets.with({result});
     for (const char* api : {"jupyter", "v1", "mcp", "e2b"})
         for (const char* status : {"ok", "error"}) executions.with({api, status});
+    for (const char* op : {"snapshot", "restore", "fork"}) snapshot_operations.with({op});
+    for (const char* trigger : {"request", "idle"}) context_pauses.with({trigger});
+    for (const char* result : {"ok", "failed"}) context_resumes.with({result});
+    context_pause_seconds.get();
+    context_resume_seconds.get();
     for (const char* api : {"v1", "mcp", "e2b"})
         for (const char* kind : {"stream", "rich"}) truncations.with({api, kind});
 }

@@ -37,6 +37,15 @@ struct kernel_metrics {
     metrics::counter_family& executions;            // {api, status}
     metrics::histogram_family& execution_seconds;   // {api}
     metrics::histogram_family& queue_wait_seconds;  // {api}: v1 and mcp queue per context
+    // Snapshots of contexts (issue 37): taken, restored, forked (one per fork request),
+    // counted with their time and bytes; pauses and resumes of contexts with theirs.
+    metrics::counter_family& snapshot_operations;  // {operation}: snapshot, restore, fork
+    metrics::histogram_family& snapshot_seconds;   // {operation}
+    metrics::histogram_family& snapshot_bytes;     // {operation}: snapshot, restore, fork, pause
+    metrics::counter_family& context_pauses;       // {trigger}: request, idle
+    metrics::histogram_family& context_pause_seconds;
+    metrics::counter_family& context_resumes;  // {result}: ok, failed
+    metrics::histogram_family& context_resume_seconds;
 };
 
 // "oom" for a kernel killed at its memory limit, else "crash".

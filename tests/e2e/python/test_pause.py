@@ -1,0 +1,454 @@
+#!/usr/bin/python3
+"""Pause and resume of contexts (issue 37): POST /v1/contexts/{id}/pause saves a Python
+context's state as a snapshot of its own and shuts its kernel down; the context keeps its id,
+is listed "paused", and its next execution (or POST .../resume) brings it back into a fresh
+sandboxed kernel with its variables, functions, classes and files, saying how long that took.
+The server under test runs with --users=FILE where FILE holds ana (token ana-token-1), bob
+(bob-token-1) and root (root-token-1, admin), as e2e_tests writes it.
+
+  CALLISTO_URL=… CALLISTO_PID=… /usr/bin/python3 test_pause.py [-k NAME]
+
+Two phases run around a SIGKILL of the gateway and a start with the same --state-dir (the
+TEST_CASE in tests/e2e/e2e_tests.cpp drives them; state in $CALLISTO_E2E_STATE):
+  -k phase_before_restart   a context is given state and paused
+  -k phase_after_restart    it is listed paused, and its next execution resumes it whole
+and one against a server started with --pause-idle=2 (CALLISTO_E2E_PHASE=idle):
+  -k phase_idle             an idle context is paused on its own, and resumes with its state
+"""
+
+import http.client
+import json
+import os
+import sys
+import threading
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from e2e_client import (  # noqa: E402
+    BASE_URL, HTTP_TIMEOUT, SkipTest, alive, api, callisto_only, check, check_documented,
+    check_eq, gateway_args, poll, process_tree, run_tests,
+)
+
+ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
+PHASE = os.environ.get("CALLISTO_E2E_PHASE", "")
+
+SETUP = r"""
+import numpy as np
+arr = np.arange(2_000_000, dtype=np.float64)   # 16 MB the kernel holds
+def twice(x):
+    return 2 * x + len(arr)
+class Counter:
+    def __init__(self, start):
+        self.n = start
+    def bump(self):
+        self.n += 1
+        return self.n
+counter = Counter(41)
+with open("notes.txt", "w") as f:
+    f.write("written before the pause")
+print("ready")
+"""
+
+CHECK = r"""
+import json
+print(json.dumps({
+    "sum": float(arr.sum()),
+    "twice": twice(3),
+    "bump": counter.bump(),
+    "np": np.__name__,
+    "notes": open("notes.txt").read(),
+}))
+"""
+
+
+def new_context(token=ANA, body=None):
+    r = api("POST", "/v1/contexts", body or {"policy": "fresh"}, token=token, timeout=120)
+    check_eq(r.status, 201, f"create context ({r.body[:300]!r})")
+    return r.json()
+
+
+def execute(token, context_id, code, timeout=300):
+    return api("POST", f"/v1/contexts/{context_id}/executions", {"code": code}, token=token,
+               timeout=timeout)
+
+
+def run(token, context_id, code, timeout=300):
+    r = execute(token, context_id, code, timeout)
+    check_eq(r.status, 200, f"execution answered ({r.body[:300]!r})")
+    e = r.json()
+    check_eq(e["status"], "ok", f"execution ran ({e.get('error')!r}, {e.get('stderr', '')[-300:]!r})")
+    return e
+
+
+def last_json(e):
+    return json.loads(e["stdout"].strip().splitlines()[-1])
+
+
+def delete_context(token, context_id):
+    api("DELETE", f"/v1/contexts/{context_id}", token=token)
+
+
+def kernel_pid(token, kernel_id):
+    r = api("GET", f"/api/kernels/{kernel_id}", token=token)
+    check_eq(r.status, 200, "the kernel is there")
+    return r.json()["callisto"]["pid"]
+
+
+def rss_kib(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+def pause(token, context_id, expect=200):
+    r = api("POST", f"/v1/contexts/{context_id}/pause", token=token, timeout=300)
+    check_eq(r.status, expect, f"pause answered ({r.body[:500]!r})")
+    check_documented("POST", "/v1/contexts/{context_id}/pause", r)
+    return r
+
+
+def state_dir():
+    return os.path.join(gateway_args()["workdir-root"], ".callisto-state")
+
+
+def paused_snapshots():
+    d = os.path.join(state_dir(), "paused-snapshots")
+    return sorted(n for n in os.listdir(d) if not n.startswith(".")) if os.path.isdir(d) else []
+
+
+def expect_state(check_result, counter_value, what):
+    check_eq(check_result["sum"], float(sum(range(2_000_000))), f"{what}: the array")
+    check_eq(check_result["twice"], 2_000_006, f"{what}: the function, with its global")
+    check_eq(check_result["bump"], counter_value, f"{what}: the class instance and its method")
+    check_eq(check_result["np"], "numpy", f"{what}: the module, imported again")
+    check_eq(check_result["notes"], "written before the pause", f"{what}: the file")
+
+
+def phase_only(name):
+    if PHASE != name:
+        raise SkipTest(f"a phase of the restart TEST_CASE (CALLISTO_E2E_PHASE={name})")
+
+
+@callisto_only
+def test_pause_frees_the_kernel_and_the_next_execution_resumes_the_state():
+    ctx = new_context()
+    try:
+        run(ANA, ctx["id"], SETUP)
+        pid = kernel_pid(ROOT, ctx["kernel_id"])  # the "callisto" object is an admin's to see
+        tree = process_tree(pid)
+        rss = rss_kib(tree)
+        check(rss > 16 * 1024, "the kernel holds its array", rss)
+        r = pause(ANA, ctx["id"])
+        model = r.json()
+        check_eq(model["id"], ctx["id"], "the same id")
+        check_eq(model["state"], "paused", "its state")
+        check_eq(model["kernel_id"], None, "no kernel")
+        check(model["paused"]["size"] > 16_000_000 and model["paused"]["duration_ms"] >= 0,
+              "the pause says its size and time", model["paused"])
+        check("arr" in model["paused"]["carried"], "what it carried", model["paused"])
+        # The kernel is gone, all its processes, and with them its memory.
+        poll(lambda: not any(alive(p) for p in tree), 30, what="the kernel's processes gone")
+        print(f"  pause freed the kernel's {rss // 1024} MiB (pids {tree} gone)")
+        r = api("GET", f"/api/kernels/{ctx['kernel_id']}", token=ANA)
+        check_eq(r.status, 404, "its kernel is no longer listed")
+
+        r = check_documented("GET", "/v1/contexts", api("GET", "/v1/contexts", token=ANA))
+        listed = {c["id"]: c for c in r.json()}
+        check(ctx["id"] in listed and listed[ctx["id"]]["state"] == "paused", "listed paused",
+              listed.get(ctx["id"]))
+        r = check_documented("GET", "/v1/contexts/{context_id}",
+                             api("GET", f"/v1/contexts/{ctx['id']}", token=ANA))
+        check_eq(r.json()["state"], "paused", "GET says paused")
+        # Pausing it again changes nothing.
+        check_eq(pause(ANA, ctx["id"]).json()["state"], "paused", "a second pause: 200")
+        # Its snapshot is the context's, not among ana's own.
+        r = api("GET", "/v1/snapshots", token=ANA)
+        check(all(s.get("context_id") != ctx["id"] for s in r.json()),
+              "the pause's snapshot is not listed as ana's", r.json())
+
+        r = execute(ANA, ctx["id"], CHECK)
+        check_eq(r.status, 200, f"the execution resumed the context ({r.body[:500]!r})")
+        check_documented("POST", "/v1/contexts/{context_id}/executions", r)
+        e = r.json()
+        check_eq(e["status"], "ok", f"it ran ({e.get('error')!r})")
+        check(isinstance(e.get("resumed", {}).get("duration_ms"), int), "the resume time", e)
+        print(f"  resumed in {e['resumed']['duration_ms']} ms")
+        expect_state(last_json(e), 42, "after the resume")
+        r = api("GET", f"/v1/contexts/{ctx['id']}", token=ANA)
+        live = r.json()
+        check_eq(live["state"], "idle", "live again")
+        check(live["kernel_id"] not in (None, ctx["kernel_id"]), "in a new kernel", live)
+        check_eq(paused_snapshots(), [], "the pause's snapshot is gone once resumed")
+        # An execution on the live context says nothing of a resume.
+        check("resumed" not in run(ANA, ctx["id"], "print(1)"), "no resume the second time")
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
+def test_two_executions_at_once_resume_the_context_once():
+    ctx = new_context()
+    try:
+        run(ANA, ctx["id"], "x = 7")
+        pause(ANA, ctx["id"])
+        answers = [None, None]
+
+        def go(i):
+            answers[i] = execute(ANA, ctx["id"], f"print(x + {i})")
+
+        threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+        for i, r in enumerate(answers):
+            check_eq(r.status, 200, f"execution {i} answered ({r.body[:300]!r})")
+            check_eq(r.json()["stdout"], f"{7 + i}\n", f"execution {i} saw x")
+        # One kernel: ana has this context's alone (a second resume would have made another).
+        r = api("GET", "/api/kernels", token=ANA)
+        kernels = [k["id"] for k in r.json()]
+        live = api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()
+        check_eq(kernels, [live["kernel_id"]], "one kernel for the resumed context")
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
+def test_resume_route_and_a_streamed_execution_resume_it():
+    ctx = new_context()
+    try:
+        run(ANA, ctx["id"], "y = 'kept'")
+        pause(ANA, ctx["id"])
+        r = api("POST", f"/v1/contexts/{ctx['id']}/resume", token=ANA, timeout=300)
+        check_eq(r.status, 200, f"resume answered ({r.body[:300]!r})")
+        check_documented("POST", "/v1/contexts/{context_id}/resume", r)
+        check(isinstance(r.json()["resumed"]["duration_ms"], int), "the resume time", r.json())
+        check_eq(r.json()["state"] in ("idle", "starting", "busy"), True, "live")
+        # Resuming a live context: 200, nothing to report.
+        r = api("POST", f"/v1/contexts/{ctx['id']}/resume", token=ANA)
+        check_eq(r.status, 200, "resume of a live context")
+        check("resumed" not in r.json(), "nothing resumed", r.json())
+        check_eq(run(ANA, ctx["id"], "print(y)")["stdout"], "kept\n", "the state is back")
+
+        # NDJSON: the first event says the execution resumed the context.
+        pause(ANA, ctx["id"])
+        url = urllib.parse.urlsplit(BASE_URL)
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=HTTP_TIMEOUT)
+        conn.request("POST", f"/v1/contexts/{ctx['id']}/executions",
+                     body=json.dumps({"code": "print(y)"}),
+                     headers={"Authorization": f"token {ANA}",
+                              "Content-Type": "application/json",
+                              "Accept": "application/x-ndjson"})
+        resp = conn.getresponse()
+        check_eq(resp.status, 200, "the stream began")
+        events = [json.loads(line) for line in resp.read().decode().splitlines()]
+        conn.close()
+        check_eq(events[0]["type"], "queued", "the first event")
+        check(isinstance(events[0].get("resumed", {}).get("duration_ms"), int),
+              "it says the context resumed", events[0])
+        check_eq(events[-1]["execution"]["stdout"], "kept\n", "the state is back")
+
+        # A route of files resumes it too.
+        pause(ANA, ctx["id"])
+        r = api("GET", f"/v1/contexts/{ctx['id']}/files", token=ANA, timeout=300)
+        check_eq(r.status, 200, f"files of a paused context ({r.body[:300]!r})")
+        check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"] != "paused",
+                 True, "live again")
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
+def test_the_events_websocket_of_a_paused_context_resumes_it():
+    import websocket  # python3-websocket
+    ctx = new_context()
+    try:
+        run(ANA, ctx["id"], "v = 'over the socket'")
+        pause(ANA, ctx["id"])
+        url = urllib.parse.urlsplit(BASE_URL)
+        ws = websocket.create_connection(f"ws://{url.netloc}/v1/contexts/{ctx['id']}/events",
+                                         header=[f"Authorization: token {ANA}"], timeout=300)
+        try:
+            ws.send(json.dumps({"type": "execute", "code": "print(v)"}))
+            text = ""
+            while True:
+                m = json.loads(ws.recv())
+                if m["type"] == "stdout":
+                    text += m["text"]
+                if m["type"] == "end":
+                    break
+            check_eq(text, "over the socket\n", "the socket runs in the resumed context")
+        finally:
+            ws.close()
+        check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"], "idle",
+                 "live again")
+        # Another user's socket to a paused context: 404 before any upgrade.
+        pause(ANA, ctx["id"])
+        r = api("GET", f"/v1/contexts/{ctx['id']}/events", token=BOB)
+        check_eq(r.status, 404, "bob's socket")
+        check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"], "paused",
+                 "still paused")
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
+def test_delete_of_a_paused_context_deletes_its_snapshot():
+    ctx = new_context()
+    run(ANA, ctx["id"], "z = 1\nopen('f.txt', 'w').write('x')")
+    before = paused_snapshots()
+    pause(ANA, ctx["id"])
+    check_eq(len(paused_snapshots()), len(before) + 1, "the pause wrote a snapshot")
+    r = api("DELETE", f"/v1/contexts/{ctx['id']}", token=ANA)
+    check_eq(r.status, 204, "deleted")
+    check_documented("DELETE", "/v1/contexts/{context_id}", r)
+    check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).status, 404, "gone")
+    check_eq(execute(ANA, ctx["id"], "print(z)").status, 404, "nothing resumes")
+    check_eq(paused_snapshots(), before, "its snapshot went with it")
+    check_eq(sorted(os.listdir(os.path.join(state_dir(), "paused"))), [], "and its record")
+
+
+@callisto_only
+def test_another_users_pause_and_resume_get_404():
+    ctx = new_context()
+    try:
+        run(ANA, ctx["id"], "w = 3")
+        check_eq(api("POST", f"/v1/contexts/{ctx['id']}/pause", token=BOB).status, 404,
+                 "bob pausing ana's live context")
+        pause(ANA, ctx["id"])
+        for method, path, body in (("POST", "/pause", None), ("POST", "/resume", None),
+                                   ("GET", "", None), ("DELETE", "", None),
+                                   ("POST", "/executions", {"code": "print(w)"}),
+                                   ("GET", "/files", None)):
+            r = api(method, f"/v1/contexts/{ctx['id']}{path}", body, token=BOB)
+            check_eq(r.status, 404, f"bob: {method} {path or '/'} of ana's paused context")
+        check(ctx["id"] not in [c["id"] for c in api("GET", "/v1/contexts", token=BOB).json()],
+              "bob does not list it")
+        check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"], "paused",
+                 "still paused: bob resumed nothing")
+        # An admin sees it and may resume it.
+        check(ctx["id"] in [c["id"] for c in api("GET", "/v1/contexts", token=ROOT).json()],
+              "an admin lists it")
+        check_eq(run(ANA, ctx["id"], "print(w)")["stdout"], "3\n", "ana resumes it")
+        for bad in ("not-an-id", ctx["id"].upper()):
+            r = api("POST", f"/v1/contexts/{bad}/pause", token=ANA)
+            check(r.status in (400, 404), f"pause of {bad} refused", r)
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
+def test_a_busy_context_is_not_paused():
+    ctx = new_context()
+    try:
+        t = threading.Thread(target=lambda: execute(ANA, ctx["id"], "import time; time.sleep(4)"))
+        t.start()
+        time.sleep(1.0)
+        r = pause(ANA, ctx["id"], expect=409)
+        check("busy" in r.json()["message"], "says why", r.json())
+        t.join(60)
+        check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"], "idle",
+                 "still live")
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
+def test_a_context_of_another_language_is_not_paused():
+    kernels = api("GET", "/v1/languages", token=ANA).json()["kernels"]
+    other = [k["name"] for k in kernels if k["language"].lower() != "python"]
+    if not other:
+        raise SkipTest("no kernel here speaks a language besides Python")
+    ctx = new_context(body={"kernel": other[0], "policy": "fresh"})
+    try:
+        r = pause(ANA, ctx["id"], expect=400)
+        check("only Python" in r.json()["message"], "says why", r.json())
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
+def test_pauses_and_resumes_are_counted():
+    r = api("GET", "/metrics", token=ROOT)
+    check_eq(r.status, 200, "metrics")
+    text = r.body.decode()
+    for name in ("callisto_context_pauses_total{trigger=\"request\"}",
+                 "callisto_context_resumes_total{result=\"ok\"}",
+                 "callisto_context_resume_seconds_count"):
+        check(name in text, f"{name} is exported")
+
+
+@callisto_only
+def test_phase_idle_contexts_are_paused():
+    phase_only("idle")  # a server started with --pause-idle=2
+    ctx = new_context()
+    try:
+        run(ANA, ctx["id"], "kept = 'through an idle pause'")
+        poll(lambda: api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"] ==
+             "paused", 30, interval=0.5, what="the idle context paused")
+        r = api("GET", "/metrics", token=ROOT)
+        check('callisto_context_pauses_total{trigger="idle"} 1' in r.body.decode(),
+              "counted as an idle pause")
+        e = run(ANA, ctx["id"], "print(kept)")
+        check_eq(e["stdout"], "through an idle pause\n", "resumed with its state")
+        check("resumed" in e, "the execution resumed it", e)
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
+def test_phase_before_restart():
+    phase_only("before_restart")
+    ctx = new_context()
+    run(ANA, ctx["id"], SETUP)
+    pause(ANA, ctx["id"])
+    check_eq(sorted(os.listdir(os.path.join(state_dir(), "paused"))), [ctx["id"] + ".json"],
+             "the paused context's record")
+    # What the next start must drop with a warning, not fail on: a truncated record, one whose
+    # snapshot is gone, and a snapshot no record names (a pause a crash cut short).
+    paused_dir = os.path.join(state_dir(), "paused")
+    with open(os.path.join(paused_dir, "33333333-3333-4333-8333-333333333333.json"), "w") as f:
+        f.write('{"id": "33333333-3333-4333-8333-333333')
+    with open(os.path.join(paused_dir, ctx["id"] + ".json")) as f:
+        lost = json.load(f)
+    lost["id"] = "44444444-4444-4444-8444-444444444444"
+    lost["snapshot_id"] = "55555555-5555-4555-8555-555555555555"
+    with open(os.path.join(paused_dir, lost["id"] + ".json"), "w") as f:
+        json.dump(lost, f)
+    os.makedirs(os.path.join(state_dir(), "paused-snapshots",
+                             "66666666-6666-4666-8666-666666666666"))
+    with open(os.environ["CALLISTO_E2E_STATE"], "w") as f:
+        json.dump({"ctx": ctx["id"]}, f)
+
+
+@callisto_only
+def test_phase_after_restart():
+    phase_only("after_restart")
+    with open(os.environ["CALLISTO_E2E_STATE"]) as f:
+        ctx = json.load(f)["ctx"]
+    listed = {c["id"]: c for c in api("GET", "/v1/contexts", token=ANA).json()}
+    check(ctx in listed and listed[ctx]["state"] == "paused", "listed paused after the restart",
+          listed)
+    check_eq(api("GET", f"/v1/contexts/{ctx}", token=BOB).status, 404, "still ana's alone")
+    check_eq(sorted(os.listdir(os.path.join(state_dir(), "paused"))), [ctx + ".json"],
+             "the truncated record and the one whose snapshot is gone were dropped")
+    check_eq(len(paused_snapshots()), 1, "the snapshot no record named was removed")
+    check(all(c["id"] != "44444444-4444-4444-8444-444444444444"
+              for c in api("GET", "/v1/contexts", token=ANA).json()), "nor listed")
+    e = run(ANA, ctx, CHECK)
+    check(isinstance(e.get("resumed", {}).get("duration_ms"), int), "the resume time", e)
+    expect_state(last_json(e), 42, "after the gateway restart")
+    delete_context(ANA, ctx)
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests())
