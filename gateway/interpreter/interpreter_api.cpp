@@ -1052,14 +1052,14 @@ void interpreter_api::resume(const std::string& id, const user& who, resume_done
         } else if (auto* m = contexts_.settings().metrics) {
             m->context_resumes.with({"failed"}).inc();
         }
-        paused_table::outcome how;
-        how.duration_ms = ms;
+        paused_table::outcome result;
+        result.duration_ms = ms;
         if (!made) {
-            how.status = status;
-            how.error = "the context could not be resumed (it stays paused): " + why;
-            how.retry_after = std::move(retry_after);
+            result.status = status;
+            result.error = "the context could not be resumed (it stays paused): " + why;
+            result.retry_after = std::move(retry_after);
         }
-        contexts_.finish_resume(id, made, how);
+        contexts_.finish_resume(id, made, result);
     };
     // Within the server's egress ceiling as it is now (a reload may have narrowed it).
     if (!request.network_allow.empty())
