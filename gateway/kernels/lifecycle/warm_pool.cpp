@@ -47,6 +47,15 @@ void warm_pool::refill(const std::string& kernelspec) {
     }
     for (std::size_t i = 0; i < to_start; ++i) {
         auto kernel = make_(*spec);
+        {
+            std::lock_guard lock(mutex_);
+            auto& s = slots_[kernelspec];
+            if (stopping_) {  // not started yet: nothing to stop
+                --s.starting;
+                continue;
+            }
+            s.starting_kernels.push_back(kernel);
+        }
         kernel->start([this, kernelspec, kernel](kernel_outcome outcome) {
             on_started(kernelspec, kernel, outcome);
         });
@@ -61,7 +70,8 @@ void warm_pool::on_started(const std::string& kernelspec, std::shared_ptr<kernel
         std::lock_guard lock(mutex_);
         auto& s = slots_[kernelspec];
         --s.starting;
-        if (stopping_) {
+        std::erase(s.starting_kernels, kernel);
+        if (stopping_) {  // shutdown() has stopped it, and waits for it
             discard = true;
         } else if (outcome.ok()) {
             s.failures_in_a_row = 0;
@@ -138,6 +148,8 @@ void warm_pool::shutdown(std::function<void()> done) {
         for (auto& [name, s] : slots_) {
             for (auto& k : s.ready) all.push_back(k);
             s.ready.clear();
+            // Still starting: stopped now rather than left to their start's end.
+            all.insert(all.end(), s.starting_kernels.begin(), s.starting_kernels.end());
         }
     }
     if (all.empty()) return done();

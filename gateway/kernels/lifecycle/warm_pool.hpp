@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 
@@ -51,7 +52,10 @@ private:
     struct slot {
         std::size_t target = 0;
         std::deque<std::shared_ptr<kernel_session>> ready;
-        std::size_t starting = 0;
+        std::size_t starting = 0;  // reserved by refill, then made and started
+        // The kernels started and not yet ready: shutdown waits for them too, so none is left
+        // starting (its process and workdir) when the server has stopped.
+        std::vector<std::shared_ptr<kernel_session>> starting_kernels;
         unsigned failures_in_a_row = 0;
     };
     void refill(const std::string& kernelspec);
