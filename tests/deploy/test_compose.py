@@ -93,8 +93,8 @@ class Dockerd:
         self.root = os.path.join(workdir, "docker")
         self.sock = os.path.join(workdir, "docker.sock")
         self.log = open(os.path.join(workdir, "dockerd.log"), "w")
-        # Niced, and so are the image builds it runs: `make test` runs this test beside the
-        # e2e suite, whose cases wait on kernels with deadlines.
+        # Niced, and so are the image builds it runs: the machine's other work (a developer's
+        # build, a gateway under test) keeps its CPU.
         self.proc = subprocess.Popen(
             ["nice", "-n", "10", "dockerd", f"--data-root={self.root}/data", f"--exec-root={self.root}/exec",
              f"--pidfile={self.root}/dockerd.pid", f"-H=unix://{self.sock}",
@@ -166,8 +166,8 @@ def main():
         users, tokens, admin = users_file(workdir, binary)
         ports = {k: free_port() for k in ("CALLISTO_PORT", "CALLISTO_1_PORT", "CALLISTO_2_PORT",
                                           "PROMETHEUS_PORT")}
-        # Uids of their own: `make test` runs this test beside the e2e suite, whose servers take
-        # 60000-61199, and per-uid process limits count across containers.
+        # Uids of their own, never the e2e suite's (60000-61399): per-uid process limits count
+        # across containers, so a replica must not share them with a host's gateway.
         env = dict(env, BASE_IMAGE=BASE_IMAGE, CALLISTO_USERS_FILE=users,
                    CALLISTO_1_UIDS="63000-63999", CALLISTO_2_UIDS="64000-64999",
                    CALLISTO_METRICS_TOKEN_FILE=os.path.join(workdir, "metrics-token"),
