@@ -18,20 +18,7 @@ import sys
 import time
 import urllib.parse
 
-
-def call(conn, token, method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    conn.request(method, path, body=data,
-                 headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
-    resp = conn.getresponse()
-    payload = resp.read()
-    return resp.status, (json.loads(payload) if payload else None)
-
-
-def must(status, body, want, what):
-    if status != want:
-        sys.exit(f"{what}: {status} {body}")
-    return body
+from pause_resume import call, must  # the same HTTP helpers, beside this script
 
 
 def host_used_mib():
