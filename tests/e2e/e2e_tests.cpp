@@ -614,7 +614,9 @@ TEST_CASE(
     {
         server_process third(args);
         run_client(third, {python, script, "-k", "after_upgrade"}, 300, env);
-        CHECK(third.stop() == 0);
+        const int stopped = third.stop();
+        INFO("server log:\n" << third.log());
+        CHECK(stopped == 0);
     }
     auto stopped = run_command({python, script, "-k", "after_stop"}, env, 60);
     INFO("after stop:\n" << stopped.output);

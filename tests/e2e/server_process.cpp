@@ -12,6 +12,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -240,6 +241,17 @@ void server_process::crash() {
     pid_ = -1;
 }
 
+// A server that did not stop: what each of its threads waits on goes to its log, which the
+// failing case prints, so a rare hang can be diagnosed from one CI run.
+void server_process::append_thread_stacks() const {
+    if (::access("/usr/bin/gdb", X_OK) != 0) return;
+    const std::string command = "/usr/bin/gdb -p " + std::to_string(pid_) +
+                                " -batch -nx -ex 'thread apply all bt' >> " + log_file_.string() +
+                                " 2>&1";
+    std::ofstream(log_file_, std::ios::app) << "\n--- server_process: did not stop; its threads:\n";
+    [[maybe_unused]] const int ignored = std::system(command.c_str());
+}
+
 std::string server_process::log() const {
     std::ifstream in(log_file_);
     std::stringstream ss;
@@ -251,7 +263,10 @@ int server_process::stop(int timeout_s) {
     if (pid_ <= 0) return -1;
     ::kill(pid_, SIGTERM);
     int status = 0;
-    if (!wait_exit(pid_, timeout_s, status)) return -1;
+    if (!wait_exit(pid_, timeout_s, status)) {
+        append_thread_stacks();
+        return -1;
+    }
     pid_ = -1;
     // A stopped server leaves no kernel behind (sandboxed ones are reparented to 1 if they
     // escape their bwrap): anything still naming its runtime directory is an orphan.

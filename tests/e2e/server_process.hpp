@@ -45,8 +45,9 @@ public:
     pid_t pid() const { return pid_; }
     std::string log() const;
 
-    // SIGTERM, then wait; the exit code, -1 when it did not exit within timeout_s, or -2 when
-    // a process naming its runtime directory (an orphaned kernel) outlived it.
+    // SIGTERM, then wait; the exit code, -1 when it did not exit within timeout_s (its threads'
+    // stacks are then in its log), or -2 when a process naming its runtime directory (an
+    // orphaned kernel) outlived it.
     int stop(int timeout_s = 60);
     // SIGKILL, as a crash: nothing of the server's own cleanup runs; kernels outlive it.
     void crash();
@@ -55,6 +56,8 @@ public:
     int exit_on(int sig, int timeout_s = 30);
 
 private:
+    void append_thread_stacks() const;
+
     pid_t pid_ = -1;
     int port_ = 0;
     bool tls_ = false;

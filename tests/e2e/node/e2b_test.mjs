@@ -395,7 +395,11 @@ test('commands: a process of its own in the kernel\'s sandbox, beside runCode, a
     // A real pid of the sandbox: the kernel sees the command's process.
     const bg = await sbx.commands.run('exec sleep 30', { background: true });
     check(Number.isInteger(bg.pid) && bg.pid > 1, 'a pid', bg.pid);
-    const seen = (await sbx.runCode(`print(open('/proc/${bg.pid}/cmdline').read().split('\\0')[0])`)).logs.stdout.join('');
+    // Read until the process has finished exec'ing: caught between fork and exec, or inside
+    // execve, its cmdline reads empty (seen under load).
+    const seen = (await sbx.runCode(
+      `import time\nfor _ in range(100):\n    c = open('/proc/${bg.pid}/cmdline').read()\n    if c: break\n    time.sleep(0.05)\nprint(c.split('\\0')[0])`
+    )).logs.stdout.join('');
     check(/^(sleep|\/bin\/bash)\n$/.test(seen), 'the kernel sees the command by its pid', seen);
     await bg.kill();
   });
