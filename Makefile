@@ -46,7 +46,7 @@ run: deps build
 test: deps deps-test npm-deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCALLISTO_BUILD_TESTS=ON
 	cmake --build $(BUILD) -j$(JOBS)
-	cd $(BUILD) && ctest --output-on-failure --timeout 900
+	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j2
 	$(MAKE) fuzz-build
 	cd $(FUZZ_BUILD) && ctest --output-on-failure -L fuzz
 

@@ -93,8 +93,8 @@ class Dockerd:
         self.root = os.path.join(workdir, "docker")
         self.sock = os.path.join(workdir, "docker.sock")
         self.log = open(os.path.join(workdir, "dockerd.log"), "w")
-        # Niced, and so are the image builds it runs: the machine's other work (a developer's
-        # build, a gateway under test) keeps its CPU.
+        # Niced, and so are the image builds it runs: `make test` runs this test beside the
+        # other suites, whose cases wait on kernels with deadlines.
         self.proc = subprocess.Popen(
             ["nice", "-n", "10", "dockerd", f"--data-root={self.root}/data", f"--exec-root={self.root}/exec",
              f"--pidfile={self.root}/dockerd.pid", f"-H=unix://{self.sock}",
