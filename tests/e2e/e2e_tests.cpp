@@ -341,6 +341,15 @@ TEST_CASE(
     CHECK(server.stop() == 0);
 }
 
+TEST_CASE(
+    "the agent loop through E2B's SDK (examples/e2b_agent_loop.mjs): a scripted model fixes its "
+    "bug from the traceback, a chart, the sandbox killed; the program's demo and refusals") {
+    server_process server;
+    run_client(server,
+               {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/e2b_example_test.mjs"}, 600);
+    CHECK(server.stop() == 0);
+}
+
 TEST_CASE("the served OpenAPI document passes an independent OpenAPI 3.1 validator") {
     server_process server;
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/openapi_test.mjs"});
