@@ -299,8 +299,10 @@ std::vector<std::string> kernelspec_names(const launcher::kernelspec_catalog& ca
 }
 
 // E2B's sandboxes live within the interpreter's bounds: env_vars as /v1's env.
-e2b::e2b_settings e2b_settings_for(const interpreter::interpreter_settings& s) {
+e2b::e2b_settings e2b_settings_for(const interpreter::interpreter_settings& s,
+                                   const std::string& domain) {
     e2b::e2b_settings e;
+    e.domain = domain;
     e.limits.env = s.request_limits.env;
     e.limits.max_timeout = s.request_limits.max_timeout;
     std::error_code ec;
@@ -385,8 +387,8 @@ server::server(server_config config, logger log)
           },
           config_.mcp, log_.component("mcp")),
       mcp_(mcp_sessions_, mcp_tool_limits(contexts_.settings()), CALLISTO_VERSION),
-      e2b_(ioc_, contexts_, kernelspec_names(catalog_), e2b_settings_for(contexts_.settings()),
-           log_.component("e2b")),
+      e2b_(ioc_, contexts_, kernelspec_names(catalog_),
+           e2b_settings_for(contexts_.settings(), config_.e2b_domain), log_.component("e2b")),
       auth_(config_.users_file.empty() ? user_directory(token_auth(config_.token))
                                        : user_directory(config_.users_file)),
       users_watch_(ioc_),

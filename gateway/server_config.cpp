@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -206,6 +207,27 @@ option_io given(Field field, bool when_given = true) {
                 return {};
             },
             [=](const server_config& c) { return nlohmann::json(field(c) == when_given); }};
+}
+
+// A DNS name in lower case (a trailing dot dropped): labels of 1-63 letters, digits and inner
+// hyphens, 253 characters at most. nullopt for anything else (an address, a wildcard, a URL).
+std::optional<std::string> dns_name(std::string value) {
+    if (!value.empty() && value.back() == '.') value.pop_back();
+    if (value.empty() || value.size() > 253) return std::nullopt;
+    std::transform(value.begin(), value.end(), value.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (std::size_t start = 0; start <= value.size();) {
+        const auto end = std::min(value.find('.', start), value.size());
+        const std::string_view label(value.data() + start, end - start);
+        if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-')
+            return std::nullopt;
+        for (char c : label)
+            if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-')) return std::nullopt;
+        start = end + 1;
+    }
+    // All digits and dots is an IPv4 address, not a name.
+    if (value.find_first_not_of("0123456789.") == std::string::npos) return std::nullopt;
+    return value;
 }
 
 // An action: acts when given (--help, --config) and is neither shown nor read from a file.
@@ -634,6 +656,24 @@ const std::vector<option>& options() {
          seconds(FIELD(mcp.idle_timeout), 0, 7 * 24 * 3600, "never")},
         {"--mcp-max-sessions", "N", "MCP sessions per user; initialize beyond it answers 429",
          number(FIELD(mcp.max_per_user), 1, 10000)},
+        {"--e2b-domain",
+         "DOMAIN|off",
+         "E2B's SDKs without E2B_SANDBOX_URL reach a sandbox at https://<port>-<id>.DOMAIN: "
+         "only such hosts name a sandbox (a wildcard DNS name and certificate for *.DOMAIN in "
+         "front); off: any host of that shape does, or the E2b-Sandbox-Id header",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              if (value == "off") {
+                  st.cfg.e2b_domain.clear();
+                  return {};
+              }
+              const auto domain = dns_name(value);
+              if (!domain) return "a DNS name such as sandbox.example.org, or off";
+              st.cfg.e2b_domain = *domain;
+              return {};
+          },
+          [](const server_config& c) {
+              return nlohmann::json(c.e2b_domain.empty() ? "off" : c.e2b_domain);
+          }}},
         {"--audit-log", "FILE",
          "record every execution (Jupyter WebSocket, /v1 and MCP) in FILE before it runs, and "
          "how it ended: user, kernel, code, status, duration, output; lines chained under a key "

@@ -104,6 +104,9 @@ struct server_config {
     // are the server's, filled in when it is built.
     interpreter::interpreter_settings interpreter;
     mcp::mcp_session_limits mcp;  // the MCP endpoint (/mcp, gateway/mcp/)
+    // E2B's host names, "<port>-<sandbox id>.<e2b_domain>" (gateway/e2b/), lower case; empty:
+    // a sandbox is named by any host of that shape, or its E2b-Sandbox-Id header.
+    std::string e2b_domain;
     // The audit log (gateway/audit/): one chained line per execution; off without a file.
     audit::audit_settings audit;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <csignal>
 #include <map>
 
@@ -140,14 +141,32 @@ bool matches_metadata(const sandbox_record& box, const std::string& filter) {
 
 }  // namespace
 
-std::string sandbox_id_of(const http_request& req) {
-    if (auto id = req["E2b-Sandbox-Id"]; !id.empty()) return std::string(id);
-    // https://<port>-<id>.<domain>
-    std::string_view host = req[http::field::host];
-    host = host.substr(0, host.find('.'));
-    const auto dash = host.find('-');
+std::string sandbox_id_from_host(std::string_view host, std::string_view domain) {
+    // A port after the name (an IPv6 literal has no sandbox in it either way).
+    if (const auto colon = host.rfind(':'); colon != std::string_view::npos)
+        host = host.substr(0, colon);
+    const auto dot = host.find('.');
+    const std::string_view label = host.substr(0, dot);
+    const auto dash = label.find('-');
     if (dash == std::string_view::npos) return {};
-    return std::string(host.substr(dash + 1));
+    if (!domain.empty()) {
+        // Exactly one label before the domain (DNS names are case-insensitive; a trailing dot
+        // is the same name), and E2B's port first.
+        std::string rest(dot == std::string_view::npos ? "" : host.substr(dot + 1));
+        if (!rest.empty() && rest.back() == '.') rest.pop_back();
+        std::transform(rest.begin(), rest.end(), rest.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        const std::string_view port = label.substr(0, dash);
+        if (rest != domain || port.empty() || port.size() > 5 ||
+            !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            return {};
+    }
+    return std::string(label.substr(dash + 1));
+}
+
+std::string sandbox_id_of(const http_request& req, std::string_view domain) {
+    if (auto id = req["E2b-Sandbox-Id"]; !id.empty()) return std::string(id);
+    return sandbox_id_from_host(req[http::field::host], domain);
 }
 
 e2b_api::e2b_api(boost::asio::io_context& ioc, interpreter::context_registry& contexts,
@@ -301,7 +320,7 @@ void e2b_api::create_sandbox(incoming_request in) {
 }
 
 std::optional<sandbox_record> e2b_api::sandbox_of(const incoming_request& in) const {
-    const std::string id = sandbox_id_of(in.req);
+    const std::string id = sandbox_id_of(in.req, settings_.domain);
     if (!is_valid_sandbox_id(id)) {
         in.respond(e2b_error(http::status::not_found,
                              "no sandbox named: send E2b-Sandbox-Id or use its host name"));
@@ -318,7 +337,7 @@ std::optional<sandbox_record> e2b_api::sandbox_of(const incoming_request& in) co
 
 void e2b_api::health(incoming_request in) {
     // E2B's proxy answers 502 for a sandbox that is gone: isRunning() is then false.
-    const std::string id = sandbox_id_of(in.req);
+    const std::string id = sandbox_id_of(in.req, settings_.domain);
     auto box =
         sandboxes_.find_by_token(id, in.req["X-Access-Token"], in.req["E2B-Traffic-Access-Token"]);
     in.respond(box ? empty_response(http::status::no_content)

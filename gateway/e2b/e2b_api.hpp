@@ -43,6 +43,9 @@ struct e2b_settings {
     std::filesystem::path enter_program;
     // Commands running at once in one sandbox, and listeners (streams) on one command.
     std::size_t max_processes = 64;
+    // --e2b-domain, lower case: data-plane hosts "<port>-<id>.<domain>" name their sandbox.
+    // Empty: any host's first label of that shape does.
+    std::string domain;
 };
 
 class e2b_api {
@@ -127,8 +130,14 @@ private:
     boost::asio::thread_pool file_pool_{2};
 };
 
-// The sandbox a data-plane request is for: its E2b-Sandbox-Id header, else the host's first
-// label when it is E2B's "<port>-<id>" shape. "" when neither.
-std::string sandbox_id_of(const http_request& req);
+// The sandbox a Host header names in E2B's shape, "<port>-<id>.<domain>" (a ":port" after it
+// allowed). With a `domain` (--e2b-domain), only a host of exactly that shape under that
+// domain names one, the port a number; without, any host's first label of the shape does.
+// "" when the host names none.
+std::string sandbox_id_from_host(std::string_view host, std::string_view domain);
+
+// The sandbox a data-plane request is for: its E2b-Sandbox-Id header, else its host
+// (sandbox_id_from_host). "" when neither names one.
+std::string sandbox_id_of(const http_request& req, std::string_view domain);
 
 }  // namespace callisto::gateway::e2b

@@ -331,13 +331,15 @@ int free_port_on_127_0_0_2() {
 
 TEST_CASE(
     "E2B's SDKs drive callisto unchanged: sandboxes, runCode streamed, contexts, files, commands, "
-    "timeouts; network on create") {
+    "timeouts; network on create; --e2b-domain's hosts") {
     // Two free ports in a row on 127.0.0.2: the first allowed, the second served and refused.
     int port = free_port_on_127_0_0_2();
     while (port >= 65535) port = free_port_on_127_0_0_2();
-    server_process server({"--egress-allow=127.0.0.2:" + std::to_string(port)});
+    server_process server(
+        {"--egress-allow=127.0.0.2:" + std::to_string(port), "--e2b-domain=sandbox.test"});
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/e2b_test.mjs"}, 900,
-               {{"CALLISTO_E2E_EGRESS_PORT", std::to_string(port)}});
+               {{"CALLISTO_E2E_EGRESS_PORT", std::to_string(port)},
+                {"CALLISTO_E2E_E2B_DOMAIN", "sandbox.test"}});
     CHECK(server.stop() == 0);
 }
 

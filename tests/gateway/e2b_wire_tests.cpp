@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/e2b/connect_envelope.hpp"
+#include "gateway/e2b/e2b_api.hpp"
 #include "gateway/e2b/e2b_errors.hpp"
 #include "gateway/e2b/e2b_requests.hpp"
 #include "gateway/e2b/execution_lines.hpp"
@@ -312,4 +313,26 @@ TEST_CASE("errors have E2B's and Connect's shapes") {
     CHECK(json::parse(c.body())["code"] == "not_found");
     CHECK(http_status_of(connect_code::already_exists) == http::status::conflict);
     CHECK(http_status_of(connect_code::invalid_argument) == http::status::bad_request);
+}
+
+TEST_CASE("a host names its sandbox in E2B's shape; with --e2b-domain only under that domain") {
+    // Without a domain: any host's first label "<port>-<id>".
+    CHECK(sandbox_id_from_host("49999-abc123.e2b.app", "") == "abc123");
+    CHECK(sandbox_id_from_host("49999-abc123.anything.example:443", "") == "abc123");
+    CHECK(sandbox_id_from_host("127.0.0.1:8888", "").empty());
+    CHECK(sandbox_id_from_host("localhost", "").empty());
+    CHECK(sandbox_id_from_host("", "").empty());
+    // With one: exactly one label before it, the port a number, the domain in any case.
+    const std::string_view domain = "sandbox.test";
+    CHECK(sandbox_id_from_host("49999-abc123.sandbox.test", domain) == "abc123");
+    CHECK(sandbox_id_from_host("49983-abc123.SANDBOX.Test:443", domain) == "abc123");
+    CHECK(sandbox_id_from_host("49999-abc123.sandbox.test.", domain) == "abc123");
+    for (const char* other :
+         {"49999-abc123.other.test", "49999-abc123.evil.sandbox.test", "49999-abc123.sandbox.testx",
+          "49999-abc123.xsandbox.test", "abc123.sandbox.test", "port-abc123.sandbox.test",
+          "-abc123.sandbox.test", "123456-abc123.sandbox.test", "49999-abc123", "sandbox.test",
+          "127.0.0.1:8888", ""}) {
+        CAPTURE(other);
+        CHECK(sandbox_id_from_host(other, domain).empty());
+    }
 }

@@ -843,3 +843,35 @@ TEST_CASE("config --pause-idle: seconds, off by default; its bad forms refused")
         CHECK(r.message.find("--pause-idle") != std::string::npos);
     }
 }
+
+TEST_CASE("config --e2b-domain: a DNS name, in lower case; off by default; bad forms refused") {
+    auto r = parse({});
+    REQUIRE(r.config);
+    CHECK(r.config->e2b_domain.empty());
+    CHECK(effective_config(*r.config)["e2b-domain"] == "off");
+    r = parse({"--e2b-domain=Sandbox.Example.ORG."});
+    REQUIRE(r.config);
+    CHECK(r.config->e2b_domain == "sandbox.example.org");
+    CHECK(effective_config(*r.config)["e2b-domain"] == "sandbox.example.org");
+    r = parse({"--e2b-domain=e2b-local"});
+    REQUIRE(r.config);
+    CHECK(r.config->e2b_domain == "e2b-local");
+    r = parse({"--e2b-domain=sandbox.test", "--e2b-domain=off"});
+    REQUIRE(r.config);
+    CHECK(r.config->e2b_domain.empty());
+    for (const char* bad :
+         {"--e2b-domain=", "--e2b-domain=*.example.org", "--e2b-domain=https://example.org",
+          "--e2b-domain=example..org", "--e2b-domain=.example.org", "--e2b-domain=-a.example",
+          "--e2b-domain=a-.example", "--e2b-domain=127.0.0.1", "--e2b-domain=exa_mple.org",
+          "--e2b-domain=example.org:443", "--e2b-domain=ex ample.org"}) {
+        r = parse({bad});
+        CAPTURE(bad);
+        CHECK_FALSE(r.config);
+        CHECK(r.exit_code == 2);
+        CHECK(r.message.find("--e2b-domain") != std::string::npos);
+        CHECK(r.message.find("a DNS name") != std::string::npos);
+    }
+    const std::string long_label(64, 'a');
+    r = parse({"--e2b-domain=" + long_label + ".example"});
+    CHECK_FALSE(r.config);
+}

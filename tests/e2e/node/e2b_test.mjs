@@ -14,6 +14,7 @@
 //
 // Exits 0 only when every test passed, and prints "N passed, M failed".
 
+import http from 'node:http';
 import { BASE_URL, TOKEN, check, runTests, sleep, test } from './runner.mjs';
 
 // The SDK reads these: one port for both planes.
@@ -204,6 +205,48 @@ test('the data plane wants the sandbox token', async () => {
       check(r.status === 400, `malformed ${bad}`, r.status);
       check((await r.json()).code === 400, 'E2B error shape');
     }
+  });
+});
+
+// A raw request with a Host header of our choosing, to the server's loopback address.
+function requestWithHost(host, path, headers, body) {
+  const url = new URL(BASE_URL);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, path, method: body ? 'POST' : 'GET',
+      headers: { Host: host, ...headers } }, res => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', chunk => { text += chunk; });
+      res.on('end', () => resolve({ status: res.statusCode, text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('--e2b-domain: a host <port>-<id>.DOMAIN names the sandbox, any other host none', async () => {
+  const domain = process.env.CALLISTO_E2E_E2B_DOMAIN;  // the server's --e2b-domain
+  check(domain, 'CALLISTO_E2E_E2B_DOMAIN names the server\'s --e2b-domain');
+  await withSandbox(async sbx => {
+    const token = { 'X-Access-Token': sbx.envdAccessToken, 'Content-Type': 'application/json' };
+    const run = host => requestWithHost(host, '/execute', token, JSON.stringify({ code: '6*7' }));
+    for (const host of [`49999-${sbx.sandboxId}.${domain}`, `49983-${sbx.sandboxId}.${domain.toUpperCase()}:443`]) {
+      const r = await run(host);
+      check(r.status === 200 && r.text.includes('"text":"42"'), `the code ran through ${host}`, r);
+    }
+    for (const host of [`49999-${sbx.sandboxId}.other.test`, `49999-${sbx.sandboxId}.x.${domain}`,
+      `${sbx.sandboxId}.${domain}`, `port-${sbx.sandboxId}.${domain}`, '127.0.0.1']) {
+      const r = await run(host);
+      check(r.status === 404 && JSON.parse(r.text).message.includes('no sandbox named'), `${host} names no sandbox`, r);
+    }
+    // The header still names it, whatever the host.
+    const byHeader = await requestWithHost('127.0.0.1', '/execute', { ...token, 'E2b-Sandbox-Id': sbx.sandboxId },
+      JSON.stringify({ code: '6*7' }));
+    check(byHeader.status === 200 && byHeader.text.includes('"text":"42"'), 'E2b-Sandbox-Id still works', byHeader);
+    // The host names the sandbox; its token still lets the request in.
+    const wrong = await requestWithHost(`49999-${sbx.sandboxId}.${domain}`, '/execute',
+      { 'X-Access-Token': 'nope', 'Content-Type': 'application/json' }, JSON.stringify({ code: '1' }));
+    check(wrong.status === 401, 'a wrong token through the host: 401', wrong);
   });
 });
 
