@@ -201,7 +201,8 @@ asio::awaitable<void> egress_proxy::handle(std::shared_ptr<connection> c) {
     if (auto* bad = std::get_if<bad_request>(&checked)) {
         c->record.rule = rule_bad_request;
         c->record.reason = bad->reason;
-        co_await answer(c, 400, "Bad Request", "egress proxy: " + bad->reason + "\n");
+        co_await answer(c, bad->status, bad->status == 417 ? "Expectation Failed" : "Bad Request",
+                        "egress proxy: " + bad->reason + "\n");
         co_return finish(*c);
     }
     const auto target = std::get<proxy_target>(std::move(checked));
@@ -366,6 +367,14 @@ asio::awaitable<std::size_t> read_body_piece(tcp::socket& s, beast::flat_buffer&
     co_return 0;
 }
 
+// The interim answer to `Expect: 100-continue`; false when the client is gone.
+asio::awaitable<bool> send_continue(tcp::socket& client) {
+    static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
+    error_code ec;
+    co_await asio::async_write(client, asio::buffer(continue_100), awaitable_ec(ec));
+    co_return !ec;
+}
+
 // The buffers of one write, made outside any co_await expression (GCC 11 cannot put a braced
 // list's array in a coroutine's frame).
 template <class... Texts>
@@ -388,11 +397,16 @@ asio::awaitable<bool> egress_proxy::send_request(std::shared_ptr<connection> c,
     std::array<char, body_piece> piece;
     std::uint64_t body_bytes = 0;
     error_code ec;
+    // A client that sent `Expect: 100-continue` waits for a 100 before its body (curl for a
+    // second, then sends it anyway): the request is allowed and its destination connected by
+    // now. Sent even when some of the body came already, as a client expecting it must take.
+    const bool continue_first = target.expect_continue && !parser.is_done();
     if (!parser.chunked()) {
         // A length (or no body): the head says it, and the bytes follow as they come. Bytes
         // past the length are never read, so never sent on.
         const auto head = forward_head(header, target, parser.content_length().value_or(0));
         if (!co_await send_up(c, pieces_of(head))) co_return false;
+        if (continue_first && !co_await send_continue(c->client)) co_return false;
         while (!parser.is_done()) {
             const auto n = co_await read_body_piece(c->client, buffer, parser, piece, ec);
             body_bytes += n;
@@ -409,6 +423,7 @@ asio::awaitable<bool> egress_proxy::send_request(std::shared_ptr<connection> c,
     // sent yet if it turns out malformed); past it, sent on chunked as it comes.
     std::string held;
     held.reserve(settings_.chunked_hold + piece.size());
+    if (continue_first && !co_await send_continue(c->client)) co_return false;
     while (!parser.is_done() && held.size() <= settings_.chunked_hold) {
         const auto n = co_await read_body_piece(c->client, buffer, parser, piece, ec);
         body_bytes += n;
