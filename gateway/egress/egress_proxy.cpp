@@ -150,9 +150,19 @@ asio::awaitable<void> egress_proxy::answer(std::shared_ptr<connection> c, unsign
     co_await asio::async_write(c->client, asio::buffer(text), awaitable_ec(ec));
 }
 
+void egress_proxy::relayed(connection& c, bool upward, std::uint64_t n) {
+    (upward ? c.record.bytes_up : c.record.bytes_down) += n;
+    (upward ? bytes_up_ : bytes_down_).fetch_add(n, std::memory_order_relaxed);
+}
+
+proxy_activity egress_proxy::activity() const {
+    return {allowed_.load(), refused_.load(), open_.load(), bytes_up_.load(), bytes_down_.load()};
+}
+
 void egress_proxy::finish(connection& c) {
     if (c.done) return;
     c.done = true;
+    (c.record.allowed ? allowed_ : refused_).fetch_add(1, std::memory_order_relaxed);
     c.idle.cancel();
     error_code ignored;
     c.client.shutdown(tcp::socket::shutdown_both, ignored);
@@ -214,7 +224,7 @@ asio::awaitable<void> egress_proxy::handle(std::shared_ptr<connection> c) {
     if (target.tunnel) {
         // Whatever the client sent after its CONNECT (a TLS hello, pipelined) goes first.
         if (buffer.size() > 0) {
-            c->record.bytes_up += buffer.size();
+            relayed(*c, true, buffer.size());
             co_await asio::async_write(c->upstream, buffer.data(), awaitable_ec(ec));
             buffer.consume(buffer.size());
         }
@@ -324,7 +334,7 @@ asio::awaitable<bool> egress_proxy::send_up(std::shared_ptr<connection> c,
     }
     co_await asio::async_write(c->upstream, pieces, awaitable_ec(ec));
     if (ec) co_return false;
-    c->record.bytes_up += n;
+    relayed(*c, true, n);
     c->last_activity = clock_type::now();
     co_return true;
 }
@@ -480,9 +490,9 @@ asio::awaitable<void> egress_proxy::forward(std::shared_ptr<connection> c, reque
     const auto response = response_head(parser.get().base());
     co_await asio::async_write(c->client, asio::buffer(response), awaitable_ec(ec));
     if (ec) co_return;
-    c->record.bytes_down += response.size();
+    relayed(*c, false, response.size());
     if (buffer.size() > 0) {
-        c->record.bytes_down += buffer.size();
+        relayed(*c, false, buffer.size());
         co_await asio::async_write(c->client, buffer.data(), awaitable_ec(ec));
         if (ec) co_return;
     }
@@ -494,7 +504,6 @@ asio::awaitable<void> egress_proxy::forward(std::shared_ptr<connection> c, reque
 asio::awaitable<void> egress_proxy::pump(std::shared_ptr<connection> c, bool upward) {
     auto& from = upward ? c->client : c->upstream;
     auto& to = upward ? c->upstream : c->client;
-    auto& count = upward ? c->record.bytes_up : c->record.bytes_down;
     std::array<char, 16 * 1024> chunk;
     asio::steady_timer pause(c->client.get_executor());
     error_code ec;
@@ -510,7 +519,7 @@ asio::awaitable<void> egress_proxy::pump(std::shared_ptr<connection> c, bool upw
         }
         co_await asio::async_write(to, asio::buffer(chunk.data(), n), awaitable_ec(ec));
         if (ec) break;
-        count += n;
+        relayed(*c, upward, n);
         c->last_activity = clock_type::now();
     }
     if (ec == asio::error::eof) {

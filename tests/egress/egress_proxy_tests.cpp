@@ -234,6 +234,7 @@ public:
     }
     std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
     void stop_proxy() { proxy_->stop(); }
+    proxy_activity activity() const { return proxy_->activity(); }
 
     // Waits for the n-th record (a guard against a hang, not a timing assertion).
     connection_record record(std::size_t n = 1) {
@@ -351,6 +352,43 @@ TEST_CASE("a CONNECT to an allowed loopback address tunnels bytes both ways and 
     CHECK(r.status == 200);
     CHECK(r.bytes_up == 9);
     CHECK(r.bytes_down == 9);
+}
+
+TEST_CASE("the proxy counts its connections by decision and its bytes each way, as they go") {
+    loopback_server echo(loopback_server::mode::echo);
+    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    proxy_harness proxy({where});
+    CHECK(proxy.activity().open == 0);
+    {
+        client kernel(proxy.port());
+        kernel.send(connect_request(where));
+        CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+        kernel.send("0123456789");
+        CHECK(kernel.read_exactly(10) == "0123456789");
+        // Counted while the tunnel is open: a long download shows before it ends. (The
+        // count follows the write the client has seen, on the proxy's thread.)
+        for (int i = 0; i < 200 && proxy.activity().bytes_down < 10; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a guard, not a timing
+        const auto live = proxy.activity();
+        CHECK(live.open == 1);
+        CHECK(live.allowed == 0);
+        CHECK(live.bytes_up == 10);
+        CHECK(live.bytes_down == 10);
+        kernel.shutdown_send();
+        kernel.read_to_end();
+    }
+    proxy.record(1);
+    {
+        client refused(proxy.port());
+        refused.send(connect_request("example.org:443"));
+        CHECK(refused.answer().starts_with("HTTP/1.1 403 "));
+    }
+    proxy.record(2);
+    const auto a = proxy.activity();
+    CHECK(a.allowed == 1);
+    CHECK(a.refused == 1);
+    CHECK(a.bytes_up == 10);  // a refusal relays nothing
+    CHECK(a.bytes_down == 10);
 }
 
 TEST_CASE("a CONNECT to a port no rule allows is refused with a 403 naming the rule") {
