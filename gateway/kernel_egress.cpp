@@ -36,12 +36,18 @@ struct kernel_egress::sink {
 
 // One kernel's listener and proxy; closing both when the kernel's process lets go of it.
 struct kernel_egress::opened {
-    opened(std::shared_ptr<tcp::acceptor> a, std::shared_ptr<egress::egress_proxy> p)
-        : acceptor(std::move(a)), proxy(std::move(p)) {}
+    opened(std::shared_ptr<tcp::acceptor> a, std::shared_ptr<egress::egress_proxy> p,
+           std::string id, std::vector<std::string> rules)
+        : acceptor(std::move(a)),
+          proxy(std::move(p)),
+          kernel_id(std::move(id)),
+          allow(std::move(rules)) {}
     opened(const opened&) = delete;
     opened& operator=(const opened&) = delete;
     std::shared_ptr<tcp::acceptor> acceptor;
     std::shared_ptr<egress::egress_proxy> proxy;
+    const std::string kernel_id;
+    const std::vector<std::string> allow;
     ~opened() {
         // On the acceptor's strand: its pending accept ends there.
         asio::post(acceptor->get_executor(), [acceptor = acceptor] {
@@ -141,7 +147,7 @@ std::variant<std::shared_ptr<void>, std::string> kernel_egress::open(
             if (auto s = weak_sink.lock()) s->record(r);
         },
         log_.with("kernel_id", kernel_id));
-    auto handle = std::make_shared<opened>(acceptor, proxy);
+    auto handle = std::make_shared<opened>(acceptor, proxy, kernel_id, what.allow);
     {
         std::lock_guard lock(mutex_);
         std::erase_if(open_, [](const auto& w) { return w.expired(); });
@@ -169,6 +175,14 @@ void kernel_egress::stop() {
             });
             o->proxy->stop();
         }
+}
+
+std::vector<kernel_egress::kernel_activity> kernel_egress::activity() const {
+    std::vector<kernel_activity> out;
+    std::lock_guard lock(mutex_);
+    for (const auto& w : open_)
+        if (auto o = w.lock()) out.push_back({o->kernel_id, o->allow, o->proxy->activity()});
+    return out;
 }
 
 }  // namespace callisto::gateway

@@ -43,6 +43,15 @@ public:
     // The gateway's ordered shutdown: every listener closed, every connection ended.
     void stop();
 
+    // Each networked kernel's rules and what its proxy has carried (the admin console's
+    // view): one entry per open proxy, so as many as there are networked kernels.
+    struct kernel_activity {
+        std::string kernel_id;
+        std::vector<std::string> allow;
+        egress::proxy_activity counts;
+    };
+    std::vector<kernel_activity> activity() const;
+
     // The audit line of one connection (public for tests).
     static audit::egress_attempt attempt_of(const egress::connection_record& r);
 
@@ -53,7 +62,7 @@ private:
     kernel_egress_settings settings_;
     std::shared_ptr<sink> sink_;  // what records go to; proxies hold it weakly
     logger log_;
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::vector<std::weak_ptr<opened>> open_;
 };
 

@@ -403,7 +403,8 @@ server::server(server_config config, logger log)
       activity_(std::chrono::seconds(10), 360),
       activity_sampler_(ioc_, activity_, [this] { return sample_activity(); }),
       admin_rest_(kernels_, audit_.get(), activity_,
-                  {CALLISTO_VERSION, std::chrono::system_clock::now(), sandbox_ != nullptr}),
+                  {CALLISTO_VERSION, std::chrono::system_clock::now(), sandbox_ != nullptr},
+                  network_source()),
       readiness_(kernels_, sandbox_ != nullptr, host_load_),
       drain_timer_(ioc_),
       services_{config_,           auth_,
@@ -643,6 +644,20 @@ admin::activity_sample server::sample_activity() const {
         [&](const auto&, const metrics::counter& c) { executions += c.value(); });
     sample.executions_total = static_cast<std::uint64_t>(executions);
     return sample;
+}
+
+admin::network_source server::network_source() {
+    if (!sandbox_ || config_.egress_allow.empty()) return {};
+    // egress_ is made in the constructor's body, before any request is served.
+    return [this] {
+        std::vector<admin::kernel_network> out;
+        if (!egress_) return out;
+        for (auto& k : egress_->activity())
+            out.push_back({std::move(k.kernel_id), std::move(k.allow), k.counts.allowed,
+                           k.counts.refused, k.counts.open, k.counts.bytes_up,
+                           k.counts.bytes_down});
+        return out;
+    };
 }
 
 void server::finish_stop() {

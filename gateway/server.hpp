@@ -84,6 +84,8 @@ private:
     [[noreturn]] void leave_kernels_running(const std::string& signal_name);
     void finish_stop();
     admin::activity_sample sample_activity() const;
+    // The admin console's view of the networked kernels; empty when egress is off.
+    admin::network_source network_source();
     void report_web_root() const;
 
     const server_config config_;

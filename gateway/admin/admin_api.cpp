@@ -1,5 +1,7 @@
 #include "gateway/admin/admin_api.hpp"
 
+#include <algorithm>
+
 #include "gateway/http/json_response.hpp"
 #include "kernelproto/iso_time.hpp"
 
@@ -28,8 +30,12 @@ nlohmann::json audit_entry_view(const nlohmann::json& line) {
 }  // namespace
 
 admin_api::admin_api(const kernels::kernel_manager& kernels, const audit::audit_log* audit,
-                     const activity_history& history, server_facts facts)
-    : kernels_(kernels), audit_(audit), history_(history), facts_(std::move(facts)) {}
+                     const activity_history& history, server_facts facts, network_source network)
+    : kernels_(kernels),
+      audit_(audit),
+      history_(history),
+      facts_(std::move(facts)),
+      network_(std::move(network)) {}
 
 http_response admin_api::whoami(const user& who) const {
     return json_response(http::status::ok, {{"user", who.name}, {"admin", who.admin}});
@@ -52,6 +58,24 @@ http_response admin_api::overview() const {
         for (const auto& line : audit_->latest(latest_shown))
             latest.push_back(audit_entry_view(line));
     nlohmann::json audit = {{"enabled", audit_ != nullptr}, {"latest", std::move(latest)}};
+    // Only the networked kernels, by id: the console shows "none" for the rest. As many as
+    // there are networked kernels, each a few counters.
+    nlohmann::json networked = nlohmann::json::array();
+    if (network_) {
+        auto kernels = network_();
+        std::sort(kernels.begin(), kernels.end(),
+                  [](const auto& a, const auto& b) { return a.kernel_id < b.kernel_id; });
+        for (const auto& k : kernels)
+            networked.push_back({{"kernel_id", k.kernel_id},
+                                 {"allow", k.allow},
+                                 {"connections",
+                                  {{"allowed", k.connections_allowed},
+                                   {"refused", k.connections_refused},
+                                   {"open", k.connections_open}}},
+                                 {"bytes", {{"up", k.bytes_up}, {"down", k.bytes_down}}}});
+    }
+    nlohmann::json network = {{"enabled", static_cast<bool>(network_)},
+                              {"kernels", std::move(networked)}};
     return json_response(http::status::ok,
                          {{"server",
                            {{"version", facts_.version},
@@ -60,7 +84,8 @@ http_response admin_api::overview() const {
                           {"pool", std::move(pool)},
                           {"culled", std::move(culled)},
                           {"history", history_.to_json()},
-                          {"audit", std::move(audit)}});
+                          {"audit", std::move(audit)},
+                          {"network", std::move(network)}});
 }
 
 }  // namespace callisto::gateway::admin

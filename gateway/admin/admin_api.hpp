@@ -2,10 +2,14 @@
 // GET /v1/whoami (any caller) and GET /v1/admin/overview (admins): who is signed in, and what
 // an operator's console shows beside the kernel and context lists, which admins already get
 // whole from /api/kernels and /v1/contexts: the warm pool, the kernels culled lately and why,
-// the activity of the last hour, and the latest executions the audit log recorded.
+// the activity of the last hour, the latest executions the audit log recorded, and each
+// networked kernel's allowance and egress activity (a kernel not listed has no network).
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "gateway/admin/activity_history.hpp"
 #include "gateway/audit/audit_log.hpp"
@@ -15,6 +19,20 @@
 
 namespace callisto::gateway::admin {
 
+// One networked kernel's allowance and egress activity (issue 36), as the composition root
+// reads them from the kernels' egress proxies (gateway/kernel_egress.hpp).
+struct kernel_network {
+    std::string kernel_id;
+    std::vector<std::string> allow;         // its rules, canonical
+    std::uint64_t connections_allowed = 0;  // ended, by decision
+    std::uint64_t connections_refused = 0;
+    std::uint64_t connections_open = 0;
+    std::uint64_t bytes_up = 0;  // kernel to destinations, so far
+    std::uint64_t bytes_down = 0;
+};
+// Every networked kernel's; empty when none (or egress is off).
+using network_source = std::function<std::vector<kernel_network>()>;
+
 struct server_facts {
     std::string version;
     std::chrono::system_clock::time_point started_at;
@@ -23,13 +41,14 @@ struct server_facts {
 
 class admin_api {
 public:
-    // `audit` may be null (no --audit-log).
+    // `audit` may be null (no --audit-log); `network` empty: egress is off (no
+    // --egress-allow), and no kernel has network.
     admin_api(const kernels::kernel_manager& kernels, const audit::audit_log* audit,
-              const activity_history& history, server_facts facts);
+              const activity_history& history, server_facts facts, network_source network = {});
 
     // {"user": name, "admin": bool}
     http_response whoami(const user& who) const;
-    // {"server", "pool", "culled", "history", "audit"}. Admins only: the route table
+    // {"server", "pool", "culled", "history", "audit", "network"}. Admins only: the route table
     // (gateway/routes.cpp) declares its route an admin's, so the dispatcher refuses others 403.
     http_response overview() const;
 
@@ -41,6 +60,7 @@ private:
     const audit::audit_log* audit_;
     const activity_history& history_;
     const server_facts facts_;
+    const network_source network_;
 };
 
 }  // namespace callisto::gateway::admin

@@ -150,9 +150,19 @@ asio::awaitable<void> egress_proxy::answer(std::shared_ptr<connection> c, unsign
     co_await asio::async_write(c->client, asio::buffer(text), awaitable_ec(ec));
 }
 
+void egress_proxy::relayed(connection& c, bool upward, std::uint64_t n) {
+    (upward ? c.record.bytes_up : c.record.bytes_down) += n;
+    (upward ? bytes_up_ : bytes_down_).fetch_add(n, std::memory_order_relaxed);
+}
+
+proxy_activity egress_proxy::activity() const {
+    return {allowed_.load(), refused_.load(), open_.load(), bytes_up_.load(), bytes_down_.load()};
+}
+
 void egress_proxy::finish(connection& c) {
     if (c.done) return;
     c.done = true;
+    (c.record.allowed ? allowed_ : refused_).fetch_add(1, std::memory_order_relaxed);
     c.idle.cancel();
     error_code ignored;
     c.client.shutdown(tcp::socket::shutdown_both, ignored);
@@ -201,7 +211,8 @@ asio::awaitable<void> egress_proxy::handle(std::shared_ptr<connection> c) {
     if (auto* bad = std::get_if<bad_request>(&checked)) {
         c->record.rule = rule_bad_request;
         c->record.reason = bad->reason;
-        co_await answer(c, 400, "Bad Request", "egress proxy: " + bad->reason + "\n");
+        co_await answer(c, bad->status, bad->status == 417 ? "Expectation Failed" : "Bad Request",
+                        "egress proxy: " + bad->reason + "\n");
         co_return finish(*c);
     }
     const auto target = std::get<proxy_target>(std::move(checked));
@@ -213,7 +224,7 @@ asio::awaitable<void> egress_proxy::handle(std::shared_ptr<connection> c) {
     if (target.tunnel) {
         // Whatever the client sent after its CONNECT (a TLS hello, pipelined) goes first.
         if (buffer.size() > 0) {
-            c->record.bytes_up += buffer.size();
+            relayed(*c, true, buffer.size());
             co_await asio::async_write(c->upstream, buffer.data(), awaitable_ec(ec));
             buffer.consume(buffer.size());
         }
@@ -323,7 +334,7 @@ asio::awaitable<bool> egress_proxy::send_up(std::shared_ptr<connection> c,
     }
     co_await asio::async_write(c->upstream, pieces, awaitable_ec(ec));
     if (ec) co_return false;
-    c->record.bytes_up += n;
+    relayed(*c, true, n);
     c->last_activity = clock_type::now();
     co_return true;
 }
@@ -366,6 +377,14 @@ asio::awaitable<std::size_t> read_body_piece(tcp::socket& s, beast::flat_buffer&
     co_return 0;
 }
 
+// The interim answer to `Expect: 100-continue`; false when the client is gone.
+asio::awaitable<bool> send_continue(tcp::socket& client) {
+    static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
+    error_code ec;
+    co_await asio::async_write(client, asio::buffer(continue_100), awaitable_ec(ec));
+    co_return !ec;
+}
+
 // The buffers of one write, made outside any co_await expression (GCC 11 cannot put a braced
 // list's array in a coroutine's frame).
 template <class... Texts>
@@ -388,11 +407,16 @@ asio::awaitable<bool> egress_proxy::send_request(std::shared_ptr<connection> c,
     std::array<char, body_piece> piece;
     std::uint64_t body_bytes = 0;
     error_code ec;
+    // A client that sent `Expect: 100-continue` waits for a 100 before its body (curl for a
+    // second, then sends it anyway): the request is allowed and its destination connected by
+    // now. Sent even when some of the body came already, as a client expecting it must take.
+    const bool continue_first = target.expect_continue && !parser.is_done();
     if (!parser.chunked()) {
         // A length (or no body): the head says it, and the bytes follow as they come. Bytes
         // past the length are never read, so never sent on.
         const auto head = forward_head(header, target, parser.content_length().value_or(0));
         if (!co_await send_up(c, pieces_of(head))) co_return false;
+        if (continue_first && !co_await send_continue(c->client)) co_return false;
         while (!parser.is_done()) {
             const auto n = co_await read_body_piece(c->client, buffer, parser, piece, ec);
             body_bytes += n;
@@ -409,6 +433,7 @@ asio::awaitable<bool> egress_proxy::send_request(std::shared_ptr<connection> c,
     // sent yet if it turns out malformed); past it, sent on chunked as it comes.
     std::string held;
     held.reserve(settings_.chunked_hold + piece.size());
+    if (continue_first && !co_await send_continue(c->client)) co_return false;
     while (!parser.is_done() && held.size() <= settings_.chunked_hold) {
         const auto n = co_await read_body_piece(c->client, buffer, parser, piece, ec);
         body_bytes += n;
@@ -465,9 +490,9 @@ asio::awaitable<void> egress_proxy::forward(std::shared_ptr<connection> c, reque
     const auto response = response_head(parser.get().base());
     co_await asio::async_write(c->client, asio::buffer(response), awaitable_ec(ec));
     if (ec) co_return;
-    c->record.bytes_down += response.size();
+    relayed(*c, false, response.size());
     if (buffer.size() > 0) {
-        c->record.bytes_down += buffer.size();
+        relayed(*c, false, buffer.size());
         co_await asio::async_write(c->client, buffer.data(), awaitable_ec(ec));
         if (ec) co_return;
     }
@@ -479,7 +504,6 @@ asio::awaitable<void> egress_proxy::forward(std::shared_ptr<connection> c, reque
 asio::awaitable<void> egress_proxy::pump(std::shared_ptr<connection> c, bool upward) {
     auto& from = upward ? c->client : c->upstream;
     auto& to = upward ? c->upstream : c->client;
-    auto& count = upward ? c->record.bytes_up : c->record.bytes_down;
     std::array<char, 16 * 1024> chunk;
     asio::steady_timer pause(c->client.get_executor());
     error_code ec;
@@ -495,7 +519,7 @@ asio::awaitable<void> egress_proxy::pump(std::shared_ptr<connection> c, bool upw
         }
         co_await asio::async_write(to, asio::buffer(chunk.data(), n), awaitable_ec(ec));
         if (ec) break;
-        count += n;
+        relayed(*c, upward, n);
         c->last_activity = clock_type::now();
     }
     if (ec == asio::error::eof) {

@@ -73,6 +73,16 @@ struct connection_record {
     std::chrono::steady_clock::duration duration{};
 };
 
+// What one proxy (one kernel) has carried so far, as the admin console shows it: a few
+// counters per kernel, gone with its proxy.
+struct proxy_activity {
+    std::uint64_t allowed = 0;  // connections ended, by decision (as the audit log records them)
+    std::uint64_t refused = 0;
+    std::uint64_t open = 0;      // open now
+    std::uint64_t bytes_up = 0;  // relayed so far, open connections' included
+    std::uint64_t bytes_down = 0;
+};
+
 struct proxy_target;  // proxy_request.hpp
 
 // Rules the proxy itself applies, named in its records like the allowlist's.
@@ -105,6 +115,7 @@ public:
     void stop();
 
     std::size_t open_connections() const { return open_.load(); }
+    proxy_activity activity() const;
 
 private:
     struct connection;
@@ -136,6 +147,8 @@ private:
     boost::asio::awaitable<void> answer(std::shared_ptr<connection> c, unsigned status,
                                         std::string_view phrase, std::string_view body);
     void finish(connection& c);
+    // n bytes relayed one way: the connection's record and the proxy's counters.
+    void relayed(connection& c, bool upward, std::uint64_t n);
 
     boost::asio::any_io_executor executor_;
     std::shared_ptr<const allowlist> rules_;
@@ -145,6 +158,10 @@ private:
     resolve_fn resolve_;
     rate_limiter rate_;
     std::atomic<std::size_t> open_{0};
+    std::atomic<std::uint64_t> allowed_{0};
+    std::atomic<std::uint64_t> refused_{0};
+    std::atomic<std::uint64_t> bytes_up_{0};
+    std::atomic<std::uint64_t> bytes_down_{0};
     std::mutex mutex_;  // guards what follows
     bool stopped_ = false;
     std::vector<std::weak_ptr<connection>> connections_;

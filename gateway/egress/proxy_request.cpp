@@ -86,6 +86,21 @@ std::variant<proxy_target, bad_request> check_request(const http::request_header
     if (encodings && !iequals(header[http::field::transfer_encoding], "chunked"))
         return bad_request{"a Transfer-Encoding other than chunked"};
     if (header.count(http::field::upgrade)) return bad_request{"Upgrade through the proxy"};
+    // 100-continue is the only expectation there is (RFC 9110 10.1.1); the proxy meets it
+    // itself, so it is not sent on (a hop-by-hop field here). Anything else is a 417, and an
+    // HTTP/1.0 client's 100-continue is ignored, as the RFC says a server must.
+    bool expect_continue = false;
+    if (const auto expects = header.count(http::field::expect); expects > 0) {
+        if (expects > 1) return bad_request{"more than one Expect", 417};
+        auto value = std::string_view(header[http::field::expect]);
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+            value.remove_prefix(1);
+        while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+            value.remove_suffix(1);
+        if (!iequals(value, "100-continue"))
+            return bad_request{"an expectation other than 100-continue", 417};
+        expect_continue = header.version() == 11;
+    }
 
     const std::string_view target = header.target();
     proxy_target out;
@@ -126,6 +141,7 @@ std::variant<proxy_target, bad_request> check_request(const http::request_header
     if (!hosts) return bad_request{"no Host"};
     if (!host_matches(header[http::field::host], out))
         return bad_request{"Host does not match the URL"};
+    out.expect_continue = expect_continue;
     return out;
 }
 

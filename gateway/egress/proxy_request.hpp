@@ -1,7 +1,8 @@
 #pragma once
 // What the egress proxy accepts from a kernel, checked before anything is resolved or
 // connected: a CONNECT to HOST:PORT, or one absolute-form plain-HTTP request whose Host agrees
-// with its URL and whose length is unambiguous (no request smuggling). And what it sends on:
+// with its URL and whose length is unambiguous (no request smuggling), with at most the one
+// expectation HTTP knows (`Expect: 100-continue`). And what it sends on:
 // the request in origin form, hop-by-hop fields dropped, one request per connection.
 // No socket: tests/egress/proxy_request_tests.cpp.
 
@@ -24,11 +25,17 @@ struct proxy_target {
     std::string host;     // as the client wrote it (any spelling: the allowlist decides)
     std::uint16_t port = 0;
     std::string target;  // origin form: "/path?query"
+    // `Expect: 100-continue` on an HTTP/1.1 request: the client waits for a 100 before it
+    // sends its body, which the proxy answers itself once the request is allowed and its
+    // destination connected (a refusal is the final answer, its body never read).
+    bool expect_continue = false;
 };
 
-// Why a request is refused before any policy: always a 400, with this text.
+// Why a request is refused before any policy: a 400, or a 417 for an expectation the proxy
+// cannot meet, with this text.
 struct bad_request {
     std::string reason;
+    unsigned status = 400;
 };
 
 std::variant<proxy_target, bad_request> check_request(const http::request_header<>& header);

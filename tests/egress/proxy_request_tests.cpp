@@ -134,6 +134,56 @@ TEST_CASE("check_request refuses ambiguous lengths, as smuggled requests use the
     CHECK(refusal(old) == "only HTTP/1.0 and HTTP/1.1");
 }
 
+TEST_CASE("check_request takes Expect: 100-continue, in any case and spacing, on HTTP/1.1") {
+    for (const char* value : {"100-continue", "100-Continue", " 100-CONTINUE\t"}) {
+        CAPTURE(value);
+        auto h = request(http::verb::post, "http://example.org/", "example.org");
+        h.set(http::field::content_length, "5");
+        h.set(http::field::expect, value);
+        CHECK(accepted(h).expect_continue);
+    }
+    auto none = request(http::verb::post, "http://example.org/", "example.org");
+    CHECK_FALSE(accepted(none).expect_continue);
+    // HTTP/1.0 knows no 100 (Continue): its expectation is ignored (RFC 9110 10.1.1).
+    auto old = request(http::verb::post, "http://example.org/", "example.org");
+    old.version(10);
+    old.set(http::field::expect, "100-continue");
+    CHECK_FALSE(accepted(old).expect_continue);
+    // A CONNECT has no body to wait for: nothing to answer but its 200.
+    auto tunnel = request(http::verb::connect, "pypi.org:443");
+    tunnel.set(http::field::expect, "100-continue");
+    CHECK_FALSE(accepted(tunnel).expect_continue);
+}
+
+TEST_CASE("check_request answers 417 to any other expectation, or to two") {
+    const auto status = [](const http::request_header<>& h) -> unsigned {
+        auto r = check_request(h);
+        if (auto* bad = std::get_if<bad_request>(&r)) return bad->status;
+        return 0;
+    };
+    for (const char* value : {"", "  ", "200-ok", "100-continue, foo", "100-continue;x=1",
+                              "100-continuex", "continue", "100"}) {
+        CAPTURE(value);
+        auto h = request(http::verb::post, "http://example.org/", "example.org");
+        h.set(http::field::content_length, "5");
+        h.set(http::field::expect, value);
+        CHECK(refusal(h) == "an expectation other than 100-continue");
+        CHECK(status(h) == 417);
+        h.version(10);
+        CHECK(status(h) == 417);
+    }
+    auto two = request(http::verb::post, "http://example.org/", "example.org");
+    two.insert(http::field::expect, "100-continue");
+    two.insert(http::field::expect, "100-continue");
+    CHECK(refusal(two) == "more than one Expect");
+    CHECK(status(two) == 417);
+    auto tunnel = request(http::verb::connect, "pypi.org:443");
+    tunnel.set(http::field::expect, "something");
+    CHECK(status(tunnel) == 417);
+    // Every other refusal stays a 400.
+    CHECK(status(request(http::verb::get, "/", "example.org")) == 400);
+}
+
 TEST_CASE("forward_head sends origin form, drops hop-by-hop fields and asks to close") {
     auto h = request(http::verb::post, "http://example.org/upload?x=1", "example.org");
     h.set(http::field::proxy_connection, "keep-alive");

@@ -2,6 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include "gateway/admin/admin_api.hpp"
+#include "launcher/kernelspec/kernelspec_catalog.hpp"
+#include "tests/kernels/kernel_fakes.hpp"
+
 using namespace callisto::gateway::admin;
 using namespace std::chrono_literals;
 
@@ -27,4 +31,55 @@ TEST_CASE("activity history with no room keeps nothing") {
     activity_history history(10s, 0);
     history.add({});
     CHECK(history.to_json()["samples"].empty());
+}
+
+namespace {
+
+// The overview of a server with no kernels, the egress source given.
+nlohmann::json overview_with(network_source network) {
+    callisto::gateway::kernels::test::fake_world w;
+    callisto::launcher::kernelspec_catalog catalog({w.root / "kernels"});
+    callisto::gateway::kernels::kernel_manager kernels(w.env, catalog);
+    activity_history history(std::chrono::seconds(10), 3);
+    admin_api api(kernels, nullptr, history, {"test", std::chrono::system_clock::now(), true},
+                  std::move(network));
+    const auto res = api.overview();
+    REQUIRE(res.result() == boost::beast::http::status::ok);
+    return nlohmann::json::parse(res.body());
+}
+
+}  // namespace
+
+TEST_CASE("the admin overview lists each networked kernel's rules and egress activity") {
+    auto j = overview_with([] {
+        kernel_network quiet;
+        quiet.kernel_id = "k-2";
+        quiet.allow = {"pypi.org"};
+        kernel_network busy{"k-1", {"127.0.0.2:8080", "*.example.org"}, 3, 2, 1, 1500, 70000};
+        return std::vector<kernel_network>{quiet, busy};
+    });
+    const auto& network = j["network"];
+    CHECK(network["enabled"] == true);
+    REQUIRE(network["kernels"].size() == 2);
+    const auto& first = network["kernels"][0];  // by id
+    CHECK(first["kernel_id"] == "k-1");
+    CHECK(first["allow"] == nlohmann::json::array({"127.0.0.2:8080", "*.example.org"}));
+    CHECK(first["connections"] == nlohmann::json({{"allowed", 3}, {"refused", 2}, {"open", 1}}));
+    CHECK(first["bytes"] == nlohmann::json({{"up", 1500}, {"down", 70000}}));
+    const auto& second = network["kernels"][1];
+    CHECK(second["kernel_id"] == "k-2");
+    CHECK(second["allow"] == nlohmann::json::array({"pypi.org"}));
+    CHECK(second["connections"] == nlohmann::json({{"allowed", 0}, {"refused", 0}, {"open", 0}}));
+    CHECK(second["bytes"] == nlohmann::json({{"up", 0}, {"down", 0}}));
+    // The rest of the overview is unchanged.
+    for (const char* key : {"server", "pool", "culled", "history", "audit"}) CHECK(j.contains(key));
+}
+
+TEST_CASE("the admin overview without egress says so and lists no kernel's network") {
+    auto off = overview_with({});
+    CHECK(off["network"] ==
+          nlohmann::json({{"enabled", false}, {"kernels", nlohmann::json::array()}}));
+    auto none = overview_with([] { return std::vector<kernel_network>{}; });
+    CHECK(none["network"] ==
+          nlohmann::json({{"enabled", true}, {"kernels", nlohmann::json::array()}}));
 }

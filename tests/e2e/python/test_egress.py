@@ -277,6 +277,45 @@ def test_curl_from_a_subprocess_reaches_the_allowed_destination():
     check_eq(out.strip(), GREETING, "curl (http_proxy from the environment)")
 
 
+# curl from bash: a 2 MiB POST goes with `Expect: 100-continue`, and curl waits for the 100
+# before its body. The proxy dropped the expectation and waited for the body: every such upload
+# stalled for curl's wait (1 s by default; 20 s here, so a generous bound tells the two apart).
+CURL_POST = (
+    "head -c 2097152 /dev/zero | tr '\\0' x > /tmp/two-mib && "
+    "curl -sS -v --expect100-timeout 20 --max-time 60 -X POST --data-binary @/tmp/two-mib "
+    "-w '\\n%{{http_code}} %{{size_upload}} %{{time_total}}\\n' http://{host}:{port}/up "
+    "2>/tmp/curl.err; grep -c '^< HTTP/1.1 100 Continue' /tmp/curl.err")
+
+
+def curl_post(ctx, port):
+    """curl's answer body, status, bytes sent, seconds taken, and how many 100s it saw."""
+    out = stdout_of(ctx, "import subprocess\n"
+                    "r = subprocess.run(['bash', '-c', "
+                    f"{CURL_POST.format(host=HOST, port=port)!r}], "
+                    "capture_output=True, text=True)\n"
+                    "print(r.stdout, end='')", timeout=90)
+    lines = out.strip().splitlines()
+    check(len(lines) >= 3, "curl printed its answer, figures and 100 count", out)
+    status, uploaded, seconds = lines[-2].split()
+    return "\n".join(lines[:-2]), int(status), int(uploaded), float(seconds), int(lines[-1])
+
+
+@test
+def test_curl_posts_2_mib_with_expect_100_continue_without_a_stall():
+    body, status, uploaded, seconds, continues = curl_post(networked(), PORT)
+    check_eq((status, body), (200, f"got {2 << 20}"), "the 2 MiB arrived whole")
+    check_eq(uploaded, 2 << 20, "curl sent the whole body")
+    check_eq(continues, 1, "curl was answered 100 Continue")
+    check(seconds < 10, "no wait for the 100 (curl would have waited 20 s)", seconds)
+    print(f"  2 MiB POST through the proxy in {seconds:.3f} s")
+    # Refused: the 403 is the final answer, and curl never sends the body.
+    body, status, uploaded, seconds, continues = curl_post(networked(), OTHER_PORT)
+    check_eq(status, 403, "a port not allowed is refused")
+    check(f"port {OTHER_PORT} is not allowed" in body, "the 403 names the rule", body)
+    check_eq((uploaded, continues), (0, 0), "no 100, and the body never sent")
+    check(seconds < 10, "the refusal came at once (curl would have waited 20 s)", seconds)
+
+
 @test
 def test_a_connect_tunnel_carries_bytes_both_ways():
     # What HTTPS does: CONNECT, then the client's bytes go through untouched (here plain

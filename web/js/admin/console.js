@@ -1,6 +1,7 @@
-// The admin console: every kernel and context on the server, the warm pool, culled kernels,
-// activity over the last hour and the latest audited executions. Refreshes every few seconds
-// while it is on screen and the tab is visible.
+// The admin console: every kernel and context on the server (a kernel with its network
+// allowance and egress activity), the warm pool, culled kernels, activity over the last hour
+// and the latest audited executions. Refreshes every few seconds while it is on screen and
+// the tab is visible.
 
 import { api, ApiError } from '../api.js';
 import { $, mapLimited } from '../dom.js';
@@ -38,7 +39,7 @@ function render({ overview, kernels, contexts }) {
   renderServer($('adm-server'), overview.server, kernels);
   $('adm-charts').replaceChildren(...activityCharts(overview.history));
   renderPool($('adm-pool'), overview.pool || []);
-  renderKernels($('adm-kernels'), kernels, act);
+  renderKernels($('adm-kernels'), kernels, act, overview.network?.kernels || []);
   renderContexts($('adm-contexts'), contexts);
   renderCulled($('adm-culled'), overview.culled || []);
   renderAudit($('adm-audit'), overview.audit || { enabled: false });

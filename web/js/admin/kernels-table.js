@@ -1,5 +1,7 @@
 // Every kernel on the server, as an admin sees it: owner, what holds it, state, idle time,
-// age, executions, connections, memory (PSS); with interrupt, restart and kill.
+// age, executions, connections, memory (PSS), network (its egress rules and what its proxy
+// carried, from the overview's network.kernels; "none" for a kernel not listed there); with
+// interrupt, restart and kill.
 
 import { el } from '../dom.js';
 import { formatBytes, formatDuration, HELD_BY, msSince, shortId } from '../format.js';
@@ -18,6 +20,19 @@ function heldBy(k) {
     c.context_id ? el('code', { class: 'muted', title: c.context_id, text: ` ${shortId(c.context_id)}` }) : null);
 }
 
+// The kernel's network allowance and egress activity, or "none".
+function network(entry) {
+  if (!entry) return el('span', { class: 'muted', 'data-network': 'none', text: 'none' });
+  const c = entry.connections || {};
+  const b = entry.bytes || {};
+  const counts = `${c.allowed ?? 0} allowed · ${c.refused ?? 0} refused` +
+    (c.open ? ` · ${c.open} open` : '') + ` · ↑${formatBytes(b.up ?? 0)} ↓${formatBytes(b.down ?? 0)}`;
+  return el('span', { 'data-network': 'allow' },
+    el('span', { class: 'network-rules' }, ...entry.allow.map(rule => el('code', { text: rule }))),
+    el('span', { class: 'muted network-activity', title: 'connections ended by decision; bytes up (to destinations) and down',
+                 text: counts }));
+}
+
 function actionButtons(k, act) {
   const button = (what, label, cls = '') => el('button', {
     type: 'button', class: `small ${cls}`, text: label, 'data-action': what,
@@ -26,7 +41,7 @@ function actionButtons(k, act) {
             button('interrupt', 'Interrupt'), button('restart', 'Restart'), button('kill', 'Kill', 'danger'));
 }
 
-const COLUMNS = act => [
+const COLUMNS = (act, networks) => [
   { label: 'Kernel', cell: k => el('span', {}, el('code', { title: k.id, text: shortId(k.id) }), ` ${k.name}`) },
   { label: 'Owner', class: 'owner', cell: k => k.callisto?.owner },
   { label: 'Held by', cell: heldBy },
@@ -37,11 +52,14 @@ const COLUMNS = act => [
   { label: 'Runs', class: 'num', cell: k => k.callisto?.executions },
   { label: 'Conns', class: 'num', cell: k => k.connections },
   { label: 'Memory', class: 'num memory', cell: k => formatBytes(k.callisto?.pss_bytes ?? NaN) },
+  { label: 'Network', class: 'network', cell: k => network(networks.get(k.id)) },
   { label: 'Actions', cell: k => actionButtons(k, act) },
 ];
 
-export function renderKernels(table, kernels, act) {
+// network: the overview's network.kernels (each networked kernel's rules and counts).
+export function renderKernels(table, kernels, act, network = []) {
   const sorted = [...kernels].sort((a, b) =>
     String(a.callisto?.owner).localeCompare(String(b.callisto?.owner)) || a.id.localeCompare(b.id));
-  fillTable(table, COLUMNS(act), sorted, { empty: 'No kernels running.', key: k => ({ 'data-kernel-id': k.id }) });
+  const networks = new Map(network.map(n => [n.kernel_id, n]));
+  fillTable(table, COLUMNS(act, networks), sorted, { empty: 'No kernels running.', key: k => ({ 'data-kernel-id': k.id }) });
 }

@@ -1,6 +1,12 @@
 // The admin console (the single-token operator is an admin): every kernel with its owner,
-// what holds it and its memory; contexts, the pool, culled kernels, the activity chart and
-// the audit panel; killing a kernel.
+// what holds it, its memory and its network; contexts, the pool, culled kernels, the activity
+// chart and the audit panel; killing a kernel.
+//
+// CALLISTO_E2E_EGRESS_PORT: the server runs with --egress-allow=127.0.0.2:PORT, and a
+// networked context's kernel shows its rule and its refused connection (without it, that
+// test only checks the "none").
+
+const EGRESS_PORT = process.env.CALLISTO_E2E_EGRESS_PORT || '';
 
 import { acceptNextDialog, check, poll, rest, SLOW_MS } from '../lib/harness.mjs';
 
@@ -24,6 +30,40 @@ export async function adminSuite(h) {
     }, 20_000, 'the kernel memory (PSS)');
     check(/(KiB|MiB|GiB)$/.test(memory), 'memory in bytes units', memory);
     await page.locator(`#adm-contexts tr[data-context-id="${h.shared.contextId}"]`).waitFor();
+  });
+
+  await h.test('admin: a networked kernel shows its rules and egress activity, the others "none"', async () => {
+    const plain = page.locator(`#adm-kernels tr[data-kernel-id="${h.shared.kernelId}"] td.network`);
+    check((await plain.textContent()) === 'none', 'the playground kernel has no network',
+          await plain.textContent());
+    if (!EGRESS_PORT) {
+      console.log('  no CALLISTO_E2E_EGRESS_PORT: the networked kernel is not checked');
+      return;
+    }
+    const rule = `127.0.0.2:${EGRESS_PORT}`;
+    const made = await rest('POST', '/v1/contexts', { network: { allow: [rule] } });
+    check(made.status === 201, 'a networked context', made);
+    const ctx = made.body;
+    try {
+      // One refused connection (example.org is decided before any lookup: nothing leaves).
+      const ran = await rest('POST', `/v1/contexts/${ctx.id}/executions`, {
+        code: 'import urllib.request, urllib.error\ntry:\n' +
+              "    urllib.request.urlopen('http://example.org/', timeout=20)\n" +
+              'except urllib.error.HTTPError as e:\n    print(e.code)\n',
+        timeout: 60 });
+      check(ran.status === 200 && ran.body.stdout.trim() === '403', 'the proxy refused it', ran.body);
+      const cell = page.locator(`#adm-kernels tr[data-kernel-id="${ctx.kernel_id}"] td.network`);
+      const text = await poll(async () => {
+        await page.locator('#adm-refresh').click();
+        const t = await cell.textContent().catch(() => '');
+        return t.includes('1 refused') ? t : null;
+      }, 20_000, "the networked kernel's row with its refused connection");
+      check((await cell.locator('code').allTextContents()).join(',') === rule, 'its rule', text);
+      check(/0 allowed · 1 refused/.test(text), 'its connections by decision', text);
+      check((await plain.textContent()) === 'none', 'the playground kernel still has none');
+    } finally {
+      await rest('DELETE', `/v1/contexts/${ctx.id}`);
+    }
   });
 
   await h.test('admin: the server, pool, activity chart, culled and audit panels are drawn', async () => {
