@@ -195,7 +195,8 @@ TEST_CASE(
 TEST_CASE(
     "pause: a paused context frees its kernel, is listed paused, and its next execution or "
     "/resume brings its state back once; delete, another user's 404; it survives a SIGKILL of "
-    "the gateway and a start with the same --state-dir; --pause-idle pauses an idle one") {
+    "the gateway and a start with the same --state-dir; --pause-idle pauses an idle one; MCP's "
+    "tools snapshot, fork, pause and resume with /v1's checks") {
     const auto users = write_users_file("pause");
     const std::string root = "/tmp/cle2e-pause-" + std::to_string(::getpid());
     const std::string state = root + ".json";
@@ -205,6 +206,7 @@ TEST_CASE(
     {
         server_process server(args);
         run_client(server, {python, script}, 900);
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_mcp_pause.py"}, 600);
         run_client(server, {python, script, "-k", "phase_before_restart"}, 300,
                    {{"CALLISTO_E2E_PHASE", "before_restart"}, {"CALLISTO_E2E_STATE", state}});
         server.crash();
