@@ -106,6 +106,7 @@ interpreter_api::interpreter_api(context_registry& contexts)
                          : std::make_unique<snapshot_store>(contexts.settings().paused_snapshot_dir,
                                                             paused_quota(contexts.settings()))),
       idle_timer_(contexts.io_context()),
+      expiry_timer_(contexts.io_context()),
       oneshots_(contexts.settings().oneshot_kept, contexts.settings().oneshot_kept_per_user) {}
 
 interpreter_api::~interpreter_api() { file_pool_.join(); }
@@ -132,11 +133,11 @@ void interpreter_api::list_languages(incoming_request in) {
 
 namespace {
 
-nlohmann::json paused_model(const context_registry::paused_view& p) {
+nlohmann::json paused_model(const context_registry::paused_view& p, std::chrono::seconds ttl) {
     // Only Python contexts are paused (their state is what can be saved).
     return p.record.model(
         languages::language_names(languages::languages_run_by(languages::kernel_dialect::python)),
-        p.resuming);
+        p.resuming, ttl);
 }
 
 }  // namespace
@@ -144,14 +145,16 @@ nlohmann::json paused_model(const context_registry::paused_view& p) {
 void interpreter_api::list_contexts(incoming_request in) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& c : contexts_.list_for(*in.who)) list.push_back(c->model());
-    for (const auto& p : contexts_.list_paused_for(*in.who)) list.push_back(paused_model(p));
+    for (const auto& p : contexts_.list_paused_for(*in.who))
+        list.push_back(paused_model(p, contexts_.settings().paused_ttl));
     in.respond(json_response(http::status::ok, list));
 }
 
 void interpreter_api::get_context(incoming_request in) {
     const std::string& id = in.where.param("context_id");
     if (auto p = is_valid_kernel_id(id) ? contexts_.paused_for(id, *in.who) : std::nullopt)
-        return in.respond(json_response(http::status::ok, paused_model(*p)));
+        return in.respond(
+            json_response(http::status::ok, paused_model(*p, contexts_.settings().paused_ttl)));
     if (auto context = context_of(in))
         in.respond(json_response(http::status::ok, context->model()));
 }
@@ -1043,7 +1046,7 @@ void interpreter_api::pause(const std::shared_ptr<interpreter_context>& context,
                                             {"duration_ms", ms},
                                             {"not_carried", snapshot["not_carried"]}};
             audit_operation("pause", by, record.id, details);
-            auto answer = paused_model({record, false});
+            auto answer = paused_model({record, false}, contexts_.settings().paused_ttl);
             answer["paused"] = {{"duration_ms", ms},
                                 {"size", snapshot.value("size", std::uint64_t{0})},
                                 {"carried", snapshot["carried"]},
@@ -1060,7 +1063,8 @@ void interpreter_api::pause_context(incoming_request in) {
 void interpreter_api::pause_for(const std::string& id, const user& who, respond_fn respond) {
     // Idempotent: pausing a paused context answers its model, as it is.
     if (auto p = is_valid_kernel_id(id) ? contexts_.paused_for(id, who) : std::nullopt)
-        return respond(json_response(http::status::ok, paused_model(*p)));
+        return respond(
+            json_response(http::status::ok, paused_model(*p, contexts_.settings().paused_ttl)));
     auto context = context_of(id, who, respond);
     if (!context) return;
     pause(context, who.name, "request", [respond](std::variant<nlohmann::json, http_response> r) {
@@ -1184,11 +1188,50 @@ void interpreter_api::start() {
         }
     }
     if (contexts_.settings().pause_idle.count() > 0 && paused_states_) schedule_idle_pauses();
+    if (contexts_.settings().paused_ttl.count() > 0 && paused_states_) {
+        // Those that expired while no gateway ran go before anyone can resume them.
+        expire_paused();
+        schedule_expiry();
+    }
 }
 
 void interpreter_api::stop() {
     stopped_ = true;
-    boost::asio::post(idle_timer_.get_executor(), [this] { idle_timer_.cancel(); });
+    boost::asio::post(idle_timer_.get_executor(), [this] {
+        idle_timer_.cancel();
+        expiry_timer_.cancel();
+    });
+}
+
+void interpreter_api::schedule_expiry() {
+    if (stopped_) return;
+    // A context goes at most a quarter of its TTL late, and never more than a minute.
+    const auto period = std::clamp<std::chrono::seconds>(
+        contexts_.settings().paused_ttl / 4, std::chrono::seconds(1), std::chrono::seconds(60));
+    expiry_timer_.expires_after(period);
+    expiry_timer_.async_wait([this](boost::system::error_code ec) {
+        if (ec || stopped_) return;
+        expire_paused();
+        schedule_expiry();
+    });
+}
+
+void interpreter_api::expire_paused() {
+    const auto ttl = contexts_.settings().paused_ttl;
+    for (const auto& record : contexts_.remove_expired(std::chrono::system_clock::now())) {
+        contexts_.log().info("paused context " + record.id + " of " + record.owner +
+                             " deleted: paused since " + record.paused_at +
+                             ", longer than --paused-ttl (" + std::to_string(ttl.count()) + " s)");
+        if (auto* m = contexts_.settings().metrics) m->paused_expiries.get().inc();
+        audit_operation("expire", "", record.id,
+                        {{"snapshot_id", record.snapshot_id},
+                         {"owner", record.owner},
+                         {"paused_at", record.paused_at},
+                         {"ttl_seconds", ttl.count()}});
+        boost::asio::post(file_pool_, [this, record] {
+            (void)paused_states_->remove_for(record.snapshot_id, user{record.owner});
+        });
+    }
 }
 
 void interpreter_api::schedule_idle_pauses() {

@@ -153,6 +153,10 @@ private:
                std::string trigger, pause_done done);
     void schedule_idle_pauses();
     void pause_idle_contexts();
+    // --paused-ttl: the paused contexts past it deleted with their snapshots, audited and
+    // counted; checked at start (the pause times are in the records) and then periodically.
+    void schedule_expiry();
+    void expire_paused();
     // GET /metrics: a snapshot, restore or fork done, its time and bytes (<0: not known).
     void count_operation(const char* operation, std::int64_t ms, double bytes) const;
     // The audit log's line for a snapshot, restore, fork, pause or resume (when there is one).
@@ -188,6 +192,7 @@ private:
     // the snapshot quota (a quota of their own bytes); null as snapshots_.
     std::unique_ptr<snapshot_store> paused_states_;
     boost::asio::steady_timer idle_timer_;
+    boost::asio::steady_timer expiry_timer_;
     std::atomic<bool> stopped_{false};
     oneshot_executions oneshots_;
     boost::asio::thread_pool file_pool_{2};

@@ -196,7 +196,8 @@ TEST_CASE(
     "pause: a paused context frees its kernel, is listed paused, and its next execution or "
     "/resume brings its state back once; delete, another user's 404; it survives a SIGKILL of "
     "the gateway and a start with the same --state-dir; --pause-idle pauses an idle one; MCP's "
-    "tools snapshot, fork, pause and resume with /v1's checks") {
+    "tools snapshot, fork, pause and resume with /v1's checks; --paused-ttl deletes a paused "
+    "context from its record's pause time, across a restart") {
     const auto users = write_users_file("pause");
     const std::string root = "/tmp/cle2e-pause-" + std::to_string(::getpid());
     const std::string state = root + ".json";
@@ -223,6 +224,20 @@ TEST_CASE(
         server_process server(idle);
         run_client(server, {python, script, "-k", "phase_idle"}, 300,
                    {{"CALLISTO_E2E_PHASE", "idle"}});
+        CHECK(server.stop() == 0);
+    }
+    {
+        server_process server(args);
+        run_client(server, {python, script, "-k", "phase_ttl_before"}, 300,
+                   {{"CALLISTO_E2E_PHASE", "ttl_before"}, {"CALLISTO_E2E_STATE", state}});
+        CHECK(server.stop() == 0);
+    }
+    {
+        auto short_ttl = args;
+        short_ttl.push_back("--paused-ttl=4s");
+        server_process server(short_ttl);
+        run_client(server, {python, script, "-k", "phase_ttl_after"}, 300,
+                   {{"CALLISTO_E2E_PHASE", "ttl_after"}, {"CALLISTO_E2E_STATE", state}});
         CHECK(server.stop() == 0);
     }
     std::filesystem::remove_all(root);
