@@ -366,6 +366,60 @@ def test_a_busy_context_is_not_paused():
         delete_context(ANA, ctx["id"])
 
 
+def contexts_of(token):
+    return {c["id"]: c for c in api("GET", "/v1/contexts", token=token).json()}
+
+
+def refused_as_owned_by(token, context_id, owner_words):
+    r = pause(token, context_id, expect=409)
+    check(owner_words in r.json()["message"], "says whose it is", r.json())
+    check_eq(contexts_of(token)[context_id]["state"] != "paused", True, "still live")
+
+
+@callisto_only
+def test_contexts_of_mcp_sessions_e2b_sandboxes_and_one_shots_are_not_paused():
+    # Each finds its context live by its own route (the session's tools, the sandbox's
+    # envd, the one-shot's answer), none of which resumes: they answer 409 and stay live.
+    from mcp_client import Session
+    before = set(contexts_of(BOB))
+    session = Session(BOB)
+    try:
+        text, err = session.tool("run_code", code="x = 1")
+        check(not err, "the session's context is made", text)
+        own = [i for i in contexts_of(BOB) if i not in before]
+        check_eq(len(own), 1, "the session's context is listed")
+        refused_as_owned_by(BOB, own[0], "an MCP session")
+    finally:
+        session.end()
+
+    before = set(contexts_of(BOB))
+    r = api("POST", "/v2/sandboxes", {"templateID": "code-interpreter-v1"}, token=BOB, timeout=120)
+    check_eq(r.status, 201, f"an E2B sandbox ({r.body[:300]!r})")
+    sandbox = r.json()["sandboxID"]
+    try:
+        own = [i for i in contexts_of(BOB) if i not in before]
+        check_eq(len(own), 1, "the sandbox's context is listed")
+        refused_as_owned_by(BOB, own[0], "an E2B sandbox")
+    finally:
+        api("DELETE", f"/sandboxes/{sandbox}", token=BOB, timeout=60)
+
+    before = set(contexts_of(BOB))
+    t = threading.Thread(target=lambda: api("POST", "/v1/executions",
+                                            {"code": "import time; time.sleep(5)"}, token=BOB,
+                                            timeout=120))
+    t.start()
+    try:
+        poll(lambda: any(i not in before for i in contexts_of(BOB)), 30, interval=0.1,
+             what="the one-shot's context is listed")
+        own = [i for i in contexts_of(BOB) if i not in before]
+        check(contexts_of(BOB)[own[0]]["one_shot"], "it is the one-shot's")
+        # Asked while it runs (it is only there then): refused for whose it is, before busy.
+        r = pause(BOB, own[0], expect=409)
+        check("a one-shot execution" in r.json()["message"], "says whose it is", r.json())
+    finally:
+        t.join(120)
+
+
 @callisto_only
 def test_a_context_of_another_language_is_not_paused():
     kernels = api("GET", "/v1/languages", token=ANA).json()["kernels"]
