@@ -235,12 +235,14 @@ TEST_CASE(
     {
         auto short_ttl = args;
         short_ttl.push_back("--paused-ttl=4s");
+        short_ttl.push_back("--audit-log=" + root + "-audit.log");
         server_process server(short_ttl);
         run_client(server, {python, script, "-k", "phase_ttl_after"}, 300,
                    {{"CALLISTO_E2E_PHASE", "ttl_after"}, {"CALLISTO_E2E_STATE", state}});
         CHECK(server.stop() == 0);
     }
     std::filesystem::remove_all(root);
+    std::filesystem::remove(root + "-audit.log");
     std::filesystem::remove(state);
     std::filesystem::remove(users);
 }

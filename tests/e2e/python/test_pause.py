@@ -537,7 +537,7 @@ def test_phase_ttl_before():
 
 @callisto_only
 def test_phase_ttl_after():
-    phase_only("ttl_after")  # the same --state-dir, started again with --paused-ttl=4s
+    phase_only("ttl_after")  # the same --state-dir, started again: --paused-ttl=4s, --audit-log
     with open(os.environ["CALLISTO_E2E_STATE"]) as f:
         before = json.load(f)
     old = before["ctx"]
@@ -567,6 +567,16 @@ def test_phase_ttl_after():
     poll(lambda: len(paused_snapshots()) == snapshot_count - 1, 10, interval=0.2,
          what="its snapshot deleted")
     check(metric("callisto_paused_contexts_expired_total") >= 2, "counted again")
+    # Audited as the server's doing, with whose it was (the server runs with --audit-log).
+    with open(gateway_args()["audit-log"]) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    expired = {r["context"]: r for r in lines
+               if r.get("event") == "context" and r.get("operation") == "expire"}
+    for context_id in (old, ctx["id"]):
+        check(context_id in expired, f"the expiry of {context_id} is audited", lines[-5:])
+        check_eq(expired[context_id]["user"], "", "by the server")
+        check_eq(expired[context_id]["owner"], "ana", "whose it was")
+    check_eq(expired[ctx["id"]]["ttl_seconds"], 4, "under which TTL")
 
 
 if __name__ == "__main__":
