@@ -381,7 +381,7 @@ server::server(server_config config, logger log)
       mcp_sessions_(
           [this](const user& owner, const std::string&) -> std::shared_ptr<mcp::tool_backend> {
               return std::make_shared<mcp::context_tools>(
-                  contexts_, owner,
+                  contexts_, interpreter_rest_, owner,
                   std::min<std::size_t>(contexts_.settings().max_download_bytes, 16u << 20),
                   log_.component("mcp"));
           },

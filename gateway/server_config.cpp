@@ -119,6 +119,50 @@ option_io seconds(Field field, int min, int max, const char* zero_means = nullpt
             min == 0 ? zero_means : nullptr};
 }
 
+// A duration: whole seconds, or a number with a unit (90s, 15m, 12h, 30d), up to `max`; "0" or
+// "off" for `zero_means`. Shown in the largest unit that holds it whole, as it is read back.
+template <class Field>
+option_io duration(Field field, std::chrono::seconds max, const char* zero_means) {
+    const std::string expected = "a duration like 30d, 12h, 15m or 90s (at most " +
+                                 std::to_string(max.count() / 86400) + "d), or 0 or off (" +
+                                 zero_means + ")";
+    return {[=](const std::string& value, parse_state& st) -> std::string {
+                if (value == "0" || value == "off") {
+                    field(st.cfg) = std::chrono::seconds(0);
+                    return {};
+                }
+                std::string digits = value;
+                std::int64_t unit = 1;
+                if (!value.empty()) {
+                    switch (value.back()) {
+                        case 's': unit = 1; break;
+                        case 'm': unit = 60; break;
+                        case 'h': unit = 3600; break;
+                        case 'd': unit = 86400; break;
+                        default: unit = 0;
+                    }
+                    if (unit)
+                        digits.pop_back();
+                    else
+                        unit = 1;
+                }
+                std::int64_t n = 0;
+                if (!parse_int(digits, n, std::int64_t{1}, max.count()) || n > max.count() / unit)
+                    return expected;
+                field(st.cfg) = std::chrono::seconds(n * unit);
+                return {};
+            },
+            [=](const server_config& c) -> nlohmann::json {
+                const auto secs = whole_seconds(field(c));
+                if (secs == 0) return "off";
+                for (auto [unit, name] :
+                     {std::pair<std::int64_t, const char*>{86400, "d"}, {3600, "h"}, {60, "m"}})
+                    if (secs % unit == 0) return std::to_string(secs / unit) + name;
+                return std::to_string(secs) + "s";
+            },
+            zero_means};
+}
+
 // A whole number, within [min, max].
 template <class Field>
 option_io number(Field field, std::uint64_t min, std::uint64_t max,
@@ -651,6 +695,12 @@ const std::vector<option>& options() {
          "state saved, its kernel shut down, resumed by its next execution (keep it below "
          "--cull-idle-timeout, which would cull the kernel first)",
          seconds(FIELD(interpreter.pause_idle), 0, 366 * 24 * 3600, "never")},
+        {"--paused-ttl", "DURATION",
+         "delete a paused context, with its snapshot, once it has been paused this long "
+         "(counted from the pause time its record keeps, across restarts); audited and "
+         "counted; GET /v1/contexts shows its expires_at",
+         duration(FIELD(interpreter.paused_ttl), std::chrono::seconds(3660LL * 86400),
+                  "kept for ever")},
         {"--mcp-session-timeout", "SECS",
          "an MCP session idle this long ends and its context is deleted",
          seconds(FIELD(mcp.idle_timeout), 0, 7 * 24 * 3600, "never")},

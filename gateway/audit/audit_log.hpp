@@ -94,8 +94,9 @@ struct egress_attempt {
     std::chrono::duration<double> duration{};
 };
 
-// A context's state saved or brought back (issue 37): "snapshot", "restore", "fork", "pause"
-// or "resume", by whom ("" for the server's own, --pause-idle), with what the operation says
+// A context's state saved or brought back (issue 37): "snapshot", "restore", "fork", "pause",
+// "resume" or "expire" (a paused context deleted at --paused-ttl), by whom ("" for the
+// server's own: --pause-idle, --paused-ttl), with what the operation says
 // of itself (its snapshot's id, size, time, what it could not carry).
 struct context_operation {
     std::chrono::system_clock::time_point time;

@@ -245,6 +245,22 @@ paused_table::remove_result context_registry::remove_paused(const std::string& i
     return paused_table::remove_result::removed;
 }
 
+std::vector<paused_record> context_registry::remove_expired(
+    std::chrono::system_clock::time_point now) {
+    std::vector<paused_record> removed;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& id : paused_.expired(now, settings_.paused_ttl)) {
+            paused_record r;
+            if (paused_.remove(id, &r) == paused_table::remove_result::removed)
+                removed.push_back(std::move(r));
+        }
+    }
+    if (settings_.paused_records)
+        for (const auto& r : removed) settings_.paused_records->remove(r.id);
+    return removed;
+}
+
 std::vector<std::string> context_registry::restore_paused(
     const std::function<bool(const paused_record&)>& snapshot_exists) {
     std::vector<std::string> kept;

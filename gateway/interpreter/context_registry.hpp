@@ -82,6 +82,9 @@ public:
     // A paused context deleted: its record goes (the caller deletes its snapshot).
     paused_table::remove_result remove_paused(const std::string& id, const user& who,
                                               paused_record* removed);
+    // The paused contexts past their --paused-ttl at `now` removed, records and all (not one
+    // resuming): what was removed, for the caller to delete their snapshots.
+    std::vector<paused_record> remove_expired(std::chrono::system_clock::time_point now);
     // At start: the paused contexts an earlier gateway recorded, each whose snapshot
     // `snapshot_exists` finds; the others are dropped with a warning. Returns the snapshot
     // ids kept.

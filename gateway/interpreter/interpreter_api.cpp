@@ -106,18 +106,24 @@ interpreter_api::interpreter_api(context_registry& contexts)
                          : std::make_unique<snapshot_store>(contexts.settings().paused_snapshot_dir,
                                                             paused_quota(contexts.settings()))),
       idle_timer_(contexts.io_context()),
+      expiry_timer_(contexts.io_context()),
       oneshots_(contexts.settings().oneshot_kept, contexts.settings().oneshot_kept_per_user) {}
 
 interpreter_api::~interpreter_api() { file_pool_.join(); }
 
 std::shared_ptr<interpreter_context> interpreter_api::context_of(const incoming_request& in) const {
-    const std::string& id = in.where.param("context_id");
-    auto context = is_valid_kernel_id(id) ? contexts_.find_for(id, *in.who) : nullptr;
+    return context_of(in.where.param("context_id"), *in.who, in.respond);
+}
+
+std::shared_ptr<interpreter_context> interpreter_api::context_of(const std::string& id,
+                                                                 const user& who,
+                                                                 const respond_fn& respond) const {
+    auto context = is_valid_kernel_id(id) ? contexts_.find_for(id, who) : nullptr;
     if (context) return context;
-    if (auto culled = is_valid_kernel_id(id) ? contexts_.culled_for(id, *in.who) : std::nullopt)
-        in.respond(context_gone(id, *culled));
+    if (auto culled = is_valid_kernel_id(id) ? contexts_.culled_for(id, who) : std::nullopt)
+        respond(context_gone(id, *culled));
     else
-        in.respond(no_such_context(id));
+        respond(no_such_context(id));
     return nullptr;
 }
 
@@ -127,11 +133,11 @@ void interpreter_api::list_languages(incoming_request in) {
 
 namespace {
 
-nlohmann::json paused_model(const context_registry::paused_view& p) {
+nlohmann::json paused_model(const context_registry::paused_view& p, std::chrono::seconds ttl) {
     // Only Python contexts are paused (their state is what can be saved).
     return p.record.model(
         languages::language_names(languages::languages_run_by(languages::kernel_dialect::python)),
-        p.resuming);
+        p.resuming, ttl);
 }
 
 }  // namespace
@@ -139,14 +145,16 @@ nlohmann::json paused_model(const context_registry::paused_view& p) {
 void interpreter_api::list_contexts(incoming_request in) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& c : contexts_.list_for(*in.who)) list.push_back(c->model());
-    for (const auto& p : contexts_.list_paused_for(*in.who)) list.push_back(paused_model(p));
+    for (const auto& p : contexts_.list_paused_for(*in.who))
+        list.push_back(paused_model(p, contexts_.settings().paused_ttl));
     in.respond(json_response(http::status::ok, list));
 }
 
 void interpreter_api::get_context(incoming_request in) {
     const std::string& id = in.where.param("context_id");
     if (auto p = is_valid_kernel_id(id) ? contexts_.paused_for(id, *in.who) : std::nullopt)
-        return in.respond(json_response(http::status::ok, paused_model(*p)));
+        return in.respond(
+            json_response(http::status::ok, paused_model(*p, contexts_.settings().paused_ttl)));
     if (auto context = context_of(in))
         in.respond(json_response(http::status::ok, context->model()));
 }
@@ -354,7 +362,8 @@ void interpreter_api::create_context(incoming_request in) {
         if (auto why = network_refusal(request->network_allow, contexts_.settings().egress_allow,
                                        who.egress_allow))
             return respond(error_response(http::status::forbidden, *why));
-    if (!request->from_snapshot.empty()) return restore_context(std::move(*request), std::move(in));
+    if (!request->from_snapshot.empty())
+        return restore_context(std::move(*request), who, std::move(in.respond));
     contexts_.create(*request, who, [respond = std::move(in.respond)](create_context_result r) {
         if (!r.context) return respond(jupyter_api::kernel_error_answer(r.error, r.message));
         auto res = json_response(http::status::created, r.context->model());
@@ -624,14 +633,20 @@ void interpreter_api::take_snapshot(const std::shared_ptr<interpreter_context>& 
 }
 
 void interpreter_api::create_snapshot(incoming_request in) {
-    if (resume_first(in, &interpreter_api::create_snapshot)) return;
-    if (!snapshots_) return in.respond(snapshots_off());
-    auto context = context_of(in);
+    snapshot_for(in.where.param("context_id"), *in.who, std::move(in.respond));
+}
+
+void interpreter_api::snapshot_for(const std::string& id, const user& sender, respond_fn respond) {
+    if (resume_then(id, sender, respond,
+                    [this, id, sender, respond] { snapshot_for(id, sender, respond); }))
+        return;
+    if (!snapshots_) return respond(snapshots_off());
+    auto context = context_of(id, sender, respond);
     if (!context) return;
-    if (auto refused = snapshot_refusal(context)) return in.respond(std::move(*refused));
+    if (auto refused = snapshot_refusal(context)) return respond(std::move(*refused));
     take_snapshot(
-        context, in.who->name,
-        [this, respond = in.respond, who = in.who->name,
+        context, sender.name,
+        [this, respond, who = sender.name,
          context_id = context->id()](std::variant<nlohmann::json, snapshot_error> r) {
             if (auto* e = std::get_if<snapshot_error>(&r))
                 return respond(snapshot_error_response(*e));
@@ -649,11 +664,15 @@ void interpreter_api::create_snapshot(incoming_request in) {
 }
 
 void interpreter_api::list_snapshots(incoming_request in) {
-    if (!snapshots_) return in.respond(snapshots_off());
-    boost::asio::post(file_pool_, [this, in = std::move(in)] {
+    list_snapshots_for(*in.who, std::move(in.respond));
+}
+
+void interpreter_api::list_snapshots_for(const user& who, respond_fn respond) {
+    if (!snapshots_) return respond(snapshots_off());
+    boost::asio::post(file_pool_, [this, who, respond = std::move(respond)] {
         nlohmann::json list = nlohmann::json::array();
-        for (auto& model : snapshots_->list_for(*in.who)) list.push_back(std::move(model));
-        in.respond(json_response(http::status::ok, list));
+        for (auto& model : snapshots_->list_for(who)) list.push_back(std::move(model));
+        respond(json_response(http::status::ok, list));
     });
 }
 
@@ -668,19 +687,35 @@ void interpreter_api::get_snapshot(incoming_request in) {
 }
 
 void interpreter_api::delete_snapshot(incoming_request in) {
-    if (!snapshots_) return in.respond(snapshots_off());
-    boost::asio::post(file_pool_, [this, in = std::move(in)] {
-        if (auto e = snapshots_->remove_for(in.where.param("snapshot_id"), *in.who))
-            return in.respond(snapshot_error_response(*e));
-        in.respond(empty_response(http::status::no_content));
+    delete_snapshot_for(in.where.param("snapshot_id"), *in.who, std::move(in.respond));
+}
+
+void interpreter_api::delete_snapshot_for(const std::string& snapshot_id, const user& who,
+                                          respond_fn respond) {
+    if (!snapshots_) return respond(snapshots_off());
+    boost::asio::post(file_pool_, [this, snapshot_id, who, respond = std::move(respond)] {
+        if (auto e = snapshots_->remove_for(snapshot_id, who))
+            return respond(snapshot_error_response(*e));
+        respond(empty_response(http::status::no_content));
     });
 }
 
-void interpreter_api::restore_context(context_request request, incoming_request in) {
-    if (!snapshots_) return in.respond(snapshots_off());
+void interpreter_api::restore_for(const std::string& snapshot_id, const user& who,
+                                  respond_fn respond) {
+    // As POST /v1/contexts {"from_snapshot": ID}: the default kernel's, the user's own limits.
+    context_request request;
+    request.from_snapshot = snapshot_id;
+    if (auto why = contexts_.choose_kernel(request))
+        return respond(error_response(http::status::bad_request, *why));
+    restore_context(std::move(request), who, std::move(respond));
+}
+
+void interpreter_api::restore_context(context_request request, const user& sender,
+                                      respond_fn respond_to) {
+    if (!snapshots_) return respond_to(snapshots_off());
     restore_snapshot(
-        std::move(request), *in.who,
-        [this, who = in.who->name, respond = std::move(in.respond)](
+        std::move(request), sender,
+        [this, who = sender.name, respond = std::move(respond_to)](
             std::shared_ptr<interpreter_context> made, http_response answer) {
             if (made) {
                 auto model = nlohmann::json::parse(answer.body(), nullptr, false);
@@ -804,12 +839,26 @@ std::optional<std::size_t> parse_fork_count(std::string_view body, std::string& 
 void interpreter_api::fork_context(incoming_request in) {
     if (resume_first(in, &interpreter_api::fork_context)) return;
     if (!snapshots_) return in.respond(snapshots_off());
-    auto context = context_of(in);
-    if (!context) return;
+    if (!context_of(in)) return;
     std::string error;
     const auto count = parse_fork_count(in.req.body(), error);
     if (!count) return in.respond(error_response(http::status::bad_request, error));
-    if (auto refused = snapshot_refusal(context)) return in.respond(std::move(*refused));
+    fork_for(in.where.param("context_id"), *in.who, *count, std::move(in.respond));
+}
+
+void interpreter_api::fork_for(const std::string& id, const user& sender, std::size_t count,
+                               respond_fn respond) {
+    if (resume_then(id, sender, respond,
+                    [this, id, sender, count, respond] { fork_for(id, sender, count, respond); }))
+        return;
+    if (!snapshots_) return respond(snapshots_off());
+    auto context = context_of(id, sender, respond);
+    if (!context) return;
+    if (count < 1 || count > max_forks)
+        return respond(
+            error_response(http::status::bad_request,
+                           "'count' must be an integer from 1 to " + std::to_string(max_forks)));
+    if (auto refused = snapshot_refusal(context)) return respond(std::move(*refused));
     const auto started = std::chrono::steady_clock::now();
     // Every copy is a new context restored from one snapshot, each in its own fresh kernel;
     // the snapshot is the fork's own and is deleted when the copies have it.
@@ -818,18 +867,18 @@ void interpreter_api::fork_context(incoming_request in) {
     request.kernel = model.value("kernel", std::string());
     request.policy = kernels::kernel_policy::fresh;
     if (auto why = contexts_.choose_kernel(request))
-        return in.respond(error_response(http::status::bad_request, *why));
+        return respond(error_response(http::status::bad_request, *why));
     // A copy may reach what the original may, within the ceilings as they are now (a reloaded
     // users file may have narrowed the user's since the original was made).
     if (auto n = model.find("network"); n != model.end() && n->is_object() && n->contains("allow"))
         request.network_allow = (*n)["allow"].get<std::vector<std::string>>();
     if (!request.network_allow.empty())
         if (auto why = network_refusal(request.network_allow, contexts_.settings().egress_allow,
-                                       in.who->egress_allow))
-            return in.respond(error_response(http::status::forbidden, *why));
+                                       sender.egress_allow))
+            return respond(error_response(http::status::forbidden, *why));
     take_snapshot(
-        context, in.who->name,
-        [this, request, who = *in.who, respond = in.respond, count = *count,
+        context, sender.name,
+        [this, request, who = sender, respond, count,
          started](std::variant<nlohmann::json, snapshot_error> r) {
             if (auto* e = std::get_if<snapshot_error>(&r))
                 return respond(snapshot_error_response(*e));
@@ -897,6 +946,30 @@ void interpreter_api::fork_context(incoming_request in) {
                         });
                     });
         });
+}
+
+bool interpreter_api::resume_then(const std::string& id, const user& who, const respond_fn& respond,
+                                  std::function<void()> again) {
+    if (!is_paused(id, who)) return false;
+    resume(id, who, [respond, again = std::move(again)](const paused_table::outcome& how) {
+        if (how.status != 0) return respond(resume_failure(how));
+        again();
+    });
+    return true;
+}
+
+void interpreter_api::live_context_for(const std::string& id, const user& who, respond_fn respond,
+                                       found_fn found) {
+    if (!is_paused(id, who)) {
+        if (auto context = context_of(id, who, respond)) found(std::move(context), nullptr);
+        return;
+    }
+    resume(id, who, [this, id, who, respond, found](const paused_table::outcome& how) {
+        if (how.status != 0) return respond(resume_failure(how));
+        auto live = contexts_.find_for(id, who);
+        if (!live) return respond(no_such_context(id));
+        found(std::move(live), {{"duration_ms", how.duration_ms}});
+    });
 }
 
 bool interpreter_api::resume_first(incoming_request& in,
@@ -973,7 +1046,7 @@ void interpreter_api::pause(const std::shared_ptr<interpreter_context>& context,
                                             {"duration_ms", ms},
                                             {"not_carried", snapshot["not_carried"]}};
             audit_operation("pause", by, record.id, details);
-            auto answer = paused_model({record, false});
+            auto answer = paused_model({record, false}, contexts_.settings().paused_ttl);
             answer["paused"] = {{"duration_ms", ms},
                                 {"size", snapshot.value("size", std::uint64_t{0})},
                                 {"carried", snapshot["carried"]},
@@ -984,37 +1057,42 @@ void interpreter_api::pause(const std::shared_ptr<interpreter_context>& context,
 }
 
 void interpreter_api::pause_context(incoming_request in) {
-    const std::string& id = in.where.param("context_id");
+    pause_for(in.where.param("context_id"), *in.who, std::move(in.respond));
+}
+
+void interpreter_api::pause_for(const std::string& id, const user& who, respond_fn respond) {
     // Idempotent: pausing a paused context answers its model, as it is.
-    if (auto p = is_valid_kernel_id(id) ? contexts_.paused_for(id, *in.who) : std::nullopt)
-        return in.respond(json_response(http::status::ok, paused_model(*p)));
-    auto context = context_of(in);
+    if (auto p = is_valid_kernel_id(id) ? contexts_.paused_for(id, who) : std::nullopt)
+        return respond(
+            json_response(http::status::ok, paused_model(*p, contexts_.settings().paused_ttl)));
+    auto context = context_of(id, who, respond);
     if (!context) return;
-    pause(context, in.who->name, "request",
-          [respond = in.respond](std::variant<nlohmann::json, http_response> r) {
-              if (auto* res = std::get_if<http_response>(&r)) return respond(std::move(*res));
-              respond(json_response(http::status::ok, std::get<nlohmann::json>(r)));
-          });
+    pause(context, who.name, "request", [respond](std::variant<nlohmann::json, http_response> r) {
+        if (auto* res = std::get_if<http_response>(&r)) return respond(std::move(*res));
+        respond(json_response(http::status::ok, std::get<nlohmann::json>(r)));
+    });
 }
 
 void interpreter_api::resume_context(incoming_request in) {
-    const std::string id = in.where.param("context_id");
-    if (!is_paused(id, *in.who)) {
+    resume_for(in.where.param("context_id"), *in.who, std::move(in.respond));
+}
+
+void interpreter_api::resume_for(const std::string& id, const user& sender, respond_fn respond) {
+    if (!is_paused(id, sender)) {
         // A live context is resumed already: its model, with nothing to report.
-        if (auto context = context_of(in))
-            in.respond(json_response(http::status::ok, context->model()));
+        if (auto context = context_of(id, sender, respond))
+            respond(json_response(http::status::ok, context->model()));
         return;
     }
-    resume(id, *in.who,
-           [this, id, who = *in.who, respond = in.respond](const paused_table::outcome& how) {
-               if (how.status != 0) return respond(resume_failure(how));
-               const auto ms = how.duration_ms;
-               auto context = contexts_.find_for(id, who);
-               if (!context) return respond(no_such_context(id));
-               auto model = context->model();
-               model["resumed"] = {{"duration_ms", ms}};
-               respond(json_response(http::status::ok, model));
-           });
+    resume(id, sender, [this, id, who = sender, respond](const paused_table::outcome& how) {
+        if (how.status != 0) return respond(resume_failure(how));
+        const auto ms = how.duration_ms;
+        auto context = contexts_.find_for(id, who);
+        if (!context) return respond(no_such_context(id));
+        auto model = context->model();
+        model["resumed"] = {{"duration_ms", ms}};
+        respond(json_response(http::status::ok, model));
+    });
 }
 
 void interpreter_api::resume(const std::string& id, const user& who, resume_done done) {
@@ -1110,11 +1188,50 @@ void interpreter_api::start() {
         }
     }
     if (contexts_.settings().pause_idle.count() > 0 && paused_states_) schedule_idle_pauses();
+    if (contexts_.settings().paused_ttl.count() > 0 && paused_states_) {
+        // Those that expired while no gateway ran go before anyone can resume them.
+        expire_paused();
+        schedule_expiry();
+    }
 }
 
 void interpreter_api::stop() {
     stopped_ = true;
-    boost::asio::post(idle_timer_.get_executor(), [this] { idle_timer_.cancel(); });
+    boost::asio::post(idle_timer_.get_executor(), [this] {
+        idle_timer_.cancel();
+        expiry_timer_.cancel();
+    });
+}
+
+void interpreter_api::schedule_expiry() {
+    if (stopped_) return;
+    // A context goes at most a quarter of its TTL late, and never more than a minute.
+    const auto period = std::clamp<std::chrono::seconds>(
+        contexts_.settings().paused_ttl / 4, std::chrono::seconds(1), std::chrono::seconds(60));
+    expiry_timer_.expires_after(period);
+    expiry_timer_.async_wait([this](boost::system::error_code ec) {
+        if (ec || stopped_) return;
+        expire_paused();
+        schedule_expiry();
+    });
+}
+
+void interpreter_api::expire_paused() {
+    const auto ttl = contexts_.settings().paused_ttl;
+    for (const auto& record : contexts_.remove_expired(std::chrono::system_clock::now())) {
+        contexts_.log().info("paused context " + record.id + " of " + record.owner +
+                             " deleted: paused since " + record.paused_at +
+                             ", longer than --paused-ttl (" + std::to_string(ttl.count()) + " s)");
+        if (auto* m = contexts_.settings().metrics) m->paused_expiries.get().inc();
+        audit_operation("expire", "", record.id,
+                        {{"snapshot_id", record.snapshot_id},
+                         {"owner", record.owner},
+                         {"paused_at", record.paused_at},
+                         {"ttl_seconds", ttl.count()}});
+        boost::asio::post(file_pool_, [this, record] {
+            (void)paused_states_->remove_for(record.snapshot_id, user{record.owner});
+        });
+    }
 }
 
 void interpreter_api::schedule_idle_pauses() {

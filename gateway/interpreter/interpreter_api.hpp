@@ -67,6 +67,27 @@ public:
     void pause_context(incoming_request in);
     void resume_context(incoming_request in);
 
+    // The same operations for a caller other than the routes (the MCP tools), given the ids
+    // and the sender: the same checks (owner, quotas, busy, language), audit lines, metrics
+    // and answers; `respond` gets what the route would answer, from any thread. A paused
+    // context the id names is resumed first, as the routes do.
+    void snapshot_for(const std::string& context_id, const user& who, respond_fn respond);
+    void list_snapshots_for(const user& who, respond_fn respond);
+    void delete_snapshot_for(const std::string& snapshot_id, const user& who, respond_fn respond);
+    // A new context of `who` from their snapshot (201 with its model, as POST /v1/contexts).
+    void restore_for(const std::string& snapshot_id, const user& who, respond_fn respond);
+    void fork_for(const std::string& context_id, const user& who, std::size_t count,
+                  respond_fn respond);
+    void pause_for(const std::string& context_id, const user& who, respond_fn respond);
+    void resume_for(const std::string& context_id, const user& who, respond_fn respond);
+    // The live context `context_id` of `who`, resumed first when it is paused: found(it, the
+    // resume's {"duration_ms"} or null when it was live), or respond(404, 410, or the resume's
+    // failure).
+    using found_fn =
+        std::function<void(std::shared_ptr<interpreter_context> context, nlohmann::json resumed)>;
+    void live_context_for(const std::string& context_id, const user& who, respond_fn respond,
+                          found_fn found);
+
     // At start, after the live contexts are restored: the paused contexts an earlier gateway
     // recorded (--state-dir), and paused snapshots no record names removed. Then the idle
     // pauser (--pause-idle) starts.
@@ -99,6 +120,8 @@ private:
     // The sender's context the path names; null once the request is answered 404 (410 for a
     // context culled lately).
     std::shared_ptr<interpreter_context> context_of(const incoming_request& in) const;
+    std::shared_ptr<interpreter_context> context_of(const std::string& id, const user& who,
+                                                    const respond_fn& respond) const;
     // GET (or, interrupting it, DELETE) of an execution of the context the path names.
     void answer_execution(incoming_request in, bool interrupt);
     // The sender's one-shot execution the path names; none once the request is answered 404.
@@ -120,6 +143,9 @@ private:
     // sender, it is resumed and `again` runs with the request (true: the request is taken);
     // false: not paused, go on.
     bool resume_first(incoming_request& in, void (interpreter_api::*again)(incoming_request));
+    // The same for the *_for operations: `again` runs once it is live, else respond(why not).
+    bool resume_then(const std::string& id, const user& who, const respond_fn& respond,
+                     std::function<void()> again);
     // Pauses it (the checks, the snapshot, the kernel shut down): done(its paused model) or
     // done(the error's answer). `trigger`: "request" or "idle", for the log, audit and metrics.
     using pause_done = std::function<void(std::variant<nlohmann::json, http_response>)>;
@@ -127,6 +153,10 @@ private:
                std::string trigger, pause_done done);
     void schedule_idle_pauses();
     void pause_idle_contexts();
+    // --paused-ttl: the paused contexts past it deleted with their snapshots, audited and
+    // counted; checked at start (the pause times are in the records) and then periodically.
+    void schedule_expiry();
+    void expire_paused();
     // GET /metrics: a snapshot, restore or fork done, its time and bytes (<0: not known).
     void count_operation(const char* operation, std::int64_t ms, double bytes) const;
     // The audit log's line for a snapshot, restore, fork, pause or resume (when there is one).
@@ -135,7 +165,7 @@ private:
 
     // POST /v1/contexts {"from_snapshot": ID}: the snapshot read and checked, a new context,
     // the files and the blob written into it, the namespace loaded by its kernel.
-    void restore_context(context_request request, incoming_request in);
+    void restore_context(context_request request, const user& who, respond_fn respond);
     // The same for any caller: done(the new context, its 201 answer), or done(null, the error).
     using restore_done =
         std::function<void(std::shared_ptr<interpreter_context> made, http_response answer)>;
@@ -162,6 +192,7 @@ private:
     // the snapshot quota (a quota of their own bytes); null as snapshots_.
     std::unique_ptr<snapshot_store> paused_states_;
     boost::asio::steady_timer idle_timer_;
+    boost::asio::steady_timer expiry_timer_;
     std::atomic<bool> stopped_{false};
     oneshot_executions oneshots_;
     boost::asio::thread_pool file_pool_{2};

@@ -61,6 +61,9 @@ struct interpreter_settings {
     paused_record_store* paused_records = nullptr;
     // --pause-idle: a /v1 context idle this long is paused (0: never).
     std::chrono::seconds pause_idle{0};
+    // --paused-ttl: a context paused this long is deleted with its snapshot, counted from the
+    // pause time its record keeps (so across restarts); 0: kept for ever.
+    std::chrono::seconds paused_ttl{30 * 24 * 3600};
     // Where paused contexts' snapshots are kept (never listed among their owner's snapshots);
     // empty until the server fills it in.
     std::filesystem::path paused_snapshot_dir;

@@ -69,7 +69,17 @@ paused_record paused_record::from_json(const json& j) {
     return r;
 }
 
-json paused_record::model(const std::vector<std::string>& languages, bool resuming) const {
+std::optional<std::chrono::system_clock::time_point> paused_record::expires_at(
+    std::chrono::seconds ttl) const {
+    if (ttl.count() <= 0) return std::nullopt;
+    auto paused = parse_iso_time(paused_at);
+    if (!paused) return std::nullopt;
+    return *paused + ttl;
+}
+
+json paused_record::model(const std::vector<std::string>& languages, bool resuming,
+                          std::chrono::seconds ttl) const {
+    const auto expires = expires_at(ttl);
     return {{"id", id},
             {"owner", owner},
             {"kernel_id", nullptr},
@@ -78,6 +88,7 @@ json paused_record::model(const std::vector<std::string>& languages, bool resumi
             {"state", resuming ? "resuming" : "paused"},
             {"created_at", created_at},
             {"paused_at", paused_at},
+            {"expires_at", expires ? json(format_iso_time(*expires)) : json(nullptr)},
             {"policy", kernels::to_string(policy)},
             {"one_shot", false},
             {"kernel_uses", 0},
@@ -148,6 +159,16 @@ std::vector<paused_table::waiter> paused_table::finish_resume(const std::string&
     it->second.resuming = false;
     if (ok) entries_.erase(it);
     return waiters;
+}
+
+std::vector<std::string> paused_table::expired(std::chrono::system_clock::time_point now,
+                                               std::chrono::seconds ttl) const {
+    std::vector<std::string> out;
+    for (const auto& [id, e] : entries_) {
+        if (e.resuming) continue;
+        if (auto at = e.record.expires_at(ttl); at && *at <= now) out.push_back(id);
+    }
+    return out;
 }
 
 paused_table::remove_result paused_table::remove(const std::string& id, paused_record* removed) {

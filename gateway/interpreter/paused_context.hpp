@@ -8,6 +8,7 @@
 // registry runs them through: paused -> resuming -> (live again | paused, on a failure), with
 // every request that arrives while a resume runs joining it, so a context resumes once.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -40,8 +41,13 @@ struct paused_record {
     // one with a field it does not know is not one it wrote). Throws std::invalid_argument
     // saying what is wrong.
     static paused_record from_json(const nlohmann::json& j);
-    // What GET /v1/contexts shows of it, in the shape of a live context's model.
-    nlohmann::json model(const std::vector<std::string>& languages, bool resuming) const;
+    // What GET /v1/contexts shows of it, in the shape of a live context's model, with
+    // "expires_at" (null when `ttl` is 0: kept for ever).
+    nlohmann::json model(const std::vector<std::string>& languages, bool resuming,
+                         std::chrono::seconds ttl = std::chrono::seconds(0)) const;
+    // When it is deleted: paused_at + ttl; none when ttl is 0 (or paused_at does not parse,
+    // which from_json never lets in).
+    std::optional<std::chrono::system_clock::time_point> expires_at(std::chrono::seconds ttl) const;
 };
 
 // <state-dir>/paused: one record per paused context, synced to disk (it must outlive a host
@@ -95,6 +101,11 @@ public:
     // The resume ended: on success the entry goes; on failure it is paused again, so the next
     // request tries again. The waiters to tell (outside the caller's lock).
     std::vector<waiter> finish_resume(const std::string& id, bool ok);
+
+    // The paused contexts whose expires_at(ttl) is not after `now`, but not one resuming (it
+    // is about to be live). None when ttl is 0.
+    std::vector<std::string> expired(std::chrono::system_clock::time_point now,
+                                     std::chrono::seconds ttl) const;
 
     enum class remove_result { removed, resuming, unknown };
     // A resume in flight is not removed under it: the caller answers 409.

@@ -3,6 +3,10 @@
 #include "gateway/interpreter/workdir_files.hpp"
 #include "gateway/mcp/tool_content.hpp"
 
+static_assert(callisto::gateway::mcp::max_tool_forks ==
+                  callisto::gateway::interpreter::interpreter_api::max_forks,
+              "fork_context offers what POST /v1/contexts/{id}/fork allows");
+
 namespace callisto::gateway::mcp {
 
 using interpreter::interpreter_context;
@@ -24,14 +28,47 @@ std::string kernel_label(const interpreter_context& c) {
 }
 
 tool_language language_of(const tool_call& call) {
-    return std::visit([](const auto& args) { return args.language; }, call);
+    return std::visit(
+        [](const auto& args) -> tool_language {
+            if constexpr (requires { args.language; })
+                return args.language;
+            else
+                return std::nullopt;
+        },
+        call);
+}
+
+// The interpreter's answer, as the tool's result.
+respond_fn answer_as(std::string tool, std::function<void(nlohmann::json)> done) {
+    return [tool = std::move(tool), done = std::move(done)](http_response res) {
+        const auto body = res.body().empty() ? nlohmann::json()
+                                             : nlohmann::json::parse(res.body(), nullptr, false);
+        done(operation_tool_result(tool, static_cast<int>(res.result_int()), body));
+    };
+}
+
+// Said before a result whose context was paused and came back for it.
+std::function<void(nlohmann::json)> with_resume_notice(const nlohmann::json& resumed,
+                                                       const std::string& id,
+                                                       std::function<void(nlohmann::json)> done) {
+    if (resumed.is_null()) return done;
+    const std::string notice = "[callisto] context " + id + " was paused; it was resumed in " +
+                               std::to_string(resumed.value("duration_ms", std::int64_t{0})) +
+                               " ms, with its state.";
+    return [notice, done = std::move(done)](nlohmann::json result) {
+        result["content"].insert(result["content"].begin(),
+                                 nlohmann::json{{"type", "text"}, {"text", notice}});
+        done(std::move(result));
+    };
 }
 
 }  // namespace
 
-context_tools::context_tools(interpreter::context_registry& contexts, user owner,
+context_tools::context_tools(interpreter::context_registry& contexts,
+                             interpreter::interpreter_api& api, user owner,
                              std::size_t max_read_bytes, logger log)
     : contexts_(contexts),
+      api_(api),
       owner_(std::move(owner)),
       max_read_bytes_(max_read_bytes),
       log_(std::move(log)) {}
@@ -42,6 +79,7 @@ void context_tools::call(const std::string& call_id, tool_call call,
         std::lock_guard lock(mutex_);
         calls_[call_id] = {};
     }
+    if (call_by_id(call_id, call, done)) return;
     const auto language = language_of(call);
     with_context(language, [self = shared_from_this(), call_id, call = std::move(call),
                             done = std::move(done)](context_ptr c, std::string error) mutable {
@@ -71,11 +109,69 @@ void context_tools::call(const std::string& call_id, tool_call call,
                     done(self->upload(c, args));
                 else if constexpr (std::is_same_v<T, list_files_args>)
                     done(self->list(c, args));
-                else
+                else if constexpr (std::is_same_v<T, read_file_args>)
                     done(self->read(c, args));
+                else if constexpr (std::is_same_v<T, snapshot_context_args>)
+                    self->api_.snapshot_for(c->id(), self->owner_,
+                                            answer_as("snapshot_context", std::move(done)));
+                else if constexpr (std::is_same_v<T, fork_context_args>)
+                    self->api_.fork_for(c->id(), self->owner_, args.count,
+                                        answer_as("fork_context", std::move(done)));
+                else  // the others went by id (call_by_id)
+                    done(text_tool_result("this tool needs no context of the session", true));
             },
             call);
     });
+}
+
+bool context_tools::call_by_id(const std::string& call_id, const tool_call& call,
+                               const std::function<void(nlohmann::json)>& done) {
+    return std::visit(
+        [&](const auto& a) -> bool {
+            using T = std::decay_t<decltype(a)>;
+            if constexpr (std::is_same_v<T, run_code_args>) {
+                if (a.context_id.empty()) return false;
+                // One of the user's contexts, as /v1 finds it (resumed first when paused).
+                api_.live_context_for(
+                    a.context_id, owner_,
+                    [self = shared_from_this(), call_id, done](http_response res) {
+                        self->forget_call(call_id);
+                        answer_as("run_code", done)(std::move(res));
+                    },
+                    [self = shared_from_this(), call_id, a, done](context_ptr c,
+                                                                  nlohmann::json resumed) {
+                        self->run_code(c, call_id, a,
+                                       with_resume_notice(resumed, c->id(), std::move(done)));
+                    });
+                return true;
+            } else if constexpr (std::is_same_v<T, snapshot_context_args>) {
+                if (a.context_id.empty()) return false;
+                api_.snapshot_for(a.context_id, owner_, answer_as("snapshot_context", done));
+                return true;
+            } else if constexpr (std::is_same_v<T, fork_context_args>) {
+                if (a.context_id.empty()) return false;
+                api_.fork_for(a.context_id, owner_, a.count, answer_as("fork_context", done));
+                return true;
+            } else if constexpr (std::is_same_v<T, list_snapshots_args>) {
+                api_.list_snapshots_for(owner_, answer_as("list_snapshots", done));
+                return true;
+            } else if constexpr (std::is_same_v<T, delete_snapshot_args>) {
+                api_.delete_snapshot_for(a.snapshot_id, owner_, answer_as("delete_snapshot", done));
+                return true;
+            } else if constexpr (std::is_same_v<T, restore_snapshot_args>) {
+                api_.restore_for(a.snapshot_id, owner_, answer_as("restore_snapshot", done));
+                return true;
+            } else if constexpr (std::is_same_v<T, pause_context_args>) {
+                api_.pause_for(a.context_id, owner_, answer_as("pause_context", done));
+                return true;
+            } else if constexpr (std::is_same_v<T, resume_context_args>) {
+                api_.resume_for(a.context_id, owner_, answer_as("resume_context", done));
+                return true;
+            } else {
+                return false;
+            }
+        },
+        call);
 }
 
 void context_tools::with_context(const tool_language& language, context_fn fn) {

@@ -6,7 +6,10 @@
 // /v1), and deleted when the session ends. A context whose kernel is gone (culled, or shut
 // down by an admin) is replaced by a new one on the next call, and the model is told its
 // state is lost.
-// Everything goes through the interpreter classes: submit() for code, workdir_files for files.
+// Everything goes through the interpreter classes: submit() for code, workdir_files for files,
+// interpreter_api's *_for operations for snapshots, forks, pause and resume (so the checks,
+// quotas, audit lines and errors are /v1's). Contexts those make (restore, fork) are the
+// user's, as over /v1: run_code reaches them by context_id, and they outlive the session.
 
 #include <functional>
 #include <map>
@@ -17,6 +20,7 @@
 
 #include "common/logger.hpp"
 #include "gateway/interpreter/context_registry.hpp"
+#include "gateway/interpreter/interpreter_api.hpp"
 #include "gateway/mcp/tool_backend.hpp"
 #include "gateway/user.hpp"
 
@@ -24,8 +28,8 @@ namespace callisto::gateway::mcp {
 
 class context_tools : public tool_backend, public std::enable_shared_from_this<context_tools> {
 public:
-    context_tools(interpreter::context_registry& contexts, user owner, std::size_t max_read_bytes,
-                  logger log);
+    context_tools(interpreter::context_registry& contexts, interpreter::interpreter_api& api,
+                  user owner, std::size_t max_read_bytes, logger log);
 
     void call(const std::string& call_id, tool_call call,
               std::function<void(nlohmann::json)> done) override;
@@ -41,6 +45,10 @@ private:
     void with_context(const tool_language& language, context_fn fn);
     void on_created(const std::string& kernel, interpreter::create_context_result r);
 
+    // The calls that name their context or snapshot by id (or need none): carried out without
+    // the session's context. False: not one of them.
+    bool call_by_id(const std::string& call_id, const tool_call& call,
+                    const std::function<void(nlohmann::json)>& done);
     void run_code(const context_ptr& c, const std::string& call_id, const run_code_args& a,
                   std::function<void(nlohmann::json)> done);
     void on_submitted(const context_ptr& c, const std::string& call_id,
@@ -52,6 +60,7 @@ private:
     nlohmann::json read(const context_ptr& c, const read_file_args& a) const;
 
     interpreter::context_registry& contexts_;
+    interpreter::interpreter_api& api_;
     const user owner_;
     const std::size_t max_read_bytes_;
     logger log_;

@@ -5,8 +5,10 @@
 
 #include "common/byte_size.hpp"
 #include "common/encoding.hpp"
+#include "gateway/http/router.hpp"
 #include "gateway/interpreter/execution_request.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
+#include "gateway/interpreter/snapshot_store.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
 
 namespace callisto::gateway::mcp {
@@ -74,6 +76,44 @@ nlohmann::json language_schema(std::string what) {
             {"description", std::move(what)}};
 }
 
+// "context_id" / "snapshot_id": required or not; false (with `error`) when present and not an
+// id of that kind (a malformed one could never name anything).
+bool context_id_arg(const nlohmann::json& args, bool required, std::string& out,
+                    std::string& error) {
+    if (!args.contains("context_id") || args["context_id"].is_null()) {
+        if (required) error = "missing required argument \"context_id\"";
+        return !required;
+    }
+    if (!required_string(args, "context_id", out, error)) return false;
+    if (!is_valid_kernel_id(out)) {
+        error =
+            "\"context_id\" is not a context id (a UUID, as fork_context and "
+            "restore_snapshot return)";
+        return false;
+    }
+    return true;
+}
+
+bool snapshot_id_arg(const nlohmann::json& args, std::string& out, std::string& error) {
+    if (!required_string(args, "snapshot_id", out, error)) return false;
+    if (!interpreter::snapshot_store::valid_id(out)) {
+        error =
+            "\"snapshot_id\" is not a snapshot id (as snapshot_context and list_snapshots "
+            "return)";
+        return false;
+    }
+    return true;
+}
+
+const nlohmann::json context_id_schema = {
+    {"type", "string"},
+    {"description",
+     "One of your contexts, by id (as fork_context or restore_snapshot return, or a /v1 "
+     "context). Default: this session's own."}};
+
+const nlohmann::json snapshot_id_schema = {
+    {"type", "string"}, {"description", "A snapshot's id, as snapshot_context returns."}};
+
 const char* files_language =
     "Whose working directory: \"python\" (the default; bash and sql see the same files) or "
     "\"r\" (the R kernel's own).";
@@ -115,7 +155,13 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
                  {"description", "Bytes of stdout, and of stderr, kept (default " +
                                      std::to_string(limits.default_output_budget) +
                                      "): beyond it the first and last half are kept, with a "
-                                     "marker saying how much was cut."}}}},
+                                     "marker saying how much was cut."}}},
+               {"context_id",
+                {{"type", "string"},
+                 {"description",
+                  "Run in one of your other contexts instead of this session's: an id that "
+                  "fork_context or restore_snapshot returned (a paused one is resumed first). "
+                  "Default: this session's context."}}}},
               {"code"})}});
     tools.push_back(
         {{"name", "upload_file"},
@@ -169,6 +215,81 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
                                                       "also bash's and sql's) or \"r\".")}},
                         nlohmann::json::array())},
          {"annotations", {{"destructiveHint", true}}}});
+    const auto which_kernel = language_schema(
+        "Which of this session's kernels, when context_id is not given: \"python\" (the "
+        "default). Only Python contexts are snapshotted.");
+    tools.push_back(
+        {{"name", "snapshot_context"},
+         {"title", "Snapshot a context"},
+         {"description",
+          "Saves a context's state (its variables, functions, classes and imports, and the files "
+          "of its working directory) as a snapshot you can restore later with restore_snapshot, "
+          "even after this session ends. What cannot be saved (open sockets, generators, "
+          "threads) is listed by name and type. The context must be idle. Snapshots count "
+          "against your snapshot quota: delete the ones you no longer need."},
+         {"inputSchema",
+          object_schema({{"context_id", context_id_schema}, {"language", which_kernel}},
+                        nlohmann::json::array())}});
+    tools.push_back(
+        {{"name", "list_snapshots"},
+         {"title", "List snapshots"},
+         {"description", "Lists your snapshots: id, source context, size, time."},
+         {"inputSchema", object_schema(nlohmann::json::object(), nlohmann::json::array())},
+         {"annotations", {{"readOnlyHint", true}}}});
+    tools.push_back(
+        {{"name", "delete_snapshot"},
+         {"title", "Delete a snapshot"},
+         {"description", "Deletes one of your snapshots."},
+         {"inputSchema", object_schema({{"snapshot_id", snapshot_id_schema}}, {"snapshot_id"})},
+         {"annotations", {{"destructiveHint", true}}}});
+    tools.push_back(
+        {{"name", "restore_snapshot"},
+         {"title", "Restore a snapshot"},
+         {"description",
+          "Restores one of your snapshots into a new context, in a fresh sandboxed kernel, and "
+          "returns its id: run code there with run_code's context_id. The new context is yours, "
+          "like one made over /v1: it outlives this session (delete it over /v1, or let it be "
+          "culled or paused when idle)."},
+         {"inputSchema", object_schema({{"snapshot_id", snapshot_id_schema}}, {"snapshot_id"})}});
+    tools.push_back(
+        {{"name", "fork_context"},
+         {"title", "Fork a context"},
+         {"description",
+          "Copies a context's state and files into count new, independent contexts (each its "
+          "own fresh kernel), to try several approaches at once; returns their ids, for "
+          "run_code's context_id. All are made, or none. The context must be idle. The copies "
+          "are yours, like contexts made over /v1, and outlive this session."},
+         {"inputSchema", object_schema({{"count",
+                                         {{"type", "integer"},
+                                          {"minimum", 1},
+                                          {"maximum", max_tool_forks},
+                                          {"default", 1},
+                                          {"description", "How many copies."}}},
+                                        {"context_id", context_id_schema},
+                                        {"language", which_kernel}},
+                                       nlohmann::json::array())}});
+    tools.push_back(
+        {{"name", "pause_context"},
+         {"title", "Pause a context"},
+         {"description",
+          "Pauses one of your contexts (made by fork_context or restore_snapshot, or over /v1): "
+          "its state is saved and its kernel stopped, so it holds no memory; it keeps its id, "
+          "and its next run_code (or resume_context) brings it back. This session's own "
+          "contexts are not paused."},
+         {"inputSchema",
+          object_schema(
+              {{"context_id", {{"type", "string"}, {"description", "The context to pause."}}}},
+              {"context_id"})}});
+    tools.push_back(
+        {{"name", "resume_context"},
+         {"title", "Resume a context"},
+         {"description",
+          "Brings a paused context of yours back into a fresh kernel, with its state and files, "
+          "and says how long that took. A live context is left as it is."},
+         {"inputSchema",
+          object_schema(
+              {{"context_id", {{"type", "string"}, {"description", "The context to resume."}}}},
+              {"context_id"})}});
     return tools;
 }
 
@@ -193,10 +314,13 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
     };
 
     if (name == "run_code") {
-        if (!only_known(args, {"code", "language", "timeout_seconds", "output_budget"}, error))
+        if (!only_known(args,
+                        {"code", "language", "timeout_seconds", "output_budget", "context_id"},
+                        error))
             return fail(error);
-        run_code_args a{{}, limits.default_timeout, {}, limits.default_output_budget};
+        run_code_args a{{}, limits.default_timeout, {}, limits.default_output_budget, {}};
         if (!required_string(args, "code", a.code, error)) return fail(error);
+        if (!context_id_arg(args, false, a.context_id, error)) return fail(error);
         if (!optional_language(args, a.language, error)) return fail(error);
         if (a.code.size() > limits.max_code_bytes)
             return fail("\"code\" is longer than " + std::to_string(limits.max_code_bytes) +
@@ -272,6 +396,46 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
         restart_context_args a;
         if (!optional_language(args, a.language, error)) return fail(error);
         return a;
+    }
+    if (name == "snapshot_context") {
+        if (!only_known(args, {"context_id", "language"}, error)) return fail(error);
+        snapshot_context_args a;
+        if (!context_id_arg(args, false, a.context_id, error)) return fail(error);
+        if (!optional_language(args, a.language, error)) return fail(error);
+        return a;
+    }
+    if (name == "list_snapshots") {
+        if (!only_known(args, {}, error)) return fail(error);
+        return list_snapshots_args{};
+    }
+    if (name == "delete_snapshot" || name == "restore_snapshot") {
+        if (!only_known(args, {"snapshot_id"}, error)) return fail(error);
+        std::string id;
+        if (!snapshot_id_arg(args, id, error)) return fail(error);
+        if (name == "delete_snapshot") return delete_snapshot_args{id};
+        return restore_snapshot_args{id};
+    }
+    if (name == "fork_context") {
+        if (!only_known(args, {"count", "context_id", "language"}, error)) return fail(error);
+        fork_context_args a;
+        if (!context_id_arg(args, false, a.context_id, error)) return fail(error);
+        if (!optional_language(args, a.language, error)) return fail(error);
+        if (args.contains("count")) {
+            const auto& n = args["count"];
+            if (!n.is_number_integer() || n.get<std::int64_t>() < 1 ||
+                n.get<std::int64_t>() > static_cast<std::int64_t>(max_tool_forks))
+                return fail("\"count\" must be a whole number from 1 to " +
+                            std::to_string(max_tool_forks));
+            a.count = n.get<std::size_t>();
+        }
+        return a;
+    }
+    if (name == "pause_context" || name == "resume_context") {
+        if (!only_known(args, {"context_id"}, error)) return fail(error);
+        std::string id;
+        if (!context_id_arg(args, true, id, error)) return fail(error);
+        if (name == "pause_context") return pause_context_args{id};
+        return resume_context_args{id};
     }
     error = "unknown tool \"" + name + "\"; tools/list names the tools";
     return std::nullopt;

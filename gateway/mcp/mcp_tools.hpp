@@ -25,6 +25,9 @@ struct run_code_args {
     std::chrono::milliseconds timeout;
     tool_language language;
     std::size_t output_budget = 0;  // text kept per stream
+    // One of the user's own contexts (made by fork_context or restore_snapshot, or over
+    // /v1), resumed first when paused; empty: the session's.
+    std::string context_id;
 };
 struct upload_file_args {
     std::string path;
@@ -43,8 +46,39 @@ struct restart_context_args {
     tool_language language;
 };
 
+// Snapshots, forks, pause and resume (issue 37): the /v1 operations, with their checks. A
+// context_id names one of the user's contexts; empty: the session's (of `language`).
+struct snapshot_context_args {
+    tool_language language;
+    std::string context_id;
+};
+struct list_snapshots_args {};
+struct delete_snapshot_args {
+    std::string snapshot_id;
+};
+struct restore_snapshot_args {
+    std::string snapshot_id;
+};
+struct fork_context_args {
+    std::size_t count = 1;
+    tool_language language;
+    std::string context_id;
+};
+// The session's own contexts are never paused (it finds them live): these take an id.
+struct pause_context_args {
+    std::string context_id;
+};
+struct resume_context_args {
+    std::string context_id;
+};
+
 using tool_call = std::variant<run_code_args, upload_file_args, list_files_args, read_file_args,
-                               restart_context_args>;
+                               restart_context_args, snapshot_context_args, list_snapshots_args,
+                               delete_snapshot_args, restore_snapshot_args, fork_context_args,
+                               pause_context_args, resume_context_args>;
+
+// The most copies one fork_context makes (POST /v1/contexts/{id}/fork's limit).
+inline constexpr std::size_t max_tool_forks = 16;
 
 struct tool_limits {
     std::size_t max_code_bytes = 1 << 20;

@@ -204,4 +204,60 @@ nlohmann::json file_tool_result(std::string_view path, const std::string& bytes)
             {"isError", false}};
 }
 
+namespace {
+
+std::string id_of(const nlohmann::json& model) {
+    return model.is_object() ? model.value("id", std::string()) : std::string();
+}
+
+// What a model needs to go on: the ids it uses next, in a sentence.
+std::string summary_of(std::string_view tool, const nlohmann::json& body) {
+    if (tool == "snapshot_context")
+        return "snapshot " + id_of(body) + " saved (" +
+               std::to_string(body.value("size", std::uint64_t{0})) +
+               " bytes); restore_snapshot brings it back into a new context.";
+    if (tool == "list_snapshots")
+        return std::to_string(body.is_array() ? body.size() : 0) + " snapshot(s).";
+    if (tool == "delete_snapshot") return "the snapshot is deleted.";
+    if (tool == "restore_snapshot")
+        return "restored into the new context " + id_of(body) +
+               ": run code there with run_code's context_id.";
+    if (tool == "fork_context") {
+        std::string ids;
+        const auto& made =
+            body.is_object() && body.contains("contexts") ? body["contexts"] : nlohmann::json();
+        for (const auto& c : made) ids += (ids.empty() ? "" : ", ") + id_of(c);
+        return std::to_string(made.is_array() ? made.size() : 0) + " new context(s): " + ids +
+               "; run code in each with run_code's context_id.";
+    }
+    if (tool == "pause_context")
+        return "context " + id_of(body) +
+               " is paused: its next run_code with this context_id, or resume_context, brings "
+               "it back.";
+    if (tool == "resume_context") {
+        if (body.is_object() && body.contains("resumed") && body["resumed"].is_object())
+            return "context " + id_of(body) + " is live again (resumed in " +
+                   std::to_string(body["resumed"].value("duration_ms", std::int64_t{0})) + " ms).";
+        return "context " + id_of(body) + " was live; nothing to resume.";
+    }
+    return "done.";
+}
+
+}  // namespace
+
+nlohmann::json operation_tool_result(std::string_view tool, int status,
+                                     const nlohmann::json& body) {
+    if (status < 200 || status > 299) {
+        const std::string why =
+            body.is_object() && body.contains("message") && body["message"].is_string()
+                ? body["message"].get<std::string>()
+                : "the server answered HTTP " + std::to_string(status);
+        return text_tool_result(std::string(tool) + " failed: " + why, true);
+    }
+    std::string text = summary_of(tool, body);
+    if (!body.is_null() && !body.is_discarded())
+        text += "\n" + body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    return text_tool_result(std::move(text));
+}
+
 }  // namespace callisto::gateway::mcp

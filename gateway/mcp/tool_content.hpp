@@ -25,4 +25,9 @@ nlohmann::json file_tool_result(std::string_view path, const std::string& bytes)
 
 bool is_utf8_text(std::string_view bytes);
 
+// A snapshot, fork, pause or resume as the interpreter answered it (the /v1 route's status and
+// JSON body, null when it had none): an error's message with isError (the model reads why: a
+// busy context, a quota, an unknown id), else a sentence on what was done and the answer.
+nlohmann::json operation_tool_result(std::string_view tool, int status, const nlohmann::json& body);
+
 }  // namespace callisto::gateway::mcp

@@ -195,7 +195,9 @@ TEST_CASE(
 TEST_CASE(
     "pause: a paused context frees its kernel, is listed paused, and its next execution or "
     "/resume brings its state back once; delete, another user's 404; it survives a SIGKILL of "
-    "the gateway and a start with the same --state-dir; --pause-idle pauses an idle one") {
+    "the gateway and a start with the same --state-dir; --pause-idle pauses an idle one; MCP's "
+    "tools snapshot, fork, pause and resume with /v1's checks; --paused-ttl deletes a paused "
+    "context from its record's pause time, across a restart") {
     const auto users = write_users_file("pause");
     const std::string root = "/tmp/cle2e-pause-" + std::to_string(::getpid());
     const std::string state = root + ".json";
@@ -205,6 +207,7 @@ TEST_CASE(
     {
         server_process server(args);
         run_client(server, {python, script}, 900);
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_mcp_pause.py"}, 600);
         run_client(server, {python, script, "-k", "phase_before_restart"}, 300,
                    {{"CALLISTO_E2E_PHASE", "before_restart"}, {"CALLISTO_E2E_STATE", state}});
         server.crash();
@@ -223,7 +226,23 @@ TEST_CASE(
                    {{"CALLISTO_E2E_PHASE", "idle"}});
         CHECK(server.stop() == 0);
     }
+    {
+        server_process server(args);
+        run_client(server, {python, script, "-k", "phase_ttl_before"}, 300,
+                   {{"CALLISTO_E2E_PHASE", "ttl_before"}, {"CALLISTO_E2E_STATE", state}});
+        CHECK(server.stop() == 0);
+    }
+    {
+        auto short_ttl = args;
+        short_ttl.push_back("--paused-ttl=4s");
+        short_ttl.push_back("--audit-log=" + root + "-audit.log");
+        server_process server(short_ttl);
+        run_client(server, {python, script, "-k", "phase_ttl_after"}, 300,
+                   {{"CALLISTO_E2E_PHASE", "ttl_after"}, {"CALLISTO_E2E_STATE", state}});
+        CHECK(server.stop() == 0);
+    }
     std::filesystem::remove_all(root);
+    std::filesystem::remove(root + "-audit.log");
     std::filesystem::remove(state);
     std::filesystem::remove(users);
 }

@@ -257,7 +257,9 @@ TEST_CASE("tool definitions: named once each, with strict object schemas") {
             CHECK(t["inputSchema"]["properties"].contains(req.get<std::string>()));
     }
     CHECK(names == std::set<std::string>{"run_code", "upload_file", "list_files", "read_file",
-                                         "restart_context"});
+                                         "restart_context", "snapshot_context", "list_snapshots",
+                                         "delete_snapshot", "restore_snapshot", "fork_context",
+                                         "pause_context", "resume_context"});
 }
 
 TEST_CASE("tools/call arguments: the good forms") {
@@ -333,11 +335,152 @@ TEST_CASE("tools/call arguments: every tool takes a language, one of the four") 
         CHECK(parse_fails(
                   {{"name", "run_code"}, {"arguments", {{"code", "x"}, {"language", bad}}}}) ==
               R"(run_code: "language" must be "python", "r", "bash" or "sql")");
+    // Those about a kernel of the session; the snapshots' and the ones by id have none.
+    std::set<std::string> with_language;
     for (const auto& tool : tool_definitions(tool_limits{})) {
         CAPTURE(tool["name"]);
+        if (!tool["inputSchema"]["properties"].contains("language")) continue;
+        with_language.insert(tool["name"].get<std::string>());
         CHECK(tool["inputSchema"]["properties"]["language"]["enum"] ==
               json({"python", "r", "bash", "sql"}));
     }
+    CHECK(with_language == std::set<std::string>{"run_code", "upload_file", "list_files",
+                                                 "read_file", "restart_context", "snapshot_context",
+                                                 "fork_context"});
+}
+
+namespace {
+
+const std::string a_context = "0b5e2a4c-6f1d-4c3e-9a8b-1d2e3f405162";
+const std::string a_snapshot = "7c9d1e2f-3a4b-4c5d-8e9f-a0b1c2d3e4f5";
+
+}  // namespace
+
+TEST_CASE("snapshot, fork, pause and resume tools: the good forms") {
+    auto snap = std::get<snapshot_context_args>(parse_ok({{"name", "snapshot_context"}}));
+    CHECK(snap.context_id.empty());  // the session's own
+    CHECK_FALSE(snap.language);
+    CHECK(std::get<snapshot_context_args>(
+              parse_ok({{"name", "snapshot_context"}, {"arguments", {{"context_id", a_context}}}}))
+              .context_id == a_context);
+    CHECK(std::holds_alternative<list_snapshots_args>(parse_ok({{"name", "list_snapshots"}})));
+    CHECK(std::get<delete_snapshot_args>(
+              parse_ok({{"name", "delete_snapshot"}, {"arguments", {{"snapshot_id", a_snapshot}}}}))
+              .snapshot_id == a_snapshot);
+    CHECK(std::get<restore_snapshot_args>(parse_ok({{"name", "restore_snapshot"},
+                                                    {"arguments", {{"snapshot_id", a_snapshot}}}}))
+              .snapshot_id == a_snapshot);
+    auto fork = std::get<fork_context_args>(parse_ok({{"name", "fork_context"}}));
+    CHECK(fork.count == 1);
+    CHECK(fork.context_id.empty());
+    auto forks = std::get<fork_context_args>(parse_ok(
+        {{"name", "fork_context"}, {"arguments", {{"count", 16}, {"context_id", a_context}}}}));
+    CHECK(forks.count == 16);
+    CHECK(forks.context_id == a_context);
+    CHECK(std::get<pause_context_args>(
+              parse_ok({{"name", "pause_context"}, {"arguments", {{"context_id", a_context}}}}))
+              .context_id == a_context);
+    CHECK(std::get<resume_context_args>(
+              parse_ok({{"name", "resume_context"}, {"arguments", {{"context_id", a_context}}}}))
+              .context_id == a_context);
+    auto run = std::get<run_code_args>(parse_ok(
+        {{"name", "run_code"}, {"arguments", {{"code", "x"}, {"context_id", a_context}}}}));
+    CHECK(run.context_id == a_context);
+    CHECK(std::get<run_code_args>(parse_ok({{"name", "run_code"}, {"arguments", {{"code", "x"}}}}))
+              .context_id.empty());
+    // The schema offers what the parser takes.
+    for (const auto& tool : tool_definitions(tool_limits{}))
+        if (tool["name"] == "fork_context") {
+            CHECK(tool["inputSchema"]["properties"]["count"]["minimum"] == 1);
+            CHECK(tool["inputSchema"]["properties"]["count"]["maximum"] == 16);
+        }
+}
+
+TEST_CASE("snapshot, fork, pause and resume tools: every bad form is refused with a reason") {
+    // A count out of range, or not a whole number.
+    for (const json& n : {json(0), json(-1), json(17), json(1000000), json(1.5), json("2"),
+                          json(true), json(nullptr)})
+        CHECK(parse_fails({{"name", "fork_context"}, {"arguments", {{"count", n}}}}) ==
+              "fork_context: \"count\" must be a whole number from 1 to 16");
+    // Ids that could never name anything: malformed, upper case, a path.
+    for (const json& id : {json("abc"), json(""), json("0B5E2A4C-6F1D-4C3E-9A8B-1D2E3F405162"),
+                           json("../0b5e2a4c-6f1d-4c3e-9a8b-1d2e3f40516"), json(7)}) {
+        CAPTURE(id);
+        for (const char* tool :
+             {"pause_context", "resume_context", "snapshot_context", "fork_context"})
+            CHECK(parse_fails({{"name", tool}, {"arguments", {{"context_id", id}}}})
+                      .find("\"context_id\"") != std::string::npos);
+        CHECK(
+            parse_fails({{"name", "run_code"}, {"arguments", {{"code", "1"}, {"context_id", id}}}})
+                .find("\"context_id\"") != std::string::npos);
+        for (const char* tool : {"delete_snapshot", "restore_snapshot"})
+            CHECK(parse_fails({{"name", tool}, {"arguments", {{"snapshot_id", id}}}})
+                      .find("\"snapshot_id\"") != std::string::npos);
+    }
+    // Required ids missing; a context id where a snapshot id belongs is an unknown argument.
+    CHECK(parse_fails({{"name", "pause_context"}}) ==
+          "pause_context: missing required argument \"context_id\"");
+    CHECK(parse_fails({{"name", "resume_context"}, {"arguments", json::object()}}) ==
+          "resume_context: missing required argument \"context_id\"");
+    CHECK(parse_fails({{"name", "restore_snapshot"}}) ==
+          "restore_snapshot: missing required argument \"snapshot_id\"");
+    CHECK(parse_fails({{"name", "delete_snapshot"}, {"arguments", {{"context_id", a_context}}}})
+              .find("unknown argument \"context_id\"") != std::string::npos);
+    CHECK(parse_fails({{"name", "list_snapshots"}, {"arguments", {{"all", true}}}})
+              .find("unknown argument \"all\"") != std::string::npos);
+    // The session's own contexts are never paused: there is no default to pause.
+    CHECK(parse_fails({{"name", "pause_context"}, {"arguments", {{"language", "python"}}}})
+              .find("unknown argument \"language\"") != std::string::npos);
+    CHECK(parse_fails({{"name", "fork_context"}, {"arguments", {{"language", "cobol"}}}})
+              .find("\"language\"") != std::string::npos);
+}
+
+TEST_CASE("snapshot, fork, pause and resume results: /v1's refusals become tool errors") {
+    // As interpreter_api answers them (its error_response bodies).
+    const auto refused = [](const char* tool, int status, const char* message) {
+        auto r = operation_tool_result(tool, status, {{"reason", "x"}, {"message", message}});
+        CHECK(r["isError"] == true);
+        return r["content"][0]["text"].get<std::string>();
+    };
+    // Another user's snapshot is not found, as /v1 answers it: nothing says it exists.
+    CHECK(refused("restore_snapshot", 404, "Snapshot does not exist: 7c9d") ==
+          "restore_snapshot failed: Snapshot does not exist: 7c9d");
+    CHECK(refused("snapshot_context", 409, "the context is busy: an execution is queued") ==
+          "snapshot_context failed: the context is busy: an execution is queued");
+    CHECK(refused("pause_context", 409, "this context belongs to an MCP session") ==
+          "pause_context failed: this context belongs to an MCP session");
+    CHECK(refused("fork_context", 507, "snapshot quota") == "fork_context failed: snapshot quota");
+    CHECK(refused("resume_context", 404, "Context does not exist: 0b5e") ==
+          "resume_context failed: Context does not exist: 0b5e");
+    // A body without a message still says what happened.
+    auto bare = operation_tool_result("delete_snapshot", 503, json());
+    CHECK(bare["isError"] == true);
+    CHECK(bare["content"][0]["text"] == "delete_snapshot failed: the server answered HTTP 503");
+}
+
+TEST_CASE("snapshot, fork, pause and resume results: the ids a model uses next, in a sentence") {
+    const auto text = [](const char* tool, int status, const json& body) {
+        auto r = operation_tool_result(tool, status, body);
+        CHECK(r["isError"] == false);
+        return r["content"][0]["text"].get<std::string>();
+    };
+    CHECK(text("snapshot_context", 201, {{"id", a_snapshot}, {"size", 1234}})
+              .starts_with("snapshot " + a_snapshot + " saved (1234 bytes)"));
+    CHECK(text("list_snapshots", 200, json::array({{{"id", a_snapshot}}}))
+              .starts_with("1 snapshot(s)."));
+    CHECK(text("delete_snapshot", 204, json()) == "the snapshot is deleted.");
+    CHECK(text("restore_snapshot", 201, {{"id", a_context}})
+              .starts_with("restored into the new context " + a_context));
+    const auto forked =
+        text("fork_context", 201, {{"contexts", json::array({{{"id", "a"}}, {{"id", "b"}}})}});
+    CHECK(forked.starts_with("2 new context(s): a, b;"));
+    CHECK(forked.find("\"contexts\"") != std::string::npos);  // the answer follows
+    CHECK(text("pause_context", 200, {{"id", a_context}, {"status", "paused"}})
+              .starts_with("context " + a_context + " is paused"));
+    CHECK(text("resume_context", 200, {{"id", a_context}, {"resumed", {{"duration_ms", 250}}}})
+              .starts_with("context " + a_context + " is live again (resumed in 250 ms)"));
+    CHECK(text("resume_context", 200, {{"id", a_context}})
+              .starts_with("context " + a_context + " was live"));
 }
 
 TEST_CASE("tools/call arguments: every bad form is refused with a reason") {
@@ -513,7 +656,7 @@ TEST_CASE("dispatcher: ping, tools/list, tools/call and the errors") {
         return *out;
     };
     CHECK(ask(request("ping"))["result"] == json::object());
-    CHECK(ask(request("tools/list", json::object(), "s"))["result"]["tools"].size() == 5);
+    CHECK(ask(request("tools/list", json::object(), "s"))["result"]["tools"].size() == 12);
     CHECK(ask(request("resources/list"))["error"]["code"] == rpc_error::method_not_found);
     CHECK(ask(request("initialize"))["error"]["code"] == rpc_error::invalid_request);
     auto unknown = ask(request("tools/call", {{"name", "nope"}}));
@@ -560,7 +703,7 @@ TEST_CASE("endpoint: initialize issues a session; later requests need it") {
           http::status::accepted);
     auto listed = f.post(request("tools/list"), sid);
     CHECK(listed.result() == http::status::ok);
-    CHECK(body_of(listed)["result"]["tools"].size() == 5);
+    CHECK(body_of(listed)["result"]["tools"].size() == 12);
 
     auto missing = f.post(request("tools/list"));
     CHECK(missing.result() == http::status::bad_request);

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -360,5 +362,69 @@ TEST_CASE("every operation documents a success, JSON error bodies, Location and 
                               o.name() << " 429 should document Retry-After");
         }
         CHECK_MESSAGE(success, o.name() << " documents no success response");
+    }
+}
+
+namespace {
+
+std::string source_file(const std::string& relative) {
+    std::ifstream in(std::string(CALLISTO_SOURCE_DIR) + "/" + relative, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// The rows of gateway/routes.cpp whose interpreter_api method resumes a paused context before
+// it answers (resume_first, or its own resume), and the events WebSocket
+// (paused_context_events): read from the sources, so a route that starts resuming is checked
+// without anyone adding it here.
+std::set<std::string> resuming_rows() {
+    const std::string api = source_file("gateway/interpreter/interpreter_api.cpp");
+    // Besides resume_first's: those that resume through their *_for operation (resume_then,
+    // or resume itself), shared with the MCP tools.
+    std::set<std::string> methods = {"create_execution", "create_snapshot", "fork_context",
+                                     "resume_context"};
+    const std::regex resume_first(R"(resume_first\(in, &interpreter_api::(\w+)\))");
+    for (std::sregex_iterator it(api.begin(), api.end(), resume_first), end; it != end; ++it)
+        methods.insert((*it)[1]);
+    const std::string routes = source_file("gateway/routes.cpp");
+    const std::regex row(
+        R"re(\{\{"(\w+)", "[A-Z, ]+", "[^"]+"[^}]*\},\s*\w+<&interpreter_api::(\w+)>)re");
+    std::set<std::string> rows = {"context_events"};
+    for (std::sregex_iterator it(routes.begin(), routes.end(), row), end; it != end; ++it)
+        if (methods.contains((*it)[2])) rows.insert((*it)[1]);
+    return rows;
+}
+
+}  // namespace
+
+TEST_CASE("every route that resumes a paused context documents what a failed resume answers") {
+    // What interpreter_api::resume can answer (the context stays paused): 403 its network
+    // allowance is past the ceilings now; 404 its kernelspec or state is gone; 409 its id is
+    // taken (kernel_error::id_taken); 413 and 507 its files do not fit the new workdir; 422
+    // its state is damaged; 429 a kernel limit; 500 the kernel could not start or load it;
+    // 503 the server is stopping or past its capacity. (400 only for a snapshot of another
+    // language, which a paused context never holds.)
+    const std::set<std::string> failures = {"403", "404", "409", "413", "422",
+                                            "429", "500", "503", "507"};
+    const auto rows = resuming_rows();
+    // The routes that resume today, so a broken scan of the sources fails here, not silently.
+    for (const char* known :
+         {"context_restart", "executions_list", "execution_create", "execution_get",
+          "execution_delete", "files_list", "files_upload", "file_get", "file_put", "file_delete",
+          "snapshot_create", "context_resume", "context_fork", "context_events"})
+        CHECK_MESSAGE(rows.contains(known), std::string(known) << " resumes a paused context");
+    for (const auto& r : route_table()) {
+        if (!rows.contains(std::string(r.spec.name))) continue;
+        for (const auto& method : methods_of(r.spec)) {
+            std::string lower(method);
+            for (auto& c : lower) c = static_cast<char>(std::tolower(c));
+            const auto& op = document()["paths"][documented_path(r.spec.path)][lower];
+            for (const auto& status : failures)
+                CHECK_MESSAGE(op["responses"].contains(status),
+                              r.spec.name << " (" << method << " " << r.spec.path
+                                          << ") resumes a paused context but does not document "
+                                          << status << ", which a failed resume answers");
+        }
     }
 }

@@ -11,6 +11,8 @@
 
 #include <doctest/doctest.h>
 
+#include "kernelproto/iso_time.hpp"
+
 using namespace callisto::gateway::interpreter;
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -189,4 +191,50 @@ TEST_CASE("a paused context is deleted whole, once") {
     CHECK(removed.snapshot_id == snapshot_id);
     CHECK(table.remove(context_id) == paused_table::remove_result::unknown);
     CHECK(table.all().empty());
+}
+
+namespace {
+
+std::chrono::system_clock::time_point at(const char* iso) {
+    return *callisto::kernelproto::parse_iso_time(iso);
+}
+
+}  // namespace
+
+TEST_CASE("a paused context expires its TTL after the pause time its record keeps") {
+    const auto record = sample_record();  // paused at 2026-11-25T11:00:00.000001Z
+    CHECK(record.expires_at(std::chrono::hours(24)) == at("2026-11-26T11:00:00.000001Z"));
+    CHECK_FALSE(record.expires_at(std::chrono::seconds(0)));  // kept for ever
+    const auto model = record.model({"python"}, false, std::chrono::hours(24 * 30));
+    CHECK(model["expires_at"] == "2026-12-25T11:00:00.000001Z");
+    CHECK(record.model({"python"}, false)["expires_at"].is_null());
+    CHECK(record.model({"python"}, false, std::chrono::seconds(0))["expires_at"].is_null());
+}
+
+TEST_CASE(
+    "the expired paused contexts are those past their TTL at the clock given, never one "
+    "resuming") {
+    paused_table table;
+    auto early = sample_record();
+    early.paused_at = "2026-11-25T10:00:00.000000Z";
+    REQUIRE(table.add(early));
+    auto late = sample_record(other_id);
+    late.paused_at = "2026-11-25T12:00:00.000000Z";
+    REQUIRE(table.add(late));
+    const auto ttl = std::chrono::hours(1);
+    CHECK(table.expired(at("2026-11-25T10:59:59.999999Z"), ttl).empty());
+    // At its expiry exactly, not a microsecond later.
+    CHECK(table.expired(at("2026-11-25T11:00:00.000000Z"), ttl) ==
+          std::vector<std::string>{context_id});
+    CHECK(table.expired(at("2026-11-25T13:00:00.000000Z"), ttl).size() == 2);
+    // TTL 0: kept for ever, however long ago.
+    CHECK(table.expired(at("2036-01-01T00:00:00.000000Z"), std::chrono::seconds(0)).empty());
+    // One resuming is about to be live: it is not deleted under its resume, and once the
+    // resume fails it is paused, and expired, again.
+    REQUIRE(table.start_resume(context_id, [](const auto&) {}) ==
+            paused_table::resume_start::begin);
+    CHECK(table.expired(at("2026-11-25T13:00:00.000000Z"), ttl) ==
+          std::vector<std::string>{other_id});
+    table.finish_resume(context_id, false);
+    CHECK(table.expired(at("2026-11-25T13:00:00.000000Z"), ttl).size() == 2);
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -824,6 +825,45 @@ TEST_CASE("--egress-connections and --egress-rate cap each networked kernel's pr
           "--egress-rate=fast", "--egress-rate=-1"}) {
         CAPTURE(bad);
         CHECK_FALSE(parse({bad}).config);
+    }
+}
+
+TEST_CASE("config --paused-ttl: 30 days by default, a duration with a unit, 0 or off for ever") {
+    auto r = parse({});
+    REQUIRE(r.config);
+    CHECK(r.config->interpreter.paused_ttl == std::chrono::hours(24 * 30));
+    CHECK(effective_config(*r.config)["paused-ttl"] == "30d");
+    for (auto [flag, secs, shown] :
+         {std::tuple<const char*, long long, const char*>{"--paused-ttl=7d", 7 * 86400, "7d"},
+          {"--paused-ttl=12h", 12 * 3600, "12h"},
+          {"--paused-ttl=90m", 90 * 60, "90m"},
+          {"--paused-ttl=45s", 45, "45s"},
+          {"--paused-ttl=3600", 3600, "1h"},
+          {"--paused-ttl=0", 0, "off"},
+          {"--paused-ttl=off", 0, "off"},
+          {"--paused-ttl=3660d", 3660LL * 86400, "3660d"}}) {
+        CAPTURE(flag);
+        r = parse({flag});
+        REQUIRE(r.config);
+        CHECK(r.config->interpreter.paused_ttl.count() == secs);
+        // As --print-config shows it, which a --config file takes back.
+        CHECK(effective_config(*r.config)["paused-ttl"] == shown);
+    }
+    config_file file(R"({"paused-ttl": "2d"})");
+    r = parse({file.flag()});
+    REQUIRE(r.config);
+    CHECK(r.config->interpreter.paused_ttl == std::chrono::hours(48));
+    for (const char* bad :
+         {"--paused-ttl=", "--paused-ttl=-1d", "--paused-ttl=1.5d", "--paused-ttl=30D",
+          "--paused-ttl=d", "--paused-ttl=1w", "--paused-ttl=3661d", "--paused-ttl=99999999999999d",
+          "--paused-ttl=never", "--paused-ttl= 5m", "--paused-ttl=5 m", "--paused-ttl=+5m",
+          "--paused-ttl=00d", "--paused-ttl=0s"}) {
+        CAPTURE(bad);
+        r = parse({bad});
+        CHECK_FALSE(r.config);
+        CHECK(r.exit_code == 2);
+        CHECK(r.message.find("--paused-ttl") != std::string::npos);
+        CHECK(r.message.find("a duration like 30d") != std::string::npos);
     }
 }
 

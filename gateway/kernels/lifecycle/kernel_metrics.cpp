@@ -87,7 +87,11 @@ kernel_metrics::kernel_metrics(metrics::registry& r)
       context_resume_seconds(r.histograms("callisto_context_resume_seconds",
                                           "Time of a resume: the snapshot checked, a kernel "
                                           "started and the state loaded",
-                                          {}, duration_buckets())) {
+                                          {}, duration_buckets())),
+      paused_expiries(r.counters("callisto_paused_contexts_expired_total",
+                                 "Paused contexts deleted with their snapshot, paused longer "
+                                 "than --paused-ttl",
+                                 {})) {
     // Zeros for the series a dashboard expects before anything happened.
     for (const char* reason : {"requested", "reset", "oom", "unresponsive", "crash"})
         restarts.with({reason});
@@ -102,6 +106,7 @@ kernel_metrics::kernel_metrics(metrics::registry& r)
     for (const char* result : {"ok", "failed"}) context_resumes.with({result});
     context_pause_seconds.get();
     context_resume_seconds.get();
+    paused_expiries.get();
     for (const char* api : {"v1", "mcp", "e2b"})
         for (const char* kind : {"stream", "rich"}) truncations.with({api, kind});
 }

@@ -46,6 +46,8 @@ struct kernel_metrics {
     metrics::histogram_family& context_pause_seconds;
     metrics::counter_family& context_resumes;  // {result}: ok, failed
     metrics::histogram_family& context_resume_seconds;
+    // Paused contexts deleted with their snapshot at --paused-ttl.
+    metrics::counter_family& paused_expiries;
 };
 
 // "oom" for a kernel killed at its memory limit, else "crash".

@@ -68,7 +68,9 @@ test('initialize negotiates a version and lists the tools with schemas', async (
     const { tools } = await client.listTools();
     const names = tools.map(t => t.name).sort();
     check(JSON.stringify(names) ===
-          JSON.stringify(['list_files', 'read_file', 'restart_context', 'run_code', 'upload_file']),
+          JSON.stringify(['delete_snapshot', 'fork_context', 'list_files', 'list_snapshots',
+                          'pause_context', 'read_file', 'restart_context', 'restore_snapshot',
+                          'resume_context', 'run_code', 'snapshot_context', 'upload_file']),
           'tool names', names);
     const runCode = tools.find(t => t.name === 'run_code');
     check(runCode.inputSchema.type === 'object' && runCode.inputSchema.required.includes('code'),

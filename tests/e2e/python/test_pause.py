@@ -14,8 +14,12 @@ TEST_CASE in tests/e2e/e2e_tests.cpp drives them; state in $CALLISTO_E2E_STATE):
   -k phase_after_restart    it is listed paused, and its next execution resumes it whole
 and one against a server started with --pause-idle=2 (CALLISTO_E2E_PHASE=idle):
   -k phase_idle             an idle context is paused on its own, and resumes with its state
+and two around a restart with --paused-ttl=4s (CALLISTO_E2E_PHASE=ttl_before, ttl_after):
+  -k phase_ttl_before       a context paused under the default TTL shows expires_at (30 days)
+  -k phase_ttl_after        it expires from its record's pause time; one paused now, 4 s after
 """
 
+import datetime
 import http.client
 import json
 import os
@@ -362,6 +366,60 @@ def test_a_busy_context_is_not_paused():
         delete_context(ANA, ctx["id"])
 
 
+def contexts_of(token):
+    return {c["id"]: c for c in api("GET", "/v1/contexts", token=token).json()}
+
+
+def refused_as_owned_by(token, context_id, owner_words):
+    r = pause(token, context_id, expect=409)
+    check(owner_words in r.json()["message"], "says whose it is", r.json())
+    check_eq(contexts_of(token)[context_id]["state"] != "paused", True, "still live")
+
+
+@callisto_only
+def test_contexts_of_mcp_sessions_e2b_sandboxes_and_one_shots_are_not_paused():
+    # Each finds its context live by its own route (the session's tools, the sandbox's
+    # envd, the one-shot's answer), none of which resumes: they answer 409 and stay live.
+    from mcp_client import Session
+    before = set(contexts_of(BOB))
+    session = Session(BOB)
+    try:
+        text, err = session.tool("run_code", code="x = 1")
+        check(not err, "the session's context is made", text)
+        own = [i for i in contexts_of(BOB) if i not in before]
+        check_eq(len(own), 1, "the session's context is listed")
+        refused_as_owned_by(BOB, own[0], "an MCP session")
+    finally:
+        session.end()
+
+    before = set(contexts_of(BOB))
+    r = api("POST", "/v2/sandboxes", {"templateID": "code-interpreter-v1"}, token=BOB, timeout=120)
+    check_eq(r.status, 201, f"an E2B sandbox ({r.body[:300]!r})")
+    sandbox = r.json()["sandboxID"]
+    try:
+        own = [i for i in contexts_of(BOB) if i not in before]
+        check_eq(len(own), 1, "the sandbox's context is listed")
+        refused_as_owned_by(BOB, own[0], "an E2B sandbox")
+    finally:
+        api("DELETE", f"/sandboxes/{sandbox}", token=BOB, timeout=60)
+
+    before = set(contexts_of(BOB))
+    t = threading.Thread(target=lambda: api("POST", "/v1/executions",
+                                            {"code": "import time; time.sleep(5)"}, token=BOB,
+                                            timeout=120))
+    t.start()
+    try:
+        poll(lambda: any(i not in before for i in contexts_of(BOB)), 30, interval=0.1,
+             what="the one-shot's context is listed")
+        own = [i for i in contexts_of(BOB) if i not in before]
+        check(contexts_of(BOB)[own[0]]["one_shot"], "it is the one-shot's")
+        # Asked while it runs (it is only there then): refused for whose it is, before busy.
+        r = pause(BOB, own[0], expect=409)
+        check("a one-shot execution" in r.json()["message"], "says whose it is", r.json())
+    finally:
+        t.join(120)
+
+
 @callisto_only
 def test_a_context_of_another_language_is_not_paused():
     kernels = api("GET", "/v1/languages", token=ANA).json()["kernels"]
@@ -448,6 +506,77 @@ def test_phase_after_restart():
     check(isinstance(e.get("resumed", {}).get("duration_ms"), int), "the resume time", e)
     expect_state(last_json(e), 42, "after the gateway restart")
     delete_context(ANA, ctx)
+
+
+def iso(text):
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def metric(name):
+    text = api("GET", "/metrics", token=ROOT).body.decode()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} is not exported")
+
+
+@callisto_only
+def test_phase_ttl_before():
+    phase_only("ttl_before")  # the default --paused-ttl: 30 days
+    ctx = new_context()
+    run(ANA, ctx["id"], "kept = 1")
+    model = pause(ANA, ctx["id"]).json()
+    check_eq(iso(model["expires_at"]) - iso(model["paused_at"]), datetime.timedelta(days=30),
+             "expires 30 days after the pause")
+    got = api("GET", f"/v1/contexts/{ctx['id']}", token=ANA)
+    check_documented("GET", "/v1/contexts/{context_id}", got)
+    check_eq(got.json()["expires_at"], model["expires_at"], "GET shows expires_at")
+    with open(os.environ["CALLISTO_E2E_STATE"], "w") as f:
+        json.dump({"ctx": ctx["id"], "snapshots": paused_snapshots()}, f)
+
+
+@callisto_only
+def test_phase_ttl_after():
+    phase_only("ttl_after")  # the same --state-dir, started again: --paused-ttl=4s, --audit-log
+    with open(os.environ["CALLISTO_E2E_STATE"]) as f:
+        before = json.load(f)
+    old = before["ctx"]
+    # Paused under a gateway that kept it 30 days; this one counts 4 s from its record's
+    # pause time, so it goes at the start or within a check or two.
+    poll(lambda: api("GET", f"/v1/contexts/{old}", token=ANA).status == 404, 20, interval=0.5,
+         what="the context paused before the restart expired")
+    check(not os.path.exists(os.path.join(state_dir(), "paused", old + ".json")),
+          "its record is gone")
+    check(not set(before["snapshots"]) & set(paused_snapshots()), "its snapshot is gone",
+          before["snapshots"], paused_snapshots())
+    check_eq(execute(ANA, old, "print(kept)").status, 404, "an execution finds nothing")
+    check(metric("callisto_paused_contexts_expired_total") >= 1, "counted")
+
+    # One paused now: expires_at 4 s after its pause; deleted with its snapshot after that.
+    ctx = new_context()
+    run(ANA, ctx["id"], "kept = 2")
+    model = pause(ANA, ctx["id"]).json()
+    check_eq(iso(model["expires_at"]) - iso(model["paused_at"]), datetime.timedelta(seconds=4),
+             "expires 4 s after the pause")
+    snapshot_count = len(paused_snapshots())
+    check(snapshot_count >= 1, "its snapshot is kept while it is paused")
+    poll(lambda: api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).status == 404, 20,
+         interval=0.5, what="the context expired")
+    check(all(c["id"] != ctx["id"] for c in api("GET", "/v1/contexts", token=ANA).json()),
+          "no longer listed")
+    poll(lambda: len(paused_snapshots()) == snapshot_count - 1, 10, interval=0.2,
+         what="its snapshot deleted")
+    check(metric("callisto_paused_contexts_expired_total") >= 2, "counted again")
+    # Audited as the server's doing, with whose it was (the server runs with --audit-log).
+    with open(gateway_args()["audit-log"]) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    expired = {r["context"]: r for r in lines
+               if r.get("event") == "context" and r.get("operation") == "expire"}
+    for context_id in (old, ctx["id"]):
+        check(context_id in expired, f"the expiry of {context_id} is audited", lines[-5:])
+        check_eq(expired[context_id]["user"], "", "by the server")
+        check_eq(expired[context_id]["owner"], "ana", "whose it was")
+    check_eq(expired[ctx["id"]]["ttl_seconds"], 4, "under which TTL")
 
 
 if __name__ == "__main__":

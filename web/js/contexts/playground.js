@@ -1,9 +1,10 @@
-// The playground: contexts on the /v1 API. Create one (kernel and policy), switch between
-// them, run cells as executions with their own events, interrupt, restart, close.
+// The playground: contexts on the /v1 API. Create one (kernel and policy, or from a
+// snapshot), switch between them, run cells as executions with their own events, interrupt,
+// restart, snapshot, fork, pause and resume, close.
 
 import { api } from '../api.js';
 import { $, el } from '../dom.js';
-import { shortId } from '../format.js';
+import { formatBytes, formatDuration, shortId } from '../format.js';
 import { refreshFiles, showFilesFor } from '../files/panel.js';
 import { bindEditor, takeCode } from '../ui/editor.js';
 import { noticeNode } from '../ui/notice.js';
@@ -27,7 +28,8 @@ const currentModel = () => (current ? contexts.find(c => c.id === current.id) ||
 // ---- the context list --------------------------------------------------------------------
 
 function renderList() {
-  renderContextList($('pg-contexts'), contexts, current?.id, { onSelect: select, onClose: closeContext, me });
+  renderContextList($('pg-contexts'), contexts, current?.id,
+                    { onSelect: select, onClose: closeContext, onResume: resumeContext, me });
 }
 
 export async function refreshContexts() {
@@ -42,7 +44,7 @@ export async function refreshContexts() {
   updateBar();
 }
 
-function forgetSession(id, why) {
+function forgetSession(id, why, kind = 'warn') {
   const session = sessions.get(id);
   if (!session) return;
   sessions.delete(id);
@@ -52,7 +54,7 @@ function forgetSession(id, why) {
     current = null;
     sessionStorage.removeItem(SELECTED_KEY);
     showFilesFor(null);
-    if (why) $('pg-logs').append(noticeNode(why, 'warn'));
+    if (why) $('pg-logs').append(noticeNode(why, kind));
   }
   updateBar();
 }
@@ -62,12 +64,18 @@ export function select(id) {
   current?.hide();
   const model = contexts.find(c => c.id === id);
   if (!model) return;
+  if (model.state === 'paused' || model.state === 'resuming') return resumeContext(id);
   let session = sessions.get(id);
   if (!session) {
     session = new ContextSession(model, $('pg-logs'), {
       onEnd: () => afterExecution(id),
       onConnection: (state, detail) => { if (current?.id === id) { setConnectionPill($('pg-conn'), state, detail); updateBar(); } },
-      onGone: reason => { forgetSession(id, `Context ${shortId(id)} closed: ${reason}`); refreshContexts(); },
+      onGone: reason => {
+        // Paused (here, by another client, or by --pause-idle): its state is kept.
+        if (/paused/.test(reason)) forgetSession(id, `Context ${shortId(id)} was paused: resume it from the list.`, 'info');
+        else forgetSession(id, `Context ${shortId(id)} closed: ${reason}`);
+        refreshContexts();
+      },
     });
     sessions.set(id, session);
   }
@@ -93,12 +101,19 @@ async function createContext(ev) {
   const button = $('pg-create-button');
   const body = { kernel: $('pg-kernel').value || null };
   if ($('pg-policy').value) body.policy = $('pg-policy').value;
+  const fromSnapshot = $('pg-snapshot').value;
+  if (fromSnapshot) body.from_snapshot = fromSnapshot;
   button.disabled = true;
   button.textContent = 'Starting…';
   try {
     const model = await api('POST', '/v1/contexts', body);
     contexts.push(model);
     select(model.id);
+    if (model.restored) {
+      current?.notice(`Restored from snapshot ${shortId(model.restored.snapshot_id)} in ` +
+                      `${formatDuration(model.restored.duration_ms)}${notCarried(model.restored)}`);
+    }
+    $('pg-snapshot').value = '';
     refreshContexts();
   } catch (e) {
     $('pg-logs').append(noticeNode('Could not create a context.', 'error', e.message));
@@ -120,6 +135,93 @@ async function closeContext(id) {
   }
   forgetSession(id);
   $('pg-empty').hidden = sessions.size > 0 && current !== null;
+  refreshContexts();
+}
+
+// ---- snapshots, forks, pause and resume ---------------------------------------------------
+
+// What a snapshot could not carry (a generator, a socket), named: it is gone in the copy.
+function notCarried(report) {
+  const lost = (report?.not_carried || []).map(n => (n.name ? `${n.name} (${n.type})` : String(n)));
+  return lost.length ? `; not carried: ${lost.join(', ')}` : '.';
+}
+
+// The user's snapshots, to restore one into a new context; the field is hidden when the
+// server keeps none (404) or there are none yet.
+export async function loadSnapshots() {
+  let list = [];
+  try {
+    list = await api('GET', '/v1/snapshots');
+  } catch {
+    list = [];
+  }
+  const choice = $('pg-snapshot');
+  const chosen = choice.value;
+  choice.replaceChildren(el('option', { value: '', text: 'none: a new, empty context' }),
+    ...list.map(s => el('option', { value: s.id, selected: s.id === chosen,
+                                    text: `${shortId(s.id)} · ${formatBytes(s.size)} · of ${shortId(s.context_id)}` })));
+  $('pg-snapshot-field').hidden = list.length === 0;
+}
+
+async function snapshotContext() {
+  if (!current) return;
+  const session = current;
+  try {
+    const s = await api('POST', `${session.path}/snapshots`);
+    session.notice(`Snapshot ${shortId(s.id)} saved (${formatBytes(s.size)})${notCarried(s)} ` +
+                   'Restore it from "New context".');
+  } catch (e) {
+    session.notice('No snapshot was taken.', 'error', e.message);
+  }
+  loadSnapshots();
+}
+
+async function forkContext() {
+  if (!current) return;
+  const session = current;
+  const answer = prompt('How many copies of this context? (1 to 16)', '1');
+  if (answer === null) return;
+  try {
+    const made = await api('POST', `${session.path}/fork`, { count: Number(answer) });
+    const ids = made.contexts.map(c => shortId(c.id)).join(', ');
+    session.notice(`Forked into ${made.contexts.length} new context${made.contexts.length === 1 ? '' : 's'}: ${ids}` +
+                   `${notCarried(made.snapshot)}`);
+  } catch (e) {
+    session.notice('The context was not forked.', 'error', e.message);
+  }
+  refreshContexts();
+}
+
+async function pauseContext() {
+  if (!current) return;
+  const session = current;
+  const id = session.id;
+  try {
+    const model = await api('POST', `${session.path}/pause`);
+    const p = model.paused || {};
+    forgetSession(id);
+    $('pg-logs').append(noticeNode(
+      `Context ${shortId(id)} paused: ${formatBytes(p.size)} of state saved and its kernel stopped` +
+      `${notCarried(p)} Resume it from the list.`, 'info'));
+  } catch (e) {
+    session.notice('The context was not paused.', 'error', e.message);
+  }
+  refreshContexts();
+}
+
+export async function resumeContext(id) {
+  const model = contexts.find(c => c.id === id);
+  if (model) model.state = 'resuming';
+  renderList();
+  try {
+    const live = await api('POST', `/v1/contexts/${encodeURIComponent(id)}/resume`);
+    const i = contexts.findIndex(c => c.id === id);
+    if (i >= 0) contexts[i] = live; else contexts.push(live);
+    select(id);
+    if (live.resumed) current?.notice(`Resumed in ${formatDuration(live.resumed.duration_ms)}: its variables and files are back.`);
+  } catch (e) {
+    $('pg-logs').append(noticeNode(`Context ${shortId(id)} was not resumed.`, 'error', e.message));
+  }
   refreshContexts();
 }
 
@@ -148,6 +250,7 @@ function updateBar() {
   $('pg-code').disabled = !current;
   $('pg-interrupt').disabled = !current;
   $('pg-restart').disabled = !current;
+  for (const button of ['pg-snapshot-button', 'pg-fork', 'pg-pause']) $(button).disabled = !usable;
   $('pg-close').disabled = !current;
   $('pg-empty').hidden = current !== null;
 }
@@ -193,6 +296,9 @@ export function initPlayground() {
   bindEditor($('pg-code'), { run, interrupt });
   $('pg-interrupt').addEventListener('click', interrupt);
   $('pg-restart').addEventListener('click', restart);
+  $('pg-snapshot-button').addEventListener('click', snapshotContext);
+  $('pg-fork').addEventListener('click', forkContext);
+  $('pg-pause').addEventListener('click', pauseContext);
   $('pg-close').addEventListener('click', () => current && closeContext(current.id));
 }
 
@@ -204,8 +310,10 @@ export async function startPlayground(who) {
     $('pg-logs').append(noticeNode('Could not list the kernels.', 'error', e.message));
   }
   await refreshContexts();
+  loadSnapshots();
+  // A remembered context that is paused now stays paused until chosen (no resume on load).
   const remembered = sessionStorage.getItem(SELECTED_KEY);
-  if (remembered && contexts.some(c => c.id === remembered)) select(remembered);
+  if (remembered && contexts.some(c => c.id === remembered && c.state !== 'paused')) select(remembered);
   updateBar();
 }
 

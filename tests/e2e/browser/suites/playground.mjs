@@ -1,6 +1,6 @@
 // The playground on /v1 contexts: create, run cells as executions (print, a chart, a
 // DataFrame, a traceback, Markdown and JSON, a timeout), keys, interrupt, restart, folding,
-// a log per context, closing.
+// a log per context, closing; snapshot, fork, pause, resume and restore.
 
 import { acceptNextDialog, check, poll, rest, SLOW_MS, STEP_MS } from '../lib/harness.mjs';
 
@@ -202,5 +202,57 @@ export async function playgroundSuite(h) {
     await visibleLog(page).locator('.notice', { hasText: 'Reconnected' }).waitFor({ timeout: 20_000 });
     const cell = await runCell(page, 'print("after the reconnect")');
     check((await cell.textContent()).includes('after the reconnect'), 'runs after the reconnect');
+  });
+
+  await h.test('Pause, then resume from the list, keeps a variable; snapshot, fork and restore copy it', async () => {
+    const first = h.shared.contextId;
+    const id = await createContext(h, { kernel: 'python3', policy: 'fresh' });
+    await runCell(page, 'kept = 42', { ms: SLOW_MS });
+
+    // A snapshot, then a fork of one copy: both said in the log.
+    await page.locator('#pg-snapshot-button:not([disabled])').click();
+    await visibleLog(page).locator('.notice', { hasText: /Snapshot [0-9a-f]{8} saved/ }).waitFor({ timeout: SLOW_MS });
+    page.once('dialog', d => d.accept('1'));
+    await page.locator('#pg-fork').click();
+    const forked = await visibleLog(page).locator('.notice', { hasText: 'Forked into 1 new context' })
+      .textContent({ timeout: SLOW_MS });
+    const copy = (await rest('GET', '/v1/contexts')).body
+      .find(c => c.id !== id && forked.includes(c.id.slice(0, 8)));
+    check(copy, 'the copy is listed', forked);
+    h.contexts.add(copy.id);
+
+    // Pause: listed paused with its expiry; the page lets go of it.
+    await page.locator('#pg-pause').click();
+    const item = page.locator(`#pg-contexts li[data-context-id="${id}"]`);
+    await page.locator(`#pg-contexts li[data-context-id="${id}"][data-state="paused"]`).waitFor({ timeout: SLOW_MS });
+    check((await item.textContent()).includes('paused since'), 'the list says paused', await item.textContent());
+    check((await rest('GET', `/v1/contexts/${id}`)).body.state === 'paused', 'paused on the server');
+    await page.locator('#pg-logs .notice', { hasText: `Context ${id.slice(0, 8)} paused` }).waitFor();
+
+    // Resume from the list: selected again, connected, the variable is back.
+    await item.locator('button[aria-label^="Resume"]').click();
+    await page.locator(`#pg-contexts li.current[data-context-id="${id}"]`).waitFor({ timeout: SLOW_MS });
+    await page.locator('#pg-conn[data-state="connected"]').waitFor({ timeout: SLOW_MS });
+    await visibleLog(page).locator('.notice', { hasText: /Resumed in/ }).waitFor();
+    const after = await runCell(page, 'print(kept)', { ms: SLOW_MS });
+    check((await after.locator('.out-stream.stdout').textContent()).trim() === '42', 'kept survived the pause');
+
+    // The snapshot restored into a new context from the create form.
+    await page.locator('#pg-snapshot-field:not([hidden])').waitFor({ timeout: STEP_MS });
+    const snapshots = (await rest('GET', '/v1/snapshots')).body.filter(s => s.context_id === id);
+    check(snapshots.length === 1, 'one snapshot of the context', snapshots);
+    await page.locator('#pg-snapshot').selectOption(snapshots[0].id);
+    const restored = await createContext(h, { kernel: 'python3', policy: 'fresh' });
+    await visibleLog(page).locator('.notice', { hasText: 'Restored from snapshot' }).waitFor();
+    const cell = await runCell(page, 'print(kept + 1)', { ms: SLOW_MS });
+    check((await cell.locator('.out-stream.stdout').textContent()).trim() === '43', 'the restored context has kept');
+    await rest('DELETE', `/v1/snapshots/${snapshots[0].id}`);
+
+    for (const other of [id, copy.id, restored]) {
+      await rest('DELETE', `/v1/contexts/${other}`);
+      h.contexts.delete(other);
+    }
+    await page.locator(`#pg-contexts li[data-context-id="${first}"] .item-main`).click();
+    await page.locator('#pg-conn[data-state="connected"]').waitFor({ timeout: SLOW_MS });
   });
 }
