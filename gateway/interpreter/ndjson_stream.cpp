@@ -92,7 +92,12 @@ void ndjson_stream::close() {
 
 void ndjson_stream::watch_client(std::function<void()> gone) {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this(), gone = std::move(gone)] {
-        if (self->closed_) return;
+        if (self->closed_) {
+            // Closed before it was watched (a write that failed as the client left): the
+            // client is gone already; the read below would never be started to say so.
+            if (!self->ending_ && gone) gone();
+            return;
+        }
         self->gone_ = gone;
         self->stream_.async_read_some(asio::buffer(self->probe_),
                                       [self](beast::error_code, std::size_t) {
