@@ -42,6 +42,12 @@ std::optional<std::string> context_registry::choose_kernel(context_request& requ
     return std::nullopt;  // an unknown kernel is the kernel manager's 404
 }
 
+languages::kernel_dialect context_registry::dialect_of_kernel(const std::string& kernel) const {
+    for (const auto& spec : kernels_.kernelspecs())
+        if (spec.name == kernel) return languages::dialect_of(spec.language);
+    return languages::kernel_dialect::python;
+}
+
 void context_registry::create(const context_request& request, const user& owner,
                               std::function<void(create_context_result)> done,
                               std::string given_id) {

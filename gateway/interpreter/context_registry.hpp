@@ -43,6 +43,9 @@ public:
     // A request naming a language but no kernel gets the kernel that runs it; one naming both
     // must name a kernel that runs it. nullopt, or why not (for a 400).
     std::optional<std::string> choose_kernel(context_request& request) const;
+    // The dialect of the kernelspec named `kernel` (a paused context's, which has no kernel to
+    // ask); python for one no longer installed, as a paused context's was before R could be.
+    languages::kernel_dialect dialect_of_kernel(const std::string& kernel) const;
 
     // Brings back the contexts an earlier gateway recorded (--state-dir) whose kernels were
     // adopted (registered with the kernel manager, maybe still connecting), under their ids

@@ -21,7 +21,7 @@
 #include "gateway/interpreter/oneshot_request.hpp"
 #include "gateway/interpreter/snapshot_files.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
-#include "gateway/languages/python_snapshot.hpp"
+#include "gateway/languages/kernel_dialect.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/iso_time.hpp"
 
@@ -133,11 +133,18 @@ void interpreter_api::list_languages(incoming_request in) {
 
 namespace {
 
-nlohmann::json paused_model(const context_registry::paused_view& p, std::chrono::seconds ttl) {
-    // Only Python contexts are paused (their state is what can be saved).
-    return p.record.model(
-        languages::language_names(languages::languages_run_by(languages::kernel_dialect::python)),
-        p.resuming, ttl);
+// The languages a paused context runs are those of the kernel it resumes into.
+nlohmann::json paused_model(const context_registry& contexts,
+                            const context_registry::paused_view& p) {
+    return p.record.model(languages::language_names(languages::languages_run_by(
+                              contexts.dialect_of_kernel(p.record.kernel))),
+                          p.resuming, contexts.settings().paused_ttl);
+}
+
+// Python and R contexts: a kernel of another language has no code of the gateway's to save
+// its state with.
+bool state_is_saved(languages::kernel_dialect d) {
+    return languages::state_save_code(d, "/").has_value();
 }
 
 }  // namespace
@@ -146,15 +153,14 @@ void interpreter_api::list_contexts(incoming_request in) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& c : contexts_.list_for(*in.who)) list.push_back(c->model());
     for (const auto& p : contexts_.list_paused_for(*in.who))
-        list.push_back(paused_model(p, contexts_.settings().paused_ttl));
+        list.push_back(paused_model(contexts_, p));
     in.respond(json_response(http::status::ok, list));
 }
 
 void interpreter_api::get_context(incoming_request in) {
     const std::string& id = in.where.param("context_id");
     if (auto p = is_valid_kernel_id(id) ? contexts_.paused_for(id, *in.who) : std::nullopt)
-        return in.respond(
-            json_response(http::status::ok, paused_model(*p, contexts_.settings().paused_ttl)));
+        return in.respond(json_response(http::status::ok, paused_model(contexts_, *p)));
     if (auto context = context_of(in))
         in.respond(json_response(http::status::ok, context->model()));
 }
@@ -586,9 +592,9 @@ void interpreter_api::run_internal(const std::shared_ptr<interpreter_context>& c
 
 std::optional<http_response> interpreter_api::snapshot_refusal(
     const std::shared_ptr<interpreter_context>& context) const {
-    if (context->dialect() != languages::kernel_dialect::python)
+    if (!state_is_saved(context->dialect()))
         return error_response(http::status::bad_request,
-                              "only Python contexts can be snapshotted yet; this one's kernel "
+                              "only Python and R contexts can be snapshotted; this one's kernel "
                               "speaks " +
                                   std::string(languages::to_string(context->dialect())));
     if (context->busy())
@@ -615,7 +621,7 @@ void interpreter_api::take_snapshot(const std::shared_ptr<interpreter_context>& 
                 context->workdir(), {quota.max_bytes, contexts_.settings().max_listed_files});
             if (auto* e = std::get_if<snapshot_error>(&collected)) return done(*e);
             auto& content = std::get<snapshot_content>(collected);
-            content.language = "python";
+            content.language = std::string(languages::to_string(context->dialect()));
             content.source_context = context->id();
             content.duration_ms = ms_since(started);
             const std::string id = kernelproto::new_uuid();
@@ -628,8 +634,9 @@ void interpreter_api::take_snapshot(const std::shared_ptr<interpreter_context>& 
             done(std::move(model));
         });
     };
-    run_internal(context, languages::python_snapshot::save_code(context->kernel_workdir()),
-                 std::move(finish));
+    auto code = languages::state_save_code(context->dialect(), context->kernel_workdir());
+    if (!code) return finish("a kernel of this language has no state the gateway can save");
+    run_internal(context, std::move(*code), std::move(finish));
 }
 
 void interpreter_api::create_snapshot(incoming_request in) {
@@ -751,10 +758,18 @@ void interpreter_api::restore_snapshot(context_request request, const user& who,
         // are copied into the new workdir.
         auto content =
             std::make_shared<stored_snapshot>(std::move(std::get<stored_snapshot>(loaded)));
-        if (content->language != "python")
+        const auto language = languages::parse_execution_language(content->language);
+        if (!language || !state_is_saved(languages::dialect_of(content->language)))
             return respond(error_response(
                 http::status::bad_request,
                 "snapshot " + snapshot_id + " is of a " + content->language + " context"));
+        // A request naming no kernel gets one that runs the snapshot's language (an R
+        // snapshot is not restored into the default Python kernel).
+        if (request.kernel.empty() && !request.language) {
+            request.language = language;
+            if (auto why = contexts_.choose_kernel(request))
+                return respond(error_response(http::status::bad_request, *why));
+        }
         contexts_.create(
             request, who,
             [this, content, snapshot_id, respond, done, started](create_context_result r) {
@@ -765,17 +780,19 @@ void interpreter_api::restore_snapshot(context_request request, const user& who,
                     contexts_.remove_later(context);
                     respond(error_response(status, std::move(message)));
                 };
-                if (context->dialect() != languages::kernel_dialect::python)
-                    return fail(
-                        http::status::bad_request,
-                        "a Python snapshot is restored into a Python kernel; this one speaks " +
-                            std::string(languages::to_string(context->dialect())));
+                if (languages::to_string(context->dialect()) != content->language)
+                    return fail(http::status::bad_request,
+                                "a snapshot of a " + content->language +
+                                    " context is restored into a kernel that speaks " +
+                                    content->language + "; this one speaks " +
+                                    std::string(languages::to_string(context->dialect())));
                 boost::asio::post(file_pool_, [this, context, content, snapshot_id, done, fail,
                                                started] {
                     if (auto e = place_snapshot(context->workdir(), *content))
                         return fail(static_cast<http::status>(e->http_status), e->message);
                     run_internal(
-                        context, languages::python_snapshot::load_code(context->kernel_workdir()),
+                        context,
+                        *languages::state_load_code(context->dialect(), context->kernel_workdir()),
                         [this, context, content, snapshot_id, done, fail,
                          started](std::string error) {
                             boost::asio::post(file_pool_, [context, content, snapshot_id, done,
@@ -991,9 +1008,9 @@ void interpreter_api::pause(const std::shared_ptr<interpreter_context>& context,
     };
     if (!paused_states_)
         return refuse(http::status::not_found, "contexts are not paused by this server");
-    if (context->dialect() != languages::kernel_dialect::python)
+    if (!state_is_saved(context->dialect()))
         return refuse(http::status::bad_request,
-                      "only Python contexts can be paused yet (their state is what a snapshot "
+                      "only Python and R contexts can be paused (their state is what a snapshot "
                       "saves); this one's kernel speaks " +
                           std::string(languages::to_string(context->dialect())));
     const auto& options = context->options();
@@ -1046,7 +1063,7 @@ void interpreter_api::pause(const std::shared_ptr<interpreter_context>& context,
                                             {"duration_ms", ms},
                                             {"not_carried", snapshot["not_carried"]}};
             audit_operation("pause", by, record.id, details);
-            auto answer = paused_model({record, false}, contexts_.settings().paused_ttl);
+            auto answer = paused_model(contexts_, {record, false});
             answer["paused"] = {{"duration_ms", ms},
                                 {"size", snapshot.value("size", std::uint64_t{0})},
                                 {"carried", snapshot["carried"]},
@@ -1063,8 +1080,7 @@ void interpreter_api::pause_context(incoming_request in) {
 void interpreter_api::pause_for(const std::string& id, const user& who, respond_fn respond) {
     // Idempotent: pausing a paused context answers its model, as it is.
     if (auto p = is_valid_kernel_id(id) ? contexts_.paused_for(id, who) : std::nullopt)
-        return respond(
-            json_response(http::status::ok, paused_model(*p, contexts_.settings().paused_ttl)));
+        return respond(json_response(http::status::ok, paused_model(contexts_, *p)));
     auto context = context_of(id, who, respond);
     if (!context) return;
     pause(context, who.name, "request", [respond](std::variant<nlohmann::json, http_response> r) {
@@ -1253,7 +1269,7 @@ void interpreter_api::pause_idle_contexts() {
     for (const auto& context : contexts_.list_for(user{"", true})) {
         const auto& o = context->options();
         if (o.one_shot || o.via_mcp || o.via_e2b || context->busy() ||
-            context->dialect() != languages::kernel_dialect::python)
+            !state_is_saved(context->dialect()))
             continue;
         const auto activity = context->kernel()->activity();
         if (activity.execution_state != "idle" || now - activity.last_activity < limit) continue;

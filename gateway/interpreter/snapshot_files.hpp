@@ -1,8 +1,9 @@
 #pragma once
 // Between a context's workdir and a snapshot (issue 37): what the kernel left there when it
-// saved its namespace (the blob and its report, languages/python_snapshot.hpp) and the
-// workdir's files are gathered into a snapshot_content; restoring puts them back. Through
-// workdir_files, so nothing the kernel planted (a symlink, "..") leads outside the workdir.
+// saved its namespace (the blob and its report, languages/python_snapshot.hpp and
+// r_snapshot.hpp) and the workdir's files are gathered into a snapshot_content; restoring
+// puts them back. Through workdir_files, so nothing the kernel planted (a symlink, "..")
+// leads outside the workdir.
 // Blocking file I/O: the interpreter's file pool.
 
 #include <cstdint>

@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/languages/python_dialect.hpp"
+#include "gateway/languages/python_snapshot.hpp"
 #include "gateway/languages/r_dialect.hpp"
+#include "gateway/languages/r_snapshot.hpp"
 
 namespace callisto::gateway::languages {
 
@@ -26,6 +28,24 @@ std::string_view to_string(kernel_dialect d) {
         case kernel_dialect::other: break;
     }
     return "other";
+}
+
+std::optional<std::string> state_save_code(kernel_dialect d, const std::string& workdir) {
+    switch (d) {
+        case kernel_dialect::python: return python_snapshot::save_code(workdir);
+        case kernel_dialect::r: return r_snapshot::save_code(workdir);
+        case kernel_dialect::other: break;
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> state_load_code(kernel_dialect d, const std::string& workdir) {
+    switch (d) {
+        case kernel_dialect::python: return python_snapshot::load_code(workdir);
+        case kernel_dialect::r: return r_snapshot::load_code(workdir);
+        case kernel_dialect::other: break;
+    }
+    return std::nullopt;
 }
 
 bool silent_requests_report_errors(kernel_dialect d) { return d != kernel_dialect::r; }

@@ -37,6 +37,12 @@ std::optional<std::string> env_restore_code(kernel_dialect d);
 // (as the kernel sees it), empties it when `wipe`, and clears the user's namespace.
 std::optional<std::string> reset_code(kernel_dialect d, const std::string& workdir, bool wipe);
 
+// The code a kernel runs to save its user state into the workdir (as the kernel sees it) for a
+// snapshot, and to load it back (python_snapshot.hpp, r_snapshot.hpp); nullopt for `other`,
+// whose state the gateway cannot save (only its files are kept).
+std::optional<std::string> state_save_code(kernel_dialect d, const std::string& workdir);
+std::optional<std::string> state_load_code(kernel_dialect d, const std::string& workdir);
+
 // Whether the kernel's reply to a silent execute_request says "error" when the code failed.
 // IRkernel answers "ok" to every silent request, so a request whose outcome matters (the reset
 // of a kept kernel) goes to it unsilenced (its iopub output then has no one to reach).

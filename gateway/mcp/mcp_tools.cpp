@@ -217,7 +217,7 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
          {"annotations", {{"destructiveHint", true}}}});
     const auto which_kernel = language_schema(
         "Which of this session's kernels, when context_id is not given: \"python\" (the "
-        "default). Only Python contexts are snapshotted.");
+        "default) or \"r\". Python and R contexts are snapshotted.");
     tools.push_back(
         {{"name", "snapshot_context"},
          {"title", "Snapshot a context"},

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Pause and resume of contexts (issue 37): POST /v1/contexts/{id}/pause saves a Python
+"""Pause and resume of contexts (issue 37): POST /v1/contexts/{id}/pause saves a Python or R
 context's state as a snapshot of its own and shuts its kernel down; the context keeps its id,
 is listed "paused", and its next execution (or POST .../resume) brings it back into a fresh
 sandboxed kernel with its variables, functions, classes and files, saying how long that took.
@@ -10,10 +10,11 @@ The server under test runs with --users=FILE where FILE holds ana (token ana-tok
 
 Two phases run around a SIGKILL of the gateway and a start with the same --state-dir (the
 TEST_CASE in tests/e2e/e2e_tests.cpp drives them; state in $CALLISTO_E2E_STATE):
-  -k phase_before_restart   a context is given state and paused
-  -k phase_after_restart    it is listed paused, and its next execution resumes it whole
+  -k phase_before_restart   a Python and an R context are given state and paused
+  -k phase_after_restart    they are listed paused, and their next executions resume them whole
 and one against a server started with --pause-idle=2 (CALLISTO_E2E_PHASE=idle):
-  -k phase_idle             an idle context is paused on its own, and resumes with its state
+  -k phase_idle             idle contexts (Python, R) are paused on their own, and resume with
+                            their state
 and two around a restart with --paused-ttl=4s (CALLISTO_E2E_PHASE=ttl_before, ttl_after):
   -k phase_ttl_before       a context paused under the default TTL shows expires_at (30 days)
   -k phase_ttl_after        it expires from its record's pause time; one paused now, 4 s after
@@ -65,6 +66,39 @@ print(json.dumps({
     "notes": open("notes.txt").read(),
 }))
 """
+
+# An R context's state: a data frame, a function that reads it, an attached package and a file.
+R_SETUP = r"""
+library(tools)
+df <- data.frame(x = 1:5, y = c("a", "b", "c", "d", "e"), stringsAsFactors = FALSE)
+scale_by <- function(v, k = 3) v * k + nrow(df)
+writeLines("written by R before the pause", "r_notes.txt")
+cat("ready\n")
+"""
+
+R_CHECK = r"""
+cat(jsonlite::toJSON(list(
+  sum = sum(df$x), y = paste(df$y, collapse = ""), class = class(df),
+  f = scale_by(2), tools = "package:tools" %in% search(),
+  notes = readLines("r_notes.txt")), auto_unbox = TRUE), "\n")
+"""
+
+
+def r_kernel():
+    kernels = api("GET", "/v1/languages", token=ANA).json()["kernels"]
+    names = [k["name"] for k in kernels if k["language"].lower() == "r"]
+    if not names:
+        raise SkipTest("no R kernel (IRkernel) is installed here")
+    return names[0]
+
+
+def expect_r_state(check_result, what):
+    check_eq(check_result["sum"], 15, f"{what}: the data frame's column")
+    check_eq(check_result["y"], "abcde", f"{what}: its character column")
+    check_eq(check_result["class"], "data.frame", f"{what}: a data frame still")
+    check_eq(check_result["f"], 11, f"{what}: the function, with its global")
+    check_eq(check_result["tools"], True, f"{what}: the package attached again")
+    check_eq(check_result["notes"], "written by R before the pause", f"{what}: the file")
 
 
 def new_context(token=ANA, body=None):
@@ -421,15 +455,96 @@ def test_contexts_of_mcp_sessions_e2b_sandboxes_and_one_shots_are_not_paused():
 
 
 @callisto_only
+def test_an_r_context_pauses_and_its_next_execution_resumes_it():
+    ctx = new_context(body={"kernel": r_kernel(), "policy": "fresh"})
+    try:
+        run(ANA, ctx["id"], R_SETUP)
+        pid = kernel_pid(ROOT, ctx["kernel_id"])
+        tree = process_tree(pid)
+        # An open connection belongs to the process: listed, not carried.
+        run(ANA, ctx["id"], 'con <- file("r_scratch.txt", "w")')
+        model = pause(ANA, ctx["id"]).json()
+        check_eq(model["state"], "paused", "its state")
+        check_eq(model["kernel_id"], None, "no kernel")
+        check_eq(model["languages"], ["r"], "it still runs R")
+        check_eq(sorted(model["paused"]["carried"]), ["df", "scale_by"], "what it carried")
+        check_eq([(n["name"], n["reason"]) for n in model["paused"]["not_carried"]],
+                 [("con", "an open connection belongs to this process")], "what it did not")
+        poll(lambda: not any(alive(p) for p in tree), 30, what="the R kernel's processes gone")
+        listed = {c["id"]: c for c in api("GET", "/v1/contexts", token=ANA).json()}
+        check(listed.get(ctx["id"], {}).get("state") == "paused", "listed paused",
+              listed.get(ctx["id"]))
+        check_eq(listed[ctx["id"]]["kernel"], ctx["kernel"], "with its R kernel")
+        check_eq(listed[ctx["id"]]["languages"], ["r"], "and its language")
+
+        r = execute(ANA, ctx["id"], R_CHECK)
+        check_eq(r.status, 200, f"the execution resumed the context ({r.body[:500]!r})")
+        e = r.json()
+        check_eq(e["status"], "ok", f"it ran ({e.get('error')!r}, {e.get('stderr', '')!r})")
+        check(isinstance(e.get("resumed", {}).get("duration_ms"), int), "the resume time", e)
+        print(f"  R context resumed in {e['resumed']['duration_ms']} ms")
+        expect_r_state(last_json(e), "after the resume")
+        live = api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()
+        check_eq(live["kernel"], ctx["kernel"], "in an R kernel again")
+        check(live["kernel_id"] not in (None, ctx["kernel_id"]), "a new one", live)
+        check_eq(paused_snapshots(), [], "the pause's snapshot is gone once resumed")
+        # Nothing of the gateway's is left in the global environment (.pbd_env is IRkernel's
+        # own, its new kernel's) nor in the workdir.
+        e = run(ANA, ctx["id"], 'cat(jsonlite::toJSON(list(names = ls(all.names = TRUE), '
+                                'files = list.files(all.files = TRUE, pattern = "callisto"))))')
+        check_eq(last_json(e), {"names": [".pbd_env", "df", "scale_by"], "files": []},
+                 "only the user's names, no snapshot file")
+        # Paused again and resumed by the route this time.
+        pause(ANA, ctx["id"])
+        r = api("POST", f"/v1/contexts/{ctx['id']}/resume", token=ANA, timeout=300)
+        check_eq(r.status, 200, f"resumed ({r.body[:300]!r})")
+        check_eq(r.json()["kernel"], ctx["kernel"], "into an R kernel")
+        expect_r_state(last_json(run(ANA, ctx["id"], R_CHECK)), "after the second resume")
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
+def test_a_bash_and_sql_context_pauses_as_the_python_context_it_is():
+    # Bash and SQL run in a Python kernel (through the runners): a context asked for bash is a
+    # Python context, so pausing it keeps its files and the Python namespace its SQL runs in.
+    ctx = new_context(body={"language": "bash", "policy": "fresh"})
+    try:
+        check_eq(ctx["languages"][:1], ["python"], "a Python kernel runs it")
+        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
+                {"code": "echo kept by bash > bash_notes.txt", "language": "bash"}, token=ANA,
+                timeout=120)
+        check_eq((r.status, r.json()["status"]), (200, "ok"), f"bash ran ({r.body[:300]!r})")
+        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
+                {"code": "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (7);",
+                 "language": "sql"}, token=ANA, timeout=120)
+        check_eq((r.status, r.json()["status"]), (200, "ok"), f"sql ran ({r.body[:300]!r})")
+        pause(ANA, ctx["id"])
+        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
+                {"code": "cat bash_notes.txt", "language": "bash"}, token=ANA, timeout=300)
+        check_eq(r.status, 200, f"the bash execution resumed it ({r.body[:300]!r})")
+        e = r.json()
+        check("resumed" in e, "it says so", e)
+        check_eq(e["stdout"], "kept by bash\n", "the file bash wrote")
+        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
+                {"code": "SELECT x FROM t", "language": "sql"}, token=ANA, timeout=120)
+        check_eq((r.status, r.json()["status"]), (200, "ok"), f"sql ran ({r.body[:300]!r})")
+        check_eq(r.json()["results"][0]["data"]["application/json"]["rows"], [[7]],
+                 "the SQL table (callisto.db, a file of the workdir) came back")
+    finally:
+        delete_context(ANA, ctx["id"])
+
+
+@callisto_only
 def test_a_context_of_another_language_is_not_paused():
     kernels = api("GET", "/v1/languages", token=ANA).json()["kernels"]
-    other = [k["name"] for k in kernels if k["language"].lower() != "python"]
+    other = [k["name"] for k in kernels if k["language"].lower() not in ("python", "r")]
     if not other:
-        raise SkipTest("no kernel here speaks a language besides Python")
+        raise SkipTest("no kernel here speaks a language besides Python and R")
     ctx = new_context(body={"kernel": other[0], "policy": "fresh"})
     try:
         r = pause(ANA, ctx["id"], expect=400)
-        check("only Python" in r.json()["message"], "says why", r.json())
+        check("only Python and R" in r.json()["message"], "says why", r.json())
     finally:
         delete_context(ANA, ctx["id"])
 
@@ -449,18 +564,26 @@ def test_pauses_and_resumes_are_counted():
 def test_phase_idle_contexts_are_paused():
     phase_only("idle")  # a server started with --pause-idle=2
     ctx = new_context()
+    r_ctx = new_context(body={"kernel": r_kernel(), "policy": "fresh"})
     try:
         run(ANA, ctx["id"], "kept = 'through an idle pause'")
-        poll(lambda: api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"] ==
-             "paused", 30, interval=0.5, what="the idle context paused")
-        r = api("GET", "/metrics", token=ROOT)
-        check('callisto_context_pauses_total{trigger="idle"} 1' in r.body.decode(),
-              "counted as an idle pause")
+        run(ANA, r_ctx["id"], R_SETUP)
+        for c in (ctx, r_ctx):
+            poll(lambda: api("GET", f"/v1/contexts/{c['id']}", token=ANA).json()["state"] ==
+                 "paused", 30, interval=0.5, what=f"the idle {c['kernel']} context paused")
+        # At least 2: a context whose kernel was slow to start (R's) may have been paused
+        # once before its first execution, and resumed by it.
+        idle = metric('callisto_context_pauses_total{trigger="idle"}')
+        check(idle >= 2, "counted as idle pauses", idle)
         e = run(ANA, ctx["id"], "print(kept)")
         check_eq(e["stdout"], "through an idle pause\n", "resumed with its state")
         check("resumed" in e, "the execution resumed it", e)
+        e = run(ANA, r_ctx["id"], R_CHECK)
+        check("resumed" in e, "the execution resumed the R context", e)
+        expect_r_state(last_json(e), "after an idle pause")
     finally:
         delete_context(ANA, ctx["id"])
+        delete_context(ANA, r_ctx["id"])
 
 
 @callisto_only
@@ -469,8 +592,12 @@ def test_phase_before_restart():
     ctx = new_context()
     run(ANA, ctx["id"], SETUP)
     pause(ANA, ctx["id"])
-    check_eq(sorted(os.listdir(os.path.join(state_dir(), "paused"))), [ctx["id"] + ".json"],
-             "the paused context's record")
+    r_ctx = new_context(body={"kernel": r_kernel(), "policy": "fresh"})
+    run(ANA, r_ctx["id"], R_SETUP)
+    pause(ANA, r_ctx["id"])
+    check_eq(sorted(os.listdir(os.path.join(state_dir(), "paused"))),
+             sorted([ctx["id"] + ".json", r_ctx["id"] + ".json"]),
+             "the paused contexts' records")
     # What the next start must drop with a warning, not fail on: a truncated record, one whose
     # snapshot is gone, and a snapshot no record names (a pause a crash cut short).
     paused_dir = os.path.join(state_dir(), "paused")
@@ -485,27 +612,35 @@ def test_phase_before_restart():
     os.makedirs(os.path.join(state_dir(), "paused-snapshots",
                              "66666666-6666-4666-8666-666666666666"))
     with open(os.environ["CALLISTO_E2E_STATE"], "w") as f:
-        json.dump({"ctx": ctx["id"]}, f)
+        json.dump({"ctx": ctx["id"], "r_ctx": r_ctx["id"]}, f)
 
 
 @callisto_only
 def test_phase_after_restart():
     phase_only("after_restart")
     with open(os.environ["CALLISTO_E2E_STATE"]) as f:
-        ctx = json.load(f)["ctx"]
+        saved = json.load(f)
+    ctx, r_ctx = saved["ctx"], saved["r_ctx"]
     listed = {c["id"]: c for c in api("GET", "/v1/contexts", token=ANA).json()}
     check(ctx in listed and listed[ctx]["state"] == "paused", "listed paused after the restart",
           listed)
+    check(r_ctx in listed and listed[r_ctx]["state"] == "paused", "the R one too", listed)
+    check_eq(listed[r_ctx]["languages"], ["r"], "listed as running R")
     check_eq(api("GET", f"/v1/contexts/{ctx}", token=BOB).status, 404, "still ana's alone")
-    check_eq(sorted(os.listdir(os.path.join(state_dir(), "paused"))), [ctx + ".json"],
+    check_eq(sorted(os.listdir(os.path.join(state_dir(), "paused"))),
+             sorted([ctx + ".json", r_ctx + ".json"]),
              "the truncated record and the one whose snapshot is gone were dropped")
-    check_eq(len(paused_snapshots()), 1, "the snapshot no record named was removed")
+    check_eq(len(paused_snapshots()), 2, "the snapshot no record named was removed")
     check(all(c["id"] != "44444444-4444-4444-8444-444444444444"
               for c in api("GET", "/v1/contexts", token=ANA).json()), "nor listed")
     e = run(ANA, ctx, CHECK)
     check(isinstance(e.get("resumed", {}).get("duration_ms"), int), "the resume time", e)
     expect_state(last_json(e), 42, "after the gateway restart")
     delete_context(ANA, ctx)
+    e = run(ANA, r_ctx, R_CHECK)
+    check(isinstance(e.get("resumed", {}).get("duration_ms"), int), "the R resume's time", e)
+    expect_r_state(last_json(e), "after the gateway restart")
+    delete_context(ANA, r_ctx)
 
 
 def iso(text):

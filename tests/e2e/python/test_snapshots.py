@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Snapshots of contexts (issue 37): a Python context's namespace and files saved, listed,
+"""Snapshots of contexts (issue 37): a Python (and an R) context's namespace and files saved, listed,
 restored into a new context in a fresh sandboxed kernel, refused to another user and when
 tampered with. The server under test runs with --users=FILE where FILE holds ana (token
 ana-token-1), bob (bob-token-1) and root (root-token-1, admin), as e2e_tests writes it.
@@ -18,7 +18,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    api, callisto_only, check, check_documented, check_eq, gateway_args, run_tests,
+    SkipTest, api, callisto_only, check, check_documented, check_eq, gateway_args, run_tests,
 )
 
 ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
@@ -402,6 +402,66 @@ def test_a_100_mib_state_passes_through_the_gateway_in_bounded_memory():
                 delete_context(BOB, c["id"])
         if sid:
             api("DELETE", f"/v1/snapshots/{sid}", token=BOB)
+
+
+R_SETUP = r"""
+df <- data.frame(x = 1:4, y = c("a", "b", "c", "d"), stringsAsFactors = FALSE)
+scale_by <- function(v) v * 10 + nrow(df)
+write.csv(df, "r_data.csv", row.names = FALSE)
+con <- file("r_scratch.txt", "w")
+"""
+
+R_CHECK = r"""
+cat(jsonlite::toJSON(list(x = sum(df$x), y = paste(df$y, collapse = ""), f = scale_by(1),
+    csv = nrow(read.csv("r_data.csv")), con = exists("con"),
+    leftovers = list.files(all.files = TRUE, pattern = "^[.]callisto")), auto_unbox = TRUE), "\n")
+"""
+
+
+@callisto_only
+def test_an_r_context_is_snapshotted_restored_and_forked():
+    kernels = api("GET", "/v1/languages", token=BOB).json()["kernels"]
+    r_kernels = [k["name"] for k in kernels if k["language"].lower() == "r"]
+    if not r_kernels:
+        raise SkipTest("no R kernel (IRkernel) is installed here")
+    ctx = new_context(BOB, {"kernel": r_kernels[0], "policy": "fresh"})
+    made = []
+    try:
+        run(BOB, ctx["id"], R_SETUP)
+        r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=BOB, timeout=300)
+        check_eq(r.status, 201, f"snapshot taken ({r.body[:500]!r})")
+        check_documented("POST", "/v1/contexts/{context_id}/snapshots", r)
+        s = r.json()
+        check_eq(s["language"], "r", "an R snapshot")
+        check_eq(sorted(s["carried"]), ["df", "scale_by"], "what it carried")
+        check_eq([n["name"] for n in s["not_carried"]], ["con"], "the connection is listed")
+        check("r_data.csv" in [f["path"] for f in s["files"]], "the file", s)
+        # Naming no kernel, the restore gets an R one; naming a Python one is refused.
+        r = api("POST", "/v1/contexts", {"from_snapshot": s["id"], "kernel": "python3"},
+                token=BOB, timeout=300)
+        check_eq(r.status, 400, f"an R snapshot into a Python kernel ({r.body[:300]!r})")
+        r = api("POST", "/v1/contexts", {"from_snapshot": s["id"], "policy": "fresh"}, token=BOB,
+                timeout=300)
+        check_eq(r.status, 201, f"restored ({r.body[:500]!r})")
+        check_documented("POST", "/v1/contexts", r)
+        restored = r.json()
+        made.append(restored["id"])
+        check_eq(restored["kernel"], r_kernels[0], "into an R kernel")
+        check_eq(sorted(restored["restored"]["carried"]), ["df", "scale_by"], "loaded")
+        expected = {"x": 10, "y": "abcd", "f": 14, "csv": 4, "con": False, "leftovers": []}
+        check_eq(run_json(BOB, restored["id"], R_CHECK), expected, "the restored state")
+        r = api("POST", f"/v1/contexts/{ctx['id']}/fork", {"count": 2}, token=BOB, timeout=600)
+        check_eq(r.status, 201, f"forked ({r.body[:500]!r})")
+        copies = [c["id"] for c in r.json()["contexts"]]
+        made += copies
+        run(BOB, copies[0], "df$x <- df$x * 100")
+        check_eq(run_json(BOB, copies[0], R_CHECK)["x"], 1000, "the first copy changed")
+        check_eq(run_json(BOB, copies[1], R_CHECK)["x"], 10, "the second did not")
+        check_eq(run_json(BOB, ctx["id"], R_CHECK)["x"], 10, "nor the original")
+        check_eq(api("DELETE", f"/v1/snapshots/{s['id']}", token=BOB).status, 204, "deleted")
+    finally:
+        for cid in made + [ctx["id"]]:
+            delete_context(BOB, cid)
 
 
 @callisto_only
