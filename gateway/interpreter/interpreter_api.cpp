@@ -1203,11 +1203,14 @@ void interpreter_api::start() {
             }
         }
     }
-    if (contexts_.settings().pause_idle.count() > 0 && paused_states_) schedule_idle_pauses();
+    if (contexts_.settings().pause_idle.count() > 0 && paused_states_)
+        sweep_periodically(idle_timer_, contexts_.settings().pause_idle,
+                           &interpreter_api::pause_idle_contexts);
     if (contexts_.settings().paused_ttl.count() > 0 && paused_states_) {
         // Those that expired while no gateway ran go before anyone can resume them.
         expire_paused();
-        schedule_expiry();
+        sweep_periodically(expiry_timer_, contexts_.settings().paused_ttl,
+                           &interpreter_api::expire_paused);
     }
 }
 
@@ -1219,16 +1222,18 @@ void interpreter_api::stop() {
     });
 }
 
-void interpreter_api::schedule_expiry() {
+// A context is paused, or expires, at most a quarter of its period late, and never more than a
+// minute: the sweep runs that often until stop().
+void interpreter_api::sweep_periodically(boost::asio::steady_timer& timer,
+                                         std::chrono::seconds period,
+                                         void (interpreter_api::*sweep)()) {
     if (stopped_) return;
-    // A context goes at most a quarter of its TTL late, and never more than a minute.
-    const auto period = std::clamp<std::chrono::seconds>(
-        contexts_.settings().paused_ttl / 4, std::chrono::seconds(1), std::chrono::seconds(60));
-    expiry_timer_.expires_after(period);
-    expiry_timer_.async_wait([this](boost::system::error_code ec) {
+    timer.expires_after(std::clamp<std::chrono::seconds>(period / 4, std::chrono::seconds(1),
+                                                         std::chrono::seconds(60)));
+    timer.async_wait([this, &timer, period, sweep](boost::system::error_code ec) {
         if (ec || stopped_) return;
-        expire_paused();
-        schedule_expiry();
+        (this->*sweep)();
+        sweep_periodically(timer, period, sweep);
     });
 }
 
@@ -1248,19 +1253,6 @@ void interpreter_api::expire_paused() {
             (void)paused_states_->remove_for(record.snapshot_id, user{record.owner});
         });
     }
-}
-
-void interpreter_api::schedule_idle_pauses() {
-    if (stopped_) return;
-    // Checked a few times within the idle period, at most each minute.
-    const auto period = std::clamp<std::chrono::seconds>(
-        contexts_.settings().pause_idle / 4, std::chrono::seconds(1), std::chrono::seconds(60));
-    idle_timer_.expires_after(period);
-    idle_timer_.async_wait([this](boost::system::error_code ec) {
-        if (ec || stopped_) return;
-        pause_idle_contexts();
-        schedule_idle_pauses();
-    });
 }
 
 void interpreter_api::pause_idle_contexts() {

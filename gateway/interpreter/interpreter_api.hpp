@@ -151,11 +151,12 @@ private:
     using pause_done = std::function<void(std::variant<nlohmann::json, http_response>)>;
     void pause(const std::shared_ptr<interpreter_context>& context, const std::string& by,
                std::string trigger, pause_done done);
-    void schedule_idle_pauses();
+    // Runs `sweep` on `timer` every quarter of `period` (1 s to 60 s) until stop().
+    void sweep_periodically(boost::asio::steady_timer& timer, std::chrono::seconds period,
+                            void (interpreter_api::*sweep)());
     void pause_idle_contexts();
     // --paused-ttl: the paused contexts past it deleted with their snapshots, audited and
     // counted; checked at start (the pause times are in the records) and then periodically.
-    void schedule_expiry();
     void expire_paused();
     // GET /metrics: a snapshot, restore or fork done, its time and bytes (<0: not known).
     void count_operation(const char* operation, std::int64_t ms, double bytes) const;
