@@ -98,30 +98,34 @@ void context_tools::call(const std::string& call_id, tool_call call,
                                          nlohmann::json{{"type", "text"}, {"text", notice}});
                 done(std::move(result));
             };
-        std::visit(
-            [&](auto& args) {
-                using T = std::decay_t<decltype(args)>;
-                if constexpr (std::is_same_v<T, run_code_args>)
-                    self->run_code(c, call_id, args, std::move(done));
-                else if constexpr (std::is_same_v<T, restart_context_args>)
-                    self->restart(c, std::move(done));
-                else if constexpr (std::is_same_v<T, upload_file_args>)
-                    done(self->upload(c, args));
-                else if constexpr (std::is_same_v<T, list_files_args>)
-                    done(self->list(c, args));
-                else if constexpr (std::is_same_v<T, read_file_args>)
-                    done(self->read(c, args));
-                else if constexpr (std::is_same_v<T, snapshot_context_args>)
-                    self->api_.snapshot_for(c->id(), self->owner_,
-                                            answer_as("snapshot_context", std::move(done)));
-                else if constexpr (std::is_same_v<T, fork_context_args>)
-                    self->api_.fork_for(c->id(), self->owner_, args.count,
-                                        answer_as("fork_context", std::move(done)));
-                else  // the others went by id (call_by_id)
-                    done(text_tool_result("this tool needs no context of the session", true));
-            },
-            call);
+        self->carry_out(c, call_id, call, std::move(done));
     });
+}
+
+void context_tools::carry_out(const context_ptr& c, const std::string& call_id,
+                              const tool_call& call, std::function<void(nlohmann::json)> done) {
+    std::visit(
+        [&](const auto& args) {
+            using T = std::decay_t<decltype(args)>;
+            if constexpr (std::is_same_v<T, run_code_args>)
+                run_code(c, call_id, args, std::move(done));
+            else if constexpr (std::is_same_v<T, restart_context_args>)
+                restart(c, std::move(done));
+            else if constexpr (std::is_same_v<T, upload_file_args>)
+                done(upload(c, args));
+            else if constexpr (std::is_same_v<T, list_files_args>)
+                done(list(c, args));
+            else if constexpr (std::is_same_v<T, read_file_args>)
+                done(read(c, args));
+            else if constexpr (std::is_same_v<T, snapshot_context_args>)
+                api_.snapshot_for(c->id(), owner_, answer_as("snapshot_context", std::move(done)));
+            else if constexpr (std::is_same_v<T, fork_context_args>)
+                api_.fork_for(c->id(), owner_, args.count,
+                              answer_as("fork_context", std::move(done)));
+            else  // the others went by id (call_by_id)
+                done(text_tool_result("this tool needs no context of the session", true));
+        },
+        call);
 }
 
 bool context_tools::call_by_id(const std::string& call_id, const tool_call& call,
@@ -129,19 +133,22 @@ bool context_tools::call_by_id(const std::string& call_id, const tool_call& call
     return std::visit(
         [&](const auto& a) -> bool {
             using T = std::decay_t<decltype(a)>;
-            if constexpr (std::is_same_v<T, run_code_args>) {
+            if constexpr (std::is_same_v<T, run_code_args> || std::is_same_v<T, upload_file_args> ||
+                          std::is_same_v<T, list_files_args> || std::is_same_v<T, read_file_args> ||
+                          std::is_same_v<T, restart_context_args>) {
                 if (a.context_id.empty()) return false;
                 // One of the user's contexts, as /v1 finds it (resumed first when paused).
                 api_.live_context_for(
                     a.context_id, owner_,
-                    [self = shared_from_this(), call_id, done](http_response res) {
+                    [self = shared_from_this(), call_id, done,
+                     tool = std::string(T::tool)](http_response res) {
                         self->forget_call(call_id);
-                        answer_as("run_code", done)(std::move(res));
+                        answer_as(tool, done)(std::move(res));
                     },
-                    [self = shared_from_this(), call_id, a, done](context_ptr c,
-                                                                  nlohmann::json resumed) {
-                        self->run_code(c, call_id, a,
-                                       with_resume_notice(resumed, c->id(), std::move(done)));
+                    [self = shared_from_this(), call_id, call, done](context_ptr c,
+                                                                     nlohmann::json resumed) {
+                        self->carry_out(c, call_id, call,
+                                        with_resume_notice(resumed, c->id(), std::move(done)));
                     });
                 return true;
             } else if constexpr (std::is_same_v<T, snapshot_context_args>) {

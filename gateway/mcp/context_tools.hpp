@@ -9,7 +9,8 @@
 // Everything goes through the interpreter classes: submit() for code, workdir_files for files,
 // interpreter_api's *_for operations for snapshots, forks, pause and resume (so the checks,
 // quotas, audit lines and errors are /v1's). Contexts those make (restore, fork) are the
-// user's, as over /v1: run_code reaches them by context_id, and they outlive the session.
+// user's, as over /v1: run_code, the file tools and restart_context reach them by context_id,
+// and they outlive the session.
 
 #include <functional>
 #include <map>
@@ -45,6 +46,9 @@ private:
     void with_context(const tool_language& language, context_fn fn);
     void on_created(const std::string& kernel, interpreter::create_context_result r);
 
+    // One call in the context it names or the session's context it needs.
+    void carry_out(const context_ptr& c, const std::string& call_id, const tool_call& call,
+                   std::function<void(nlohmann::json)> done);
     // The calls that name their context or snapshot by id (or need none): carried out without
     // the session's context. False: not one of them.
     bool call_by_id(const std::string& call_id, const tool_call& call,

@@ -174,6 +174,7 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
           object_schema({{"path", path_schema},
                          {"content", {{"type", "string"}, {"description", "The file's content."}}},
                          {"language", language_schema(files_language)},
+                         {"context_id", context_id_schema},
                          {"encoding",
                           {{"type", "string"},
                            {"enum", {"text", "base64"}},
@@ -192,7 +193,8 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
                                           {"description",
                                            "Also list dot-files and dot-directories (the kernel's "
                                            ".cache, .ipython, .config)."}}},
-                                        {"language", language_schema(files_language)}},
+                                        {"language", language_schema(files_language)},
+                                        {"context_id", context_id_schema}},
                                        nlohmann::json::array())},
          {"annotations", {{"readOnlyHint", true}}}});
     tools.push_back({{"name", "read_file"},
@@ -201,7 +203,8 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
                       "Reads a file from the working directory of run_code: text files as "
                       "text, images as images, other binary files as a base64 resource."},
                      {"inputSchema", object_schema({{"path", path_schema},
-                                                    {"language", language_schema(files_language)}},
+                                                    {"language", language_schema(files_language)},
+                                                    {"context_id", context_id_schema}},
                                                    {"path"})},
                      {"annotations", {{"readOnlyHint", true}}}});
     tools.push_back(
@@ -212,7 +215,8 @@ nlohmann::json tool_definitions(const tool_limits& limits) {
           "the working directory stay. Use it when the kernel is stuck or broken."},
          {"inputSchema",
           object_schema({{"language", language_schema("Which kernel: \"python\" (the default; "
-                                                      "also bash's and sql's) or \"r\".")}},
+                                                      "also bash's and sql's) or \"r\".")},
+                         {"context_id", context_id_schema}},
                         nlohmann::json::array())},
          {"annotations", {{"destructiveHint", true}}}});
     const auto which_kernel = language_schema(
@@ -348,11 +352,12 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
         return a;
     }
     if (name == "upload_file") {
-        if (!only_known(args, {"path", "content", "encoding", "language"}, error))
+        if (!only_known(args, {"path", "content", "encoding", "language", "context_id"}, error))
             return fail(error);
         upload_file_args a;
         if (!checked_path(args, a.path, error)) return fail(error);
         if (!optional_language(args, a.language, error)) return fail(error);
+        if (!context_id_arg(args, false, a.context_id, error)) return fail(error);
         if (!required_string(args, "content", a.bytes, error)) return fail(error);
         std::string encoding = "text";
         if (args.contains("encoding")) {
@@ -374,9 +379,11 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
         return a;
     }
     if (name == "list_files") {
-        if (!only_known(args, {"include_hidden", "language"}, error)) return fail(error);
+        if (!only_known(args, {"include_hidden", "language", "context_id"}, error))
+            return fail(error);
         list_files_args a;
         if (!optional_language(args, a.language, error)) return fail(error);
+        if (!context_id_arg(args, false, a.context_id, error)) return fail(error);
         if (args.contains("include_hidden")) {
             if (!args["include_hidden"].is_boolean())
                 return fail("\"include_hidden\" must be true or false");
@@ -385,16 +392,18 @@ std::optional<tool_call> parse_tool_call(const nlohmann::json& params, const too
         return a;
     }
     if (name == "read_file") {
-        if (!only_known(args, {"path", "language"}, error)) return fail(error);
+        if (!only_known(args, {"path", "language", "context_id"}, error)) return fail(error);
         read_file_args a;
         if (!checked_path(args, a.path, error)) return fail(error);
         if (!optional_language(args, a.language, error)) return fail(error);
+        if (!context_id_arg(args, false, a.context_id, error)) return fail(error);
         return a;
     }
     if (name == "restart_context") {
-        if (!only_known(args, {"language"}, error)) return fail(error);
+        if (!only_known(args, {"language", "context_id"}, error)) return fail(error);
         restart_context_args a;
         if (!optional_language(args, a.language, error)) return fail(error);
+        if (!context_id_arg(args, false, a.context_id, error)) return fail(error);
         return a;
     }
     if (name == "snapshot_context") {

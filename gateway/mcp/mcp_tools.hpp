@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@ namespace callisto::gateway::mcp {
 using tool_language = std::optional<languages::execution_language>;
 
 struct run_code_args {
+    static constexpr std::string_view tool = "run_code";
     std::string code;
     std::chrono::milliseconds timeout;
     tool_language language;
@@ -29,46 +31,64 @@ struct run_code_args {
     // /v1), resumed first when paused; empty: the session's.
     std::string context_id;
 };
+// The file tools and restart_context, like run_code, work in the session's context of
+// `language`, or in the one of the user's contexts that context_id names (resumed first).
 struct upload_file_args {
+    static constexpr std::string_view tool = "upload_file";
     std::string path;
     std::string bytes;  // decoded
     tool_language language;
+    std::string context_id;
 };
 struct list_files_args {
+    static constexpr std::string_view tool = "list_files";
     bool include_hidden = false;  // the kernel's dot-directories (.cache, .ipython, ...)
     tool_language language;
+    std::string context_id;
 };
 struct read_file_args {
+    static constexpr std::string_view tool = "read_file";
     std::string path;
     tool_language language;
+    std::string context_id;
 };
 struct restart_context_args {
+    static constexpr std::string_view tool = "restart_context";
     tool_language language;
+    std::string context_id;
 };
 
 // Snapshots, forks, pause and resume (issue 37): the /v1 operations, with their checks. A
 // context_id names one of the user's contexts; empty: the session's (of `language`).
 struct snapshot_context_args {
+    static constexpr std::string_view tool = "snapshot_context";
     tool_language language;
     std::string context_id;
 };
-struct list_snapshots_args {};
+struct list_snapshots_args {
+    static constexpr std::string_view tool = "list_snapshots";
+};
 struct delete_snapshot_args {
+    static constexpr std::string_view tool = "delete_snapshot";
     std::string snapshot_id;
 };
 struct restore_snapshot_args {
+    static constexpr std::string_view tool = "restore_snapshot";
     std::string snapshot_id;
 };
 struct fork_context_args {
+    static constexpr std::string_view tool = "fork_context";
     std::size_t count = 1;
     tool_language language;
     std::string context_id;
 };
 // The session's own contexts are never paused (it finds them live): these take an id.
 struct pause_context_args {
+    static constexpr std::string_view tool = "pause_context";
     std::string context_id;
 };
 struct resume_context_args {
+    static constexpr std::string_view tool = "resume_context";
     std::string context_id;
 };
 

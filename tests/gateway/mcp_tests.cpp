@@ -388,7 +388,30 @@ TEST_CASE("snapshot, fork, pause and resume tools: the good forms") {
     CHECK(run.context_id == a_context);
     CHECK(std::get<run_code_args>(parse_ok({{"name", "run_code"}, {"arguments", {{"code", "x"}}}}))
               .context_id.empty());
+    // The file tools and restart_context reach a context by id too, or the session's.
+    CHECK(std::get<upload_file_args>(
+              parse_ok({{"name", "upload_file"},
+                        {"arguments",
+                         {{"path", "a.txt"}, {"content", "x"}, {"context_id", a_context}}}}))
+              .context_id == a_context);
+    CHECK(std::get<list_files_args>(
+              parse_ok({{"name", "list_files"}, {"arguments", {{"context_id", a_context}}}}))
+              .context_id == a_context);
+    CHECK(std::get<read_file_args>(
+              parse_ok({{"name", "read_file"},
+                        {"arguments", {{"path", "a.txt"}, {"context_id", a_context}}}}))
+              .context_id == a_context);
+    CHECK(std::get<restart_context_args>(
+              parse_ok({{"name", "restart_context"}, {"arguments", {{"context_id", a_context}}}}))
+              .context_id == a_context);
+    CHECK(std::get<list_files_args>(parse_ok({{"name", "list_files"}})).context_id.empty());
     // The schema offers what the parser takes.
+    for (const auto& tool : tool_definitions(tool_limits{})) {
+        CAPTURE(tool["name"]);
+        const bool by_id = tool["inputSchema"]["properties"].contains("context_id");
+        CHECK(by_id == (tool["name"] != "list_snapshots" && tool["name"] != "delete_snapshot" &&
+                        tool["name"] != "restore_snapshot"));
+    }
     for (const auto& tool : tool_definitions(tool_limits{}))
         if (tool["name"] == "fork_context") {
             CHECK(tool["inputSchema"]["properties"]["count"]["minimum"] == 1);
@@ -413,6 +436,17 @@ TEST_CASE("snapshot, fork, pause and resume tools: every bad form is refused wit
         CHECK(
             parse_fails({{"name", "run_code"}, {"arguments", {{"code", "1"}, {"context_id", id}}}})
                 .find("\"context_id\"") != std::string::npos);
+        CHECK(
+            parse_fails({{"name", "upload_file"},
+                         {"arguments", {{"path", "a.txt"}, {"content", "x"}, {"context_id", id}}}})
+                .find("\"context_id\"") != std::string::npos);
+        CHECK(parse_fails({{"name", "list_files"}, {"arguments", {{"context_id", id}}}})
+                  .find("\"context_id\"") != std::string::npos);
+        CHECK(parse_fails(
+                  {{"name", "read_file"}, {"arguments", {{"path", "a.txt"}, {"context_id", id}}}})
+                  .find("\"context_id\"") != std::string::npos);
+        CHECK(parse_fails({{"name", "restart_context"}, {"arguments", {{"context_id", id}}}})
+                  .find("\"context_id\"") != std::string::npos);
         for (const char* tool : {"delete_snapshot", "restore_snapshot"})
             CHECK(parse_fails({{"name", tool}, {"arguments", {{"snapshot_id", id}}}})
                       .find("\"snapshot_id\"") != std::string::npos);

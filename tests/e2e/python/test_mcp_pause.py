@@ -2,7 +2,8 @@
 """Snapshots, forks, pause and resume through MCP (issue 37): the tools snapshot_context,
 list_snapshots, delete_snapshot, restore_snapshot, fork_context, pause_context and
 resume_context do what the /v1 routes do, with their checks, as tool errors a model reads;
-run_code's context_id reaches the contexts they make, resuming a paused one first.
+run_code's context_id, and the file tools' and restart_context's, reach the contexts they make,
+resuming a paused one first.
 
 The server runs with --users=FILE: ana (ana-token-1, max_kernels 2), bob (bob-token-1) and
 root (root-token-1, admin), as e2e_tests writes it, and keeps snapshots (a --state-dir).
@@ -229,6 +230,61 @@ def test_what_mcp_refuses_is_a_tool_error_with_the_reason():
         listed = ok(bob, "list_snapshots")
         for s in json.loads(listed[listed.index("\n") + 1:]):
             ok(bob, "delete_snapshot", snapshot_id=s["id"])
+    finally:
+        ana.end()
+        bob.end()
+        for c in made:
+            delete_context(BOB, c)
+
+
+@callisto_only
+def test_file_tools_and_restart_reach_a_context_by_id():
+    bob = Session(BOB)
+    ana = Session(ANA)
+    made = []
+    try:
+        ok(bob, "run_code", code=SETUP)
+        fork = re.search(UUID, ok(bob, "fork_context")).group(0)
+        made.append(fork)
+
+        # Files go to, and come from, the context named; the session's own stays as it was.
+        ok(bob, "upload_file", path="only-fork.txt", content="in the fork", context_id=fork)
+        listed = ok(bob, "list_files", context_id=fork)
+        check("only-fork.txt" in listed and "kept.txt" in listed, "the fork's files", listed)
+        check("only-fork.txt" not in ok(bob, "list_files"), "not in the session's context")
+        check("in the fork" in ok(bob, "read_file", path="only-fork.txt", context_id=fork),
+              "read back from the fork")
+        check("no such file" in refused(bob, "read_file", path="only-fork.txt"),
+              "the session's context has no such file")
+
+        # A paused context is resumed for a file tool, and the model is told.
+        ok(bob, "pause_context", context_id=fork)
+        text = ok(bob, "read_file", path="only-fork.txt", context_id=fork)
+        check("was paused; it was resumed in" in text and "in the fork" in text,
+              "read_file resumes it and says so", text)
+
+        # restart_context by id restarts that kernel only.
+        ok(bob, "restart_context", context_id=fork)
+        text = ok(bob, "run_code", code="print('x' in dir())", context_id=fork)
+        check("False" in text, "the fork's variables are gone after its restart", text)
+        check_eq(state_of(bob)["x"], 41, "the session's context kept its state")
+        check("only-fork.txt" in ok(bob, "list_files", context_id=fork),
+              "the fork's files stay across its restart")
+
+        # Another user's context does not exist for her, whatever the tool.
+        for tool, args in (("upload_file", {"path": "a.txt", "content": "x"}),
+                           ("list_files", {}), ("read_file", {"path": "kept.txt"}),
+                           ("restart_context", {})):
+            check("does not exist" in refused(ana, tool, context_id=fork, **args),
+                  f"ana's {tool} of bob's context")
+        check("only-fork.txt" in ok(bob, "list_files", context_id=fork), "bob's fork untouched")
+        # A context_id that is not an id never reaches the server's work: invalid params.
+        for bad in (7, "not-a-uuid"):
+            bob.next_id += 1
+            r = bob.post({"jsonrpc": "2.0", "id": bob.next_id, "method": "tools/call",
+                          "params": {"name": "list_files", "arguments": {"context_id": bad}}})
+            check("error" in r.json() and "context_id" in r.json()["error"]["message"],
+                  f"context_id {bad!r} is refused", r.json())
     finally:
         ana.end()
         bob.end()
