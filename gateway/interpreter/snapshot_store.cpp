@@ -147,8 +147,13 @@ snapshot_store::snapshot_store(fs::path dir, snapshot_quota quota)
     if (ec || ::chmod(dir_.c_str(), 0700) != 0)
         throw std::runtime_error("cannot create the snapshot directory " + dir_.string() + ": " +
                                  (ec ? ec.message() : std::string(std::strerror(errno))));
-    for (const auto& entry : fs::directory_iterator(dir_, ec))
-        if (entry.path().filename().string().starts_with(".tmp-")) fs::remove_all(entry.path(), ec);
+    const auto now = fs::file_time_type::clock::now();
+    for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+        if (!entry.path().filename().string().starts_with(".tmp-")) continue;
+        std::error_code age_ec;
+        const auto written = fs::last_write_time(entry.path(), age_ec);
+        if (!age_ec && now - written > leftover_age) fs::remove_all(entry.path(), ec);
+    }
 }
 
 bool snapshot_store::valid_id(std::string_view id) {

@@ -88,8 +88,11 @@ copy_result copy_hashing(int in, int out, std::uint64_t max);
 class snapshot_store {
 public:
     // Creates the directory (0700); throws std::runtime_error when it cannot. Leftovers of
-    // saves a crash interrupted (.tmp-*) are removed.
+    // saves a crash interrupted (.tmp-*) are removed once untouched for leftover_age: the
+    // directory may be shared by replicas, and a .tmp- another one is writing is not a
+    // leftover.
     snapshot_store(std::filesystem::path dir, snapshot_quota quota);
+    static constexpr std::chrono::hours leftover_age{1};
 
     const std::filesystem::path& dir() const { return dir_; }
     const snapshot_quota& quota() const { return quota_; }

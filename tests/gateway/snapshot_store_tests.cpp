@@ -268,15 +268,23 @@ TEST_CASE("snapshot store: a manifest edited without its checksum, or not JSON, 
     CHECK(store.list_for(alice).empty());
 }
 
-TEST_CASE("snapshot store: a save a crash interrupted leaves nothing after a restart") {
+TEST_CASE("snapshot store: a save a crash interrupted is removed after a restart, once old") {
     temp_dir t;
     {
         snapshot_store store(t.path, {});
-        fs::create_directory(t.path / (".tmp-" + id1));
-        overwrite(t.path / (".tmp-" + id1) / "0", "half");
+        for (const auto& id : {id1, id2}) {
+            fs::create_directory(t.path / (".tmp-" + id));
+            overwrite(t.path / (".tmp-" + id) / "0", "half");
+        }
+        // id1's was left by a crash an hour and more ago; id2's is being written by another
+        // replica sharing the directory.
+        fs::last_write_time(t.path / (".tmp-" + id1), fs::file_time_type::clock::now() -
+                                                          snapshot_store::leftover_age -
+                                                          std::chrono::minutes(1));
     }
     snapshot_store again(t.path, {});
     CHECK_FALSE(fs::exists(t.path / (".tmp-" + id1)));
+    CHECK(fs::exists(t.path / (".tmp-" + id2) / "0"));
     CHECK(again.list_for(alice).empty());
 }
 
