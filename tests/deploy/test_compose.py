@@ -3,8 +3,9 @@
 the base is cached between runs), Debian's dockerd started here on its own socket and data
 directory, the images built from the repository's Dockerfiles, `docker-compose up`, then two
 replicas behind nginx driven by test_nginx_replicas.py (every user on one replica, the users
-over both, the WebSocket and /v1 through nginx, /metrics on both) and Prometheus asked whether
-it scrapes both. Everything it made goes at the end, the cached base excepted.
+over both, the WebSocket and /v1 through nginx, /metrics on both), Prometheus asked whether
+it scrapes both, the kernels' sandbox (no network), and a snapshot taken on one replica restored
+on the other (their shared snapshot volume). Everything it made goes at the end, the cached base excepted.
 
   /usr/bin/python3 tests/deploy/test_compose.py SOURCE_DIR [CALLISTO_BINARY]
 
@@ -240,6 +241,27 @@ def main():
         log("sandbox check:", stdout.strip())
         if "interfaces: ['lo']" not in stdout:
             raise RuntimeError("a kernel in the container has a network interface besides lo")
+        # The replicas share one snapshot directory: a user's snapshot taken on one is
+        # restored on the other, state and files, as when the first replica is lost.
+        user = tokens[0]
+        ctx = post_json(replicas[0] + "/v1/contexts", user, {})
+        ran = post_json(replicas[0] + f"/v1/contexts/{ctx['id']}/executions", user,
+                        {"code": "x = 41\nopen('kept.txt', 'w').write('on replica 1')"})
+        if ran["status"] != "ok":
+            raise RuntimeError(f"the state was not set up: {ran}")
+        snapshot = post_json(replicas[0] + f"/v1/contexts/{ctx['id']}/snapshots", user, {})
+        restored = post_json(replicas[1] + "/v1/contexts", user,
+                             {"from_snapshot": snapshot["id"]})
+        probe = post_json(replicas[1] + f"/v1/contexts/{restored['id']}/executions", user,
+                          {"code": "print(x + 1, open('kept.txt').read())"})
+        log("restored on replica 2:", probe["stdout"].strip())
+        if probe["stdout"].strip() != "42 on replica 1":
+            raise RuntimeError(f"a snapshot of replica 1 did not come back on replica 2: {probe}")
+        for url in (f"{replicas[0]}/v1/contexts/{ctx['id']}",
+                    f"{replicas[1]}/v1/contexts/{restored['id']}",
+                    f"{replicas[1]}/v1/snapshots/{snapshot['id']}"):
+            urllib.request.urlopen(urllib.request.Request(
+                url, method="DELETE", headers={"Authorization": f"token {user}"}), timeout=60)
         log("PASS")
         return 0
     except Exception as e:  # noqa: BLE001 - report, clean up, fail
