@@ -27,7 +27,7 @@
 #include "gateway/http/session_registry.hpp"
 #include "gateway/http/tls_context.hpp"
 #include "gateway/interpreter/context_registry.hpp"
-#include "gateway/interpreter/interpreter_api.hpp"
+#include "gateway/interpreter/api/interpreter_api.hpp"
 #include "gateway/jupyter_api/execution_audit.hpp"
 #include "gateway/jupyter_api/kernels_api.hpp"
 #include "gateway/jupyter_api/kernelspec_api.hpp"

@@ -20,7 +20,7 @@
 
 #include "common/logger.hpp"
 #include "gateway/interpreter/context_registry.hpp"
-#include "gateway/interpreter/interpreter_api.hpp"
+#include "gateway/interpreter/api/interpreter_api.hpp"
 #include "gateway/mcp/tool_backend.hpp"
 #include "gateway/user.hpp"
 
