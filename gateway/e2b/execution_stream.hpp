@@ -10,8 +10,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "gateway/interpreter/execution.hpp"
 #include "gateway/http/ndjson_stream.hpp"
+#include "gateway/interpreter/execution.hpp"
 
 namespace callisto::gateway::e2b {
 
