@@ -12,7 +12,7 @@
 #include "gateway/http/body_budget.hpp"
 #include "gateway/http/connection_limiter.hpp"
 #include "gateway/http/session_registry.hpp"
-#include "gateway/interpreter/interpreter_api.hpp"
+#include "gateway/interpreter/api/interpreter_api.hpp"
 #include "gateway/jupyter_api/kernels_api.hpp"
 #include "gateway/jupyter_api/kernelspec_api.hpp"
 #include "gateway/kernels/lifecycle/kernel_manager.hpp"

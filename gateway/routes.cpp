@@ -10,10 +10,10 @@
 #include "gateway/http/beast.hpp"
 #include "gateway/http/content_headers.hpp"
 #include "gateway/http/json_response.hpp"
+#include "gateway/http/ndjson_stream.hpp"
 #include "gateway/http/openapi_document.hpp"
 #include "gateway/http/static_files.hpp"
-#include "gateway/interpreter/events_session.hpp"
-#include "gateway/interpreter/ndjson_stream.hpp"
+#include "gateway/interpreter/api/events_session.hpp"
 #include "gateway/jupyter_api/websocket_session.hpp"
 
 namespace callisto::gateway {
@@ -63,8 +63,8 @@ void streamed(gateway_services& s, incoming_request in) {
     constexpr bool e2b = std::is_same_v<api, e2b_api>;
     auto take_stream = [&s, take = in.take_connection, name = e2b ? "e2b" : in.who->name] {
         auto taken = take();
-        auto stream = std::make_shared<interpreter::ndjson_stream>(std::move(taken.stream),
-                                                                   std::move(taken.slot));
+        auto stream =
+            std::make_shared<ndjson_stream>(std::move(taken.stream), std::move(taken.slot));
         s.sessions.add(stream, e2b ? "e2b_execution_stream" : "execution_stream", name);
         return stream;
     };
@@ -120,8 +120,8 @@ void paused_context_events(gateway_services& s, incoming_request in) {
             boost::asio::dispatch(executor, [&s, id, who, taken, upgrade, how] {
                 auto context = how.status == 0 ? s.interpreter_rest.find_context(id, who) : nullptr;
                 if (!context) {
-                    auto stream = std::make_shared<interpreter::ndjson_stream>(
-                        std::move(taken->stream), std::move(taken->slot));
+                    auto stream = std::make_shared<ndjson_stream>(std::move(taken->stream),
+                                                                  std::move(taken->slot));
                     return stream->respond(how.status == 0
                                                ? error_response(http::status::not_found,
                                                                 "Context does not exist: " + id)

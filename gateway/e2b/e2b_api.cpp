@@ -429,7 +429,7 @@ http_response stream_refusal(connect_code code, std::string_view message) {
 // A keepalive frame every `every` on a quiet stream, until stop().
 class stream_keepalive : public std::enable_shared_from_this<stream_keepalive> {
 public:
-    stream_keepalive(boost::asio::io_context& ioc, std::shared_ptr<interpreter::ndjson_stream> out,
+    stream_keepalive(boost::asio::io_context& ioc, std::shared_ptr<ndjson_stream> out,
                      std::chrono::milliseconds every, std::string frame)
         : timer_(boost::asio::make_strand(ioc)),
           out_(std::move(out)),
@@ -456,7 +456,7 @@ private:
         });
     }
     boost::asio::steady_timer timer_;
-    std::shared_ptr<interpreter::ndjson_stream> out_;
+    std::shared_ptr<ndjson_stream> out_;
     const std::chrono::milliseconds every_;
     const std::string frame_;
     bool done_ = false;  // the timer's strand

@@ -25,8 +25,8 @@
 #include "gateway/e2b/sandbox_registry.hpp"
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/incoming_request.hpp"
+#include "gateway/interpreter/api/interpreter_api.hpp"
 #include "gateway/interpreter/context_registry.hpp"
-#include "gateway/interpreter/interpreter_api.hpp"
 #include "gateway/user.hpp"
 #include "launcher/sandbox/seccomp_filter.hpp"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "gateway/http/beast.hpp"
-#include "gateway/interpreter/multipart_form.hpp"
+#include "gateway/interpreter/api/multipart_form.hpp"
 
 namespace callisto::gateway::e2b {
 

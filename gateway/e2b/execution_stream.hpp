@@ -10,14 +10,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "gateway/http/ndjson_stream.hpp"
 #include "gateway/interpreter/execution.hpp"
-#include "gateway/interpreter/ndjson_stream.hpp"
 
 namespace callisto::gateway::e2b {
 
 class execution_stream : public std::enable_shared_from_this<execution_stream> {
 public:
-    execution_stream(boost::asio::io_context& ioc, std::shared_ptr<interpreter::ndjson_stream> out,
+    execution_stream(boost::asio::io_context& ioc, std::shared_ptr<ndjson_stream> out,
                      std::chrono::milliseconds keepalive_every);
 
     // Begins the 200 answer and follows `exec` to its end; `interrupt` is called when the
@@ -28,7 +28,7 @@ public:
 private:
     void arm_keepalive();
 
-    std::shared_ptr<interpreter::ndjson_stream> out_;
+    std::shared_ptr<ndjson_stream> out_;
     boost::asio::steady_timer keepalive_;  // on a strand of its own
     bool done_ = false;                    // that strand's
     const std::chrono::milliseconds keepalive_every_;

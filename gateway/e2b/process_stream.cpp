@@ -7,8 +7,7 @@
 
 namespace callisto::gateway::e2b {
 
-process_stream::process_stream(boost::asio::io_context& ioc,
-                               std::shared_ptr<interpreter::ndjson_stream> out,
+process_stream::process_stream(boost::asio::io_context& ioc, std::shared_ptr<ndjson_stream> out,
                                std::chrono::milliseconds keepalive_every)
     : out_(std::move(out)),
       keepalive_(boost::asio::make_strand(ioc)),

@@ -13,13 +13,13 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "gateway/e2b/sandbox_process.hpp"
-#include "gateway/interpreter/ndjson_stream.hpp"
+#include "gateway/http/ndjson_stream.hpp"
 
 namespace callisto::gateway::e2b {
 
 class process_stream : public std::enable_shared_from_this<process_stream> {
 public:
-    process_stream(boost::asio::io_context& ioc, std::shared_ptr<interpreter::ndjson_stream> out,
+    process_stream(boost::asio::io_context& ioc, std::shared_ptr<ndjson_stream> out,
                    std::chrono::milliseconds keepalive_every);
 
     // The headers and the start frame at once (the SDK waits for the start); the listener
@@ -30,7 +30,7 @@ private:
     void on_event(const process_event& event);
     void arm_keepalive();
 
-    std::shared_ptr<interpreter::ndjson_stream> out_;
+    std::shared_ptr<ndjson_stream> out_;
     boost::asio::steady_timer keepalive_;  // on a strand of its own
     bool done_ = false;                    // that strand's
     const std::chrono::milliseconds keepalive_every_;

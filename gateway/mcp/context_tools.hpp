@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "common/logger.hpp"
+#include "gateway/interpreter/api/interpreter_api.hpp"
 #include "gateway/interpreter/context_registry.hpp"
-#include "gateway/interpreter/interpreter_api.hpp"
 #include "gateway/mcp/tool_backend.hpp"
 #include "gateway/user.hpp"
 

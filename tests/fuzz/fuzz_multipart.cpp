@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "gateway/interpreter/multipart_form.hpp"
+#include "gateway/interpreter/api/multipart_form.hpp"
 
 namespace in_ = callisto::gateway::interpreter;
 

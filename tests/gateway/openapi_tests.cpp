@@ -379,7 +379,7 @@ std::string source_file(const std::string& relative) {
 // (paused_context_events): read from the sources, so a route that starts resuming is checked
 // without anyone adding it here.
 std::set<std::string> resuming_rows() {
-    const std::string api = source_file("gateway/interpreter/interpreter_api.cpp");
+    const std::string api = source_file("gateway/interpreter/api/interpreter_api.cpp");
     // Besides resume_first's: those that resume through their *_for operation (resume_then,
     // or resume itself), shared with the MCP tools.
     std::set<std::string> methods = {"create_execution", "create_snapshot", "fork_context",

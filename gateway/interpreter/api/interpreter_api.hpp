@@ -12,9 +12,9 @@
 
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/incoming_request.hpp"
+#include "gateway/http/ndjson_stream.hpp"
 #include "gateway/http/router.hpp"
 #include "gateway/interpreter/context_registry.hpp"
-#include "gateway/interpreter/ndjson_stream.hpp"
 #include "gateway/interpreter/oneshot_executions.hpp"
 #include "gateway/interpreter/snapshot_store.hpp"
 #include "gateway/user.hpp"

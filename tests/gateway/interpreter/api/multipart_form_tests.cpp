@@ -3,7 +3,7 @@
 
 #include <doctest/doctest.h>
 
-#include "gateway/interpreter/multipart_form.hpp"
+#include "gateway/interpreter/api/multipart_form.hpp"
 
 using namespace callisto::gateway::interpreter;
 

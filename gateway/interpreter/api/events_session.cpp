@@ -1,4 +1,4 @@
-#include "gateway/interpreter/events_session.hpp"
+#include "gateway/interpreter/api/events_session.hpp"
 
 #include "common/byte_size.hpp"
 #include "gateway/http/beast.hpp"

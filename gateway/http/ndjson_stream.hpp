@@ -16,7 +16,7 @@
 #include "gateway/http/connection_limiter.hpp"
 #include "gateway/http/json_response.hpp"
 
-namespace callisto::gateway::interpreter {
+namespace callisto::gateway {
 
 class ndjson_stream : public std::enable_shared_from_this<ndjson_stream> {
 public:
@@ -60,4 +60,4 @@ private:
     char probe_[1];
 };
 
-}  // namespace callisto::gateway::interpreter
+}  // namespace callisto::gateway

@@ -1,4 +1,4 @@
-#include "gateway/interpreter/events_message.hpp"
+#include "gateway/interpreter/api/events_message.hpp"
 
 #include <nlohmann/json.hpp>
 

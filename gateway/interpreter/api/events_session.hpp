@@ -20,7 +20,7 @@
 #include "common/logger.hpp"
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/websocket_channel.hpp"
-#include "gateway/interpreter/events_message.hpp"
+#include "gateway/interpreter/api/events_message.hpp"
 #include "gateway/interpreter/interpreter_context.hpp"
 #include "gateway/server_config.hpp"
 

@@ -1,4 +1,4 @@
-#include "gateway/interpreter/multipart_form.hpp"
+#include "gateway/interpreter/api/multipart_form.hpp"
 
 #include <algorithm>
 #include <set>

@@ -1,4 +1,4 @@
-// The streamed answer (gateway/interpreter/ndjson_stream) on a real loopback connection: when
+// The streamed answer (gateway/http/ndjson_stream) on a real loopback connection: when
 // its client is taken for gone, which is what interrupts an E2B runCode whose client gave up.
 
 #include <doctest/doctest.h>
@@ -9,10 +9,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "gateway/interpreter/ndjson_stream.hpp"
+#include "gateway/http/ndjson_stream.hpp"
 
 using namespace callisto::gateway;
-using callisto::gateway::interpreter::ndjson_stream;
+using callisto::gateway::ndjson_stream;
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 

@@ -1,4 +1,4 @@
-#include "gateway/interpreter/interpreter_api.hpp"
+#include "gateway/interpreter/api/interpreter_api.hpp"
 
 #include "gateway/jupyter_api/kernel_error_answer.hpp"
 
@@ -17,7 +17,7 @@
 #include "common/media_types.hpp"
 #include "gateway/http/beast.hpp"
 #include "gateway/http/content_headers.hpp"
-#include "gateway/interpreter/multipart_form.hpp"
+#include "gateway/interpreter/api/multipart_form.hpp"
 #include "gateway/interpreter/oneshot_request.hpp"
 #include "gateway/interpreter/snapshot_files.hpp"
 #include "gateway/interpreter/workdir_files.hpp"

@@ -4,8 +4,8 @@
 #include <doctest/doctest.h>
 
 #include "gateway/interpreter/ansi_text.hpp"
+#include "gateway/interpreter/api/events_message.hpp"
 #include "gateway/interpreter/context_request.hpp"
-#include "gateway/interpreter/events_message.hpp"
 #include "gateway/interpreter/execution.hpp"
 #include "gateway/interpreter/execution_env.hpp"
 #include "gateway/interpreter/execution_request.hpp"

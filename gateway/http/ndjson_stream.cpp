@@ -1,4 +1,4 @@
-#include "gateway/interpreter/ndjson_stream.hpp"
+#include "gateway/http/ndjson_stream.hpp"
 #include "gateway/http/beast.hpp"
 
 #include <sstream>
@@ -7,7 +7,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/write.hpp>
 
-namespace callisto::gateway::interpreter {
+namespace callisto::gateway {
 
 namespace asio = boost::asio;
 
@@ -154,4 +154,4 @@ void ndjson_stream::shut() {
     stream_.async_shutdown(shutdown_timeout, [self = shared_from_this()] {});
 }
 
-}  // namespace callisto::gateway::interpreter
+}  // namespace callisto::gateway
