@@ -33,26 +33,61 @@ std::string start_and_connect(fake_world& w, kernel_session& k) {
     return *ready;
 }
 
-kp::message request(std::string type) {
-    return kp::make_message(std::move(type), nlohmann::json::object(), "client-session");
+kp::message request(std::string type, nlohmann::json content = nlohmann::json::object()) {
+    return kp::make_message(std::move(type), std::move(content), "client-session");
 }
+
+// Sends `req` from `client` on `ch` and runs until the kernel has it; the request's msg_id.
+std::string submit_and_await(fake_world& w, kernel_session& k,
+                             const std::shared_ptr<kernel_client>& client, channel ch,
+                             kp::message req) {
+    const std::string id = req.msg_id;
+    const std::string type = req.msg_type;
+    const std::size_t sent_before = w.links.count(ch, type);
+    k.submit(client, ch, std::move(req));
+    REQUIRE(w.run_until([&] { return w.links.count(ch, type) == sent_before + 1; }));
+    return id;
+}
+
+// A session whose kernel runs, with one of the gateway's own clients attached.
+struct running_session {
+    fake_world w;
+    std::shared_ptr<kernel_session> k = make_session(w);
+    std::shared_ptr<recording_client> client = std::make_shared<recording_client>();
+
+    running_session() {
+        REQUIRE(start_and_connect(w, *k) == "");
+        k->attach(client);
+    }
+};
+
+// A session whose kernel runs, with a WebSocket client attached and its executions recorded
+// (as the audit log does).
+struct audited_session {
+    fake_world w;
+    recording_observer observer;  // before the session, which reports to it until it goes
+    std::shared_ptr<kernel_session> k;
+    std::shared_ptr<websocket_client> client = std::make_shared<websocket_client>();
+
+    audited_session() {
+        w.env.executions = &observer;
+        k = make_session(w);
+        REQUIRE(start_and_connect(w, *k) == "");
+        k->attach(client);
+    }
+};
 
 }  // namespace
 
-TEST_CASE("a kernel session is running once its link connects, and forwards client requests") {
-    fake_world w;
-    auto k = make_session(w);
-    CHECK(start_and_connect(w, *k) == "");
+TEST_CASE_FIXTURE(running_session,
+                  "a kernel session is running once its link connects, and forwards client "
+                  "requests") {
     CHECK(w.processes.spawned.size() == 1);
     CHECK(k->state() == kernel_state::running);
     CHECK(k->model()["execution_state"] == "idle");
 
-    auto client = std::make_shared<recording_client>();
-    k->attach(client);
-    auto req = request("execute_request");
-    const std::string id = req.msg_id;
-    k->submit(client, channel::shell, std::move(req));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    const std::string id =
+        submit_and_await(w, *k, client, channel::shell, request("execute_request"));
     // The reply goes back to the client that asked, iopub to every client.
     w.links.last().on_message(channel::shell, from_kernel("execute_reply", {{"status", "ok"}}, id));
     w.links.last().on_message(channel::iopub,
@@ -94,13 +129,9 @@ TEST_CASE("a restart asked while the kernel is still starting waits for that sta
     CHECK(k->state() == kernel_state::running);
 }
 
-TEST_CASE(
+TEST_CASE_FIXTURE(
+    running_session,
     "a shutdown asks the kernel, then terminates it after shutdown_wait, then closes clients") {
-    fake_world w;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<recording_client>();
-    k->attach(client);
     bool done = false;
     k->shutdown([&] { done = true; }, "deleted by its owner");
     // shutdown_request on control first; the kernel does not exit, so SIGTERM (with SIGKILL
@@ -235,12 +266,8 @@ TEST_CASE("requests sent while the kernel starts are held, up to 1024, then forw
     CHECK(w.links.sent.back().msg.msg_id == ids[1023]);
 }
 
-TEST_CASE("a kernel that dies while running is restarted, and its clients are told why") {
-    fake_world w;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<recording_client>();
-    k->attach(client);
+TEST_CASE_FIXTURE(running_session,
+                  "a kernel that dies while running is restarted, and its clients are told why") {
     w.processes.exit(1000, 1);
     REQUIRE(w.run_until([&] { return w.processes.spawned.size() == 2; }));
     CHECK(k->state() == kernel_state::restarting);
@@ -369,21 +396,12 @@ TEST_CASE("the metrics count starts, a requested restart, and a death by its cau
     CHECK(w.metrics.deaths.with({"oom"}).value() == 0);
 }
 
-TEST_CASE(
-    "a WebSocket client's executions are recorded before the kernel has them, then "
-    "reported with status and output, without their code") {
-    fake_world w;
-    recording_observer observer;
+TEST_CASE_FIXTURE(audited_session,
+                  "a WebSocket client's executions are recorded before the kernel has them, then "
+                  "reported with status and output, without their code") {
     observer.sent_to_kernel = [&] { return w.links.count(channel::shell, "execute_request"); };
-    w.env.executions = &observer;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<websocket_client>();
-    k->attach(client);
-    auto req = kp::make_message("execute_request", {{"code", "print('hi')"}}, "client-session");
-    const std::string id = req.msg_id;
-    k->submit(client, channel::shell, std::move(req));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    const std::string id = submit_and_await(w, *k, client, channel::shell,
+                                            request("execute_request", {{"code", "print('hi')"}}));
     REQUIRE(observer.started_executions.size() == 1);
     CHECK(observer.sent_at_start == std::vector<std::size_t>{0});  // before the kernel had it
     CHECK(observer.started_executions[0].code == "print('hi')");
@@ -403,54 +421,35 @@ TEST_CASE(
     CHECK(w.metrics.executions.with({"jupyter", "ok"}).value() == 1);
 
     // One the kernel never answers: lost when it dies.
-    k->submit(
-        client, channel::shell,
-        kp::make_message("execute_request", {{"code", "while True: pass"}}, "client-session"));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 2; }));
+    submit_and_await(w, *k, client, channel::shell,
+                     request("execute_request", {{"code", "while True: pass"}}));
     w.processes.exit(1000, 1);
     REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 2; }));
     CHECK(observer.finished_executions[1].status == "lost");
     CHECK(w.metrics.executions.with({"jupyter", "lost"}).value() == 1);
 }
 
-TEST_CASE(
-    "an execute_request the observer refuses never reaches the kernel; the client is "
-    "told, and the next one is asked again") {
-    fake_world w;
-    recording_observer observer;
+TEST_CASE_FIXTURE(audited_session,
+                  "an execute_request the observer refuses never reaches the kernel; the client is "
+                  "told, and the next one is asked again") {
     observer.refusing = "the audit log cannot be written: No space left on device";
-    w.env.executions = &observer;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<websocket_client>();
-    k->attach(client);
-    k->submit(client, channel::shell,
-              kp::make_message("execute_request", {{"code", "1"}}, "client-session"));
+    k->submit(client, channel::shell, request("execute_request", {{"code", "1"}}));
     // busy, error, idle on iopub and the execute_reply: what a kernel sends for a failure.
     REQUIRE(w.run_until([&] { return client->frames.size() == 4; }));
     CHECK(w.links.count(channel::shell, "execute_request") == 0);
     CHECK(observer.finished_executions.empty());
     // Other requests still pass.
-    k->submit(client, channel::shell, request("kernel_info_request"));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "kernel_info_request") == 1; }));
+    submit_and_await(w, *k, client, channel::shell, request("kernel_info_request"));
     // Once the observer can record again, the next execution runs: no lock-out.
     observer.refusing.clear();
-    k->submit(client, channel::shell,
-              kp::make_message("execute_request", {{"code", "2"}}, "client-session"));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    submit_and_await(w, *k, client, channel::shell, request("execute_request", {{"code", "2"}}));
     CHECK(observer.started_executions.size() == 1);
 }
 
-TEST_CASE("an execute_request on the control channel never reaches the kernel; it is answered") {
-    fake_world w;
-    recording_observer observer;
-    w.env.executions = &observer;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<websocket_client>();
-    k->attach(client);
-    k->submit(client, channel::control,
-              kp::make_message("execute_request", {{"code", "import os"}}, "client-session"));
+TEST_CASE_FIXTURE(audited_session,
+                  "an execute_request on the control channel never reaches the kernel; it is "
+                  "answered") {
+    k->submit(client, channel::control, request("execute_request", {{"code", "import os"}}));
     // busy, error, idle on iopub and the execute_reply, as for any failed execution.
     REQUIRE(w.run_until([&] { return client->frames.size() == 4; }));
     CHECK(w.links.count(channel::control, "execute_request") == 0);
@@ -469,35 +468,24 @@ TEST_CASE("an execute_request whose code holds a NUL never reaches the kernel, a
         auto client = std::make_shared<websocket_client>();
         k->attach(client);
         k->submit(client, channel::shell,
-                  kp::make_message("execute_request", {{"code", std::string("print(1)\0", 9)}},
-                                   "client-session"));
+                  request("execute_request", {{"code", std::string("print(1)\0", 9)}}));
         // busy, error, idle on iopub and the execute_reply, as for any failed execution.
         REQUIRE(w.run_until([&] { return client->frames.size() == 4; }));
         CHECK(w.links.count(channel::shell, "execute_request") == 0);
         CHECK(observer.finished_executions.empty());
-        k->submit(client, channel::shell,
-                  kp::make_message("execute_request", {{"code", "print(1)"}}, "client-session"));
-        REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+        submit_and_await(w, *k, client, channel::shell,
+                         request("execute_request", {{"code", "print(1)"}}));
     }
 }
 
-TEST_CASE("a debugger's evaluate is recorded as an execution, and refused with the log") {
-    fake_world w;
-    recording_observer observer;
-    w.env.executions = &observer;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<websocket_client>();
-    k->attach(client);
-    auto evaluate = kp::make_message("debug_request",
-                                     {{"seq", 3},
-                                      {"type", "request"},
-                                      {"command", "evaluate"},
-                                      {"arguments", {{"expression", "secret"}}}},
-                                     "client-session");
-    const std::string id = evaluate.msg_id;
-    k->submit(client, channel::control, std::move(evaluate));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::control, "debug_request") == 1; }));
+TEST_CASE_FIXTURE(audited_session,
+                  "a debugger's evaluate is recorded as an execution, and refused with the log") {
+    const std::string id =
+        submit_and_await(w, *k, client, channel::control,
+                         request("debug_request", {{"seq", 3},
+                                                   {"type", "request"},
+                                                   {"command", "evaluate"},
+                                                   {"arguments", {{"expression", "secret"}}}}));
     w.links.last().on_message(channel::control,
                               from_kernel("debug_reply", {{"success", true}}, id));
     REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 1; }));
@@ -508,37 +496,25 @@ TEST_CASE("a debugger's evaluate is recorded as an execution, and refused with t
     REQUIRE(w.run_until([&] { return client->frames.size() == 1; }));  // the reply, relayed
 
     // Commands that run no code pass, recorded or not.
-    k->submit(client, channel::control,
-              kp::make_message("debug_request", {{"command", "stackTrace"}}, "client-session"));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::control, "debug_request") == 2; }));
+    submit_and_await(w, *k, client, channel::control,
+                     request("debug_request", {{"command", "stackTrace"}}));
 
     observer.refusing = "the audit log cannot be written: No space left on device";
     k->submit(client, channel::control,
-              kp::make_message(
-                  "debug_request",
-                  {{"command", "setVariable"}, {"arguments", {{"name", "x"}, {"value", "1"}}}},
-                  "client-session"));
+              request("debug_request", {{"command", "setVariable"},
+                                        {"arguments", {{"name", "x"}, {"value", "1"}}}}));
     // An unsuccessful debug_reply, and nothing sent to the kernel.
     REQUIRE(w.run_until([&] { return client->frames.size() == 2; }));
     CHECK(w.links.count(channel::control, "debug_request") == 2);
     CHECK(observer.finished_executions.size() == 1);
 }
 
-TEST_CASE("an execute_request's user_expressions reach the record with its code") {
-    fake_world w;
-    recording_observer observer;
-    w.env.executions = &observer;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<websocket_client>();
-    k->attach(client);
-    auto req =
-        kp::make_message("execute_request",
-                         {{"code", ""}, {"user_expressions", {{"x", "__import__('os').getuid()"}}}},
-                         "client-session");
-    const std::string id = req.msg_id;
-    k->submit(client, channel::shell, std::move(req));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+TEST_CASE_FIXTURE(audited_session,
+                  "an execute_request's user_expressions reach the record with its code") {
+    const std::string id = submit_and_await(
+        w, *k, client, channel::shell,
+        request("execute_request",
+                {{"code", ""}, {"user_expressions", {{"x", "__import__('os').getuid()"}}}}));
     w.links.last().on_message(channel::shell, from_kernel("execute_reply", {{"status", "ok"}}, id));
     REQUIRE(w.run_until([&] { return observer.finished_executions.size() == 1; }));
     CHECK(observer.started_executions.at(0).user_expressions ==
@@ -556,11 +532,8 @@ TEST_CASE(
     auto inside = std::make_shared<recording_client>();
     k->attach(ws);
     k->attach(inside);
-    auto req =
-        kp::make_message("execute_request", {{"code", "raise ValueError(big)"}}, "client-session");
-    const std::string id = req.msg_id;
-    k->submit(ws, channel::shell, std::move(req));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    const std::string id = submit_and_await(
+        w, *k, ws, channel::shell, request("execute_request", {{"code", "raise ValueError(big)"}}));
     const std::string value = "START" + std::string(100'000, 'e') + "END";
     const nlohmann::json error = {{"ename", "ValueError"},
                                   {"evalue", value},
@@ -619,28 +592,20 @@ nlohmann::json content_of(const kp::message& m) {
 
 }  // namespace
 
-TEST_CASE(
+TEST_CASE_FIXTURE(
+    running_session,
     "a reply lost with a message ZeroMQ dropped is answered with an error once a barrier behind "
     "it is answered") {
-    fake_world w;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<recording_client>();
-    k->attach(client);
-    auto before = kp::make_message("execute_request", {{"code", "raise big"}}, "client-session");
-    const std::string before_id = before.msg_id;
-    k->submit(client, channel::shell, std::move(before));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    const std::string before_id = submit_and_await(
+        w, *k, client, channel::shell, request("execute_request", {{"code", "raise big"}}));
 
     // The kernel's reply was over the limit: ZeroMQ dropped it, the reactor says so.
     w.links.last().on_message_dropped(channel::shell);
     REQUIRE(w.run_until([&] { return !last_kernel_info(w, channel::shell).empty(); }));
     const std::string barrier = last_kernel_info(w, channel::shell);
     // Sent after the barrier, so the kernel answers it after the barrier: not lost.
-    auto after = kp::make_message("execute_request", {{"code", "1"}}, "client-session");
-    const std::string after_id = after.msg_id;
-    k->submit(client, channel::shell, std::move(after));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 2; }));
+    const std::string after_id = submit_and_await(w, *k, client, channel::shell,
+                                                  request("execute_request", {{"code", "1"}}));
     w.settle();
     CHECK(client->got.empty());  // nothing is known lost before the barrier is answered
 
@@ -667,18 +632,12 @@ TEST_CASE(
     CHECK(content_of(*client->got[2].second)["status"] == "ok");
 }
 
-TEST_CASE(
+TEST_CASE_FIXTURE(
+    running_session,
     "after a message dropped on iopub, clients are told, and an idle lost with it is published "
     "once a status of the barrier arrives") {
-    fake_world w;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<recording_client>();
-    k->attach(client);
-    auto req = kp::make_message("execute_request", {{"code", "print(big)"}}, "client-session");
-    const std::string id = req.msg_id;
-    k->submit(client, channel::shell, std::move(req));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    const std::string id = submit_and_await(w, *k, client, channel::shell,
+                                            request("execute_request", {{"code", "print(big)"}}));
     auto& link = w.links.last();
     link.on_message(channel::iopub, from_kernel("status", {{"execution_state", "busy"}}, id));
     link.on_message(channel::shell, from_kernel("execute_reply", {{"status", "ok"}}, id));
@@ -710,16 +669,10 @@ TEST_CASE(
     CHECK(k->model()["execution_state"] == "idle");
 }
 
-TEST_CASE("a request answered before the barrier's reply is not answered again") {
-    fake_world w;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<recording_client>();
-    k->attach(client);
-    auto req = request("inspect_request");
-    const std::string id = req.msg_id;
-    k->submit(client, channel::control, std::move(req));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::control, "inspect_request") == 1; }));
+TEST_CASE_FIXTURE(running_session,
+                  "a request answered before the barrier's reply is not answered again") {
+    const std::string id =
+        submit_and_await(w, *k, client, channel::control, request("inspect_request"));
     auto& link = w.links.last();
     link.on_message_dropped(channel::control);
     REQUIRE(w.run_until([&] { return !last_kernel_info(w, channel::control).empty(); }));
@@ -732,17 +685,11 @@ TEST_CASE("a request answered before the barrier's reply is not answered again")
     CHECK(content_of(*client->got[0].second)["status"] == "ok");
 }
 
-TEST_CASE("a Jupyter client's execution whose reply was lost is recorded as ended in error") {
-    fake_world w;
-    recording_observer observer;
-    w.env.executions = &observer;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<websocket_client>();
-    k->attach(client);
-    k->submit(client, channel::shell,
-              kp::make_message("execute_request", {{"code", "raise big"}}, "client-session"));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+TEST_CASE_FIXTURE(audited_session,
+                  "a Jupyter client's execution whose reply was lost is recorded as ended in "
+                  "error") {
+    submit_and_await(w, *k, client, channel::shell,
+                     request("execute_request", {{"code", "raise big"}}));
     w.links.last().on_message_dropped(channel::shell);
     REQUIRE(w.run_until([&] { return !last_kernel_info(w, channel::shell).empty(); }));
     w.links.last().on_message(channel::shell, from_kernel("kernel_info_reply", {{"status", "ok"}},
@@ -753,12 +700,8 @@ TEST_CASE("a Jupyter client's execution whose reply was lost is recorded as ende
     CHECK(observer.finished_executions[0].status == "error");
 }
 
-TEST_CASE("the code a kernel echoes in execute_input is cut in what clients get") {
-    fake_world w;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<recording_client>();
-    k->attach(client);
+TEST_CASE_FIXTURE(running_session,
+                  "the code a kernel echoes in execute_input is cut in what clients get") {
     const std::string code = "HEAD" + std::string(1 << 20, 'z') + "TAIL";
     w.links.last().on_message(
         channel::iopub,
@@ -773,20 +716,12 @@ TEST_CASE("the code a kernel echoes in execute_input is cut in what clients get"
     CHECK(client->got[0].second->parent_msg_id == "r");
 }
 
-TEST_CASE("an audited execution holds none of its code's memory while it runs") {
+TEST_CASE_FIXTURE(audited_session,
+                  "an audited execution holds none of its code's memory while it runs") {
     // Each execution pending a reply kept the buffer of its code (16 MiB for a 16 MiB cell).
-    fake_world w;
-    recording_observer observer;
-    w.env.executions = &observer;
-    auto k = make_session(w);
-    REQUIRE(start_and_connect(w, *k) == "");
-    auto client = std::make_shared<websocket_client>();
-    k->attach(client);
-    auto req = kp::make_message("execute_request", {{"code", std::string(1 << 20, '#')}},
-                                "client-session");
-    const std::string id = req.msg_id;
-    k->submit(client, channel::shell, std::move(req));
-    REQUIRE(w.run_until([&] { return w.links.count(channel::shell, "execute_request") == 1; }));
+    const std::string id =
+        submit_and_await(w, *k, client, channel::shell,
+                         request("execute_request", {{"code", std::string(1 << 20, '#')}}));
     REQUIRE(observer.started_executions.size() == 1);
     CHECK(observer.started_executions[0].code.size() == (1u << 20));  // recorded whole
     w.links.last().on_message(channel::shell, from_kernel("execute_reply", {{"status", "ok"}}, id));
