@@ -70,6 +70,15 @@ kernel_record unsandboxed_record(const temp_dir& dir) {
     return r;
 }
 
+// A fake world whose sessions keep their records in a store of their own, under `dir`.
+struct world_with_records {
+    fake_world w;
+    temp_dir dir;
+    kernel_record_store store{dir.path / "state", {}};
+
+    world_with_records() { w.env.records = &store; }
+};
+
 // An 8 KiB tmpfs at dir with its state directory, then filled: the next record written there
 // fails with ENOSPC. False (the test is skipped) without root.
 bool mount_full_disk(const temp_dir& dir) {
@@ -225,11 +234,8 @@ TEST_CASE("a record names its process only while pid, start time and uid still m
     CHECK(kernel_record_store::still_running(gone).find("has exited") != std::string::npos);
 }
 
-TEST_CASE("an adopted kernel runs once its link answers, and its record follows it") {
-    fake_world w;
-    temp_dir dir;
-    kernel_record_store store(dir.path / "state", {});
-    w.env.records = &store;
+TEST_CASE_FIXTURE(world_with_records,
+                  "an adopted kernel runs once its link answers, and its record follows it") {
     auto r = unsandboxed_record(dir);
     w.processes.adoptable.insert(r.pid);
 
@@ -262,12 +268,9 @@ TEST_CASE("an adopted kernel runs once its link answers, and its record follows 
     CHECK_FALSE(fs::exists(r.runtime_dir));  // taken over, so removed with the kernel
 }
 
-TEST_CASE(
+TEST_CASE_FIXTURE(
+    world_with_records,
     "an adopted kernel keeps its session; replies to requests from before reach their client") {
-    fake_world w;
-    temp_dir dir;
-    kernel_record_store store(dir.path / "state", {});
-    w.env.records = &store;
     auto r = unsandboxed_record(dir);
     w.processes.adoptable.insert(r.pid);
 
@@ -371,11 +374,8 @@ TEST_CASE(
     REQUIRE(w.run_until([&] { return gone; }));
 }
 
-TEST_CASE("a record whose process cannot be adopted ends the kernel as dead, saying why") {
-    fake_world w;
-    temp_dir dir;
-    kernel_record_store store(dir.path / "state", {});
-    w.env.records = &store;
+TEST_CASE_FIXTURE(world_with_records,
+                  "a record whose process cannot be adopted ends the kernel as dead, saying why") {
     auto r = unsandboxed_record(dir);
     CHECK(store.save(r) == "");
     // not in w.processes.adoptable: the supervisor finds it gone
