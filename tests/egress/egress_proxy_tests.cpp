@@ -66,6 +66,10 @@ public:
         for (auto& t : serving_) t.join();
     }
     std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+    // Where a rule or a request names it: "127.0.0.1:PORT".
+    std::string authority() const {
+        return acceptor_.local_endpoint().address().to_string() + ":" + std::to_string(port());
+    }
     int accepted() const { return accepted_.load(); }
     std::string received() {
         std::lock_guard lock(mutex_);
@@ -262,11 +266,37 @@ private:
     std::vector<connection_record> records_;
 };
 
+std::string connect_request(std::string_view authority) {
+    return "CONNECT " + std::string(authority) + " HTTP/1.1\r\nHost: " + std::string(authority) +
+           "\r\n\r\n";
+}
+
+// A plain-HTTP request's head as a kernel sends it to the proxy: `path` on `authority` in
+// absolute form, its Host, then `headers` (each ending in CRLF).
+std::string request_head(std::string_view method, std::string_view authority, std::string_view path,
+                         std::string_view headers = "") {
+    return std::string(method) + " http://" + std::string(authority) + std::string(path) +
+           " HTTP/1.1\r\nHost: " + std::string(authority) + "\r\n" + std::string(headers) + "\r\n";
+}
+
+// Polls `done` until it holds, for 10 s at the most (a guard against a hang, not a timing);
+// whether it holds.
+bool wait_for(const std::function<bool()>& done) {
+    for (int i = 0; i < 200 && !done(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return done();
+}
+
 // A kernel's side: a blocking client of the proxy.
 class client {
 public:
     explicit client(std::uint16_t proxy_port) { socket_.connect({loopback, proxy_port}); }
     void send(std::string_view text) { asio::write(socket_, asio::buffer(text)); }
+    // Asks for a tunnel to `authority`, which the proxy is to open.
+    void open_tunnel(std::string_view authority) {
+        send(connect_request(authority));
+        CHECK(head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    }
     // Up to the end of the answer's head.
     std::string head() {
         std::string out;
@@ -278,6 +308,11 @@ public:
             out += c;
         }
         return out;
+    }
+    // Through a tunnel to an echo: `text` comes back.
+    void check_echo(std::string_view text) {
+        send(text);
+        CHECK(read_exactly(text.size()) == text);
     }
     std::string read_exactly(std::size_t n) {
         std::string out(n, '\0');
@@ -299,23 +334,22 @@ public:
         error_code ignored;
         socket_.shutdown(tcp::socket::shutdown_send, ignored);
     }
+    // Ends its side, then reads what comes until the other side ends too.
+    std::string finish() {
+        shutdown_send();
+        return read_to_end();
+    }
     // A refusal's whole answer. The client ends its side first, so that a tunnel opened by
     // mistake ends too (the echo closes) and the test fails instead of hanging.
     std::string answer() {
         auto out = head();
-        shutdown_send();
-        return out + read_to_end();
+        return out + finish();
     }
 
 private:
     asio::io_context ioc_;
     tcp::socket socket_{ioc_};
 };
-
-std::string connect_request(std::string_view authority) {
-    return "CONNECT " + std::string(authority) + " HTTP/1.1\r\nHost: " + std::string(authority) +
-           "\r\n\r\n";
-}
 
 egress_proxy::resolve_fn resolve_to(std::vector<std::string> addresses) {
     return [addresses](std::string) -> asio::awaitable<egress_proxy::resolved> {
@@ -329,17 +363,13 @@ egress_proxy::resolve_fn resolve_to(std::vector<std::string> addresses) {
 
 TEST_CASE("a CONNECT to an allowed loopback address tunnels bytes both ways and is recorded") {
     loopback_server echo(loopback_server::mode::echo);
-    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    const auto where = echo.authority();
     proxy_harness proxy({where});
     client kernel(proxy.port());
-    kernel.send(connect_request(where));
-    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
-    kernel.send("ping");
-    CHECK(kernel.read_exactly(4) == "ping");
-    kernel.send("pong!");
-    CHECK(kernel.read_exactly(5) == "pong!");
-    kernel.shutdown_send();
-    CHECK(kernel.read_to_end() == "");
+    kernel.open_tunnel(where);
+    kernel.check_echo("ping");
+    kernel.check_echo("pong!");
+    CHECK(kernel.finish() == "");
     const auto r = proxy.record();
     CHECK(r.allowed);
     CHECK(r.who.kernel_id == "kernel-1");
@@ -356,26 +386,22 @@ TEST_CASE("a CONNECT to an allowed loopback address tunnels bytes both ways and 
 
 TEST_CASE("the proxy counts its connections by decision and its bytes each way, as they go") {
     loopback_server echo(loopback_server::mode::echo);
-    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    const auto where = echo.authority();
     proxy_harness proxy({where});
     CHECK(proxy.activity().open == 0);
     {
         client kernel(proxy.port());
-        kernel.send(connect_request(where));
-        CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
-        kernel.send("0123456789");
-        CHECK(kernel.read_exactly(10) == "0123456789");
+        kernel.open_tunnel(where);
+        kernel.check_echo("0123456789");
         // Counted while the tunnel is open: a long download shows before it ends. (The
         // count follows the write the client has seen, on the proxy's thread.)
-        for (int i = 0; i < 200 && proxy.activity().bytes_down < 10; ++i)
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a guard, not a timing
+        wait_for([&] { return proxy.activity().bytes_down >= 10; });
         const auto live = proxy.activity();
         CHECK(live.open == 1);
         CHECK(live.allowed == 0);
         CHECK(live.bytes_up == 10);
         CHECK(live.bytes_down == 10);
-        kernel.shutdown_send();
-        kernel.read_to_end();
+        kernel.finish();
     }
     proxy.record(1);
     {
@@ -460,12 +486,9 @@ TEST_CASE("the proxy connects only to the resolved addresses that pass") {
     proxy_harness proxy({"files.test:" + port, "127.0.0.1:" + port}, {},
                         resolve_to({"127.0.0.2", "::1", "127.0.0.1"}));
     client kernel(proxy.port());
-    kernel.send(connect_request("files.test:" + port));
-    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
-    kernel.send("x");
-    CHECK(kernel.read_exactly(1) == "x");
-    kernel.shutdown_send();
-    kernel.read_to_end();
+    kernel.open_tunnel("files.test:" + port);
+    kernel.check_echo("x");
+    kernel.finish();
     const auto r = proxy.record();
     CHECK(r.allowed);
     CHECK(r.address == "127.0.0.1");
@@ -479,12 +502,9 @@ TEST_CASE("the proxy's own resolver resolves localhost, and only its allowed add
     const auto port = std::to_string(echo.port());
     proxy_harness proxy({"localhost:" + port, "127.0.0.1:" + port});
     client kernel(proxy.port());
-    kernel.send(connect_request("localhost:" + port));
-    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
-    kernel.send("x");
-    CHECK(kernel.read_exactly(1) == "x");
-    kernel.shutdown_send();
-    kernel.read_to_end();
+    kernel.open_tunnel("localhost:" + port);
+    kernel.check_echo("x");
+    kernel.finish();
     const auto r = proxy.record();
     CHECK(r.allowed);
     CHECK(r.address == "127.0.0.1");  // ::1, if localhost names it too, has no rule
@@ -500,11 +520,11 @@ TEST_CASE("a name that does not resolve is answered 502") {
 
 TEST_CASE("a plain-HTTP request is forwarded in origin form and its answer relayed") {
     loopback_server server(loopback_server::mode::http);
-    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    const auto where = server.authority();
     proxy_harness proxy({where});
     client kernel(proxy.port());
-    kernel.send("GET http://" + where + "/simple/?q=1 HTTP/1.1\r\nHost: " + where +
-                "\r\nProxy-Connection: keep-alive\r\nX-Other: 1\r\n\r\n");
+    kernel.send(request_head("GET", where, "/simple/?q=1",
+                             "Proxy-Connection: keep-alive\r\nX-Other: 1\r\n"));
     const auto answer = kernel.head();
     CHECK(answer == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n");
     CHECK(kernel.read_to_end() == "hello");
@@ -522,10 +542,10 @@ TEST_CASE("a plain-HTTP answer larger than Beast's default body limit is relayed
     // The answer's body is streamed, never held: its length is no limit (it was a 502 for
     // anything past 8 MB).
     loopback_server server(loopback_server::mode::large);
-    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    const auto where = server.authority();
     proxy_harness proxy({where});
     client kernel(proxy.port());
-    kernel.send("GET http://" + where + "/big HTTP/1.1\r\nHost: " + where + "\r\n\r\n");
+    kernel.send(request_head("GET", where, "/big"));
     const auto answer = kernel.head();
     CHECK(answer.starts_with("HTTP/1.1 200 OK\r\n"));
     CHECK(kernel.read_to_end().size() == loopback_server::large_body);
@@ -534,11 +554,11 @@ TEST_CASE("a plain-HTTP answer larger than Beast's default body limit is relayed
 
 TEST_CASE("a chunked request body is forwarded with its length") {
     loopback_server server(loopback_server::mode::http);
-    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    const auto where = server.authority();
     proxy_harness proxy({where});
     client kernel(proxy.port());
-    kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
-                "\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+    kernel.send(request_head("POST", where, "/up", "Transfer-Encoding: chunked\r\n") +
+                "5\r\nhello\r\n0\r\n\r\n");
     kernel.head();
     kernel.read_to_end();
     proxy.record();
@@ -549,12 +569,12 @@ TEST_CASE("a chunked request body is forwarded with its length") {
 TEST_CASE("a plain-HTTP request body of 50 MiB is streamed to the destination whole") {
     // It was held whole, up to 1 MiB: anything longer was a 413.
     loopback_server server(loopback_server::mode::consume);
-    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    const auto where = server.authority();
     proxy_harness proxy({where});
     client kernel(proxy.port());
     constexpr std::size_t size = 50u << 20;
-    kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
-                "\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n");
+    kernel.send(
+        request_head("POST", where, "/up", "Content-Length: " + std::to_string(size) + "\r\n"));
     const std::string mib(1u << 20, 'x');
     for (std::size_t sent = 0; sent < size; sent += mib.size()) kernel.send(mib);
     CHECK(kernel.head().starts_with("HTTP/1.1 200 OK\r\n"));
@@ -569,13 +589,10 @@ TEST_CASE("a plain-HTTP request body of 50 MiB is streamed to the destination wh
 
 TEST_CASE("a chunked body longer than the hold is sent on chunked, as it comes, whole") {
     loopback_server server(loopback_server::mode::consume);
-    const auto where = "127.0.0.1:" + std::to_string(server.port());
-    proxy_settings settings;
-    settings.chunked_hold = 1000;
-    proxy_harness proxy({where}, settings);
+    const auto where = server.authority();
+    proxy_harness proxy({where}, {.chunked_hold = 1000});
     client kernel(proxy.port());
-    kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
-                "\r\nTransfer-Encoding: chunked\r\n\r\n");
+    kernel.send(request_head("POST", where, "/up", "Transfer-Encoding: chunked\r\n"));
     // 300 chunks of 999 bytes, one with an extension, then a trailer the proxy does not pass.
     for (int i = 0; i < 300; ++i)
         kernel.send(std::string(i == 7 ? "3e7;name=value" : "3e7") + "\r\n" +
@@ -593,18 +610,17 @@ TEST_CASE("a chunked body longer than the hold is sent on chunked, as it comes, 
 
 TEST_CASE("a Content-Length that lies: the destination never gets more, or a part as a whole") {
     loopback_server server(loopback_server::mode::consume);
-    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    const auto where = server.authority();
     proxy_harness proxy({where});
     {
         // More bytes than it says: those past the length are never sent on.
         client kernel(proxy.port());
-        kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
-                    "\r\nContent-Length: 5\r\n\r\nxxxxxGET /smuggled HTTP/1.1\r\n\r\n");
+        kernel.send(request_head("POST", where, "/up", "Content-Length: 5\r\n") +
+                    "xxxxxGET /smuggled HTTP/1.1\r\n\r\n");
         CHECK(kernel.head().starts_with("HTTP/1.1 200 OK\r\n"));
         CHECK(kernel.read_to_end() == "got 5");
         proxy.record(1);
-        for (int i = 0; i < 100 && server.received().find("|after:") == std::string::npos; ++i)
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a guard, not a timing
+        wait_for([&] { return server.received().find("|after:") != std::string::npos; });
         const auto got = server.received();
         CHECK(got.find("body 5 complete|after:") != std::string::npos);
         CHECK(got.find("smuggled") == std::string::npos);
@@ -613,46 +629,40 @@ TEST_CASE("a Content-Length that lies: the destination never gets more, or a par
         // Fewer, then the client ends its side: the destination's connection is closed
         // before the length is reached, and the client gets no answer.
         client kernel(proxy.port());
-        kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
-                    "\r\nContent-Length: 100000\r\n\r\n" + std::string(50000, 'x'));
-        kernel.shutdown_send();
-        CHECK(kernel.read_to_end() == "");
+        kernel.send(request_head("POST", where, "/up", "Content-Length: 100000\r\n") +
+                    std::string(50000, 'x'));
+        CHECK(kernel.finish() == "");
         const auto r = proxy.record(2);
         CHECK(r.rule == "bad request");
         CHECK(r.reason.find("ended early, after 50000 bytes") != std::string::npos);
         CHECK(r.status == 0);
     }
-    for (int i = 0; i < 100 && server.seen().find("body 50000 error") == std::string::npos; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a guard, not a timing
+    wait_for([&] { return server.seen().find("body 50000 error") != std::string::npos; });
     CHECK_MESSAGE(server.seen().find("body 50000 error") != std::string::npos, server.seen());
 }
 
 TEST_CASE("a client closing mid-body ends the destination's connection too, and is recorded") {
     loopback_server server(loopback_server::mode::consume);
-    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    const auto where = server.authority();
     proxy_harness proxy({where});
     {
         client kernel(proxy.port());
-        kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
-                    "\r\nContent-Length: 10000000\r\n\r\n" + std::string(200000, 'x'));
+        kernel.send(request_head("POST", where, "/up", "Content-Length: 10000000\r\n") +
+                    std::string(200000, 'x'));
     }  // closed whole, mid-body
     const auto r = proxy.record();
     CHECK(r.reason.find("ended early") != std::string::npos);
     CHECK(r.allowed);
-    for (int i = 0; i < 100 && server.seen().find(" error: ") == std::string::npos; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a guard, not a timing
+    wait_for([&] { return server.seen().find(" error: ") != std::string::npos; });
     CHECK(server.seen().find("Content-Length: 10000000") != std::string::npos);
     CHECK(server.seen().find(" error: ") != std::string::npos);
 }
 
 TEST_CASE("chunked bodies with bad sizes are refused with a 400, and never sent on whole") {
     loopback_server server(loopback_server::mode::consume);
-    const auto where = "127.0.0.1:" + std::to_string(server.port());
-    proxy_settings settings;
-    settings.chunked_hold = 64;
-    proxy_harness proxy({where}, settings);
-    const std::string head = "POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
-                             "\r\nTransfer-Encoding: chunked\r\n\r\n";
+    const auto where = server.authority();
+    proxy_harness proxy({where}, {.chunked_hold = 64});
+    const std::string head = request_head("POST", where, "/up", "Transfer-Encoding: chunked\r\n");
     std::size_t n = 0;
     // Within the hold: refused before anything is sent on.
     for (const std::string body : {"zz\r\nxx\r\n0\r\n\r\n", "-5\r\nxxxxx\r\n0\r\n\r\n",
@@ -673,15 +683,13 @@ TEST_CASE("chunked bodies with bad sizes are refused with a 400, and never sent 
     // connection is closed without the last chunk, and the client gets its 400.
     client kernel(proxy.port());
     kernel.send(head + "64\r\n" + std::string(100, 'x') + "\r\n");
-    for (int i = 0; i < 200 && server.seen().find("chunked") == std::string::npos; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a guard, not a timing
+    wait_for([&] { return server.seen().find("chunked") != std::string::npos; });
     REQUIRE(server.seen().find("Transfer-Encoding: chunked") != std::string::npos);
     kernel.send("zz\r\n");
     const auto answer = kernel.answer();
     CHECK(answer.starts_with("HTTP/1.1 400 Bad Request\r\n"));
     CHECK(proxy.record(++n).status == 400);
-    for (int i = 0; i < 100 && server.seen().find("body 100 error") == std::string::npos; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a guard, not a timing
+    wait_for([&] { return server.seen().find("body 100 error") != std::string::npos; });
     CHECK_MESSAGE(server.seen().find("body 100 error") != std::string::npos, server.seen());
 }
 
@@ -689,17 +697,15 @@ TEST_CASE("a request expecting 100-continue gets its 100 first, then its body go
     // The proxy dropped the expectation and waited for the body, which curl holds back for
     // a second (this client forever): the idle timeout here only keeps a failure from hanging.
     loopback_server server(loopback_server::mode::consume);
-    const auto where = "127.0.0.1:" + std::to_string(server.port());
-    proxy_settings settings;
-    settings.idle_timeout = std::chrono::seconds(5);
-    proxy_harness proxy({where}, settings);
+    const auto where = server.authority();
+    proxy_harness proxy({where}, {.idle_timeout = std::chrono::seconds(5)});
     for (const bool chunked : {false, true}) {
         CAPTURE(chunked);
         client kernel(proxy.port());
-        kernel.send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
-                    "\r\nExpect: 100-continue\r\n" +
-                    (chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: 200000\r\n") +
-                    "\r\n");
+        kernel.send(request_head(
+            "POST", where, "/up",
+            std::string("Expect: 100-continue\r\n") +
+                (chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: 200000\r\n")));
         REQUIRE(kernel.head() == "HTTP/1.1 100 Continue\r\n\r\n");
         const std::string body(200000, 'x');
         kernel.send(chunked ? "30d40\r\n" + body + "\r\n0\r\n\r\n" : body);
@@ -717,21 +723,16 @@ TEST_CASE("a request expecting 100-continue gets its 100 first, then its body go
 TEST_CASE("a refused request expecting 100-continue gets its final answer, its body unread") {
     loopback_server server(loopback_server::mode::consume);
     const auto port = server.port();
-    const auto where = "127.0.0.1:" + std::to_string(port);
-    proxy_settings settings;
-    settings.idle_timeout = std::chrono::seconds(5);
-    proxy_harness proxy({where}, settings);
+    const auto where = server.authority();
+    proxy_harness proxy({where}, {.idle_timeout = std::chrono::seconds(5)});
     std::size_t n = 0;
     for (const auto& [request, status] : std::vector<std::pair<std::string, std::string>>{
              // A port no rule allows: 403, without a 100 before it.
-             {"POST http://127.0.0.1:" + std::to_string(port == 65535 ? 1 : port + 1) +
-                  "/up HTTP/1.1\r\nHost: 127.0.0.1:" +
-                  std::to_string(port == 65535 ? 1 : port + 1) +
-                  "\r\nExpect: 100-continue\r\nContent-Length: 200000\r\n\r\n",
+             {request_head("POST", "127.0.0.1:" + std::to_string(port == 65535 ? 1 : port + 1),
+                           "/up", "Expect: 100-continue\r\nContent-Length: 200000\r\n"),
               "HTTP/1.1 403 Forbidden\r\n"},
              // An expectation the proxy cannot meet: 417, before any connection.
-             {"POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
-                  "\r\nExpect: 200-ok\r\nContent-Length: 200000\r\n\r\n",
+             {request_head("POST", where, "/up", "Expect: 200-ok\r\nContent-Length: 200000\r\n"),
               "HTTP/1.1 417 Expectation Failed\r\n"},
          }) {
         CAPTURE(request);
@@ -750,11 +751,10 @@ TEST_CASE("a refused request expecting 100-continue gets its final answer, its b
 
 TEST_CASE("a second request pipelined behind the first is never forwarded") {
     loopback_server server(loopback_server::mode::http);
-    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    const auto where = server.authority();
     proxy_harness proxy({where});
     client kernel(proxy.port());
-    kernel.send("GET http://" + where + "/one HTTP/1.1\r\nHost: " + where + "\r\n\r\n" +
-                "GET http://" + where + "/two HTTP/1.1\r\nHost: " + where + "\r\n\r\n");
+    kernel.send(request_head("GET", where, "/one") + request_head("GET", where, "/two"));
     kernel.head();
     kernel.read_to_end();
     proxy.record();
@@ -765,14 +765,14 @@ TEST_CASE("a second request pipelined behind the first is never forwarded") {
 
 TEST_CASE("ambiguous or malformed plain-HTTP requests are refused before any connection") {
     loopback_server server(loopback_server::mode::http);
-    const auto where = "127.0.0.1:" + std::to_string(server.port());
+    const auto where = server.authority();
     proxy_harness proxy({where});
     std::size_t n = 0;
     for (const auto& request : {
-             "POST http://" + where + "/ HTTP/1.1\r\nHost: " + where +
-                 "\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-             "POST http://" + where + "/ HTTP/1.1\r\nHost: " + where +
-                 "\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+             request_head("POST", where, "/",
+                          "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n") +
+                 "0\r\n\r\n",
+             request_head("POST", where, "/", "Transfer-Encoding: gzip, chunked\r\n"),
              "GET / HTTP/1.1\r\nHost: " + where + "\r\n\r\n",
              "GET http://" + where + "/ HTTP/1.1\r\nHost: evil.test\r\n\r\n",
              "GET http://" + where + "/ HTTP/1.1\r\n\r\n",
@@ -792,15 +792,11 @@ TEST_CASE("ambiguous or malformed plain-HTTP requests are refused before any con
 
 TEST_CASE("a connection past the proxy's cap is answered 429 and recorded") {
     loopback_server echo(loopback_server::mode::echo);
-    const auto where = "127.0.0.1:" + std::to_string(echo.port());
-    proxy_settings settings;
-    settings.max_connections = 1;
-    proxy_harness proxy({where}, settings);
+    const auto where = echo.authority();
+    proxy_harness proxy({where}, {.max_connections = 1});
     client first(proxy.port());
-    first.send(connect_request(where));
-    CHECK(first.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
-    first.send("x");  // through the echo: its server has counted the connection by now
-    CHECK(first.read_exactly(1) == "x");
+    first.open_tunnel(where);
+    first.check_echo("x");  // through the echo: its server has counted the connection by now
     client second(proxy.port());
     second.send(connect_request(where));
     const auto answer = second.answer();
@@ -809,26 +805,21 @@ TEST_CASE("a connection past the proxy's cap is answered 429 and recorded") {
     const auto r = proxy.record();
     CHECK(r.rule == "connection limit");
     CHECK(echo.accepted() == 1);
-    first.shutdown_send();
-    first.read_to_end();
+    first.finish();
 }
 
 TEST_CASE("a tunnel under a rate cap still carries every byte") {
     loopback_server echo(loopback_server::mode::echo);
-    const auto where = "127.0.0.1:" + std::to_string(echo.port());
-    proxy_settings settings;
-    settings.bytes_per_second = 256 * 1024;
-    proxy_harness proxy({where}, settings);
+    const auto where = echo.authority();
+    proxy_harness proxy({where}, {.bytes_per_second = 256 * 1024});
     client kernel(proxy.port());
-    kernel.send(connect_request(where));
-    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    kernel.open_tunnel(where);
     std::string data(100 * 1000, 'x');
     for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i % 26);
     std::thread writer([&] { kernel.send(data); });
     CHECK(kernel.read_exactly(data.size()) == data);
     writer.join();
-    kernel.shutdown_send();
-    kernel.read_to_end();
+    kernel.finish();
     const auto r = proxy.record();
     CHECK(r.bytes_up == data.size());
     CHECK(r.bytes_down == data.size());
@@ -836,15 +827,12 @@ TEST_CASE("a tunnel under a rate cap still carries every byte") {
 
 TEST_CASE("stop ends every open tunnel, and each is recorded") {
     loopback_server echo(loopback_server::mode::echo);
-    const auto where = "127.0.0.1:" + std::to_string(echo.port());
-    proxy_settings settings;
-    settings.idle_timeout = std::chrono::seconds(15);  // a stop() that did nothing: fails, no hang
-    proxy_harness proxy({where}, settings);
+    const auto where = echo.authority();
+    // a stop() that did nothing: fails, no hang
+    proxy_harness proxy({where}, {.idle_timeout = std::chrono::seconds(15)});
     client kernel(proxy.port());
-    kernel.send(connect_request(where));
-    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
-    kernel.send("x");
-    CHECK(kernel.read_exactly(1) == "x");
+    kernel.open_tunnel(where);
+    kernel.check_echo("x");
     proxy.stop_proxy();
     CHECK(kernel.read_to_end() == "");  // closed by the proxy, not by the client
     const auto r = proxy.record();
@@ -855,13 +843,10 @@ TEST_CASE("stop ends every open tunnel, and each is recorded") {
 
 TEST_CASE("a tunnel idle past the idle timeout is closed and recorded") {
     loopback_server echo(loopback_server::mode::echo);
-    const auto where = "127.0.0.1:" + std::to_string(echo.port());
-    proxy_settings settings;
-    settings.idle_timeout = std::chrono::milliseconds(50);
-    proxy_harness proxy({where}, settings);
+    const auto where = echo.authority();
+    proxy_harness proxy({where}, {.idle_timeout = std::chrono::milliseconds(50)});
     client kernel(proxy.port());
-    kernel.send(connect_request(where));
-    CHECK(kernel.head() == "HTTP/1.1 200 Connection established\r\n\r\n");
+    kernel.open_tunnel(where);
     CHECK(kernel.read_to_end() == "");  // nothing sent either way: the proxy closes it
     CHECK(proxy.record().ended == "idle");
 }
@@ -946,7 +931,7 @@ TEST_CASE("a process whose namespace holds only lo reaches a host server through
     const int listener_fd = std::get<callisto::unique_fd>(listener).release();
 
     loopback_server echo(loopback_server::mode::echo);
-    const auto where = "127.0.0.1:" + std::to_string(echo.port());
+    const auto where = echo.authority();
     proxy_harness proxy({where}, {}, {}, listener_fd);
     const std::uint16_t both[2] = {proxy.port(), echo.port()};
     REQUIRE(::write(ports[1], both, sizeof both) == sizeof both);
