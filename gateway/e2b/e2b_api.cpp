@@ -21,6 +21,7 @@
 #include "gateway/e2b/process_rpc.hpp"
 #include "gateway/e2b/process_stream.hpp"
 #include "gateway/e2b/sandbox_process.hpp"
+#include "gateway/e2b/stream_keepalive.hpp"
 #include "gateway/e2b/watch_rpc.hpp"
 #include "gateway/http/beast.hpp"
 #include "gateway/http/content_headers.hpp"
@@ -425,42 +426,6 @@ http_response stream_refusal(connect_code code, std::string_view message) {
     res.prepare_payload();
     return res;
 }
-
-// A keepalive frame every `every` on a quiet stream, until stop().
-class stream_keepalive : public std::enable_shared_from_this<stream_keepalive> {
-public:
-    stream_keepalive(boost::asio::io_context& ioc, std::shared_ptr<ndjson_stream> out,
-                     std::chrono::milliseconds every, std::string frame)
-        : timer_(boost::asio::make_strand(ioc)),
-          out_(std::move(out)),
-          every_(every),
-          frame_(std::move(frame)) {}
-    void start() {
-        boost::asio::post(timer_.get_executor(), [self = shared_from_this()] { self->arm(); });
-    }
-    void stop() {
-        boost::asio::post(timer_.get_executor(), [self = shared_from_this()] {
-            self->done_ = true;
-            self->timer_.cancel();
-        });
-    }
-
-private:
-    void arm() {
-        if (done_) return;
-        timer_.expires_after(every_);
-        timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-            if (ec || self->done_) return;
-            self->out_->write_bytes(self->frame_);
-            self->arm();
-        });
-    }
-    boost::asio::steady_timer timer_;
-    std::shared_ptr<ndjson_stream> out_;
-    const std::chrono::milliseconds every_;
-    const std::string frame_;
-    bool done_ = false;  // the timer's strand
-};
 
 bool is_connect_json(const http_request& req) {
     const auto type = req[http::field::content_type];

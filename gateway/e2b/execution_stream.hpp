@@ -8,8 +8,8 @@
 #include <memory>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
+#include "gateway/e2b/stream_keepalive.hpp"
 #include "gateway/http/ndjson_stream.hpp"
 #include "gateway/interpreter/execution.hpp"
 
@@ -26,12 +26,8 @@ public:
                 std::function<void()> interrupt);
 
 private:
-    void arm_keepalive();
-
     std::shared_ptr<ndjson_stream> out_;
-    boost::asio::steady_timer keepalive_;  // on a strand of its own
-    bool done_ = false;                    // that strand's
-    const std::chrono::milliseconds keepalive_every_;
+    std::shared_ptr<stream_keepalive> keepalive_;
 };
 
 }  // namespace callisto::gateway::e2b

@@ -10,9 +10,9 @@
 #include <memory>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "gateway/e2b/sandbox_process.hpp"
+#include "gateway/e2b/stream_keepalive.hpp"
 #include "gateway/http/ndjson_stream.hpp"
 
 namespace callisto::gateway::e2b {
@@ -28,12 +28,9 @@ public:
 
 private:
     void on_event(const process_event& event);
-    void arm_keepalive();
 
     std::shared_ptr<ndjson_stream> out_;
-    boost::asio::steady_timer keepalive_;  // on a strand of its own
-    bool done_ = false;                    // that strand's
-    const std::chrono::milliseconds keepalive_every_;
+    std::shared_ptr<stream_keepalive> keepalive_;
 };
 
 }  // namespace callisto::gateway::e2b
