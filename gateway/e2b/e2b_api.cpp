@@ -455,17 +455,39 @@ std::optional<std::string> streamed_request_message(const http_request& req,
     return message;
 }
 
+// A server-streaming method's request, its message parsed by `parse(message, code, error)`
+// (one of the parse_ functions of *_rpc.hpp). Nullopt once `respond` has had the refusal.
+template <typename Parse>
+auto streamed_request(const http_request& req, const respond_fn& respond, Parse parse)
+    -> decltype(parse(std::string_view(), std::declval<connect_code&>(),
+                      std::declval<std::string&>())) {
+    auto message = streamed_request_message(req, respond);
+    if (!message) return std::nullopt;
+    connect_code code = connect_code::invalid_argument;
+    std::string error;
+    auto request = parse(*message, code, error);
+    if (!request) respond(stream_refusal(code, error));
+    return request;
+}
+
+// A unary method's request, its JSON body parsed by `parse` as above. Nullopt once `in` has
+// had Connect's error.
+template <typename Parse>
+auto unary_request(const incoming_request& in, Parse parse) {
+    connect_code code = connect_code::invalid_argument;
+    std::string error;
+    auto request = parse(in.req.body(), code, error);
+    if (!request) in.respond(connect_error(code, error));
+    return request;
+}
+
 }  // namespace
 
 void e2b_api::watch_dir(incoming_request in, const std::filesystem::path& workdir,
                         const interpreter::take_stream_fn& take_stream) {
     auto& respond = in.respond;
-    auto message = streamed_request_message(in.req, respond);
-    if (!message) return;
-    connect_code code = connect_code::invalid_argument;
-    std::string error;
-    auto request = parse_watch_dir(*message, code, error);
-    if (!request) return respond(stream_refusal(code, error));
+    auto request = streamed_request(in.req, respond, parse_watch_dir);
+    if (!request) return;
     auto opened = directory_watch::open(ioc_, workdir, *request);
     if (auto* refused = std::get_if<envd_error>(&opened))
         return respond(stream_refusal(refused->code, refused->message));
@@ -612,12 +634,11 @@ void e2b_api::call_process(incoming_request in, const interpreter::take_stream_f
 void e2b_api::start_process(incoming_request in, const sandbox_record& box,
                             const interpreter::take_stream_fn& take_stream) {
     auto& respond = in.respond;
-    auto message = streamed_request_message(in.req, respond);
-    if (!message) return;
-    connect_code code = connect_code::invalid_argument;
-    std::string error;
-    auto start = parse_process_start(*message, settings_.limits.env, code, error);
-    if (!start) return respond(stream_refusal(code, error));
+    auto start = streamed_request(
+        in.req, respond, [&](std::string_view message, connect_code& code, std::string& error) {
+            return parse_process_start(message, settings_.limits.env, code, error);
+        });
+    if (!start) return;
     auto context = context_of(box, box.default_context);
     const pid_t kernel_pid = context ? context->kernel_pid() : 0;
     if (kernel_pid <= 0)
@@ -664,12 +685,8 @@ void e2b_api::start_process(incoming_request in, const sandbox_record& box,
 void e2b_api::connect_process(incoming_request in, const sandbox_record& box,
                               const interpreter::take_stream_fn& take_stream) {
     auto& respond = in.respond;
-    auto message = streamed_request_message(in.req, respond);
-    if (!message) return;
-    connect_code code = connect_code::invalid_argument;
-    std::string error;
-    auto selector = parse_selector_request(*message, code, error);
-    if (!selector) return respond(stream_refusal(code, error));
+    auto selector = streamed_request(in.req, respond, parse_selector_request);
+    if (!selector) return;
     auto process = processes_.find(box.id, *selector);
     if (!process) {
         const auto res = no_such_process(*selector);
@@ -708,22 +725,20 @@ void e2b_api::list_processes(incoming_request in, const sandbox_record& box) {
 }
 
 void e2b_api::send_input(incoming_request in, const sandbox_record& box) {
-    connect_code code = connect_code::invalid_argument;
-    std::string error;
-    auto request = parse_send_input(in.req.body(), code, error);
-    if (!request) return in.respond(connect_error(code, error));
+    auto request = unary_request(in, parse_send_input);
+    if (!request) return;
     auto process = processes_.find(box.id, request->process);
     if (!process) return in.respond(no_such_process(request->process));
+    connect_code code = connect_code::invalid_argument;
+    std::string error;
     if (!process->write_stdin(request->bytes, code, error))
         return in.respond(connect_error(code, error));
     in.respond(empty_message());
 }
 
 void e2b_api::send_signal(incoming_request in, const sandbox_record& box) {
-    connect_code code = connect_code::invalid_argument;
-    std::string error;
-    auto request = parse_send_signal(in.req.body(), code, error);
-    if (!request) return in.respond(connect_error(code, error));
+    auto request = unary_request(in, parse_send_signal);
+    if (!request) return;
     auto process = processes_.find(box.id, request->process);
     if (!process || !process->signal(request->signal))
         return in.respond(no_such_process(request->process));
@@ -731,10 +746,8 @@ void e2b_api::send_signal(incoming_request in, const sandbox_record& box) {
 }
 
 void e2b_api::close_stdin(incoming_request in, const sandbox_record& box) {
-    connect_code code = connect_code::invalid_argument;
-    std::string error;
-    auto selector = parse_selector_request(in.req.body(), code, error);
-    if (!selector) return in.respond(connect_error(code, error));
+    auto selector = unary_request(in, parse_selector_request);
+    if (!selector) return;
     auto process = processes_.find(box.id, *selector);
     if (!process) return in.respond(no_such_process(*selector));
     process->close_stdin();

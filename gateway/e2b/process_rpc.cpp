@@ -85,6 +85,22 @@ std::optional<process_selector> selector_of(const json& msg, const refusal& refu
     return out;
 }
 
+// A request about one process (Connect, CloseStdin, SendSignal, SendInput): its message, an
+// object, and the process it names.
+struct process_request {
+    json msg;
+    process_selector selector;
+};
+
+std::optional<process_request> parse_process_request(std::string_view message,
+                                                     const refusal& refuse) {
+    auto msg = parse_object(message, refuse);
+    if (!msg) return std::nullopt;
+    auto selector = selector_of(*msg, refuse);
+    if (!selector) return std::nullopt;
+    return process_request{std::move(*msg), std::move(*selector)};
+}
+
 }  // namespace
 
 std::optional<process_start> parse_process_start(std::string_view message,
@@ -145,22 +161,19 @@ std::optional<process_start> parse_process_start(std::string_view message,
 
 std::optional<process_selector> parse_selector_request(std::string_view message, connect_code& code,
                                                        std::string& error) {
-    const refusal refuse{code, error};
-    auto msg = parse_object(message, refuse);
-    if (!msg) return std::nullopt;
-    return selector_of(*msg, refuse);
+    auto request = parse_process_request(message, refusal{code, error});
+    if (!request) return std::nullopt;
+    return std::move(request->selector);
 }
 
 std::optional<signal_request> parse_send_signal(std::string_view message, connect_code& code,
                                                 std::string& error) {
     const refusal refuse{code, error};
-    auto msg = parse_object(message, refuse);
-    if (!msg) return std::nullopt;
-    auto selector = selector_of(*msg, refuse);
-    if (!selector) return std::nullopt;
-    signal_request out{*selector, 0};
-    const auto sig = msg->find("signal");
-    if (sig != msg->end()) {
+    auto request = parse_process_request(message, refuse);
+    if (!request) return std::nullopt;
+    signal_request out{std::move(request->selector), 0};
+    const auto sig = request->msg.find("signal");
+    if (sig != request->msg.end()) {
         if (*sig == "SIGNAL_SIGKILL" || *sig == 9) out.signal = 9;
         if (*sig == "SIGNAL_SIGTERM" || *sig == 15) out.signal = 15;
     }
@@ -173,12 +186,10 @@ std::optional<signal_request> parse_send_signal(std::string_view message, connec
 std::optional<input_request> parse_send_input(std::string_view message, connect_code& code,
                                               std::string& error) {
     const refusal refuse{code, error};
-    auto msg = parse_object(message, refuse);
-    if (!msg) return std::nullopt;
-    auto selector = selector_of(*msg, refuse);
-    if (!selector) return std::nullopt;
-    const auto input = msg->find("input");
-    if (input == msg->end() || !input->is_object())
+    auto request = parse_process_request(message, refuse);
+    if (!request) return std::nullopt;
+    const auto input = request->msg.find("input");
+    if (input == request->msg.end() || !input->is_object())
         return refuse.operator()<input_request>(connect_code::invalid_argument,
                                                 "'input' is required: {stdin}");
     if (input->contains("pty"))
@@ -192,7 +203,7 @@ std::optional<input_request> parse_send_input(std::string_view message, connect_
     if (!bytes)
         return refuse.operator()<input_request>(connect_code::invalid_argument,
                                                 "'input.stdin' is not valid base64");
-    return input_request{*selector, std::move(*bytes)};
+    return input_request{std::move(request->selector), std::move(*bytes)};
 }
 
 process_exit exit_of_report(std::string_view line) {
