@@ -63,12 +63,7 @@ std::optional<std::vector<envd_upload_file>> parse_envd_upload(std::string_view 
             p.size += data.size();
         },
         [] {});
-    // Fed in pieces: the parser copies what it is fed, and would hold a second body.
-    constexpr std::size_t piece = 64 * 1024;
-    bool fed = true;
-    for (std::size_t at = 0; fed && at < body.size(); at += piece)
-        fed = parser.feed(body.substr(at, piece));
-    if (!fed || !parser.finish()) return refuse("malformed multipart form: " + parser.error());
+    if (!parser.parse_whole(body)) return refuse("malformed multipart form: " + parser.error());
     if (parts.empty()) return refuse("the form holds no file");
     for (const auto& p : parts)
         if (p.header.name != "file")

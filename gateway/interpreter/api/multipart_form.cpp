@@ -176,6 +176,13 @@ bool multipart_parser::finish() {
     return true;
 }
 
+bool multipart_parser::parse_whole(std::string_view body) {
+    constexpr std::size_t piece = 64 * 1024;
+    for (std::size_t at = 0; at < body.size(); at += piece)
+        if (!feed(body.substr(at, piece))) return false;
+    return finish();
+}
+
 bool multipart_parser::step() {
     switch (state_) {
         case state::preamble: {
@@ -346,12 +353,7 @@ std::optional<std::vector<multipart_file>> parse_upload_form(std::string_view bo
             p.size += data.size();
         },
         [] {});
-    // Fed in pieces: the parser copies what it is fed, and would hold a second body.
-    constexpr std::size_t piece = 64 * 1024;
-    bool fed = true;
-    for (std::size_t at = 0; fed && at < body.size(); at += piece)
-        fed = parser.feed(body.substr(at, piece));
-    if (!fed || !parser.finish()) {
+    if (!parser.parse_whole(body)) {
         error = "malformed multipart form: " + parser.error();
         return std::nullopt;
     }

@@ -43,6 +43,9 @@ public:
     bool feed(std::string_view bytes);
     // The body is over: false unless the closing delimiter was seen.
     bool finish();
+    // A body held whole, fed in pieces (the parser copies what it is fed: fed at once, it
+    // would hold a second body), then finished; false as either would be.
+    bool parse_whole(std::string_view body);
     const std::string& error() const { return error_; }
     std::size_t parts() const { return parts_; }
 
