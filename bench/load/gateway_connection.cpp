@@ -53,8 +53,8 @@ nlohmann::json make_message(const std::string& msg_type, nlohmann::json content,
 }
 
 http_connection::http_connection(asio::any_io_executor executor, const load_options& options,
-                                 asio::ssl::context* tls)
-    : executor_(std::move(executor)), options_(options), tls_(tls) {}
+                                 std::shared_ptr<asio::ssl::context> tls)
+    : executor_(std::move(executor)), options_(options), tls_(std::move(tls)) {}
 
 asio::awaitable<http_answer> http_connection::request(http::verb method, std::string target,
                                                       std::string body,
@@ -75,9 +75,9 @@ asio::awaitable<http_answer> http_connection::request(http::verb method, std::st
         bool answer_started = false;
         try {
             if (!stream_) {
-                stream_.emplace(executor_, tls_);
+                stream_.emplace(make_gateway_stream(executor_, tls_));
                 stream_->tcp().expires_after(timeout);
-                co_await stream_->connect(options_);
+                co_await connect_to_gateway(*stream_, options_);
             }
             stream_->tcp().expires_after(timeout);
             co_await http::async_write(*stream_, req, use_awaitable);
@@ -175,8 +175,8 @@ std::string drop_reason(const boost::system::error_code& ec, const websocket::cl
 }
 
 struct kernel_socket::connection {
-    connection(const asio::any_io_executor& executor, asio::ssl::context* tls)
-        : ws(executor, tls), arrival(executor) {}
+    connection(const asio::any_io_executor& executor, std::shared_ptr<asio::ssl::context> tls)
+        : ws(make_gateway_stream(executor, tls)), arrival(executor) {}
 
     websocket::stream<gateway_stream> ws;
     beast::flat_buffer buffer;
@@ -188,8 +188,8 @@ struct kernel_socket::connection {
 };
 
 kernel_socket::kernel_socket(asio::any_io_executor executor, const load_options& options,
-                             asio::ssl::context* tls)
-    : executor_(std::move(executor)), options_(options), tls_(tls) {}
+                             std::shared_ptr<asio::ssl::context> tls)
+    : executor_(std::move(executor)), options_(options), tls_(std::move(tls)) {}
 
 asio::awaitable<void> kernel_socket::open(const std::string& kernel_id, const std::string& session,
                                           bool resume,
@@ -199,7 +199,7 @@ asio::awaitable<void> kernel_socket::open(const std::string& kernel_id, const st
     c->expected = expected_;
     auto& tcp_layer = c->ws.next_layer().tcp();
     tcp_layer.expires_after(timeout);
-    co_await c->ws.next_layer().connect(options_);
+    co_await connect_to_gateway(c->ws.next_layer(), options_);
     // As browsers and jupyter_client do: a small request leaves at once.
     tcp_layer.socket().set_option(tcp::no_delay(true));
     c->ws.set_option(websocket::stream_base::decorator([token = options_.token](auto& req) {

@@ -35,9 +35,9 @@ struct http_answer {
 
 class http_connection {
 public:
-    // Over TLS when `tls` is not null (it must outlive the connection).
+    // Over TLS when `tls` is not null.
     http_connection(asio::any_io_executor executor, const load_options& options,
-                    asio::ssl::context* tls);
+                    std::shared_ptr<asio::ssl::context> tls);
 
     // Connects (again) when needed. Throws boost::system::system_error on a network error
     // or when no answer came within `timeout`; the connection is then reopened next time.
@@ -47,7 +47,7 @@ public:
 private:
     asio::any_io_executor executor_;
     const load_options& options_;
-    asio::ssl::context* tls_;
+    std::shared_ptr<asio::ssl::context> tls_;
     std::optional<gateway_stream> stream_;
     beast::flat_buffer buffer_;
 };
@@ -62,7 +62,7 @@ private:
 class kernel_socket {
 public:
     kernel_socket(asio::any_io_executor executor, const load_options& options,
-                  asio::ssl::context* tls);
+                  std::shared_ptr<asio::ssl::context> tls);
     ~kernel_socket() { close(); }
     kernel_socket(const kernel_socket&) = delete;
     kernel_socket& operator=(const kernel_socket&) = delete;
@@ -100,7 +100,7 @@ private:
 
     asio::any_io_executor executor_;
     const load_options& options_;
-    asio::ssl::context* tls_;
+    std::shared_ptr<asio::ssl::context> tls_;
     std::shared_ptr<connection> connection_;
     std::string expected_;
     std::optional<std::uint64_t> last_seq_;  // of the connections closed so far

@@ -49,17 +49,19 @@ std::string tls_hint(const boost::system::error_code& ec) {
            "a private CA; --insecure-skip-verify accepts a self-signed test certificate)";
 }
 
-gateway_stream::gateway_stream(asio::any_io_executor executor, ssl::context* tls)
-    : stream_(std::in_place_type<tcp_stream>, executor) {
-    if (tls) stream_.emplace<tls_stream>(std::move(executor), *tls);
+gateway_stream make_gateway_stream(asio::any_io_executor executor,
+                                   std::shared_ptr<ssl::context> tls) {
+    gateway_stream::tcp_stream plain(std::move(executor));
+    if (!tls) return gateway_stream(std::move(plain));
+    return gateway_stream(std::move(plain), std::move(tls));
 }
 
-asio::awaitable<void> gateway_stream::connect(const load_options& options) {
-    tcp::resolver resolver(get_executor());
+asio::awaitable<void> connect_to_gateway(gateway_stream& stream, const load_options& options) {
+    tcp::resolver resolver(stream.get_executor());
     const auto endpoints =
         co_await resolver.async_resolve(options.host, options.port, asio::use_awaitable);
-    co_await tcp().async_connect(endpoints, asio::use_awaitable);
-    auto* tls = std::get_if<tls_stream>(&stream_);
+    co_await stream.tcp().async_connect(endpoints, asio::use_awaitable);
+    auto* tls = stream.tls();
     if (!tls) co_return;
     boost::system::error_code not_an_address;
     asio::ip::make_address(options.host, not_an_address);

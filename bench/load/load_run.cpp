@@ -75,7 +75,7 @@ asio::awaitable<void> load_run::main_task() {
 }
 
 asio::awaitable<std::string> load_run::make_targets() {
-    http_connection http(co_await asio::this_coro::executor, options_, tls_.get());
+    http_connection http(co_await asio::this_coro::executor, options_, tls_);
     for (int i = 0; i < options_.kernels; ++i) {
         const bool v1 = options_.api == api_kind::v1;
         const nlohmann::json body = v1 ? nlohmann::json{{"kernel", options_.kernel}}
@@ -110,7 +110,7 @@ asio::awaitable<std::string> load_run::make_targets() {
 }
 
 asio::awaitable<void> load_run::remove_targets() {
-    http_connection http(co_await asio::this_coro::executor, options_, tls_.get());
+    http_connection http(co_await asio::this_coro::executor, options_, tls_);
     const std::string prefix = options_.api == api_kind::v1 ? "/v1/contexts/" : "/api/kernels/";
     for (const auto& id : targets_) {
         try {
@@ -128,8 +128,8 @@ asio::awaitable<void> load_run::client(int index) {
     auto executor = co_await asio::this_coro::executor;
     std::mt19937 random(static_cast<unsigned>(index) * 7919u + 17u);
     const std::string target = targets_[static_cast<std::size_t>(index) % targets_.size()];
-    kernel_socket socket(executor, options_, tls_.get());
-    http_connection http(executor, options_, tls_.get());
+    kernel_socket socket(executor, options_, tls_);
+    http_connection http(executor, options_, tls_);
     const std::string session = new_id();
     while (clock::now() < ends_) {
         const snippet& s = snippet_of(mix_.draw(random));
@@ -336,7 +336,7 @@ asio::awaitable<void> load_run::jupyter_execution(kernel_socket& socket,
 
 asio::awaitable<void> load_run::interrupt_soon(std::string kernel_id) {
     co_await sleep_for(std::chrono::milliseconds(200));
-    http_connection http(co_await asio::this_coro::executor, options_, tls_.get());
+    http_connection http(co_await asio::this_coro::executor, options_, tls_);
     try {
         co_await http.request(http::verb::post, "/api/kernels/" + kernel_id + "/interrupt", {},
                               std::chrono::seconds(30));
@@ -420,7 +420,7 @@ bool load_run::expected(const snippet& s, const outcome& o, bool over_v1, std::s
 }
 
 asio::awaitable<void> load_run::sampler() {
-    http_connection http(co_await asio::this_coro::executor, options_, tls_.get());
+    http_connection http(co_await asio::this_coro::executor, options_, tls_);
     const bool tty = ::isatty(STDERR_FILENO);
     while (!stopping_) {
         server_sample sample;

@@ -3,7 +3,8 @@
 // NDJSON streams are written once against it (as Beast's flex server does with templates, here
 // with a variant so the sessions stay ordinary classes). It is an Asio AsyncStream; Beast's
 // WebSocket finds its teardown below by argument-dependent lookup. Timeouts and socket options
-// go to the TCP layer underneath, tcp().
+// go to the TCP layer underneath, tcp(). callisto-load uses it for the other end of the same
+// connections (bench/load/gateway_stream.hpp): it stays header-only, on Beast and Asio alone.
 
 #include <chrono>
 #include <memory>
