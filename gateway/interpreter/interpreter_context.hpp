@@ -28,7 +28,7 @@
 #include "gateway/interpreter/interpreter_settings.hpp"
 #include "gateway/interpreter/workdir_changes.hpp"
 #include "gateway/kernels/lifecycle/kernel_policy.hpp"
-#include "gateway/kernels/session/kernel_client.hpp"
+#include "gateway/kernels/session/in_process_client.hpp"
 #include "gateway/kernels/session/kernel_session.hpp"
 #include "gateway/languages/execution_language.hpp"
 #include "gateway/languages/kernel_dialect.hpp"
@@ -44,7 +44,7 @@ struct context_options {
     bool via_e2b = false;         // an E2B sandbox's (its facade finds it by id: never paused)
 };
 
-class interpreter_context : public kernels::kernel_client,
+class interpreter_context : public kernels::in_process_client,
                             public std::enable_shared_from_this<interpreter_context> {
 public:
     enum class submit_outcome { accepted, repeated, queue_full, closed, refused };
@@ -113,11 +113,6 @@ public:
     void restart(std::function<void(std::string error)> done);
 
     // kernel_client: messages as they are, no WebSocket encoding.
-    kernelproto::websocket_format format() const override {
-        return kernelproto::websocket_format::v1;
-    }
-    bool takes_messages() const override { return true; }
-    bool counts_as_connection() const override { return false; }
     void deliver_message(kernelproto::channel ch,
                          std::shared_ptr<const kernelproto::message> msg) override;
     void deliver(std::shared_ptr<const kernelproto::websocket_frame> frame) override;

@@ -20,7 +20,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "gateway/kernels/session/kernel_client.hpp"
+#include "gateway/kernels/session/in_process_client.hpp"
 #include "gateway/kernels/session/kernel_session.hpp"
 #include "gateway/languages/kernel_dialect.hpp"
 #include "kernelproto/message.hpp"
@@ -35,7 +35,7 @@ std::optional<kernelproto::message> make_reset_request(languages::kernel_dialect
                                                        const std::string& workdir, bool wipe,
                                                        const std::string& session);
 
-class kernel_reset : public kernels::kernel_client,
+class kernel_reset : public kernels::in_process_client,
                      public std::enable_shared_from_this<kernel_reset> {
 public:
     // done(true) once the kernel answered the reset with "ok"; done(false) on an error reply
@@ -47,11 +47,6 @@ public:
 
     kernel_reset(boost::asio::io_context& ioc, std::function<void(bool)> done);
 
-    kernelproto::websocket_format format() const override {
-        return kernelproto::websocket_format::v1;
-    }
-    bool takes_messages() const override { return true; }
-    bool counts_as_connection() const override { return false; }
     void deliver_message(kernelproto::channel ch,
                          std::shared_ptr<const kernelproto::message> msg) override;
     void deliver(std::shared_ptr<const kernelproto::websocket_frame>) override {}
