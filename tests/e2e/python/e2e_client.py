@@ -275,6 +275,63 @@ def api(method, path, body=None, **kw):
 # The OpenAPI document (GET /openapi.json): answers checked against it
 # --------------------------------------------------------------------------
 
+
+# Raw HTTP, for what no client library sends: a socket to the server under test, and what the
+# server answers on it before it closes.
+
+def raw_connection(source=None, timeout=15):
+    """A TCP connection to the server under test, from the address `source` when given."""
+    url = urllib.parse.urlsplit(BASE_URL)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    if source:
+        s.bind((source, 0))
+    s.connect((url.hostname, url.port))
+    return s
+
+
+def read_until_closed(s, limit=1 << 16):
+    """Everything the server answers on `s` before it closes, resets or times out (about
+    `limit` bytes at the most: an answer, not a stream)."""
+    chunks = []
+    while sum(map(len, chunks)) < limit:
+        try:
+            b = s.recv(65536)
+        except (ConnectionResetError, socket.timeout):
+            break
+        if not b:
+            break
+        chunks.append(b)
+    return b"".join(chunks)
+
+
+def raw_exchange(data, timeout=15):
+    """Sends raw bytes on a connection of their own, ends the sending side, and returns
+    everything the server answers before it closes."""
+    with raw_connection(timeout=timeout) as s:
+        s.sendall(data)
+        try:
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        return read_until_closed(s)
+
+
+def raw_status(answer):
+    """The status of a raw HTTP/1.1 answer; None when it is not one."""
+    return int(answer[9:12]) if answer.startswith(b"HTTP/1.1 ") else None
+
+
+def raw_json_body(answer):
+    return json.loads(answer.split(b"\r\n\r\n", 1)[1])
+
+
+def still_serving():
+    """After bad input: the server still answers an ordinary request."""
+    r = api("GET", "/api/kernelspecs")
+    check_eq(r.status, 200, "the server still serves")
+
+
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 OPENAPI_FILE = os.path.join(SOURCE_DIR, "docs", "openapi.json")
 _openapi = None

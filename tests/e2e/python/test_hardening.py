@@ -17,19 +17,17 @@ import socket
 import struct
 import sys
 import time
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    BASE_URL, TOKEN, UNDER_TSAN, KernelWS, api, callisto_only, check, check_eq,
-    check_memory_bound, encode_v1, encode_v1_parts, gateway_args, get_kernel, kernel,
-    launched_context, launched_kernel, make_msg, poll, process_tree, run_tests,
+    TOKEN, UNDER_TSAN, KernelWS, api, callisto_only, check, check_eq, check_memory_bound,
+    encode_v1, encode_v1_parts, gateway_args, get_kernel, kernel, launched_context,
+    launched_kernel, make_msg, poll, process_tree, raw_connection, raw_json_body, raw_status,
+    read_until_closed, run_tests, still_serving,
 )
 from mcp_client import Session  # noqa: E402
 
-HOST = urllib.parse.urlsplit(BASE_URL).hostname
-PORT = urllib.parse.urlsplit(BASE_URL).port
 PID = int(os.environ.get("CALLISTO_PID", "0"))
 DEEP = "[" * 100_000 + "]" * 100_000
 MiB = 1 << 20
@@ -42,42 +40,6 @@ def status_kib(field):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     raise AssertionError(f"no {field} in /proc/{PID}/status")
-
-
-def still_serving():
-    r = api("GET", "/api/kernelspecs")
-    check_eq(r.status, 200, "the server still serves")
-
-
-def connect(source=None, timeout=15):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    if source:
-        s.bind((source, 0))
-    s.connect((HOST, PORT))
-    return s
-
-
-def read_answer(s, limit=1 << 16):
-    """Everything the server answers before it closes (or the timeout)."""
-    chunks = []
-    while sum(map(len, chunks)) < limit:
-        try:
-            b = s.recv(65536)
-        except (ConnectionResetError, socket.timeout):
-            break
-        if not b:
-            break
-        chunks.append(b)
-    return b"".join(chunks)
-
-
-def status_of(answer):
-    return int(answer[9:12]) if answer.startswith(b"HTTP/1.1 ") else None
-
-
-def body_of(answer):
-    return json.loads(answer.split(b"\r\n\r\n", 1)[1])
 
 
 def new_context():
@@ -159,7 +121,7 @@ def test_rest_bodies_nested_100k_deep_are_400():
 # --------------------------------------------------------------------------
 
 def unauthenticated_put(extra_headers=b"", source=None, timeout=15):
-    s = connect(source, timeout)
+    s = raw_connection(source, timeout)
     s.sendall(b"PUT /v1/contexts/whatever/files/x.bin HTTP/1.1\r\nHost: x\r\n"
               b"Content-Length: 104857600\r\n" + extra_headers + b"\r\n")
     return s
@@ -169,34 +131,34 @@ def unauthenticated_put(extra_headers=b"", source=None, timeout=15):
 def test_a_body_without_a_token_is_refused_before_it_is_read():
     # With Expect: 100-continue the client waits: it must get the refusal, never a go-ahead.
     s = unauthenticated_put(b"Expect: 100-continue\r\n")
-    answer = read_answer(s)
+    answer = read_until_closed(s)
     s.close()
     check(b"100 Continue" not in answer, "no go-ahead for an unauthenticated body", answer[:200])
-    check_eq(status_of(answer), 401, f"refused: {answer[:200]!r}")
-    check("token" in body_of(answer)["message"], "says why", answer)
+    check_eq(raw_status(answer), 401, f"refused: {answer[:200]!r}")
+    check("token" in raw_json_body(answer)["message"], "says why", answer)
     check(b"Connection: close" in answer, "the connection closes", answer[:300])
 
     # Without it, the client pushes the body; the refusal still comes, and it reads it.
     s = unauthenticated_put()
     s.sendall(b"x" * MiB)
-    answer = read_answer(s)
+    answer = read_until_closed(s)
     s.close()
-    check_eq(status_of(answer), 401, f"refused while sending: {answer[:200]!r}")
+    check_eq(raw_status(answer), 401, f"refused while sending: {answer[:200]!r}")
 
     # MCP answers 401 with its challenge, before reading the body too.
-    s = connect()
+    s = raw_connection()
     s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
               b"Content-Length: 10000000\r\nExpect: 100-continue\r\n\r\n")
-    answer = read_answer(s)
+    answer = read_until_closed(s)
     s.close()
-    check_eq(status_of(answer), 401, f"MCP refused: {answer[:200]!r}")
+    check_eq(raw_status(answer), 401, f"MCP refused: {answer[:200]!r}")
 
     # A request without a body, refused the same way, keeps the client's Connection choice.
-    s = connect()
+    s = raw_connection()
     s.sendall(b"GET /api/kernels HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-    answer = read_answer(s)
+    answer = read_until_closed(s)
     s.close()
-    check_eq(status_of(answer), 401, f"GET refused: {answer[:200]!r}")
+    check_eq(raw_status(answer), 401, f"GET refused: {answer[:200]!r}")
     check(b"Connection: close" in answer, "closes as the client asked", answer[:300])
     still_serving()
 
@@ -229,7 +191,7 @@ def test_bodies_in_flight_are_capped_and_the_refusal_says_retry():
     ctx = new_context()
     try:
         path = f"/v1/contexts/{ctx['id']}/files/big.bin"
-        first = connect()
+        first = raw_connection()
         first.sendall(f"PUT {path} HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n"
                       f"Content-Length: {6 * MiB}\r\n\r\n".encode() + b"a" * MiB)
         time.sleep(0.5)
@@ -238,9 +200,9 @@ def test_bodies_in_flight_are_capped_and_the_refusal_says_retry():
         check_eq(r.headers.get("retry-after"), "1", "Retry-After")
         check("--max-body-in-flight" in r.json()["message"], "says why", r)
         first.sendall(b"a" * (5 * MiB))
-        answer = read_answer(first)
+        answer = read_until_closed(first)
         first.close()
-        check_eq(status_of(answer), 201, f"first upload done: {answer[:200]!r}")
+        check_eq(raw_status(answer), 201, f"first upload done: {answer[:200]!r}")
         r = api("PUT", f"/v1/contexts/{ctx['id']}/files/second.bin", b"b" * (3 * MiB))
         check(r.status in (200, 201), f"second upload after the first: {r.status} {r.body[:200]!r}")
     finally:
@@ -296,9 +258,9 @@ def test_the_open_files_limit_is_raised_to_the_hard_limit():
 @callisto_only
 def test_a_connection_that_sends_nothing_is_closed_after_the_header_timeout():
     # The server runs with --header-timeout=2.
-    s = connect(timeout=20)
+    s = raw_connection(timeout=20)
     start = time.monotonic()
-    answer = read_answer(s)
+    answer = read_until_closed(s)
     took = time.monotonic() - start
     s.close()
     check_eq(answer, b"", "closed without an answer")
@@ -308,7 +270,7 @@ def test_a_connection_that_sends_nothing_is_closed_after_the_header_timeout():
 def open_many(sources):
     """Opens one connection from each source address; returns (held, refusal answers): a
     refused connection is answered at once, a held one waits for its request."""
-    socks = [connect(src) for src in sources]
+    socks = [raw_connection(src) for src in sources]
     time.sleep(1)
     held, answers = [], []
     for s in socks:
@@ -331,7 +293,7 @@ def test_one_address_cannot_take_every_connection():
         check_eq(len(held), 40, "connections held from one address")
         check_eq(len(answers), 20, "connections refused")
         for answer in answers:
-            check_eq(status_of(answer), 429, f"refused with 429: {answer[:120]!r}")
+            check_eq(raw_status(answer), 429, f"refused with 429: {answer[:120]!r}")
             check(b"--max-connections-per-address" in answer, "says why", answer)
         start = time.monotonic()
         still_serving()  # from 127.0.0.1
@@ -349,7 +311,7 @@ def test_past_the_connection_cap_clients_are_refused_at_once_and_served_after():
         check_eq(len(held), 128, "connections held")
         check_eq(len(answers), 32, "connections refused")
         for answer in answers:
-            check_eq(status_of(answer), 503, f"refused with 503: {answer[:120]!r}")
+            check_eq(raw_status(answer), 503, f"refused with 503: {answer[:120]!r}")
             check(b"--max-connections" in answer, "says why", answer)
     finally:
         for s in held:
@@ -487,7 +449,7 @@ print(json.dumps({"sha256": hashlib.sha256(open("big.bin", "rb").read()).hexdige
 
 def raw_get(path, source=None):
     """A GET sent on a socket of its own, whose answer is not read."""
-    s = connect(source)
+    s = raw_connection(source)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
     s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n\r\n"
               .encode())
@@ -588,7 +550,7 @@ def test_answers_and_downloads_in_flight_count_against_the_budget():
         r = run(ctx, BIG_ANSWER.replace("3_000_000", "4_500_000") + "\n" +
                 BIG_ANSWER.replace("3_000_000", "4_500_000"))
         check_eq(len(r["results"]), 2, "a 9 MB answer, with nothing else in flight")
-        first = connect()
+        first = raw_connection()
         first.sendall(f"PUT /v1/contexts/{ctx['id']}/files/big.bin HTTP/1.1\r\nHost: x\r\n"
                       f"Authorization: token {TOKEN}\r\n"
                       f"Content-Length: {8 * MiB - 32 * 1024}\r\n\r\n".encode() + b"a" * MiB)
@@ -606,8 +568,8 @@ def test_answers_and_downloads_in_flight_count_against_the_budget():
               "the refused answer says where the execution is", r.headers)
         check("carried out" in r.json()["message"], "and that it ran", r)
         first.sendall(b"a" * (7 * MiB - 32 * 1024))
-        answer = read_answer(first)
-        check_eq(status_of(answer), 201, f"the upload is done: {answer[:200]!r}")
+        answer = read_until_closed(first)
+        check_eq(raw_status(answer), 201, f"the upload is done: {answer[:200]!r}")
         r = api("GET", location)
         check_eq(r.status, 200, "the execution's answer, now")
         check_eq(len(r.json()["results"][0]["data"]["text/plain"]), 3_000_000, "its result")

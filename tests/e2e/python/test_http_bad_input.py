@@ -5,63 +5,22 @@ closed connection where HTTP allows nothing else), and the server keeps serving.
   CALLISTO_URL=http://127.0.0.1:P CALLISTO_TOKEN=T /usr/bin/python3 test_http_bad_input.py
 """
 
-import json
 import os
-import socket
 import sys
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    BASE_URL, TOKEN, api, callisto_only, check, check_eq, kernel, run_tests,
+    TOKEN, api, callisto_only, check, check_eq, kernel, raw_exchange, raw_json_body, raw_status,
+    run_tests, still_serving,
 )
-
-HOST = urllib.parse.urlsplit(BASE_URL).hostname
-PORT = urllib.parse.urlsplit(BASE_URL).port
-
-
-def raw_exchange(data, timeout=15):
-    """Sends raw bytes, returns everything the server answers before closing."""
-    with socket.create_connection((HOST, PORT), timeout=timeout) as s:
-        s.sendall(data)
-        try:
-            s.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-        chunks = []
-        while True:
-            try:
-                b = s.recv(65536)
-            except (ConnectionResetError, socket.timeout):
-                break
-            if not b:
-                break
-            chunks.append(b)
-    return b"".join(chunks)
-
-
-def status_of(response):
-    if not response.startswith(b"HTTP/1.1 "):
-        return None
-    return int(response[9:12])
-
-
-def json_body(response):
-    body = response.split(b"\r\n\r\n", 1)[1]
-    return json.loads(body)
-
-
-def still_serving():
-    r = api("GET", "/api/kernelspecs")
-    check_eq(r.status, 200, "server still serves after bad input")
 
 
 @callisto_only
 def test_garbage_request_line_is_400():
     resp = raw_exchange(b"THIS IS NOT HTTP\r\n\r\n")
-    check_eq(status_of(resp), 400, f"garbage request answer {resp[:80]!r}")
-    check("reason" in json_body(resp) and "message" in json_body(resp), "JSON error body")
+    check_eq(raw_status(resp), 400, f"garbage request answer {resp[:80]!r}")
+    check("reason" in raw_json_body(resp) and "message" in raw_json_body(resp), "JSON error body")
     still_serving()
 
 
@@ -79,7 +38,7 @@ def test_oversized_body_is_413():
     head = (f"POST /api/kernels HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {2 * 1024 * 1024 + 2}\r\n\r\n").encode()
     resp = raw_exchange(head)
-    check_eq(status_of(resp), 413, f"oversized body answer {resp[:80]!r}")
+    check_eq(raw_status(resp), 413, f"oversized body answer {resp[:80]!r}")
     still_serving()
 
 
@@ -87,7 +46,7 @@ def test_oversized_body_is_413():
 def test_oversized_headers_are_refused():
     head = ("GET /api/kernels HTTP/1.1\r\nHost: x\r\nX-Big: " + "a" * 200_000 + "\r\n\r\n").encode()
     resp = raw_exchange(head)
-    check(status_of(resp) in (None, 400, 431), f"oversized headers answer {resp[:80]!r}")
+    check(raw_status(resp) in (None, 400, 431), f"oversized headers answer {resp[:80]!r}")
     still_serving()
 
 
