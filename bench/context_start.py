@@ -16,14 +16,7 @@ import sys
 import time
 import urllib.parse
 
-
-def call(conn, token, method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    conn.request(method, path, body=data,
-                 headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
-    resp = conn.getresponse()
-    payload = resp.read()
-    return resp.status, (json.loads(payload) if payload else None)
+from pause_resume import call  # the same HTTP helper, beside this script
 
 
 def pct(values, p):
