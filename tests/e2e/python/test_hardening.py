@@ -701,12 +701,20 @@ RAISE_40MB = "raise ValueError('START' + 'x' * 40_000_000 + 'END')"
 DEADLINE = 120
 
 
-def check_ended_before_the_deadline(e, started):
+def run_raise_40mb(ctx):
+    """RAISE_40MB run in `ctx` through the REST API: its execution, checked to have ended in
+    error at once, not at its deadline."""
+    started = time.monotonic()
+    r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
+            {"code": RAISE_40MB, "timeout": DEADLINE}, timeout=DEADLINE + 60)
+    check_eq(r.status, 200, "the execution's answer")
+    e = r.json()
     took = time.monotonic() - started
     print(f"  {e['status']} in {took:.1f} s, answer of {len(json.dumps(e))} B")
     check(e["status"] == "error", "the execution ends in error, not at its deadline",
           {k: e[k] for k in ("status", "duration_ms", "error")})
     check(took < DEADLINE / 2, f"at once, not at its deadline: {took:.1f} s")
+    return e
 
 
 def check_next_execution_runs(ctx):
@@ -717,12 +725,7 @@ def check_next_execution_runs(ctx):
 def test_an_exception_of_40_mb_is_cut_by_the_kernel_and_its_execution_ends_at_once():
     with launched_context(LAUNCH) as ctx:
         print(f"  python3 kernel started by {ctx['callisto']['launch']}")
-        started = time.monotonic()
-        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
-                {"code": RAISE_40MB, "timeout": DEADLINE}, timeout=DEADLINE + 60)
-        check_eq(r.status, 200, "the execution's answer")
-        e = r.json()
-        check_ended_before_the_deadline(e, started)
+        e = run_raise_40mb(ctx)
         # The kernel's own error, cut by the kernel (a reply it had not cut would have been
         # dropped, and answered MessageTooLarge), then by the gateway for the answer.
         check_eq(e["error"]["name"], "ValueError", "the error is the kernel's")
@@ -756,12 +759,7 @@ def test_a_reply_over_the_limit_from_another_kernel_ends_its_execution_with_a_cl
     ctx = api("POST", "/v1/contexts", {"kernel": FOREIGN_KERNEL, "policy": "fresh"},
               timeout=90).json()
     try:
-        started = time.monotonic()
-        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
-                {"code": RAISE_40MB, "timeout": DEADLINE}, timeout=DEADLINE + 60)
-        check_eq(r.status, 200, "the execution's answer")
-        e = r.json()
-        check_ended_before_the_deadline(e, started)
+        e = run_raise_40mb(ctx)
         check_eq(e["error"]["name"], "MessageTooLarge", "the error says what happened")
         check("limit of 16 MiB for replies" in e["error"]["value"], "and which limit",
               e["error"]["value"])
