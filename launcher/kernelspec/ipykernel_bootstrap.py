@@ -8,6 +8,15 @@
 import sys
 
 
+def _callisto_try(patch, unpatched):
+    """Applies `patch`. An ipykernel it does not fit (renamed internals) still starts, with
+    what `unpatched` names left as ipykernel has it, and says so on stderr."""
+    try:
+        patch()
+    except Exception as e:
+        print(f"callisto: {unpatched} ({type(e).__name__}: {e})", file=sys.stderr)
+
+
 def _callisto_iopub_holds_bursts():
     """ZeroMQ's PUB socket drops what passes its high-water mark (1,000 messages by default).
     Output printed faster than the gateway reads it (a loop of flushed prints on a loaded host)
@@ -32,12 +41,7 @@ def _callisto_iopub_holds_bursts():
 
 
 def _callisto_try_iopub_holds_bursts():
-    """An ipykernel this does not fit (renamed internals) still starts, with its own mark."""
-    try:
-        _callisto_iopub_holds_bursts()
-    except Exception as e:
-        print(f"callisto: the kernel's iopub keeps its send mark ({type(e).__name__}: {e})",
-              file=sys.stderr)
+    _callisto_try(_callisto_iopub_holds_bursts, "the kernel's iopub keeps its send mark")
 
 
 def _callisto_history_in_memory():
@@ -54,11 +58,7 @@ def _callisto_history_in_memory():
 
 
 def _callisto_try_history_in_memory():
-    try:
-        _callisto_history_in_memory()
-    except Exception as e:
-        print(f"callisto: IPython's history stays in its file ({type(e).__name__}: {e})",
-              file=sys.stderr)
+    _callisto_try(_callisto_history_in_memory, "IPython's history stays in its file")
 
 
 # What an error's fields may weigh, JSON-encoded, in any message the kernel sends (the
@@ -174,11 +174,7 @@ def _callisto_error_fields_fit():
 
 
 def _callisto_try_error_fields_fit():
-    try:
-        _callisto_error_fields_fit()
-    except Exception as e:
-        print(f"callisto: the kernel's errors are sent uncut ({type(e).__name__}: {e})",
-              file=sys.stderr)
+    _callisto_try(_callisto_error_fields_fit, "the kernel's errors are sent uncut")
 
 
 def _callisto_let_the_control_thread_finish(seconds=2.0):
