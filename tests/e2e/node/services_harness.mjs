@@ -1,8 +1,8 @@
 // What the @jupyterlab/services suites share (services_test.mjs, services_r_test.mjs): the
 // server's settings in both WebSocket formats, bounded waits, executing code, a kernel per test
-// shut down afterwards, over the runner all Node e2e scripts share (runner.mjs: it reads
-// CALLISTO_URL, CALLISTO_TOKEN and CALLISTO_E2E_NODE_TIMEOUT_MS; the command line's arguments
-// select tests by name substring).
+// shut down afterwards, a kernel's start, listing and shutdown by REST, over the runner all
+// Node e2e scripts share (runner.mjs: it reads CALLISTO_URL, CALLISTO_TOKEN and
+// CALLISTO_E2E_NODE_TIMEOUT_MS; the command line's arguments select tests by name substring).
 
 import services from '@jupyterlab/services';
 import WebSocket from 'ws';
@@ -104,6 +104,24 @@ export async function withKernel(name, protocol, fn) {
     }
     manager.dispose();
   }
+}
+
+// A kernel of `name` started through KernelAPI (REST only): listed, then `whileRunning(model, s)`,
+// then shut down: gone (404) and no longer listed.
+export async function checkStartListShutdown(name, whileRunning = async () => {}) {
+  const s = settings('v1');
+  const model = await withTimeout(KernelAPI.startNew({ name }, s), 60000, 'KernelAPI.startNew');
+  createdKernelIds.add(model.id);
+  check(typeof model.id === 'string' && model.name === name, 'model', model);
+  const running = await withTimeout(KernelAPI.listRunning(s), STEP_MS, 'listRunning');
+  check(running.some(k => k.id === model.id), 'listed', running.map(k => k.id));
+  await whileRunning(model, s);
+  await withTimeout(KernelAPI.shutdownKernel(model.id, s), STEP_MS, 'shutdownKernel');
+  createdKernelIds.delete(model.id);
+  const gone = await withTimeout(KernelAPI.getKernelModel(model.id, s), STEP_MS, 'getKernelModel after');
+  check(gone === undefined, 'gone after shutdown (404)', gone);
+  const again = await withTimeout(KernelAPI.listRunning(s), STEP_MS, 'listRunning after');
+  check(!again.some(k => k.id === model.id), 'not listed after shutdown');
 }
 
 // Runs the registered tests (those the arguments select), shutting down what a failed one left.

@@ -9,7 +9,7 @@
 // no subprotocol). IRkernel publishes a cell's value as display_data, not execute_result.
 
 import {
-  KernelAPI, KernelSpecAPI, STEP_MS, check, checkSubprotocol, createdKernelIds, run, runTests,
+  KernelSpecAPI, STEP_MS, check, checkStartListShutdown, checkSubprotocol, run, runTests,
   settings, sleep, streamText, test, waitReady, withKernel, withTimeout,
 } from './services_harness.mjs';
 
@@ -56,19 +56,6 @@ for (const protocol of ['v1', 'legacy']) {
   }));
 }
 
-test('r_shutdown', async () => {
-  const s = settings('v1');
-  const model = await withTimeout(KernelAPI.startNew({ name: KERNEL }, s), 60000, 'KernelAPI.startNew');
-  createdKernelIds.add(model.id);
-  check(typeof model.id === 'string' && model.name === KERNEL, 'model', model);
-  const running = await withTimeout(KernelAPI.listRunning(s), STEP_MS, 'listRunning');
-  check(running.some(k => k.id === model.id), 'listed', running.map(k => k.id));
-  await withTimeout(KernelAPI.shutdownKernel(model.id, s), STEP_MS, 'shutdownKernel');
-  createdKernelIds.delete(model.id);
-  const gone = await withTimeout(KernelAPI.getKernelModel(model.id, s), STEP_MS, 'getKernelModel after');
-  check(gone === undefined, 'gone after shutdown (404)', gone);
-  const again = await withTimeout(KernelAPI.listRunning(s), STEP_MS, 'listRunning after');
-  check(!again.some(k => k.id === model.id), 'not listed after shutdown');
-});
+test('r_shutdown', () => checkStartListShutdown(KERNEL));
 
 runTests();

@@ -9,8 +9,8 @@
 // format (a WebSocket class that offers no subprotocol).
 
 import {
-  KernelAPI, KernelSpecAPI, STEP_MS, check, checkSubprotocol, createdKernelIds, run, runTests,
-  settings, sleep, streamText, test, waitReady, withKernel, withTimeout,
+  KernelAPI, KernelSpecAPI, STEP_MS, check, checkStartListShutdown, checkSubprotocol, run,
+  runTests, settings, sleep, streamText, test, waitReady, withKernel, withTimeout,
 } from './services_harness.mjs';
 
 test('kernelspecs', async () => {
@@ -69,21 +69,9 @@ for (const protocol of ['v1', 'legacy']) {
   }));
 }
 
-test('shutdown_and_list', async () => {
-  const s = settings('v1');
-  const model = await withTimeout(KernelAPI.startNew({ name: 'python3' }, s), 60000, 'KernelAPI.startNew');
-  createdKernelIds.add(model.id);
-  check(typeof model.id === 'string' && model.name === 'python3', 'model', model);
-  const running = await withTimeout(KernelAPI.listRunning(s), STEP_MS, 'listRunning');
-  check(running.some(k => k.id === model.id), 'listed', running.map(k => k.id));
+test('shutdown_and_list', () => checkStartListShutdown('python3', async (model, s) => {
   const got = await withTimeout(KernelAPI.getKernelModel(model.id, s), STEP_MS, 'getKernelModel');
   check(got && got.id === model.id, 'getKernelModel', got);
-  await withTimeout(KernelAPI.shutdownKernel(model.id, s), STEP_MS, 'shutdownKernel');
-  createdKernelIds.delete(model.id);
-  const gone = await withTimeout(KernelAPI.getKernelModel(model.id, s), STEP_MS, 'getKernelModel after');
-  check(gone === undefined, 'gone after shutdown (404)', gone);
-  const again = await withTimeout(KernelAPI.listRunning(s), STEP_MS, 'listRunning after');
-  check(!again.some(k => k.id === model.id), 'not listed after shutdown');
-});
+}));
 
 runTests();
