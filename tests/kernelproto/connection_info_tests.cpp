@@ -1,4 +1,5 @@
 #include <stdexcept>
+#include <string>
 
 #include <doctest/doctest.h>
 
@@ -23,6 +24,19 @@ json jupyter_file() {
     })");
 }
 
+// An ipc connection at `path`, its ports numbered 1 to 5 (shell, iopub, stdin, control, hb).
+connection_info ipc_connection(std::string path) {
+    connection_info info;
+    info.transport = "ipc";
+    info.ip = std::move(path);
+    info.shell_port = 1;
+    info.iopub_port = 2;
+    info.stdin_port = 3;
+    info.control_port = 4;
+    info.hb_port = 5;
+    return info;
+}
+
 }  // namespace
 
 TEST_CASE("connection_info reads a jupyter_client connection file") {
@@ -40,14 +54,7 @@ TEST_CASE("connection_info reads a jupyter_client connection file") {
 }
 
 TEST_CASE("connection_info to_json and from_json round trip") {
-    connection_info info;
-    info.transport = "ipc";
-    info.ip = "/run/callisto/k1/k";
-    info.shell_port = 1;
-    info.iopub_port = 2;
-    info.stdin_port = 3;
-    info.control_port = 4;
-    info.hb_port = 5;
+    auto info = ipc_connection("/run/callisto/k1/k");
     info.key = "secret";
     info.kernel_name = "python3";
     const json j = info.to_json();
@@ -69,14 +76,7 @@ TEST_CASE("connection_info names tcp endpoints host:port") {
 }
 
 TEST_CASE("connection_info names ipc endpoints path-port as jupyter_client does") {
-    connection_info info;
-    info.transport = "ipc";
-    info.ip = "/tmp/k";
-    info.shell_port = 1;
-    info.iopub_port = 2;
-    info.stdin_port = 3;
-    info.control_port = 4;
-    info.hb_port = 5;
+    const auto info = ipc_connection("/tmp/k");
     CHECK(info.endpoint(channel::shell) == "ipc:///tmp/k-1");
     CHECK(info.endpoint(channel::iopub) == "ipc:///tmp/k-2");
     CHECK(info.endpoint(channel::stdin_) == "ipc:///tmp/k-3");
