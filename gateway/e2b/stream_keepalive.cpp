@@ -5,8 +5,7 @@
 
 namespace callisto::gateway::e2b {
 
-stream_keepalive::stream_keepalive(boost::asio::io_context& ioc,
-                                   std::shared_ptr<ndjson_stream> out,
+stream_keepalive::stream_keepalive(boost::asio::io_context& ioc, std::shared_ptr<ndjson_stream> out,
                                    std::chrono::milliseconds every, std::string frame)
     : timer_(boost::asio::make_strand(ioc)),
       out_(std::move(out)),
