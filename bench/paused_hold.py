@@ -58,7 +58,6 @@ class Hold:
         self.lock = threading.Lock()
         self.held = {}  # context id -> its number
         self.next = 0
-        self.samples = []
         self.failure = None  # the first worker's failure stops them all
         self.started = time.monotonic()
 
@@ -106,7 +105,6 @@ class Hold:
                "paused_disk_mib": round(disk_mib(self.args.state_dir)),
                "list_ms": round(list_ms), "listed": len(listed) if status == 200 else status}
         print(json.dumps(row), flush=True)
-        self.samples.append(row)
 
     def resume_sample(self):
         conn = self.connection()
