@@ -30,7 +30,7 @@ public:
 
     // "" when written, else why not. Thread-safe across ids; one id is saved by one caller at
     // a time.
-    std::string save(const std::string& id, std::string_view text);
+    [[nodiscard]] std::string save(const std::string& id, std::string_view text);
     void remove(const std::string& id);
     std::uint64_t failed_writes() const { return failed_writes_; }
 

@@ -61,8 +61,9 @@ void kernel_adoption::move_runtime_dirs(const fs::path& runtime_root) {
             if (record.connection.transport == "ipc")
                 record.connection.ip =
                     (target / fs::path(record.connection.ip).filename()).string();
-            // Where it is now, should this process die before the kernel answers.
-            records_.save(record);
+            // Where it is now, should this process die before the kernel answers. A failure is
+            // the store's to log: the record is written again once the kernel answers.
+            static_cast<void>(records_.save(record));
         }
         kept.push_back(std::move(record));
     }

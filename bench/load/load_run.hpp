@@ -37,7 +37,7 @@ public:
     explicit load_run(load_options options);
 
     // Runs to the end; the stats then hold the outcome. "" or why the run could not start.
-    std::string run();
+    [[nodiscard]] std::string run();
     const load_stats& stats() const { return stats_; }
     double elapsed_seconds() const;
     const load_options& options() const { return options_; }

@@ -126,17 +126,17 @@ public:
     const audit_settings& settings() const { return settings_; }
 
     // The run line, written now; an execution runs only after it (or with required=off).
-    start_result record_start(const execution_start& start);
+    [[nodiscard]] start_result record_start(const execution_start& start);
     // The end line; "" or why it could not be written.
-    std::string record_end(const execution_end& end);
+    [[nodiscard]] std::string record_end(const execution_end& end);
 
     // An "egress" line; "" or why it could not be written (the connection is over by then:
     // it is logged, not refused).
-    std::string record_egress(const egress_attempt& attempt);
+    [[nodiscard]] std::string record_egress(const egress_attempt& attempt);
 
     // A "context" line; "" or why it could not be written (the operation is done by then: it
     // is logged, not undone).
-    std::string record_operation(const context_operation& op);
+    [[nodiscard]] std::string record_operation(const context_operation& op);
 
     // Makes the lines written so far durable (fdatasync) and moves the anchor to the last.
     void sync();
@@ -159,9 +159,10 @@ private:
         std::string error;
     };
     // `seq` 0: the next one.
-    appended append_locked(const nlohmann::json& record, std::uint64_t seq = 0);
-    std::string write_locked(const std::string& text);
-    std::string rotate_locked();
+    [[nodiscard]] appended append_locked(const nlohmann::json& record, std::uint64_t seq = 0);
+    // "" or why not.
+    [[nodiscard]] std::string write_locked(const std::string& text);
+    [[nodiscard]] std::string rotate_locked();
     void open_locked();
     bool anchored_line_present(const chain_anchor& anchor) const;
     void write_anchor(const chain_anchor& anchor);

@@ -11,6 +11,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include "common/directory_stream.hpp"
+
 namespace callisto::gateway::e2b {
 
 namespace {
@@ -84,14 +86,12 @@ std::optional<envd_error> directory_watch::add(const std::string& relative, int 
                        std::string("no watch: ") + std::strerror(errno));
     dirs_[wd] = {relative, depth};
     if (!request_.recursive) return std::nullopt;
-    DIR* listing = ::fdopendir(dir.release());
-    if (!listing) return std::nullopt;
-    while (const dirent* entry = ::readdir(listing)) {
+    directory_stream listing(std::move(dir));
+    while (const dirent* entry = listing.next()) {
         const std::string name = entry->d_name;
         if (entry->d_type == DT_DIR && name != "." && name != "..")
             add(joined(relative, name), depth + 1);
     }
-    ::closedir(listing);
     return std::nullopt;
 }
 

@@ -62,7 +62,7 @@ bool is_all_traffic(const json& entry) {
 // One allowOut entry as a Callisto rule: a name, `*.domain`, an exact address (bare or as a
 // /32 or /128 CIDR block), each with an optional :PORT (Callisto's; without one, 80 and 443).
 // "" or what is wrong with it.
-std::string allow_out_rule(const json& entry, std::vector<std::string>& out) {
+[[nodiscard]] std::string allow_out_rule(const json& entry, std::vector<std::string>& out) {
     if (!entry.is_string()) return "'network.allowOut' must be an array of strings";
     std::string text = entry.get<std::string>();
     if (is_all_traffic(entry))

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <functional>
 
+#include "common/directory_stream.hpp"
+
 namespace callisto::gateway::e2b {
 
 namespace {
@@ -85,18 +87,11 @@ std::optional<envd_error> open_dir(const interpreter::workdir_files& files, std:
 
 std::vector<std::string> names_in(int dir_fd) {
     std::vector<std::string> names;
-    int copy = ::dup(dir_fd);
-    if (copy < 0) return names;
-    DIR* d = ::fdopendir(copy);
-    if (!d) {
-        ::close(copy);
-        return names;
-    }
-    while (dirent* e = ::readdir(d)) {
+    auto listing = directory_stream::of_copy(dir_fd);
+    while (const dirent* e = listing.next()) {
         std::string name = e->d_name;
         if (name != "." && name != "..") names.push_back(std::move(name));
     }
-    ::closedir(d);
     std::sort(names.begin(), names.end());
     return names;
 }

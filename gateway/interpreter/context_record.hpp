@@ -40,7 +40,7 @@ class context_record_store {
 public:
     context_record_store(std::filesystem::path dir, logger log);
 
-    std::string save(const context_record& record) {
+    [[nodiscard]] std::string save(const context_record& record) {
         return records_.save(record.id, record.to_json().dump());
     }
     void remove(const std::string& context_id) { records_.remove(context_id); }

@@ -42,7 +42,7 @@ public:
     nlohmann::json languages() const;
     // A request naming a language but no kernel gets the kernel that runs it; one naming both
     // must name a kernel that runs it. nullopt, or why not (for a 400).
-    std::optional<std::string> choose_kernel(context_request& request) const;
+    [[nodiscard]] std::optional<std::string> choose_kernel(context_request& request) const;
     // The dialect of the kernelspec named `kernel` (a paused context's, which has no kernel to
     // ask); python for one no longer installed, as a paused context's was before R could be.
     languages::kernel_dialect dialect_of_kernel(const std::string& kernel) const;
@@ -73,7 +73,8 @@ public:
     // The context, idle and registered, becomes `record` (saved with --state-dir): it is
     // closed ("the context was paused") and its kernel shut down, its workdir with it. "" or
     // why not (busy again, deleted meanwhile): then nothing changed.
-    std::string pause(const std::shared_ptr<interpreter_context>& context, paused_record record);
+    [[nodiscard]] std::string pause(const std::shared_ptr<interpreter_context>& context,
+                                    paused_record record);
     // A paused context of `who` starts resuming (begin: the caller runs it and calls
     // finish_resume), or `w` joins the resume that runs (joined); unknown: no such context.
     paused_table::resume_start start_resume(const std::string& id, const user& who,

@@ -12,7 +12,8 @@ namespace callisto::gateway::interpreter {
 namespace {
 
 // {"allow": ["HOST[:PORT]", ...]}: "" or what is wrong with it.
-std::string read_network(const nlohmann::json& network, std::vector<std::string>& out) {
+[[nodiscard]] std::string read_network(const nlohmann::json& network,
+                                       std::vector<std::string>& out) {
     constexpr std::size_t max_rules = 64;
     if (!network.is_object()) return "must be an object: {\"allow\": [\"HOST[:PORT]\", ...]}";
     for (const auto& [name, value] : network.items())

@@ -30,9 +30,9 @@ struct context_request {
 // Why `asked` may not be had, naming the rules beyond the server's ceiling (--egress-allow)
 // or beyond the user's own list (the users file's egress_allow, when it has one); nullopt
 // when every rule is within both. The answer is a 403.
-std::optional<std::string> network_refusal(const std::vector<std::string>& asked,
-                                           const std::vector<std::string>& server,
-                                           const std::optional<std::vector<std::string>>& user);
+[[nodiscard]] std::optional<std::string> network_refusal(
+    const std::vector<std::string>& asked, const std::vector<std::string>& server,
+    const std::optional<std::vector<std::string>>& user);
 
 // An empty body means all defaults. On error returns nullopt and a sentence in `error`.
 std::optional<context_request> parse_context_request(std::string_view body, std::string& error);

@@ -31,7 +31,8 @@ struct env_limits {
 // ([A-Za-z_][A-Za-z0-9_]*). Refused: what the kernel process reads at its start or the sandbox
 // decides (LD_* for the dynamic loader, PYTHON* for the interpreter, JPY_*/JUPYTER_*/
 // IPYTHONDIR for Jupyter, CALLISTO_*, and PATH, HOME, TMPDIR, which the sandbox sets).
-std::optional<std::string> check_env_name(std::string_view name, const env_limits& limits);
+[[nodiscard]] std::optional<std::string> check_env_name(std::string_view name,
+                                                        const env_limits& limits);
 
 // `value` is the "env" member of the request: an object of strings. On error returns nullopt
 // and a sentence for the client in `error`.

@@ -52,7 +52,7 @@ std::string language_choices();
 // Why `code` cannot be sent to a kernel, naming it as `field` ("'code'"), or nullopt. A NUL
 // byte: ipykernel fails on it without an execute_reply (Python compiles no source holding
 // one), so its execution would never end.
-std::optional<std::string> check_code(std::string_view code, std::string_view field);
+[[nodiscard]] std::optional<std::string> check_code(std::string_view code, std::string_view field);
 
 // On error returns nullopt and a sentence for the client in `error`.
 // `accept` is the Accept header: "application/x-ndjson" asks for the stream too.

@@ -144,7 +144,8 @@ void interpreter_context::save_record() const {
         log_.warn(std::string("context record not written: ") + e.what());
         return;
     }
-    settings_.context_records->save(r);
+    // A failure is the store's to log and count: the context runs on, unrecorded.
+    static_cast<void>(settings_.context_records->save(r));
 }
 
 void interpreter_context::close(std::string reason) {

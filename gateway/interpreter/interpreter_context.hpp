@@ -74,7 +74,7 @@ public:
     languages::kernel_dialect dialect() const { return dialect_; }
     // Why this context's kernel cannot run the request (a language it does not run, "env" in a
     // kernel the gateway cannot set variables in), or nullopt. Thread-safe.
-    std::optional<std::string> refusal(const execution_request& request) const;
+    [[nodiscard]] std::optional<std::string> refusal(const execution_request& request) const;
     nlohmann::json model() const;  // thread-safe
     // Something queued or running (thread-safe): the kernel is not fit to be kept.
     bool busy() const { return running_ || waiting_ > 0; }
@@ -137,7 +137,7 @@ private:
     void save_record() const;
     // The audit log's run line, before the kernel has the code: "" when it may run (written,
     // or no log, or --audit-required=off), else why not.
-    std::string audit_start(const execution& e);
+    [[nodiscard]] std::string audit_start(const execution& e);
     // Its end line, linked to the run line.
     void audit_end(const execution& e);
 

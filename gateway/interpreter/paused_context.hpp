@@ -56,7 +56,7 @@ class paused_record_store {
 public:
     paused_record_store(std::filesystem::path dir, logger log);
 
-    std::string save(const paused_record& record) {
+    [[nodiscard]] std::string save(const paused_record& record) {
         return records_.save(record.id, record.to_json().dump());
     }
     void remove(const std::string& context_id) { records_.remove(context_id); }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/byte_size.hpp"
+#include "common/directory_stream.hpp"
 #include "common/unique_fd.hpp"
 #include "kernelproto/ids.hpp"
 
@@ -296,21 +297,17 @@ namespace {
 void walk_dir(int dir_fd, const std::string& prefix, int depth, std::size_t& visited,
               std::size_t max_entries, bool include_hidden, bool& truncated,
               const workdir_files::visitor& visit) {
-    int copy = ::dup(dir_fd);
-    if (copy < 0) return;
-    DIR* d = ::fdopendir(copy);
-    if (!d) {
-        ::close(copy);
-        return;
-    }
     std::vector<std::string> names;
-    while (dirent* e = ::readdir(d)) {
-        std::string name = e->d_name;
-        // Dot entries are the kernel's own (.cache, .ipython, .config, .local): shown on request.
-        if (name != "." && name != ".." && (include_hidden || name.front() != '.'))
-            names.push_back(std::move(name));
-    }
-    ::closedir(d);
+    {
+        auto listing = directory_stream::of_copy(dir_fd);
+        while (const dirent* e = listing.next()) {
+            std::string name = e->d_name;
+            // Dot entries are the kernel's own (.cache, .ipython, .config, .local): shown on
+            // request.
+            if (name != "." && name != ".." && (include_hidden || name.front() != '.'))
+                names.push_back(std::move(name));
+        }
+    }  // closed before the walk goes deeper, which opens descriptors of its own
     std::sort(names.begin(), names.end());
     for (const auto& name : names) {
         if (visited >= max_entries) {

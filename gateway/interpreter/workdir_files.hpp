@@ -31,7 +31,7 @@ struct file_error {
 // A path relative to the workdir as clients send it ("data/in.csv"): 1-1024 bytes, components
 // of 1-255 bytes, none "", "." or "..", no leading '/', no NUL or control characters, no
 // backslash. Returns the reason when it is refused.
-std::optional<std::string> check_relative_path(std::string_view path);
+[[nodiscard]] std::optional<std::string> check_relative_path(std::string_view path);
 
 // What an errno from a file operation on `path` means to a client.
 file_error file_error_from_errno(int err, std::string_view path, std::string_view what);

@@ -16,7 +16,7 @@ public:
     execution_audit(audit::audit_log& log, logger diagnostics)
         : audit_(log), log_(std::move(diagnostics)) {}
 
-    std::string starting(kernels::websocket_execution& e) override;
+    [[nodiscard]] std::string starting(kernels::websocket_execution& e) override;
     void finished(const kernels::websocket_execution& e) override;
 
 private:

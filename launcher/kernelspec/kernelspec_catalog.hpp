@@ -37,7 +37,7 @@ public:
     // Why the kernelspec of this name was refused; nullopt when it was not (offered, or not
     // there at all). A refused kernelspec still hides one of its name in a later directory:
     // the admin's choice failed, and another kernel of that name would be a surprise.
-    std::optional<std::string> refusal(std::string_view name) const;
+    [[nodiscard]] std::optional<std::string> refusal(std::string_view name) const;
     // Name -> reason, for every refused kernelspec.
     const std::map<std::string, std::string>& refused() const { return refused_; }
     // "python3" when present, else the first spec by name, else "".

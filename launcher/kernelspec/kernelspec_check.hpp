@@ -28,12 +28,14 @@ struct kernelspec_check_settings {
 };
 
 // "" when `spec` may be offered, else why not, in a sentence an admin can act on.
-std::string kernelspec_problem(const kernelspec& spec, const kernelspec_check_settings& settings);
+[[nodiscard]] std::string kernelspec_problem(const kernelspec& spec,
+                                             const kernelspec_check_settings& settings);
 
 // The part that needs no process: argv[0] found, and with a sandbox, what it needs reachable
 // by the sandbox uids (every directory on the way searchable by others, the interpreter
 // executable by others, a venv's pyvenv.cfg readable) and clear of `private_paths`.
-std::string kernelspec_static_problem(const kernelspec& spec, bool sandboxed,
-                                      const std::vector<std::filesystem::path>& private_paths);
+[[nodiscard]] std::string kernelspec_static_problem(
+    const kernelspec& spec, bool sandboxed,
+    const std::vector<std::filesystem::path>& private_paths);
 
 }  // namespace callisto::launcher

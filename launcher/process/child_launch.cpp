@@ -137,7 +137,7 @@ struct child_setup {
         const int fd = ::open(file, O_WRONLY | O_CLOEXEC);
         if (fd < 0) fail(child_stage::cgroup);
         if (::write(fd, "0", 1) != 1) fail(child_stage::cgroup);  // "0": the writing process
-        ::close(fd);
+        ::close(fd);  // raw, as all between fork and exec: no destructor, no hidden code
     }
     for (const auto& limit : *setup.rlimits) {
         const struct rlimit value { limit.soft, limit.hard };

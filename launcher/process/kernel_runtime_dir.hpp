@@ -45,7 +45,7 @@ public:
     // (root-owned, 0550) so the kernel can no longer add, rename or replace entries, then
     // lstat-checks each socket: a socket (not a symlink to some host socket), owned by
     // `owner`. Only then may the gateway connect. Returns "" or what is wrong.
-    std::string seal(uid_t owner) const;
+    [[nodiscard]] std::string seal(uid_t owner) const;
 
 private:
     std::filesystem::path dir_;

@@ -63,7 +63,7 @@ struct process_supervisor::impl {
         std::promise<pid_t> result;
     };
     struct child {
-        int pidfd = -1;  // -1: no pidfd, checked every fallback_poll_ms
+        unique_fd pidfd;  // none: checked every fallback_poll_ms
         exit_handler on_exit;
         std::optional<clock::time_point> kill_at;  // SIGKILL the group then (terminate's grace)
         bool adopted = false;                      // not our child: no status to wait for
@@ -98,15 +98,15 @@ struct process_supervisor::impl {
 
 pid_t process_supervisor::impl::start_child(const spawn_description& what, exit_handler on_exit) {
     const auto [pid, path] = fork_exec(what);
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-    if (pidfd < 0)
+    unique_fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd)
         log_.warn("pidfd_open(" + std::to_string(pid) + "): " + std::strerror(errno) +
                   "; polling for its exit instead");
     else
-        ::fcntl(pidfd, F_SETFD, FD_CLOEXEC);  // pidfds are CLOEXEC already; be explicit
+        ::fcntl(pidfd.get(), F_SETFD, FD_CLOEXEC);  // pidfds are CLOEXEC already; be explicit
     {
         std::lock_guard lock(mutex_);
-        children_.emplace(pid, child{pidfd, std::move(on_exit), std::nullopt});
+        children_.emplace(pid, child{std::move(pidfd), std::move(on_exit), std::nullopt});
     }
     log_.info("started pid " + std::to_string(pid) + ": " + path);
     return pid;
@@ -163,8 +163,8 @@ void process_supervisor::impl::run() {
                     auto ms = static_cast<int>(std::min<long long>(wait, 60'000));
                     timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
                 }
-                if (c.pidfd >= 0) {
-                    fds.push_back(pollfd{c.pidfd, POLLIN, 0});
+                if (c.pidfd) {
+                    fds.push_back(pollfd{c.pidfd.get(), POLLIN, 0});
                     fd_pids.push_back(pid);
                 } else {
                     timeout_ms =
@@ -191,7 +191,7 @@ void process_supervisor::impl::run() {
             for (std::size_t i = 1; i < fds.size(); ++i)
                 if (fds[i].revents != 0) candidates.push_back(fd_pids[i - 1]);
             for (const auto& [pid, c] : children_)
-                if (c.pidfd < 0) candidates.push_back(pid);
+                if (!c.pidfd) candidates.push_back(pid);
 
             for (pid_t pid : candidates) {
                 auto it = children_.find(pid);
@@ -201,7 +201,6 @@ void process_supervisor::impl::run() {
                     status.verdict =
                         "exited (its status went to its new parent: it outlived "
                         "the gateway that started it)";
-                    ::close(it->second.pidfd);
                     exited.emplace_back(pid, status, std::move(it->second.on_exit));
                     children_.erase(it);
                     continue;
@@ -222,7 +221,6 @@ void process_supervisor::impl::run() {
                     status.signal = info.si_status;
                     status.core_dumped = info.si_code == CLD_DUMPED;
                 }
-                if (it->second.pidfd >= 0) ::close(it->second.pidfd);
                 exited.emplace_back(pid, status, std::move(it->second.on_exit));
                 children_.erase(it);
             }
@@ -280,20 +278,15 @@ pid_t process_supervisor::spawn(const spawn_description& what, exit_handler on_e
 }
 
 bool process_supervisor::adopt(pid_t pid, exit_handler on_exit) {
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-    if (pidfd < 0) return false;
+    unique_fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd) return false;
     // A zombie (its parent has not reaped it yet) is as good as gone.
-    if (pollfd p{pidfd, POLLIN, 0}; ::poll(&p, 1, 0) > 0) {
-        ::close(pidfd);
-        return false;
-    }
+    if (pollfd p{pidfd.get(), POLLIN, 0}; ::poll(&p, 1, 0) > 0) return false;
     {
         std::lock_guard lock(impl_->mutex_);
-        if (impl_->stopping_ || impl_->children_.contains(pid)) {
-            ::close(pidfd);
-            return false;
-        }
-        impl_->children_.emplace(pid, impl::child{pidfd, std::move(on_exit), std::nullopt, true});
+        if (impl_->stopping_ || impl_->children_.contains(pid)) return false;
+        impl_->children_.emplace(
+            pid, impl::child{std::move(pidfd), std::move(on_exit), std::nullopt, true});
     }
     impl_->log_.info("adopted pid " + std::to_string(pid));
     impl_->wake();

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/unique_fd.hpp"
+
 namespace callisto::launcher {
 
 namespace {
@@ -26,16 +28,16 @@ std::int64_t monotonic_ns() {
 // cgroup.procs took, in ns. Only async-signal-safe calls in the child: the gateway may
 // already run threads.
 std::int64_t time_one_move(const std::vector<std::string>& procs_files, std::string& error) {
-    int report[2];
-    if (::pipe2(report, O_CLOEXEC) != 0) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
         error = std::string("pipe: ") + std::strerror(errno);
         return -1;
     }
+    unique_fd report_read(fds[0]);
+    unique_fd report_write(fds[1]);
     const pid_t pid = ::fork();
     if (pid < 0) {
         error = std::string("fork: ") + std::strerror(errno);
-        ::close(report[0]);
-        ::close(report[1]);
         return -1;
     }
     if (pid == 0) {
@@ -43,19 +45,20 @@ std::int64_t time_one_move(const std::vector<std::string>& procs_files, std::str
         for (const auto& file : procs_files) {
             const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
             if (fd < 0 || ::write(fd, "0", 1) != 1) took = -1;
+            // A raw close, as all in this child: plain system calls, nothing that hides code.
             if (fd >= 0) ::close(fd);
             if (took < 0) break;
         }
         if (took >= 0) took = monotonic_ns() - took;
-        [[maybe_unused]] auto n = ::write(report[1], &took, sizeof took);
+        [[maybe_unused]] auto n = ::write(report_write.get(), &took, sizeof took);
         ::_exit(0);
     }
-    ::close(report[1]);
+    report_write.reset();
     std::int64_t took = -1;
     ssize_t n;
-    while ((n = ::read(report[0], &took, sizeof took)) < 0 && errno == EINTR) {
+    while ((n = ::read(report_read.get(), &took, sizeof took)) < 0 && errno == EINTR) {
     }
-    ::close(report[0]);
+    report_read.reset();
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     if (n != sizeof took || took < 0) {

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/unique_fd.hpp"
 #include "launcher/process/process_kill_list.hpp"
 
 namespace callisto::launcher {
@@ -21,14 +22,13 @@ constexpr std::uint64_t cpu_period_us = 100000;
 
 // Control files must be written with one write(2); ofstream might split or buffer oddly.
 void write_control(const std::filesystem::path& file, const std::string& value) {
-    const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || ::write(fd, value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
+    const unique_fd fd(::open(file.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd ||
+        ::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
         const int err = errno;
-        if (fd >= 0) ::close(fd);
         throw std::runtime_error("cgroup: writing \"" + value + "\" to " + file.string() + ": " +
                                  std::strerror(err));
     }
-    ::close(fd);
 }
 
 void make_dir(const std::filesystem::path& dir) {

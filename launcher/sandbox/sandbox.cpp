@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/unique_fd.hpp"
 #include "launcher/kernelspec/interpreter_environment.hpp"
 #include "launcher/process/memfd.hpp"
 #include "launcher/sandbox/sandboxed_kernel.hpp"
@@ -19,16 +20,15 @@ namespace callisto::launcher {
 namespace {
 
 void write_file(const std::filesystem::path& file, const std::string& content) {
-    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0)
+    const unique_fd fd(
+        ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!fd)
         throw std::runtime_error("sandbox: create " + file.string() + ": " + std::strerror(errno));
-    const bool ok =
-        ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
-        ::fchmod(fd, 0644) == 0;
-    const int err = errno;
-    ::close(fd);
-    if (!ok)
+    if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
+        ::fchmod(fd.get(), 0644) != 0) {
+        const int err = errno;
         throw std::runtime_error("sandbox: write " + file.string() + ": " + std::strerror(err));
+    }
 }
 
 void give_to(const std::filesystem::path& path, const sandbox_identity& who) {
@@ -89,7 +89,7 @@ std::shared_ptr<sandboxed_kernel> sandbox::adopt(const sandbox_policy& policy,
     if (!cgroup_name.empty() && cgroups_.version != cgroup_version::none)
         cgroup = std::make_unique<kernel_cgroup>(adopt_existing, cgroups_, cgroup_name);
     return std::make_shared<sandboxed_kernel>(spawn_description{}, sandbox_layout{}, policy, who,
-                                              std::move(cgroup), -1, -1);
+                                              std::move(cgroup), unique_fd(), unique_fd());
 }
 
 std::shared_ptr<sandboxed_kernel> sandbox::prepare(
@@ -124,84 +124,79 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
 
     sandbox_layout layout{workdir, runtime_dir, passwd, group, policy.tmp_bytes};
     layout.environment = std::move(environment);
-    const int seccomp_fd = seccomp_.make_fd();
-    int options_fd = -1;
+    unique_fd seccomp_fd = seccomp_.make_fd();
+    unique_fd options_fd;
     spawn_description out;
-    try {
-        // bwrap's options, host paths among them, go in a memfd (--args) rather than its
-        // command line: bwrap is the sandbox's pid 1, whose /proc/1/cmdline the kernel reads.
-        std::vector<std::string> a;
-        add_namespaces(a);
-        // Lifetime: dies with its spawner, unless it is to outlive the gateway; then the
-        // kernel's cgroup is what kills a sandbox left behind by a bwrap that was killed.
-        if (!(inner.outlive_gateway && cgroup)) a.insert(a.end(), "--die-with-parent");
-        add_system_root(a);
-        a.insert(a.end(), {"--ro-bind", layout.passwd_file.string(), "/etc/passwd",  //
-                           "--ro-bind", layout.group_file.string(), "/etc/group"});
-        add_scratch_mounts(a, layout.tmp_bytes);
-        a.insert(a.end(), {"--bind", layout.workdir.string(), sandbox_workdir,  //
-                           "--symlink", sandbox_workdir, sandbox_home_link,
-                           // At its host path, so the connection file's ipc paths hold inside,
-                           // and where the kernel's command line names its files.
-                           "--bind", layout.runtime_dir.string(), layout.runtime_dir.string(),
-                           "--bind", layout.runtime_dir.string(), sandbox_runtime_dir});
-        add_environment(a, layout.environment);
-        a.insert(a.end(), {"--chdir", sandbox_workdir,
-                           // /dev is bwrap's own tmpfs: read-only too (the device nodes stay
-                           // usable; /dev/shm is its own capped mount).
-                           "--remount-ro", "/dev", "--remount-ro", "/", "--cap-drop", "ALL",
-                           "--seccomp", std::to_string(seccomp_fd)});
-        std::string options;
-        for (const auto& option : a) options.append(option).push_back('\0');
-        options_fd = memfd_holding("callisto-bwrap-args", options).release();
-        out.argv = {bwrap_.string(), "--args", std::to_string(options_fd), "--"};
-        // The kernel's command names files of its runtime directory (its connection file, the
-        // bootstrap) by the directory's second mount, whose path tells nothing of the host.
-        const std::string host_dir = layout.runtime_dir.string() + "/";
-        const std::string inside_dir = std::string(sandbox_runtime_dir) + "/";
-        for (std::string arg : inner.argv) {
-            for (auto at = arg.find(host_dir); at != std::string::npos;
-                 at = arg.find(host_dir, at + inside_dir.size()))
-                arg.replace(at, host_dir.size(), inside_dir);
-            out.argv.push_back(std::move(arg));
-        }
-
-        // kernel_command already reduced the host environment to a safe few; keep those and
-        // the kernelspec's and client's variables, but not the host's paths or parent pid.
-        out.env = inner.env;
-        // The gateway's pid means nothing in the kernel's pid namespace, where its parent is
-        // pid 1, and ipykernel's parent poller would exit at once; --die-with-parent does its job.
-        out.env.erase("JPY_PARENT_PID");
-        out.env["PATH"] = sandbox_search_path;
-        out.env["HOME"] = sandbox_workdir;
-        out.env["USER"] = out.env["LOGNAME"] = "kernel";
-        out.env["TMPDIR"] = "/tmp";
-        out.env["SHELL"] = "/bin/sh";
-
-        out.cwd = "/";  // bwrap changes into the workdir itself (--chdir)
-        out.uid = who.uid;
-        out.gid = who.gid;
-        out.inherit_fds = {seccomp_fd, options_fd};
-        if (cgroup) out.cgroup_procs_files = cgroup->procs_files();
-        out.outlive_gateway = inner.outlive_gateway && cgroup;
-        // RLIMIT_NPROC counts the uid's processes host-wide; with a uid per session it is a
-        // second pids limit. RLIMIT_CPU: SIGXCPU at the limit, SIGKILL 5 s later.
-        out.rlimits = {
-            {RLIMIT_NPROC, rl(policy.pids), rl(policy.pids)},
-            {RLIMIT_CPU, rl(policy.cpu_time_seconds), rl(policy.cpu_time_seconds + 5)},
-            {RLIMIT_FSIZE, rl(policy.file_size_bytes), rl(policy.file_size_bytes)},
-            {RLIMIT_NOFILE, rl(policy.open_files), rl(policy.open_files)},
-            {RLIMIT_CORE, 0, 0},
-        };
-        if (cgroups_.version == cgroup_version::none)  // the only memory cap left
-            out.rlimits.push_back({RLIMIT_AS, rl(policy.memory_bytes), rl(policy.memory_bytes)});
-    } catch (...) {
-        ::close(seccomp_fd);
-        if (options_fd >= 0) ::close(options_fd);
-        throw;
+    // bwrap's options, host paths among them, go in a memfd (--args) rather than its
+    // command line: bwrap is the sandbox's pid 1, whose /proc/1/cmdline the kernel reads.
+    std::vector<std::string> a;
+    add_namespaces(a);
+    // Lifetime: dies with its spawner, unless it is to outlive the gateway; then the
+    // kernel's cgroup is what kills a sandbox left behind by a bwrap that was killed.
+    if (!(inner.outlive_gateway && cgroup)) a.insert(a.end(), "--die-with-parent");
+    add_system_root(a);
+    a.insert(a.end(), {"--ro-bind", layout.passwd_file.string(), "/etc/passwd",  //
+                       "--ro-bind", layout.group_file.string(), "/etc/group"});
+    add_scratch_mounts(a, layout.tmp_bytes);
+    a.insert(a.end(), {"--bind", layout.workdir.string(), sandbox_workdir,  //
+                       "--symlink", sandbox_workdir, sandbox_home_link,
+                       // At its host path, so the connection file's ipc paths hold inside,
+                       // and where the kernel's command line names its files.
+                       "--bind", layout.runtime_dir.string(), layout.runtime_dir.string(),  //
+                       "--bind", layout.runtime_dir.string(), sandbox_runtime_dir});
+    add_environment(a, layout.environment);
+    a.insert(a.end(), {"--chdir", sandbox_workdir,
+                       // /dev is bwrap's own tmpfs: read-only too (the device nodes stay
+                       // usable; /dev/shm is its own capped mount).
+                       "--remount-ro", "/dev", "--remount-ro", "/", "--cap-drop", "ALL",
+                       "--seccomp", std::to_string(seccomp_fd.get())});
+    std::string options;
+    for (const auto& option : a) options.append(option).push_back('\0');
+    options_fd = memfd_holding("callisto-bwrap-args", options);
+    out.argv = {bwrap_.string(), "--args", std::to_string(options_fd.get()), "--"};
+    // The kernel's command names files of its runtime directory (its connection file, the
+    // bootstrap) by the directory's second mount, whose path tells nothing of the host.
+    const std::string host_dir = layout.runtime_dir.string() + "/";
+    const std::string inside_dir = std::string(sandbox_runtime_dir) + "/";
+    for (std::string arg : inner.argv) {
+        for (auto at = arg.find(host_dir); at != std::string::npos;
+             at = arg.find(host_dir, at + inside_dir.size()))
+            arg.replace(at, host_dir.size(), inside_dir);
+        out.argv.push_back(std::move(arg));
     }
+
+    // kernel_command already reduced the host environment to a safe few; keep those and
+    // the kernelspec's and client's variables, but not the host's paths or parent pid.
+    out.env = inner.env;
+    // The gateway's pid means nothing in the kernel's pid namespace, where its parent is
+    // pid 1, and ipykernel's parent poller would exit at once; --die-with-parent does its job.
+    out.env.erase("JPY_PARENT_PID");
+    out.env["PATH"] = sandbox_search_path;
+    out.env["HOME"] = sandbox_workdir;
+    out.env["USER"] = out.env["LOGNAME"] = "kernel";
+    out.env["TMPDIR"] = "/tmp";
+    out.env["SHELL"] = "/bin/sh";
+
+    out.cwd = "/";  // bwrap changes into the workdir itself (--chdir)
+    out.uid = who.uid;
+    out.gid = who.gid;
+    out.inherit_fds = {seccomp_fd.get(), options_fd.get()};
+    if (cgroup) out.cgroup_procs_files = cgroup->procs_files();
+    out.outlive_gateway = inner.outlive_gateway && cgroup;
+    // RLIMIT_NPROC counts the uid's processes host-wide; with a uid per session it is a
+    // second pids limit. RLIMIT_CPU: SIGXCPU at the limit, SIGKILL 5 s later.
+    out.rlimits = {
+        {RLIMIT_NPROC, rl(policy.pids), rl(policy.pids)},
+        {RLIMIT_CPU, rl(policy.cpu_time_seconds), rl(policy.cpu_time_seconds + 5)},
+        {RLIMIT_FSIZE, rl(policy.file_size_bytes), rl(policy.file_size_bytes)},
+        {RLIMIT_NOFILE, rl(policy.open_files), rl(policy.open_files)},
+        {RLIMIT_CORE, 0, 0},
+    };
+    if (cgroups_.version == cgroup_version::none)  // the only memory cap left
+        out.rlimits.push_back({RLIMIT_AS, rl(policy.memory_bytes), rl(policy.memory_bytes)});
     return std::make_shared<sandboxed_kernel>(std::move(out), layout, policy, who,
-                                              std::move(cgroup), seccomp_fd, options_fd);
+                                              std::move(cgroup), std::move(seccomp_fd),
+                                              std::move(options_fd));
 }
 
 spawn_description sandbox::trial(const std::vector<std::string>& argv,

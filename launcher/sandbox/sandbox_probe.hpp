@@ -26,7 +26,7 @@ struct sandbox_probe {
     // "" when a process of this effective uid may run the sandbox, else what it needs: root,
     // to give each session its own uid, cgroup and disk quota. Checked before the gateway
     // touches any directory, so that this, not a chmod's EPERM, is what a user reads.
-    static std::string privilege_problem(uid_t euid);
+    [[nodiscard]] static std::string privilege_problem(uid_t euid);
 
     // `test_uid`: an unprivileged uid to try bwrap as (the first of the sandbox range).
     static sandbox_probe run(const std::filesystem::path& bwrap, uid_t test_uid);
@@ -35,8 +35,8 @@ struct sandbox_probe {
     // directory down to `dir` (which may not exist yet) must be searchable by others, or bwrap
     // cannot reach a kernel's workdir or connection file. "" when it is, else which directory
     // stops them and its mode. `what` names the option ("--workdir-root").
-    static std::string unreachable_by_sandbox(const std::filesystem::path& dir,
-                                              const std::string& what);
+    [[nodiscard]] static std::string unreachable_by_sandbox(const std::filesystem::path& dir,
+                                                            const std::string& what);
 };
 
 }  // namespace callisto::launcher

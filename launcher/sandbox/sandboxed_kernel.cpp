@@ -9,22 +9,22 @@ namespace callisto::launcher {
 
 sandboxed_kernel::sandboxed_kernel(spawn_description command, sandbox_layout layout,
                                    sandbox_policy policy, sandbox_identity who,
-                                   std::unique_ptr<kernel_cgroup> cgroup, int seccomp_fd,
-                                   int options_fd)
+                                   std::unique_ptr<kernel_cgroup> cgroup, unique_fd seccomp_fd,
+                                   unique_fd options_fd)
     : command_(std::move(command)),
       layout_(std::move(layout)),
       policy_(policy),
       who_(who),
       cgroup_(std::move(cgroup)),
-      seccomp_fd_(seccomp_fd),
-      options_fd_(options_fd) {}
+      seccomp_fd_(std::move(seccomp_fd)),
+      options_fd_(std::move(options_fd)) {}
 
-sandboxed_kernel::~sandboxed_kernel() { spawned(); }
+// The members go in reverse order: the descriptors first, then the cgroup.
+sandboxed_kernel::~sandboxed_kernel() = default;
 
 void sandboxed_kernel::spawned() {
-    if (seccomp_fd_ >= 0) ::close(seccomp_fd_);
-    if (options_fd_ >= 0) ::close(options_fd_);
-    seccomp_fd_ = options_fd_ = -1;
+    seccomp_fd_.reset();
+    options_fd_.reset();
 }
 
 exit_status sandboxed_kernel::judge(exit_status status) const {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "common/unique_fd.hpp"
 #include "launcher/process/process_supervisor.hpp"
 #include "launcher/process/spawn_description.hpp"
 #include "launcher/sandbox/kernel_cgroup.hpp"
@@ -19,8 +20,8 @@ namespace callisto::launcher {
 class sandboxed_kernel {
 public:
     sandboxed_kernel(spawn_description command, sandbox_layout layout, sandbox_policy policy,
-                     sandbox_identity who, std::unique_ptr<kernel_cgroup> cgroup, int seccomp_fd,
-                     int options_fd);
+                     sandbox_identity who, std::unique_ptr<kernel_cgroup> cgroup,
+                     unique_fd seccomp_fd, unique_fd options_fd);
     ~sandboxed_kernel();  // closes the descriptors if still open, removes the cgroup
     sandboxed_kernel(const sandboxed_kernel&) = delete;
     sandboxed_kernel& operator=(const sandboxed_kernel&) = delete;
@@ -47,8 +48,8 @@ private:
     sandbox_policy policy_;
     sandbox_identity who_;
     std::unique_ptr<kernel_cgroup> cgroup_;
-    int seccomp_fd_;
-    int options_fd_;  // bwrap's options (--args)
+    unique_fd seccomp_fd_;
+    unique_fd options_fd_;  // bwrap's options (--args)
 };
 
 }  // namespace callisto::launcher

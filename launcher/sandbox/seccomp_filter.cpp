@@ -142,22 +142,16 @@ seccomp_filter::seccomp_filter() {
     filter_context ctx;
     add_rules(ctx.get());
     // libseccomp only exports to a descriptor; go through a memfd and keep the bytes.
-    const int fd = ::memfd_create("callisto-seccomp-export", MFD_CLOEXEC);
-    if (fd < 0) throw std::system_error(errno, std::generic_category(), "seccomp: memfd_create");
-    try {
-        check(::seccomp_export_bpf(ctx.get(), fd), "seccomp_export_bpf");
-        const off_t size = ::lseek(fd, 0, SEEK_END);
-        if (size <= 0) throw std::runtime_error("seccomp: exported an empty program");
-        bpf_.resize(static_cast<std::size_t>(size));
-        if (::pread(fd, bpf_.data(), bpf_.size(), 0) != size)
-            throw std::system_error(errno, std::generic_category(), "seccomp: reading the program");
-    } catch (...) {
-        ::close(fd);
-        throw;
-    }
-    ::close(fd);
+    const unique_fd fd(::memfd_create("callisto-seccomp-export", MFD_CLOEXEC));
+    if (!fd) throw std::system_error(errno, std::generic_category(), "seccomp: memfd_create");
+    check(::seccomp_export_bpf(ctx.get(), fd.get()), "seccomp_export_bpf");
+    const off_t size = ::lseek(fd.get(), 0, SEEK_END);
+    if (size <= 0) throw std::runtime_error("seccomp: exported an empty program");
+    bpf_.resize(static_cast<std::size_t>(size));
+    if (::pread(fd.get(), bpf_.data(), bpf_.size(), 0) != size)
+        throw std::system_error(errno, std::generic_category(), "seccomp: reading the program");
 }
 
-int seccomp_filter::make_fd() const { return memfd_holding("callisto-seccomp", bpf_).release(); }
+unique_fd seccomp_filter::make_fd() const { return memfd_holding("callisto-seccomp", bpf_); }
 
 }  // namespace callisto::launcher

@@ -13,6 +13,8 @@
 
 #include <string>
 
+#include "common/unique_fd.hpp"
+
 namespace callisto::launcher {
 
 class seccomp_filter {
@@ -22,8 +24,8 @@ public:
 
     // A fresh memfd holding the BPF program, positioned at 0, without CLOEXEC cleared (the
     // spawn clears it in the child). bwrap reads it to the end, so each spawn needs its own.
-    // The caller closes it. Throws std::system_error.
-    int make_fd() const;
+    // Throws std::system_error.
+    unique_fd make_fd() const;
 
     const std::string& bpf() const { return bpf_; }
 

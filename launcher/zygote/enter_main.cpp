@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
     ::fcntl(control_fd, F_SETFD, FD_CLOEXEC);
     ::fcntl(report_fd, F_SETFD, FD_CLOEXEC);
     const std::string bpf = read_all(seccomp_fd);
-    ::close(seccomp_fd);
+    ::close(seccomp_fd);  // a fixed number the gateway set, owned by no object
     ::signal(SIGPIPE, SIG_IGN);
     try {
         const auto member = zygote::read_sandbox_of(static_cast<pid_t>(std::atol(argv[1])));

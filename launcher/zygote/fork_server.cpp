@@ -370,6 +370,9 @@ void fork_server::report_start(starting_kernel& start) {
 
 void fork_server::kernel_child(const proto::fork_order& order, int environment, int output,
                                int report, std::optional<jailed_kernel> jail) {
+    // The descriptors are closed by hand: their owners are the zygote's unique_fds, which this
+    // forked child never destroys (it leaves by _exit), and each goes when its part is done
+    // (the report's EOF tells the zygote the kernel runs).
     std::map<std::string, std::string> env;
     try {
         sigset_t none;

@@ -42,6 +42,8 @@ void run_jail_init(const std::filesystem::path& scratch, long kernel) {
     sigfillset(&all);
     ::sigprocmask(SIG_BLOCK, &all, nullptr);
     ::prctl(PR_SET_NAME, "callisto-jail");  // not the truncated "callisto-jail-i"
+    // The descriptors are the fixed numbers the zygote set (jail_init.hpp), owned by no object:
+    // each is closed by hand once its part is done.
     try {
         auto order =
             zygote_protocol::decode_order(memfd_contents(jail_init_fd::order, "the order"));

@@ -49,9 +49,8 @@ void make_dirs(const fs::path& path) {
 }
 
 void make_file(const fs::path& path) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) fail("create " + path.string());
-    ::close(fd);
+    const unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+    if (!fd) fail("create " + path.string());
 }
 
 // A bind mount's own flags, set by a second, remounting call (mount(2) ignores them on the

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <climits>
 
+#include "common/unique_fd.hpp"
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -43,15 +45,15 @@ std::size_t page_prefault::fault_in() const noexcept {
     // Linux 6.13; before, it refuses this one (as a seccomp policy may refuse it, or
     // pidfd_open), and each range gets its own madvise.
     std::size_t calls = 0;
-    const long pidfd = ::syscall(SYS_pidfd_open, ::getpid(), 0);
+    const unique_fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
     const iovec* next = ranges_.data();
     const iovec* const end = next + ranges_.size();
-    bool batches = pidfd >= 0;
+    bool batches = static_cast<bool>(pidfd);
     while (batches && next != end) {
         const iovec* const batch_end = next + std::min<std::ptrdiff_t>(end - next, IOV_MAX);
         ++calls;
-        long done =
-            ::syscall(SYS_process_madvise, pidfd, next, batch_end - next, MADV_POPULATE_WRITE, 0);
+        long done = ::syscall(SYS_process_madvise, pidfd.get(), next, batch_end - next,
+                              MADV_POPULATE_WRITE, 0);
         if (done < 0 && next == ranges_.data() &&
             (errno == EINVAL || errno == ENOSYS || errno == EPERM)) {
             batches = false;  // refused as a call, not for a range
@@ -63,7 +65,6 @@ std::size_t page_prefault::fault_in() const noexcept {
         while (next != batch_end && left >= next->iov_len) left -= (next++)->iov_len;
         if (next != batch_end) ++next;
     }
-    if (pidfd >= 0) ::close(static_cast<int>(pidfd));
     if (!batches) calls += madvise_each(next, end);
     return calls;
 }

@@ -117,13 +117,9 @@ void open_namespaces(sandbox_member& m) {
 }
 
 void write_pid(const fs::path& procs_file) {
-    const int fd = ::open(procs_file.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) fail("open " + procs_file.string());
-    const bool ok = ::write(fd, "0", 1) == 1;
-    const int err = errno;
-    ::close(fd);
-    errno = err;
-    if (!ok) fail("joining " + procs_file.string());
+    const unique_fd fd(::open(procs_file.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) fail("open " + procs_file.string());
+    if (::write(fd.get(), "0", 1) != 1) fail("joining " + procs_file.string());
 }
 
 }  // namespace

@@ -45,8 +45,8 @@ public:
     // "" when `spec` can be forked by a zygote embedding `python`, else why not: another
     // interpreter (a conda prefix, another Python version) has its own standard library and
     // extension modules, which the embedded one cannot load.
-    static std::string why_not_eligible(const kernelspec& spec,
-                                        const std::filesystem::path& python);
+    [[nodiscard]] static std::string why_not_eligible(const kernelspec& spec,
+                                                      const std::filesystem::path& python);
     // The program the zygote for `spec` starts as (Python's program name, from which it finds
     // its prefix): the venv's interpreter for a venv, else `python`.
     static std::filesystem::path program_for(const kernelspec& spec,

@@ -220,7 +220,7 @@ struct recording_observer final : execution_observer {
     std::function<std::size_t()> sent_to_kernel;
     std::vector<std::size_t> sent_at_start;
 
-    std::string starting(websocket_execution& e) override {
+    [[nodiscard]] std::string starting(websocket_execution& e) override {
         if (sent_to_kernel) sent_at_start.push_back(sent_to_kernel());
         if (!refusing.empty()) return refusing;
         e.record_seq = started_executions.size() + 1;

@@ -25,7 +25,7 @@ public:
     const std::filesystem::path& dir() const { return records_.dir(); }
 
     // "" when written, else why not. Thread-safe (one file per kernel).
-    std::string save(const kernel_record& record) {
+    [[nodiscard]] std::string save(const kernel_record& record) {
         return records_.save(record.id, record.to_json().dump());
     }
     void remove(const std::string& kernel_id) { records_.remove(kernel_id); }
@@ -39,7 +39,7 @@ public:
 
     // Whether the record's process is still the one it names: the same pid and start time,
     // and, sandboxed, the same uid. "" or why not.
-    static std::string still_running(const kernel_record& record);
+    [[nodiscard]] static std::string still_running(const kernel_record& record);
     // SIGKILLs the record's process and its process group (an unsandboxed kernel's children;
     // a sandboxed one's are in its cgroup) while it is still that process, and waits up to 2 s
     // for it to go.

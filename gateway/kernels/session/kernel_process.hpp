@@ -63,13 +63,13 @@ public:
 
     // A fresh process with a new connection file (the sandbox's uid and workdir outlive
     // restarts). "" once it runs; else why it could not start.
-    std::string spawn();
+    [[nodiscard]] std::string spawn();
     // Takes over the process an earlier gateway started and recorded (--state-dir): its
     // runtime directory, sandbox and cgroup, and watches its exit; with egress (set_egress
     // from the record), a new listener in its jail and a proxy with the same rules. "" once
     // adopted; else why not, and the process (if it still runs) was killed, its leftovers
     // removed.
-    std::string adopt(const kernel_record& record);
+    [[nodiscard]] std::string adopt(const kernel_record& record);
     // What the next gateway needs to adopt the running process (owner left empty).
     kernel_record record() const;
     bool running() const { return pid_ > 0; }
@@ -111,7 +111,7 @@ private:
     void arm_ready_timer();
     // Opens the listener in the jail of `pid` and the kernel's proxy (egress_open_); "" or
     // why not.
-    std::string open_egress(pid_t pid);
+    [[nodiscard]] std::string open_egress(pid_t pid);
     void await_sockets(pid_t pid,
                        std::optional<std::chrono::steady_clock::time_point> sockets_seen);
     void on_exit(pid_t pid, const launcher::exit_status& status);

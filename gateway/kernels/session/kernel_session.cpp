@@ -144,7 +144,8 @@ void kernel_session::assign_owner(std::string name) {
     model_.assign_owner(std::move(name));
     if (env_.records)
         asio::post(strand_, [self = shared_from_this()] {
-            if (self->state_ == kernel_state::running) self->save_record();
+            // A failure is the store's to log: the kernel runs on, its new owner unrecorded.
+            if (self->state_ == kernel_state::running) static_cast<void>(self->save_record());
         });
 }
 

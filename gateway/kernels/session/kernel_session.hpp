@@ -146,7 +146,7 @@ private:
     // The kernel record (--state-dir) follows the process: written once it runs, and when
     // its owner changes; removed when it is dead or gone.
     // "" when written (or there is no --state-dir), else why not.
-    std::string save_record();
+    [[nodiscard]] std::string save_record();
     // --state-required and the record could not be written: the process is stopped, the
     // start (or restart) fails with the reason.
     void refuse_unrecorded(const std::string& why);

@@ -48,7 +48,7 @@ public:
     // Told before the request reaches the kernel, with its code: "" lets it through (the
     // observer may set e.record_seq); otherwise why it may not run (an audit log that could not
     // record it, with --audit-required).
-    virtual std::string starting(websocket_execution& e) = 0;
+    [[nodiscard]] virtual std::string starting(websocket_execution& e) = 0;
     // Told when it ended (replied, lost), without its code.
     virtual void finished(const websocket_execution& e) = 0;
 };
