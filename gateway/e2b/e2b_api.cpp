@@ -5,6 +5,7 @@
 #include <cctype>
 #include <csignal>
 #include <map>
+#include <variant>
 
 #include <openssl/rand.h>
 
@@ -39,7 +40,6 @@ using nlohmann::json;
 
 // The envd version the SDK is told: 0.5.7 lets it upload as application/octet-stream.
 constexpr const char* envd_version = "0.5.7";
-constexpr const char* home = "/home/user";
 
 std::string random_token() {
     unsigned char bytes[24];
@@ -81,6 +81,23 @@ json info_of(const sandbox_record& box) {
             // Callisto denies every destination not listed (E2B's denyOut of all traffic).
             {"allowInternetAccess", false},
             {"network", {{"allowOut", box.network_allow}, {"denyOut", {"0.0.0.0/0"}}}}};
+}
+
+// Where a new context's code starts, as its kernel names it: E2B's cwd, a directory of the
+// sandbox's tree (under /home/user, or relative to it); /home/user when none is asked.
+std::variant<std::string, envd_error> start_directory(const std::string& asked,
+                                                      const std::filesystem::path& workdir) {
+    const std::string home = launcher::sandbox_home;
+    if (asked.empty()) return home;
+    envd_error e;
+    auto where = resolve_envd_path(asked, e);
+    if (!where) return envd_error{e.code, 400, e.message};
+    envd_entry entry;
+    if (auto why = envd_files(workdir).stat(*where, entry))
+        return envd_error{why->code, 400, why->message};
+    if (entry.type != envd_file_type::directory)
+        return envd_error{connect_code::invalid_argument, 400, asked + " is not a directory"};
+    return where->empty() ? home : home + "/" + *where;
 }
 
 json context_json(const sandbox_context& c) {
@@ -296,6 +313,7 @@ void e2b_api::create_sandbox(incoming_request in) {
                 cr.network_allow, contexts_.settings().egress_allow, who.egress_allow))
             return in.respond(e2b_error(http::status::forbidden, *why));
     cr.via_e2b = true;
+    cr.start_dir = launcher::sandbox_home;
     const auto timeout = request->timeout.value_or(settings_.default_timeout);
     contexts_.create(
         cr, who,
@@ -309,7 +327,7 @@ void e2b_api::create_sandbox(incoming_request in) {
             box.env = std::move(request.env);
             box.network_allow = std::move(request.network_allow);
             box.default_context = r.context->id();
-            box.contexts.push_back({r.context->id(), "python", home});
+            box.contexts.push_back({r.context->id(), "python", launcher::sandbox_home});
             log_.info("sandbox " + box.id + " (" + kernel + ") for " + who.name + " on context " +
                       r.context->id());
             auto answer = connection_answer(box);
@@ -603,7 +621,7 @@ http_response empty_message() {
 std::map<std::string, std::string> command_env(const sandbox_record& box,
                                                const interpreter::env_vars& envs) {
     std::map<std::string, std::string> env = {{"PATH", launcher::sandbox_search_path},
-                                              {"HOME", home},
+                                              {"HOME", launcher::sandbox_home},
                                               {"USER", "user"},
                                               {"LOGNAME", "user"},
                                               {"SHELL", "/bin/bash"},
@@ -776,10 +794,20 @@ void e2b_api::create_context(incoming_request in) {
             return in.respond(e2b_error(http::status::forbidden, *why));
     if (auto why = contexts_.choose_kernel(cr))
         return in.respond(e2b_error(http::status::bad_request, *why));
+    // One file tree: the new context's kernel works in the default context's sandbox.
+    auto first = context_of(*box, box->default_context);
+    if (!first)
+        return in.respond(e2b_error(http::status::service_unavailable,
+                                    "the sandbox's files are not available: its context is gone"));
+    cr.share_files_with = first->id();
+    auto cwd = start_directory(request->cwd, first->workdir());
+    if (auto* why = std::get_if<envd_error>(&cwd))
+        return in.respond(
+            e2b_error(static_cast<http::status>(why->http_status), "'cwd': " + why->message));
+    cr.start_dir = std::get<std::string>(cwd);
     const std::string language(languages::to_string(*cr.language));
-    const std::string cwd = request->cwd.empty() ? home : request->cwd;
     contexts_.create(cr, box->owner,
-                     [this, id = box->id, language, cwd,
+                     [this, id = box->id, language, cwd = cr.start_dir,
                       respond = std::move(in.respond)](interpreter::create_context_result r) {
                          if (!r.context) return respond(start_refused(r.error, r.message));
                          sandbox_context c{r.context->id(), language, cwd};

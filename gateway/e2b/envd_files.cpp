@@ -159,8 +159,8 @@ std::optional<std::string> resolve_envd_path(std::string_view path, envd_error& 
     if (path.front() == '/') {
         if (starts_with_dir(path, envd_home))
             rest = path.substr(envd_home.size());
-        else if (starts_with_dir(path, sandbox_home))
-            rest = path.substr(sandbox_home.size());
+        else if (starts_with_dir(path, workdir_path))
+            rest = path.substr(workdir_path.size());
         else
             return bad(connect_code::permission_denied,
                        "'" + std::string(path) + "' is outside the sandbox's home, " +

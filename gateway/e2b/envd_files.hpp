@@ -28,7 +28,7 @@ namespace callisto::gateway::e2b {
 // The sandbox's home as E2B's SDKs name it; /work, the name its code knows the same directory
 // by, is taken too.
 inline constexpr std::string_view envd_home = "/home/user";
-inline constexpr std::string_view sandbox_home = "/work";
+inline constexpr std::string_view workdir_path = "/work";
 
 struct envd_error {
     connect_code code;

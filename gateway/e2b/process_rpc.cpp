@@ -142,7 +142,7 @@ std::optional<process_start> parse_process_start(std::string_view message,
         if (!env) return no(connect_code::invalid_argument, "'process.envs': " + why);
         out.env = std::move(*env);
     }
-    out.cwd = launcher::sandbox_workdir;
+    out.cwd = launcher::sandbox_home;
     if (auto cwd = process->find("cwd"); cwd != process->end() && !cwd->is_null()) {
         if (!cwd->is_string())
             return no(connect_code::invalid_argument, "'process.cwd' must be a string");

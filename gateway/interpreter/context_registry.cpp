@@ -1,5 +1,7 @@
 #include "gateway/interpreter/context_registry.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 #include "gateway/interpreter/kernel_reset.hpp"
@@ -51,16 +53,35 @@ languages::kernel_dialect context_registry::dialect_of_kernel(const std::string&
 void context_registry::create(const context_request& request, const user& owner,
                               std::function<void(create_context_result)> done,
                               std::string given_id) {
-    const kernels::kernel_policy policy = request.policy.value_or(settings_.default_policy);
-    auto open_context = [this, owner_name = owner.name, policy, one_shot = request.one_shot,
-                         via_mcp = request.via_mcp, via_e2b = request.via_e2b,
+    kernels::kernel_policy policy = request.policy.value_or(settings_.default_policy);
+    std::shared_ptr<interpreter_context> files_of;  // the context whose files it works in
+    if (!request.share_files_with.empty()) {
+        files_of = find_for(request.share_files_with, owner);
+        if (!files_of)
+            return done(
+                {nullptr, kernels::kernel_error::not_running,
+                 "context " + request.share_files_with + " is gone: its files cannot be shared"});
+        policy = kernels::kernel_policy::fresh;  // a kept kernel would bring its own files
+    }
+    context_options options{.policy = policy,
+                            .one_shot = request.one_shot,
+                            .via_mcp = request.via_mcp,
+                            .via_e2b = request.via_e2b,
+                            .shares_files_of = files_of ? files_of->id() : std::string(),
+                            .start_dir = request.start_dir};
+    auto open_context = [this, owner_name = owner.name, options, files_of,
                          given_id = std::move(given_id), done = std::move(done)](
-                            kernels::create_kernel_result r, std::size_t uses) {
+                            kernels::create_kernel_result r, std::size_t uses) mutable {
         if (!r.kernel) return done({nullptr, r.error, r.message});
+        options.kernel_uses = uses;
         const std::string id = given_id.empty() ? kernelproto::new_uuid() : given_id;
         fs::path workdir;
         bool chdir_kernel = false;
-        if (!settings_.kernel_workdir_root.empty()) {
+        if (files_of) {
+            // Sandboxed, the kernel's /work is that sandbox's; unsandboxed, it goes there.
+            workdir = files_of->workdir();
+            chdir_kernel = settings_.kernel_workdir_root.empty();
+        } else if (!settings_.kernel_workdir_root.empty()) {
             workdir = settings_.kernel_workdir_root / r.kernel->id();  // the sandbox's /work
         } else {
             // Unsandboxed kernels start in their runtime dir, which a restart replaces: give
@@ -76,16 +97,16 @@ void context_registry::create(const context_request& request, const user& owner,
             chdir_kernel = true;
         }
         auto context = std::make_shared<interpreter_context>(
-            ioc_, id, owner_name, r.kernel, workdir, chdir_kernel,
-            context_options{policy, one_shot, via_mcp, uses, via_e2b}, settings_,
+            ioc_, id, owner_name, r.kernel, workdir, chdir_kernel, options, settings_,
             log_.component("context")
                 .with("context_id", id)
                 .with("kernel_id", r.kernel->id())
                 .with("user", owner_name));
         add(context);
-        log_.info("context " + id + " (" + std::string(to_string(policy)) +
-                  (one_shot ? ", one-shot" : "") + ") on kernel " + r.kernel->id() + " (use " +
-                  std::to_string(uses) + ") for " + owner_name);
+        log_.info("context " + id + " (" + std::string(to_string(options.policy)) +
+                  (options.one_shot ? ", one-shot" : "") +
+                  (files_of ? ", in the files of context " + files_of->id() : "") + ") on kernel " +
+                  r.kernel->id() + " (use " + std::to_string(uses) + ") for " + owner_name);
         done({context, kernels::kernel_error::none, {}});
     };
 
@@ -99,10 +120,11 @@ void context_registry::create(const context_request& request, const user& owner,
     kr.owner = owner;
     kr.name = request.kernel;
     kr.egress_allow = request.network_allow;
-    kernels_.create(std::move(kr),
-                    [open_context = std::move(open_context)](kernels::create_kernel_result r) {
-                        open_context(std::move(r), 1);
-                    });
+    if (files_of) kr.share_sandbox_of = files_of->kernel()->id();
+    kernels_.create(std::move(kr), [open_context = std::move(open_context)](
+                                       kernels::create_kernel_result r) mutable {
+        open_context(std::move(r), 1);
+    });
 }
 
 void context_registry::add(const std::shared_ptr<interpreter_context>& context) {
@@ -130,7 +152,7 @@ void context_registry::restore(context_record_store& records) {
         }
         auto context = std::make_shared<interpreter_context>(
             ioc_, record.id, record.owner, kernel, record.workdir, record.chdir_kernel,
-            context_options{record.policy, false, false, record.kernel_uses}, settings_,
+            context_options{.policy = record.policy, .kernel_uses = record.kernel_uses}, settings_,
             log_.component("context")
                 .with("context_id", record.id)
                 .with("kernel_id", kernel->id())
@@ -358,8 +380,9 @@ void context_registry::release_kernel(const std::shared_ptr<interpreter_context>
             then();
         });
     };
+    // Kept, it would be reset, and a reset empties the files other contexts work in.
     if (stopping_ || context->options().policy != kernels::kernel_policy::reuse ||
-        kernel->activity().execution_state != "idle" ||
+        files_shared(*context) || kernel->activity().execution_state != "idle" ||
         !kernels::may_reuse(context->options().kernel_uses, kernel->activity().started_at,
                             kernels::wall_clock::now(), kernels_.recycling()))
         return destroy(std::move(done));
@@ -409,9 +432,18 @@ void context_registry::forget(const std::shared_ptr<interpreter_context>& contex
     remove_own_dir(context);
 }
 
+bool context_registry::files_shared(const interpreter_context& context) const {
+    std::lock_guard lock(mutex_);
+    return std::any_of(contexts_.begin(), contexts_.end(), [&](const auto& entry) {
+        return entry.second->options().shares_files_of == context.id();
+    });
+}
+
 void context_registry::remove_own_dir(const std::shared_ptr<interpreter_context>& context) const {
-    // Sandboxed contexts use their kernel's session workdir, which goes with the kernel.
-    if (!settings_.kernel_workdir_root.empty()) return;
+    // Sandboxed contexts use their kernel's session workdir, which goes with the kernel (the
+    // last one, when kernels share it); a context in another's files has none of its own.
+    if (!settings_.kernel_workdir_root.empty() || !context->options().shares_files_of.empty())
+        return;
     std::error_code ec;
     fs::remove_all(context->workdir(), ec);
 }

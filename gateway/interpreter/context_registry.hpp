@@ -117,6 +117,8 @@ private:
     void release_kernel(const std::shared_ptr<interpreter_context>& context,
                         std::function<void()> done);
     void remove_own_dir(const std::shared_ptr<interpreter_context>& context) const;
+    // Another context works in its files (context_request::share_files_with).
+    bool files_shared(const interpreter_context& context) const;
 
     boost::asio::io_context& ioc_;
     kernels::kernel_manager& kernels_;

@@ -25,6 +25,13 @@ struct context_request {
     // "network": {"allow": [...]}: what the context's kernel may reach through the egress
     // proxy, each rule in canonical form; empty: no network at all.
     std::vector<std::string> network_allow;
+    // Set by the E2B facade, never by a body: the new context works in this context's files
+    // (its kernel shares that kernel's sandbox: uid and workdir), as E2B's contexts of one
+    // sandbox do; its kernel is started fresh and never kept.
+    std::string share_files_with;
+    // Set by the E2B facade: where its code starts, as a sandboxed kernel names it (E2B's
+    // /home/user, or a cwd under it). Empty: the workdir, /work.
+    std::string start_dir;
 };
 
 // Why `asked` may not be had, naming the rules beyond the server's ceiling (--egress-allow)

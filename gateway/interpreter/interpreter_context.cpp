@@ -178,8 +178,11 @@ std::string interpreter_context::kernel_workdir() const {
 }
 
 void interpreter_context::send_chdir() {
-    if (!chdir_kernel_) return;
-    if (auto code = languages::chdir_code(dialect_, workdir_.string()))
+    // An unsandboxed kernel goes to the context's directory on the host; a sandboxed one to
+    // its start directory, when it has one.
+    const std::string dir = chdir_kernel_ ? workdir_.string() : options_.start_dir;
+    if (dir.empty()) return;
+    if (auto code = languages::chdir_code(dialect_, dir))
         send_silent(std::move(*code));
     else
         log_.warn(

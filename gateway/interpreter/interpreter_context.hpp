@@ -42,6 +42,12 @@ struct context_options {
     bool via_mcp = false;         // made by an MCP session's tools (shown to admins)
     std::size_t kernel_uses = 1;  // contexts or one-shot runs its kernel served, this one too
     bool via_e2b = false;         // an E2B sandbox's (its facade finds it by id: never paused)
+    // The context whose files this one works in (context_request::share_files_with): its
+    // workdir is that one's, not removed with it. Empty: its own.
+    std::string shares_files_of;
+    // Where a sandboxed kernel is sent when the context opens and after each restart
+    // (context_request::start_dir); empty: it stays in /work, where it starts.
+    std::string start_dir;
 };
 
 class interpreter_context : public kernels::in_process_client,

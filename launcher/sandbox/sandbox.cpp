@@ -139,7 +139,7 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
                        "--ro-bind", layout.group_file.string(), "/etc/group"});
     add_scratch_mounts(a, layout.tmp_bytes);
     a.insert(a.end(), {"--bind", layout.workdir.string(), sandbox_workdir,  //
-                       "--symlink", sandbox_workdir, sandbox_home_link,
+                       "--bind", layout.workdir.string(), sandbox_home,
                        // At its host path, so the connection file's ipc paths hold inside,
                        // and where the kernel's command line names its files.
                        "--bind", layout.runtime_dir.string(), layout.runtime_dir.string(),  //

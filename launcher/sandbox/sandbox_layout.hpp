@@ -16,9 +16,10 @@ namespace callisto::launcher {
 
 // Where things are inside the sandbox.
 inline constexpr const char* sandbox_workdir = "/work";
-// E2B's home and working directory, a link to sandbox_workdir: code and paths written for
-// E2B's sandboxes find their files (docs/e2b.md).
-inline constexpr const char* sandbox_home_link = "/home/user";
+// E2B's home and working directory: the workdir bound a second time, so code and paths
+// written for E2B's sandboxes find their files and os.getcwd() there says /home/user
+// (docs/e2b.md). A link would resolve to /work.
+inline constexpr const char* sandbox_home = "/home/user";
 // The runtime directory again, at a path that names nothing of the host: the kernel's command
 // line (its /proc/self/cmdline, and bwrap's /proc/1/cmdline) names its files there.
 inline constexpr const char* sandbox_runtime_dir = "/run/kernel";
@@ -27,7 +28,7 @@ inline constexpr const char* sandbox_hostname = "kernel";
 inline constexpr const char* sandbox_search_path = "/usr/local/bin:/usr/bin:/bin";
 
 struct sandbox_layout {
-    std::filesystem::path workdir;      // bound read-write at sandbox_workdir
+    std::filesystem::path workdir;      // bound read-write at sandbox_workdir and sandbox_home
     std::filesystem::path runtime_dir;  // bound read-write at its host path (ipc sockets) and
                                         // at sandbox_runtime_dir
     std::filesystem::path passwd_file;  // bound read-only at /etc/passwd

@@ -177,9 +177,8 @@ void build_root(const sandbox_layout& layout, const fs::path& scratch) {
                 MS_NOSUID | MS_NODEV);
     bind_like_source(layout.workdir, root / fs::path(sandbox_workdir).relative_path(),
                      bind_kind::read_write);
-    const fs::path home_link = root / fs::path(sandbox_home_link).relative_path();
-    make_dir(home_link.parent_path());
-    check(::symlink(sandbox_workdir, home_link.c_str()), "symlink " + home_link.string());
+    bind_like_source(layout.workdir, root / fs::path(sandbox_home).relative_path(),
+                     bind_kind::read_write);
     bind_like_source(layout.runtime_dir, root / layout.runtime_dir.relative_path(),
                      bind_kind::read_write);
     // As bwrap's second bind (sandbox_layout.hpp), so both sandboxes mount the same.

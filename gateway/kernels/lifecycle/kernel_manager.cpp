@@ -127,6 +127,21 @@ void kernel_manager::adopt(kernel_record record, std::function<void(create_kerne
 
 void kernel_manager::create(create_kernel_request request,
                             std::function<void(create_kernel_result)> done) {
+    if (request.share_sandbox_of.empty()) return create_with(std::move(request), nullptr, done);
+    std::shared_ptr<kernel_session> beside = find(request.share_sandbox_of);
+    if (!beside || beside->owner() != request.owner.name)
+        return done({nullptr, false, kernel_error::not_running,
+                     "kernel " + request.share_sandbox_of + " is gone: its sandbox is not shared"});
+    // Its sandbox is read on its strand; unsandboxed (null), the new kernel starts as any.
+    beside->with_sandbox([this, request = std::move(request), done = std::move(done)](
+                             std::shared_ptr<launcher::session_sandbox> sandbox) mutable {
+        create_with(std::move(request), std::move(sandbox), std::move(done));
+    });
+}
+
+void kernel_manager::create_with(create_kernel_request request,
+                                 std::shared_ptr<launcher::session_sandbox> sandbox,
+                                 std::function<void(create_kernel_result)> done) {
     const std::string name = request.name.empty() ? default_kernel_name() : request.name;
     auto spec = catalog_.find(name);
     if (!spec) {
@@ -171,7 +186,7 @@ void kernel_manager::create(create_kernel_request request,
             // limits hold under concurrent creates.
             std::shared_ptr<kernel_session> pooled;
             if (request.kernel_id.empty() && request.env.empty() && request.egress_allow.empty() &&
-                pool_.target(spec->name) > 0) {
+                request.share_sandbox_of.empty() && pool_.target(spec->name) > 0) {
                 pooled = pool_.claim(spec->name);
                 env_.metrics.pool_claims.with({spec->name, pooled ? "hit" : "miss"}).inc();
             }
@@ -187,6 +202,7 @@ void kernel_manager::create(create_kernel_request request,
                                                                   std::move(request.env));
                 if (!request.egress_allow.empty())
                     fresh->set_egress({std::move(request.egress_allow), request.owner.name});
+                if (sandbox) fresh->share_sandbox(std::move(sandbox));
             }
             pooled->assign_owner(request.owner.name);
             kernels_.emplace(pooled->id(), pooled);
@@ -264,6 +280,8 @@ bool kernel_manager::keep(const std::shared_ptr<kernel_session>& kernel, std::si
     if (kernel->state() != kernel_state::running) return false;
     // Its network was granted to one context: the owner's next context may not ask for it.
     if (!kernel->egress().empty()) return false;
+    // Its files are another kernel's, which may still use them.
+    if (kernel->shares_sandbox()) return false;
     const auto activity = kernel->activity();
     if (!may_reuse(uses, activity.started_at, now, reuse_.limits)) return false;
     std::lock_guard lock(mutex_);

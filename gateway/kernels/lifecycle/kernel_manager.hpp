@@ -34,6 +34,9 @@ struct create_kernel_request {
     // What it may reach through the egress proxy (checked by the caller against the
     // ceilings); empty: no network. A kernel with any is started fresh and never kept.
     std::vector<std::string> egress_allow;
+    // A kernel of the same owner whose sandbox (uid, workdir) the new one shares: E2B's
+    // contexts of one sandbox see one file tree. Started fresh, never kept. Empty: its own.
+    std::string share_sandbox_of;
 };
 
 struct create_kernel_result {
@@ -116,6 +119,10 @@ public:
     }
 
 private:
+    // create(), with the sandbox of request.share_sandbox_of once read (null: its own).
+    void create_with(create_kernel_request request,
+                     std::shared_ptr<launcher::session_sandbox> sandbox,
+                     std::function<void(create_kernel_result)> done);
     void start_culling();
     void schedule_cull();
     void shutdown_registered(std::function<void()> done);

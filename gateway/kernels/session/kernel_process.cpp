@@ -75,7 +75,7 @@ std::string kernel_process::spawn() {
         if (env_.sandbox) {
             // The session's uid and workdir outlive restarts; each start gets its own cgroup.
             if (!sandbox_)
-                sandbox_ = std::make_unique<launcher::session_sandbox>(
+                sandbox_ = std::make_shared<launcher::session_sandbox>(
                     *env_.sandbox, *env_.sandbox_uids, env_.settings.workdir_root, id_,
                     env_.settings.limits, spec_);
             boxed = sandbox_->prepare(exec_command, *runtime_dir_);
@@ -170,7 +170,7 @@ std::string kernel_process::adopt(const kernel_record& record) {
             return give_up("its workdir " + record.workdir.string() + " is not " +
                            (env_.settings.workdir_root / id_).string());
         if (record.uid) {
-            sandbox_ = std::make_unique<launcher::session_sandbox>(
+            sandbox_ = std::make_shared<launcher::session_sandbox>(
                 launcher::adopt_existing, *env_.sandbox, *env_.sandbox_uids, record.workdir,
                 *record.uid, env_.settings.limits, spec_);
             boxed = env_.sandbox->adopt(sandbox_->policy(), sandbox_->identity(), record.cgroup);

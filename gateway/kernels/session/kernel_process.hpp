@@ -57,6 +57,16 @@ public:
     // process of a kernel that has any gets the proxy variables, and its jail a listener
     // before the kernel is declared ready.
     void set_egress(egress_request egress) { egress_ = std::move(egress); }
+    // The sandbox of another kernel of the same owner, shared: this one's processes run as its
+    // uid with its workdir (E2B: a sandbox's second context sees the first one's files); before
+    // spawn(). Each start still gets its own jail and cgroup. The sandbox goes with the last
+    // kernel holding it.
+    void share_sandbox(std::shared_ptr<launcher::session_sandbox> sandbox) {
+        sandbox_ = std::move(sandbox);
+    }
+    // Its sandbox (null with --sandbox=off, or between drop_sandbox() and the next spawn()),
+    // for another kernel to share. On the strand.
+    const std::shared_ptr<launcher::session_sandbox>& sandbox() const { return sandbox_; }
     // HTTP_PROXY and its kin pointing at the listener in the kernel's namespace, NO_PROXY
     // for its own loopback (ipykernel's, a server the code starts itself).
     static std::map<std::string, std::string> egress_variables();
@@ -131,7 +141,7 @@ private:
     boost::asio::steady_timer stop_timer_;
 
     std::unique_ptr<launcher::kernel_runtime_dir> runtime_dir_;
-    std::unique_ptr<launcher::session_sandbox> sandbox_;  // null with --sandbox=off
+    std::shared_ptr<launcher::session_sandbox> sandbox_;  // null with --sandbox=off
     std::shared_ptr<kernel_output_log> output_;           // the process's stdout and stderr
     egress_request egress_;
     std::shared_ptr<void> egress_open_;  // the listener in the running process's namespace

@@ -133,6 +133,18 @@ nlohmann::json kernel_session::model(kernel_process_view view) const {
 
 kernel_state kernel_session::state() const { return state_.load(); }
 
+void kernel_session::share_sandbox(std::shared_ptr<launcher::session_sandbox> sandbox) {
+    shares_sandbox_ = sandbox != nullptr;
+    process_->share_sandbox(std::move(sandbox));
+}
+
+void kernel_session::with_sandbox(
+    std::function<void(std::shared_ptr<launcher::session_sandbox>)> then) {
+    asio::post(strand_, [self = shared_from_this(), then = std::move(then)] {
+        then(self->process_->sandbox());
+    });
+}
+
 void kernel_session::set_egress(egress_request egress) {
     egress_ = egress;
     process_->set_egress(std::move(egress));

@@ -37,6 +37,7 @@
 #include "kernelproto/message.hpp"
 #include "launcher/kernelspec/kernelspec.hpp"
 #include "launcher/process/process_supervisor.hpp"
+#include "launcher/sandbox/session_sandbox.hpp"
 #include "transport/reactor.hpp"
 
 namespace callisto::gateway::kernels {
@@ -111,6 +112,14 @@ public:
     // What the kernel may reach through the egress proxy; set once, before start().
     void set_egress(egress_request egress);
     const egress_request& egress() const { return egress_; }
+
+    // Runs in the sandbox of another kernel of its owner (kernel_process::share_sandbox); set
+    // once, before start(). Such a kernel is never kept for reuse: its files are not its own.
+    void share_sandbox(std::shared_ptr<launcher::session_sandbox> sandbox);
+    bool shares_sandbox() const { return shares_sandbox_; }
+    // `then` gets this kernel's sandbox (null: none, --sandbox=off), on the strand, for a new
+    // kernel to share.
+    void with_sandbox(std::function<void(std::shared_ptr<launcher::session_sandbox>)> then);
 
     // The user the kernel belongs to; set once when it is created or claimed from the pool.
     std::string owner() const;
@@ -216,6 +225,7 @@ private:
     const launcher::kernelspec spec_;
     const std::map<std::string, std::string> extra_env_;
     egress_request egress_;         // set before start, then read-only
+    bool shares_sandbox_ = false;   // set before start, then read-only
     const std::string session_id_;  // our ZMQ session and routing identity
     logger log_;
     boost::asio::strand<boost::asio::io_context::executor_type> strand_;

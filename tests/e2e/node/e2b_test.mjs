@@ -4,8 +4,9 @@
 // getInfo, list by metadata, setTimeout, connect, kill, a wrong key, an unknown template, a
 // sandbox culled at its timeout), runCode (print, state kept, errors, a matplotlib figure, a
 // DataFrame, streaming callbacks, env vars, a client timeout that interrupts, and the next call
-// working), code contexts (create, list, restart, remove, isolation), envd's files (write,
-// read, list, exists, makeDir, rename, getInfo, remove, watchDir; one tree with the code's),
+// working), code contexts (create, list, restart, remove, isolation of their state, one file
+// tree and uid, where their code starts), envd's files (write, read, list, exists, makeDir,
+// rename, getInfo, remove, watchDir; one tree with the code's),
 // and commands (output, exit codes, envs, cwd, the kernel's uid; a process of its own in the
 // kernel's sandbox, beside runCode and as confined; background commands, stdin, list,
 // connect, kill, and their bad inputs).
@@ -179,6 +180,53 @@ test('code contexts: create, list, isolation, restart, remove', async () => {
     let threw = null;
     try { await sbx.runCode('1', { context: ctx }); } catch (e) { threw = e; }
     check(threw instanceof e2b.NotFoundError, 'a removed context is not found', String(threw));
+  });
+});
+
+test('code contexts share the sandbox: one file tree, one uid, starting in /home/user or their cwd', async () => {
+  await withSandbox(async sbx => {
+    const out = ex => ex.logs.stdout.join('');
+    const where = "import os; print(os.getcwd(), os.getuid())";
+    const [home, uid] = out(await sbx.runCode(where)).trim().split(' ');
+    check(home === '/home/user' && uid !== '0', 'the default context starts in /home/user', [home, uid]);
+    const ctx = await sbx.createCodeContext({ language: 'python' });
+    const [ctxHome, ctxUid] = out(await sbx.runCode(where, { context: ctx })).trim().split(' ');
+    check(ctxHome === '/home/user' && ctxUid === uid, 'a new context: the same home, the same uid', [ctxHome, ctxUid]);
+    let ex = await sbx.runCode("open('from_ctx.txt', 'w').write('written in the new context')", { context: ctx });
+    check(!ex.error, 'the new context writes', ex.toJSON());
+    ex = await sbx.runCode("print(open('from_ctx.txt').read(), end='')");
+    check(out(ex) === 'written in the new context', 'the default context reads it', ex.toJSON());
+    check(await sbx.files.read('/home/user/from_ctx.txt') === 'written in the new context', 'files.read reads it');
+    await sbx.files.write('/home/user/from_sdk.txt', 'for every context');
+    const cmd = await sbx.commands.run('cat from_ctx.txt; echo " and" > from_cmd.txt');
+    check(cmd.stdout === 'written in the new context', 'a command reads it', cmd);
+    ex = await sbx.runCode("print(open('from_sdk.txt').read(), open('from_cmd.txt').read(), end='')", { context: ctx });
+    check(out(ex) === 'for every context  and\n', 'the new context reads what the SDK and a command wrote', ex.toJSON());
+    // Its own kernel all the same: a restart keeps the files, and its removal too.
+    await sbx.restartCodeContext(ctx);
+    ex = await sbx.runCode("import os; print(sorted(f for f in os.listdir() if f.startswith('from_')))", { context: ctx });
+    check(out(ex) === "['from_cmd.txt', 'from_ctx.txt', 'from_sdk.txt']\n", 'a restart keeps the files', ex.toJSON());
+    await sbx.removeCodeContext(ctx);
+    check(await sbx.files.exists('/home/user/from_ctx.txt'), 'removing a context keeps the sandbox\'s files');
+    // cwd: a directory of the sandbox, where the context's code starts.
+    await sbx.files.makeDir('/home/user/sub/deeper');
+    const sub = await sbx.createCodeContext({ cwd: '/home/user/sub/deeper' });
+    check(sub.cwd === '/home/user/sub/deeper', 'the context reports its cwd', sub);
+    ex = await sbx.runCode("import os; print(os.getcwd()); open('here.txt', 'w').write('x')", { context: sub });
+    check(out(ex) === '/home/user/sub/deeper\n', 'and starts there', ex.toJSON());
+    check(await sbx.files.exists('/home/user/sub/deeper/here.txt'), 'its relative paths are there');
+    // The SDK's error says only "400 Bad Request"; the body names the reason.
+    const h = { 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': sbx.envdAccessToken, 'Content-Type': 'application/json' };
+    for (const [cwd, why] of [['/home/user/nowhere', /nowhere|no such|not exist/i], ['/etc', /home|outside|permission/i],
+                              ['/home/user/from_ctx.txt', /not a directory/], ['../x', /home|outside|permission/i]]) {
+      let threw = null;
+      try { await sbx.createCodeContext({ cwd }); } catch (e) { threw = e; }
+      check(threw instanceof e2b.SandboxError, 'the SDK refuses a cwd that is not a directory of the sandbox: ' + cwd, String(threw));
+      const r = await fetch(BASE_URL + '/contexts', { method: 'POST', headers: h, body: JSON.stringify({ cwd }) });
+      const j = await r.json();
+      check(r.status === 400 && /'cwd'/.test(j.message) && why.test(j.message), 'and says why: ' + cwd, [r.status, j]);
+    }
+    check((await sbx.listCodeContexts()).length === 2, 'refused contexts were not made');
   });
 });
 
@@ -382,7 +430,7 @@ test('files: envd answers its bad requests with Connect errors', async () => {
 test('commands.run: bash in the sandbox, output, exit codes, envs, cwd, one tree with files', async () => {
   await withSandbox(async sbx => {
     const r = await sbx.commands.run('echo hello; echo oops >&2; pwd');
-    check(r.exitCode === 0 && r.stdout === 'hello\n/work\n' && r.stderr === 'oops\n', 'run', r);
+    check(r.exitCode === 0 && r.stdout === 'hello\n/home/user\n' && r.stderr === 'oops\n', 'run', r);
     // The kernel's jail and uid: the command and the code are the same user.
     const uid = (await sbx.commands.run('id -u')).stdout.trim();
     const kernelUid = (await sbx.runCode('import os; print(os.getuid())')).logs.stdout.join('').trim();
@@ -394,7 +442,7 @@ test('commands.run: bash in the sandbox, output, exit codes, envs, cwd, one tree
     check(env.stdout === 'bar baz\n', 'envs', env);
     await sbx.files.makeDir('/home/user/sub');
     const cwd = await sbx.commands.run('pwd', { cwd: '/home/user/sub' });
-    check(cwd.stdout === '/work/sub\n', 'cwd', cwd);
+    check(cwd.stdout === '/home/user/sub\n', 'cwd', cwd);
     await sbx.commands.run('echo from-command > cmd.txt');
     check(await sbx.files.read('/home/user/cmd.txt') === 'from-command\n', 'files.read reads what the command wrote');
     await sbx.files.write('/home/user/for-cmd.txt', 'from-files');
@@ -471,7 +519,7 @@ test('commands: background, stdin, list, connect, kill, and their bad inputs', a
     await sbx.commands.sendStdin(cat.pid, 'line three\n');
     await sbx.commands.closeStdin(cat.pid);
     const done = await cat.wait();
-    check(done.exitCode === 0 && done.stdout === 'start cat in /work/bg\nline one\nline two\nline three\nstdin closed\n',
+    check(done.exitCode === 0 && done.stdout === 'start cat in /home/user/bg\nline one\nline two\nline three\nstdin closed\n',
       'the background command read its stdin to its end', done);
     check(out.join('') === done.stdout, 'onStdout saw it all', out);
     const after = await attached.wait();

@@ -656,16 +656,17 @@ def test_other_session_workdir_unreachable():
         where = r_json(wa, 'writeLines("a-secret", "secret_r.txt"); r <- getwd()')
         r = r_json(wb, f"""
 writeLines("b-own", "secret_r_own.txt")  # the search must find this one: it works
-# Everything but /proc, /sys and /usr (the host's, read-only; /bin, /lib... link into it), and
-# /dev only where files can be written (list.files follows /dev/fd into /proc).
-tops <- setdiff(paste0("/", list.files("/")), c("/proc", "/usr", "/sys", "/dev"))
+# Everything but /proc, /sys and /usr (the host's, read-only; /bin, /lib... link into it),
+# /home (/home/user is the working directory bound a second time, E2B's home: searched as
+# /work), and /dev only where files can be written (list.files follows /dev/fd into /proc).
+tops <- setdiff(paste0("/", list.files("/")), c("/proc", "/usr", "/sys", "/dev", "/home"))
 tops <- c(tops[Sys.readlink(tops) == ""], "/dev/shm", "/dev/mqueue")
 hits <- grep("secret_r", list.files("/dev", all.files = TRUE), value = TRUE)
 for (d in tops) hits <- c(hits, grep("secret_r.*[.]txt$", list.files(d, recursive = TRUE,
                                      all.files = TRUE, full.names = TRUE), value = TRUE))
 for (g in c("/var/lib/callisto/work/{a['id']}/secret_r.txt", "/tmp/callisto-work/{a['id']}/secret_r.txt"))
   if (file.exists(g)) hits <- c(hits, g)
-# Each file once, by its real path: /home/user links to the working directory (E2B's home).
+# Each file once, by its real path.
 r <- list(hits = I(unique(normalizePath(hits))), own = normalizePath("secret_r_own.txt"))
 """)
         check_eq(r["hits"], [r["own"]],

@@ -47,7 +47,7 @@ TEST_CASE("process Start: the SDK's /bin/bash -l -c runs as it is, with envs, cw
     REQUIRE(p);
     CHECK(p->cmd == "/bin/bash");
     CHECK(p->args == std::vector<std::string>{"-l", "-c", "echo hi; ls"});
-    CHECK(p->cwd == "/work/sub dir");
+    CHECK(p->cwd == "/home/user/sub dir");
     CHECK(p->cwd_asked == "/home/user/sub dir");
     CHECK_FALSE(p->stdin_open);
     CHECK_FALSE(p->tag);
@@ -55,12 +55,12 @@ TEST_CASE("process Start: the SDK's /bin/bash -l -c runs as it is, with envs, cw
     CHECK(p->env[0].first == "FOO");
     auto home = parse({{"process", {{"cmd", "pwd"}, {"cwd", "/home/user"}}}});
     REQUIRE(home);
-    CHECK(home->cwd == "/work");
+    CHECK(home->cwd == "/home/user");
     CHECK(home->args.empty());
     auto bare = parse(
         {{"process", {{"cmd", "ls"}, {"args", {"-l", "it's"}}}}, {"tag", "t"}, {"stdin", true}});
     REQUIRE(bare);
-    CHECK(bare->cwd == "/work");
+    CHECK(bare->cwd == "/home/user");
     CHECK(bare->cwd_asked.empty());
     CHECK(bare->stdin_open);
     CHECK(bare->tag == "t");
