@@ -225,6 +225,7 @@ void e2b_api::arm_culling() {
 void e2b_api::close_contexts(const sandbox_record& box) {
     // Its commands first: a kernel kept for reuse must not carry them into another sandbox.
     kill_processes(box.id);
+    watchers_.remove_sandbox(box.id);
     for (const auto& c : box.contexts)
         if (auto context = contexts_.find_for(c.id, box.owner)) contexts_.remove(context, [] {});
 }
@@ -408,8 +409,13 @@ e2b_api::~e2b_api() { file_pool_.join(); }
 std::optional<std::filesystem::path> e2b_api::files_of(const incoming_request& in) const {
     auto box = sandbox_of(in);
     if (!box) return std::nullopt;
-    // The sandbox's tree is its default context's workdir: what its code sees as /work.
-    auto context = context_of(*box, box->default_context);
+    return files_of(in, *box);
+}
+
+std::optional<std::filesystem::path> e2b_api::files_of(const incoming_request& in,
+                                                       const sandbox_record& box) const {
+    // The sandbox's tree is its default context's workdir, which its other contexts share.
+    auto context = context_of(box, box.default_context);
     if (!context) {
         in.respond(e2b_error(http::status::service_unavailable,
                              "the sandbox's files are not available: its context is gone"));
@@ -532,11 +538,58 @@ void e2b_api::watch_dir(incoming_request in, const std::filesystem::path& workdi
         });
 }
 
+void e2b_api::create_watcher(incoming_request in, const std::string& sandbox_id,
+                             const std::filesystem::path& workdir) {
+    auto request = unary_request(in, parse_watch_dir);
+    if (!request) return;
+    auto opened = directory_watch::open(ioc_, workdir, *request);
+    if (auto* refused = std::get_if<envd_error>(&opened))
+        return in.respond(connect_error(refused->code, refused->message));
+    auto watch = std::get<std::shared_ptr<directory_watch>>(opened);
+    auto id = watchers_.add(sandbox_id, [watch] { watch->stop(); });
+    if (!id)
+        return in.respond(connect_error(connect_code::resource_exhausted,
+                                        "the sandbox has " +
+                                            std::to_string(watcher_table::max_watchers) +
+                                            " watchers already; remove one (RemoveWatcher) first"));
+    // Its events wait in the table for GetWatcherEvents; once the directory goes, none come.
+    watch->run(
+        [this, id = *id](const std::string& name, const std::string& type) {
+            watchers_.push(id, {name, type});
+        },
+        [] {});
+    in.respond(json_response(http::status::ok, {{"watcherId", *id}}));
+}
+
+void e2b_api::poll_watcher(incoming_request in, const std::string& sandbox_id) {
+    auto id = unary_request(in, parse_watcher_id);
+    if (!id) return;
+    const auto not_found = [&] {
+        in.respond(connect_error(connect_code::not_found, "watcher " + *id + " not found"));
+    };
+    if (in.where.param("method") == "RemoveWatcher")
+        return watchers_.remove(sandbox_id, *id)
+                   ? in.respond(json_response(http::status::ok, json::object()))
+                   : not_found();
+    auto polled = watchers_.take(sandbox_id, *id);
+    if (!polled) return not_found();
+    if (polled->dropped > 0)
+        log_.warn("watcher " + *id + " of sandbox " + sandbox_id + " lost " +
+                  std::to_string(polled->dropped) + " events: not polled for " +
+                  std::to_string(watcher_table::max_events));
+    in.respond(json_response(http::status::ok, watcher_events_message(polled->events)));
+}
+
 void e2b_api::call_filesystem(incoming_request in, const interpreter::take_stream_fn& take_stream) {
-    auto workdir = files_of(in);
+    auto box = sandbox_of(in);
+    if (!box) return;
+    auto workdir = files_of(in, *box);
     if (!workdir) return;
-    if (in.where.param("method") == "WatchDir")
-        return watch_dir(std::move(in), *workdir, take_stream);
+    const std::string& method = in.where.param("method");
+    if (method == "WatchDir") return watch_dir(std::move(in), *workdir, take_stream);
+    if (method == "CreateWatcher") return create_watcher(std::move(in), box->id, *workdir);
+    if (method == "GetWatcherEvents" || method == "RemoveWatcher")
+        return poll_watcher(std::move(in), box->id);
     boost::asio::post(file_pool_, [this, in = std::move(in), workdir = *workdir]() mutable {
         const envd_files files(workdir);
         const filesystem_rpc rpc(files, contexts_.settings().max_listed_files);

@@ -23,6 +23,7 @@
 #include "gateway/e2b/e2b_requests.hpp"
 #include "gateway/e2b/process_table.hpp"
 #include "gateway/e2b/sandbox_registry.hpp"
+#include "gateway/e2b/watcher_table.hpp"
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/incoming_request.hpp"
 #include "gateway/interpreter/api/interpreter_api.hpp"
@@ -78,7 +79,8 @@ public:
     // envd: the sandbox's files (its default context's workdir) and commands.
     void read_file(incoming_request in);   // GET /files?path=
     void write_file(incoming_request in);  // POST /files?path=
-    // POST /filesystem.Filesystem/{method}: WatchDir streams (directory_watch.hpp).
+    // POST /filesystem.Filesystem/{method}: WatchDir streams (directory_watch.hpp); the
+    // polling watchers keep their events in watcher_table.
     void call_filesystem(incoming_request in, const interpreter::take_stream_fn& take_stream);
     // POST /process.Process/{method}: Start and Connect stream; List, SendInput, SendSignal and
     // CloseStdin answer at once. A command runs as its own process in the sandbox of the
@@ -100,6 +102,8 @@ private:
     void arm_culling();
     // The sandbox's tree, once its token is checked; none, answered, when it is gone.
     std::optional<std::filesystem::path> files_of(const incoming_request& in) const;
+    std::optional<std::filesystem::path> files_of(const incoming_request& in,
+                                                  const sandbox_record& box) const;
     // On file_pool_: blocking I/O of up to --upload-limit bytes must not hold up the I/O
     // threads.
     void read_file_now(incoming_request in, const std::filesystem::path& workdir);
@@ -108,6 +112,11 @@ private:
                        const interpreter::take_stream_fn& take_stream);
     void watch_dir(incoming_request in, const std::filesystem::path& workdir,
                    const interpreter::take_stream_fn& take_stream);
+    // envd's polling watchers (watcher_table.hpp): CreateWatcher; GetWatcherEvents and
+    // RemoveWatcher.
+    void create_watcher(incoming_request in, const std::string& sandbox_id,
+                        const std::filesystem::path& workdir);
+    void poll_watcher(incoming_request in, const std::string& sandbox_id);
     void connect_process(incoming_request in, const sandbox_record& box,
                          const interpreter::take_stream_fn& take_stream);
     void list_processes(incoming_request in, const sandbox_record& box);
@@ -124,6 +133,7 @@ private:
     logger log_;
     sandbox_registry sandboxes_;
     process_table processes_;
+    watcher_table watchers_;
     const launcher::seccomp_filter seccomp_;  // the kernels' own, for their commands
     boost::asio::steady_timer cull_timer_;
     bool stopped_ = false;  // the timer's strand

@@ -51,6 +51,25 @@ std::optional<watch_request> parse_watch_dir(std::string_view message, connect_c
     return out;
 }
 
+std::optional<std::string> parse_watcher_id(std::string_view message, connect_code& code,
+                                            std::string& error) {
+    const json msg = json::parse(message, nullptr, false);
+    const auto id = msg.is_object() ? msg.find("watcherId") : msg.end();
+    if (!msg.is_object() || id == msg.end() || !id->is_string() ||
+        id->get_ref<const std::string&>().empty()) {
+        code = connect_code::invalid_argument;
+        error = "the request must be a JSON object with 'watcherId', a string";
+        return std::nullopt;
+    }
+    return id->get<std::string>();
+}
+
+json watcher_events_message(const std::vector<watch_event>& events) {
+    json list = json::array();
+    for (const auto& e : events) list.push_back({{"name", e.name}, {"type", e.type}});
+    return {{"events", list}};
+}
+
 std::vector<std::string> event_types_of(std::uint32_t mask) {
     std::vector<std::string> out;
     if (mask & (IN_CREATE | IN_MOVED_TO)) out.emplace_back("EVENT_TYPE_CREATE");

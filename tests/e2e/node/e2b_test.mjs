@@ -6,7 +6,7 @@
 // DataFrame, streaming callbacks, env vars, a client timeout that interrupts, and the next call
 // working), code contexts (create, list, restart, remove, isolation of their state, one file
 // tree and uid, where their code starts), envd's files (write, read, list, exists, makeDir,
-// rename, getInfo, remove, watchDir; one tree with the code's),
+// rename, getInfo, remove, watchDir and the polling watchers; one tree with the code's),
 // and commands (output, exit codes, envs, cwd, the kernel's uid; a process of its own in the
 // kernel's sandbox, beside runCode and as confined; background commands, stdin, list,
 // connect, kill, and their bad inputs).
@@ -703,6 +703,64 @@ test('files.watchDir: events as the sandbox\'s files change, recursive or not, a
       check(threw && re.test(String(threw)), 'refused: ' + path, String(threw));
     }
   });
+});
+
+test('polling watchers (the Python SDK\'s watch_dir): CreateWatcher, GetWatcherEvents, RemoveWatcher', async () => {
+  const other = await Sandbox.create({ timeoutMs: 120000 });
+  try {
+    await withSandbox(async sbx => {
+      // As E2B's synchronous Python SDK sends them: unary Connect calls, JSON codec.
+      const call = (box, m, body) => fetch(BASE_URL + '/filesystem.Filesystem/' + m, {
+        method: 'POST', body: JSON.stringify(body),
+        headers: { 'E2b-Sandbox-Id': box.sandboxId, 'X-Access-Token': box.envdAccessToken,
+                   'Content-Type': 'application/json', 'Connect-Protocol-Version': '1' },
+      }).then(async r => ({ status: r.status, body: await r.json() }));
+      await sbx.files.makeDir('/home/user/p/sub');
+      const made = await call(sbx, 'CreateWatcher', { path: '/home/user/p', recursive: true });
+      check(made.status === 200 && typeof made.body.watcherId === 'string', 'created', made);
+      const id = made.body.watcherId;
+      let polled = await call(sbx, 'GetWatcherEvents', { watcherId: id });
+      check(polled.status === 200 && polled.body.events.length === 0, 'nothing yet', polled);
+      await sbx.files.write('/home/user/p/a.txt', 'one');
+      await sbx.runCode("open('p/sub/b.txt', 'w').write('two')");
+      await sleep(500);
+      polled = await call(sbx, 'GetWatcherEvents', { watcherId: id });
+      const seen = polled.body.events.map(e => `${e.type} ${e.name}`);
+      // files.write renames its upload into place: a.txt is created whole.
+      for (const want of ['EVENT_TYPE_CREATE a.txt', 'EVENT_TYPE_CREATE sub/b.txt', 'EVENT_TYPE_WRITE sub/b.txt'])
+        check(seen.includes(want), 'polled: ' + want, seen);
+      polled = await call(sbx, 'GetWatcherEvents', { watcherId: id });
+      check(polled.body.events.length === 0, 'each event once', polled);
+      // Another sandbox cannot poll or remove it, even with the id.
+      for (const m of ['GetWatcherEvents', 'RemoveWatcher']) {
+        const r = await call(other, m, { watcherId: id });
+        check(r.status === 404 && r.body.code === 'not_found', 'another sandbox: ' + m, r);
+      }
+      const removed = await call(sbx, 'RemoveWatcher', { watcherId: id });
+      check(removed.status === 200, 'removed', removed);
+      await sbx.files.write('/home/user/p/c.txt', 'three');
+      for (const m of ['GetWatcherEvents', 'RemoveWatcher']) {
+        const r = await call(sbx, m, { watcherId: id });
+        check(r.status === 404 && r.body.code === 'not_found', 'gone: ' + m, r);
+      }
+      // Bad requests: Connect's errors, as WatchDir's.
+      for (const [m, body, code] of [['CreateWatcher', {}, 'invalid_argument'], ['CreateWatcher', { path: '/etc' }, 'permission_denied'],
+        ['CreateWatcher', { path: '/home/user/nope' }, 'not_found'], ['CreateWatcher', { path: '/home/user/p/a.txt' }, 'invalid_argument'],
+        ['CreateWatcher', { path: '/home/user/p', includeEntry: true }, 'unimplemented'],
+        ['GetWatcherEvents', {}, 'invalid_argument'], ['RemoveWatcher', { watcherId: 7 }, 'invalid_argument']]) {
+        const r = await call(sbx, m, body);
+        check(r.body.code === code, `${m} ${JSON.stringify(body)}`, r);
+      }
+      // A sandbox's watchers are bounded; they go with it (kill below).
+      const ids = [];
+      for (let i = 0; i < 64; i++) ids.push((await call(sbx, 'CreateWatcher', { path: '/home/user/p' })).body.watcherId);
+      check(ids.every(Boolean), '64 watchers', ids.length);
+      const over = await call(sbx, 'CreateWatcher', { path: '/home/user/p' });
+      check(over.body.code === 'resource_exhausted', 'the 65th refused', over);
+    });
+  } finally {
+    await other.kill().catch(() => {});
+  }
 });
 
 test('a sandbox past its timeout is culled with its contexts', async () => {
