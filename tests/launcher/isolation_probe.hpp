@@ -26,7 +26,8 @@ out.append("shadow=" + str(os.path.exists("/etc/shadow")))
 out.append("sys=" + str(os.path.exists("/sys/kernel")))
 # No network but loopback, read from the interfaces (tests dial no address beyond loopback).
 out.append("interfaces=" + ",".join(name for _, name in socket.if_nameindex()))
-out.append("home_alias=" + os.path.realpath("/home/user"))
+out.append("e2b_home=" + os.path.realpath("/home/user") + " same_as_work=" +
+           str(os.path.samefile("/home/user", "/work")))
 for name, make in [("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW)),
                    ("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)),
                    ("userns", lambda: unshare(0x10000000)),
@@ -55,8 +56,9 @@ inline void check_isolation(const std::string& out, uid_t uid) {
     CHECK(out.find("shadow=False") != std::string::npos);
     CHECK(out.find("sys=False") != std::string::npos);
     CHECK(out.find("interfaces=lo\n") != std::string::npos);
-    // E2B's home, where code written for E2B looks for its files: the working directory.
-    CHECK(out.find("home_alias=/work\n") != std::string::npos);
+    // E2B's home, where code written for E2B looks for its files: the working directory,
+    // mounted there again (not a link, so a getcwd() there says /home/user).
+    CHECK(out.find("e2b_home=/home/user same_as_work=True\n") != std::string::npos);
     CHECK(out.find("packet=denied") != std::string::npos);
     CHECK(out.find("raw=denied") != std::string::npos);
     CHECK(out.find("userns=denied") != std::string::npos);

@@ -562,7 +562,8 @@ probe() {
 }
 """ + "".join(f"probe '{p}'\n" for p in paths) + """
 echo own > secret_sh_own.txt  # the search must find this one: it works
-echo "found|$(find / \\( -path /proc -o -path /sys \\) -prune -o -name 'secret_sh*.txt' -print \\
+# /home: /home/user is the working directory mounted again (E2B's home), found as /work.
+echo "found|$(find / \\( -path /proc -o -path /sys -o -path /home \\) -prune -o -name 'secret_sh*.txt' -print \\
              2>/dev/null | tr '\\n' ' ')"
 echo "token_in_proc|$(grep -laF -f needle.txt /proc/[0-9]*/environ /proc/[0-9]*/cmdline \\
                      2>/dev/null | tr '\\n' ' ')"
