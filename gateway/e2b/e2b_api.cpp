@@ -314,7 +314,7 @@ void e2b_api::create_sandbox(incoming_request in) {
                 cr.network_allow, contexts_.settings().egress_allow, who.egress_allow))
             return in.respond(e2b_error(http::status::forbidden, *why));
     cr.via_e2b = true;
-    cr.start_dir = launcher::sandbox_home;
+    cr.start_dir = cr.home = launcher::sandbox_home;
     const auto timeout = request->timeout.value_or(settings_.default_timeout);
     contexts_.create(
         cr, who,
@@ -858,6 +858,7 @@ void e2b_api::create_context(incoming_request in) {
         return in.respond(
             e2b_error(static_cast<http::status>(why->http_status), "'cwd': " + why->message));
     cr.start_dir = std::get<std::string>(cwd);
+    cr.home = launcher::sandbox_home;
     const std::string language(languages::to_string(*cr.language));
     contexts_.create(cr, box->owner,
                      [this, id = box->id, language, cwd = cr.start_dir,

@@ -68,7 +68,8 @@ void context_registry::create(const context_request& request, const user& owner,
                             .via_mcp = request.via_mcp,
                             .via_e2b = request.via_e2b,
                             .shares_files_of = files_of ? files_of->id() : std::string(),
-                            .start_dir = request.start_dir};
+                            .start_dir = request.start_dir,
+                            .home = request.home};
     auto open_context = [this, owner_name = owner.name, options, files_of,
                          given_id = std::move(given_id), done = std::move(done)](
                             kernels::create_kernel_result r, std::size_t uses) mutable {

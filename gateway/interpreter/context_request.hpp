@@ -32,6 +32,8 @@ struct context_request {
     // Set by the E2B facade: where its code starts, as a sandboxed kernel names it (E2B's
     // /home/user, or a cwd under it). Empty: the workdir, /work.
     std::string start_dir;
+    // Set by the E2B facade: HOME for the code (E2B's /home/user). Empty: the kernel's own.
+    std::string home;
 };
 
 // Why `asked` may not be had, naming the rules beyond the server's ceiling (--egress-allow)

@@ -178,6 +178,9 @@ std::string interpreter_context::kernel_workdir() const {
 }
 
 void interpreter_context::send_chdir() {
+    if (!options_.home.empty())
+        if (auto code = languages::home_code(dialect_, options_.home))
+            send_silent(std::move(*code));
     // An unsandboxed kernel goes to the context's directory on the host; a sandboxed one to
     // its start directory, when it has one.
     const std::string dir = chdir_kernel_ ? workdir_.string() : options_.start_dir;

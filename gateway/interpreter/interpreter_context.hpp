@@ -48,6 +48,8 @@ struct context_options {
     // Where a sandboxed kernel is sent when the context opens and after each restart
     // (context_request::start_dir); empty: it stays in /work, where it starts.
     std::string start_dir;
+    // HOME for its code, set with start_dir (context_request::home); empty: the kernel's.
+    std::string home;
 };
 
 class interpreter_context : public kernels::in_process_client,

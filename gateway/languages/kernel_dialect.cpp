@@ -63,6 +63,15 @@ std::optional<std::string> chdir_code(kernel_dialect d, const std::string& path)
     return std::nullopt;
 }
 
+std::optional<std::string> home_code(kernel_dialect d, const std::string& path) {
+    switch (d) {
+        case kernel_dialect::python: return python_dialect::home_code(path);
+        case kernel_dialect::r: return r_dialect::home_code(path);
+        case kernel_dialect::other: break;
+    }
+    return std::nullopt;
+}
+
 std::optional<std::string> env_apply_code(kernel_dialect d, const env_vars& vars) {
     switch (d) {
         case kernel_dialect::python: return python_dialect::env_apply_code(vars);

@@ -28,6 +28,8 @@ using env_vars = std::vector<std::pair<std::string, std::string>>;  // sorted by
 // Code for a silent execute_request, or nullopt where the dialect has none (`other`).
 // Changes the kernel's working directory to `path`.
 std::optional<std::string> chdir_code(kernel_dialect d, const std::string& path);
+// Sets HOME to `path` for the code and what it starts (E2B's /home/user).
+std::optional<std::string> home_code(kernel_dialect d, const std::string& path);
 // Remembers the current values of the names (absent ones too), out of the user's sight, and
 // sets the new ones; env_restore_code puts back what was remembered, and does nothing when
 // nothing was (after a restart).

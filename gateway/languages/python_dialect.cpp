@@ -7,6 +7,10 @@ std::string chdir_code(const std::string& path) {
            ")\ndel _callisto_os\n";
 }
 
+std::string home_code(const std::string& path) {
+    return "__import__('os').environ['HOME'] = " + string_literal(path) + "\n";
+}
+
 std::string env_apply_code(const env_vars& vars) {
     std::string dict = "{";
     for (const auto& [name, value] : vars)

@@ -9,6 +9,7 @@
 namespace callisto::gateway::languages::python_dialect {
 
 std::string chdir_code(const std::string& path);
+std::string home_code(const std::string& path);
 // The saved values live on the sys module, out of the way of dir() and %who.
 std::string env_apply_code(const env_vars& vars);
 std::string env_restore_code();

@@ -6,6 +6,10 @@ std::string chdir_code(const std::string& path) {
     return "base::invisible(base::setwd(" + string_literal(path) + "))\n";
 }
 
+std::string home_code(const std::string& path) {
+    return "base::invisible(base::Sys.setenv(HOME = " + string_literal(path) + "))\n";
+}
+
 std::string env_apply_code(const env_vars& vars) {
     std::string names = "base::c(", values = "base::c(";
     for (std::size_t i = 0; i < vars.size(); ++i) {

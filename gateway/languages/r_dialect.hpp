@@ -11,6 +11,7 @@
 namespace callisto::gateway::languages::r_dialect {
 
 std::string chdir_code(const std::string& path);
+std::string home_code(const std::string& path);
 // The saved values live in options(), out of the way of ls().
 std::string env_apply_code(const env_vars& vars);
 std::string env_restore_code();

@@ -30,6 +30,8 @@ TEST_CASE("python dialect: env set from literals, one line, restored from what i
     auto restore = env_restore_code(kernel_dialect::python);
     REQUIRE(restore);
     CHECK(restore->find("pop('_callisto_saved_env', {})") != std::string::npos);
+    CHECK(*home_code(kernel_dialect::python, "/home/\"u\"") ==
+          "__import__('os').environ['HOME'] = \"/home/\\\"u\\\"\"\n");
 }
 
 TEST_CASE("r dialect: env through Sys.setenv, saved in options(), everything invisible") {
@@ -47,6 +49,8 @@ TEST_CASE("r dialect: env through Sys.setenv, saved in options(), everything inv
     CHECK(restore->find("base::options(callisto.saved_env = NULL)") != std::string::npos);
     CHECK(*chdir_code(kernel_dialect::r, "/w \"x\"") ==
           "base::invisible(base::setwd(\"/w \\\"x\\\"\"))\n");
+    CHECK(*home_code(kernel_dialect::r, "/home/user") ==
+          "base::invisible(base::Sys.setenv(HOME = \"/home/user\"))\n");
 }
 
 TEST_CASE("reset: each dialect clears its namespace; the workdir is emptied only with wipe") {
@@ -73,6 +77,7 @@ TEST_CASE("silent requests: only IRkernel hides their errors") {
 
 TEST_CASE("other dialects: the gateway writes nothing for them") {
     CHECK_FALSE(chdir_code(kernel_dialect::other, "/work"));
+    CHECK_FALSE(home_code(kernel_dialect::other, "/home/user"));
     CHECK_FALSE(env_apply_code(kernel_dialect::other, {{"A", "b"}}));
     CHECK_FALSE(env_restore_code(kernel_dialect::other));
     CHECK_FALSE(reset_code(kernel_dialect::other, "/work", true));

@@ -186,12 +186,12 @@ test('code contexts: create, list, isolation, restart, remove', async () => {
 test('code contexts share the sandbox: one file tree, one uid, starting in /home/user or their cwd', async () => {
   await withSandbox(async sbx => {
     const out = ex => ex.logs.stdout.join('');
-    const where = "import os; print(os.getcwd(), os.getuid())";
-    const [home, uid] = out(await sbx.runCode(where)).trim().split(' ');
-    check(home === '/home/user' && uid !== '0', 'the default context starts in /home/user', [home, uid]);
+    const where = "import os; print(os.getcwd(), os.path.expanduser('~'), os.getuid())";
+    const [cwd, home, uid] = out(await sbx.runCode(where)).trim().split(' ');
+    check(cwd === '/home/user' && home === '/home/user' && uid !== '0', 'the default context starts in /home/user, its HOME', [cwd, home, uid]);
     const ctx = await sbx.createCodeContext({ language: 'python' });
-    const [ctxHome, ctxUid] = out(await sbx.runCode(where, { context: ctx })).trim().split(' ');
-    check(ctxHome === '/home/user' && ctxUid === uid, 'a new context: the same home, the same uid', [ctxHome, ctxUid]);
+    const [ctxCwd, ctxHome, ctxUid] = out(await sbx.runCode(where, { context: ctx })).trim().split(' ');
+    check(ctxCwd === '/home/user' && ctxHome === '/home/user' && ctxUid === uid, 'a new context: the same home, the same uid', [ctxCwd, ctxHome, ctxUid]);
     let ex = await sbx.runCode("open('from_ctx.txt', 'w').write('written in the new context')", { context: ctx });
     check(!ex.error, 'the new context writes', ex.toJSON());
     ex = await sbx.runCode("print(open('from_ctx.txt').read(), end='')");
