@@ -61,4 +61,4 @@ def test_requests_in_flight_are_answered_when_the_server_stops():
 
 
 if __name__ == "__main__":
-    run_tests()
+    sys.exit(run_tests())
