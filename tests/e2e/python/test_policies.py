@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -208,23 +209,32 @@ def test_oneshot_reuse_starts_clean_on_a_kept_kernel():
     first = oneshot("leak = 'one-shot state'\n" + probe, policy="reuse")
     check_eq(first["stdout"], "one-shot state\n", "the first one-shot ran")
 
-    def kept_kernels():  # their process shown: not in the middle of a renewal
-        models = (get_kernel(kid) for kid in kernel_ids())
-        return [k for k in models if (k.get("callisto") or {}).get("held_by") == "keep"]
+    def kept_kernels():  # reset and idle: ready for the owner's next run
+        found = (api("GET", "/api/kernels/" + kid) for kid in kernel_ids())
+        models = [r.json() for r in found if r.status == 200]  # one may go meanwhile
+        return [k for k in models if (k.get("callisto") or {}).get("held_by") == "keep"
+                and k.get("execution_state") == "idle"]
 
     kept = poll(kept_kernels, 30, what="the one-shot's kernel kept")
     check_eq(len(kept), 1, "one kernel kept for the owner's next run")
     kept, before = kept[0]["id"], kept[0]["callisto"]["executions"]
-    executions = lambda: (get_kernel(kept).get("callisto") or {}).get("executions", before)
-    # The kernel is handed out once its reset has answered, just after the answer: ask a few
-    # times. Every one-shot starts clean, whichever kernel runs it. (A zygote renews a kept
-    # kernel by a fork, so the process is no way to tell the kernel: its id is.)
-    for _ in range(20):
+
+    def served_again():
+        r = api("GET", "/api/kernels/" + kept)
+        if r.status == 404:  # --recycle-max-uses=2: its second run was its last
+            return True
+        return (r.json().get("callisto") or {}).get("executions", before) > before
+
+    # A zygote renews a kept kernel by a fork, so the process is no way to tell the kernel:
+    # its id is. It is handed out just after its reset answered: a run that came first got a
+    # fresh kernel (and clean, as every one-shot); then ask again.
+    for _ in range(10):
         second = oneshot(probe, policy="reuse")
         check_eq(second["stdout"], "None\n", "a one-shot without the earlier state")
-        if executions() > before:
+        if served_again():
             break
-    check(executions() > before, "the kept kernel ran a later one")
+        time.sleep(0.2)
+    check(served_again(), "the kept kernel ran a later one")
 
 
 @test
