@@ -25,12 +25,13 @@ RUN_PACKAGES    := $(BUILD_PACKAGES) $(KERNEL_PACKAGES) $(ADMIN_PACKAGES)
 # The container image's last stage has the built binaries and no compiler: the shared libraries
 # they link, instead of the -dev packages (the Dockerfile installs these through `make deps-image`).
 IMAGE_PACKAGES  := libzmq5 libssl3 libseccomp2 libpython3.11 ca-certificates curl $(KERNEL_PACKAGES)
-# Needed by the test suites: doctest, Python clients (jsonschema for the OpenAPI checks),
-# jupyter_server for the --gateway-url test and nbclassic (its classic notebook UI) for the
-# README's attach commands, Chromium for the web UI test, clang-format-14 for the formatting
+# Needed by the test suites: doctest, pytest (and its per-test timeout) for the Python e2e
+# suites, Python clients (jsonschema for the OpenAPI checks), jupyter_server for the
+# --gateway-url test and nbclassic (its classic notebook UI) for the README's attach commands, Chromium for the web UI test, clang-format-14 for the formatting
 # check, openssl and curl for the TLS test, clang-14 and its runtime for the libFuzzer targets,
 # gdb for the threads' stacks of a gateway that does not stop when an e2e case asks it to.
-TEST_PACKAGES := doctest-dev clang-format-14 python3-jupyter-client python3-websocket python3-jsonschema \
+TEST_PACKAGES := doctest-dev clang-format-14 python3-pytest python3-pytest-timeout \
+                 python3-jupyter-client python3-websocket python3-jsonschema \
                  python3-jupyter-server python3-nbclassic chromium openssl curl clang-14 libclang-rt-14-dev \
                  gdb
 # Needed by the operations tests: promtool and a Prometheus server (metrics), nginx (two

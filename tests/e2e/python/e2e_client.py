@@ -1,9 +1,9 @@
-"""Helpers for Callisto's end-to-end tests: a tiny test runner, a REST client on
-http.client, and a kernel WebSocket client speaking both the legacy JSON format
-and the v1.kernel.websocket.jupyter.org subprotocol.
+"""Helpers for Callisto's end-to-end tests: pytest's markers and a script's own entry into
+pytest (run_tests), a REST client on http.client, and a kernel WebSocket client speaking
+both the legacy JSON format and the v1.kernel.websocket.jupyter.org subprotocol.
 
-Standard library plus `websocket` (websocket-client), and `jsonschema` for the OpenAPI
-checks, so the tests run with Debian's /usr/bin/python3 and no pytest.
+Debian's /usr/bin/python3 with pytest and pytest-timeout, `websocket` (websocket-client),
+and `jsonschema` for the OpenAPI checks.
 
 Environment:
   CALLISTO_URL         http://127.0.0.1:PORT of the server under test
@@ -26,10 +26,10 @@ import struct
 import subprocess
 import sys
 import time
-import traceback
 import urllib.parse
 import uuid
 
+import pytest
 import websocket  # websocket-client
 
 V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
@@ -64,30 +64,20 @@ def is_callisto():
 
 
 # --------------------------------------------------------------------------
-# Test runner
+# Tests: pytest's (pytest.ini and conftest.py beside this file)
 # --------------------------------------------------------------------------
 
-class SkipTest(Exception):
-    pass
-
-
-class TestTimeout(Exception):
-    pass
-
-
-_TESTS = []
+SkipTest = pytest.skip.Exception  # raise SkipTest("why"): the test is skipped, saying why
 
 
 def test(fn):
-    """Register a test that must hold on every Jupyter-compatible server."""
-    _TESTS.append((fn.__name__, fn, False))
+    """A test that must hold on every Jupyter-compatible server (pytest collects test_*)."""
     return fn
 
 
 def callisto_only(fn):
-    """Register a test of Callisto-only behaviour (skipped for jupyter_server)."""
-    _TESTS.append((fn.__name__, fn, True))
-    return fn
+    """A test of Callisto-only behaviour: skipped against jupyter_server."""
+    return pytest.mark.skipif(not is_callisto(), reason="Callisto-only")(fn)
 
 
 def check(cond, what, *detail):
@@ -103,71 +93,27 @@ def check_eq(actual, expected, what):
         raise AssertionError(f"{what}: expected {expected!r}, got {actual!r}")
 
 
-def _alarm(signum, frame):
-    raise TestTimeout(f"test exceeded {TEST_TIMEOUT} s")
-
-
 def run_tests(argv=None):
-    """Run the registered tests; -k SUBSTRING selects (repeatable), -l lists.
-    Prints 'N passed, M failed' (plus ', K skipped') and returns the exit code."""
+    """Runs the calling script's tests through pytest and returns its exit code: the
+    script's own arguments -k SUBSTRING (a test whose name holds any of them; repeatable) and
+    -l (list), then pytest's. What the script's main block set up (a server it started, a
+    module global) is what its tests see: pytest is handed the module already loaded."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    selectors = []
+    script = sys.modules["__main__"]
+    sys.modules.setdefault(os.path.splitext(os.path.basename(script.__file__))[0], script)
+    args = [os.path.abspath(script.__file__), "-v", "-rfEs", f"--timeout={TEST_TIMEOUT}"]
     while argv:
         a = argv.pop(0)
         if a == "-k" and argv:
-            selectors.append(argv.pop(0))
+            args += ["--select", argv.pop(0)]
         elif a.startswith("-k") and len(a) > 2:
-            selectors.append(a[2:])
+            args += ["--select", a[2:]]
         elif a in ("-l", "--list"):
-            for name, _, only in _TESTS:
-                print(name + ("  [callisto-only]" if only else ""))
-            return 0
+            args += ["--collect-only", "-q"]
         else:
-            print(f"usage: {sys.argv[0]} [-k SUBSTRING]... [-l]", file=sys.stderr)
-            return 2
+            args.append(a)
     print(f"target {TARGET} at {BASE_URL}", flush=True)
-    passed = failed = skipped = 0
-    failures = []
-    signal.signal(signal.SIGALRM, _alarm)
-    for name, fn, only in _TESTS:
-        if selectors and not any(s in name for s in selectors):
-            continue
-        if only and not is_callisto():
-            skipped += 1
-            print(f"SKIP {name} (Callisto-only)", flush=True)
-            continue
-        start = time.monotonic()
-        signal.alarm(TEST_TIMEOUT)
-        try:
-            fn()
-        except SkipTest as e:
-            signal.alarm(0)
-            skipped += 1
-            print(f"SKIP {name}: {e}", flush=True)
-            continue
-        except BaseException as e:  # noqa: B902 - report everything, keep going
-            signal.alarm(0)
-            if isinstance(e, KeyboardInterrupt):
-                raise
-            failed += 1
-            failures.append(name)
-            print(f"FAIL {name} ({time.monotonic() - start:.1f} s): {type(e).__name__}: {e}",
-                  flush=True)
-            traceback.print_exc(file=sys.stdout)
-            continue
-        signal.alarm(0)
-        passed += 1
-        print(f"PASS {name} ({time.monotonic() - start:.1f} s)", flush=True)
-    if failures:
-        print("failed: " + ", ".join(failures))
-    line = f"{passed} passed, {failed} failed"
-    if skipped:
-        line += f", {skipped} skipped"
-    print(line, flush=True)
-    if passed + failed == 0:
-        print("no test ran", flush=True)
-        return 1
-    return 1 if failed else 0
+    return int(pytest.main(args))
 
 
 # --------------------------------------------------------------------------

@@ -531,10 +531,14 @@ def test_audit_log_records_every_attempt():
           "every line has user, duration and bytes")
 
 
-if __name__ == "__main__":
+def setup_module():
     start_servers()
-    try:
-        sys.exit(run_tests())
-    finally:
-        if _context is not None:
-            delete(_context)
+
+
+def teardown_module():
+    if _context is not None:
+        delete(_context)
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests())

@@ -137,6 +137,9 @@ def test_after_restart():
              "the context is deleted")
 
 
-if __name__ == "__main__":
+def setup_module():
     start_servers()
+
+
+if __name__ == "__main__":
     sys.exit(run_tests())

@@ -22,6 +22,8 @@ import tempfile
 import time
 import uuid
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import e2e_client as ec  # noqa: E402
@@ -222,24 +224,22 @@ def test_restart_through_front():
             check_eq(ex.reply["content"].get("ename"), "NameError", "state cleared")
 
 
-def main():
+@pytest.fixture(scope="module", autouse=True)
+def front_server(request):
+    """The front jupyter_server, started once for the module and always stopped; its log's
+    tail is shown when a test failed."""
     try:
         start_front()
-    except Exception as e:  # noqa: BLE001
-        print(f"could not start the front jupyter_server: {e}")
+    except Exception:
         stop_front()
-        print("0 passed, 1 failed")
-        return 1
-    rc = 1
-    try:
-        rc = run_tests()
-    finally:
-        if rc != 0:
-            print("---- front jupyter_server log (tail) ----")
-            print(front_log_tail())
-        stop_front()
-    return rc
+        raise
+    yield
+    if request.session.testsfailed:
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        reporter.write_line("---- front jupyter_server log (tail) ----")
+        reporter.write_line(front_log_tail())
+    stop_front()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tests())
