@@ -893,10 +893,11 @@ std::string invalid(const setting& s, const std::string& expected) {
     return "invalid value '" + shown + "' for " + s.source + ": expected " + expected;
 }
 
-// "--max-kernels" <-> "CALLISTO_MAX_KERNELS".
+// "--max-kernels" <-> "CALLISTO_MAX_KERNELS", "--e2b-domain" <-> "CALLISTO_E2B_DOMAIN".
 std::string env_name(const option& o) {
     std::string out = "CALLISTO_";
-    for (const char* p = o.name + 2; *p; ++p) out += *p == '-' ? '_' : static_cast<char>(*p - 32);
+    for (const char* p = o.name + 2; *p; ++p)
+        out += *p == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(*p)));
     return out;
 }
 

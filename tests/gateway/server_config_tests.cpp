@@ -899,6 +899,10 @@ TEST_CASE("config --e2b-domain: a DNS name, in lower case; off by default; bad f
     r = parse({"--e2b-domain=sandbox.test", "--e2b-domain=off"});
     REQUIRE(r.config);
     CHECK(r.config->e2b_domain.empty());
+    // Its variable, digit and all: CALLISTO_E2B_DOMAIN.
+    r = parse({}, {{"CALLISTO_E2B_DOMAIN", "Sandbox.Test"}});
+    REQUIRE(r.config);
+    CHECK(r.config->e2b_domain == "sandbox.test");
     for (const char* bad :
          {"--e2b-domain=", "--e2b-domain=*.example.org", "--e2b-domain=https://example.org",
           "--e2b-domain=example..org", "--e2b-domain=.example.org", "--e2b-domain=-a.example",
