@@ -23,6 +23,7 @@
 #include "gateway/e2b/e2b_requests.hpp"
 #include "gateway/e2b/process_table.hpp"
 #include "gateway/e2b/sandbox_registry.hpp"
+#include "gateway/e2b/sandbox_templates.hpp"
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/incoming_request.hpp"
 #include "gateway/interpreter/api/interpreter_api.hpp"
@@ -39,6 +40,9 @@ struct e2b_settings {
     request_limits limits;
     // Template names that mean "the default kernelspec": the SDKs' defaults.
     std::vector<std::string> default_templates{"code-interpreter-v1", "base"};
+    // The templates the admin declared (--e2b-template): they win over a kernelspec's name
+    // and the SDKs' defaults.
+    std::vector<sandbox_template> templates;
     // callisto-enter (launcher/zygote/enter_main.cpp): commands run through it in the sandbox.
     std::filesystem::path enter_program;
     // Commands running at once in one sandbox, and listeners (streams) on one command.
@@ -119,8 +123,8 @@ private:
 
     boost::asio::io_context& ioc_;
     interpreter::context_registry& contexts_;
-    const std::vector<std::string> kernelspecs_;
     const e2b_settings settings_;
+    const sandbox_templates templates_;
     logger log_;
     sandbox_registry sandboxes_;
     process_table processes_;
