@@ -350,15 +350,18 @@ int free_port_on_127_0_0_2() {
 
 TEST_CASE(
     "E2B's SDKs drive callisto unchanged: sandboxes, runCode streamed, contexts, files, commands, "
-    "timeouts; network on create; --e2b-domain's hosts") {
+    "timeouts; network on create; --e2b-domain's hosts; a declared template") {
     // Two free ports in a row on 127.0.0.2: the first allowed, the second served and refused.
     int port = free_port_on_127_0_0_2();
     while (port >= 65535) port = free_port_on_127_0_0_2();
-    server_process server(
-        {"--egress-allow=127.0.0.2:" + std::to_string(port), "--e2b-domain=sandbox.test"});
+    // A declared template of the R kernel: its sandboxes run R, one R kernel is kept ready.
+    const std::string declared = "rdata:ir:pool=1:timeout=450";
+    server_process server({"--egress-allow=127.0.0.2:" + std::to_string(port),
+                           "--e2b-domain=sandbox.test", "--e2b-template=" + declared});
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/e2b_test.mjs"}, 900,
                {{"CALLISTO_E2E_EGRESS_PORT", std::to_string(port)},
-                {"CALLISTO_E2E_E2B_DOMAIN", "sandbox.test"}});
+                {"CALLISTO_E2E_E2B_DOMAIN", "sandbox.test"},
+                {"CALLISTO_E2E_E2B_TEMPLATE", declared}});
     CHECK(server.stop() == 0);
 }
 
