@@ -411,7 +411,7 @@ server::server(server_config config, logger log)
       activity_sampler_(ioc_, activity_, [this] { return sample_activity(); }),
       admin_rest_(kernels_, audit_.get(), activity_,
                   {CALLISTO_VERSION, std::chrono::system_clock::now(), sandbox_ != nullptr},
-                  network_source()),
+                  network_source(), sandbox_source()),
       readiness_(kernels_, sandbox_ != nullptr, host_load_),
       drain_timer_(ioc_),
       services_{config_,           auth_,
@@ -663,6 +663,20 @@ admin::network_source server::network_source() {
             out.push_back({std::move(k.kernel_id), std::move(k.allow), k.counts.allowed,
                            k.counts.refused, k.counts.open, k.counts.bytes_up,
                            k.counts.bytes_down});
+        return out;
+    };
+}
+
+admin::sandbox_source server::sandbox_source() {
+    return [this] {
+        std::vector<admin::e2b_sandbox> out;
+        for (auto& [box, commands] : e2b_.all_sandboxes()) {
+            admin::e2b_sandbox view{box.id,     box.owner.name, box.template_id,
+                                    box.kernel, box.started_at, box.end_at,
+                                    {},         commands};
+            for (const auto& c : box.contexts) view.context_ids.push_back(c.id);
+            out.push_back(std::move(view));
+        }
         return out;
     };
 }

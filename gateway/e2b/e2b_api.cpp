@@ -219,6 +219,15 @@ std::shared_ptr<interpreter::interpreter_context> e2b_api::context_of(const sand
     return ours ? contexts_.find_for(id, box.owner) : nullptr;
 }
 
+std::vector<sandbox_summary> e2b_api::all_sandboxes() const {
+    std::vector<sandbox_summary> out;
+    for (auto& box : sandboxes_.all()) {
+        const auto commands = processes_.count(box.id);
+        out.push_back({std::move(box), commands});
+    }
+    return out;
+}
+
 void e2b_api::list_sandboxes(incoming_request in) {
     const std::string filter = query_param(in.where.query, "metadata");
     json list = json::array();

@@ -52,6 +52,13 @@ struct e2b_settings {
     std::string domain;
 };
 
+// One sandbox as an operator sees it (the admin console): its record and how many of its
+// commands run now.
+struct sandbox_summary {
+    sandbox_record record;
+    std::size_t commands = 0;
+};
+
 class e2b_api {
 public:
     // `kernelspecs`: the names a templateID may give.
@@ -63,6 +70,9 @@ public:
     void start();
     // The server is stopping: culling stops (the contexts close with the registry's stop()).
     void stop();
+
+    // Every sandbox on the server, whoever owns it.
+    std::vector<sandbox_summary> all_sandboxes() const;
 
     // One method a route of the table (gateway/routes.cpp). The control plane: the caller is
     // the user whose token came as X-API-KEY (in.who, checked by the dispatcher).

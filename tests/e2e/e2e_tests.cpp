@@ -384,13 +384,18 @@ TEST_CASE("the web UI runs code in headless Chromium") {
     // no --web-root: a binary of the build tree serves web/. The egress rule is for the admin
     // console's network column (nothing listens there: its kernel is only refused elsewhere).
     const auto egress_port = std::to_string(free_port_on_127_0_0_2());
-    server_process server({"--egress-allow=127.0.0.2:" + egress_port});
+    // A declared E2B template, for the console's list of sandboxes.
+    const std::string e2b_template = "console:python3";
+    server_process server(
+        {"--egress-allow=127.0.0.2:" + egress_port, "--e2b-template=" + e2b_template});
     // A screenshot after every browser test, kept in the build directory to look at.
     const std::string shots = std::string(CALLISTO_E2E_BINARY_DIR) + "/web-ui-screenshots";
     std::filesystem::remove_all(shots);
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/browser/web_ui_test.mjs"},
                900,
-               {{"CALLISTO_E2E_SCREENSHOT_DIR", shots}, {"CALLISTO_E2E_EGRESS_PORT", egress_port}});
+               {{"CALLISTO_E2E_SCREENSHOT_DIR", shots},
+                {"CALLISTO_E2E_EGRESS_PORT", egress_port},
+                {"CALLISTO_E2E_E2B_TEMPLATE", e2b_template}});
     CHECK(server.stop() == 0);
 }
 

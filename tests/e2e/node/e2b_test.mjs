@@ -117,6 +117,12 @@ test('a declared template (--e2b-template): its kernelspec, pool and lifetime; i
       const ex = await sbx.runCode('cat(R.version$language)');
       check(ex.logs.stdout.join('') === 'R', "the code runs in the template's kernel", ex.toJSON());
     }
+    // Listed in the admin console's overview with its template and kernelspec.
+    const again = await fetch(`${BASE_URL}/v1/admin/overview`,
+                              { headers: { Authorization: `token ${TOKEN}` } }).then(r => r.json());
+    const listed = again.sandboxes.find(b => b.id === sbx.sandboxId);
+    check(listed && listed.template === name && listed.kernelspec === kernelspec &&
+          listed.contexts.length === 1, "the console's list", again.sandboxes);
   } finally {
     await sbx.kill();
   }
