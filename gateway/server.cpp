@@ -82,6 +82,9 @@ void check_kernel_options(const server_config& config,
                       config.kernels.default_kernel);
     for (const auto& [name, size] : config.pool_sizes)
         if (!catalog.find(name)) throw unknown("--pool=" + name + ":" + std::to_string(size), name);
+    for (const auto& t : config.e2b_templates)
+        if (!catalog.find(t.kernelspec))
+            throw unknown("--e2b-template=" + e2b::format_sandbox_template(t), t.kernelspec);
 }
 
 // A kernelspec is offered only when its interpreter runs where its kernels will
@@ -213,13 +216,16 @@ void reap_leftovers(const server_config& config, const launcher::instance_lock& 
     }
 }
 
-// --pool-size applies to the default kernelspec; --pool=NAME:N entries win over it.
+// --pool-size applies to the default kernelspec; --pool=NAME:N entries win over it. Each E2B
+// template's pool adds its ready kernels to its kernelspec's.
 std::map<std::string, std::size_t> pool_sizes(const server_config& config,
                                               const launcher::kernelspec_catalog& catalog) {
     auto sizes = config.pool_sizes;
     const std::string name = config.kernels.default_kernel.empty() ? catalog.default_name()
                                                                    : config.kernels.default_kernel;
     if (!name.empty() && !sizes.count(name)) sizes[name] = config.default_pool_size;
+    for (const auto& t : config.e2b_templates)
+        if (t.pool) sizes[t.kernelspec] += t.pool;
     return sizes;
 }
 
@@ -300,9 +306,10 @@ std::vector<std::string> kernelspec_names(const launcher::kernelspec_catalog& ca
 
 // E2B's sandboxes live within the interpreter's bounds: env_vars as /v1's env.
 e2b::e2b_settings e2b_settings_for(const interpreter::interpreter_settings& s,
-                                   const std::string& domain) {
+                                   const server_config& config) {
     e2b::e2b_settings e;
-    e.domain = domain;
+    e.domain = config.e2b_domain;
+    e.templates = config.e2b_templates;
     e.limits.env = s.request_limits.env;
     e.limits.max_timeout = s.request_limits.max_timeout;
     std::error_code ec;
@@ -388,7 +395,7 @@ server::server(server_config config, logger log)
           config_.mcp, log_.component("mcp")),
       mcp_(mcp_sessions_, mcp_tool_limits(contexts_.settings()), CALLISTO_VERSION),
       e2b_(ioc_, contexts_, kernelspec_names(catalog_),
-           e2b_settings_for(contexts_.settings(), config_.e2b_domain), log_.component("e2b")),
+           e2b_settings_for(contexts_.settings(), config_), log_.component("e2b")),
       auth_(config_.users_file.empty() ? user_directory(token_auth(config_.token))
                                        : user_directory(config_.users_file)),
       users_watch_(ioc_),
@@ -404,7 +411,7 @@ server::server(server_config config, logger log)
       activity_sampler_(ioc_, activity_, [this] { return sample_activity(); }),
       admin_rest_(kernels_, audit_.get(), activity_,
                   {CALLISTO_VERSION, std::chrono::system_clock::now(), sandbox_ != nullptr},
-                  network_source()),
+                  network_source(), sandbox_source()),
       readiness_(kernels_, sandbox_ != nullptr, host_load_),
       drain_timer_(ioc_),
       services_{config_,           auth_,
@@ -656,6 +663,20 @@ admin::network_source server::network_source() {
             out.push_back({std::move(k.kernel_id), std::move(k.allow), k.counts.allowed,
                            k.counts.refused, k.counts.open, k.counts.bytes_up,
                            k.counts.bytes_down});
+        return out;
+    };
+}
+
+admin::sandbox_source server::sandbox_source() {
+    return [this] {
+        std::vector<admin::e2b_sandbox> out;
+        for (auto& [box, commands] : e2b_.all_sandboxes()) {
+            admin::e2b_sandbox view{box.id,     box.owner.name, box.template_id,
+                                    box.kernel, box.started_at, box.end_at,
+                                    {},         commands};
+            for (const auto& c : box.contexts) view.context_ids.push_back(c.id);
+            out.push_back(std::move(view));
+        }
         return out;
     };
 }

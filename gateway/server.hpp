@@ -86,6 +86,8 @@ private:
     admin::activity_sample sample_activity() const;
     // The admin console's view of the networked kernels; empty when egress is off.
     admin::network_source network_source();
+    // The E2B sandboxes as the admin console lists them.
+    admin::sandbox_source sandbox_source();
     void report_web_root() const;
 
     const server_config config_;

@@ -724,6 +724,31 @@ const std::vector<option>& options() {
           [](const server_config& c) {
               return nlohmann::json(c.e2b_domain.empty() ? "off" : c.e2b_domain);
           }}},
+        {"--e2b-template",
+         "NAME:KERNELSPEC[:pool=N][:timeout=SECS]",
+         "an E2B template: a templateID NAME whose sandboxes run KERNELSPEC, with N ready "
+         "kernels of it added to the warm pool (0-64) and, for a create that sends no timeout, "
+         "a lifetime of SECS (1-86400); it wins over a kernelspec of that name and the SDKs' "
+         "defaults, code-interpreter-v1 and base (repeatable)",
+         {[](const std::string& value, parse_state& st) -> std::string {
+              std::string error;
+              auto t = e2b::parse_sandbox_template(value, error);
+              if (!t) return error;
+              for (const auto& other : st.cfg.e2b_templates)
+                  if (other.name == t->name)
+                      return "one declaration per template name (" + t->name +
+                             " is declared twice)";
+              st.cfg.e2b_templates.push_back(std::move(*t));
+              return {};
+          },
+          [](const server_config& c) {
+              auto templates = nlohmann::json::array();
+              for (const auto& t : c.e2b_templates)
+                  templates.push_back(e2b::format_sandbox_template(t));
+              return templates;
+          }},
+         true,
+         "none"},
         {"--audit-log", "FILE",
          "record every execution (Jupyter WebSocket, /v1 and MCP) in FILE before it runs, and "
          "how it ended: user, kernel, code, status, duration, output; lines chained under a key "
@@ -893,10 +918,11 @@ std::string invalid(const setting& s, const std::string& expected) {
     return "invalid value '" + shown + "' for " + s.source + ": expected " + expected;
 }
 
-// "--max-kernels" <-> "CALLISTO_MAX_KERNELS".
+// "--max-kernels" <-> "CALLISTO_MAX_KERNELS", "--e2b-domain" <-> "CALLISTO_E2B_DOMAIN".
 std::string env_name(const option& o) {
     std::string out = "CALLISTO_";
-    for (const char* p = o.name + 2; *p; ++p) out += *p == '-' ? '_' : static_cast<char>(*p - 32);
+    for (const char* p = o.name + 2; *p; ++p)
+        out += *p == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(*p)));
     return out;
 }
 
@@ -1060,6 +1086,14 @@ parse_result parse_server_config(const std::vector<std::string>& args,
         return fail("--execution-timeout (" + std::to_string(timeouts.default_timeout.count()) +
                     " s) must not exceed --max-execution-timeout (" +
                     std::to_string(timeouts.max_timeout.count()) + " s)");
+    // A template's default lifetime is one a create could ask for (e2b_settings' bound).
+    for (const auto& t : cfg.e2b_templates)
+        if (t.timeout && *t.timeout > timeouts.max_timeout)
+            return fail("--e2b-template=" + e2b::format_sandbox_template(t) + ": its timeout (" +
+                        std::to_string(t.timeout->count()) +
+                        " s) must not exceed --max-execution-timeout (" +
+                        std::to_string(timeouts.max_timeout.count()) +
+                        " s), the longest a sandbox may ask for");
     if (!cfg.state_dir_off && cfg.state_dir.empty() && cfg.sandbox)
         cfg.state_dir = cfg.kernels.workdir_root / ".callisto-state";
     if (!cfg.audit.file.empty() && cfg.audit.key_file.empty() && !cfg.state_dir.empty())

@@ -15,6 +15,7 @@
 
 #include "common/logger.hpp"
 #include "gateway/audit/audit_log.hpp"
+#include "gateway/e2b/sandbox_templates.hpp"
 #include "gateway/interpreter/interpreter_settings.hpp"
 #include "gateway/kernels/lifecycle/culling_policy.hpp"
 #include "gateway/kernels/lifecycle/kernel_policy.hpp"
@@ -107,6 +108,9 @@ struct server_config {
     // E2B's host names, "<port>-<sandbox id>.<e2b_domain>" (gateway/e2b/), lower case; empty:
     // a sandbox is named by any host of that shape, or its E2b-Sandbox-Id header.
     std::string e2b_domain;
+    // E2B templates (--e2b-template): a templateID, the kernelspec it runs, its ready kernels
+    // and default lifetime; names unique, kernelspecs checked at start.
+    std::vector<e2b::sandbox_template> e2b_templates;
     // The audit log (gateway/audit/): one chained line per execution; off without a file.
     audit::audit_settings audit;
 

@@ -1,6 +1,7 @@
 #include "gateway/admin/admin_api.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include "gateway/http/json_response.hpp"
 #include "kernelproto/iso_time.hpp"
@@ -27,15 +28,35 @@ nlohmann::json audit_entry_view(const nlohmann::json& line) {
     return v;
 }
 
+// Every sandbox, oldest first: as many as the E2B facade holds, each a few fields.
+nlohmann::json sandboxes_view(std::vector<e2b_sandbox> list) {
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.started_at, a.id) < std::tie(b.started_at, b.id);
+    });
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& box : list)
+        out.push_back({{"id", box.id},
+                       {"owner", box.owner},
+                       {"template", box.template_id},
+                       {"kernelspec", box.kernelspec},
+                       {"started_at", kernelproto::format_iso_time(box.started_at)},
+                       {"end_at", kernelproto::format_iso_time(box.end_at)},
+                       {"contexts", box.context_ids},
+                       {"commands", box.commands}});
+    return out;
+}
+
 }  // namespace
 
 admin_api::admin_api(const kernels::kernel_manager& kernels, const audit::audit_log* audit,
-                     const activity_history& history, server_facts facts, network_source network)
+                     const activity_history& history, server_facts facts, network_source network,
+                     sandbox_source sandboxes)
     : kernels_(kernels),
       audit_(audit),
       history_(history),
       facts_(std::move(facts)),
-      network_(std::move(network)) {}
+      network_(std::move(network)),
+      sandboxes_(std::move(sandboxes)) {}
 
 http_response admin_api::whoami(const user& who) const {
     return json_response(http::status::ok, {{"user", who.name}, {"admin", who.admin}});
@@ -76,6 +97,7 @@ http_response admin_api::overview() const {
     }
     nlohmann::json network = {{"enabled", static_cast<bool>(network_)},
                               {"kernels", std::move(networked)}};
+    nlohmann::json sandboxes = sandboxes_ ? sandboxes_view(sandboxes_()) : nlohmann::json::array();
     return json_response(http::status::ok,
                          {{"server",
                            {{"version", facts_.version},
@@ -85,7 +107,8 @@ http_response admin_api::overview() const {
                           {"culled", std::move(culled)},
                           {"history", history_.to_json()},
                           {"audit", std::move(audit)},
-                          {"network", std::move(network)}});
+                          {"network", std::move(network)},
+                          {"sandboxes", std::move(sandboxes)}});
 }
 
 }  // namespace callisto::gateway::admin

@@ -191,8 +191,8 @@ e2b_api::e2b_api(boost::asio::io_context& ioc, interpreter::context_registry& co
                  std::vector<std::string> kernelspecs, e2b_settings settings, logger log)
     : ioc_(ioc),
       contexts_(contexts),
-      kernelspecs_(std::move(kernelspecs)),
       settings_(std::move(settings)),
+      templates_(settings_.templates, std::move(kernelspecs), settings_.default_templates),
       log_(std::move(log)),
       sandboxes_([] { return std::chrono::system_clock::now(); }, random_token),
       cull_timer_(boost::asio::make_strand(ioc)) {}
@@ -235,6 +235,15 @@ std::shared_ptr<interpreter::interpreter_context> e2b_api::context_of(const sand
     const bool ours = std::any_of(box.contexts.begin(), box.contexts.end(),
                                   [&](const sandbox_context& c) { return c.id == id; });
     return ours ? contexts_.find_for(id, box.owner) : nullptr;
+}
+
+std::vector<sandbox_summary> e2b_api::all_sandboxes() const {
+    std::vector<sandbox_summary> out;
+    for (auto& box : sandboxes_.all()) {
+        const auto commands = processes_.count(box.id);
+        out.push_back({std::move(box), commands});
+    }
+    return out;
 }
 
 void e2b_api::list_sandboxes(incoming_request in) {
@@ -291,22 +300,10 @@ void e2b_api::create_sandbox(incoming_request in) {
     std::string error;
     auto request = parse_create_sandbox(in.req.body(), settings_.limits, error);
     if (!request) return in.respond(e2b_error(http::status::bad_request, error));
-    std::string kernel;
-    const auto& t = request->template_id;
-    if (t.empty() ||
-        std::find(settings_.default_templates.begin(), settings_.default_templates.end(), t) !=
-            settings_.default_templates.end())
-        kernel = contexts_.default_kernel();
-    else if (std::find(kernelspecs_.begin(), kernelspecs_.end(), t) != kernelspecs_.end())
-        kernel = t;
-    else
-        return in.respond(e2b_error(http::status::bad_request,
-                                    "template '" + t +
-                                        "' not found: a template here is a kernelspec's name "
-                                        "(GET /api/kernelspecs), or code-interpreter-v1 or base "
-                                        "for the default one"));
+    auto chosen = templates_.resolve(request->template_id, contexts_.default_kernel(), error);
+    if (!chosen) return in.respond(e2b_error(http::status::bad_request, error));
     interpreter::context_request cr;
-    cr.kernel = kernel;
+    cr.kernel = chosen->kernel;
     cr.network_allow = request->network_allow;
     // The same ceilings and the same 403 as POST /v1/contexts {"network"}, in E2B's shape.
     if (!cr.network_allow.empty())
@@ -315,22 +312,22 @@ void e2b_api::create_sandbox(incoming_request in) {
             return in.respond(e2b_error(http::status::forbidden, *why));
     cr.via_e2b = true;
     cr.start_dir = cr.home = launcher::sandbox_home;
-    const auto timeout = request->timeout.value_or(settings_.default_timeout);
+    // The client's timeout, else its template's, else E2B's 5 minutes.
+    const auto timeout =
+        request->timeout.value_or(chosen->timeout.value_or(settings_.default_timeout));
     contexts_.create(
         cr, who,
-        [this, who, kernel, request = std::move(*request), timeout,
+        [this, who, chosen = std::move(*chosen), request = std::move(*request), timeout,
          respond = std::move(in.respond)](interpreter::create_context_result r) mutable {
             if (!r.context) return respond(start_refused(r.error, r.message));
-            auto box =
-                sandboxes_.make(request.template_id.empty() ? settings_.default_templates.front()
-                                                            : request.template_id,
-                                kernel, who, std::move(request.metadata), timeout);
+            auto box = sandboxes_.make(std::move(chosen.name), std::move(chosen.kernel), who,
+                                       std::move(request.metadata), timeout);
             box.env = std::move(request.env);
             box.network_allow = std::move(request.network_allow);
             box.default_context = r.context->id();
             box.contexts.push_back({r.context->id(), "python", launcher::sandbox_home});
-            log_.info("sandbox " + box.id + " (" + kernel + ") for " + who.name + " on context " +
-                      r.context->id());
+            log_.info("sandbox " + box.id + " (" + box.template_id + ", " + box.kernel + ") for " +
+                      who.name + " on context " + r.context->id());
             auto answer = connection_answer(box);
             sandboxes_.add(std::move(box));
             auto res = json_response(http::status::created, answer);

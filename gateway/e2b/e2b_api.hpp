@@ -23,6 +23,7 @@
 #include "gateway/e2b/e2b_requests.hpp"
 #include "gateway/e2b/process_table.hpp"
 #include "gateway/e2b/sandbox_registry.hpp"
+#include "gateway/e2b/sandbox_templates.hpp"
 #include "gateway/e2b/watcher_table.hpp"
 #include "gateway/http/http_message.hpp"
 #include "gateway/http/incoming_request.hpp"
@@ -40,6 +41,9 @@ struct e2b_settings {
     request_limits limits;
     // Template names that mean "the default kernelspec": the SDKs' defaults.
     std::vector<std::string> default_templates{"code-interpreter-v1", "base"};
+    // The templates the admin declared (--e2b-template): they win over a kernelspec's name
+    // and the SDKs' defaults.
+    std::vector<sandbox_template> templates;
     // callisto-enter (launcher/zygote/enter_main.cpp): commands run through it in the sandbox.
     std::filesystem::path enter_program;
     // Commands running at once in one sandbox, and listeners (streams) on one command.
@@ -47,6 +51,13 @@ struct e2b_settings {
     // --e2b-domain, lower case: data-plane hosts "<port>-<id>.<domain>" name their sandbox.
     // Empty: any host's first label of that shape does.
     std::string domain;
+};
+
+// One sandbox as an operator sees it (the admin console): its record and how many of its
+// commands run now.
+struct sandbox_summary {
+    sandbox_record record;
+    std::size_t commands = 0;
 };
 
 class e2b_api {
@@ -60,6 +71,9 @@ public:
     void start();
     // The server is stopping: culling stops (the contexts close with the registry's stop()).
     void stop();
+
+    // Every sandbox on the server, whoever owns it.
+    std::vector<sandbox_summary> all_sandboxes() const;
 
     // One method a route of the table (gateway/routes.cpp). The control plane: the caller is
     // the user whose token came as X-API-KEY (in.who, checked by the dispatcher).
@@ -128,8 +142,8 @@ private:
 
     boost::asio::io_context& ioc_;
     interpreter::context_registry& contexts_;
-    const std::vector<std::string> kernelspecs_;
     const e2b_settings settings_;
+    const sandbox_templates templates_;
     logger log_;
     sandbox_registry sandboxes_;
     process_table processes_;

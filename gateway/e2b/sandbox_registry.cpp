@@ -77,6 +77,13 @@ std::vector<sandbox_record> sandbox_registry::list_for(const user& who) const {
     return out;
 }
 
+std::vector<sandbox_record> sandbox_registry::all() const {
+    std::lock_guard lock(mutex_);
+    std::vector<sandbox_record> out;
+    for (const auto& [id, r] : sandboxes_) out.push_back(r);
+    return out;
+}
+
 std::size_t sandbox_registry::count_for(const std::string& owner) const {
     std::lock_guard lock(mutex_);
     std::size_t n = 0;

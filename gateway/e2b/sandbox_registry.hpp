@@ -64,6 +64,8 @@ public:
     std::optional<sandbox_record> find_by_token(std::string_view id, std::string_view envd_token,
                                                 std::string_view traffic_token) const;
     std::vector<sandbox_record> list_for(const user& who) const;
+    // Every sandbox, whoever owns it (the admin console's list).
+    std::vector<sandbox_record> all() const;
     std::size_t count_for(const std::string& owner) const;
 
     // The sandbox now ends `timeout` from now (E2B's setTimeout and connect). False: no such

@@ -350,15 +350,18 @@ int free_port_on_127_0_0_2() {
 
 TEST_CASE(
     "E2B's SDKs drive callisto unchanged: sandboxes, runCode streamed, contexts, files, commands, "
-    "timeouts; network on create; --e2b-domain's hosts") {
+    "timeouts; network on create; --e2b-domain's hosts; a declared template") {
     // Two free ports in a row on 127.0.0.2: the first allowed, the second served and refused.
     int port = free_port_on_127_0_0_2();
     while (port >= 65535) port = free_port_on_127_0_0_2();
-    server_process server(
-        {"--egress-allow=127.0.0.2:" + std::to_string(port), "--e2b-domain=sandbox.test"});
+    // A declared template of the R kernel: its sandboxes run R, one R kernel is kept ready.
+    const std::string declared = "rdata:ir:pool=1:timeout=450";
+    server_process server({"--egress-allow=127.0.0.2:" + std::to_string(port),
+                           "--e2b-domain=sandbox.test", "--e2b-template=" + declared});
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/node/e2b_test.mjs"}, 900,
                {{"CALLISTO_E2E_EGRESS_PORT", std::to_string(port)},
-                {"CALLISTO_E2E_E2B_DOMAIN", "sandbox.test"}});
+                {"CALLISTO_E2E_E2B_DOMAIN", "sandbox.test"},
+                {"CALLISTO_E2E_E2B_TEMPLATE", declared}});
     CHECK(server.stop() == 0);
 }
 
@@ -381,13 +384,18 @@ TEST_CASE("the web UI runs code in headless Chromium") {
     // no --web-root: a binary of the build tree serves web/. The egress rule is for the admin
     // console's network column (nothing listens there: its kernel is only refused elsewhere).
     const auto egress_port = std::to_string(free_port_on_127_0_0_2());
-    server_process server({"--egress-allow=127.0.0.2:" + egress_port});
+    // A declared E2B template, for the console's list of sandboxes.
+    const std::string e2b_template = "console:python3";
+    server_process server(
+        {"--egress-allow=127.0.0.2:" + egress_port, "--e2b-template=" + e2b_template});
     // A screenshot after every browser test, kept in the build directory to look at.
     const std::string shots = std::string(CALLISTO_E2E_BINARY_DIR) + "/web-ui-screenshots";
     std::filesystem::remove_all(shots);
     run_client(server, {"/usr/bin/env", "node", source_dir + "/tests/e2e/browser/web_ui_test.mjs"},
                900,
-               {{"CALLISTO_E2E_SCREENSHOT_DIR", shots}, {"CALLISTO_E2E_EGRESS_PORT", egress_port}});
+               {{"CALLISTO_E2E_SCREENSHOT_DIR", shots},
+                {"CALLISTO_E2E_EGRESS_PORT", egress_port},
+                {"CALLISTO_E2E_E2B_TEMPLATE", e2b_template}});
     CHECK(server.stop() == 0);
 }
 

@@ -899,6 +899,10 @@ TEST_CASE("config --e2b-domain: a DNS name, in lower case; off by default; bad f
     r = parse({"--e2b-domain=sandbox.test", "--e2b-domain=off"});
     REQUIRE(r.config);
     CHECK(r.config->e2b_domain.empty());
+    // Its variable, digit and all: CALLISTO_E2B_DOMAIN.
+    r = parse({}, {{"CALLISTO_E2B_DOMAIN", "Sandbox.Test"}});
+    REQUIRE(r.config);
+    CHECK(r.config->e2b_domain == "sandbox.test");
     for (const char* bad :
          {"--e2b-domain=", "--e2b-domain=*.example.org", "--e2b-domain=https://example.org",
           "--e2b-domain=example..org", "--e2b-domain=.example.org", "--e2b-domain=-a.example",
@@ -914,4 +918,72 @@ TEST_CASE("config --e2b-domain: a DNS name, in lower case; off by default; bad f
     const std::string long_label(64, 'a');
     r = parse({"--e2b-domain=" + long_label + ".example"});
     CHECK_FALSE(r.config);
+}
+
+TEST_CASE("config --e2b-template: declared templates, none by default, shown as read back") {
+    auto r = parse({});
+    REQUIRE(r.config);
+    CHECK(r.config->e2b_templates.empty());
+    CHECK(effective_config(*r.config)["e2b-template"] == nlohmann::json::array());
+
+    r = parse({"--e2b-template=data:ir:pool=2:timeout=900", "--e2b-template", "quick:python3"});
+    REQUIRE(r.config);
+    REQUIRE(r.config->e2b_templates.size() == 2);
+    const auto& data = r.config->e2b_templates[0];
+    CHECK(data.name == "data");
+    CHECK(data.kernelspec == "ir");
+    CHECK(data.pool == 2);
+    CHECK(data.timeout == 900s);
+    CHECK(r.config->e2b_templates[1].name == "quick");
+    CHECK(r.config->e2b_templates[1].pool == 0);
+    const auto shown = effective_config(*r.config)["e2b-template"];
+    CHECK(shown == nlohmann::json::array({"data:ir:pool=2:timeout=900", "quick:python3"}));
+
+    // From a file, and from the environment (a comma-separated list), as other lists.
+    config_file file(R"({"e2b-template": ["a:python3:pool=1", "b:ir"]})");
+    r = parse({file.flag()});
+    REQUIRE(r.config);
+    CHECK(r.config->e2b_templates.size() == 2);
+    r = parse({}, {{"CALLISTO_E2B_TEMPLATE", "a:python3:timeout=60,b:ir:pool=3"}});
+    REQUIRE(r.config);
+    REQUIRE(r.config->e2b_templates.size() == 2);
+    CHECK(r.config->e2b_templates[1].pool == 3);
+    // The flags replace the file's list: no name is then declared twice.
+    r = parse({file.flag(), "--e2b-template=a:ir"});
+    REQUIRE(r.config);
+    REQUIRE(r.config->e2b_templates.size() == 1);
+    CHECK(r.config->e2b_templates[0].kernelspec == "ir");
+}
+
+TEST_CASE("config --e2b-template refuses every bad declaration, naming the flag and the fault") {
+    const std::pair<std::vector<std::string>, const char*> bad[] = {
+        {{"--e2b-template="}, "name and its kernelspec"},
+        {{"--e2b-template=data"}, "name and its kernelspec"},
+        {{"--e2b-template=my data:python3"}, "a name of 1-64"},
+        {{"--e2b-template=data:"}, "a kernelspec's name"},
+        {{"--e2b-template=data:python3:pool=65"}, "pool=N with N 0-64"},
+        {{"--e2b-template=data:python3:pool=two"}, "pool=N with N 0-64"},
+        {{"--e2b-template=data:python3:timeout=0"}, "timeout=SECS with SECS 1-86400"},
+        {{"--e2b-template=data:python3:timeout=1h"}, "timeout=SECS with SECS 1-86400"},
+        {{"--e2b-template=data:python3:memory=1GiB"}, "neither pool=N nor timeout=SECS"},
+        {{"--e2b-template=data:python3", "--e2b-template=data:ir"}, "data is declared twice"},
+        {{"--e2b-template=data:python3:timeout=7200", "--max-execution-timeout=3600"},
+         "must not exceed --max-execution-timeout (3600 s)"},
+    };
+    for (const auto& [args, why] : bad) {
+        auto r = parse(args);
+        CAPTURE(args[0]);
+        CHECK_FALSE(r.config);
+        CHECK(r.exit_code == 2);
+        CHECK(r.message.find("--e2b-template") != std::string::npos);
+        CHECK_MESSAGE(r.message.find(why) != std::string::npos, r.message);
+    }
+    config_file twice(R"({"e2b-template": ["a:python3", "a:ir"]})");
+    auto r = parse({twice.flag()});
+    CHECK_FALSE(r.config);
+    CHECK(r.message.find("e2b-template in ") != std::string::npos);
+    CHECK(r.message.find("a is declared twice") != std::string::npos);
+    r = parse({}, {{"CALLISTO_E2B_TEMPLATE", "a:python3,a:ir"}});
+    CHECK_FALSE(r.config);
+    CHECK(r.message.find("CALLISTO_E2B_TEMPLATE") != std::string::npos);
 }

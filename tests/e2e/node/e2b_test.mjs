@@ -2,7 +2,7 @@
 // unchanged: `@e2b/code-interpreter` and `e2b` from npm, pointed at Callisto by two
 // environment variables, with the user's Callisto token as the API key. Sandboxes (create,
 // getInfo, list by metadata, setTimeout, connect, kill, a wrong key, an unknown template, a
-// sandbox culled at its timeout), runCode (print, state kept, errors, a matplotlib figure, a
+// declared template, a sandbox culled at its timeout), runCode (print, state kept, errors, a matplotlib figure, a
 // DataFrame, streaming callbacks, env vars, a client timeout that interrupts, and the next call
 // working), code contexts (create, list, restart, remove, isolation of their state, one file
 // tree and uid, where their code starts), envd's files (write, read, list, exists, makeDir,
@@ -78,6 +78,59 @@ test('a wrong API key is an AuthenticationError; an unknown template is refused'
   threw = null;
   try { await Sandbox.create({ timeoutMs: 1000, metadata: { n: 5 } }); } catch (e) { threw = e; }
   check(threw && /metadata/.test(threw.message), 'malformed body refused', String(threw));
+});
+
+// CALLISTO_E2E_E2B_TEMPLATE=NAME:KERNELSPEC[:pool=N][:timeout=SECS]: the server declares that
+// template (--e2b-template).
+const DECLARED = (() => {
+  const text = process.env.CALLISTO_E2E_E2B_TEMPLATE || '';
+  if (!text) return null;
+  const [name, kernelspec, ...rest] = text.split(':');
+  const options = Object.fromEntries(rest.map(r => r.split('=')));
+  return { name, kernelspec, pool: Number(options.pool || 0), timeout: Number(options.timeout || 0) };
+})();
+
+test('a declared template (--e2b-template): its kernelspec, pool and lifetime; its name shown', async () => {
+  if (!DECLARED) {
+    console.log('  no CALLISTO_E2E_E2B_TEMPLATE: no declared template to create');
+    return;
+  }
+  const { name, kernelspec, pool, timeout } = DECLARED;
+  // Its ready kernels are in the warm pool, beside the kernelspec's own.
+  const overview = await fetch(`${BASE_URL}/v1/admin/overview`,
+                               { headers: { Authorization: `token ${TOKEN}` } }).then(r => r.json());
+  const level = overview.pool.find(p => p.kernelspec === kernelspec);
+  check(level && level.target >= pool, "the template's pool in its kernelspec's", overview.pool);
+  const tag = `declared${Date.now()}`;
+  // No timeoutMs: the SDK sends none, and the template's lifetime applies.
+  const sbx = await Sandbox.create(name, { metadata: { tag } });
+  try {
+    const info = await sbx.getInfo();
+    check(info.templateId === name, 'getInfo names the template as the client did', info);
+    check(info.name === kernelspec, 'and the kernelspec it runs (alias)', info);
+    if (timeout) {
+      const ends = info.endAt.getTime() - info.startedAt.getTime();
+      check(Math.abs(ends - timeout * 1000) <= 1000, "the template's lifetime", ends);
+    }
+    const page = await Sandbox.list({ query: { metadata: { tag } } }).nextItems();
+    check(page.length === 1 && page[0].templateId === name, 'list names the template', page);
+    if (kernelspec === 'ir') {
+      const ex = await sbx.runCode('cat(R.version$language)');
+      check(ex.logs.stdout.join('') === 'R', "the code runs in the template's kernel", ex.toJSON());
+    }
+    // Listed in the admin console's overview with its template and kernelspec.
+    const again = await fetch(`${BASE_URL}/v1/admin/overview`,
+                              { headers: { Authorization: `token ${TOKEN}` } }).then(r => r.json());
+    const listed = again.sandboxes.find(b => b.id === sbx.sandboxId);
+    check(listed && listed.template === name && listed.kernelspec === kernelspec &&
+          listed.contexts.length === 1, "the console's list", again.sandboxes);
+  } finally {
+    await sbx.kill();
+  }
+  let threw = null;
+  try { await Sandbox.create(`${name}-not`); } catch (e) { threw = e; }
+  check(threw && new RegExp(`template '${name}-not' not found: .*declares \\(${name}\\)`).test(threw.message),
+        'an unknown template is refused, naming the declared one', String(threw));
 });
 
 test('runCode: print, state kept, results, errors, execution count', async () => {

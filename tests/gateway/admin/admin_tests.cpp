@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "gateway/admin/admin_api.hpp"
+#include "kernelproto/iso_time.hpp"
 #include "launcher/kernelspec/kernelspec_catalog.hpp"
 #include "tests/kernels/kernel_fakes.hpp"
 
@@ -35,14 +36,14 @@ TEST_CASE("activity history with no room keeps nothing") {
 
 namespace {
 
-// The overview of a server with no kernels, the egress source given.
-nlohmann::json overview_with(network_source network) {
+// The overview of a server with no kernels, the egress and sandbox sources given.
+nlohmann::json overview_with(network_source network, sandbox_source sandboxes = {}) {
     callisto::gateway::kernels::test::fake_world w;
     callisto::launcher::kernelspec_catalog catalog({w.root / "kernels"});
     callisto::gateway::kernels::kernel_manager kernels(w.env, catalog);
     activity_history history(std::chrono::seconds(10), 3);
     admin_api api(kernels, nullptr, history, {"test", std::chrono::system_clock::now(), true},
-                  std::move(network));
+                  std::move(network), std::move(sandboxes));
     const auto res = api.overview();
     REQUIRE(res.result() == boost::beast::http::status::ok);
     return nlohmann::json::parse(res.body());
@@ -82,4 +83,37 @@ TEST_CASE("the admin overview without egress says so and lists no kernel's netwo
     auto none = overview_with([] { return std::vector<kernel_network>{}; });
     CHECK(none["network"] ==
           nlohmann::json({{"enabled", true}, {"kernels", nlohmann::json::array()}}));
+}
+
+TEST_CASE("the admin overview lists the E2B sandboxes, oldest first, with their contexts") {
+    const auto t0 = std::chrono::system_clock::time_point{} + std::chrono::hours(490000);
+    auto j = overview_with({}, [t0] {
+        e2b_sandbox later{
+            "bbbbbbbbbbbbbbbbbbbb", "bob", "data", "ir", t0 + 60s, t0 + 960s, {"ctx-3"}, 0};
+        e2b_sandbox first{
+            "aaaaaaaaaaaaaaaaaaaa", "ana", "code-interpreter-v1", "python3", t0, t0 + 300s,
+            {"ctx-1", "ctx-2"},     2};
+        return std::vector<e2b_sandbox>{later, first};
+    });
+    REQUIRE(j["sandboxes"].size() == 2);
+    const auto& a = j["sandboxes"][0];
+    CHECK(a["id"] == "aaaaaaaaaaaaaaaaaaaa");
+    CHECK(a["owner"] == "ana");
+    CHECK(a["template"] == "code-interpreter-v1");
+    CHECK(a["kernelspec"] == "python3");
+    CHECK(a["started_at"] == callisto::kernelproto::format_iso_time(t0));
+    CHECK(a["end_at"] == callisto::kernelproto::format_iso_time(t0 + 300s));
+    CHECK(a["contexts"] == nlohmann::json::array({"ctx-1", "ctx-2"}));
+    CHECK(a["commands"] == 2);
+    const auto& b = j["sandboxes"][1];
+    CHECK(b["id"] == "bbbbbbbbbbbbbbbbbbbb");
+    CHECK(b["template"] == "data");
+    CHECK(b["kernelspec"] == "ir");
+    CHECK(b["commands"] == 0);
+}
+
+TEST_CASE("the admin overview without sandboxes lists none") {
+    CHECK(overview_with({})["sandboxes"] == nlohmann::json::array());
+    CHECK(overview_with({}, [] { return std::vector<e2b_sandbox>{}; })["sandboxes"] ==
+          nlohmann::json::array());
 }

@@ -58,6 +58,12 @@ TEST_CASE("others' sandboxes are unknown; an admin sees all") {
     CHECK(!f.registry.find_for("nosuchsandbox0000000", f.alice));
     CHECK(f.registry.list_for(f.bob).empty());
     CHECK(f.registry.list_for(f.alice).size() == 1);
+    // The admin console's list: everyone's, whoever asks.
+    auto b = f.add(f.bob);
+    const auto all = f.registry.all();
+    REQUIRE(all.size() == 2);
+    CHECK((all[0].id == r.id || all[1].id == r.id));
+    CHECK((all[0].id == b.id || all[1].id == b.id));
     CHECK(!f.registry.set_timeout(r.id, f.bob, 10s));
     CHECK(!f.registry.remove(r.id, f.bob));
     CHECK(f.registry.count_for("alice") == 1);

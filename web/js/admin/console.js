@@ -1,6 +1,6 @@
 // The admin console: every kernel and context on the server (a kernel with its network
-// allowance and egress activity), the warm pool, culled kernels, activity over the last hour
-// and the latest audited executions. Refreshes every few seconds while it is on screen and
+// allowance and egress activity), the E2B sandboxes, the warm pool, culled kernels, activity
+// over the last hour and the latest audited executions. Refreshes every few seconds while it is on screen and
 // the tab is visible.
 
 import { api, ApiError } from '../api.js';
@@ -10,6 +10,7 @@ import { noticeNode } from '../ui/notice.js';
 import { activityCharts } from './chart.js';
 import { renderKernels } from './kernels-table.js';
 import { renderAudit, renderContexts, renderCulled, renderPool, renderServer } from './panels.js';
+import { renderSandboxes } from './sandboxes-table.js';
 
 const REFRESH_MS = 3000;
 const PSS_REFRESH_LIMIT = 24;  // kernels whose memory is re-read per refresh
@@ -41,6 +42,7 @@ function render({ overview, kernels, contexts }) {
   renderPool($('adm-pool'), overview.pool || []);
   renderKernels($('adm-kernels'), kernels, act, overview.network?.kernels || []);
   renderContexts($('adm-contexts'), contexts);
+  renderSandboxes($('adm-sandboxes'), overview.sandboxes || [], killSandbox);
   renderCulled($('adm-culled'), overview.culled || []);
   renderAudit($('adm-audit'), overview.audit || { enabled: false });
   $('adm-updated').textContent = `updated ${formatClock()}`;
@@ -76,6 +78,19 @@ async function act(what, kernel) {
     $('adm-message').replaceChildren(noticeNode(`${action.done} kernel ${label}.`));
   } catch (e) {
     $('adm-message').replaceChildren(noticeNode(`Could not ${what} kernel ${label}.`, 'error', e.message));
+  }
+  refreshAdmin();
+}
+
+// E2B's own kill (DELETE /sandboxes/{id}): an admin may kill anyone's; its contexts go with it.
+async function killSandbox(sandbox) {
+  const label = `${shortId(sandbox.id)} (${sandbox.template}, ${sandbox.owner})`;
+  if (!confirm(`Kill sandbox ${label}? Its contexts and commands end.`)) return;
+  try {
+    await api('DELETE', `/sandboxes/${encodeURIComponent(sandbox.id)}`);
+    $('adm-message').replaceChildren(noticeNode(`Killed sandbox ${label}.`));
+  } catch (e) {
+    $('adm-message').replaceChildren(noticeNode(`Could not kill sandbox ${label}.`, 'error', e.message));
   }
   refreshAdmin();
 }

@@ -1,12 +1,15 @@
 // The admin console (the single-token operator is an admin): every kernel with its owner,
-// what holds it, its memory and its network; contexts, the pool, culled kernels, the activity
-// chart and the audit panel; killing a kernel.
+// what holds it, its memory and its network; contexts, E2B sandboxes (and killing one), the
+// pool, culled kernels, the activity chart and the audit panel; killing a kernel.
 //
 // CALLISTO_E2E_EGRESS_PORT: the server runs with --egress-allow=127.0.0.2:PORT, and a
 // networked context's kernel shows its rule and its refused connection (without it, that
 // test only checks the "none").
+// CALLISTO_E2E_E2B_TEMPLATE=NAME:KERNELSPEC: the server declares that E2B template
+// (--e2b-template), and the sandbox the console lists is made with it (without it: "base").
 
 const EGRESS_PORT = process.env.CALLISTO_E2E_EGRESS_PORT || '';
+const [E2B_TEMPLATE, E2B_KERNELSPEC] = (process.env.CALLISTO_E2E_E2B_TEMPLATE || 'base').split(':');
 
 import { acceptNextDialog, check, poll, rest, SLOW_MS } from '../lib/harness.mjs';
 
@@ -64,6 +67,40 @@ export async function adminSuite(h) {
     } finally {
       await rest('DELETE', `/v1/contexts/${ctx.id}`);
     }
+  });
+
+  await h.test('admin: an E2B sandbox is listed with its owner, template and context; Kill ends it', async () => {
+    // Made as E2B's SDK makes one (the user's token; the SDK sends it as X-API-KEY).
+    const made = await rest('POST', '/v2/sandboxes', { templateID: E2B_TEMPLATE, timeout: 600 });
+    check(made.status === 201, 'a sandbox', made);
+    const id = made.body.sandboxID;
+    const row = page.locator(`#adm-sandboxes tr[data-sandbox-id="${id}"]`);
+    await poll(async () => {
+      await page.locator('#adm-refresh').click();
+      return (await row.count()) === 1;
+    }, 20_000, "the sandbox's row");
+    const who = await page.locator('#identity-name').textContent();
+    check((await row.locator('td.owner').textContent()) === who, 'its owner', who);
+    const template = await row.locator('td.template').textContent();
+    check(template.startsWith(E2B_TEMPLATE), 'the template as the client named it', template);
+    if (E2B_KERNELSPEC)
+      check(template.includes(`(${E2B_KERNELSPEC})`), 'the kernelspec it runs', template);
+    check((await row.locator('td.commands').textContent()) === '0', 'no command running');
+    const contextIds = await row.locator('td.contexts code').evaluateAll(
+      codes => codes.map(c => c.dataset.contextId));
+    check(contextIds.length === 1, 'its default context', contextIds);
+    // Its context is the user's too, in the contexts table.
+    await page.locator(`#adm-contexts tr[data-context-id="${contextIds[0]}"]`).waitFor();
+    acceptNextDialog(page);
+    await row.locator('button[data-action="kill"]').click();
+    await row.waitFor({ state: 'detached' });
+    await page.locator('#adm-message .notice', { hasText: 'Killed sandbox' }).waitFor();
+    check((await rest('GET', `/sandboxes/${id}`)).status === 404, 'the sandbox is gone from the server');
+    const gone = await poll(async () => {
+      const s = (await rest('GET', `/v1/contexts/${contextIds[0]}`)).status;
+      return s === 404 ? s : null;
+    }, 10_000, "the sandbox's context to go");
+    check(gone === 404, 'its context went with it', gone);
   });
 
   await h.test('admin: the server, pool, activity chart, culled and audit panels are drawn', async () => {
