@@ -165,8 +165,7 @@ TEST_CASE("users: kernels belong to their owner, admins see all, limits answer 4
         server_process server({"--users=" + users.string(), "--max-kernels=3"});
         run_client(server, {python, source_dir + "/tests/e2e/python/test_users.py"});
         // Interpreter contexts are kernels of their owner: private, and within the quota.
-        run_client(server, {python, source_dir + "/tests/e2e/python/test_interpreter_api.py", "-k",
-                            "owner_contexts"});
+        run_client(server, {python, source_dir + "/tests/e2e/python/test_v1_owners.py"});
         // MCP sessions are their owner's, and her kernel quota applies to them.
         run_client(server, {python, source_dir + "/tests/e2e/python/test_mcp_users.py"});
         CHECK(server.stop() == 0);
@@ -679,7 +678,9 @@ TEST_CASE(
     "interpreter API: aggregated answer, event stream, executions by id, idempotency, queue, "
     "deadline ladder, caps, env, ANSI, events WebSocket, multipart uploads") {
     server_process server;
-    run_client(server, {python, source_dir + "/tests/e2e/python/test_interpreter_api.py"});
+    for (const char* suite :
+         {"test_v1_executions.py", "test_v1_files.py", "test_v1_events.py", "test_v1_openapi.py"})
+        run_client(server, {python, source_dir + "/tests/e2e/python/" + suite});
     CHECK(server.stop() == 0);
 }
 
