@@ -429,13 +429,18 @@ def create_kernel(name=KERNEL_NAME, body=None):
     return model
 
 
-def delete_kernel(kernel_id):
-    """DELETE that never raises: for finally blocks."""
+def delete_quietly(path):
+    """DELETE that never raises, for finally blocks: the status, or None when it failed."""
     try:
-        return api("DELETE", f"/api/kernels/{kernel_id}").status
+        return api("DELETE", path).status
     except Exception as e:  # noqa: BLE001
-        print(f"  (cleanup: DELETE {kernel_id} failed: {e})")
+        print(f"  (cleanup: DELETE {path} failed: {e})")
         return None
+
+
+def delete_kernel(kernel_id):
+    """DELETE /api/kernels/{id} that never raises: for finally blocks."""
+    return delete_quietly(f"/api/kernels/{kernel_id}")
 
 
 def get_kernel(kernel_id):
@@ -584,13 +589,18 @@ class launched_kernel:
         return False
 
 
+def create_context(body=None, token=None, timeout=90):
+    """POST /v1/contexts with `body` (by default {}) as `token`'s user; checks 201 and returns
+    the context."""
+    r = api("POST", "/v1/contexts", body if body is not None else {}, token=token,
+            timeout=timeout)
+    check_eq(r.status, 201, f"POST /v1/contexts status ({r.body[:300]!r})")
+    return r.json()
+
+
 def delete_context(context_id):
     """DELETE /v1/contexts/{id} that never raises: for finally blocks."""
-    try:
-        return api("DELETE", f"/v1/contexts/{context_id}").status
-    except Exception as e:  # noqa: BLE001
-        print(f"  (cleanup: DELETE context {context_id} failed: {e})")
-        return None
+    return delete_quietly(f"/v1/contexts/{context_id}")
 
 
 class launched_context:
@@ -605,13 +615,9 @@ class launched_context:
         self.timeout = timeout
         self.ctx = None
 
-    def _create(self):
-        r = api("POST", "/v1/contexts", self.body, timeout=90)
-        check_eq(r.status, 201, f"POST /v1/contexts status ({r.body[:300]!r})")
-        return r.json()
-
     def __enter__(self):
-        ctx, info = _start_as(self.launch, self._create, lambda c: delete_context(c["id"]),
+        ctx, info = _start_as(self.launch, lambda: create_context(self.body),
+                              lambda c: delete_context(c["id"]),
                               lambda c: c["kernel_id"], self.timeout)
         ctx["callisto"] = info
         self.ctx = ctx

@@ -21,7 +21,7 @@ import websocket
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, KernelWS, api, callisto_only,  # noqa: E402
-                        check, check_eq, kernel, run_tests, test)
+                        check, check_eq, create_context, kernel, run_tests, test)
 
 PING_TIMEOUT = int(os.environ.get("PING_TIMEOUT", "0"))
 
@@ -47,9 +47,7 @@ def test_idle_connection_is_pinged_and_stays_open():
 
 @callisto_only
 def test_idle_events_websocket_is_pinged_and_stays_open():
-    r = api("POST", "/v1/contexts", {})
-    check_eq(r.status, 201, "create context")
-    ctx = r.json()
+    ctx = create_context()
     url = urllib.parse.urlsplit(BASE_URL)
     ws = websocket.create_connection(f"ws://{url.netloc}/v1/contexts/{ctx['id']}/events",
                                      header=[f"Authorization: token {TOKEN}"], timeout=HTTP_TIMEOUT)
