@@ -1,0 +1,34 @@
+#pragma once
+// A scratch directory for the tests: made fresh, removed with everything in it.
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+namespace callisto::test {
+
+// A fresh directory under /tmp, removed with its contents. Short on purpose: ipc paths and
+// Unix socket paths are limited to 107 characters.
+class temp_dir {
+public:
+    temp_dir() {
+        std::string pattern = "/tmp/cl-XXXXXX";
+        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+        path_ = pattern;
+    }
+    ~temp_dir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    temp_dir(const temp_dir&) = delete;
+    temp_dir& operator=(const temp_dir&) = delete;
+
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+}  // namespace callisto::test
