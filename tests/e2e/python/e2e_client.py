@@ -15,6 +15,7 @@ Environment:
                        suites against jupyter_server.
 """
 
+import base64
 import datetime
 import http.client
 import json
@@ -303,6 +304,25 @@ def read_until_closed(s, limit=1 << 16):
             break
         chunks.append(b)
     return b"".join(chunks)
+
+
+def raw_websocket_upgrade(s, kernel_id, host="x"):
+    """Asks on the raw socket `s` for kernel_id's channels WebSocket, as TOKEN's user; checks
+    the 101 and returns the answer's head. Read a byte at a time, so that the frames after it
+    are left for the caller to read."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET /api/kernels/{kernel_id}/channels HTTP/1.1\r\nHost: {host}\r\n"
+               f"Authorization: token {TOKEN}\r\nUpgrade: websocket\r\n"
+               f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+               "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        byte = s.recv(1)
+        if not byte:
+            break  # closed before a whole head: the check below shows what came
+        head += byte
+    check(head.startswith(b"HTTP/1.1 101"), "upgraded", head[:200])
+    return head
 
 
 def raw_exchange(data, timeout=15):
