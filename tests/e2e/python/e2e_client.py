@@ -509,6 +509,24 @@ def gateway_args(pid=None):
     return dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
 
 
+def gateway_status_kib(field):
+    """VmRSS, VmHWM or another /proc status field of the gateway under test ($CALLISTO_PID),
+    in KiB."""
+    pid = os.environ["CALLISTO_PID"]
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def reset_gateway_peak():
+    """VmHWM of the gateway under test from here on: clear_refs 5 resets it to the current
+    RSS."""
+    with open(f"/proc/{os.environ['CALLISTO_PID']}/clear_refs", "w") as f:
+        f.write("5")
+
+
 def real_uid(pid):
     """The real uid `pid` runs as; None when there is no such process, or a zombie."""
     try:
