@@ -19,7 +19,11 @@ public:
         path_ = pattern;
     }
     ~temp_dir() {
+        // A test may have taken the owner's permissions away (a mode it checks); given back,
+        // the directory can be removed whoever runs the tests.
         std::error_code ec;
+        std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
+                                     std::filesystem::perm_options::add, ec);
         std::filesystem::remove_all(path_, ec);
     }
     temp_dir(const temp_dir&) = delete;
