@@ -8,7 +8,6 @@ from the warm pool or a cold start.
       [--pause SECS] [--label NAME] [--json OUT.jsonl]
 """
 
-import argparse
 import http.client
 import json
 import statistics
@@ -16,7 +15,7 @@ import sys
 import time
 import urllib.parse
 
-from pause_resume import call  # the same HTTP helper, beside this script
+from pause_resume import call, server_options  # the same helpers, beside this script
 
 
 def pct(values, p):
@@ -25,11 +24,8 @@ def pct(values, p):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--token", required=True)
+    ap = server_options(20)
     ap.add_argument("--policy", choices=("reuse", "fresh"), required=True)
-    ap.add_argument("-n", type=int, default=20)
     ap.add_argument("--pause", type=float, default=0.5, help="seconds between rounds")
     ap.add_argument("--label", default="")
     ap.add_argument("--json")

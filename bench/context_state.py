@@ -23,7 +23,6 @@ The server needs limits that fit the state (--upload-limit, --memory-limit, --fi
 --disk-quota, --snapshot-quota-bytes): docs/performance.md has the command line used.
 """
 
-import argparse
 import http.client
 import json
 import os
@@ -32,7 +31,7 @@ import sys
 import time
 import urllib.parse
 
-from pause_resume import call, must  # the same HTTP helpers, beside this script
+from pause_resume import call, must, server_options  # the same helpers, beside this script
 
 SETUP = r"""
 import pandas as pd, numpy as np
@@ -185,11 +184,8 @@ def one_round(c, csv):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--token", required=True)
+    ap = server_options(3)
     ap.add_argument("--mib", type=int, default=100, help="the CSV's size")
-    ap.add_argument("-n", type=int, default=3)
     ap.add_argument("--data-dir", default="/var/tmp")
     ap.add_argument("--json")
     args = ap.parse_args()

@@ -9,7 +9,6 @@ execution reports (resumed.duration_ms) and its wall time. Contexts are deleted 
   bench/pause_many.py --url http://127.0.0.1:P --token T [-n 50] [--mib 8] [--uids 60000-60999]
 """
 
-import argparse
 import http.client
 import json
 import os
@@ -18,7 +17,7 @@ import sys
 import time
 import urllib.parse
 
-from pause_resume import call, must  # the same HTTP helpers, beside this script
+from pause_resume import call, must, server_options  # the same helpers, beside this script
 
 
 def host_used_mib():
@@ -51,10 +50,7 @@ def percentile(values, p):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--token", required=True)
-    ap.add_argument("-n", type=int, default=50)
+    ap = server_options(50)
     ap.add_argument("--mib", type=int, default=8)
     ap.add_argument("--uids", default="60000-60999")
     args = ap.parse_args()

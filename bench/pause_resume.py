@@ -38,6 +38,16 @@ def call(conn, token, method, path, body=None):
     return resp.status, (json.loads(payload) if payload else None)
 
 
+def server_options(n):
+    """The options the benches against a running server share: its --url and --token, and -n,
+    how many (by default `n`). Each bench adds its own."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--token", required=True)
+    ap.add_argument("-n", type=int, default=n)
+    return ap
+
+
 def must(status, body, want, what):
     if status != want:
         sys.exit(f"{what}: {status} {body}")
@@ -70,10 +80,7 @@ def one_round(conn, token, setup, probe, expect):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--token", required=True)
-    ap.add_argument("-n", type=int, default=5)
+    ap = server_options(5)
     ap.add_argument("--mib", type=int, default=100)
     ap.add_argument("--json")
     args = ap.parse_args()

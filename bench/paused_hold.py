@@ -12,7 +12,6 @@ resumed.duration_ms and the execution's wall time). Everything is deleted at the
       [--sample 200] --state-dir DIR --gateway-pid PID
 """
 
-import argparse
 import http.client
 import json
 import os
@@ -24,7 +23,7 @@ import time
 import urllib.parse
 
 from pause_many import host_used_mib, percentile
-from pause_resume import call, must
+from pause_resume import call, must, server_options
 
 SETUP = ("x = {i}\ndef f(a):\n    return a + x\nnumbers = list(range(10_000))\n"
          "open('note.txt', 'w').write('context {i}')\n")
@@ -136,10 +135,7 @@ class Hold:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--token", required=True)
-    ap.add_argument("-n", type=int, default=10000)
+    ap = server_options(10000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--every", type=int, default=1000)
     ap.add_argument("--sample", type=int, default=200)

@@ -400,13 +400,25 @@ std::string chunk_size_line(std::size_t n) {
 
 }  // namespace
 
+asio::awaitable<std::optional<std::size_t>> egress_proxy::next_body_piece(
+    std::shared_ptr<connection> c, beast::flat_buffer& buffer, request_parser& parser,
+    std::span<char> into, std::uint64_t& body_bytes) {
+    error_code ec;
+    const auto n = co_await read_body_piece(c->client, buffer, parser, into, ec);
+    body_bytes += n;
+    if (ec) {
+        co_await body_failed(c, ec, body_bytes);
+        co_return std::nullopt;
+    }
+    co_return n;
+}
+
 asio::awaitable<bool> egress_proxy::send_request(std::shared_ptr<connection> c,
                                                  request_parser& parser, beast::flat_buffer& buffer,
                                                  const proxy_target& target) {
     const auto& header = parser.get().base();
     std::array<char, body_piece> piece;
     std::uint64_t body_bytes = 0;
-    error_code ec;
     // A client that sent `Expect: 100-continue` waits for a 100 before its body (curl for a
     // second, then sends it anyway): the request is allowed and its destination connected by
     // now. Sent even when some of the body came already, as a client expecting it must take.
@@ -418,13 +430,9 @@ asio::awaitable<bool> egress_proxy::send_request(std::shared_ptr<connection> c,
         if (!co_await send_up(c, pieces_of(head))) co_return false;
         if (continue_first && !co_await send_continue(c->client)) co_return false;
         while (!parser.is_done()) {
-            const auto n = co_await read_body_piece(c->client, buffer, parser, piece, ec);
-            body_bytes += n;
-            if (ec) {
-                co_await body_failed(c, ec, body_bytes);
-                co_return false;
-            }
-            if (n > 0 && !co_await send_up(c, pieces_of(std::string_view(piece.data(), n))))
+            const auto n = co_await next_body_piece(c, buffer, parser, piece, body_bytes);
+            if (!n) co_return false;
+            if (*n > 0 && !co_await send_up(c, pieces_of(std::string_view(piece.data(), *n))))
                 co_return false;
         }
         co_return true;
@@ -435,13 +443,9 @@ asio::awaitable<bool> egress_proxy::send_request(std::shared_ptr<connection> c,
     held.reserve(settings_.chunked_hold + piece.size());
     if (continue_first && !co_await send_continue(c->client)) co_return false;
     while (!parser.is_done() && held.size() <= settings_.chunked_hold) {
-        const auto n = co_await read_body_piece(c->client, buffer, parser, piece, ec);
-        body_bytes += n;
-        if (ec) {
-            co_await body_failed(c, ec, body_bytes);
-            co_return false;
-        }
-        held.append(piece.data(), n);
+        const auto n = co_await next_body_piece(c, buffer, parser, piece, body_bytes);
+        if (!n) co_return false;
+        held.append(piece.data(), *n);
     }
     if (parser.is_done()) {
         const auto head = forward_head(header, target, held.size());
@@ -453,15 +457,11 @@ asio::awaitable<bool> egress_proxy::send_request(std::shared_ptr<connection> c,
     if (!co_await send_up(c, pieces_of(head, size_line, held, crlf))) co_return false;
     held = std::string();  // its memory too: what follows goes a piece at a time
     while (!parser.is_done()) {
-        const auto n = co_await read_body_piece(c->client, buffer, parser, piece, ec);
-        body_bytes += n;
-        if (ec) {
-            co_await body_failed(c, ec, body_bytes);
-            co_return false;
-        }
-        if (n == 0) continue;
-        size_line = chunk_size_line(n);
-        if (!co_await send_up(c, pieces_of(size_line, std::string_view(piece.data(), n), crlf)))
+        const auto n = co_await next_body_piece(c, buffer, parser, piece, body_bytes);
+        if (!n) co_return false;
+        if (*n == 0) continue;
+        size_line = chunk_size_line(*n);
+        if (!co_await send_up(c, pieces_of(size_line, std::string_view(piece.data(), *n), crlf)))
             co_return false;
     }
     // The last chunk; the client's trailer fields, if any, are not sent on.

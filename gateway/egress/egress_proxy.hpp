@@ -18,6 +18,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>  // before Asio's awaitable.hpp, which uses std::exchange without it (1.74)
 #include <vector>
@@ -137,6 +139,12 @@ private:
     // Writes to the destination under the rate cap, counted as bytes up.
     boost::asio::awaitable<bool> send_up(std::shared_ptr<connection> c,
                                          std::vector<boost::asio::const_buffer> pieces);
+    // The next piece of the request's body, read into `into` and counted in body_bytes: 0 once
+    // the body is complete; nullopt when it could not be read whole (body_failed has done its
+    // part: the destination's connection is closed).
+    boost::asio::awaitable<std::optional<std::size_t>> next_body_piece(
+        std::shared_ptr<connection> c, boost::beast::flat_buffer& buffer, request_parser& parser,
+        std::span<char> into, std::uint64_t& body_bytes);
     // A body that could not be read whole: a 400 for a malformed one, nothing for a client
     // that went away; recorded either way.
     boost::asio::awaitable<void> body_failed(std::shared_ptr<connection> c,

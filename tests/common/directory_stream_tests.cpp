@@ -10,18 +10,14 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace fs = std::filesystem;
 using callisto::directory_stream;
 using callisto::unique_fd;
+using callisto::test::temp_dir;
 
 namespace {
-
-struct temp_dir {
-    fs::path path =
-        fs::temp_directory_path() / ("callisto-dirstream-" + std::to_string(::getpid()));
-    temp_dir() { fs::create_directories(path); }
-    ~temp_dir() { fs::remove_all(path); }
-};
 
 std::vector<std::string> names_of(directory_stream& listing) {
     std::vector<std::string> names;
@@ -36,9 +32,9 @@ bool is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
 
 TEST_CASE("a directory stream lists the entries and closes the descriptor it took") {
     temp_dir dir;
-    std::ofstream(dir.path / "a") << "x";
-    fs::create_directory(dir.path / "b");
-    unique_fd fd(::open(dir.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::ofstream(dir.path() / "a") << "x";
+    fs::create_directory(dir.path() / "b");
+    unique_fd fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     REQUIRE(fd);
     const int number = fd.get();
     {
@@ -52,8 +48,8 @@ TEST_CASE("a directory stream lists the entries and closes the descriptor it too
 
 TEST_CASE("a descriptor that is no directory is closed too, and lists nothing") {
     temp_dir dir;
-    std::ofstream(dir.path / "file") << "x";
-    unique_fd fd(::open((dir.path / "file").c_str(), O_RDONLY | O_CLOEXEC));
+    std::ofstream(dir.path() / "file") << "x";
+    unique_fd fd(::open((dir.path() / "file").c_str(), O_RDONLY | O_CLOEXEC));
     REQUIRE(fd);
     const int number = fd.get();
     {
@@ -65,8 +61,8 @@ TEST_CASE("a descriptor that is no directory is closed too, and lists nothing") 
 
 TEST_CASE("a stream of a copy leaves the caller's descriptor open") {
     temp_dir dir;
-    std::ofstream(dir.path / "only") << "x";
-    const unique_fd fd(::open(dir.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::ofstream(dir.path() / "only") << "x";
+    const unique_fd fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     REQUIRE(fd);
     {
         auto listing = directory_stream::of_copy(fd.get());

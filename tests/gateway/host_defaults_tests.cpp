@@ -1,26 +1,22 @@
 #include "gateway/host_defaults.hpp"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 
 #include <doctest/doctest.h>
+
+#include "tests/support/temp_dir.hpp"
 
 using namespace callisto::gateway;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct temp_tree {
-    fs::path root =
-        fs::temp_directory_path() / ("callisto-host-defaults-" + std::to_string(::getpid()));
-    temp_tree() { fs::create_directories(root); }
-    ~temp_tree() { fs::remove_all(root); }
+struct temp_tree : callisto::test::temp_dir {
     fs::path page(const fs::path& dir) const {
-        fs::create_directories(root / dir);
-        std::ofstream(root / dir / "index.html") << "<p>ui</p>";
-        return root / dir;
+        fs::create_directories(path() / dir);
+        std::ofstream(path() / dir / "index.html") << "<p>ui</p>";
+        return path() / dir;
     }
 };
 
@@ -50,10 +46,10 @@ TEST_CASE(
 
 TEST_CASE("the first candidate with an index.html is the web root; none gives none") {
     temp_tree t;
-    const std::vector<fs::path> candidates = {t.root / "share/callisto/web", t.root / "bin/web",
-                                              t.root / "src/web"};
+    const std::vector<fs::path> candidates = {t.path() / "share/callisto/web", t.path() / "bin/web",
+                                              t.path() / "src/web"};
     CHECK(first_web_root(candidates).empty());
-    fs::create_directories(t.root / "share/callisto/web");  // a directory without index.html
+    fs::create_directories(t.path() / "share/callisto/web");  // a directory without index.html
     CHECK(first_web_root(candidates).empty());
     const auto sources = t.page("src/web");
     CHECK(first_web_root(candidates) == sources);

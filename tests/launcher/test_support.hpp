@@ -1,8 +1,7 @@
 #pragma once
 // Small helpers shared by the launcher tests: temporary directories, environment overrides,
-// and polling for a condition instead of sleeping a fixed time (the test machines are noisy).
+// files, and polling for a condition instead of sleeping a fixed time.
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -10,29 +9,15 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
+
+#include "tests/support/eventually.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace callisto::launcher::test {
 
-// A fresh directory under /tmp (short, so ipc paths fit), removed with everything in it.
-class temp_dir {
-public:
-    temp_dir() {
-        std::string pattern = "/tmp/cl-XXXXXX";
-        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
-};
+// The scratch directory and the polling the transport tests use too.
+using callisto::test::eventually;
+using callisto::test::temp_dir;
 
 // Sets (or with nullopt unsets) one environment variable and restores it on destruction.
 class env_override {
@@ -70,17 +55,6 @@ inline std::string read_file(const std::filesystem::path& file) {
     std::ostringstream bytes;
     bytes << in.rdbuf();
     return std::move(bytes).str();
-}
-
-// True as soon as `condition` holds, false after `timeout`.
-template <class Condition>
-bool eventually(Condition condition, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!condition()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return true;
 }
 
 }  // namespace callisto::launcher::test

@@ -73,7 +73,7 @@ TEST_CASE("a real ipykernel connects and runs print('hi')") {
     temp_dir dir;
     kp::connection_info info;
     info.transport = "ipc";
-    info.ip = dir.path() + "/k";
+    info.ip = dir.path().string() + "/k";
     info.shell_port = 1;
     info.iopub_port = 2;
     info.stdin_port = 3;
@@ -81,10 +81,10 @@ TEST_CASE("a real ipykernel connects and runs print('hi')") {
     info.hb_port = 5;
     info.key = kp::random_hex(32);
     info.kernel_name = "python3";
-    std::string file = dir.path() + "/kernel.json";
+    std::string file = dir.path().string() + "/kernel.json";
     std::ofstream(file) << info.to_json().dump(2);
 
-    kernel_process kernel(file, dir.path() + "/kernel.log");
+    kernel_process kernel(file, dir.path().string() + "/kernel.log");
     REQUIRE(kernel.started());
 
     reactor r{logger()};

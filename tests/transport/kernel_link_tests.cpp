@@ -69,7 +69,8 @@ TEST_CASE("a link closed just before its kernel exits leaves ZeroMQ's I/O thread
     zmq::context_t ctx;
     for (int round = 0; round < 30; ++round) {
         CAPTURE(round);
-        const auto info = fake_kernel::info_for(dir.path() + "/k" + std::to_string(round), "key");
+        const auto info =
+            fake_kernel::info_for(dir.path().string() + "/k" + std::to_string(round), "key");
         auto kernel = std::make_unique<bound_kernel>(info);
         auto link = std::make_unique<kernel_link>();
         link->id = static_cast<callisto::transport::link_id>(round + 1);
@@ -84,7 +85,8 @@ TEST_CASE("a link closed just before its kernel exits leaves ZeroMQ's I/O thread
 
         link.reset();    // the gateway closes the link ...
         kernel.reset();  // ... and the kernel exits (a kill, a shutdown)
-        REQUIRE(io_thread_serves(ctx, "ipc://" + dir.path() + "/probe" + std::to_string(round)));
+        REQUIRE(io_thread_serves(
+            ctx, "ipc://" + dir.path().string() + "/probe" + std::to_string(round)));
     }
 }
 
@@ -93,7 +95,8 @@ TEST_CASE("a link that fails closes its sockets and monitors, and the I/O thread
     zmq::context_t ctx;
     for (int round = 0; round < 10; ++round) {
         CAPTURE(round);
-        const auto info = fake_kernel::info_for(dir.path() + "/k" + std::to_string(round), "key");
+        const auto info =
+            fake_kernel::info_for(dir.path().string() + "/k" + std::to_string(round), "key");
         auto kernel = std::make_unique<bound_kernel>(info);
         kernel_link link;
         link.id = static_cast<callisto::transport::link_id>(round + 1);
@@ -105,6 +108,7 @@ TEST_CASE("a link that fails closes its sockets and monitors, and the I/O thread
         CHECK(link.failed);
         for (auto& s : link.sockets) CHECK_FALSE(s);
         for (auto& m : link.monitors) CHECK_FALSE(m);
-        REQUIRE(io_thread_serves(ctx, "ipc://" + dir.path() + "/probe" + std::to_string(round)));
+        REQUIRE(io_thread_serves(
+            ctx, "ipc://" + dir.path().string() + "/probe" + std::to_string(round)));
     }
 }

@@ -70,7 +70,7 @@ bool connected(const recorded_events& e) { return e.connected == 1; }
 // in the order the tests tear them down (link, reactor, kernel, directory).
 struct connected_link {
     temp_dir dir;
-    fake_kernel kernel{dir.path() + "/k", key};
+    fake_kernel kernel{dir.path().string() + "/k", key};
     reactor r{test_logger()};
     std::shared_ptr<event_recorder> events = std::make_shared<event_recorder>();
     link_id id = r.open(kernel.info(), events, fast_options());
@@ -84,7 +84,7 @@ TEST_CASE("open() names the link to its listener before the reactor reports anyt
     // The kernel session tags what it posts with this id; a fast kernel's first reports used to
     // arrive before open() had returned it, and a connection was taken for a stale link's.
     temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
+    fake_kernel kernel(dir.path().string() + "/k", key);
     reactor r(test_logger());
     auto events = std::make_shared<event_recorder>();
     const link_id id = r.open(kernel.info(), events, fast_options());
@@ -97,7 +97,7 @@ TEST_CASE("open() names the link to its listener before the reactor reports anyt
 TEST_CASE("a kernel that answers before the iopub subscription reaches it is nudged again soon") {
     // A nudge interval far longer than the wait below: only the quick retries can connect it.
     temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
+    fake_kernel kernel(dir.path().string() + "/k", key);
     kernel.unpublished_kernel_infos = 3;
     reactor r(test_logger());
     auto events = std::make_shared<event_recorder>();
@@ -110,7 +110,7 @@ TEST_CASE("a kernel that answers before the iopub subscription reaches it is nud
 
 TEST_CASE("a link is connected only after a kernel_info_reply and an iopub message") {
     temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
+    fake_kernel kernel(dir.path().string() + "/k", key);
     reactor r(test_logger());
     auto events = std::make_shared<event_recorder>();
 
@@ -200,7 +200,7 @@ TEST_CASE_FIXTURE(
 
 TEST_CASE("input_request reaches stdin on the routing id shared with shell") {
     temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
+    fake_kernel kernel(dir.path().string() + "/k", key);
     reactor r(test_logger());
     auto events = std::make_shared<event_recorder>();
     link_options options = fast_options();
@@ -257,7 +257,7 @@ TEST_CASE_FIXTURE(connected_link,
 
 TEST_CASE("a missed heartbeat is reported once and its recovery once") {
     temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
+    fake_kernel kernel(dir.path().string() + "/k", key);
     reactor r(test_logger());
     auto events = std::make_shared<event_recorder>();
     link_options options = fast_options();
@@ -282,7 +282,7 @@ TEST_CASE("a missed heartbeat is reported once and its recovery once") {
 
 TEST_CASE("close() stops events for the link and leaves the others running") {
     temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
+    fake_kernel kernel(dir.path().string() + "/k", key);
     reactor r(test_logger());
     auto closed_events = std::make_shared<event_recorder>();
     auto open_events = std::make_shared<event_recorder>();
@@ -319,7 +319,7 @@ TEST_CASE("close() stops events for the link and leaves the others running") {
 
 TEST_CASE("close() from inside an event handler silences the link at once") {
     temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
+    fake_kernel kernel(dir.path().string() + "/k", key);
     reactor r(test_logger());
 
     // Closes its own link on the first message, from the reactor thread.
@@ -362,7 +362,7 @@ TEST_CASE("one reactor serves 100 links") {
     std::vector<std::unique_ptr<fake_kernel>> kernels;
     for (int k = 0; k < 4; ++k)
         kernels.push_back(
-            std::make_unique<fake_kernel>(dir.path() + "/k" + std::to_string(k), key));
+            std::make_unique<fake_kernel>(dir.path().string() + "/k" + std::to_string(k), key));
     reactor r(test_logger());
     std::vector<std::shared_ptr<event_recorder>> events;
     std::vector<link_id> ids;
@@ -397,7 +397,7 @@ TEST_CASE("one reactor serves 100 links") {
 // its socket would leave the new one unheard, or refuse to be added.
 TEST_CASE("links opened after others closed, 60 rounds, each connect and answer") {
     temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
+    fake_kernel kernel(dir.path().string() + "/k", key);
     reactor r(test_logger());
     for (int round = 0; round < 60; ++round) {
         CAPTURE(round);
@@ -440,7 +440,7 @@ TEST_CASE_FIXTURE(connected_link,
 
 TEST_CASE("requests sent before the kernel listens are all delivered, in order") {
     temp_dir dir;
-    std::string prefix = dir.path() + "/k";
+    std::string prefix = dir.path().string() + "/k";
     reactor r(test_logger());
     auto events = std::make_shared<event_recorder>();
     link_id id = r.open(fake_kernel::info_for(prefix, key), events, fast_options());
@@ -473,7 +473,7 @@ TEST_CASE("requests sent before the kernel listens are all delivered, in order")
 
 TEST_CASE("stop() is idempotent, joins, and later calls are ignored") {
     temp_dir dir;
-    fake_kernel kernel(dir.path() + "/k", key);
+    fake_kernel kernel(dir.path().string() + "/k", key);
     auto r = std::make_unique<reactor>(test_logger());
     auto events = std::make_shared<event_recorder>();
     link_id id = r->open(kernel.info(), events, fast_options());
@@ -527,7 +527,7 @@ namespace {
 // A fake kernel and a link to it whose parts may weigh 1 MiB at most.
 struct limited_link {
     temp_dir dir;
-    std::optional<fake_kernel> kernel{std::in_place, dir.path() + "/k", key};
+    std::optional<fake_kernel> kernel{std::in_place, dir.path().string() + "/k", key};
     reactor r{test_logger()};
     std::shared_ptr<event_recorder> events = std::make_shared<event_recorder>();
     link_id id = r.open(kernel->info(), events, [] {

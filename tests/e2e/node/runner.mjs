@@ -1,6 +1,7 @@
 // The runner the Node e2e scripts share (e2b_test.mjs, mcp_test.mjs, and the @jupyterlab/services
 // suites through services_harness.mjs): the server's address, `test` to register a case, `check`,
-// and `runTests`, which runs the cases the command line's arguments select by name substring,
+// bounded waits (`withTimeout`, which the web UI's harness, browser/lib/harness.mjs, takes from
+// here too with the address and `sleep`), and `runTests`, which runs the cases the command line's arguments select by name substring,
 // prints PASS/FAIL with each one's time and "N passed, M failed", and exits 0 only when every
 // selected case passed (and at least one ran). A global timeout makes a hung case a failure, not
 // a hung suite. Reads CALLISTO_URL, CALLISTO_TOKEN and CALLISTO_E2E_NODE_TIMEOUT_MS.
@@ -18,6 +19,17 @@ export function check(cond, what, detail) {
 }
 
 export const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+// `promise`, or a rejection naming `what` once `ms` have passed without it settling.
+export function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
 
 const seconds = t0 => ((Date.now() - t0) / 1000).toFixed(1);
 const described = e => (e && e.stack ? e.stack : e);

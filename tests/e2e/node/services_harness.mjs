@@ -6,11 +6,13 @@
 
 import services from '@jupyterlab/services';
 import WebSocket from 'ws';
-import { BASE_URL, TOKEN, check, runTests as runRegisteredTests, sleep, test } from './runner.mjs';
+import {
+  BASE_URL, TOKEN, check, runTests as runRegisteredTests, sleep, test, withTimeout,
+} from './runner.mjs';
 
 export const { KernelManager, KernelAPI, KernelSpecAPI, ServerConnection } = services;
 
-export { BASE_URL, check, sleep, test };
+export { BASE_URL, check, sleep, test, withTimeout };
 export const STEP_MS = 30000;
 export const createdKernelIds = new Set();
 
@@ -33,16 +35,6 @@ export function settings(protocol) {
     Request: globalThis.Request,
     Headers: globalThis.Headers,
   });
-}
-
-export function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 // The WebSocket format the server chose for a kernel's connection: v1 when the library offers

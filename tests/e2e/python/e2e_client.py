@@ -15,6 +15,7 @@ Environment:
                        suites against jupyter_server.
 """
 
+import base64
 import datetime
 import http.client
 import json
@@ -251,6 +252,25 @@ def read_until_closed(s, limit=1 << 16):
     return b"".join(chunks)
 
 
+def raw_websocket_upgrade(s, kernel_id, host="x"):
+    """Asks on the raw socket `s` for kernel_id's channels WebSocket, as TOKEN's user; checks
+    the 101 and returns the answer's head. Read a byte at a time, so that the frames after it
+    are left for the caller to read."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET /api/kernels/{kernel_id}/channels HTTP/1.1\r\nHost: {host}\r\n"
+               f"Authorization: token {TOKEN}\r\nUpgrade: websocket\r\n"
+               f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+               "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        byte = s.recv(1)
+        if not byte:
+            break  # closed before a whole head: the check below shows what came
+        head += byte
+    check(head.startswith(b"HTTP/1.1 101"), "upgraded", head[:200])
+    return head
+
+
 def raw_exchange(data, timeout=15):
     """Sends raw bytes on a connection of their own, ends the sending side, and returns
     everything the server answers before it closes."""
@@ -375,13 +395,18 @@ def create_kernel(name=KERNEL_NAME, body=None):
     return model
 
 
-def delete_kernel(kernel_id):
-    """DELETE that never raises: for finally blocks."""
+def delete_quietly(path):
+    """DELETE that never raises, for finally blocks: the status, or None when it failed."""
     try:
-        return api("DELETE", f"/api/kernels/{kernel_id}").status
+        return api("DELETE", path).status
     except Exception as e:  # noqa: BLE001
-        print(f"  (cleanup: DELETE {kernel_id} failed: {e})")
+        print(f"  (cleanup: DELETE {path} failed: {e})")
         return None
+
+
+def delete_kernel(kernel_id):
+    """DELETE /api/kernels/{id} that never raises: for finally blocks."""
+    return delete_quietly(f"/api/kernels/{kernel_id}")
 
 
 def get_kernel(kernel_id):
@@ -428,6 +453,24 @@ def gateway_args(pid=None):
     with open(f"/proc/{pid}/cmdline", "rb") as f:
         args = [a.decode() for a in f.read().split(b"\0") if a]
     return dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+
+
+def gateway_status_kib(field):
+    """VmRSS, VmHWM or another /proc status field of the gateway under test ($CALLISTO_PID),
+    in KiB."""
+    pid = os.environ["CALLISTO_PID"]
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def reset_gateway_peak():
+    """VmHWM of the gateway under test from here on: clear_refs 5 resets it to the current
+    RSS."""
+    with open(f"/proc/{os.environ['CALLISTO_PID']}/clear_refs", "w") as f:
+        f.write("5")
 
 
 def real_uid(pid):
@@ -530,13 +573,18 @@ class launched_kernel:
         return False
 
 
+def create_context(body=None, token=None, timeout=90):
+    """POST /v1/contexts with `body` (by default {}) as `token`'s user; checks 201 and returns
+    the context."""
+    r = api("POST", "/v1/contexts", body if body is not None else {}, token=token,
+            timeout=timeout)
+    check_eq(r.status, 201, f"POST /v1/contexts status ({r.body[:300]!r})")
+    return r.json()
+
+
 def delete_context(context_id):
     """DELETE /v1/contexts/{id} that never raises: for finally blocks."""
-    try:
-        return api("DELETE", f"/v1/contexts/{context_id}").status
-    except Exception as e:  # noqa: BLE001
-        print(f"  (cleanup: DELETE context {context_id} failed: {e})")
-        return None
+    return delete_quietly(f"/v1/contexts/{context_id}")
 
 
 class launched_context:
@@ -551,13 +599,9 @@ class launched_context:
         self.timeout = timeout
         self.ctx = None
 
-    def _create(self):
-        r = api("POST", "/v1/contexts", self.body, timeout=90)
-        check_eq(r.status, 201, f"POST /v1/contexts status ({r.body[:300]!r})")
-        return r.json()
-
     def __enter__(self):
-        ctx, info = _start_as(self.launch, self._create, lambda c: delete_context(c["id"]),
+        ctx, info = _start_as(self.launch, lambda: create_context(self.body),
+                              lambda c: delete_context(c["id"]),
                               lambda c: c["kernel_id"], self.timeout)
         ctx["callisto"] = info
         self.ctx = ctx

@@ -14,8 +14,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    KernelWS, api, check, check_documented, check_eq, create_kernel, delete_kernel, parse_iso,
-    poll, run_tests, test,
+    KernelWS, api, check, check_documented, check_eq, create_context, create_kernel, delete_kernel,
+    parse_iso, poll, run_tests, test,
 )
 
 IDLE_TIMEOUT = 3
@@ -56,9 +56,7 @@ def test_idle_kernel_is_culled_and_answers_410():
 
 @test
 def test_context_culled_with_its_kernel_answers_410():
-    r = api("POST", "/v1/contexts", {})
-    check_eq(r.status, 201, "context created")
-    ctx = r.json()
+    ctx = create_context()
     try:
         poll(lambda: api("GET", "/v1/contexts/" + ctx["id"]).status == 410, 30, 0.25,
              "context culled with its idle kernel")

@@ -16,21 +16,17 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from e2e_client import api, callisto_only, check, check_eq, delete_context, run_tests  # noqa: E402
+from e2e_client import (  # noqa: E402
+    api, callisto_only, check, check_eq, create_context, delete_context, run_tests,
+)
 from mcp_client import Session  # noqa: E402
 
 TOKEN = os.environ.get("CALLISTO_TOKEN", "")
 
 
-def new_context():
-    r = api("POST", "/v1/contexts", {}, timeout=90)
-    check_eq(r.status, 201, f"create a context: {r.body[:300]!r}")
-    return r.json()["id"]
-
-
 @callisto_only
 def test_an_execution_without_a_timeout_stops_at_the_servers_deadline():
-    ctx = new_context()
+    ctx = create_context()["id"]
     try:
         start = time.monotonic()
         r = api("POST", f"/v1/contexts/{ctx}/executions",
@@ -53,7 +49,7 @@ def test_an_execution_without_a_timeout_stops_at_the_servers_deadline():
 
 @callisto_only
 def test_a_timeout_past_the_maximum_is_refused_naming_it():
-    ctx = new_context()
+    ctx = create_context()["id"]
     try:
         r = api("POST", f"/v1/contexts/{ctx}/executions", {"code": "1", "timeout": 31})
         check_eq(r.status, 400, "refused")
@@ -66,7 +62,7 @@ def test_a_timeout_past_the_maximum_is_refused_naming_it():
 
 @callisto_only
 def test_a_request_keeps_the_output_budget_it_asks_for():
-    ctx = new_context()
+    ctx = create_context()["id"]
     try:
         code = "print('a' * 100000, end='')"
         out = api("POST", f"/v1/contexts/{ctx}/executions",

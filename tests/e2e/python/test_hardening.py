@@ -22,24 +22,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
     TOKEN, UNDER_TSAN, KernelWS, api, callisto_only, check, check_eq, check_memory_bound,
-    encode_v1, encode_v1_parts, gateway_args, get_kernel, kernel, launched_context,
-    launched_kernel, make_msg, poll, process_tree, raw_connection, raw_json_body, raw_status,
-    read_until_closed, run_tests, still_serving,
+    encode_v1, encode_v1_parts, gateway_args, gateway_status_kib, get_kernel, kernel,
+    launched_context, launched_kernel, make_msg, poll, process_tree, raw_connection, raw_json_body,
+    raw_status, read_until_closed, reset_gateway_peak, run_tests, still_serving,
 )
 from mcp_client import Session  # noqa: E402
 
 PID = int(os.environ.get("CALLISTO_PID", "0"))
 DEEP = "[" * 100_000 + "]" * 100_000
 MiB = 1 << 20
-
-
-def status_kib(field):
-    """VmRSS or VmHWM of the gateway, in KiB."""
-    with open(f"/proc/{PID}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise AssertionError(f"no {field} in /proc/{PID}/status")
 
 
 def new_context():
@@ -165,7 +156,7 @@ def test_a_body_without_a_token_is_refused_before_it_is_read():
 
 @callisto_only
 def test_unauthenticated_uploads_do_not_grow_the_gateway():
-    before = status_kib("VmRSS")
+    before = gateway_status_kib("VmRSS")
     socks = [unauthenticated_put(timeout=2) for _ in range(8)]
     sent = 0
     for _ in range(10):
@@ -175,7 +166,7 @@ def test_unauthenticated_uploads_do_not_grow_the_gateway():
                 sent += MiB
             except OSError:
                 pass
-    after = status_kib("VmRSS")
+    after = gateway_status_kib("VmRSS")
     for s in socks:
         s.close()
     print(f"  {sent >> 20} MiB sent without a token; RSS {before} -> {after} KiB")
@@ -222,15 +213,13 @@ def test_a_multipart_upload_costs_the_gateway_about_its_body():
         body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
                 f"filename=\"big.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n"
                 ).encode() + os.urandom(MiB) * (size // MiB) + f"\r\n--{boundary}--\r\n".encode()
-        # The peak from here on (clear_refs 5 resets VmHWM to the current RSS).
-        with open(f"/proc/{PID}/clear_refs", "w") as f:
-            f.write("5")
-        before = status_kib("VmRSS")
+        reset_gateway_peak()  # the peak from here on
+        before = gateway_status_kib("VmRSS")
         r = api("POST", f"/v1/contexts/{ctx['id']}/files", body, timeout=300,
                 headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
         check_eq(r.status, 201, f"uploaded: {r.body[:200]!r}")
         check_eq(r.json()["files"], [{"path": "big.bin", "size": size}], "the file")
-        growth = status_kib("VmHWM") - before
+        growth = gateway_status_kib("VmHWM") - before
         print(f"  a {size >> 20} MiB form: peak RSS {before >> 10} -> +{growth >> 10} MiB")
         check_memory_bound(growth < 60 * 1024, f"peak RSS grew by {growth >> 10} MiB, the body "
                            f"being {size >> 20} MiB")
@@ -341,11 +330,11 @@ print("sent")
 def test_a_kernel_resending_a_20_mib_message_300_times_cannot_grow_the_gateway():
     # copy=False: the kernel sends the same bytes 300 times without copying them, so it stays
     # within its own memory limit while pushing 6 GB at the gateway.
-    peak_before = status_kib("VmHWM")
+    peak_before = gateway_status_kib("VmHWM")
     ctx = new_context()
     try:
         r = run(ctx, FLOOD)
-        peak = status_kib("VmHWM")
+        peak = gateway_status_kib("VmHWM")
         print(f"  peak RSS {peak_before} -> {peak} KiB; status {r['status']}")
         check_memory_bound(peak - peak_before < 700 * 1024,
                            f"peak grew by {(peak - peak_before) >> 10} MiB")
@@ -359,12 +348,12 @@ def test_a_kernel_resending_a_20_mib_message_300_times_cannot_grow_the_gateway()
         ws.kernel_info()
         ex = ws.run(FLOOD, timeout=300)
         check_eq(ex.status, "ok", "status")
-        peak = status_kib("VmHWM")
+        peak = gateway_status_kib("VmHWM")
         check_memory_bound(peak - peak_before < 700 * 1024,
                            f"peak grew by {(peak - peak_before) >> 10} MiB")
     # What the flood used is given back (malloc_trim every 10 s).
     if not UNDER_TSAN:
-        poll(lambda: status_kib("VmRSS") - peak_before < 200 * 1024, 40, interval=2,
+        poll(lambda: gateway_status_kib("VmRSS") - peak_before < 200 * 1024, 40, interval=2,
              what="RSS back near where it was")
     still_serving()
 
@@ -397,7 +386,7 @@ def test_a_client_sending_faster_than_its_stopped_kernel_reads_is_refused():
         ws.kernel_info()
         pids = kernel_host_pids(k["id"])
         check(pids, "found the kernel's processes")
-        rss_before = status_kib("VmRSS")
+        rss_before = gateway_status_kib("VmRSS")
         for pid in pids:
             os.kill(pid, signal.SIGSTOP)
         try:
@@ -415,7 +404,7 @@ def test_a_client_sending_faster_than_its_stopped_kernel_reads_is_refused():
                         m["content"].get("ename") == "CallistoProtocolError":
                     check("not taking input" in m["content"]["evalue"], "says why", m["content"])
                     refused += 1
-            rss_during = status_kib("VmRSS")
+            rss_during = gateway_status_kib("VmRSS")
             print(f"  {refused} refused; RSS {rss_before} -> {rss_during} KiB")
             check(refused >= 20, f"20 of {CLIENT_FLOOD_COUNT} x {CLIENT_FLOOD_BYTES >> 20} MiB refused "
                                  f"({refused})")
@@ -479,7 +468,7 @@ def test_downloads_to_clients_that_do_not_read_hold_a_chunk_each_not_the_file():
         check_eq(r["status"], "ok", f"the file is written: {r['error']}")
         digest = json.loads(r["stdout"].strip().splitlines()[-1])["sha256"]
         path = f"/v1/contexts/{ctx['id']}/files/big.bin"
-        rss_before = status_kib("VmRSS")
+        rss_before = gateway_status_kib("VmRSS")
         # Each answer begins (status line and headers read), then nothing more is read.
         heads = []
         for _ in range(DOWNLOADS):
@@ -488,7 +477,7 @@ def test_downloads_to_clients_that_do_not_read_hold_a_chunk_each_not_the_file():
             heads.append(answer_head(s))
             check_eq(heads[-1][0], 200, "the download begins")
         time.sleep(1)  # whatever the gateway would read ahead, it has read by now
-        rss_during = status_kib("VmRSS")
+        rss_during = gateway_status_kib("VmRSS")
         print(f"  {DOWNLOADS} downloads of {DOWNLOAD_BYTES >> 20} MiB not read: "
               f"RSS {rss_before} -> {rss_during} KiB")
         check_memory_bound(rss_during - rss_before < 48 * 1024,
@@ -607,7 +596,7 @@ def state_record(context_id):
 def test_an_error_and_metadata_of_tens_of_mb_are_cut_everywhere_they_go():
     ctx = new_context()
     try:
-        rss_before = status_kib("VmRSS")
+        rss_before = gateway_status_kib("VmRSS")
         for i in range(BIG_ERRORS):
             started = time.monotonic()
             r = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": RAISE_BIG},
@@ -639,7 +628,7 @@ def test_an_error_and_metadata_of_tens_of_mb_are_cut_everywhere_they_go():
         mcp.end()
         check(is_error and len(text) < 3 * MiB, f"the MCP result is {len(text)} bytes")
         check("bytes truncated ...]" in text, "and says it was cut", text[:300])
-        rss_after = status_kib("VmRSS")
+        rss_after = gateway_status_kib("VmRSS")
         size = os.path.getsize(state_record(ctx["id"]))
         print(f"  {BIG_ERRORS} errors of {EVALUE_BYTES >> 20} MiB: RSS {rss_before} -> "
               f"{rss_after} KiB, state record {size} B")
@@ -649,9 +638,9 @@ def test_an_error_and_metadata_of_tens_of_mb_are_cut_everywhere_they_go():
         # errors leave held is their cut fields, 1.5 MB each, where they held 14.7 MB each
         # whole: 176 MB for these twelve.
         if not UNDER_TSAN:
-            poll(lambda: status_kib("VmRSS") - rss_before < 150 * 1024, 60, interval=2,
+            poll(lambda: gateway_status_kib("VmRSS") - rss_before < 150 * 1024, 60, interval=2,
                  what="RSS back within 150 MiB of where it was")
-            print(f"  RSS then {status_kib('VmRSS')} KiB")
+            print(f"  RSS then {gateway_status_kib('VmRSS')} KiB")
         # The context goes on, at its usual pace.
         started = time.monotonic()
         check_eq(run(ctx, "print(6*7)")["stdout"], "42\n", "the next execution works")
@@ -800,11 +789,10 @@ def legacy_text_frame(msg):
 @callisto_only
 def test_16_mib_requests_flooding_a_websocket_hold_neither_their_code_nor_its_echo():
     check(gateway_args(PID).get("audit-log"), "the server runs with --audit-log")
-    with open(f"/proc/{PID}/clear_refs", "w") as f:
-        f.write("5")  # VmHWM from here
+    reset_gateway_peak()  # VmHWM from here
     with kernel() as k, KernelWS(k["id"], "legacy") as ws:
         ws.kernel_info()
-        rss_before = status_kib("VmRSS")
+        rss_before = gateway_status_kib("VmRSS")
         code = "#" + "z" * AUDITED_FLOOD_BYTES
         frames = [legacy_text_frame(ws.msg("execute_request", {
             "code": code, "silent": False, "store_history": False, "user_expressions": {},
@@ -821,7 +809,7 @@ def test_16_mib_requests_flooding_a_websocket_hold_neither_their_code_nor_its_ec
         ws.wait_for(lambda m: m["msg_type"] == "error" and
                     "cannot send on the iopub channel" in m["content"].get("evalue", ""), 600,
                     "the refusal of the last frame")
-        peak = status_kib("VmHWM")
+        peak = gateway_status_kib("VmHWM")
         # Those the kernel was slowest to take are refused (--client-input-queue): a few.
         refused = sum(m["msg_type"] == "error" and "not taking input" in
                       m["content"].get("evalue", "") for m in ws.history)

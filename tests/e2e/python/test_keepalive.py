@@ -7,7 +7,6 @@ in the close frame and in the server's log.
   CALLISTO_URL=… CALLISTO_TOKEN=… /usr/bin/python3 test_keepalive.py
 """
 
-import base64
 import json
 import os
 import socket
@@ -21,7 +20,8 @@ import websocket
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, KernelWS, api, callisto_only,  # noqa: E402
-                        check, check_eq, kernel, run_tests, test)
+                        check, check_eq, create_context, kernel, raw_websocket_upgrade, run_tests,
+                        test)
 
 PING_TIMEOUT = int(os.environ.get("PING_TIMEOUT", "0"))
 
@@ -47,9 +47,7 @@ def test_idle_connection_is_pinged_and_stays_open():
 
 @callisto_only
 def test_idle_events_websocket_is_pinged_and_stays_open():
-    r = api("POST", "/v1/contexts", {})
-    check_eq(r.status, 201, "create context")
-    ctx = r.json()
+    ctx = create_context()
     url = urllib.parse.urlsplit(BASE_URL)
     ws = websocket.create_connection(f"ws://{url.netloc}/v1/contexts/{ctx['id']}/events",
                                      header=[f"Authorization: token {TOKEN}"], timeout=HTTP_TIMEOUT)
@@ -108,15 +106,7 @@ def test_a_client_that_answers_nothing_is_closed_after_the_ping_timeout():
     with kernel() as k:
         url = urllib.parse.urlsplit(BASE_URL)
         sock = socket.create_connection((url.hostname, url.port), timeout=HTTP_TIMEOUT)
-        key = base64.b64encode(os.urandom(16)).decode()
-        sock.sendall((f"GET /api/kernels/{k['id']}/channels HTTP/1.1\r\nHost: {url.netloc}\r\n"
-                      f"Authorization: token {TOKEN}\r\nUpgrade: websocket\r\n"
-                      f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                      "Sec-WebSocket-Version: 13\r\n\r\n").encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += sock.recv(1)
-        check(head.startswith(b"HTTP/1.1 101"), "upgraded", head)
+        raw_websocket_upgrade(sock, k["id"], url.netloc)
         # Read what comes, answering nothing: pings, then the close.
         start = time.monotonic()
         pings = 0

@@ -11,7 +11,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    Execution, KernelWS, api, callisto_only, check, check_eq, check_header, kernel, run_tests,
+    Execution, KernelWS, api, callisto_only, check, check_eq, check_header, create_context, kernel,
+    run_tests,
 )
 
 STREAM_LIMIT = 1 << 20
@@ -147,9 +148,7 @@ def test_each_cell_gets_its_own_budget():
 
 @callisto_only
 def test_the_interpreter_api_still_sees_all_output_of_a_capped_kernel():
-    r = api("POST", "/v1/contexts", {})
-    check_eq(r.status, 201, "context created")
-    ctx = r.json()
+    ctx = create_context()
     try:
         r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
                 {"code": "import sys\nsys.stdout.write('HEAD' + 'x' * (3 * 1024 * 1024) + 'TAIL')"},

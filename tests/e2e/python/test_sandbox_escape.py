@@ -19,9 +19,10 @@ import threading
 import time
 import urllib.parse
 
-from e2e_client import (BASE_URL, api, callisto_only, check, check_eq, gateway_args, get_kernel,
-                        gateway_pid, launch_info, launched_context, launched_kernel, poll,
-                        process_tree, run_json, run_tests, test, KernelWS, TOKEN)
+from e2e_client import (BASE_URL, api, callisto_only, check, check_eq, create_context,
+                        gateway_args, get_kernel, gateway_pid, launch_info, launched_context,
+                        launched_kernel, poll, process_tree, run_json, run_tests, test, KernelWS,
+                        TOKEN)
 
 # How the kernels under attack must have started: "zygote" (forked by callisto-zygote, the
 # default) or "exec" (bwrap, with --zygote=off), so that a pass says which sandbox held.
@@ -263,9 +264,7 @@ def test_memory_bomb_dies_with_a_reason():
 def test_memory_bomb_through_the_interpreter_api_says_why():
     # The kernel restarts on its own; the execution it ended must name the OOM kill, not
     # only the server log.
-    r = api("POST", "/v1/contexts", {})
-    check_eq(r.status, 201, "create context")
-    ctx = r.json()
+    ctx = create_context()
     try:
         r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
                 {"code": "chunks = []\nwhile True:\n    chunks.append(bytearray(64 << 20))\n"},

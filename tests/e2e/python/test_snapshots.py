@@ -18,7 +18,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    SkipTest, api, callisto_only, check, check_documented, check_eq, gateway_args, run_tests,
+    SkipTest, api, callisto_only, check, check_documented, check_eq, gateway_args,
+    gateway_status_kib, reset_gateway_peak, run_tests,
 )
 
 ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
@@ -67,21 +68,6 @@ import numpy as np
 big = np.random.default_rng(7).random(100 * 2**20 // 8)
 print(repr(float(big.sum())))
 """
-
-
-def gateway_status_kib(field):
-    """VmRSS or VmHWM of the gateway under test, in KiB."""
-    with open(f"/proc/{os.environ['CALLISTO_PID']}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise AssertionError(f"no {field} in the gateway's status")
-
-
-def reset_gateway_peak():
-    """VmHWM from here on: clear_refs 5 resets it to the current RSS."""
-    with open(f"/proc/{os.environ['CALLISTO_PID']}/clear_refs", "w") as f:
-        f.write("5")
 
 
 def snapshot_dir():

@@ -8,7 +8,6 @@ dropping open connections, and mutual TLS (--client-ca).
       CALLISTO_TLS_DIR=DIR CALLISTO_PID=... test_tls.py [-k NAME]
 """
 
-import base64
 import errno
 import json
 import os
@@ -25,7 +24,7 @@ import urllib.parse
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (BASE_URL, TOKEN, KernelWS, api, callisto_only, check, check_eq,  # noqa: E402
-                        kernel, poll, run_tests, tls_context)
+                        kernel, poll, raw_websocket_upgrade, run_tests, tls_context)
 
 URL = urllib.parse.urlsplit(BASE_URL)
 TLS_DIR = os.environ.get("CALLISTO_TLS_DIR", "")
@@ -349,15 +348,7 @@ def ends_idle(s):
 
 def websocket_closed_by_the_client(kernel_id):
     def run(s):
-        key = base64.b64encode(os.urandom(16)).decode()
-        s.sendall((f"GET /api/kernels/{kernel_id}/channels HTTP/1.1\r\nHost: x\r\n"
-                   f"Authorization: token {TOKEN}\r\nUpgrade: websocket\r\n"
-                   f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                   "Sec-WebSocket-Version: 13\r\n\r\n").encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += s.recv(4096)
-        check(head.startswith(b"HTTP/1.1 101"), "upgraded", head[:100])
+        raw_websocket_upgrade(s, kernel_id)
         s.sendall(bytes([0x88, 0x82, 0, 0, 0, 0]) + (1000).to_bytes(2, "big"))  # close, 1000
         read_until_close(s)  # the server's close frame, then its close_notify
     return run

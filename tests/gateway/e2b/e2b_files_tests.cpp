@@ -6,7 +6,6 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -17,6 +16,7 @@
 #include "gateway/e2b/envd_files.hpp"
 #include "gateway/e2b/envd_upload.hpp"
 #include "gateway/e2b/filesystem_rpc.hpp"
+#include "tests/support/workdir_beside_a_secret.hpp"
 
 using namespace callisto;
 using namespace callisto::gateway;
@@ -26,21 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct temp_home {
-    fs::path base =
-        fs::temp_directory_path() / ("callisto-envd-" + std::to_string(::getpid()) + "-" +
-                                     std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-    fs::path root = base / "work";
-    fs::path outside = base / "outside";
-    temp_home() {
-        fs::create_directories(root);
-        fs::create_directories(outside);
-        std::ofstream(outside / "secret.txt") << "secret";
-    }
-    ~temp_home() {
-        std::error_code ec;
-        fs::remove_all(base, ec);
-    }
+struct temp_home : callisto::test::workdir_beside_a_secret {
     std::string slurp(const fs::path& p) const {
         std::ifstream in(p);
         std::stringstream s;

@@ -4,14 +4,13 @@
 
 #include "gateway/interpreter/paused_context.hpp"
 
-#include <unistd.h>
-#include <cstdint>
 #include <filesystem>
 #include <fstream>
 
 #include <doctest/doctest.h>
 
 #include "kernelproto/iso_time.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace callisto::gateway::interpreter;
 namespace fs = std::filesystem;
@@ -35,13 +34,6 @@ paused_record sample_record(const std::string& id = context_id) {
     r.paused_at = "2026-11-25T11:00:00.000001Z";
     return r;
 }
-
-struct temp_dir {
-    fs::path path =
-        fs::temp_directory_path() / ("callisto-paused-" + std::to_string(::getpid()) + "-" +
-                                     std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-    ~temp_dir() { fs::remove_all(path); }
-};
 
 bool always(const paused_record&) { return true; }
 
@@ -104,22 +96,23 @@ TEST_CASE("a paused context's record: every bad form is refused with what is wro
 TEST_CASE(
     "the paused record store reads back its records and drops, with a reason, what it "
     "cannot trust") {
-    temp_dir t;
-    paused_record_store store(t.path, {});
+    callisto::test::temp_dir t;
+    const auto records = t.path() / "paused";  // made by the store
+    paused_record_store store(records, {});
     REQUIRE(store.save(sample_record()) == "");
     const auto good = sample_record(other_id);
     REQUIRE(store.save(good) == "");
     // Truncated (a torn write from elsewhere), tampered (another id inside), unknown fields,
     // not JSON at all: each is dropped and removed, never fatal.
     const std::string truncated = "33333333-3333-4333-8333-333333333333";
-    std::ofstream(t.path / (truncated + ".json"))
+    std::ofstream(records / (truncated + ".json"))
         << sample_record(truncated).to_json().dump().substr(0, 40);
     const std::string tampered = "44444444-4444-4444-8444-444444444444";
-    std::ofstream(t.path / (tampered + ".json")) << sample_record(context_id).to_json().dump();
+    std::ofstream(records / (tampered + ".json")) << sample_record(context_id).to_json().dump();
     const std::string unknown = "55555555-5555-4555-8555-555555555555";
     auto extra = sample_record(unknown).to_json();
     extra["kernel_id"] = "0b7c2a2e-6c1f-4c3e-9a55-0d5d0e0c9a11";
-    std::ofstream(t.path / (unknown + ".json")) << extra.dump();
+    std::ofstream(records / (unknown + ".json")) << extra.dump();
 
     // The first record's snapshot is gone: that context is dropped too.
     auto loaded = store.load([](const paused_record& r) { return r.id != context_id; });
@@ -134,12 +127,12 @@ TEST_CASE(
     CHECK(all.find(context_id + ".json: its snapshot " + snapshot_id + " is gone") !=
           std::string::npos);
     for (const auto& id : {context_id, truncated, tampered, unknown})
-        CHECK_FALSE(fs::exists(t.path / (id + ".json")));
-    CHECK(fs::exists(t.path / (other_id + ".json")));
+        CHECK_FALSE(fs::exists(records / (id + ".json")));
+    CHECK(fs::exists(records / (other_id + ".json")));
 
     store.remove(other_id);
     CHECK(store.load(always).records.empty());
-    CHECK(fs::is_empty(t.path));  // no temporary file left either
+    CHECK(fs::is_empty(records));  // no temporary file left either
 }
 
 TEST_CASE("a paused context resumes once: the first asker runs it, the others join it") {

@@ -3,13 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 
 #include "gateway/interpreter/workdir_changes.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
 #include "tests/gateway/route_table_matching.hpp"
+#include "tests/support/workdir_beside_a_secret.hpp"
 
 using namespace callisto::gateway;
 using namespace callisto::gateway::interpreter;
@@ -17,22 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct temp_workdir {
-    fs::path base =
-        fs::temp_directory_path() / ("callisto-wd-" + std::to_string(::getpid()) + "-" +
-                                     std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-    fs::path root = base / "work";
-    fs::path outside = base / "outside";
-    temp_workdir() {
-        fs::create_directories(root);
-        fs::create_directories(outside);
-        std::ofstream(outside / "secret.txt") << "secret";
-    }
-    ~temp_workdir() {
-        std::error_code ec;
-        fs::remove_all(base, ec);
-    }
-};
+using temp_workdir = callisto::test::workdir_beside_a_secret;
 
 }  // namespace
 
@@ -115,7 +100,7 @@ TEST_CASE("workdir files: traversal, directories, size limits and a missing work
     CHECK(files.write("d/f/g", "x")->http_status == 409);  // a file used as a directory
     CHECK(files.remove("d")->http_status == 409);          // not empty
     CHECK(files.remove("nothing")->http_status == 404);
-    workdir_files gone(t.base / "missing");
+    workdir_files gone(t.base.path() / "missing");
     nlohmann::json list;
     bool truncated = false;
     CHECK(gone.list(list, 10, false, truncated)->http_status == 503);

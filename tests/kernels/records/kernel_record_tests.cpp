@@ -15,6 +15,7 @@
 #include "gateway/kernels/session/kernel_session.hpp"
 #include "launcher/process/process_identity.hpp"
 #include "tests/kernels/kernel_fakes.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace callisto::gateway::kernels;
 using namespace callisto::gateway::kernels::test;
@@ -49,23 +50,16 @@ kernel_record sample_record() {
     return r;
 }
 
-struct temp_dir {
-    fs::path path =
-        fs::temp_directory_path() / ("callisto-records-test-" + std::to_string(::getpid()) + "-" +
-                                     std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-    temp_dir() { fs::create_directories(path); }
-    ~temp_dir() {
-        ::umount2(path.c_str(), MNT_DETACH);
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
+// A scratch directory that may have a small tmpfs mounted on it (mount_full_disk).
+struct temp_dir : callisto::test::temp_dir {
+    ~temp_dir() { ::umount2(path().c_str(), MNT_DETACH); }
 };
 
 // The sample record as the fake world can adopt it: no sandbox, its runtime directory made.
 kernel_record unsandboxed_record(const temp_dir& dir) {
     auto r = sample_record();
     r.uid.reset();
-    r.runtime_dir = dir.path / "run";
+    r.runtime_dir = dir.path() / "run";
     fs::create_directories(r.runtime_dir);
     return r;
 }
@@ -74,7 +68,7 @@ kernel_record unsandboxed_record(const temp_dir& dir) {
 struct world_with_records {
     fake_world w;
     temp_dir dir;
-    kernel_record_store store{dir.path / "state", {}};
+    kernel_record_store store{dir.path() / "state", {}};
 
     world_with_records() { w.env.records = &store; }
 };
@@ -83,13 +77,13 @@ struct world_with_records {
 // fails with ENOSPC. False (the test is skipped) without root.
 bool mount_full_disk(const temp_dir& dir) {
     if (::geteuid() != 0 ||
-        ::mount("callisto-test", dir.path.c_str(), "tmpfs", 0, "size=8k") != 0) {
+        ::mount("callisto-test", dir.path().c_str(), "tmpfs", 0, "size=8k") != 0) {
         MESSAGE("skipped: mounting a small tmpfs needs root");
         return false;
     }
     std::error_code ec;
-    fs::create_directories(dir.path / "state", ec);  // made before the disk filled, as a store's
-    std::ofstream filler(dir.path / "filler");
+    fs::create_directories(dir.path() / "state", ec);  // made before the disk filled, as a store's
+    std::ofstream filler(dir.path() / "filler");
     const std::string block(1024, 'x');
     for (int i = 0; i < 64 && filler; ++i) filler << block << std::flush;
     return true;
@@ -167,7 +161,7 @@ TEST_CASE("a kernel record in a bad form is refused, saying what is wrong") {
 
 TEST_CASE("the record store writes, reads back and removes records; a bad file is dropped") {
     temp_dir dir;
-    kernel_record_store store(dir.path / "state", {});
+    kernel_record_store store(dir.path() / "state", {});
     CHECK((fs::status(store.dir()).permissions() & fs::perms::all) == fs::perms::owner_all);
     const auto r = sample_record();
     CHECK(store.save(r) == "");
@@ -198,7 +192,7 @@ TEST_CASE("the record store writes, reads back and removes records; a bad file i
 TEST_CASE("a full disk under the store is an error for that kernel, and writes resume after") {
     temp_dir dir;
     if (!mount_full_disk(dir)) return;
-    kernel_record_store store(dir.path / "state", {});
+    kernel_record_store store(dir.path() / "state", {});
     auto r = sample_record();
     const auto why = store.save(r);
     CHECK(why.find("No space left on device") != std::string::npos);
@@ -207,7 +201,7 @@ TEST_CASE("a full disk under the store is an error for that kernel, and writes r
     CHECK_FALSE(fs::exists(store.dir() / (r.id + ".json")));
     CHECK(fs::is_empty(store.dir()));  // no temporary file left behind
 
-    fs::remove(dir.path / "filler");
+    fs::remove(dir.path() / "filler");
     CHECK(store.save(r) == "");
     CHECK(store.load().records.size() == 1);
 }
@@ -334,7 +328,7 @@ TEST_CASE(
     fake_world w;
     temp_dir dir;
     if (!mount_full_disk(dir)) return;
-    kernel_record_store store(dir.path / "state", {});
+    kernel_record_store store(dir.path() / "state", {});
     w.env.records = &store;
     w.env.settings.state_required = true;
     auto k =
@@ -392,7 +386,7 @@ TEST_CASE_FIXTURE(world_with_records,
 
     // A record saying "sandboxed" where the sandbox is off now is not adopted either.
     auto boxed = sample_record();
-    boxed.runtime_dir = dir.path / "run2";
+    boxed.runtime_dir = dir.path() / "run2";
     fs::create_directories(boxed.runtime_dir);
     w.processes.adoptable.insert(boxed.pid);
     auto k2 = std::make_shared<kernel_session>(w.env, boxed.id, fake_world::spec(), boxed.env);

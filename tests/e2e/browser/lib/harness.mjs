@@ -7,24 +7,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-export const BASE_URL = (process.env.CALLISTO_URL || 'http://127.0.0.1:8888').replace(/\/+$/, '');
-export const TOKEN = process.env.CALLISTO_TOKEN || '';
+// The server's address (CALLISTO_URL, CALLISTO_TOKEN) and the bounded waits, as the Node e2e
+// scripts have them.
+import { BASE_URL, TOKEN, sleep, withTimeout } from '../../node/runner.mjs';
+
+export { BASE_URL, TOKEN, sleep, withTimeout };
+
 const CHROMIUM = process.env.CALLISTO_CHROMIUM || '/usr/bin/chromium';
 export const STEP_MS = 30_000;
 export const SLOW_MS = 90_000;  // kernel start, first matplotlib/pandas import on a loaded machine
 export const VIEWPORT = { width: 1280, height: 800 };
-
-export const sleep = ms => new Promise(r => setTimeout(r, ms));
-
-export function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 export function check(cond, what, detail) {
   if (!cond) throw new Error(what + (detail === undefined ? '' : `: ${JSON.stringify(detail)}`));
