@@ -51,203 +51,167 @@ def test_aggregated_answer_has_stdout_a_plot_and_an_error():
 
 
 @callisto_only
-def test_stream_gives_events_in_order_for_a_long_cell():
-    ctx = new_context()
-    try:
-        s = Stream(ctx, "import time\nfor i in range(5):\n    print(i, flush=True)\n"
-                        "    time.sleep(0.2)\n1/0")
-        check_eq(s.resp.status, 200, "stream status")
-        check_eq(s.resp.getheader("Content-Type"), "application/x-ndjson", "content type")
-        check_eq(s.resp.getheader("Transfer-Encoding"), "chunked", "chunked")
-        events = s.events()
-        s.close()
-        types = [e["type"] for e in events]
-        check_eq(types[:2], ["queued", "start"], "first events")
-        check_eq(types[-2:], ["error", "end"], "last events")
-        text = "".join(e["text"] for e in events if e["type"] == "stdout")
-        check_eq(text, "0\n1\n2\n3\n4\n", "stdout in order")
-        check(types.count("stdout") >= 2, "output arrived in several events", types)
-        end = events[-1]["execution"]
-        check_eq(end["status"], "error", "end status")
-        check_eq(end["stdout"], "0\n1\n2\n3\n4\n", "end carries the whole stdout")
-        check_eq(events[0]["id"], end["id"], "one id throughout")
-    finally:
-        delete_context(ctx)
+def test_stream_gives_events_in_order_for_a_long_cell(context):
+    s = Stream(context, "import time\nfor i in range(5):\n    print(i, flush=True)\n"
+                    "    time.sleep(0.2)\n1/0")
+    check_eq(s.resp.status, 200, "stream status")
+    check_eq(s.resp.getheader("Content-Type"), "application/x-ndjson", "content type")
+    check_eq(s.resp.getheader("Transfer-Encoding"), "chunked", "chunked")
+    events = s.events()
+    s.close()
+    types = [e["type"] for e in events]
+    check_eq(types[:2], ["queued", "start"], "first events")
+    check_eq(types[-2:], ["error", "end"], "last events")
+    text = "".join(e["text"] for e in events if e["type"] == "stdout")
+    check_eq(text, "0\n1\n2\n3\n4\n", "stdout in order")
+    check(types.count("stdout") >= 2, "output arrived in several events", types)
+    end = events[-1]["execution"]
+    check_eq(end["status"], "error", "end status")
+    check_eq(end["stdout"], "0\n1\n2\n3\n4\n", "end carries the whole stdout")
+    check_eq(events[0]["id"], end["id"], "one id throughout")
 
 
 @callisto_only
-def test_execution_is_fetched_by_id_after_the_client_went_away():
-    ctx = new_context()
-    try:
-        s = Stream(ctx, "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n"
-                        "    time.sleep(0.5)\n'done'")
-        first = s.event()
-        check_eq(first["type"], "queued", "first event")
-        eid = first["id"]
-        s.close()  # gone mid-run
-        running = get_execution(ctx, eid)
-        check(running["status"] in ("queued", "running", "ok"), "status while running", running)
-        done = poll(lambda: (lambda e: e if e["status"] == "ok" else None)(get_execution(ctx, eid)),
-                    30, 0.2, "the execution to finish")
-        check_eq(done["stdout"], "tick 0\ntick 1\ntick 2\n", "all output kept")
-        check_eq(done["results"][0]["data"]["text/plain"], "'done'", "result kept")
-        listing = api("GET", f"/v1/contexts/{ctx['id']}/executions").json()
-        check(any(e["id"] == eid for e in listing), "listed", listing)
-    finally:
-        delete_context(ctx)
+def test_execution_is_fetched_by_id_after_the_client_went_away(context):
+    s = Stream(context, "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n"
+                    "    time.sleep(0.5)\n'done'")
+    first = s.event()
+    check_eq(first["type"], "queued", "first event")
+    eid = first["id"]
+    s.close()  # gone mid-run
+    running = get_execution(context, eid)
+    check(running["status"] in ("queued", "running", "ok"), "status while running", running)
+    done = poll(lambda: (lambda e: e if e["status"] == "ok" else None)(get_execution(context, eid)),
+                30, 0.2, "the execution to finish")
+    check_eq(done["stdout"], "tick 0\ntick 1\ntick 2\n", "all output kept")
+    check_eq(done["results"][0]["data"]["text/plain"], "'done'", "result kept")
+    listing = api("GET", f"/v1/contexts/{context['id']}/executions").json()
+    check(any(e["id"] == eid for e in listing), "listed", listing)
 
 
 @callisto_only
-def test_a_repeated_idempotency_key_runs_once():
-    ctx = new_context()
-    try:
-        run(ctx, "runs = []")
-        a = run(ctx, "runs.append(1)\nlen(runs)", idempotency_key="step-1")
-        b = run(ctx, "runs.append(1)\nlen(runs)", idempotency_key="step-1")
-        check_eq(b["id"], a["id"], "same execution")
-        check_eq(b["results"][0]["data"]["text/plain"], "1", "same answer")
-        check_eq(run(ctx, "len(runs)")["results"][0]["data"]["text/plain"], "1", "ran once")
-        # The same key while the first is still running: still one run.
-        s = Stream(ctx, "import time\ntime.sleep(1)\nruns.append(2)", idempotency_key="step-2")
-        first = s.event()
-        again = run(ctx, "runs.append(2)", idempotency_key="step-2")
-        check_eq(again["id"], first["id"], "same execution while running")
-        s.events()
-        s.close()
-        check_eq(run(ctx, "runs")["results"][0]["data"]["text/plain"], "[1, 2]", "each ran once")
-    finally:
-        delete_context(ctx)
+def test_a_repeated_idempotency_key_runs_once(context):
+    run(context, "runs = []")
+    a = run(context, "runs.append(1)\nlen(runs)", idempotency_key="step-1")
+    b = run(context, "runs.append(1)\nlen(runs)", idempotency_key="step-1")
+    check_eq(b["id"], a["id"], "same execution")
+    check_eq(b["results"][0]["data"]["text/plain"], "1", "same answer")
+    check_eq(run(context, "len(runs)")["results"][0]["data"]["text/plain"], "1", "ran once")
+    # The same key while the first is still running: still one run.
+    s = Stream(context, "import time\ntime.sleep(1)\nruns.append(2)", idempotency_key="step-2")
+    first = s.event()
+    again = run(context, "runs.append(2)", idempotency_key="step-2")
+    check_eq(again["id"], first["id"], "same execution while running")
+    s.events()
+    s.close()
+    check_eq(run(context, "runs")["results"][0]["data"]["text/plain"], "[1, 2]", "each ran once")
 
 
 @callisto_only
-def test_executions_on_a_context_run_one_at_a_time_in_order():
-    ctx = new_context()
-    try:
-        run(ctx, "order = []")
-        slow = Stream(ctx, "import time\ntime.sleep(1.5)\norder.append('first')")
-        check_eq(slow.event()["type"], "queued", "first queued")
-        second = run(ctx, "order.append('second')\norder")
-        check_eq(second["results"][0]["data"]["text/plain"], "['first', 'second']", "in order")
-        check(second["queue_ms"] >= 500, "the second waited for the first", second["queue_ms"])
-        slow.events()
-        slow.close()
+def test_executions_on_a_context_run_one_at_a_time_in_order(context):
+    run(context, "order = []")
+    slow = Stream(context, "import time\ntime.sleep(1.5)\norder.append('first')")
+    check_eq(slow.event()["type"], "queued", "first queued")
+    second = run(context, "order.append('second')\norder")
+    check_eq(second["results"][0]["data"]["text/plain"], "['first', 'second']", "in order")
+    check(second["queue_ms"] >= 500, "the second waited for the first", second["queue_ms"])
+    slow.events()
+    slow.close()
 
-        # A bounded queue: one running, 16 waiting, the next is refused with 429.
-        blocker = Stream(ctx, "import time\ntime.sleep(3)")
-        check_eq(blocker.event()["type"], "queued", "blocker queued")
-        waiting = []
-        for i in range(16):
-            w = Stream(ctx, f"{i}")
-            check_eq(w.resp.status, 200, f"queued #{i}")
-            check_eq(w.event()["type"], "queued", f"queued event #{i}")
-            waiting.append(w)
-        over = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": "1"})
-        check_eq(over.status, 429, "queue full")
-        check_documented("POST", "/v1/contexts/{context_id}/executions", over)
-        check(over.headers.get("retry-after"), "Retry-After", over.headers)
-        check_eq(set(over.json()), {"reason", "message"}, "JSON error")
-        for w in [blocker] + waiting:
-            check_eq(w.events()[-1]["execution"]["status"], "ok", "each finished")
-            w.close()
-    finally:
-        delete_context(ctx)
+    # A bounded queue: one running, 16 waiting, the next is refused with 429.
+    blocker = Stream(context, "import time\ntime.sleep(3)")
+    check_eq(blocker.event()["type"], "queued", "blocker queued")
+    waiting = []
+    for i in range(16):
+        w = Stream(context, f"{i}")
+        check_eq(w.resp.status, 200, f"queued #{i}")
+        check_eq(w.event()["type"], "queued", f"queued event #{i}")
+        waiting.append(w)
+    over = api("POST", f"/v1/contexts/{context['id']}/executions", {"code": "1"})
+    check_eq(over.status, 429, "queue full")
+    check_documented("POST", "/v1/contexts/{context_id}/executions", over)
+    check(over.headers.get("retry-after"), "Retry-After", over.headers)
+    check_eq(set(over.json()), {"reason", "message"}, "JSON error")
+    for w in [blocker] + waiting:
+        check_eq(w.events()[-1]["execution"]["status"], "ok", "each finished")
+        w.close()
 
 
 @callisto_only
-def test_deadline_interrupt_preserves_state():
-    ctx = new_context()
-    try:
-        run(ctx, "kept = 'yes'")
-        r = run(ctx, "while True:\n    pass", timeout=1)
-        check_eq(r["status"], "timeout", "status")
-        check_eq(r["state_preserved"], True, "an interrupt sufficed")
-        check(r["duration_ms"] < 6000, "ended at the interrupt", r["duration_ms"])
-        check_eq(run(ctx, "kept")["results"][0]["data"]["text/plain"], "'yes'", "state kept")
-    finally:
-        delete_context(ctx)
+def test_deadline_interrupt_preserves_state(context):
+    run(context, "kept = 'yes'")
+    r = run(context, "while True:\n    pass", timeout=1)
+    check_eq(r["status"], "timeout", "status")
+    check_eq(r["state_preserved"], True, "an interrupt sufficed")
+    check(r["duration_ms"] < 6000, "ended at the interrupt", r["duration_ms"])
+    check_eq(run(context, "kept")["results"][0]["data"]["text/plain"], "'yes'", "state kept")
 
 
 @callisto_only
-def test_deadline_restart_when_sigint_is_ignored():
-    ctx = new_context()
-    try:
-        run(ctx, "kept = 'yes'")
-        r = run(ctx, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                     "while True:\n    pass", timeout=1)
-        check_eq(r["status"], "timeout", "status")
-        check_eq(r["state_preserved"], False, "a restart was needed")
-        after = run(ctx, "'kept' in dir()")
-        check_eq(after["status"], "ok", "the context works after the restart")
-        check_eq(after["results"][0]["data"]["text/plain"], "False", "state is gone")
-        cwd = run(ctx, "import os\nprint(os.listdir('.') is not None)")
-        check_eq(cwd["stdout"], "True\n", "the workdir is still usable")
-    finally:
-        delete_context(ctx)
+def test_deadline_restart_when_sigint_is_ignored(context):
+    run(context, "kept = 'yes'")
+    r = run(context, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                 "while True:\n    pass", timeout=1)
+    check_eq(r["status"], "timeout", "status")
+    check_eq(r["state_preserved"], False, "a restart was needed")
+    after = run(context, "'kept' in dir()")
+    check_eq(after["status"], "ok", "the context works after the restart")
+    check_eq(after["results"][0]["data"]["text/plain"], "False", "state is gone")
+    cwd = run(context, "import os\nprint(os.listdir('.') is not None)")
+    check_eq(cwd["stdout"], "True\n", "the workdir is still usable")
 
 
 @callisto_only
-def test_delete_interrupts_a_running_execution():
-    ctx = new_context()
-    try:
-        s = Stream(ctx, "import time\nprint('begun', flush=True)\nwhile True:\n    time.sleep(0.05)")
-        eid = s.event()["id"]
-        while s.event()["type"] != "stdout":
-            pass
-        r = api("DELETE", f"/v1/contexts/{ctx['id']}/executions/{eid}")
-        check_eq(r.status, 202, "interrupt accepted")
-        end = s.events()[-1]["execution"]
-        s.close()
-        check_eq(end["status"], "interrupted", "status")
-        check_eq(end["state_preserved"], True, "state kept")
-        check_eq(end["error"]["name"], "KeyboardInterrupt", "the kernel says why")
-        check_eq(api("DELETE", f"/v1/contexts/{ctx['id']}/executions/{eid}").status, 200,
-                 "deleting a finished execution answers it")
-    finally:
-        delete_context(ctx)
+def test_delete_interrupts_a_running_execution(context):
+    s = Stream(context, "import time\nprint('begun', flush=True)\nwhile True:\n    time.sleep(0.05)")
+    eid = s.event()["id"]
+    while s.event()["type"] != "stdout":
+        pass
+    r = api("DELETE", f"/v1/contexts/{context['id']}/executions/{eid}")
+    check_eq(r.status, 202, "interrupt accepted")
+    end = s.events()[-1]["execution"]
+    s.close()
+    check_eq(end["status"], "interrupted", "status")
+    check_eq(end["state_preserved"], True, "state kept")
+    check_eq(end["error"]["name"], "KeyboardInterrupt", "the kernel says why")
+    check_eq(api("DELETE", f"/v1/contexts/{context['id']}/executions/{eid}").status, 200,
+             "deleting a finished execution answers it")
 
 
 @callisto_only
-def test_a_big_print_is_capped_with_head_tail_and_marker():
-    ctx = new_context()
-    try:
-        r = run(ctx, "import sys\nsys.stdout.write('HEAD' + 'x' * (50 * 1024 * 1024) + 'TAIL')")
-        check_eq(r["status"], "ok", "status")
-        out = r["stdout"]
-        check(out.startswith("HEADxxx"), "head kept", out[:20])
-        check(out.endswith("xxxTAIL"), "tail kept", out[-20:])
-        cut = r["truncated"]["stdout_bytes"]
-        check(cut > 40 * 1024 * 1024, "most was cut", cut)
-        check(f"[... {cut} bytes truncated ...]" in out, "explicit marker", out[512 * 1024 - 10:512 * 1024 + 60])
-        check(len(out) < 2 * 1024 * 1024, "answer stays small", len(out))
-    finally:
-        delete_context(ctx)
+def test_a_big_print_is_capped_with_head_tail_and_marker(context):
+    r = run(context, "import sys\nsys.stdout.write('HEAD' + 'x' * (50 * 1024 * 1024) + 'TAIL')")
+    check_eq(r["status"], "ok", "status")
+    out = r["stdout"]
+    check(out.startswith("HEADxxx"), "head kept", out[:20])
+    check(out.endswith("xxxTAIL"), "tail kept", out[-20:])
+    cut = r["truncated"]["stdout_bytes"]
+    check(cut > 40 * 1024 * 1024, "most was cut", cut)
+    check(f"[... {cut} bytes truncated ...]" in out, "explicit marker", out[512 * 1024 - 10:512 * 1024 + 60])
+    check(len(out) < 2 * 1024 * 1024, "answer stays small", len(out))
 
 
 @callisto_only
-def test_an_oversized_image_becomes_a_file_reference():
-    ctx = new_context()
-    try:
-        r = run(ctx, "import os\nfrom IPython.display import Image, display\n"
-                     "display(Image(data=b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(20 * 1024 * 1024), format='png'))")
-        check_eq(r["status"], "ok", "status " + json.dumps(r)[:400])
-        ref = r["results"][0]["data"]["image/png"]
-        check(isinstance(ref, dict) and "file" in ref, "a file reference", str(ref)[:200])
-        check_eq(ref["bytes"], 20 * 1024 * 1024 + 8, "decoded size")
-        check_eq(r["truncated"]["results"][0]["moved_to"], ref["file"], "said in truncated")
-        size = run(ctx, f"import os\nos.path.getsize({ref['file']!r})")
-        check_eq(size["results"][0]["data"]["text/plain"], str(20 * 1024 * 1024 + 8),
-                 "the kernel sees the file in its workdir")
-        # Each under the per-result cap, together over the execution's 20 MiB: the first stay
-        # inline, the later ones become files.
-        many = run(ctx, "import os\nfrom IPython.display import Image, display\n"
-                        "for i in range(6):\n"
-                        "    display(Image(data=b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(3 * 1024 * 1024), format='png'))")
-        kinds = ["file" if isinstance(res["data"]["image/png"], dict) else "inline"
-                 for res in many["results"]]
-        check_eq(kinds[:4], ["inline"] * 4, "the first four inline")
-        check_eq(kinds[-1], "file", "the last one moved to a file")
-    finally:
-        delete_context(ctx)
+def test_an_oversized_image_becomes_a_file_reference(context):
+    r = run(context, "import os\nfrom IPython.display import Image, display\n"
+                 "display(Image(data=b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(20 * 1024 * 1024), format='png'))")
+    check_eq(r["status"], "ok", "status " + json.dumps(r)[:400])
+    ref = r["results"][0]["data"]["image/png"]
+    check(isinstance(ref, dict) and "file" in ref, "a file reference", str(ref)[:200])
+    check_eq(ref["bytes"], 20 * 1024 * 1024 + 8, "decoded size")
+    check_eq(r["truncated"]["results"][0]["moved_to"], ref["file"], "said in truncated")
+    size = run(context, f"import os\nos.path.getsize({ref['file']!r})")
+    check_eq(size["results"][0]["data"]["text/plain"], str(20 * 1024 * 1024 + 8),
+             "the kernel sees the file in its workdir")
+    # Each under the per-result cap, together over the execution's 20 MiB: the first stay
+    # inline, the later ones become files.
+    many = run(context, "import os\nfrom IPython.display import Image, display\n"
+                    "for i in range(6):\n"
+                    "    display(Image(data=b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(3 * 1024 * 1024), format='png'))")
+    kinds = ["file" if isinstance(res["data"]["image/png"], dict) else "inline"
+             for res in many["results"]]
+    check_eq(kinds[:4], ["inline"] * 4, "the first four inline")
+    check_eq(kinds[-1], "file", "the last one moved to a file")
 
 
 @callisto_only
@@ -387,26 +351,22 @@ def test_the_execution_queued_behind_an_error_runs():
 
 
 @callisto_only
-def test_bad_env_is_refused_and_nothing_runs():
-    ctx = new_context()
-    try:
-        ex = f"/v1/contexts/{ctx['id']}/executions"
-        for env, says in [({"LD_PRELOAD": "/tmp/x.so"}, "LD_"), ({"PYTHONPATH": "/tmp"}, "PYTHON"),
-                          ({"PATH": "/tmp"}, "sandbox"), ({"A=B": "x"}, "not a valid"),
-                          ({"": "x"}, "empty"), ({"1X": "x"}, "not a valid"),
-                          ({"A": 1}, "must be a string"), ({"A": "x\u0000"}, "NUL"),
-                          ({"A": "v" * 40000}, "longer than"), ("A=1", "object"),
-                          ({f"V{i}": "x" for i in range(65)}, "more than 64")]:
-            r = api("POST", ex, {"code": "ran = True", "env": env})
-            check_eq(r.status, 400, f"env {str(env)[:40]!r}: {r.body[:200]!r}")
-            check(says in r.json()["message"], f"says why for {str(env)[:40]!r}", r.json())
-        for bad in ["yes", 1]:
-            check_eq(api("POST", ex, {"code": "1", "keep_ansi": bad}).status, 400,
-                     f"keep_ansi {bad!r}")
-        check_eq(run(ctx, "'ran' in dir()")["results"][0]["data"]["text/plain"], "False",
-                 "no refused request ran")
-    finally:
-        delete_context(ctx)
+def test_bad_env_is_refused_and_nothing_runs(context):
+    ex = f"/v1/contexts/{context['id']}/executions"
+    for env, says in [({"LD_PRELOAD": "/tmp/x.so"}, "LD_"), ({"PYTHONPATH": "/tmp"}, "PYTHON"),
+                      ({"PATH": "/tmp"}, "sandbox"), ({"A=B": "x"}, "not a valid"),
+                      ({"": "x"}, "empty"), ({"1X": "x"}, "not a valid"),
+                      ({"A": 1}, "must be a string"), ({"A": "x\u0000"}, "NUL"),
+                      ({"A": "v" * 40000}, "longer than"), ("A=1", "object"),
+                      ({f"V{i}": "x" for i in range(65)}, "more than 64")]:
+        r = api("POST", ex, {"code": "ran = True", "env": env})
+        check_eq(r.status, 400, f"env {str(env)[:40]!r}: {r.body[:200]!r}")
+        check(says in r.json()["message"], f"says why for {str(env)[:40]!r}", r.json())
+    for bad in ["yes", 1]:
+        check_eq(api("POST", ex, {"code": "1", "keep_ansi": bad}).status, 400,
+                 f"keep_ansi {bad!r}")
+    check_eq(run(context, "'ran' in dir()")["results"][0]["data"]["text/plain"], "False",
+             "no refused request ran")
 
 
 @callisto_only
@@ -450,22 +410,18 @@ def test_code_with_a_nul_is_refused_and_the_context_keeps_working():
 
 
 @callisto_only
-def test_keep_ansi_keeps_the_traceback_colours():
-    ctx = new_context()
-    try:
-        plain = run(ctx, "1/0")
-        check("\x1b[" not in "".join(plain["error"]["traceback"]), "stripped by default",
-              plain["error"])
-        raw = run(ctx, "1/0", keep_ansi=True)
-        tb = "".join(raw["error"]["traceback"])
-        check("\x1b[" in tb, "colours kept with keep_ansi", tb[:300])
-        check_eq(raw["error"]["name"], "ZeroDivisionError", "the name has no codes")
-        s = Stream(ctx, "1/0", keep_ansi=True)
-        err = [e for e in s.events() if e["type"] == "error"]
-        s.close()
-        check("\x1b[" in "".join(err[0]["traceback"]), "the stream keeps them too", err)
-    finally:
-        delete_context(ctx)
+def test_keep_ansi_keeps_the_traceback_colours(context):
+    plain = run(context, "1/0")
+    check("\x1b[" not in "".join(plain["error"]["traceback"]), "stripped by default",
+          plain["error"])
+    raw = run(context, "1/0", keep_ansi=True)
+    tb = "".join(raw["error"]["traceback"])
+    check("\x1b[" in tb, "colours kept with keep_ansi", tb[:300])
+    check_eq(raw["error"]["name"], "ZeroDivisionError", "the name has no codes")
+    s = Stream(context, "1/0", keep_ansi=True)
+    err = [e for e in s.events() if e["type"] == "error"]
+    s.close()
+    check("\x1b[" in "".join(err[0]["traceback"]), "the stream keeps them too", err)
 
 
 if __name__ == "__main__":
