@@ -357,17 +357,28 @@ def _callisto_pie_chart(ax):
                           "radius": float(wedge.r)} for wedge in ax.patches]}
 
 
-def _callisto_box_chart(ax):
-    """A box plot drawn with patch_artist=True: each box a PathPatch from the first to the third
-    quartile, its median a line across it, its whiskers lines from it to the minimum and the
-    maximum, its fliers a line of markers only. None when a box lacks any of them."""
+def _callisto_rectangle_span(line):
+    """(x0, x1, y0, y1) of a line drawn as a closed rectangle along the axes (a box of a box
+    plot drawn without patch_artist), else None."""
+    xs, ys = line.get_xdata(), line.get_ydata()
+    if len(xs) != 5 or len(ys) != 5:
+        return None
+    try:
+        xs, ys = [float(x) for x in xs], [float(y) for y in ys]
+    except (TypeError, ValueError):  # dates, categories: no box plot's
+        return None
+    if xs[0] != xs[4] or ys[0] != ys[4] or len(set(xs)) != 2 or len(set(ys)) != 2:
+        return None
+    return min(xs), max(xs), min(ys), max(ys)
+
+
+def _callisto_box_chart(ax, spans):
+    """A box plot: each box, spans[i] = (x0, x1, y0, y1), from the first to the third quartile
+    (a PathPatch with patch_artist=True, else a rectangle of a line), its median a line across
+    it, its whiskers lines from it to the minimum and the maximum, its fliers a line of markers
+    only. None when a box lacks any of them."""
     import math
 
-    spans = []
-    for patch in ax.patches:
-        vertices = patch.get_path().vertices
-        spans.append((float(vertices[:, 0].min()), float(vertices[:, 0].max()),
-                      float(vertices[:, 1].min()), float(vertices[:, 1].max())))
     widths = {round(x1 - x0, 9) for x0, x1, _, _ in spans}
     heights = {round(y1 - y0, 9) for _, _, y0, y1 in spans}
     horizontal = len(widths) > 1 and len(heights) == 1
@@ -379,8 +390,11 @@ def _callisto_box_chart(ax):
              for p0, p1, q1, q3 in spans]
     close = lambda a, b: math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)  # noqa: E731
     for line in ax.lines:
-        positions = [float(p) for p in (line.get_ydata() if horizontal else line.get_xdata())]
-        values = [float(v) for v in (line.get_xdata() if horizontal else line.get_ydata())]
+        try:
+            positions = [float(p) for p in (line.get_ydata() if horizontal else line.get_xdata())]
+            values = [float(v) for v in (line.get_xdata() if horizontal else line.get_ydata())]
+        except (TypeError, ValueError):  # dates, categories: no box plot's line
+            return None
         if not positions:
             continue
         box = next((b for b in boxes if b["low"] <= positions[0] <= b["high"]), None)
@@ -424,7 +438,9 @@ def _callisto_axes_chart(ax):
     if ax.images or ax.tables or list(ax.artists):
         pass
     elif lines and not collections and not patches:
-        chart = _callisto_line_chart(ax)
+        # A box plot drawn without patch_artist is lines only: its boxes are rectangles.
+        boxes = [span for span in map(_callisto_rectangle_span, lines) if span is not None]
+        chart = (_callisto_box_chart(ax, boxes) if boxes else None) or _callisto_line_chart(ax)
     elif collections and not lines and not patches and \
             all(isinstance(c, PathCollection) for c in collections):
         chart = _callisto_scatter_chart(ax)
@@ -433,7 +449,9 @@ def _callisto_axes_chart(ax):
     elif bars and not lines and not collections and all(id(p) in in_bars for p in patches):
         chart = _callisto_bar_chart(ax, bars)
     elif patches and lines and not collections and all(isinstance(p, PathPatch) for p in patches):
-        chart = _callisto_box_chart(ax)
+        spans = [(float(v[:, 0].min()), float(v[:, 0].max()), float(v[:, 1].min()),
+                  float(v[:, 1].max())) for v in (p.get_path().vertices for p in patches)]
+        chart = _callisto_box_chart(ax, spans)
     return chart or {"type": "unknown", "title": _callisto_label_or_none(ax.get_title()),
                      "elements": []}
 

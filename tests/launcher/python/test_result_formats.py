@@ -139,6 +139,16 @@ def describing_functions():
         {"label": "B", "min": 2.0, "first_quartile": 3.0, "median": 4.0, "third_quartile": 5.0,
          "max": 6.0, "outliers": []}], "a box plot", chart)
     plt.close(fig)
+    fig, ax = plt.subplots()
+    ax.boxplot([[1, 2, 3, 4, 5, 20], [2, 3, 4, 5, 6]], labels=["A", "B"])
+    check(describe_figure(fig) == chart, "the same drawn without patch_artist, boxes as lines",
+          describe_figure(fig))
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1, 1, 0, 0], [0, 0, 1, 1, 0])
+    ax.plot([0, 1], [2, 3])
+    check(describe_figure(fig)["type"] == "line", "a rectangle among lines is a line")
+    plt.close(fig)
 
     fig, (left, right) = plt.subplots(1, 2)
     left.plot([0, 1])
