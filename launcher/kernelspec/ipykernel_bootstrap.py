@@ -181,13 +181,16 @@ def _callisto_try_error_fields_fit():
 # E2B's results carry, beside the MIME types, `data` for a pandas DataFrame (its columns, as
 # `to_dict(orient="list")` gives them) and `chart` for a matplotlib figure (what it plots, in
 # E2B's Chart shape: type, title, axis labels, ticks, elements). Two formatters of the shell
-# add them to a display under MIME types of Callisto's own; gateway/e2b/execution_lines.cpp
-# names them `data` and `chart`, and the gateway keeps them for E2B's executions only. Neither
-# imports anything: each looks in sys.modules, so a kernel that never imports pandas or
-# matplotlib pays a dictionary lookup per display. A formatter that fails, or whose JSON would
-# be larger than _CALLISTO_DESCRIBED_BYTES, adds nothing: the display keeps its other types.
+# add them to a display under MIME types of Callisto's own, gateway/e2b/execution_lines.cpp
+# names them `data` and `chart`. Only for a request whose metadata asks (the gateway's for E2B's
+# executions): a notebook's outputs and /v1's results stay as they were, and cost nothing more.
+# Neither imports anything: each looks in sys.modules. A formatter that fails, or whose JSON
+# would be larger than _CALLISTO_DESCRIBED_BYTES, adds nothing: the display keeps its other
+# types.
 _CALLISTO_DATAFRAME_MIME = "application/vnd.callisto.dataframe+json"
 _CALLISTO_CHART_MIME = "application/vnd.callisto.chart+json"
+# gateway/interpreter/result_descriptions.hpp
+_CALLISTO_DESCRIBE_RESULTS_METADATA = "callisto_describe_results"
 # The JSON a description may take, and the cells of a DataFrame or the points of a figure past
 # which none is tried: 32,768 floats take 0.65 MiB, and 28 ms to describe and measure (130,000
 # took 93 ms, for a description then too large to send).
@@ -487,6 +490,15 @@ def _callisto_describe_figure(obj):
     return _callisto_figure_chart(obj)
 
 
+def _callisto_descriptions_asked(shell):
+    """Whether the request the kernel is running asked for descriptions in its metadata."""
+    get_parent = getattr(getattr(shell, "kernel", None), "get_parent", None)  # ipykernel >= 6
+    if get_parent is None:
+        return False
+    metadata = get_parent("shell").get("metadata")
+    return isinstance(metadata, dict) and metadata.get(_CALLISTO_DESCRIBE_RESULTS_METADATA) is True
+
+
 def _callisto_add_result_formatters(shell):
     """Adds the DataFrame and the figure formatters to `shell`'s display formatter, once."""
     import json
@@ -507,6 +519,8 @@ def _callisto_add_result_formatters(shell):
             if not self.enabled:
                 return None
             try:
+                if not _callisto_descriptions_asked(self.shell):
+                    return None
                 described = self.describe(obj)
                 if described is None:
                     return None
@@ -519,7 +533,7 @@ def _callisto_add_result_formatters(shell):
     for mime, describe in ((_CALLISTO_DATAFRAME_MIME, _callisto_describe_dataframe),
                            (_CALLISTO_CHART_MIME, _callisto_describe_figure)):
         formatter = DescribingFormatter(parent=shell.display_formatter, format_type=mime)
-        formatter.describe = describe
+        formatter.shell, formatter.describe = shell, describe
         formatters[mime] = formatter
 
 

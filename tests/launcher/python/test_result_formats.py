@@ -7,8 +7,9 @@ backend): each chart type's members and elements, the bounds, and objects that a
 Then a kernel started as the launcher starts one without a zygote (`python -c LOADER FILE
 ipykernel_launcher -f CONNECTION`, FILE the bootstrap with its call), driven by jupyter_client:
 pandas and matplotlib not imported by the start, a DataFrame's and a plot's displays carrying
-the descriptions beside their other types, and a describing function that raises leaving the
-display whole and the output free of any traceback.
+the descriptions beside their other types when the request's metadata asks (as the gateway's
+for E2B do) and only then, and a describing function that raises leaving the display whole and
+the output free of any traceback.
 
   /usr/bin/python3 test_result_formats.py SOURCE_DIR
 """
@@ -219,9 +220,15 @@ class Kernel:
         except (ValueError, FileNotFoundError):  # read while the kernel replaced it
             return False
 
-    def run(self, code):
-        """The execution's iopub messages up to its idle: (type, content) pairs."""
-        msg_id = self.kc.execute(code)
+    def run(self, code, describe):
+        """The execution's iopub messages up to its idle: (type, content) pairs. With
+        `describe`, the request asks for descriptions as the gateway's for E2B do."""
+        content = {"code": code, "silent": False, "store_history": True,
+                   "user_expressions": {}, "allow_stdin": False}
+        metadata = {"callisto_describe_results": True} if describe else {}
+        msg = self.kc.session.msg("execute_request", content, metadata=metadata)
+        self.kc.shell_channel.send(msg)
+        msg_id = msg["header"]["msg_id"]
         messages = []
         while True:
             m = self.kc.get_iopub_msg(timeout=60)
@@ -231,8 +238,8 @@ class Kernel:
                 return messages
             messages.append((m["msg_type"], m["content"]))
 
-    def displays(self, code):
-        messages = self.run(code)
+    def displays(self, code, describe=True):
+        messages = self.run(code, describe)
         # Not every line on stderr (a fresh home has matplotlib build its font cache, and says
         # so): errors and tracebacks.
         errors = [c for t, c in messages if t == "error" or (
@@ -266,6 +273,9 @@ def in_a_kernel():
               {"a": [1, 2], "b": ["x", "y"]}, "a DataFrame's result has its data", displays)
         check(displays and "text/html" in displays[0] and "text/plain" in displays[0] and
               CHART_MIME not in displays[0], "beside its text and html", displays)
+        displays, _ = kernel.displays("pd.DataFrame({'a': [1]})", describe=False)
+        check(len(displays) == 1 and sorted(displays[0]) == ["text/html", "text/plain"],
+              "not for a request that does not ask: text and html only", displays)
 
         displays, errors = kernel.displays(
             "import matplotlib.pyplot as plt\n"
@@ -276,6 +286,9 @@ def in_a_kernel():
               charts[0][CHART_MIME]["elements"][0]["label"] == "doubling",
               "a plot's display has its png and its chart", displays)
         check(not errors, "and no error", errors)
+        displays, _ = kernel.displays("plt.plot([1, 2])\nplt.show()", describe=False)
+        check(len(displays) == 1 and sorted(displays[0]) == ["image/png", "text/plain"],
+              "a plot for a request that does not ask: png and text only", displays)
 
         displays, errors = kernel.displays(
             "f = get_ipython().display_formatter.formatters['" + CHART_MIME + "']\n"
