@@ -888,6 +888,7 @@ void e2b_api::execute(incoming_request in, const interpreter::take_stream_fn& ta
     if (request->language && *request->language != languages::execution_language::python)
         exec.language = request->language;
     exec.api = "e2b";
+    exec.keep_result_descriptions = true;  // the results' data and chart
     exec.stream = true;
     exec.timeout = contexts_.settings().request_limits.default_timeout;
     if (exec.timeout->count() == 0) exec.timeout.reset();

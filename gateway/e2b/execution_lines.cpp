@@ -1,7 +1,10 @@
 #include "gateway/e2b/execution_lines.hpp"
 
+#include <algorithm>
 #include <string_view>
 #include <utility>
+
+#include "gateway/interpreter/result_descriptions.hpp"
 
 namespace callisto::gateway::e2b {
 
@@ -25,11 +28,23 @@ constexpr std::pair<std::string_view, std::string_view> mime_names[] = {
     {"text/latex", "latex"},
     {"application/json", "json"},
     {"application/javascript", "javascript"},
-    // Callisto's kernels send no E2B-specific types; E2B's own formatters' names, should a
-    // kernel send them, map to the SDK's `data` and `chart`.
+    // What Callisto's kernels describe of a DataFrame and a figure; and E2B's own formatters'
+    // names, should a kernel send them.
+    {interpreter::dataframe_description_mime, "data"},
+    {interpreter::chart_description_mime, "chart"},
     {"e2b/data", "data"},
     {"e2b/chart", "chart"},
 };
+
+// Whether `value` is what the SDK takes as `data` ({column: [values]}) or `chart` (an object
+// with its type). Anything else under those types is the gateway's stand-in for a value over
+// the result caps ({"file", "bytes"}, or a note): left out, so the program sees no chart
+// rather than a wrong one (the display's png and text are still there).
+bool is_description(std::string_view name, const json& value) {
+    if (!value.is_object()) return false;
+    if (name == "chart") return value.contains("type") && value["type"].is_string();
+    return std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_array(); });
+}
 
 std::string text_of(const json& value) {
     if (value.is_string()) return value.get<std::string>();
@@ -53,8 +68,10 @@ json e2b_result(const json& bundle, bool main_result) {
             for (const auto& [from, to] : mime_names)
                 if (mime == from) name = std::string(to);
             // The SDK reads json, data and chart as they come; the rest as strings.
-            if (name == "json" || name == "data" || name == "chart")
-                r[name] = name == "json" && !value.is_string() ? json(dump(value)) : value;
+            if (name == "data" || name == "chart") {
+                if (is_description(name, value)) r[name] = value;
+            } else if (name == "json")
+                r[name] = value.is_string() ? value : json(dump(value));
             else
                 r[name] = text_of(value);
         }

@@ -20,8 +20,9 @@ std::vector<std::string> execution_lines(const nlohmann::json& event);
 std::string keepalive_line();
 
 // A Jupyter MIME bundle as an E2B result's members ("text/plain" → "text", "image/png" →
-// "png", …); MIME types E2B has no name for are kept under their own name (the SDK puts them
-// in `extra`).
+// "png", …; the kernel's descriptions of a DataFrame and of a figure → "data" and "chart",
+// interpreter/result_descriptions.hpp); MIME types E2B has no name for are kept under their
+// own name (the SDK puts them in `extra`).
 nlohmann::json e2b_result(const nlohmann::json& bundle, bool main_result);
 
 }  // namespace callisto::gateway::e2b

@@ -4,6 +4,7 @@
 #include "common/media_types.hpp"
 #include "gateway/interpreter/ansi_text.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
+#include "gateway/interpreter/result_descriptions.hpp"
 #include "gateway/kernels/output/output_fields.hpp"
 #include "kernelproto/untrusted_json.hpp"
 
@@ -111,7 +112,10 @@ nlohmann::json execution_recorder::cap_metadata(const nlohmann::json& content, s
 
 nlohmann::json execution_recorder::cap_bundle(const nlohmann::json& data, std::size_t index) {
     nlohmann::json out = nlohmann::json::object();
+    const bool keep_descriptions = exec_->request().keep_result_descriptions;
     for (auto& [mime, value] : data.items()) {
+        // Left out before they count against any cap: no one but E2B reads them.
+        if (!keep_descriptions && is_result_description_mime(mime)) continue;
         const std::size_t size = value_size(value);
         // Inline while it fits both the per-result cap and what is left of the execution's
         // budget; a cell that displays a thousand images keeps the gateway's memory bounded.

@@ -1,9 +1,10 @@
 #pragma once
 // Turns the kernel's messages about one execute_request into its execution record: the
 // streams, the rich results within the caps (a value over them goes to a file, or is replaced
-// by a note saying why not) and their metadata within its own (over it: {}), the error with
-// its traceback, each field within its cap (output_fields.hpp), the execution count. Pure: it sees
-// messages and writes through the callback it is given, so every case is a unit test.
+// by a note saying why not; the kernel's result descriptions only where the request keeps
+// them) and their metadata within its own (over it: {}), the error with its traceback, each
+// field within its cap (output_fields.hpp), the execution count. Pure: it sees messages and
+// writes through the callback it is given, so every case is a unit test.
 
 #include <cstddef>
 #include <functional>

@@ -28,6 +28,9 @@ struct execution_request {
     env_vars env;                 // set for this execution only, then restored
     std::string api = "v1";       // who asked: "v1" or "mcp" (for the audit log)
     bool keep_ansi = false;       // tracebacks with their ANSI colour codes
+    // The kernel's descriptions of DataFrames and figures (result_descriptions.hpp) asked for
+    // and kept in the results: E2B's executions, for its `data` and `chart`.
+    bool keep_result_descriptions = false;
     // Text kept per stream (head and tail), when the client wants less than the server's
     // --output-budget: an agent sizes it to its model's context.
     std::optional<std::size_t> output_budget;

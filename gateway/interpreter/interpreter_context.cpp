@@ -11,6 +11,7 @@
 
 #include "common/unique_fd.hpp"
 #include "gateway/interpreter/execution_metrics.hpp"
+#include "gateway/interpreter/result_descriptions.hpp"
 #include "gateway/kernels/session/server_status.hpp"
 #include "gateway/languages/execution_language.hpp"
 #include "kernelproto/ids.hpp"
@@ -351,6 +352,8 @@ void interpreter_context::start_next() {
                                               // restore included.
                                               {"stop_on_error", false}},
                                              session_id_);
+        // The kernel describes DataFrames and figures for this request only when it asks.
+        if (request.keep_result_descriptions) msg.metadata = describe_results_metadata;
         recorder_.emplace(
             e, msg.msg_id,
             recorder_limits{.result_cap_bytes = settings_.result_cap_bytes,

@@ -1,7 +1,9 @@
 #pragma once
 // The Python every ipykernel Callisto starts runs before the kernel's own code
-// (launcher/kernelspec/ipykernel_bootstrap.py): today, an iopub socket that holds a burst of output
-// instead of dropping it past ZeroMQ's high-water mark.
+// (launcher/kernelspec/ipykernel_bootstrap.py): an iopub socket that holds a burst of output
+// instead of dropping it past ZeroMQ's high-water mark, history in memory, errors cut to fit a
+// message, the descriptions of DataFrames and figures E2B's results carry, and an exit that
+// waits for the control thread's last reply.
 
 #include <filesystem>
 #include <string>
@@ -21,7 +23,7 @@ bool answers_heartbeat_while_busy(const kernelspec& spec);
 
 // `python -m ipykernel... args` as `python -c LOADER <dir>/ipykernel_bootstrap.py ipykernel...
 // args`, which runs the bootstrap, written to that file here, then the module as -m would.
-// The bootstrap (3 KB) is read from the file, not given on the command line, which `ps` shows
+// The bootstrap (27 KB) is read from the file, not given on the command line, which `ps` shows
 // for every kernel; `dir` is the kernel's runtime directory, which its sandbox sees at the same
 // path. Any other command is returned unchanged, and nothing written. Throws std::system_error
 // when the file cannot be written.

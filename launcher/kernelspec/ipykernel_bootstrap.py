@@ -3,7 +3,8 @@
 # (`python -c LOADER FILE module args`, the file ending with the call of _callisto_run_module),
 # and the zygote defines it once and calls
 # _callisto_try_iopub_holds_bursts(), _callisto_try_history_in_memory(),
-# _callisto_try_error_fields_fit() and _callisto_let_the_control_thread_finish() in each fork.
+# _callisto_try_error_fields_fit(), _callisto_try_e2b_result_formats() and
+# _callisto_let_the_control_thread_finish() in each fork.
 # See launcher/kernelspec/ipykernel_bootstrap.hpp.
 import sys
 
@@ -177,6 +178,388 @@ def _callisto_try_error_fields_fit():
     _callisto_try(_callisto_error_fields_fit, "the kernel's errors are sent uncut")
 
 
+# E2B's results carry, beside the MIME types, `data` for a pandas DataFrame (its columns, as
+# `to_dict(orient="list")` gives them) and `chart` for a matplotlib figure (what it plots, in
+# E2B's Chart shape: type, title, axis labels, ticks, elements). Two formatters of the shell
+# add them to a display under MIME types of Callisto's own, gateway/e2b/execution_lines.cpp
+# names them `data` and `chart`. Only for a request whose metadata asks (the gateway's for E2B's
+# executions): a notebook's outputs and /v1's results stay as they were, and cost nothing more.
+# Neither imports anything: each looks in sys.modules. A formatter that fails, or whose JSON
+# would be larger than _CALLISTO_DESCRIBED_BYTES, adds nothing: the display keeps its other
+# types.
+_CALLISTO_DATAFRAME_MIME = "application/vnd.callisto.dataframe+json"
+_CALLISTO_CHART_MIME = "application/vnd.callisto.chart+json"
+# gateway/interpreter/result_descriptions.hpp
+_CALLISTO_DESCRIBE_RESULTS_METADATA = "callisto_describe_results"
+# The JSON a description may take, and the cells of a DataFrame or the points of a figure past
+# which none is tried: 32,768 floats take 0.65 MiB, and 28 ms to describe and measure (130,000
+# took 93 ms, for a description then too large to send).
+_CALLISTO_DESCRIBED_BYTES = 1 << 20
+_CALLISTO_DESCRIBED_VALUES = 1 << 15
+
+
+def _callisto_plain(value):
+    """A cell or a coordinate as JSON holds it: numbers (NaN and infinities as null), strings,
+    booleans, dates and times in ISO 8601; anything else as its str()."""
+    import math
+
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and getattr(value, "shape", None) == ():  # a numpy scalar
+        if dtype.kind == "M":  # datetime64: item() of nanoseconds is an int
+            text = str(value.astype("datetime64[us]"))
+            return None if text == "NaT" else text
+        if dtype.kind == "m":
+            return None if str(value) == "NaT" else str(value)
+        return _callisto_plain(value.item())
+    try:
+        if value != value:  # NaT, NaN of other kinds
+            return None
+    except Exception:  # pandas.NA has no truth value
+        return None
+    if hasattr(value, "isoformat"):  # datetime, date, time, pandas.Timestamp
+        return value.isoformat()
+    return str(value)
+
+
+def _callisto_plain_list(values):
+    """_callisto_plain of each of `values` (a column, an array), numbers in bulk."""
+    import math
+
+    kind = getattr(getattr(values, "dtype", None), "kind", "")
+    if kind in ("i", "u", "b"):
+        return values.tolist()
+    if kind == "f":
+        return [v if math.isfinite(v) else None for v in values.tolist()]
+    return [_callisto_plain(v) for v in values]
+
+
+def _callisto_dataframe_data(frame):
+    """E2B's `data` of a DataFrame: {column: [values]} (the index left out, as E2B does)."""
+    if frame.size > _CALLISTO_DESCRIBED_VALUES:
+        return None
+    return {name if isinstance(name, str) else str(name): _callisto_plain_list(column)
+            for name, column in frame.items()}
+
+
+def _callisto_label_or_none(text):
+    return text if text else None
+
+
+def _callisto_unit(label):
+    """The unit an axis label names: "Time (s)" or "Length [m]"."""
+    import re
+
+    match = re.search(r"\s\(([^)]*)\)|\[([^\]]*)\]", label or "")
+    return (match.group(1) or match.group(2)) if match else None
+
+
+def _callisto_axis_scale(axis, scale):
+    """E2B's scale of an axis: datetime and categorical as their converters say, else
+    matplotlib's own scale name (linear, log, symlog, logit, ...)."""
+    converter = axis.get_converter() if hasattr(axis, "get_converter") else axis.converter
+    module = type(converter).__module__ if converter is not None else ""
+    if module == "matplotlib.dates":
+        return "datetime"
+    if module == "matplotlib.category":
+        return "categorical"
+    return scale
+
+
+def _callisto_ticks(axis, scale):
+    """(positions, labels) of an axis's major ticks; dates in ISO 8601 on a datetime axis."""
+    labels = [label.get_text() for label in axis.get_majorticklabels()]
+    positions = [float(tick) for tick in axis.get_majorticklocs()]
+    if scale == "datetime":
+        from matplotlib.dates import num2date
+        positions = [num2date(tick).isoformat() for tick in positions]
+    return positions, labels
+
+
+def _callisto_nearest_tick_label(axis, position):
+    """The label of the major tick nearest `position`: a bar's or a box's category."""
+    ticks = [(abs(tick.get_loc() - position), tick.label1.get_text())
+             for tick in axis.get_major_ticks()[:len(axis.get_majorticklocs())]]
+    return min(ticks)[1] if ticks else str(position)
+
+
+def _callisto_chart_2d(kind, ax, horizontal=False):
+    """The members every 2D chart has; with `horizontal` the category axis (y) is named x."""
+    x_label, y_label = ax.get_xlabel(), ax.get_ylabel()
+    if horizontal:
+        x_label, y_label = y_label, x_label
+    return {"type": kind, "title": _callisto_label_or_none(ax.get_title()),
+            "x_label": _callisto_label_or_none(x_label), "y_label": _callisto_label_or_none(y_label),
+            "x_unit": _callisto_unit(x_label), "y_unit": _callisto_unit(y_label), "elements": []}
+
+
+def _callisto_point_chart(kind, ax):
+    chart = _callisto_chart_2d(kind, ax)
+    for name, axis, scale in (("x", ax.xaxis, ax.get_xscale()), ("y", ax.yaxis, ax.get_yscale())):
+        scale = _callisto_axis_scale(axis, scale)
+        chart[name + "_ticks"], chart[name + "_tick_labels"] = _callisto_ticks(axis, scale)
+        chart[name + "_scale"] = scale
+    return chart
+
+
+def _callisto_series_label(label, kind, index):
+    # matplotlib names an unlabelled artist "_child3", "_container0": not for the reader.
+    return label if label and not label.startswith("_") else f"{kind} {index}"
+
+
+def _callisto_line_chart(ax):
+    chart = _callisto_point_chart("line", ax)
+    for index, line in enumerate(ax.lines):
+        xs = _callisto_plain_list(line.get_xdata())
+        ys = _callisto_plain_list(line.get_ydata())
+        chart["elements"].append({"label": _callisto_series_label(line.get_label(), "Line", index),
+                                  "points": [[x, y] for x, y in zip(xs, ys)]})
+    return chart
+
+
+def _callisto_scatter_chart(ax):
+    chart = _callisto_point_chart("scatter", ax)
+    dates = chart["x_scale"] == "datetime"
+    for index, collection in enumerate(ax.collections):
+        offsets = collection.get_offsets()
+        xs = _callisto_plain_list(offsets[:, 0])
+        if dates:  # the offsets are matplotlib's date numbers
+            from matplotlib.dates import num2date
+            xs = [num2date(x).isoformat() if x is not None else None for x in xs]
+        ys = _callisto_plain_list(offsets[:, 1])
+        chart["elements"].append({
+            "label": _callisto_series_label(collection.get_label(), "Series", index),
+            "points": [[x, y] for x, y in zip(xs, ys)]})
+    return chart
+
+
+def _callisto_bar_chart(ax, bars):
+    horizontal = all(getattr(c, "orientation", None) == "horizontal" for c in bars)
+    chart = _callisto_chart_2d("bar", ax, horizontal)
+    categories = ax.yaxis if horizontal else ax.xaxis
+    categories.get_majorticklabels()  # the labels' texts, set as a draw would
+    for group, container in enumerate(bars):
+        name = _callisto_series_label(container.get_label(), "Group", group)
+        for rect in container:
+            if horizontal:
+                center, value = rect.get_y() + rect.get_height() / 2, rect.get_width()
+            else:
+                center, value = rect.get_x() + rect.get_width() / 2, rect.get_height()
+            chart["elements"].append({"label": _callisto_nearest_tick_label(categories, center),
+                                      "group": name, "value": _callisto_plain(value)})
+    return chart
+
+
+def _callisto_pie_chart(ax):
+    return {"type": "pie", "title": _callisto_label_or_none(ax.get_title()),
+            "elements": [{"label": wedge.get_label(),
+                          "angle": abs(round(float(wedge.theta2 - wedge.theta1), 4)),
+                          "radius": float(wedge.r)} for wedge in ax.patches]}
+
+
+def _callisto_rectangle_span(line):
+    """(x0, x1, y0, y1) of a line drawn as a closed rectangle along the axes (a box of a box
+    plot drawn without patch_artist), else None."""
+    xs, ys = line.get_xdata(), line.get_ydata()
+    if len(xs) != 5 or len(ys) != 5:
+        return None
+    try:
+        xs, ys = [float(x) for x in xs], [float(y) for y in ys]
+    except (TypeError, ValueError):  # dates, categories: no box plot's
+        return None
+    if xs[0] != xs[4] or ys[0] != ys[4] or len(set(xs)) != 2 or len(set(ys)) != 2:
+        return None
+    return min(xs), max(xs), min(ys), max(ys)
+
+
+def _callisto_box_chart(ax, spans):
+    """A box plot: each box, spans[i] = (x0, x1, y0, y1), from the first to the third quartile
+    (a PathPatch with patch_artist=True, else a rectangle of a line), its median a line across
+    it, its whiskers lines from it to the minimum and the maximum, its fliers a line of markers
+    only. None when a box lacks any of them."""
+    import math
+
+    widths = {round(x1 - x0, 9) for x0, x1, _, _ in spans}
+    heights = {round(y1 - y0, 9) for _, _, y0, y1 in spans}
+    horizontal = len(widths) > 1 and len(heights) == 1
+    chart = _callisto_chart_2d("box_and_whisker", ax, horizontal)
+    if horizontal:  # positions along y, values along x
+        spans = [(y0, y1, x0, x1) for x0, x1, y0, y1 in spans]
+    boxes = [{"low": p0, "high": p1, "first_quartile": q1, "third_quartile": q3,
+              "min": None, "median": None, "max": None, "outliers": []}
+             for p0, p1, q1, q3 in spans]
+    close = lambda a, b: math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)  # noqa: E731
+    for line in ax.lines:
+        try:
+            positions = [float(p) for p in (line.get_ydata() if horizontal else line.get_xdata())]
+            values = [float(v) for v in (line.get_xdata() if horizontal else line.get_ydata())]
+        except (TypeError, ValueError):  # dates, categories: no box plot's line
+            return None
+        if not positions:
+            continue
+        box = next((b for b in boxes if b["low"] <= positions[0] <= b["high"]), None)
+        if box is None:
+            continue
+        if line.get_linestyle() in ("None", "none", "", " "):  # fliers
+            box["outliers"] += values
+        elif len(values) == 2 and close(values[0], values[1]):
+            if box["first_quartile"] <= values[0] <= box["third_quartile"] and \
+                    close(positions[0], box["low"]) and close(positions[1], box["high"]):
+                box["median"] = values[0]
+        elif len(values) == 2 and close(positions[0], positions[1]):  # a whisker
+            if close(max(values), box["first_quartile"]):
+                box["min"] = min(values)
+            elif close(min(values), box["third_quartile"]):
+                box["max"] = max(values)
+    categories = ax.yaxis if horizontal else ax.xaxis
+    categories.get_majorticklabels()
+    for box in boxes:
+        if box["min"] is None or box["median"] is None or box["max"] is None:
+            return None
+        chart["elements"].append({
+            "label": _callisto_nearest_tick_label(categories, (box["low"] + box["high"]) / 2),
+            "min": box["min"], "first_quartile": box["first_quartile"], "median": box["median"],
+            "third_quartile": box["third_quartile"], "max": box["max"],
+            "outliers": box["outliers"]})
+    return chart
+
+
+def _callisto_axes_chart(ax):
+    """The chart one Axes draws: line, scatter, bar, pie or box_and_whisker when it draws that
+    and nothing else, else unknown (its title only)."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.container import BarContainer
+    from matplotlib.patches import PathPatch, Wedge
+
+    lines, collections, patches = list(ax.lines), list(ax.collections), list(ax.patches)
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    in_bars = {id(rect) for c in bars for rect in c}
+    chart = None
+    if ax.images or ax.tables or list(ax.artists):
+        pass
+    elif lines and not collections and not patches:
+        # A box plot drawn without patch_artist is lines only: its boxes are rectangles.
+        boxes = [span for span in map(_callisto_rectangle_span, lines) if span is not None]
+        chart = (_callisto_box_chart(ax, boxes) if boxes else None) or _callisto_line_chart(ax)
+    elif collections and not lines and not patches and \
+            all(isinstance(c, PathCollection) for c in collections):
+        chart = _callisto_scatter_chart(ax)
+    elif patches and not lines and not collections and all(isinstance(p, Wedge) for p in patches):
+        chart = _callisto_pie_chart(ax)
+    elif bars and not lines and not collections and all(id(p) in in_bars for p in patches):
+        chart = _callisto_bar_chart(ax, bars)
+    elif patches and lines and not collections and all(isinstance(p, PathPatch) for p in patches):
+        spans = [(float(v[:, 0].min()), float(v[:, 0].max()), float(v[:, 1].min()),
+                  float(v[:, 1].max())) for v in (p.get_path().vertices for p in patches)]
+        chart = _callisto_box_chart(ax, spans)
+    return chart or {"type": "unknown", "title": _callisto_label_or_none(ax.get_title()),
+                     "elements": []}
+
+
+def _callisto_figure_chart(figure):
+    """E2B's `chart` of a figure: its one Axes' chart, or a superchart of each Axes' chart."""
+    axes = [ax for ax in figure.get_axes() if ax.get_visible()]
+    points = 0
+    for ax in axes:
+        points += sum(len(line.get_xdata()) for line in ax.lines)
+        points += sum(len(c.get_offsets()) for c in ax.collections)
+    if not axes or points > _CALLISTO_DESCRIBED_VALUES:
+        return None
+    if len(axes) == 1:
+        return _callisto_axes_chart(axes[0])
+    suptitle = getattr(figure, "_suptitle", None)
+    return {"type": "superchart",
+            "title": _callisto_label_or_none(suptitle.get_text() if suptitle else ""),
+            "elements": [_callisto_axes_chart(ax) for ax in axes]}
+
+
+def _callisto_describe_dataframe(obj):
+    pandas = sys.modules.get("pandas")
+    if pandas is None or not isinstance(obj, getattr(pandas, "DataFrame", ())):
+        return None
+    return _callisto_dataframe_data(obj)
+
+
+def _callisto_describe_figure(obj):
+    figure = sys.modules.get("matplotlib.figure")
+    if figure is None or not isinstance(obj, getattr(figure, "Figure", ())):
+        return None
+    return _callisto_figure_chart(obj)
+
+
+def _callisto_descriptions_asked(shell):
+    """Whether the request the kernel is running asked for descriptions in its metadata."""
+    get_parent = getattr(getattr(shell, "kernel", None), "get_parent", None)  # ipykernel >= 6
+    if get_parent is None:
+        return False
+    metadata = get_parent("shell").get("metadata")
+    return isinstance(metadata, dict) and metadata.get(_CALLISTO_DESCRIBE_RESULTS_METADATA) is True
+
+
+def _callisto_add_result_formatters(shell):
+    """Adds the DataFrame and the figure formatters to `shell`'s display formatter, once."""
+    import json
+    from IPython.core.formatters import BaseFormatter
+    from traitlets import ObjectName
+
+    formatters = shell.display_formatter.formatters
+    if _CALLISTO_CHART_MIME in formatters:
+        return
+
+    class DescribingFormatter(BaseFormatter):
+        # BaseFormatter would call an object's method of this name; __call__ below never does.
+        print_method = ObjectName("_repr_callisto_description_")
+
+        def __call__(self, obj):
+            # Not BaseFormatter's: its errors show a traceback in the cell's output, and its
+            # type printers are emptied of Figure by IPython's pylab setup.
+            if not self.enabled:
+                return None
+            try:
+                if not _callisto_descriptions_asked(self.shell):
+                    return None
+                described = self.describe(obj)
+                if described is None:
+                    return None
+                text = json.dumps(described, ensure_ascii=False, allow_nan=False)
+                return described if _callisto_utf8_bytes(text) <= _CALLISTO_DESCRIBED_BYTES \
+                    else None
+            except Exception:
+                return None
+
+    for mime, describe in ((_CALLISTO_DATAFRAME_MIME, _callisto_describe_dataframe),
+                           (_CALLISTO_CHART_MIME, _callisto_describe_figure)):
+        formatter = DescribingFormatter(parent=shell.display_formatter, format_type=mime)
+        formatter.shell, formatter.describe = shell, describe
+        formatters[mime] = formatter
+
+
+def _callisto_e2b_result_formats():
+    """Each kernel's shell gets the formatters once the kernel has built (or adopted) it."""
+    from ipykernel.kernelapp import IPKernelApp
+
+    original = IPKernelApp.init_kernel
+    if getattr(original, "_callisto_formats", False):
+        return
+
+    def init_kernel(self):
+        original(self)
+        shell = getattr(self.kernel, "shell", None)
+        if shell is not None:
+            _callisto_try(lambda: _callisto_add_result_formatters(shell),
+                          "E2B's results get no data or chart")
+
+    init_kernel._callisto_formats = True
+    IPKernelApp.init_kernel = init_kernel
+
+
+def _callisto_try_e2b_result_formats():
+    _callisto_try(_callisto_e2b_result_formats, "E2B's results get no data or chart")
+
+
 def _callisto_let_the_control_thread_finish(seconds=2.0):
     """After shutdown_request the main loop ends while ipykernel's control thread still
     flushes the output and publishes `idle` through the iopub thread. If the exit's
@@ -207,6 +590,7 @@ def _callisto_run_module():
     if module.startswith("ipykernel"):
         _callisto_try_history_in_memory()
         _callisto_try_error_fields_fit()
+        _callisto_try_e2b_result_formats()
     sys.path.insert(0, os.getcwd())  # where -m puts it
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)

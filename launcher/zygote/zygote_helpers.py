@@ -277,6 +277,10 @@ def _callisto_prebuild_shell():
     finally:
         ZMQInteractiveShell.init_history = init_history
         sys.modules["__main__"] = main  # the shell made its namespace __main__; not here
+    # E2B's descriptions of DataFrames and figures (ipykernel_bootstrap.py): added here once,
+    # not in every fork (a formatter class and two instances; a fork finds them in place).
+    _callisto_try(lambda: _callisto_add_result_formatters(_callisto_shell),
+                  "E2B's results get no data or chart")
 
 
 # A fresh kernel's first execution took twice as long as its next ones (18 against 8.5 ms,
@@ -462,6 +466,7 @@ def _callisto_run_kernel(argv, env):
         _callisto_try_iopub_holds_bursts()  # launcher/kernelspec/ipykernel_bootstrap.py
         _callisto_try_history_in_memory()  # likewise
         _callisto_try_error_fields_fit()  # likewise
+        _callisto_try_e2b_result_formats()  # likewise
         _callisto_read_connection_file_argument()
         _callisto_skip_empty_flushes_while_initializing()
         if _callisto_shell is not None:

@@ -2,11 +2,12 @@
 // unchanged: `@e2b/code-interpreter` and `e2b` from npm, pointed at Callisto by two
 // environment variables, with the user's Callisto token as the API key. Sandboxes (create,
 // getInfo, list by metadata, setTimeout, connect, kill, a wrong key, an unknown template, a
-// declared template, a sandbox culled at its timeout), runCode (print, state kept, errors, a matplotlib figure, a
-// DataFrame, streaming callbacks, env vars, a client timeout that interrupts, and the next call
-// working), code contexts (create, list, restart, remove, isolation of their state, one file
-// tree and uid, where their code starts), envd's files (write, read, list, exists, makeDir,
-// rename, getInfo, remove, watchDir and the polling watchers; one tree with the code's),
+// declared template, a sandbox culled at its timeout), runCode (print, state kept, errors, a
+// matplotlib figure and its chart, a DataFrame and its data, streaming callbacks, env vars, a
+// client timeout that interrupts, and the next call working), code contexts (create, list,
+// restart, remove, isolation of their state, one file tree and uid, where their code starts),
+// envd's files (write, read, list, exists, makeDir, rename, getInfo, remove, watchDir and the
+// polling watchers; one tree with the code's),
 // and commands (output, exit codes, envs, cwd, the kernel's uid; a process of its own in the
 // kernel's sandbox, beside runCode and as confined; background commands, stdin, list,
 // connect, kill, and their bad inputs).
@@ -169,10 +170,52 @@ test('runCode: matplotlib figure, DataFrame, HTML', async () => {
     check(ex.results.length === 1, 'a DataFrame result', ex.toJSON());
     check(ex.results[0].html && ex.results[0].html.includes('<table'), 'DataFrame html', ex.toJSON());
     check(ex.results[0].text.includes('a  b'), 'DataFrame text', ex.toJSON());
+    check(JSON.stringify(ex.results[0].data) === JSON.stringify({ a: [1, 2], b: [3, 4] }),
+          'DataFrame data: its columns', ex.results[0].raw);
+    check(ex.results[0].formats().includes('data') && Object.keys(ex.results[0].extra).length === 0,
+          'data among the formats, nothing in extra', ex.results[0].raw);
     ex = await sbx.runCode('from IPython.display import HTML, Markdown, display\n' +
                            'display(HTML("<b>x</b>")); display(Markdown("# t"))');
     check(ex.results.some(r => r.html === '<b>x</b>'), 'html display', ex.toJSON());
     check(ex.results.some(r => r.markdown === '# t'), 'markdown display', ex.toJSON());
+  });
+});
+
+test('runCode: a matplotlib figure\'s chart (line, bar), beside its png', async () => {
+  await withSandbox(async sbx => {
+    let ex = await sbx.runCode(
+      'import matplotlib.pyplot as plt\n' +
+      'plt.plot([1, 2, 3], [1, 4, 9], label="squares")\n' +
+      'plt.plot([1, 2, 3], [1, 8, 27], label="cubes")\n' +
+      'plt.title("powers"); plt.xlabel("n"); plt.ylabel("size (m)"); plt.show()');
+    check(ex.results.length === 1 && ex.results[0].png, 'one display, with its png', ex.toJSON());
+    let chart = ex.results[0].chart;
+    check(chart && chart.type === 'line' && chart.title === 'powers', 'a line chart', ex.results[0].raw);
+    check(chart.x_label === 'n' && chart.y_label === 'size (m)' && chart.y_unit === 'm',
+          'its labels and unit', chart);
+    check(chart.x_scale === 'linear' && chart.x_ticks.length === chart.x_tick_labels.length &&
+          chart.y_ticks.length > 0, 'its ticks and scale', chart);
+    // Compared member by member: the gateway's JSON keeps an object's members in name order.
+    check(JSON.stringify(chart.elements.map(e => [e.label, e.points])) === JSON.stringify([
+      ['squares', [[1, 1], [2, 4], [3, 9]]], ['cubes', [[1, 1], [2, 8], [3, 27]]]]),
+          'its lines', chart.elements);
+    check(Object.keys(ex.results[0].extra).length === 0, 'nothing unknown in extra', ex.results[0].raw);
+    ex = await sbx.runCode(
+      'fig, ax = plt.subplots()\n' +
+      'ax.bar(["north", "south", "east"], [5, 3, 4], label="2024")\n' +
+      'ax.set_title("sales by region"); ax.set_xlabel("region"); ax.set_ylabel("units")\n' +
+      'plt.show()');
+    chart = ex.results.find(r => r.chart)?.chart;
+    check(chart && chart.type === 'bar' && chart.title === 'sales by region', 'a bar chart', ex.toJSON());
+    check(chart.x_label === 'region' && chart.y_label === 'units', 'its labels', chart);
+    check(JSON.stringify(chart.elements.map(e => [e.label, e.group, e.value])) === JSON.stringify([
+      ['north', '2024', 5], ['south', '2024', 3], ['east', '2024', 4]]), 'its bars', chart.elements);
+    ex = await sbx.runCode(
+      'fig, (a, b) = plt.subplots(1, 2); a.plot([0, 1]); b.pie([1, 1], labels=["x", "y"])\n' +
+      'fig.suptitle("two"); plt.show()');
+    chart = ex.results.find(r => r.chart)?.chart;
+    check(chart && chart.type === 'superchart' && chart.title === 'two' &&
+          chart.elements.map(c => c.type).join() === 'line,pie', 'a superchart of both', chart);
   });
 });
 

@@ -229,6 +229,42 @@ TEST_CASE("execution events become E2B's lines, one JSON object each") {
     CHECK(json::parse(keepalive_line())["type"] == "keepalive");
 }
 
+TEST_CASE("a DataFrame's and a figure's descriptions become the result's data and chart") {
+    const json chart = {{"type", "bar"},
+                        {"title", "sales"},
+                        {"x_label", nullptr},
+                        {"elements", {{{"label", "a"}, {"group", "Group 0"}, {"value", 3}}}}};
+    const json frame = {{"a", {1, 2}}, {"b", json::array({"x", nullptr})}};
+    auto result = e2b_result({{"text/plain", "<Figure>"},
+                              {"image/png", "iVBO"},
+                              {"application/vnd.callisto.chart+json", chart}},
+                             false);
+    CHECK(result["chart"] == chart);
+    CHECK(result["png"] == "iVBO");
+    CHECK_FALSE(result.contains("application/vnd.callisto.chart+json"));
+    result = e2b_result({{"text/plain", "   a"},
+                         {"text/html", "<table>"},
+                         {"application/vnd.callisto.dataframe+json", frame}},
+                        true);
+    CHECK(result["data"] == frame);
+    CHECK(result["html"] == "<table>");
+    CHECK_FALSE(result.contains("application/vnd.callisto.dataframe+json"));
+    // E2B's own formatters' names, should a kernel send them.
+    CHECK(e2b_result({{"e2b/chart", chart}}, false)["chart"] == chart);
+    CHECK(e2b_result({{"e2b/data", frame}}, false)["data"] == frame);
+    // Over the result caps the gateway puts a file's name or a note in their place: no data or
+    // chart then, and no unknown key either.
+    for (const json& stand_in :
+         {json({{"file", "callisto-outputs/e1-0.json"}, {"bytes", 6000000}}),
+          json("[... 6000000 bytes dropped: over the result caps ...]"), json(3)}) {
+        auto left_out = e2b_result({{"text/plain", "t"},
+                                    {"application/vnd.callisto.chart+json", stand_in},
+                                    {"application/vnd.callisto.dataframe+json", stand_in}},
+                                   true);
+        CHECK(left_out == json({{"type", "result"}, {"text", "t"}, {"is_main_result", true}}));
+    }
+}
+
 TEST_CASE("the end event gives the execution count and the end of execution") {
     auto lines = execution_lines(
         {{"type", "end"}, {"execution", {{"status", "ok"}, {"execution_count", 3}}}});

@@ -122,6 +122,31 @@ TEST_CASE("the recorder sends a result over the caps to a file, decoding base64 
     CHECK(r.record()["truncated"]["results"].size() == 1);
 }
 
+TEST_CASE("the kernel's result descriptions are kept for E2B's executions only, within the caps") {
+    const nlohmann::json display = {
+        {"data",
+         {{"text/plain", "<Figure>"},
+          {"application/vnd.callisto.chart+json", {{"type", "line"}, {"elements", {1, 2}}}},
+          {"application/vnd.callisto.dataframe+json", {{"a", {1, 2}}}}}},
+        {"metadata", {}}};
+    recording v1;
+    v1.feed(channel::iopub, "display_data", display);
+    CHECK(v1.record()["results"][0]["data"] == nlohmann::json({{"text/plain", "<Figure>"}}));
+
+    auto e2b = code("plt.show()");
+    e2b.keep_result_descriptions = true;
+    recording kept({}, true, e2b);
+    kept.feed(channel::iopub, "display_data", display);
+    CHECK(kept.record()["results"][0]["data"] == display["data"]);
+
+    // The same caps as any MIME value: over them, a file.
+    recording capped(recorder_limits{20, 1 << 20}, true, e2b);
+    capped.feed(channel::iopub, "display_data", display);
+    auto data = capped.record()["results"][0]["data"];
+    CHECK(data["application/vnd.callisto.chart+json"]["file"] == "callisto-outputs/e1-0.json");
+    CHECK(data["application/vnd.callisto.dataframe+json"]["a"] == nlohmann::json({1, 2}));
+}
+
 TEST_CASE("the recorder bounds all inline results of an execution by the results budget") {
     recording r(recorder_limits{1000, 1500});
     const std::string png_b64(800, 'A');  // valid base64: 600 bytes of zeros

@@ -202,6 +202,14 @@ def main():
               "kernel C's application read its arguments")
         check(d.value(f"[type({app}).__name__, hasattr({app}, '_callisto_prebuilt')]") ==
               ["OwnKernelApp", False], "kernel D runs an application of its own class")
+        # launcher/kernelspec/ipykernel_bootstrap.py: E2B's data and chart, in the prebuilt
+        # shell and in one a kernel built (not in kernel D: no ipykernel module, no patches).
+        formats = ("[m in get_ipython().display_formatter.formatters for m in ("
+                   "'application/vnd.callisto.dataframe+json', "
+                   "'application/vnd.callisto.chart+json')]")
+        described = [k.value(formats) for k in (a, c)]
+        check(described == [[True, True]] * 2,
+              "kernels A and C describe DataFrames and figures", described)
         check(a.value("[type(s).flush.__qualname__ for s in (__import__('sys').stdout, "
                       "__import__('sys').stderr)]") == ["OutStream.flush"] * 2,
               "after the start, flushing is ipykernel's own")
