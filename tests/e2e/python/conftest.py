@@ -40,6 +40,7 @@ def _start_server():
     port = _free_port()
     token = f"e2e-token-{os.getpid()}-{port}"
     scratch = tempfile.mkdtemp(prefix=f"cle2e-{port}-")
+    os.chmod(scratch, 0o711)  # the kernels, as the sandbox's uids, reach their workdirs below
     log = open(os.path.join(scratch, "callisto.log"), "wb")
     proc = subprocess.Popen(
         [binary, "--ip=127.0.0.1", f"--port={port}", f"--token={token}",
@@ -56,8 +57,12 @@ def _start_server():
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
+            proc.wait()
+            log.close()
             with open(log.name, errors="replace") as f:
-                raise pytest.UsageError(f"{binary} did not start:\n{f.read()[-4000:]}")
+                why = f.read()[-4000:]
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise pytest.UsageError(f"{binary} did not start:\n{why}")
         time.sleep(0.05)
     _started.update(proc=proc, log=log, scratch=scratch)
     os.environ.update(CALLISTO_URL=url, CALLISTO_TOKEN=token, CALLISTO_PID=str(proc.pid))
