@@ -127,7 +127,8 @@ void kernel_manager::adopt(kernel_record record, std::function<void(create_kerne
 
 void kernel_manager::create(create_kernel_request request,
                             std::function<void(create_kernel_result)> done) {
-    if (request.share_sandbox_of.empty()) return create_with(std::move(request), nullptr, done);
+    if (request.share_sandbox_of.empty())
+        return create_with(std::move(request), nullptr, std::move(done));
     std::shared_ptr<kernel_session> beside = find(request.share_sandbox_of);
     if (!beside || beside->owner() != request.owner.name)
         return done({nullptr, false, kernel_error::not_running,
