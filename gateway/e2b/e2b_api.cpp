@@ -84,17 +84,17 @@ json info_of(const sandbox_record& box) {
 }
 
 // Where a new context's code starts, as its kernel names it: E2B's cwd, a directory of the
-// sandbox's tree (under /home/user, or relative to it); /home/user when none is asked.
+// sandbox's tree (under /home/user, or relative to it); /home/user when none is asked. A cwd
+// that is not such a directory is refused (a 400 whatever the reason).
 std::variant<std::string, envd_error> start_directory(const std::string& asked,
                                                       const std::filesystem::path& workdir) {
     const std::string home = launcher::sandbox_home;
     if (asked.empty()) return home;
     envd_error e;
     auto where = resolve_envd_path(asked, e);
-    if (!where) return envd_error{e.code, 400, e.message};
+    if (!where) return e;
     envd_entry entry;
-    if (auto why = envd_files(workdir).stat(*where, entry))
-        return envd_error{why->code, 400, why->message};
+    if (auto why = envd_files(workdir).stat(*where, entry)) return *why;
     if (entry.type != envd_file_type::directory)
         return envd_error{connect_code::invalid_argument, 400, asked + " is not a directory"};
     return where->empty() ? home : home + "/" + *where;
@@ -845,15 +845,12 @@ void e2b_api::create_context(incoming_request in) {
     if (auto why = contexts_.choose_kernel(cr))
         return in.respond(e2b_error(http::status::bad_request, *why));
     // One file tree: the new context's kernel works in the default context's sandbox.
-    auto first = context_of(*box, box->default_context);
-    if (!first)
-        return in.respond(e2b_error(http::status::service_unavailable,
-                                    "the sandbox's files are not available: its context is gone"));
-    cr.share_files_with = first->id();
-    auto cwd = start_directory(request->cwd, first->workdir());
+    auto workdir = files_of(in, *box);
+    if (!workdir) return;
+    cr.share_files_with = box->default_context;
+    auto cwd = start_directory(request->cwd, *workdir);
     if (auto* why = std::get_if<envd_error>(&cwd))
-        return in.respond(
-            e2b_error(static_cast<http::status>(why->http_status), "'cwd': " + why->message));
+        return in.respond(e2b_error(http::status::bad_request, "'cwd': " + why->message));
     cr.start_dir = std::get<std::string>(cwd);
     cr.home = launcher::sandbox_home;
     const std::string language(languages::to_string(*cr.language));
