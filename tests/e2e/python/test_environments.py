@@ -30,7 +30,7 @@ import stat
 import subprocess
 import sys
 
-from e2e_client import api, check, check_eq, delete_context, launched_context, run_tests, test
+from e2e_client import api, check, check_eq, launched_context, run_tests, test
 
 ENVS = os.environ.get("CALLISTO_E2E_ENVS", "")
 LAUNCH = os.environ.get("CALLISTO_E2E_LAUNCH", "zygote")
@@ -104,7 +104,7 @@ def kernelspec(kernels, name, python):
                 ' "display_name": "%s", "language": "python"}\n' % (python, name))
 
 
-def setup(root):
+def prepare_environments(root):
     if os.path.exists(root):
         shutil.rmtree(root)
     os.makedirs(root)
@@ -256,7 +256,7 @@ def test_setup_left_the_refused_environments_as_described():
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--setup":
-        setup(os.path.abspath(sys.argv[2]))
+        prepare_environments(os.path.abspath(sys.argv[2]))
         sys.exit(0)
     if not ENVS:
         print("CALLISTO_E2E_ENVS is not set: run --setup DIR first", file=sys.stderr)
