@@ -88,8 +88,7 @@ json info_of(const sandbox_record& box) {
 // that is not such a directory is refused (a 400 whatever the reason).
 std::variant<std::string, envd_error> start_directory(const std::string& asked,
                                                       const std::filesystem::path& workdir) {
-    const std::string home = launcher::sandbox_home;
-    if (asked.empty()) return home;
+    if (asked.empty()) return std::string(launcher::sandbox_home);
     envd_error e;
     auto where = resolve_envd_path(asked, e);
     if (!where) return e;
@@ -97,7 +96,7 @@ std::variant<std::string, envd_error> start_directory(const std::string& asked,
     if (auto why = envd_files(workdir).stat(*where, entry)) return *why;
     if (entry.type != envd_file_type::directory)
         return envd_error{connect_code::invalid_argument, 400, asked + " is not a directory"};
-    return where->empty() ? home : home + "/" + *where;
+    return envd_path_of(*where);  // /home/user is the tree, as E2B and the kernel name it
 }
 
 json context_json(const sandbox_context& c) {

@@ -22,13 +22,14 @@
 #include "common/unique_fd.hpp"
 #include "gateway/e2b/e2b_errors.hpp"
 #include "gateway/interpreter/workdir_files.hpp"
+#include "launcher/sandbox/sandbox_layout.hpp"
 
 namespace callisto::gateway::e2b {
 
-// The sandbox's home as E2B's SDKs name it; /work, the name its code knows the same directory
-// by, is taken too.
-inline constexpr std::string_view envd_home = "/home/user";
-inline constexpr std::string_view workdir_path = "/work";
+// The sandbox's home as E2B's SDKs name it, where the sandbox mounts its tree; /work, the
+// name its code knows the same directory by, is taken too.
+inline constexpr std::string_view envd_home = launcher::sandbox_home;
+inline constexpr std::string_view workdir_path = launcher::sandbox_workdir;
 
 struct envd_error {
     connect_code code;

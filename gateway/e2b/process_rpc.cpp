@@ -150,7 +150,7 @@ std::optional<process_start> parse_process_start(std::string_view message,
         envd_error e;
         auto where = resolve_envd_path(out.cwd_asked, e);
         if (!where) return no(e.code, "'process.cwd': " + e.message);
-        if (!where->empty()) out.cwd += "/" + *where;
+        out.cwd = envd_path_of(*where);  // /home/user is the tree, as E2B and bash name it
     }
     // execve's strings end at a NUL: refused rather than cut short.
     bool nul = has_nul(out.cmd);
