@@ -126,21 +126,35 @@ kernel_cgroup::kernel_cgroup(adopt_existing_t, const cgroup_layout& layout, cons
 }
 
 kernel_cgroup::~kernel_cgroup() {
-    // Once bwrap (the supervised process) was reaped its sandbox normally died with it. Not
-    // when bwrap was killed while still setting up (a kernel stopped as it started): its
-    // sandbox child then outlives it with parent 1. Whatever is left in the cgroup is that.
-    if (!dirs_.empty()) {
-        process_kill_list killed;
-        const std::string member = layout_.parent + "/" + dirs_.front().filename().string();
-        for (pid_t pid : cgroup_procs(dirs_.front()))
-            killed.kill_if(pid, [&](pid_t p) { return process_in_cgroup(p, member); });
-        killed.wait(std::chrono::seconds(2));
-    }
+    kill_members();
     // A retry covers exiting tasks the kernel has not released yet.
     for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it)
         for (int attempt = 0; attempt < 20 && ::rmdir(it->c_str()) != 0 && errno == EBUSY;
              ++attempt)
             ::usleep(5000);
+}
+
+void kernel_cgroup::start_entered() {
+    const std::lock_guard lock(starts_mutex_);
+    ++starts_;
+}
+
+void kernel_cgroup::start_left() {
+    // Under the lock: a start entering meanwhile waits, so its process is not among the killed.
+    const std::lock_guard lock(starts_mutex_);
+    if (--starts_ == 0) kill_members();
+}
+
+void kernel_cgroup::kill_members() {
+    // Once bwrap (the supervised process) was reaped its sandbox normally died with it. Not
+    // when bwrap was killed while still setting up (a kernel stopped as it started): its
+    // sandbox child then outlives it with parent 1. Whatever is left in the cgroup is that.
+    if (dirs_.empty()) return;
+    process_kill_list killed;
+    const std::string member = layout_.parent + "/" + dirs_.front().filename().string();
+    for (pid_t pid : cgroup_procs(dirs_.front()))
+        killed.kill_if(pid, [&](pid_t p) { return process_in_cgroup(p, member); });
+    killed.wait(std::chrono::seconds(2));
 }
 
 std::vector<std::filesystem::path> kernel_cgroup::procs_files() const {

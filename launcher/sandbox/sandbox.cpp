@@ -82,12 +82,21 @@ void add_environment(std::vector<std::string>& a,
 sandbox::sandbox(std::filesystem::path bwrap, cgroup_layout cgroups, std::string cgroup_tag)
     : bwrap_(std::move(bwrap)), cgroups_(std::move(cgroups)), cgroup_tag_(std::move(cgroup_tag)) {}
 
+std::shared_ptr<kernel_cgroup> sandbox::make_cgroup(const std::string& name,
+                                                    const sandbox_policy& policy) const {
+    if (cgroups_.version == cgroup_version::none) return nullptr;
+    return std::make_shared<kernel_cgroup>(
+        cgroups_, cgroup_tag_.empty() ? name : cgroup_tag_ + "-" + name, policy);
+}
+
+std::shared_ptr<kernel_cgroup> sandbox::adopt_cgroup(const std::string& name) const {
+    if (name.empty() || cgroups_.version == cgroup_version::none) return nullptr;
+    return std::make_shared<kernel_cgroup>(adopt_existing, cgroups_, name);
+}
+
 std::shared_ptr<sandboxed_kernel> sandbox::adopt(const sandbox_policy& policy,
                                                  const sandbox_identity& who,
-                                                 const std::string& cgroup_name) const {
-    std::unique_ptr<kernel_cgroup> cgroup;
-    if (!cgroup_name.empty() && cgroups_.version != cgroup_version::none)
-        cgroup = std::make_unique<kernel_cgroup>(adopt_existing, cgroups_, cgroup_name);
+                                                 std::shared_ptr<kernel_cgroup> cgroup) const {
     return std::make_shared<sandboxed_kernel>(spawn_description{}, sandbox_layout{}, policy, who,
                                               std::move(cgroup), unique_fd(), unique_fd());
 }
@@ -95,7 +104,7 @@ std::shared_ptr<sandboxed_kernel> sandbox::adopt(const sandbox_policy& policy,
 std::shared_ptr<sandboxed_kernel> sandbox::prepare(
     const spawn_description& inner, const sandbox_policy& policy, const sandbox_identity& who,
     const std::filesystem::path& workdir, const std::filesystem::path& runtime_dir,
-    const std::filesystem::path& connection_file, const std::string& name) const {
+    const std::filesystem::path& connection_file, std::shared_ptr<kernel_cgroup> cgroup) const {
     if (who.uid == 0 || who.gid == 0) throw std::invalid_argument("sandbox: never as uid or gid 0");
     if (inner.argv.empty()) throw std::invalid_argument("sandbox: empty command");
     // What of the host the kernel's interpreter needs besides /usr: a venv, a conda prefix.
@@ -116,11 +125,6 @@ std::shared_ptr<sandboxed_kernel> sandbox::prepare(
     write_file(group, "root:x:0:\nkernel:x:" + std::to_string(who.gid) + ":\nnogroup:x:65534:\n");
     give_to(runtime_dir, who);
     give_to(connection_file, who);
-
-    std::unique_ptr<kernel_cgroup> cgroup;
-    if (cgroups_.version != cgroup_version::none)
-        cgroup = std::make_unique<kernel_cgroup>(
-            cgroups_, cgroup_tag_.empty() ? name : cgroup_tag_ + "-" + name, policy);
 
     sandbox_layout layout{workdir, runtime_dir, passwd, group, policy.tmp_bytes};
     layout.environment = std::move(environment);

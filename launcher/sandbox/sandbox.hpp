@@ -25,31 +25,39 @@
 
 namespace callisto::launcher {
 
+class kernel_cgroup;
 class sandboxed_kernel;
 
 class sandbox {
 public:
-    // Compiles the seccomp filter. Throws std::runtime_error. Kernels' cgroups are named
+    // Compiles the seccomp filter. Throws std::runtime_error. Sessions' cgroups are named
     // "<cgroup_tag>-<name>" (just <name> without a tag): the tag says whose they are, so the
     // next start reaps only its own (instance_lock, leftover_reaper).
     sandbox(std::filesystem::path bwrap, cgroup_layout cgroups, std::string cgroup_tag = {});
 
-    // Prepares one kernel start: creates its cgroup, writes its passwd/group files into the
-    // runtime dir and hands the runtime dir and connection file to the session uid.
-    // `inner` is the kernel command as kernel_command built it (host paths); `name` is unique
-    // per start (the runtime dir's name). What of the host its argv[0] needs beyond /usr (a
-    // venv, a conda prefix: interpreter_environment.hpp) is bound read-only at the same paths.
-    // Throws std::runtime_error, naming the interpreter when it cannot be found.
+    // A session sandbox's cgroup with the policy's limits (null without cgroups); `name` is
+    // unique per session. Throws std::runtime_error naming the file it could not write.
+    std::shared_ptr<kernel_cgroup> make_cgroup(const std::string& name,
+                                               const sandbox_policy& policy) const;
+    // The cgroup `name` an earlier gateway made (null for "" or without cgroups). Throws
+    // std::runtime_error when it is not there.
+    std::shared_ptr<kernel_cgroup> adopt_cgroup(const std::string& name) const;
+
+    // Prepares one kernel start in `cgroup` (make_cgroup's; null for none): writes its
+    // passwd/group files into the runtime dir and hands the runtime dir and connection file
+    // to the session uid. `inner` is the kernel command as kernel_command built it (host
+    // paths). What of the host its argv[0] needs beyond /usr (a venv, a conda prefix:
+    // interpreter_environment.hpp) is bound read-only at the same paths. Throws
+    // std::runtime_error, naming the interpreter when it cannot be found.
     std::shared_ptr<sandboxed_kernel> prepare(
         const spawn_description& inner, const sandbox_policy& policy, const sandbox_identity& who,
         const std::filesystem::path& workdir, const std::filesystem::path& runtime_dir,
-        const std::filesystem::path& connection_file, const std::string& name) const;
+        const std::filesystem::path& connection_file, std::shared_ptr<kernel_cgroup> cgroup) const;
 
-    // The judge and cgroup owner of a kernel an earlier gateway started (its cgroup `name`,
-    // "" for none). Throws std::runtime_error when the cgroup is not there.
+    // The judge of a kernel an earlier gateway started, in its adopted `cgroup` (or null).
     std::shared_ptr<sandboxed_kernel> adopt(const sandbox_policy& policy,
                                             const sandbox_identity& who,
-                                            const std::string& cgroup_name) const;
+                                            std::shared_ptr<kernel_cgroup> cgroup) const;
 
     // A command that runs `argv` as `who` in a sandbox like a kernel's (the same root and
     // `environment`, no network, no workdir, no seccomp filter or cgroup, a few rlimits), with

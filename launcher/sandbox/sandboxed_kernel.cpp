@@ -9,7 +9,7 @@ namespace callisto::launcher {
 
 sandboxed_kernel::sandboxed_kernel(spawn_description command, sandbox_layout layout,
                                    sandbox_policy policy, sandbox_identity who,
-                                   std::unique_ptr<kernel_cgroup> cgroup, unique_fd seccomp_fd,
+                                   std::shared_ptr<kernel_cgroup> cgroup, unique_fd seccomp_fd,
                                    unique_fd options_fd)
     : command_(std::move(command)),
       layout_(std::move(layout)),
@@ -17,14 +17,28 @@ sandboxed_kernel::sandboxed_kernel(spawn_description command, sandbox_layout lay
       who_(who),
       cgroup_(std::move(cgroup)),
       seccomp_fd_(std::move(seccomp_fd)),
-      options_fd_(std::move(options_fd)) {}
+      options_fd_(std::move(options_fd)) {
+    if (!cgroup_) return;
+    cgroup_->start_entered();
+    oom_kills_before_ = cgroup_->oom_kills();
+}
 
-// The members go in reverse order: the descriptors first, then the cgroup.
-sandboxed_kernel::~sandboxed_kernel() = default;
+sandboxed_kernel::~sandboxed_kernel() {
+    if (cgroup_) cgroup_->start_left();
+}
 
 void sandboxed_kernel::spawned() {
     seccomp_fd_.reset();
     options_fd_.reset();
+}
+
+bool sandboxed_kernel::killed_by_oom(const exit_status& status) const {
+    // The OOM killer sends SIGKILL; an adopted process's status is not known. The count is
+    // the cgroup's, which the sandbox's other kernels share: one that grew while this start
+    // ran may be another's kill, but then this one did not end by SIGKILL on its own.
+    const bool status_unknown = status.signal == 0 && status.exit_code == -1;
+    return cgroup_ && (status.signal == SIGKILL || status_unknown) &&
+           cgroup_->oom_kills() > oom_kills_before_;
 }
 
 exit_status sandboxed_kernel::judge(exit_status status) const {
@@ -34,8 +48,7 @@ exit_status sandboxed_kernel::judge(exit_status status) const {
         status.signal = status.exit_code - 128;
         status.exit_code = -1;
     }
-    const std::uint64_t oom = cgroup_ ? cgroup_->oom_kills() : 0;
-    if (oom > 0) {
+    if (killed_by_oom(status)) {
         status.out_of_memory = true;
         status.verdict = "killed: out of memory (limit " + format_size(policy_.memory_bytes) + ")";
     } else if (status.signal == SIGXCPU) {

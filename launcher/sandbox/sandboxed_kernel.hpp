@@ -1,8 +1,9 @@
 #pragma once
-// One sandboxed kernel start: the bwrap command line, its cgroup, the descriptors bwrap reads
-// (its options, the seccomp program), and the verdict on its exit ("killed: out of memory
-// (limit 2GiB)").
+// One sandboxed kernel start: the bwrap command line, its place in the session sandbox's
+// cgroup, the descriptors bwrap reads (its options, the seccomp program), and the verdict on
+// its exit ("killed: out of memory (limit 2GiB)").
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,9 +21,9 @@ namespace callisto::launcher {
 class sandboxed_kernel {
 public:
     sandboxed_kernel(spawn_description command, sandbox_layout layout, sandbox_policy policy,
-                     sandbox_identity who, std::unique_ptr<kernel_cgroup> cgroup,
+                     sandbox_identity who, std::shared_ptr<kernel_cgroup> cgroup,
                      unique_fd seccomp_fd, unique_fd options_fd);
-    ~sandboxed_kernel();  // closes the descriptors if still open, removes the cgroup
+    ~sandboxed_kernel();  // closes the descriptors if still open, leaves the cgroup
     sandboxed_kernel(const sandboxed_kernel&) = delete;
     sandboxed_kernel& operator=(const sandboxed_kernel&) = delete;
 
@@ -43,11 +44,15 @@ public:
     std::string cgroup_name() const { return cgroup_ ? cgroup_->name() : ""; }
 
 private:
+    // Killed by SIGKILL (or ended unseen) while the cgroup's OOM kill count grew.
+    bool killed_by_oom(const exit_status& status) const;
+
     spawn_description command_;
     sandbox_layout layout_;
     sandbox_policy policy_;
     sandbox_identity who_;
-    std::unique_ptr<kernel_cgroup> cgroup_;
+    std::shared_ptr<kernel_cgroup> cgroup_;  // the session sandbox's, or null
+    std::uint64_t oom_kills_before_ = 0;
     unique_fd seccomp_fd_;
     unique_fd options_fd_;  // bwrap's options (--args)
 };

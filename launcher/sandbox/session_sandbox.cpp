@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "launcher/sandbox/kernel_cgroup.hpp"
 #include "launcher/sandbox/sandboxed_kernel.hpp"
 
 namespace callisto::launcher {
@@ -30,7 +31,9 @@ session_sandbox::session_sandbox(const sandbox& box, sandbox_uid_pool& uids,
     who_ = *who;
     try {
         workdir_ = std::make_unique<session_workdir>(workdir_root, name, who_, policy_.disk_bytes);
+        cgroup_ = box_.make_cgroup(name, policy_);
     } catch (...) {
+        workdir_.reset();
         uids_.release(who_);
         throw;
     }
@@ -38,8 +41,11 @@ session_sandbox::session_sandbox(const sandbox& box, sandbox_uid_pool& uids,
 
 session_sandbox::session_sandbox(adopt_existing_t, const sandbox& box, sandbox_uid_pool& uids,
                                  std::filesystem::path workdir, uid_t uid,
-                                 const sandbox_policy& defaults, const kernelspec& spec)
+                                 const std::string& cgroup_name, const sandbox_policy& defaults,
+                                 const kernelspec& spec)
     : box_(box), uids_(uids), policy_(policy_for(defaults, spec)) {
+    // The cgroup first: when it is gone, nothing else has been taken yet.
+    cgroup_ = box_.adopt_cgroup(cgroup_name);
     auto who = uids_.acquire(uid);
     if (!who)
         throw std::runtime_error("uid " + std::to_string(uid) +
@@ -50,14 +56,23 @@ session_sandbox::session_sandbox(adopt_existing_t, const sandbox& box, sandbox_u
 }
 
 session_sandbox::~session_sandbox() {
+    // The processes go before their files: a kernel's start still running holds the cgroup
+    // on, and is killed by its supervisor (the caller) rather than here.
+    cgroup_.reset();
     workdir_.reset();
     uids_.release(who_);
 }
 
+std::string session_sandbox::cgroup_name() const { return cgroup_ ? cgroup_->name() : ""; }
+
 std::shared_ptr<sandboxed_kernel> session_sandbox::prepare(
     const spawn_description& inner, const kernel_runtime_dir& runtime) const {
     return box_.prepare(inner, policy_, who_, workdir_->path(), runtime.path(),
-                        runtime.connection_file(), runtime.path().filename().string());
+                        runtime.connection_file(), cgroup_);
+}
+
+std::shared_ptr<sandboxed_kernel> session_sandbox::adopt_running() const {
+    return box_.adopt(policy_, who_, cgroup_);
 }
 
 }  // namespace callisto::launcher

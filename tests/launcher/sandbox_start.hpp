@@ -58,7 +58,8 @@ struct sandbox_start {
         runtime = std::make_unique<kernel_runtime_dir>(runtime_root.path(), "r",
                                                        transport_kind::ipc, "t");
         kernel = box.prepare(inner, policy, who, workdir->path(), runtime->path(),
-                             runtime->connection_file(), tag + "-" + std::to_string(::getpid()));
+                             runtime->connection_file(),
+                             box.make_cgroup(tag + "-" + std::to_string(::getpid()), policy));
     }
     std::string output(const std::string& file) const { return read_file(workdir->path() / file); }
 };

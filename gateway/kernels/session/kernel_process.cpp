@@ -73,7 +73,7 @@ std::string kernel_process::spawn() {
         command.outlive_gateway = outlive;
         const auto exec_command = launcher::with_ipykernel_bootstrap(command, runtime_dir_->path());
         if (env_.sandbox) {
-            // The session's uid and workdir outlive restarts; each start gets its own cgroup.
+            // The session's uid, workdir and cgroup outlive restarts.
             if (!sandbox_)
                 sandbox_ = std::make_shared<launcher::session_sandbox>(
                     *env_.sandbox, *env_.sandbox_uids, env_.settings.workdir_root, id_,
@@ -172,8 +172,8 @@ std::string kernel_process::adopt(const kernel_record& record) {
         if (record.uid) {
             sandbox_ = std::make_shared<launcher::session_sandbox>(
                 launcher::adopt_existing, *env_.sandbox, *env_.sandbox_uids, record.workdir,
-                *record.uid, env_.settings.limits, spec_);
-            boxed = env_.sandbox->adopt(sandbox_->policy(), sandbox_->identity(), record.cgroup);
+                *record.uid, record.cgroup, env_.settings.limits, spec_);
+            boxed = sandbox_->adopt_running();
         }
     } catch (const std::exception& e) {
         return give_up(e.what());

@@ -58,9 +58,9 @@ public:
     // before the kernel is declared ready.
     void set_egress(egress_request egress) { egress_ = std::move(egress); }
     // The sandbox of another kernel of the same owner, shared: this one's processes run as its
-    // uid with its workdir (E2B: a sandbox's second context sees the first one's files); before
-    // spawn(). Each start still gets its own jail and cgroup. The sandbox goes with the last
-    // kernel holding it.
+    // uid with its workdir, in its cgroup under its limits (E2B: a sandbox's second context
+    // sees the first one's files, and all share the sandbox's memory); before spawn(). Each
+    // start still gets its own jail. The sandbox goes with the last kernel holding it.
     void share_sandbox(std::shared_ptr<launcher::session_sandbox> sandbox) {
         sandbox_ = std::move(sandbox);
     }

@@ -5,7 +5,8 @@
 // declared template, a sandbox culled at its timeout), runCode (print, state kept, errors, a
 // matplotlib figure and its chart, a DataFrame and its data, streaming callbacks, env vars, a
 // client timeout that interrupts, and the next call working), code contexts (create, list,
-// restart, remove, isolation of their state, one file tree and uid, where their code starts),
+// restart, remove, isolation of their state, one file tree, uid and memory limit, where their
+// code starts),
 // envd's files (write, read, list, exists, makeDir, rename, getInfo, remove, watchDir and the
 // polling watchers; one tree with the code's),
 // and commands (output, exit codes, envs, cwd, the kernel's uid; a process of its own in the
@@ -323,6 +324,24 @@ test('code contexts share the sandbox: one file tree, one uid, starting in /home
       check(r.status === 400 && /'cwd'/.test(j.message) && why.test(j.message), 'and says why: ' + cwd, [r.status, j]);
     }
     check((await sbx.listCodeContexts()).length === 2, 'refused contexts were not made');
+  });
+});
+
+test('a sandbox\'s contexts share its memory limit (the server\'s 2GiB), as a VM\'s processes do', async () => {
+  await withSandbox(async sbx => {
+    const hold = mib => `x = bytearray(${mib} << 20); x[::4096] = b'1' * len(x[::4096]); print(len(x) >> 20)`;
+    let ex = await sbx.runCode(hold(600));
+    check(ex.logs.stdout.join('') === '600\n', 'the default context holds 600 MiB', ex.toJSON());
+    // 1600 MiB fits a kernel's limit alone, not beside the other context's 600: the larger
+    // one, this context's, is the OOM killer's choice.
+    const ctx = await sbx.createCodeContext({ language: 'python' });
+    ex = await sbx.runCode(hold(1600), { context: ctx });
+    check(ex.error && ex.error.name === 'KernelRestarted' && /out of memory \(limit 2GiB\)/.test(ex.error.value),
+      'the new context is killed at the sandbox\'s limit', ex.toJSON());
+    ex = await sbx.runCode('print(len(x) >> 20)');
+    check(ex.logs.stdout.join('') === '600\n', 'the default context keeps its memory', ex.toJSON());
+    ex = await sbx.runCode(hold(300), { context: ctx });
+    check(ex.logs.stdout.join('') === '300\n', 'the restarted context runs within what is left', ex.toJSON());
   });
 });
 

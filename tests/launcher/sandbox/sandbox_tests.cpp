@@ -165,7 +165,7 @@ TEST_CASE("a sandboxed ipykernel binds its ipc sockets as the session uid, and t
     sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
     auto kernel = box.prepare(kernel_command(spec, runtime.connection_file(), workdir.path()), {},
                               who, workdir.path(), runtime.path(), runtime.connection_file(),
-                              "cltest-k" + std::to_string(::getpid()));
+                              box.make_cgroup("cltest-k" + std::to_string(::getpid()), {}));
     process_supervisor supervisor({});
     const pid_t pid = supervisor.spawn(kernel->command(), {});
     kernel->spawned();
@@ -237,7 +237,7 @@ TEST_CASE("a kernel whose interpreter is missing is not prepared: the error name
     inner.argv = {(root.path() / "gone" / "bin" / "python3").string(), "-c", "pass"};
     CHECK_THROWS_WITH_AS(
         box.prepare(inner, {}, who, workdir.path(), runtime.path(), runtime.connection_file(),
-                    "cltest-gone"),
+                    box.make_cgroup("cltest-gone", {})),
         ((root.path() / "gone" / "bin" / "python3").string() + ": No such file or directory")
             .c_str(),
         std::runtime_error);
