@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "kernelproto/ids.hpp"
 #include "launcher/sandbox/kernel_cgroup.hpp"
 #include "launcher/sandbox/sandboxed_kernel.hpp"
 
@@ -31,7 +32,9 @@ session_sandbox::session_sandbox(const sandbox& box, sandbox_uid_pool& uids,
     who_ = *who;
     try {
         workdir_ = std::make_unique<session_workdir>(workdir_root, name, who_, policy_.disk_bytes);
-        cgroup_ = box_.make_cgroup(name, policy_);
+        // Its own name, not the kernel's alone: a kernel renewed with a new sandbox may make
+        // the next while its last start, which still holds the old cgroup, is being reaped.
+        cgroup_ = box_.make_cgroup(name + "-" + kernelproto::random_hex(3), policy_);
     } catch (...) {
         workdir_.reset();
         uids_.release(who_);

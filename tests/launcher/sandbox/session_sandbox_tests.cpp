@@ -181,3 +181,25 @@ TEST_CASE("a session's cgroup outlives its starts; the last start out kills what
     f.session.reset();
     CHECK(!std::filesystem::exists(dir));
 }
+
+TEST_CASE("a kernel's next sandbox keeps its cgroup when the last one's start ends after it") {
+    session_fixture f(sandbox_policy{});
+    if (!f.has_cgroups()) return;
+    // A renewed kernel: its sandbox dropped while its last start is still being reaped, and a
+    // new one made for the same kernel at once.
+    spawn_description inner;
+    inner.argv = {"/usr/bin/python3", "-c", "pass"};
+    kernel_runtime_dir old_runtime(f.runtime_root.path(), "old", transport_kind::ipc, "t");
+    auto old_start = f.session->prepare(inner, old_runtime);
+    const auto old_name = f.session->cgroup_name();
+    f.session.reset();
+    f.session = std::make_unique<session_sandbox>(f.box, f.uids, f.workdir_root.path(), "s",
+                                                  sandbox_policy{}, kernelspec{});
+    CHECK(f.session->cgroup_name() != old_name);
+    const auto& layout = f.box.cgroups();
+    const auto dir = layout.hierarchies().front() / layout.parent / f.session->cgroup_name();
+    REQUIRE(std::filesystem::is_directory(dir));
+    old_start.reset();
+    CHECK(std::filesystem::is_directory(dir));
+    CHECK(!std::filesystem::exists(layout.hierarchies().front() / layout.parent / old_name));
+}
