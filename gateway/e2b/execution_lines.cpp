@@ -1,6 +1,7 @@
 #include "gateway/e2b/execution_lines.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -11,10 +12,12 @@ namespace callisto::gateway::e2b {
 namespace {
 
 using nlohmann::json;
+using nlohmann::ordered_json;
 
-std::string dump(const json& j) {
+template <class Json = json>
+std::string dump(const Json& j) {
     // dump() escapes '\n' inside strings, so a line is one line.
-    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+    return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 constexpr std::pair<std::string_view, std::string_view> mime_names[] = {
@@ -36,14 +39,32 @@ constexpr std::pair<std::string_view, std::string_view> mime_names[] = {
     {"e2b/chart", "chart"},
 };
 
-// Whether `value` is what the SDK takes as `data` ({column: [values]}) or `chart` (an object
-// with its type). Anything else under those types is the gateway's stand-in for a value over
-// the result caps ({"file", "bytes"}, or a note): left out, so the program sees no chart
-// rather than a wrong one (the display's png and text are still there).
-bool is_description(std::string_view name, const json& value) {
-    if (!value.is_object()) return false;
-    if (name == "chart") return value.contains("type") && value["type"].is_string();
-    return std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_array(); });
+// What the SDK takes as `data` ({column: [values]}) or `chart` (an object with its type), or
+// nothing. Anything else under those types is the gateway's stand-in for a value over the
+// result caps ({"file", "bytes"}, or a note): left out, so the program sees no chart rather
+// than a wrong one (the display's png and text are still there). Callisto's kernels send a
+// frame as [name, values] pairs, whose order an object of ours would lose.
+std::optional<ordered_json> description(std::string_view mime, std::string_view name,
+                                        const json& value) {
+    if (name == "chart") {
+        if (value.is_object() && value.contains("type") && value["type"].is_string())
+            return ordered_json(value);
+        return std::nullopt;
+    }
+    if (mime != interpreter::dataframe_description_mime) {  // E2B's own e2b/data
+        if (!value.is_object() ||
+            !std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_array(); }))
+            return std::nullopt;
+        return ordered_json(value);
+    }
+    if (!value.is_array()) return std::nullopt;
+    ordered_json columns = ordered_json::object();
+    for (const auto& pair : value) {
+        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string() || !pair[1].is_array())
+            return std::nullopt;
+        columns[pair[0].get<std::string>()] = ordered_json(pair[1]);
+    }
+    return columns;
 }
 
 std::string text_of(const json& value) {
@@ -60,8 +81,8 @@ std::string text_of(const json& value) {
 
 }  // namespace
 
-json e2b_result(const json& bundle, bool main_result) {
-    json r = {{"type", "result"}};
+ordered_json e2b_result(const json& bundle, bool main_result) {
+    ordered_json r = {{"type", "result"}};
     if (bundle.is_object()) {
         for (const auto& [mime, value] : bundle.items()) {
             std::string name = mime;
@@ -69,9 +90,9 @@ json e2b_result(const json& bundle, bool main_result) {
                 if (mime == from) name = std::string(to);
             // The SDK reads json, data and chart as they come; the rest as strings.
             if (name == "data" || name == "chart") {
-                if (is_description(name, value)) r[name] = value;
+                if (auto described = description(mime, name, value)) r[name] = *described;
             } else if (name == "json")
-                r[name] = value.is_string() ? value : json(dump(value));
+                r[name] = value.is_string() ? ordered_json(value) : ordered_json(dump(value));
             else
                 r[name] = text_of(value);
         }

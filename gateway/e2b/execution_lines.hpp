@@ -22,7 +22,8 @@ std::string keepalive_line();
 // A Jupyter MIME bundle as an E2B result's members ("text/plain" → "text", "image/png" →
 // "png", …; the kernel's descriptions of a DataFrame and of a figure → "data" and "chart",
 // interpreter/result_descriptions.hpp); MIME types E2B has no name for are kept under their
-// own name (the SDK puts them in `extra`).
-nlohmann::json e2b_result(const nlohmann::json& bundle, bool main_result);
+// own name (the SDK puts them in `extra`). Ordered: `data` has the frame's columns in its
+// order.
+nlohmann::ordered_json e2b_result(const nlohmann::json& bundle, bool main_result);
 
 }  // namespace callisto::gateway::e2b

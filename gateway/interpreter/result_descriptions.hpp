@@ -1,7 +1,8 @@
 #pragma once
 // The MIME types Callisto's ipykernels add to a display of a pandas DataFrame and of a
-// matplotlib figure (launcher/kernelspec/ipykernel_bootstrap.py): the frame's columns and what
-// the figure plots, as JSON, for E2B's `data` and `chart` (gateway/e2b/execution_lines.cpp).
+// matplotlib figure (launcher/kernelspec/ipykernel_bootstrap.py): the frame's columns (as
+// [name, [values]] pairs, in the frame's order) and what the figure plots, as JSON, for E2B's
+// `data` and `chart` (gateway/e2b/execution_lines.cpp).
 // A kernel adds them only for an execute_request whose metadata asks, as E2B's executions do;
 // /v1's and MCP's results leave them out should a kernel send them anyway.
 

@@ -238,11 +238,16 @@ def _callisto_plain_list(values):
 
 
 def _callisto_dataframe_data(frame):
-    """E2B's `data` of a DataFrame: {column: [values]} (the index left out, as E2B does)."""
+    """E2B's `data` of a DataFrame ({column: [values]}, the index left out, as E2B does) as
+    [column, values] pairs in the frame's order: the gateway's JSON objects keep their members
+    in name order, a list keeps its own. A repeated column name keeps its last values, as a
+    dict would."""
     if frame.size > _CALLISTO_DESCRIBED_VALUES:
         return None
-    return {name if isinstance(name, str) else str(name): _callisto_plain_list(column)
-            for name, column in frame.items()}
+    columns = {}
+    for name, column in frame.items():
+        columns[name if isinstance(name, str) else str(name)] = _callisto_plain_list(column)
+    return [[name, values] for name, values in columns.items()]
 
 
 def _callisto_label_or_none(text):

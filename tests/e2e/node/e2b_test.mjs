@@ -167,12 +167,12 @@ test('runCode: matplotlib figure, DataFrame, HTML', async () => {
     const png = ex.results.find(r => r.png);
     check(png && !png.isMainResult, 'a display with png', ex.toJSON());
     check(Buffer.from(png.png, 'base64').subarray(1, 4).toString() === 'PNG', 'png is base64 PNG');
-    ex = await sbx.runCode('import pandas as pd\npd.DataFrame({"a": [1, 2], "b": [3, 4]})');
+    ex = await sbx.runCode('import pandas as pd\npd.DataFrame({"b": [1, 2], "a": [3, 4]})');
     check(ex.results.length === 1, 'a DataFrame result', ex.toJSON());
     check(ex.results[0].html && ex.results[0].html.includes('<table'), 'DataFrame html', ex.toJSON());
-    check(ex.results[0].text.includes('a  b'), 'DataFrame text', ex.toJSON());
-    check(JSON.stringify(ex.results[0].data) === JSON.stringify({ a: [1, 2], b: [3, 4] }),
-          'DataFrame data: its columns', ex.results[0].raw);
+    check(ex.results[0].text.includes('b  a'), 'DataFrame text', ex.toJSON());
+    check(JSON.stringify(ex.results[0].data) === JSON.stringify({ b: [1, 2], a: [3, 4] }),
+          'DataFrame data: its columns, in its order', ex.results[0].raw);
     check(ex.results[0].formats().includes('data') && Object.keys(ex.results[0].extra).length === 0,
           'data among the formats, nothing in extra', ex.results[0].raw);
     ex = await sbx.runCode('from IPython.display import HTML, Markdown, display\n' +

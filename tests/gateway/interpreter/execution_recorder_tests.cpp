@@ -127,7 +127,8 @@ TEST_CASE("the kernel's result descriptions are kept for E2B's executions only, 
         {"data",
          {{"text/plain", "<Figure>"},
           {"application/vnd.callisto.chart+json", {{"type", "line"}, {"elements", {1, 2}}}},
-          {"application/vnd.callisto.dataframe+json", {{"a", {1, 2}}}}}},
+          {"application/vnd.callisto.dataframe+json",
+           nlohmann::json::array({nlohmann::json::array({"a", {1, 2}})})}}},
         {"metadata", {}}};
     recording v1;
     v1.feed(channel::iopub, "display_data", display);
@@ -144,7 +145,8 @@ TEST_CASE("the kernel's result descriptions are kept for E2B's executions only, 
     capped.feed(channel::iopub, "display_data", display);
     auto data = capped.record()["results"][0]["data"];
     CHECK(data["application/vnd.callisto.chart+json"]["file"] == "callisto-outputs/e1-0.json");
-    CHECK(data["application/vnd.callisto.dataframe+json"]["a"] == nlohmann::json({1, 2}));
+    CHECK(data["application/vnd.callisto.dataframe+json"] ==
+          display["data"]["application/vnd.callisto.dataframe+json"]);
 }
 
 TEST_CASE("the recorder bounds all inline results of an execution by the results budget") {

@@ -57,9 +57,13 @@ def describing_functions():
     frame = pd.DataFrame({"n": [1, 2], "x": [1.5, float("nan")], "s": ["a", None],
                           "t": pd.to_datetime(["2024-01-02", None]), 7: [True, False]})
     data = describe_frame(frame)
-    check(data == {"n": [1, 2], "x": [1.5, None], "s": ["a", None],
-                   "t": ["2024-01-02T00:00:00", None], "7": [True, False]},
-          "a DataFrame's data: its columns as lists, JSON's values", data)
+    check(data == [["n", [1, 2]], ["x", [1.5, None]], ["s", ["a", None]],
+                   ["t", ["2024-01-02T00:00:00", None]], ["7", [True, False]]],
+          "a DataFrame's data: its columns in order, as lists, JSON's values", data)
+    repeated = pd.DataFrame([[1, 2, 3]], columns=["z", "a", "z"])
+    check(describe_frame(repeated) == [["z", [3]], ["a", [2]]],
+          "a repeated column keeps its first place and its last values, as a dict would",
+          describe_frame(repeated))
     json.dumps(data, allow_nan=False)
     check(describe_frame(pd.DataFrame({"a": range(_CALLISTO_DESCRIBED_VALUES + 1)})) is None,  # noqa
           "a DataFrame past the cells bound is not described")
@@ -268,9 +272,10 @@ def in_a_kernel():
               "the kernel's start imported neither pandas nor matplotlib", loaded)
 
         displays, errors = kernel.displays(
-            "import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})")
+            "import pandas as pd\npd.DataFrame({'b': [1, 2], 'a': ['x', 'y']})")
         check(len(displays) == 1 and displays[0].get(DATAFRAME_MIME) ==
-              {"a": [1, 2], "b": ["x", "y"]}, "a DataFrame's result has its data", displays)
+              [["b", [1, 2]], ["a", ["x", "y"]]],
+              "a DataFrame's result has its columns, in its order", displays)
         check(displays and "text/html" in displays[0] and "text/plain" in displays[0] and
               CHART_MIME not in displays[0], "beside its text and html", displays)
         displays, _ = kernel.displays("pd.DataFrame({'a': [1]})", describe=False)
