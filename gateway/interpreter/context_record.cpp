@@ -18,6 +18,7 @@ json context_record::to_json() const {
             {"kernel_uses", kernel_uses},
             {"workdir", workdir.string()},
             {"chdir_kernel", chdir_kernel},
+            {"via_e2b", via_e2b},
             {"created_at", created_at},
             {"executions", executions}};
 }
@@ -34,6 +35,7 @@ context_record context_record::from_json(const json& j) {
     r.kernel_uses = whole_field<std::size_t>(j, "kernel_uses");
     r.workdir = string_field(j, "workdir");
     r.chdir_kernel = bool_field(j, "chdir_kernel");
+    if (j.contains("via_e2b")) r.via_e2b = bool_field(j, "via_e2b");
     r.created_at = string_field(j, "created_at");
     r.executions = required_field(j, "executions");
     if (!r.executions.is_array()) throw std::invalid_argument("'executions' is not a list");

@@ -25,6 +25,9 @@ struct context_record {
     std::size_t kernel_uses = 1;
     std::filesystem::path workdir;
     bool chdir_kernel = false;
+    // An E2B sandbox's: such a context is not brought back, its sandbox having ended with the
+    // gateway that ran it (the sandboxes' registry is in memory). Absent in older records.
+    bool via_e2b = false;
     std::string created_at;                               // ISO 8601, as the model shows it
     nlohmann::json executions = nlohmann::json::array();  // execution::to_record(), oldest first
 

@@ -145,6 +145,16 @@ void context_registry::restore(context_record_store& records) {
         log_.warn("unreadable context record removed: " + problem);
     for (const auto& record : loaded.records) {
         auto kernel = kernels_.find(record.kernel_id);
+        if (record.via_e2b) {
+            // Its sandbox (tokens, timeout, the other contexts) is gone: kept, the context
+            // would hold its kernel and uid as a /v1 context its owner never made.
+            log_.info("context " + record.id + " of " + record.owner +
+                      " is not restored: it was an E2B sandbox's, and the sandbox ended with "
+                      "the gateway");
+            records.remove(record.id);
+            if (kernel) kernels_.remove(kernel->id(), [](bool) {});
+            continue;
+        }
         if (!kernel || kernel->owner() != record.owner) {
             log_.info("context " + record.id + " of " + record.owner +
                       " is not restored: its kernel " + record.kernel_id + " was not adopted");

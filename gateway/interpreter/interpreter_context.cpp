@@ -128,6 +128,7 @@ void interpreter_context::save_record() const {
     r.kernel_uses = options_.kernel_uses;
     r.workdir = workdir_;
     r.chdir_kernel = chdir_kernel_;
+    r.via_e2b = options_.via_e2b;
     r.created_at = kernelproto::format_iso_time(created_at_);
     // The latest finished ones only: the record is rewritten as each execution is queued,
     // starts and ends, on this strand.

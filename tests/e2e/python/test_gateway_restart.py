@@ -108,12 +108,26 @@ def test_before_crash():
              sorted([a["id"] + ".json", b["id"] + ".json", ctx["kernel_id"] + ".json"]),
              "a record per running kernel")
     check_eq(records(state_dir, "contexts"), [ctx["id"] + ".json"], "a record of the context")
+    # An E2B sandbox with a second context: E2B sandboxes end with the gateway, and their
+    # contexts must not come back as /v1 contexts nobody made.
+    before = {c["id"] for c in api("GET", "/v1/contexts").json()}
+    r = api("POST", "/v2/sandboxes", {"templateID": "code-interpreter-v1"}, timeout=120)
+    check_eq(r.status, 201, f"an E2B sandbox ({r.body[:300]!r})")
+    sandbox = r.json()
+    r = api("POST", "/contexts", {"language": "python"}, timeout=120, auth=None,
+            headers={"E2b-Sandbox-Id": sandbox["sandboxID"],
+                     "X-Access-Token": sandbox["envdAccessToken"]})
+    check_eq(r.status, 200, f"a second context of the sandbox ({r.body[:300]!r})")
+    e2b_contexts = {c["id"]: c["kernel_id"] for c in api("GET", "/v1/contexts").json()
+                    if c["id"] not in before}
+    check_eq(len(e2b_contexts), 2, "the sandbox's two contexts")
+
     save({"a": a["id"], "b": b["id"], "a_pid": launch_info(a["id"])["pid"],
           "b_pid": launch_info(b["id"])["pid"], "root": args["workdir-root"],
           "long_cell": long_cell, "lab_session": lab_session,
           "state_dir": state_dir, "uids": args["sandbox-uids"],
           "b_cgroups": kernel_cgroups(b["id"]), "ctx": ctx["id"], "done": done["id"],
-          "running": running})
+          "running": running, "sandbox": sandbox["sandboxID"], "e2b_contexts": e2b_contexts})
     conn.close()
 
 
@@ -154,6 +168,17 @@ def test_after_crash():
     check_eq([d for d in s["b_cgroups"] if os.path.exists(d)], [], "B's cgroups were removed")
     check(not os.path.exists(s["garbage"]), "the unreadable record was removed")
     check(s["b"] + ".json" not in records(s["state_dir"]), "B's record is gone")
+
+    # The E2B sandbox ended with the gateway: its contexts are not /v1 contexts now, their
+    # kernels are stopped and their records gone.
+    check_eq(api("GET", f"/sandboxes/{s['sandbox']}").status, 404, "the E2B sandbox is gone")
+    for ctx_id, kernel_id in s["e2b_contexts"].items():
+        check_eq(api("GET", f"/v1/contexts/{ctx_id}").status, 404,
+                 "an E2B sandbox's context did not come back as a /v1 context")
+        poll(lambda: api("GET", f"/api/kernels/{kernel_id}").status == 404, 30,
+             what="the E2B context's kernel to be stopped")
+        check(ctx_id + ".json" not in records(s["state_dir"], "contexts"),
+              "nor is its record kept")
 
     # The /v1 context is back, with its history; the execution cut off is reported as such.
     r = api("GET", f"/v1/contexts/{s['ctx']}")

@@ -157,6 +157,13 @@ TEST_CASE("a context record reads back as written; its bad forms are refused") {
     CHECK(back.workdir == r.workdir);
     CHECK(back.created_at == r.created_at);
     CHECK(back.executions.size() == 1);
+    CHECK_FALSE(back.via_e2b);
+    auto e2b = r;
+    e2b.via_e2b = true;
+    CHECK(context_record::from_json(e2b.to_json()).via_e2b);
+    auto older = r.to_json();  // written before the field was
+    older.erase("via_e2b");
+    CHECK_FALSE(context_record::from_json(older).via_e2b);
 
     auto with = [&](const char* field, nlohmann::json value) {
         auto j = r.to_json();
@@ -171,6 +178,8 @@ TEST_CASE("a context record reads back as written; its bad forms are refused") {
                          "'executions' is not a list", std::invalid_argument);
     CHECK_THROWS_WITH_AS(context_record::from_json(with("owner", 7)), "'owner' is not a string",
                          std::invalid_argument);
+    CHECK_THROWS_WITH_AS(context_record::from_json(with("via_e2b", "yes")),
+                         "'via_e2b' is not a boolean", std::invalid_argument);
     auto missing = r.to_json();
     missing.erase("kernel_id");
     CHECK_THROWS_WITH_AS(context_record::from_json(missing), "no 'kernel_id'",
