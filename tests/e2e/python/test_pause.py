@@ -33,7 +33,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
     BASE_URL, HTTP_TIMEOUT, SkipTest, alive, api, callisto_only, check, check_documented,
-    check_eq, gateway_args, poll, process_tree, run_tests,
+    check_eq, create_context, delete_context, gateway_args, poll, process_tree, run_code_ok,
+    run_tests,
 )
 
 ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
@@ -101,31 +102,13 @@ def expect_r_state(check_result, what):
     check_eq(check_result["notes"], "written by R before the pause", f"{what}: the file")
 
 
-def new_context(token=ANA, body=None):
-    r = api("POST", "/v1/contexts", body or {"policy": "fresh"}, token=token, timeout=120)
-    check_eq(r.status, 201, f"create context ({r.body[:300]!r})")
-    return r.json()
-
-
 def execute(token, context_id, code, timeout=300):
     return api("POST", f"/v1/contexts/{context_id}/executions", {"code": code}, token=token,
                timeout=timeout)
 
 
-def run(token, context_id, code, timeout=300):
-    r = execute(token, context_id, code, timeout)
-    check_eq(r.status, 200, f"execution answered ({r.body[:300]!r})")
-    e = r.json()
-    check_eq(e["status"], "ok", f"execution ran ({e.get('error')!r}, {e.get('stderr', '')[-300:]!r})")
-    return e
-
-
 def last_json(e):
     return json.loads(e["stdout"].strip().splitlines()[-1])
-
-
-def delete_context(token, context_id):
-    api("DELETE", f"/v1/contexts/{context_id}", token=token)
 
 
 def kernel_pid(token, kernel_id):
@@ -178,9 +161,9 @@ def phase_only(name):
 
 @callisto_only
 def test_pause_frees_the_kernel_and_the_next_execution_resumes_the_state():
-    ctx = new_context()
+    ctx = create_context({"policy": "fresh"}, token=ANA)
     try:
-        run(ANA, ctx["id"], SETUP)
+        run_code_ok(ctx, SETUP, token=ANA)
         pid = kernel_pid(ROOT, ctx["kernel_id"])  # the "callisto" object is an admin's to see
         tree = process_tree(pid)
         rss = rss_kib(tree)
@@ -227,16 +210,17 @@ def test_pause_frees_the_kernel_and_the_next_execution_resumes_the_state():
         check(live["kernel_id"] not in (None, ctx["kernel_id"]), "in a new kernel", live)
         check_eq(paused_snapshots(), [], "the pause's snapshot is gone once resumed")
         # An execution on the live context says nothing of a resume.
-        check("resumed" not in run(ANA, ctx["id"], "print(1)"), "no resume the second time")
+        check("resumed" not in run_code_ok(ctx, "print(1)", token=ANA),
+              "no resume the second time")
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
 
 
 @callisto_only
 def test_two_executions_at_once_resume_the_context_once():
-    ctx = new_context()
+    ctx = create_context({"policy": "fresh"}, token=ANA)
     try:
-        run(ANA, ctx["id"], "x = 7")
+        run_code_ok(ctx, "x = 7", token=ANA)
         pause(ANA, ctx["id"])
         answers = [None, None]
 
@@ -257,14 +241,14 @@ def test_two_executions_at_once_resume_the_context_once():
         live = api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()
         check_eq(kernels, [live["kernel_id"]], "one kernel for the resumed context")
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
 
 
 @callisto_only
 def test_resume_route_and_a_streamed_execution_resume_it():
-    ctx = new_context()
+    ctx = create_context({"policy": "fresh"}, token=ANA)
     try:
-        run(ANA, ctx["id"], "y = 'kept'")
+        run_code_ok(ctx, "y = 'kept'", token=ANA)
         pause(ANA, ctx["id"])
         r = api("POST", f"/v1/contexts/{ctx['id']}/resume", token=ANA, timeout=300)
         check_eq(r.status, 200, f"resume answered ({r.body[:300]!r})")
@@ -275,7 +259,7 @@ def test_resume_route_and_a_streamed_execution_resume_it():
         r = api("POST", f"/v1/contexts/{ctx['id']}/resume", token=ANA)
         check_eq(r.status, 200, "resume of a live context")
         check("resumed" not in r.json(), "nothing resumed", r.json())
-        check_eq(run(ANA, ctx["id"], "print(y)")["stdout"], "kept\n", "the state is back")
+        check_eq(run_code_ok(ctx, "print(y)", token=ANA)["stdout"], "kept\n", "the state is back")
 
         # NDJSON: the first event says the execution resumed the context.
         pause(ANA, ctx["id"])
@@ -302,15 +286,15 @@ def test_resume_route_and_a_streamed_execution_resume_it():
         check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"] != "paused",
                  True, "live again")
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
 
 
 @callisto_only
 def test_the_events_websocket_of_a_paused_context_resumes_it():
     import websocket  # python3-websocket
-    ctx = new_context()
+    ctx = create_context({"policy": "fresh"}, token=ANA)
     try:
-        run(ANA, ctx["id"], "v = 'over the socket'")
+        run_code_ok(ctx, "v = 'over the socket'", token=ANA)
         pause(ANA, ctx["id"])
         url = urllib.parse.urlsplit(BASE_URL)
         ws = websocket.create_connection(f"ws://{url.netloc}/v1/contexts/{ctx['id']}/events",
@@ -336,13 +320,13 @@ def test_the_events_websocket_of_a_paused_context_resumes_it():
         check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"], "paused",
                  "still paused")
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
 
 
 @callisto_only
 def test_delete_of_a_paused_context_deletes_its_snapshot():
-    ctx = new_context()
-    run(ANA, ctx["id"], "z = 1\nopen('f.txt', 'w').write('x')")
+    ctx = create_context({"policy": "fresh"}, token=ANA)
+    run_code_ok(ctx, "z = 1\nopen('f.txt', 'w').write('x')", token=ANA)
     before = paused_snapshots()
     pause(ANA, ctx["id"])
     check_eq(len(paused_snapshots()), len(before) + 1, "the pause wrote a snapshot")
@@ -357,9 +341,9 @@ def test_delete_of_a_paused_context_deletes_its_snapshot():
 
 @callisto_only
 def test_another_users_pause_and_resume_get_404():
-    ctx = new_context()
+    ctx = create_context({"policy": "fresh"}, token=ANA)
     try:
-        run(ANA, ctx["id"], "w = 3")
+        run_code_ok(ctx, "w = 3", token=ANA)
         check_eq(api("POST", f"/v1/contexts/{ctx['id']}/pause", token=BOB).status, 404,
                  "bob pausing ana's live context")
         pause(ANA, ctx["id"])
@@ -376,17 +360,17 @@ def test_another_users_pause_and_resume_get_404():
         # An admin sees it and may resume it.
         check(ctx["id"] in [c["id"] for c in api("GET", "/v1/contexts", token=ROOT).json()],
               "an admin lists it")
-        check_eq(run(ANA, ctx["id"], "print(w)")["stdout"], "3\n", "ana resumes it")
+        check_eq(run_code_ok(ctx, "print(w)", token=ANA)["stdout"], "3\n", "ana resumes it")
         for bad in ("not-an-id", ctx["id"].upper()):
             r = api("POST", f"/v1/contexts/{bad}/pause", token=ANA)
             check(r.status in (400, 404), f"pause of {bad} refused", r)
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
 
 
 @callisto_only
 def test_a_busy_context_is_not_paused():
-    ctx = new_context()
+    ctx = create_context({"policy": "fresh"}, token=ANA)
     try:
         t = threading.Thread(target=lambda: execute(ANA, ctx["id"], "import time; time.sleep(4)"))
         t.start()
@@ -397,7 +381,7 @@ def test_a_busy_context_is_not_paused():
         check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"], "idle",
                  "still live")
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
 
 
 def contexts_of(token):
@@ -456,13 +440,13 @@ def test_contexts_of_mcp_sessions_e2b_sandboxes_and_one_shots_are_not_paused():
 
 @callisto_only
 def test_an_r_context_pauses_and_its_next_execution_resumes_it():
-    ctx = new_context(body={"kernel": r_kernel(), "policy": "fresh"})
+    ctx = create_context({"kernel": r_kernel(), "policy": "fresh"}, token=ANA)
     try:
-        run(ANA, ctx["id"], R_SETUP)
+        run_code_ok(ctx, R_SETUP, token=ANA)
         pid = kernel_pid(ROOT, ctx["kernel_id"])
         tree = process_tree(pid)
         # An open connection belongs to the process: listed, not carried.
-        run(ANA, ctx["id"], 'con <- file("r_scratch.txt", "w")')
+        run_code_ok(ctx, 'con <- file("r_scratch.txt", "w")', token=ANA)
         model = pause(ANA, ctx["id"]).json()
         check_eq(model["state"], "paused", "its state")
         check_eq(model["kernel_id"], None, "no kernel")
@@ -490,8 +474,9 @@ def test_an_r_context_pauses_and_its_next_execution_resumes_it():
         check_eq(paused_snapshots(), [], "the pause's snapshot is gone once resumed")
         # Nothing of the gateway's is left in the global environment (.pbd_env is IRkernel's
         # own, its new kernel's) nor in the workdir.
-        e = run(ANA, ctx["id"], 'cat(jsonlite::toJSON(list(names = ls(all.names = TRUE), '
-                                'files = list.files(all.files = TRUE, pattern = "callisto"))))')
+        e = run_code_ok(ctx, 'cat(jsonlite::toJSON(list(names = ls(all.names = TRUE), '
+                             'files = list.files(all.files = TRUE, pattern = "callisto"))))',
+                        token=ANA)
         check_eq(last_json(e), {"names": [".pbd_env", "df", "scale_by"], "files": []},
                  "only the user's names, no snapshot file")
         # Paused again and resumed by the route this time.
@@ -499,16 +484,16 @@ def test_an_r_context_pauses_and_its_next_execution_resumes_it():
         r = api("POST", f"/v1/contexts/{ctx['id']}/resume", token=ANA, timeout=300)
         check_eq(r.status, 200, f"resumed ({r.body[:300]!r})")
         check_eq(r.json()["kernel"], ctx["kernel"], "into an R kernel")
-        expect_r_state(last_json(run(ANA, ctx["id"], R_CHECK)), "after the second resume")
+        expect_r_state(last_json(run_code_ok(ctx, R_CHECK, token=ANA)), "after the second resume")
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
 
 
 @callisto_only
 def test_a_bash_and_sql_context_pauses_as_the_python_context_it_is():
     # Bash and SQL run in a Python kernel (through the runners): a context asked for bash is a
     # Python context, so pausing it keeps its files and the Python namespace its SQL runs in.
-    ctx = new_context(body={"language": "bash", "policy": "fresh"})
+    ctx = create_context({"language": "bash", "policy": "fresh"}, token=ANA)
     try:
         check_eq(ctx["languages"][:1], ["python"], "a Python kernel runs it")
         r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
@@ -532,7 +517,7 @@ def test_a_bash_and_sql_context_pauses_as_the_python_context_it_is():
         check_eq(r.json()["results"][0]["data"]["application/json"]["rows"], [[7]],
                  "the SQL table (callisto.db, a file of the workdir) came back")
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
 
 
 @callisto_only
@@ -541,12 +526,12 @@ def test_a_context_of_another_language_is_not_paused():
     other = [k["name"] for k in kernels if k["language"].lower() not in ("python", "r")]
     if not other:
         raise SkipTest("no kernel here speaks a language besides Python and R")
-    ctx = new_context(body={"kernel": other[0], "policy": "fresh"})
+    ctx = create_context({"kernel": other[0], "policy": "fresh"}, token=ANA)
     try:
         r = pause(ANA, ctx["id"], expect=400)
         check("only Python and R" in r.json()["message"], "says why", r.json())
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
 
 
 @callisto_only
@@ -563,11 +548,11 @@ def test_pauses_and_resumes_are_counted():
 @callisto_only
 def test_phase_idle_contexts_are_paused():
     phase_only("idle")  # a server started with --pause-idle=2
-    ctx = new_context()
-    r_ctx = new_context(body={"kernel": r_kernel(), "policy": "fresh"})
+    ctx = create_context({"policy": "fresh"}, token=ANA)
+    r_ctx = create_context({"kernel": r_kernel(), "policy": "fresh"}, token=ANA)
     try:
-        run(ANA, ctx["id"], "kept = 'through an idle pause'")
-        run(ANA, r_ctx["id"], R_SETUP)
+        run_code_ok(ctx, "kept = 'through an idle pause'", token=ANA)
+        run_code_ok(r_ctx, R_SETUP, token=ANA)
         for c in (ctx, r_ctx):
             poll(lambda: api("GET", f"/v1/contexts/{c['id']}", token=ANA).json()["state"] ==
                  "paused", 30, interval=0.5, what=f"the idle {c['kernel']} context paused")
@@ -575,25 +560,25 @@ def test_phase_idle_contexts_are_paused():
         # once before its first execution, and resumed by it.
         idle = metric('callisto_context_pauses_total{trigger="idle"}')
         check(idle >= 2, "counted as idle pauses", idle)
-        e = run(ANA, ctx["id"], "print(kept)")
+        e = run_code_ok(ctx, "print(kept)", token=ANA)
         check_eq(e["stdout"], "through an idle pause\n", "resumed with its state")
         check("resumed" in e, "the execution resumed it", e)
-        e = run(ANA, r_ctx["id"], R_CHECK)
+        e = run_code_ok(r_ctx, R_CHECK, token=ANA)
         check("resumed" in e, "the execution resumed the R context", e)
         expect_r_state(last_json(e), "after an idle pause")
     finally:
-        delete_context(ANA, ctx["id"])
-        delete_context(ANA, r_ctx["id"])
+        delete_context(ctx["id"], token=ANA)
+        delete_context(r_ctx["id"], token=ANA)
 
 
 @callisto_only
 def test_phase_before_restart():
     phase_only("before_restart")
-    ctx = new_context()
-    run(ANA, ctx["id"], SETUP)
+    ctx = create_context({"policy": "fresh"}, token=ANA)
+    run_code_ok(ctx, SETUP, token=ANA)
     pause(ANA, ctx["id"])
-    r_ctx = new_context(body={"kernel": r_kernel(), "policy": "fresh"})
-    run(ANA, r_ctx["id"], R_SETUP)
+    r_ctx = create_context({"kernel": r_kernel(), "policy": "fresh"}, token=ANA)
+    run_code_ok(r_ctx, R_SETUP, token=ANA)
     pause(ANA, r_ctx["id"])
     check_eq(sorted(os.listdir(os.path.join(state_dir(), "paused"))),
              sorted([ctx["id"] + ".json", r_ctx["id"] + ".json"]),
@@ -633,14 +618,14 @@ def test_phase_after_restart():
     check_eq(len(paused_snapshots()), 2, "the snapshot no record named was removed")
     check(all(c["id"] != "44444444-4444-4444-8444-444444444444"
               for c in api("GET", "/v1/contexts", token=ANA).json()), "nor listed")
-    e = run(ANA, ctx, CHECK)
+    e = run_code_ok(ctx, CHECK, token=ANA)
     check(isinstance(e.get("resumed", {}).get("duration_ms"), int), "the resume time", e)
     expect_state(last_json(e), 42, "after the gateway restart")
-    delete_context(ANA, ctx)
-    e = run(ANA, r_ctx, R_CHECK)
+    delete_context(ctx, token=ANA)
+    e = run_code_ok(r_ctx, R_CHECK, token=ANA)
     check(isinstance(e.get("resumed", {}).get("duration_ms"), int), "the R resume's time", e)
     expect_r_state(last_json(e), "after the gateway restart")
-    delete_context(ANA, r_ctx)
+    delete_context(r_ctx, token=ANA)
 
 
 def iso(text):
@@ -658,8 +643,8 @@ def metric(name):
 @callisto_only
 def test_phase_ttl_before():
     phase_only("ttl_before")  # the default --paused-ttl: 30 days
-    ctx = new_context()
-    run(ANA, ctx["id"], "kept = 1")
+    ctx = create_context({"policy": "fresh"}, token=ANA)
+    run_code_ok(ctx, "kept = 1", token=ANA)
     model = pause(ANA, ctx["id"]).json()
     check_eq(iso(model["expires_at"]) - iso(model["paused_at"]), datetime.timedelta(days=30),
              "expires 30 days after the pause")
@@ -688,8 +673,8 @@ def test_phase_ttl_after():
     check(metric("callisto_paused_contexts_expired_total") >= 1, "counted")
 
     # One paused now: expires_at 4 s after its pause; deleted with its snapshot after that.
-    ctx = new_context()
-    run(ANA, ctx["id"], "kept = 2")
+    ctx = create_context({"policy": "fresh"}, token=ANA)
+    run_code_ok(ctx, "kept = 2", token=ANA)
     model = pause(ANA, ctx["id"]).json()
     check_eq(iso(model["expires_at"]) - iso(model["paused_at"]), datetime.timedelta(seconds=4),
              "expires 4 s after the pause")
