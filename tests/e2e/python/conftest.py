@@ -4,7 +4,8 @@
   them. Without CALLISTO_URL, `python3 -m pytest tests/e2e/python/...` starts the build's
   callisto itself (CALLISTO_E2E_BINARY, else build/gateway/callisto) on a free loopback port
   with a token of its own, as e2e_tests.cpp's server_process does, and stops it at the end.
-- `context`: a /v1 context of the test's own; `events`: that context's events WebSocket;
+- `context`: a /v1 context of the test's own (@pytest.mark.context(body, token=...) says what
+  to ask for, as create_context's arguments); `events`: that context's events WebSocket;
   `kernel_ws`: a kernel of its own and a WebSocket to it. All go after the test, whatever
   happened (a context the test deleted itself is deleted again quietly).
 - --select NAME runs the tests whose name holds NAME (repeatable: any of them), as the
@@ -107,12 +108,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
-def context():
-    """A /v1 context of the test's own, deleted after it."""
+def context(request):
+    """A /v1 context of the test's own, deleted after it: create_context()'s, or with the
+    arguments of the test's @pytest.mark.context(body, token=...)."""
     import e2e_client
-    ctx = e2e_client.create_context()
+    mark = request.node.get_closest_marker("context")
+    args, kwargs = (mark.args, mark.kwargs) if mark else ((), {})
+    ctx = e2e_client.create_context(*args, **kwargs)
     yield ctx
-    e2e_client.delete_context(ctx["id"])
+    e2e_client.delete_context(ctx["id"], token=kwargs.get("token"))
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
@@ -198,23 +200,20 @@ def test_another_users_restore_is_404():
 
 
 @callisto_only
-def test_a_busy_context_is_not_snapshotted():
-    ctx = create_context({"policy": "fresh"}, token=ANA)
-    try:
-        t = threading.Thread(target=lambda: api(
-            "POST", f"/v1/contexts/{ctx['id']}/executions", {"code": "import time; time.sleep(4)"},
-            token=ANA, timeout=60))
-        t.start()
-        time.sleep(1.0)
-        r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=ANA)
-        check_eq(r.status, 409, f"snapshot of a busy context ({r.body[:300]!r})")
-        check("busy" in r.json()["message"], "says why", r.json())
-        check_documented("POST", "/v1/contexts/{context_id}/snapshots", r)
-        t.join(60)
-        r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=BOB)
-        check_eq(r.status, 404, "bob cannot snapshot ana's context")
-    finally:
-        delete_context(ctx["id"], token=ANA)
+@pytest.mark.context({"policy": "fresh"}, token=ANA)
+def test_a_busy_context_is_not_snapshotted(context):
+    t = threading.Thread(target=lambda: api(
+        "POST", f"/v1/contexts/{context['id']}/executions", {"code": "import time; time.sleep(4)"},
+        token=ANA, timeout=60))
+    t.start()
+    time.sleep(1.0)
+    r = api("POST", f"/v1/contexts/{context['id']}/snapshots", token=ANA)
+    check_eq(r.status, 409, f"snapshot of a busy context ({r.body[:300]!r})")
+    check("busy" in r.json()["message"], "says why", r.json())
+    check_documented("POST", "/v1/contexts/{context_id}/snapshots", r)
+    t.join(60)
+    r = api("POST", f"/v1/contexts/{context['id']}/snapshots", token=BOB)
+    check_eq(r.status, 404, "bob cannot snapshot ana's context")
 
 
 @callisto_only
@@ -293,45 +292,39 @@ def test_fork_gives_independent_copies():
 
 
 @callisto_only
-def test_fork_refuses_bad_counts_and_others_contexts():
-    ctx = create_context({"policy": "fresh"}, token=BOB)
-    try:
-        before = len(api("GET", "/v1/contexts", token=BOB).json())
-        for body in ({"count": 0}, {"count": -1}, {"count": 17}, {"count": 1.5},
-                     {"count": "2"}, {"count": None}, {"count": True}, {"n": 2}, [2], "x",
-                     "{\"count\": 2", b"\xff"):
-            r = api("POST", f"/v1/contexts/{ctx['id']}/fork", body, token=BOB)
-            check_eq(r.status, 400, f"fork with {body!r} ({r.body[:200]!r})")
-            check_documented("POST", "/v1/contexts/{context_id}/fork", r)
-        check("count" in api("POST", f"/v1/contexts/{ctx['id']}/fork", {"count": 0},
-                             token=BOB).json()["message"], "says what is wrong")
-        check_eq(len(api("GET", "/v1/contexts", token=BOB).json()), before, "no context made")
-        r = api("POST", f"/v1/contexts/{ctx['id']}/fork", {"count": 1}, token=ANA)
-        check_eq(r.status, 404, "ana cannot fork bob's context")
-        r = api("POST", "/v1/contexts/0b7c2a2e-6c1f-4c3e-9a55-0d5d0e0c9a11/fork", {"count": 1},
-                token=BOB)
-        check_eq(r.status, 404, "an unknown context")
-    finally:
-        delete_context(ctx["id"], token=BOB)
+@pytest.mark.context({"policy": "fresh"}, token=BOB)
+def test_fork_refuses_bad_counts_and_others_contexts(context):
+    before = len(api("GET", "/v1/contexts", token=BOB).json())
+    for body in ({"count": 0}, {"count": -1}, {"count": 17}, {"count": 1.5},
+                 {"count": "2"}, {"count": None}, {"count": True}, {"n": 2}, [2], "x",
+                 "{\"count\": 2", b"\xff"):
+        r = api("POST", f"/v1/contexts/{context['id']}/fork", body, token=BOB)
+        check_eq(r.status, 400, f"fork with {body!r} ({r.body[:200]!r})")
+        check_documented("POST", "/v1/contexts/{context_id}/fork", r)
+    check("count" in api("POST", f"/v1/contexts/{context['id']}/fork", {"count": 0},
+                         token=BOB).json()["message"], "says what is wrong")
+    check_eq(len(api("GET", "/v1/contexts", token=BOB).json()), before, "no context made")
+    r = api("POST", f"/v1/contexts/{context['id']}/fork", {"count": 1}, token=ANA)
+    check_eq(r.status, 404, "ana cannot fork bob's context")
+    r = api("POST", "/v1/contexts/0b7c2a2e-6c1f-4c3e-9a55-0d5d0e0c9a11/fork", {"count": 1},
+            token=BOB)
+    check_eq(r.status, 404, "an unknown context")
 
 
 @callisto_only
-def test_fork_past_the_users_kernel_limit_makes_none():
+@pytest.mark.context({"policy": "fresh"}, token=ANA)
+def test_fork_past_the_users_kernel_limit_makes_none(context):
     # ana may hold 2 kernels: her context and 3 copies cannot all be.
-    ctx = create_context({"policy": "fresh"}, token=ANA)
-    try:
-        before = len(api("GET", "/v1/contexts", token=ANA).json())
-        r = api("POST", f"/v1/contexts/{ctx['id']}/fork", {"count": 3}, token=ANA, timeout=600)
-        check_eq(r.status, 429, f"refused at ana's max_kernels ({r.body[:300]!r})")
-        check_documented("POST", "/v1/contexts/{context_id}/fork", r)
-        time.sleep(1)
-        check_eq(len(api("GET", "/v1/contexts", token=ANA).json()), before,
-                 "no copy is left behind")
-        left = [s for s in api("GET", "/v1/snapshots", token=ANA).json()
-                if s["context_id"] == ctx["id"]]
-        check_eq(left, [], "nor the fork's snapshot")
-    finally:
-        delete_context(ctx["id"], token=ANA)
+    before = len(api("GET", "/v1/contexts", token=ANA).json())
+    r = api("POST", f"/v1/contexts/{context['id']}/fork", {"count": 3}, token=ANA, timeout=600)
+    check_eq(r.status, 429, f"refused at ana's max_kernels ({r.body[:300]!r})")
+    check_documented("POST", "/v1/contexts/{context_id}/fork", r)
+    time.sleep(1)
+    check_eq(len(api("GET", "/v1/contexts", token=ANA).json()), before,
+             "no copy is left behind")
+    left = [s for s in api("GET", "/v1/snapshots", token=ANA).json()
+            if s["context_id"] == context["id"]]
+    check_eq(left, [], "nor the fork's snapshot")
 
 
 @callisto_only
