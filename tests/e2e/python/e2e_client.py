@@ -407,9 +407,14 @@ def delete_quietly(path, token=None, timeout=HTTP_TIMEOUT):
         return None
 
 
-def delete_kernel(kernel_id):
-    """DELETE /api/kernels/{id} that never raises: for finally blocks."""
-    return delete_quietly(f"/api/kernels/{kernel_id}")
+def delete_kernel(kernel_id, token=None):
+    """DELETE /api/kernels/{id} as `token`'s user that never raises: for finally blocks."""
+    return delete_quietly(f"/api/kernels/{kernel_id}", token=token)
+
+
+def kernel_ids():
+    """The ids of the kernels GET /api/kernels lists."""
+    return {k["id"] for k in api("GET", "/api/kernels").json()}
 
 
 def get_kernel(kernel_id):
