@@ -4,8 +4,10 @@
   them. Without CALLISTO_URL, `python3 -m pytest tests/e2e/python/...` starts the build's
   callisto itself (CALLISTO_E2E_BINARY, else build/gateway/callisto) on a free loopback port
   with a token of its own, as e2e_tests.cpp's server_process does, and stops it at the end.
-- `context`: a /v1 context of the test's own; `kernel_ws`: a kernel of its own and a WebSocket
-  to it. Both go after the test, whatever happened.
+- `context`: a /v1 context of the test's own (@pytest.mark.context(body, token=...) says what
+  to ask for, as create_context's arguments); `events`: that context's events WebSocket;
+  `kernel_ws`: a kernel of its own and a WebSocket to it. All go after the test, whatever
+  happened (a context the test deleted itself is deleted again quietly).
 - --select NAME runs the tests whose name holds NAME (repeatable: any of them), as the
   scripts' own -k always has, matched against the test's name only (pytest's -k matches the
   file's name too).
@@ -106,12 +108,25 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
-def context():
-    """A /v1 context of the test's own, deleted after it."""
+def context(request):
+    """A /v1 context of the test's own, deleted after it: create_context()'s, or with the
+    arguments of the test's @pytest.mark.context(body, token=...)."""
     import e2e_client
-    ctx = e2e_client.create_context()
+    mark = request.node.get_closest_marker("context")
+    args, kwargs = (mark.args, mark.kwargs) if mark else ((), {})
+    ctx = e2e_client.create_context(*args, **kwargs)
     yield ctx
-    e2e_client.delete_context(ctx["id"])
+    e2e_client.delete_context(ctx["id"], token=kwargs.get("token"))
+
+
+@pytest.fixture
+def events(context):
+    """The events WebSocket of the test's `context` (/v1/contexts/{id}/events), closed after
+    the test; a test that names `context` too gets the same context."""
+    import v1_client
+    ws = v1_client.events_ws(context)
+    yield ws
+    ws.close()
 
 
 @pytest.fixture

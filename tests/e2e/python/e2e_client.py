@@ -398,18 +398,23 @@ def create_kernel(name=KERNEL_NAME, body=None):
     return model
 
 
-def delete_quietly(path):
+def delete_quietly(path, token=None, timeout=HTTP_TIMEOUT):
     """DELETE that never raises, for finally blocks: the status, or None when it failed."""
     try:
-        return api("DELETE", path).status
+        return api("DELETE", path, token=token, timeout=timeout).status
     except Exception as e:  # noqa: BLE001
         print(f"  (cleanup: DELETE {path} failed: {e})")
         return None
 
 
-def delete_kernel(kernel_id):
-    """DELETE /api/kernels/{id} that never raises: for finally blocks."""
-    return delete_quietly(f"/api/kernels/{kernel_id}")
+def delete_kernel(kernel_id, token=None):
+    """DELETE /api/kernels/{id} as `token`'s user that never raises: for finally blocks."""
+    return delete_quietly(f"/api/kernels/{kernel_id}", token=token)
+
+
+def kernel_ids():
+    """The ids of the kernels GET /api/kernels lists."""
+    return {k["id"] for k in api("GET", "/api/kernels").json()}
 
 
 def get_kernel(kernel_id):
@@ -576,7 +581,7 @@ class launched_kernel:
         return False
 
 
-def create_context(body=None, token=None, timeout=90):
+def create_context(body=None, token=None, timeout=120):
     """POST /v1/contexts with `body` (by default {}) as `token`'s user; checks 201 and returns
     the context."""
     r = api("POST", "/v1/contexts", body if body is not None else {}, token=token,
@@ -585,9 +590,37 @@ def create_context(body=None, token=None, timeout=90):
     return r.json()
 
 
-def delete_context(context_id):
-    """DELETE /v1/contexts/{id} that never raises: for finally blocks."""
-    return delete_quietly(f"/v1/contexts/{context_id}")
+def delete_context(context_id, token=None, timeout=120):
+    """DELETE /v1/contexts/{id} as `token`'s user that never raises: for finally blocks. Returns
+    the status (None when the request failed), for a caller that checks it."""
+    return delete_quietly(f"/v1/contexts/{context_id}", token=token, timeout=timeout)
+
+
+def _context_id(context):
+    return context["id"] if isinstance(context, dict) else context
+
+
+def run_code(context, code, token=None, http_timeout=300, **fields):
+    """POST /v1/contexts/{id}/executions with `code` and the body's other `fields` (language,
+    timeout, env, ...) as `token`'s user; checks the 200 and returns the execution. `context`:
+    the context's model or its id. http_timeout bounds the wait for the answer; by default it
+    lies past the test's own bound (CALLISTO_E2E_TEST_TIMEOUT), which decides: an execution's
+    deadline ladder, a kernel's first start or a paused context's resume on a loaded machine all
+    take their time."""
+    body = {"code": code}
+    body.update(fields)
+    r = api("POST", f"/v1/contexts/{_context_id(context)}/executions", body, token=token,
+            timeout=http_timeout)
+    check_eq(r.status, 200, f"execution of {code[:60]!r} answered ({r.body[:300]!r})")
+    return r.json()
+
+
+def run_code_ok(context, code, token=None, http_timeout=300, **fields):
+    """run_code(), and the execution's status is "ok"."""
+    e = run_code(context, code, token=token, http_timeout=http_timeout, **fields)
+    check_eq(e["status"], "ok", f"execution of {code[:60]!r} ran ({e.get('error')!r}, "
+             f"{e.get('stderr', '')[-300:]!r})")
+    return e
 
 
 class launched_context:

@@ -235,32 +235,32 @@ def test_error_goes_only_to_the_offending_connection():
 
 
 @callisto_only
-def test_many_bad_frames_then_work():
-    with kernel() as k, KernelWS(k["id"]) as ws:
-        ws.kernel_info()
-        for i in range(50):
-            ws.send_text("{bad %d" % i)
-        n = 0
-        deadline = time.monotonic() + 20
-        while n < 50 and time.monotonic() < deadline:
-            _expect_error(ws, timeout=max(0.1, deadline - time.monotonic()))
-            n += 1
-        check_eq(n, 50, "one error per bad frame")
-        _still_works(ws)
+def test_many_bad_frames_then_work(kernel_ws):
+    ws = kernel_ws
+    ws.kernel_info()
+    for i in range(50):
+        ws.send_text("{bad %d" % i)
+    n = 0
+    deadline = time.monotonic() + 20
+    while n < 50 and time.monotonic() < deadline:
+        _expect_error(ws, timeout=max(0.1, deadline - time.monotonic()))
+        n += 1
+    check_eq(n, 50, "one error per bad frame")
+    _still_works(ws)
 
 
 # ---- on every target ---------------------------------------------------------------
 
 @test
-def test_unknown_channel_keeps_connection():
+def test_unknown_channel_keeps_connection(kernel_ws):
     # jupyter_server ignores the frame; Callisto answers with an error; both keep going.
-    with kernel() as k, KernelWS(k["id"]) as ws:
-        ws.kernel_info()
-        m = ws.msg("kernel_info_request", {}, channel="no_such_channel")
-        ws.send_text(json.dumps(_legacy_dict(m)))
-        if is_callisto():
-            _expect_error(ws, m["header"]["msg_id"])
-        _still_works(ws)
+    ws = kernel_ws
+    ws.kernel_info()
+    m = ws.msg("kernel_info_request", {}, channel="no_such_channel")
+    ws.send_text(json.dumps(_legacy_dict(m)))
+    if is_callisto():
+        _expect_error(ws, m["header"]["msg_id"])
+    _still_works(ws)
 
 
 @test

@@ -14,8 +14,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    KernelWS, api, check, check_documented, check_eq, create_context, create_kernel, delete_kernel,
-    parse_iso, poll, run_tests, test,
+    KernelWS, api, check, check_documented, check_eq, create_kernel, delete_kernel, parse_iso,
+    poll, run_tests, test,
 )
 
 IDLE_TIMEOUT = 3
@@ -55,19 +55,15 @@ def test_idle_kernel_is_culled_and_answers_410():
 
 
 @test
-def test_context_culled_with_its_kernel_answers_410():
-    ctx = create_context()
-    try:
-        poll(lambda: api("GET", "/v1/contexts/" + ctx["id"]).status == 410, 30, 0.25,
-             "context culled with its idle kernel")
-        body = api("GET", "/v1/contexts/" + ctx["id"]).json()
-        check_eq(body.get("reason"), "culled", "410 reason")
-        parse_iso(body["culled_at"])
-        check_eq(api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": "1"}).status, 410,
-                 "executing in a culled context")
-        check(ctx["id"] not in [c["id"] for c in api("GET", "/v1/contexts").json()], "not listed")
-    finally:
-        api("DELETE", "/v1/contexts/" + ctx["id"])
+def test_context_culled_with_its_kernel_answers_410(context):
+    poll(lambda: api("GET", "/v1/contexts/" + context["id"]).status == 410, 30, 0.25,
+         "context culled with its idle kernel")
+    body = api("GET", "/v1/contexts/" + context["id"]).json()
+    check_eq(body.get("reason"), "culled", "410 reason")
+    parse_iso(body["culled_at"])
+    check_eq(api("POST", f"/v1/contexts/{context['id']}/executions", {"code": "1"}).status, 410,
+             "executing in a culled context")
+    check(context["id"] not in [c["id"] for c in api("GET", "/v1/contexts").json()], "not listed")
 
 
 @test

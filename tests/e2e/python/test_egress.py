@@ -29,9 +29,14 @@ import time
 import urllib.parse
 import zipfile
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from e2e_client import BASE_URL, api, check, check_eq, run_tests, test  # noqa: E402
+from e2e_client import (  # noqa: E402
+    BASE_URL, api, check, check_eq, create_context, delete_context, kernel_ids, run_code,
+    run_code_ok, run_tests, test,
+)
 
 TIMEOUT = 120
 HOST = "127.0.0.2"
@@ -133,28 +138,9 @@ def start_servers():
         servers.append(s)
 
 
-def new_context(body):
-    r = api("POST", "/v1/contexts", body, timeout=TIMEOUT)
-    check_eq(r.status, 201, f"create context {body}: {r.body[:300]!r}")
-    return r.json()
-
-
-def delete(ctx):
-    api("DELETE", "/v1/contexts/" + ctx["id"], timeout=TIMEOUT)
-
-
-def run(ctx, code, timeout=60):
-    r = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": code, "timeout": timeout},
-            timeout=TIMEOUT)
-    check_eq(r.status, 200, f"run {code[:60]!r}: {r.body[:300]!r}")
-    out = r.json()
-    return out
-
-
 def stdout_of(ctx, code, timeout=60):
-    out = run(ctx, code, timeout)
-    check(out["status"] == "ok", f"{code[:80]!r} ran", out.get("error"), out.get("stderr"))
-    return out.get("stdout", "")
+    """What `code` printed, run in `ctx` with a deadline of `timeout` seconds; it must run ok."""
+    return run_code_ok(ctx, code, timeout=timeout).get("stdout", "")
 
 
 _context = None
@@ -164,7 +150,7 @@ def networked():
     """One context that may reach the allowed destination, shared by the tests."""
     global _context
     if _context is None:
-        _context = new_context({"network": {"allow": ALLOW}})
+        _context = create_context({"network": {"allow": ALLOW}})
     return _context
 
 
@@ -341,30 +327,24 @@ def test_pip_downloads_from_a_local_index():
 
 
 @test
-def test_r_download_file_reaches_the_allowed_destination():
-    ctx = new_context({"language": "r", "network": {"allow": ALLOW}})
-    try:
-        out = run(ctx, f"f <- tempfile(); download.file('http://{HOST}:{PORT}/hello', f, "
-                  "quiet = TRUE); cat(readLines(f, warn = FALSE))", timeout=60)
-        check(out["status"] == "ok", "R ran", out.get("error"), out.get("stderr"))
-        check_eq(out.get("stdout", "").strip(), GREETING, "R's download.file through the proxy")
-    finally:
-        delete(ctx)
+@pytest.mark.context({"language": "r", "network": {"allow": ALLOW}})
+def test_r_download_file_reaches_the_allowed_destination(context):
+    out = run_code(context, f"f <- tempfile(); download.file('http://{HOST}:{PORT}/hello', f, "
+                            "quiet = TRUE); cat(readLines(f, warn = FALSE))", timeout=60)
+    check(out["status"] == "ok", "R ran", out.get("error"), out.get("stderr"))
+    check_eq(out.get("stdout", "").strip(), GREETING, "R's download.file through the proxy")
 
 
 @test
-def test_a_restarted_kernel_gets_a_new_listener():
-    ctx = new_context({"network": {"allow": ALLOW}})
-    try:
-        fetch = ("import urllib.request\n"
-                 f"print(urllib.request.urlopen('http://{HOST}:{PORT}/hello', timeout=20)"
-                 ".read().decode())")
-        check_eq(stdout_of(ctx, fetch).strip(), GREETING, "before the restart")
-        r = api("POST", f"/v1/contexts/{ctx['id']}/restart", timeout=TIMEOUT)
-        check_eq(r.status, 200, f"restart: {r.body[:300]!r}")
-        check_eq(stdout_of(ctx, fetch).strip(), GREETING, "after the restart (a new namespace)")
-    finally:
-        delete(ctx)
+@pytest.mark.context({"network": {"allow": ALLOW}})
+def test_a_restarted_kernel_gets_a_new_listener(context):
+    fetch = ("import urllib.request\n"
+             f"print(urllib.request.urlopen('http://{HOST}:{PORT}/hello', timeout=20)"
+             ".read().decode())")
+    check_eq(stdout_of(context, fetch).strip(), GREETING, "before the restart")
+    r = api("POST", f"/v1/contexts/{context['id']}/restart", timeout=TIMEOUT)
+    check_eq(r.status, 200, f"restart: {r.body[:300]!r}")
+    check_eq(stdout_of(context, fetch).strip(), GREETING, "after the restart (a new namespace)")
 
 
 @test
@@ -374,7 +354,7 @@ def test_each_kernel_is_served_as_itself():
     if not AUDIT_LOG:
         print("  no CALLISTO_E2E_AUDIT_LOG: not checked")
         return
-    other = new_context({"network": {"allow": [f"{HOST}:{PORT}"]}})
+    other = create_context({"network": {"allow": [f"{HOST}:{PORT}"]}})
     try:
         for ctx, path in ((networked(), "/hello?from=first"), (other, "/hello?from=second")):
             stdout_of(ctx, "import urllib.request\n"
@@ -389,20 +369,20 @@ def test_each_kernel_is_served_as_itself():
         check_refused(other, f"CONNECT localhost:{PORT} HTTP/1.1\r\nHost: localhost:{PORT}"
                       "\r\n\r\n", "not in the allowlist", "the second kernel's own list")
     finally:
-        delete(other)
+        delete_context(other["id"])
 
 
 @test
 def test_a_networked_kernel_is_never_kept_for_another_context():
     # Under reuse a finished context's kernel is reset and kept for its owner's next context;
     # a networked one must go instead, or a context that asked for no network would get it.
-    ctx = new_context({"network": {"allow": ALLOW}, "policy": "reuse"})
+    ctx = create_context({"network": {"allow": ALLOW}, "policy": "reuse"})
     kid = ctx["kernel_id"]
-    delete(ctx)
+    delete_context(ctx["id"])
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and kid in kernel_ids():
         time.sleep(0.2)
-    after = new_context({"policy": "reuse"})
+    after = create_context({"policy": "reuse"})
     try:
         check(after["kernel_id"] != kid, "the next context got another kernel", kid)
         check_eq(after["network"], {"allow": []}, "and no network")
@@ -410,11 +390,7 @@ def test_a_networked_kernel_is_never_kept_for_another_context():
                         "if 'proxy' in k.lower()))")
         check_eq(out.strip(), "[]", "no proxy variables in the next context's kernel")
     finally:
-        delete(after)
-
-
-def kernel_ids():
-    return {k["id"] for k in api("GET", "/api/kernels").json()}
+        delete_context(after["id"])
 
 
 @test
@@ -466,25 +442,21 @@ def test_a_port_not_allowed_is_refused():
 
 
 @test
-def test_a_context_without_network_has_none():
-    ctx = new_context({})
-    try:
-        check_eq(ctx["network"], {"allow": []}, "no network in the model")
-        out = stdout_of(ctx, "import os, socket\n"
-                        "print(sorted(k for k in os.environ if 'proxy' in k.lower()))\n"
-                        "for addr in [('127.0.0.1', 1023), "
-                        f"('{HOST}', {PORT})]:\n"
-                        "    try:\n"
-                        "        socket.create_connection(addr, timeout=5).close()\n"
-                        "        print('reached', addr)\n"
-                        "    except OSError as e:\n"
-                        "        print('refused', addr)\n")
-        lines = out.strip().splitlines()
-        check_eq(lines[0], "[]", "no proxy variables")
-        check(all(line.startswith("refused") for line in lines[1:]),
-              "neither the proxy port nor the destination is reachable", out)
-    finally:
-        delete(ctx)
+def test_a_context_without_network_has_none(context):
+    check_eq(context["network"], {"allow": []}, "no network in the model")
+    out = stdout_of(context, "import os, socket\n"
+                    "print(sorted(k for k in os.environ if 'proxy' in k.lower()))\n"
+                    "for addr in [('127.0.0.1', 1023), "
+                    f"('{HOST}', {PORT})]:\n"
+                    "    try:\n"
+                    "        socket.create_connection(addr, timeout=5).close()\n"
+                    "        print('reached', addr)\n"
+                    "    except OSError as e:\n"
+                    "        print('refused', addr)\n")
+    lines = out.strip().splitlines()
+    check_eq(lines[0], "[]", "no proxy variables")
+    check(all(line.startswith("refused") for line in lines[1:]),
+          "neither the proxy port nor the destination is reachable", out)
 
 
 @test
@@ -537,7 +509,7 @@ def setup_module():
 
 def teardown_module():
     if _context is not None:
-        delete(_context)
+        delete_context(_context["id"])
 
 
 if __name__ == "__main__":

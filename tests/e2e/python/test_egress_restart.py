@@ -24,9 +24,10 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from e2e_client import api, check, check_eq, run_tests, test  # noqa: E402
+from e2e_client import (  # noqa: E402
+    api, check, check_eq, create_context, delete_context, run_code_ok, run_tests, test,
+)
 
-TIMEOUT = 120
 HOST = "127.0.0.2"
 PORT = int(os.environ["CALLISTO_E2E_EGRESS_PORT"])
 OTHER_PORT = int(os.environ["CALLISTO_E2E_EGRESS_OTHER_PORT"])
@@ -57,19 +58,16 @@ def start_servers():
         threading.Thread(target=s.serve_forever, daemon=True).start()
 
 
-def run(ctx_id, code, timeout=60):
-    r = api("POST", f"/v1/contexts/{ctx_id}/executions", {"code": code, "timeout": timeout},
-            timeout=TIMEOUT)
-    check_eq(r.status, 200, f"run {code[:60]!r}: {r.body[:300]!r}")
-    out = r.json()
-    check(out["status"] == "ok", f"{code[:80]!r} ran", out.get("error"), out.get("stderr"))
-    return out.get("stdout", "")
+def stdout_of(ctx_id, code, timeout=60):
+    """What `code` printed, run in the context with a deadline of `timeout` seconds; it must run
+    ok."""
+    return run_code_ok(ctx_id, code, timeout=timeout).get("stdout", "")
 
 
 def fetch(ctx_id, tag):
-    return run(ctx_id, "import urllib.request\n"
-               f"print(urllib.request.urlopen('http://{HOST}:{PORT}/hello?{tag}', timeout=20)"
-               ".read().decode())").strip()
+    return stdout_of(ctx_id, "import urllib.request\n"
+                     f"print(urllib.request.urlopen('http://{HOST}:{PORT}/hello?{tag}', timeout=20)"
+                     ".read().decode())").strip()
 
 
 def egress_lines(kernel_id):
@@ -80,9 +78,7 @@ def egress_lines(kernel_id):
 
 @test
 def test_before_restart():
-    r = api("POST", "/v1/contexts", {"network": {"allow": ALLOW}}, timeout=TIMEOUT)
-    check_eq(r.status, 201, f"create a networked context: {r.body[:300]!r}")
-    ctx = r.json()
+    ctx = create_context({"network": {"allow": ALLOW}})
     check_eq(fetch(ctx["id"], "before"), GREETING + " before", "the fetch before the restart")
     pid = api("GET", "/api/kernels/" + ctx["kernel_id"]).json()["callisto"].get("pid")
     with open(STATE, "w") as f:
@@ -118,14 +114,14 @@ def test_after_restart():
           "the fetch after the restart is in the audit log, under the kernel's id", lines)
 
     # What it was never allowed is still refused, with the rule: its proxy has the same rules.
-    out = run(s["context"], "import urllib.request, urllib.error\n"
-              "for url in ['http://%s:%d/hello' % ('" + HOST + "', " + str(OTHER_PORT) + "), "
-              "'http://example.org/']:\n"
-              "    try:\n"
-              "        urllib.request.urlopen(url, timeout=20)\n"
-              "        print('reached', url)\n"
-              "    except urllib.error.HTTPError as e:\n"
-              "        print(e.code, e.read().decode(errors='replace').strip()[:200])\n")
+    out = stdout_of(s["context"], "import urllib.request, urllib.error\n"
+                    "for url in ['http://%s:%d/hello' % ('" + HOST + "', " + str(OTHER_PORT) + "), "
+                    "'http://example.org/']:\n"
+                    "    try:\n"
+                    "        urllib.request.urlopen(url, timeout=20)\n"
+                    "        print('reached', url)\n"
+                    "    except urllib.error.HTTPError as e:\n"
+                    "        print(e.code, e.read().decode(errors='replace').strip()[:200])\n")
     answers = out.strip().splitlines()
     check(len(answers) == 2, "two answers", out)
     check(answers[0].startswith("403") and "port %d is not allowed" % OTHER_PORT in answers[0],
@@ -133,8 +129,7 @@ def test_after_restart():
     check(answers[1].startswith("403") and "not in the allowlist" in answers[1],
           "a host outside the list is refused with its rule", answers[1])
 
-    check_eq(api("DELETE", "/v1/contexts/" + s["context"], timeout=TIMEOUT).status, 204,
-             "the context is deleted")
+    check_eq(delete_context(s["context"]), 204, "the context is deleted")
 
 
 def setup_module():

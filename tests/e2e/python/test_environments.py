@@ -30,7 +30,9 @@ import stat
 import subprocess
 import sys
 
-from e2e_client import api, check, check_eq, launched_context, run_tests, test
+from e2e_client import (
+    api, check, check_eq, launched_context, run_code, run_code_ok, run_tests, test,
+)
 
 ENVS = os.environ.get("CALLISTO_E2E_ENVS", "")
 LAUNCH = os.environ.get("CALLISTO_E2E_LAUNCH", "zygote")
@@ -142,16 +144,8 @@ def prepare_environments(root):
 # The tests
 # --------------------------------------------------------------------------
 
-def run(ctx, code):
-    r = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": code}, timeout=120)
-    check_eq(r.status, 200, f"execution status ({r.body[:300]!r})")
-    return r.json()
-
-
 def stdout_of(ctx, code):
-    e = run(ctx, code)
-    check_eq(e["status"], "ok", f"execution ok ({e.get('error')})")
-    return e["stdout"].strip()
+    return run_code_ok(ctx, code)["stdout"].strip()
 
 
 def context(name, launch=None):
@@ -173,14 +167,14 @@ def check_environment(name, launch, system_packages):
         check_eq(prefix, prefix_of(name), f"{name}: sys.prefix")
         check_eq(executable, os.path.join(prefix_of(name), "bin", "python3"),
                  f"{name}: sys.executable")
-        numpy = run(ctx, "import numpy")
+        numpy = run_code(ctx, "import numpy")
         if system_packages:
             check_eq(numpy["status"], "ok", f"{name}: the system's numpy is seen")
         else:
             check_eq(numpy["status"], "error", f"{name}: the system's numpy is not seen")
             check_eq(numpy["error"]["name"], "ModuleNotFoundError", f"{name}: numpy's error")
         # Shown read-only: one kernel cannot change the environment every kernel runs.
-        wrote = run(ctx, f"import {MODULE}\nopen({MODULE}.__file__, 'a').write('x = 1\\n')")
+        wrote = run_code(ctx, f"import {MODULE}\nopen({MODULE}.__file__, 'a').write('x = 1\\n')")
         check_eq(wrote["status"], "error", f"{name}: the environment cannot be written")
         check(wrote["error"]["name"] in ("OSError", "PermissionError"),
               f"{name}: writing fails with EROFS or EACCES", wrote["error"])

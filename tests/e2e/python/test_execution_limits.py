@@ -17,7 +17,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    api, callisto_only, check, check_eq, create_context, delete_context, run_tests,
+    api, callisto_only, check, check_eq, run_code, run_tests,
 )
 from mcp_client import Session  # noqa: E402
 
@@ -25,58 +25,46 @@ TOKEN = os.environ.get("CALLISTO_TOKEN", "")
 
 
 @callisto_only
-def test_an_execution_without_a_timeout_stops_at_the_servers_deadline():
-    ctx = create_context()["id"]
-    try:
-        start = time.monotonic()
-        r = api("POST", f"/v1/contexts/{ctx}/executions",
-                {"code": "import time\nfor _ in range(600):\n    time.sleep(0.1)"}, timeout=60)
-        took = time.monotonic() - start
-        check_eq(r.status, 200, f"the answer: {r.body[:300]!r}")
-        out = r.json()
-        check_eq(out["status"], "timeout", "stopped at the deadline")
-        check_eq(out["timeout"], 2, "the answer names the deadline that applied")
-        check_eq(out["state_preserved"], True, "the interrupt sufficed")
-        check(took < 20, "answered near the deadline, not after the code's minute", took)
-        got = api("GET", f"/v1/contexts/{ctx}/executions/{out['id']}").json()
-        check_eq(got["timeout"], 2, "GET says it too")
-        asked = api("POST", f"/v1/contexts/{ctx}/executions", {"code": "1", "timeout": 25}).json()
-        check_eq(asked["timeout"], 25, "a request's own timeout, within the maximum")
-        check_eq(asked["status"], "ok", "and it ran")
-    finally:
-        delete_context(ctx)
+def test_an_execution_without_a_timeout_stops_at_the_servers_deadline(context):
+    start = time.monotonic()
+    r = api("POST", f"/v1/contexts/{context['id']}/executions",
+            {"code": "import time\nfor _ in range(600):\n    time.sleep(0.1)"}, timeout=60)
+    took = time.monotonic() - start
+    check_eq(r.status, 200, f"the answer: {r.body[:300]!r}")
+    out = r.json()
+    check_eq(out["status"], "timeout", "stopped at the deadline")
+    check_eq(out["timeout"], 2, "the answer names the deadline that applied")
+    check_eq(out["state_preserved"], True, "the interrupt sufficed")
+    check(took < 20, "answered near the deadline, not after the code's minute", took)
+    got = api("GET", f"/v1/contexts/{context['id']}/executions/{out['id']}").json()
+    check_eq(got["timeout"], 2, "GET says it too")
+    asked = run_code(context, "1", timeout=25)
+    check_eq(asked["timeout"], 25, "a request's own timeout, within the maximum")
+    check_eq(asked["status"], "ok", "and it ran")
 
 
 @callisto_only
-def test_a_timeout_past_the_maximum_is_refused_naming_it():
-    ctx = create_context()["id"]
-    try:
-        r = api("POST", f"/v1/contexts/{ctx}/executions", {"code": "1", "timeout": 31})
-        check_eq(r.status, 400, "refused")
-        check("at most 30 seconds" in r.body.decode(), "the maximum is named", r.body)
-        r = api("POST", "/v1/executions", {"code": "1", "timeout": 31})
-        check_eq(r.status, 400, "a one-shot too")
-    finally:
-        delete_context(ctx)
+def test_a_timeout_past_the_maximum_is_refused_naming_it(context):
+    r = api("POST", f"/v1/contexts/{context['id']}/executions", {"code": "1", "timeout": 31})
+    check_eq(r.status, 400, "refused")
+    check("at most 30 seconds" in r.body.decode(), "the maximum is named", r.body)
+    r = api("POST", "/v1/executions", {"code": "1", "timeout": 31})
+    check_eq(r.status, 400, "a one-shot too")
 
 
 @callisto_only
-def test_a_request_keeps_the_output_budget_it_asks_for():
-    ctx = create_context()["id"]
-    try:
-        code = "print('a' * 100000, end='')"
-        out = api("POST", f"/v1/contexts/{ctx}/executions",
-                  {"code": code, "output_budget": 1000}).json()
-        check(len(out["stdout"]) < 1200, "about 1000 bytes kept", len(out["stdout"]))
-        check(out["truncated"]["stdout_bytes"] >= 99000, "the cut is counted", out["truncated"])
-        check("truncated" in out["stdout"], "and marked in the text")
-        whole = api("POST", f"/v1/contexts/{ctx}/executions", {"code": code}).json()
-        check_eq(len(whole["stdout"]), 100000, "without one, the server's 1 MiB keeps it all")
-        r = api("POST", f"/v1/contexts/{ctx}/executions", {"code": "1", "output_budget": 2 << 20})
-        check_eq(r.status, 400, "more than the server's budget is refused")
-        check("--output-budget" in r.body.decode(), "naming the option", r.body)
-    finally:
-        delete_context(ctx)
+def test_a_request_keeps_the_output_budget_it_asks_for(context):
+    code = "print('a' * 100000, end='')"
+    out = run_code(context, code, output_budget=1000)
+    check(len(out["stdout"]) < 1200, "about 1000 bytes kept", len(out["stdout"]))
+    check(out["truncated"]["stdout_bytes"] >= 99000, "the cut is counted", out["truncated"])
+    check("truncated" in out["stdout"], "and marked in the text")
+    whole = run_code(context, code)
+    check_eq(len(whole["stdout"]), 100000, "without one, the server's 1 MiB keeps it all")
+    r = api("POST", f"/v1/contexts/{context['id']}/executions",
+            {"code": "1", "output_budget": 2 << 20})
+    check_eq(r.status, 400, "more than the server's budget is refused")
+    check("--output-budget" in r.body.decode(), "naming the option", r.body)
 
 
 @callisto_only

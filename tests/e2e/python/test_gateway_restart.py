@@ -28,8 +28,8 @@ import time
 import urllib.parse
 
 from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, KernelWS, alive, api, check, check_eq,
-                        check_documented, create_kernel, gateway_args, launch_info, pids_of_uids,
-                        poll, process_tree, run_tests, test)
+                        check_documented, create_context, create_kernel, gateway_args, launch_info,
+                        pids_of_uids, poll, process_tree, run_code, run_tests, test)
 
 STATE = os.environ["CALLISTO_E2E_STATE"]
 
@@ -55,12 +55,6 @@ def records(state_dir, kind="kernels", with_writes_in_progress=False):
     d = os.path.join(state_dir, kind)
     names = os.listdir(d) if os.path.isdir(d) else []
     return sorted(n for n in names if with_writes_in_progress or not n.startswith("."))
-
-
-def run_in(ctx_id, code):
-    r = api("POST", f"/v1/contexts/{ctx_id}/executions", {"code": code}, timeout=120)
-    check(r.status == 200, f"execution of {code!r} answered", r)
-    return r.json()
 
 
 def start_streaming(ctx_id, code):
@@ -96,10 +90,8 @@ def test_before_crash():
     with KernelWS(b["id"]) as ws:
         check_eq(ws.run("print('b')").stdout(), "b\n", "kernel B ran")
 
-    r = api("POST", "/v1/contexts", {})
-    check(r.status == 201, "a context was made", r)
-    ctx = r.json()
-    done = run_in(ctx["id"], "z = 5\nprint(z)")
+    ctx = create_context()
+    done = run_code(ctx["id"], "z = 5\nprint(z)")
     check_eq(done["stdout"], "5\n", "the context ran")
     conn, running = start_streaming(ctx["id"], "import time\ntime.sleep(4)\nprint('late')")
 
@@ -196,7 +188,7 @@ def test_after_crash():
     check("went on running it" in cut["error"]["value"], "the reason says what happened", cut)
     listing = api("GET", f"/v1/contexts/{s['ctx']}/executions").json()
     check({s["done"], s["running"]} <= {e["id"] for e in listing}, "both are listed", listing)
-    check_eq(run_in(s["ctx"], "print(z)")["stdout"], "5\n", "the context keeps its variables")
+    check_eq(run_code(s["ctx"], "print(z)")["stdout"], "5\n", "the context keeps its variables")
 
     # Kernel C is forked by the zygote (on for this server): wait until it is ready.
     deadline = time.monotonic() + 90
@@ -222,7 +214,7 @@ def test_after_upgrade():
             ws.kernel_info(timeout=60)
             check_eq(ws.run(code, timeout=60).stdout(), out, f"kernel {kernel} kept its state")
     check_eq(launch_info(s["c"])["pid"], s["c_pid"], "the forked kernel C is the same process")
-    check_eq(run_in(s["ctx"], "print(z + 1)")["stdout"], "6\n", "the context came back again")
+    check_eq(run_code(s["ctx"], "print(z + 1)")["stdout"], "6\n", "the context came back again")
 
 
 @test

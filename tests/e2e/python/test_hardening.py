@@ -22,31 +22,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
     TOKEN, UNDER_TSAN, KernelWS, api, callisto_only, check, check_eq, check_memory_bound,
-    encode_v1, encode_v1_parts, gateway_args, gateway_status_kib, get_kernel, kernel,
-    launched_context, launched_kernel, make_msg, poll, process_tree, raw_connection, raw_json_body,
-    raw_status, read_until_closed, reset_gateway_peak, run_tests, still_serving,
+    create_context, delete_context, encode_v1, encode_v1_parts, gateway_args, gateway_status_kib,
+    get_kernel, kernel, launched_context, launched_kernel, make_msg, poll, process_tree,
+    raw_connection, raw_json_body, raw_status, read_until_closed, reset_gateway_peak, run_code,
+    run_tests, still_serving,
 )
 from mcp_client import Session  # noqa: E402
 
 PID = int(os.environ.get("CALLISTO_PID", "0"))
 DEEP = "[" * 100_000 + "]" * 100_000
 MiB = 1 << 20
-
-
-def new_context():
-    r = api("POST", "/v1/contexts", {})
-    check_eq(r.status, 201, "create context")
-    return r.json()
-
-
-def delete_context(ctx):
-    api("DELETE", "/v1/contexts/" + ctx["id"])
-
-
-def run(ctx, code, timeout=300):
-    r = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": code}, timeout=timeout)
-    check_eq(r.status, 200, f"execution status: {r.body[:300]!r}")
-    return r.json()
 
 
 # --------------------------------------------------------------------------
@@ -175,61 +160,53 @@ def test_unauthenticated_uploads_do_not_grow_the_gateway():
 
 
 @callisto_only
-def test_bodies_in_flight_are_capped_and_the_refusal_says_retry():
+def test_bodies_in_flight_are_capped_and_the_refusal_says_retry(context):
     # The server runs with --max-body-in-flight=8MiB: one 6 MiB upload held open leaves no
     # room for a second; the second is refused 503 with Retry-After at once, and once the first
     # is done the next one goes through.
-    ctx = new_context()
-    try:
-        path = f"/v1/contexts/{ctx['id']}/files/big.bin"
-        first = raw_connection()
-        first.sendall(f"PUT {path} HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n"
-                      f"Content-Length: {6 * MiB}\r\n\r\n".encode() + b"a" * MiB)
-        time.sleep(0.5)
-        r = api("PUT", f"/v1/contexts/{ctx['id']}/files/second.bin", b"b" * (3 * MiB))
-        check_eq(r.status, 503, f"second upload refused: {r.body[:200]!r}")
-        check_eq(r.headers.get("retry-after"), "1", "Retry-After")
-        check("--max-body-in-flight" in r.json()["message"], "says why", r)
-        first.sendall(b"a" * (5 * MiB))
-        answer = read_until_closed(first)
-        first.close()
-        check_eq(raw_status(answer), 201, f"first upload done: {answer[:200]!r}")
-        r = api("PUT", f"/v1/contexts/{ctx['id']}/files/second.bin", b"b" * (3 * MiB))
-        check(r.status in (200, 201), f"second upload after the first: {r.status} {r.body[:200]!r}")
-    finally:
-        delete_context(ctx)
+    path = f"/v1/contexts/{context['id']}/files/big.bin"
+    first = raw_connection()
+    first.sendall(f"PUT {path} HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n"
+                  f"Content-Length: {6 * MiB}\r\n\r\n".encode() + b"a" * MiB)
+    time.sleep(0.5)
+    r = api("PUT", f"/v1/contexts/{context['id']}/files/second.bin", b"b" * (3 * MiB))
+    check_eq(r.status, 503, f"second upload refused: {r.body[:200]!r}")
+    check_eq(r.headers.get("retry-after"), "1", "Retry-After")
+    check("--max-body-in-flight" in r.json()["message"], "says why", r)
+    first.sendall(b"a" * (5 * MiB))
+    answer = read_until_closed(first)
+    first.close()
+    check_eq(raw_status(answer), 201, f"first upload done: {answer[:200]!r}")
+    r = api("PUT", f"/v1/contexts/{context['id']}/files/second.bin", b"b" * (3 * MiB))
+    check(r.status in (200, 201), f"second upload after the first: {r.status} {r.body[:200]!r}")
 
 
 @callisto_only
-def test_a_multipart_upload_costs_the_gateway_about_its_body():
+def test_a_multipart_upload_costs_the_gateway_about_its_body(context):
     # The form parser was fed the whole body at once and copied it, then copied each file's
     # bytes out of its copy: 3 times the body (119 MiB for a 40 MiB form), 2 beyond what
     # --max-body-in-flight counts. Its files are now views of the body. (Run by a server with
     # the default --max-body-in-flight and --upload-limit.)
-    ctx = new_context()
-    try:
-        boundary = "callisto-hardening-form"
-        size = 40 * MiB
-        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
-                f"filename=\"big.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n"
-                ).encode() + os.urandom(MiB) * (size // MiB) + f"\r\n--{boundary}--\r\n".encode()
-        reset_gateway_peak()  # the peak from here on
-        before = gateway_status_kib("VmRSS")
-        r = api("POST", f"/v1/contexts/{ctx['id']}/files", body, timeout=300,
-                headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
-        check_eq(r.status, 201, f"uploaded: {r.body[:200]!r}")
-        check_eq(r.json()["files"], [{"path": "big.bin", "size": size}], "the file")
-        growth = gateway_status_kib("VmHWM") - before
-        print(f"  a {size >> 20} MiB form: peak RSS {before >> 10} -> +{growth >> 10} MiB")
-        check_memory_bound(growth < 60 * 1024, f"peak RSS grew by {growth >> 10} MiB, the body "
-                           f"being {size >> 20} MiB")
-        out = run(ctx, "import hashlib; print(hashlib.sha256(open('big.bin','rb').read())"
-                       ".hexdigest())")
-        check_eq(out["stdout"].strip(), hashlib.sha256(body[body.index(b"\r\n\r\n") + 4:
-                                                              -len(boundary) - 8]).hexdigest(),
-                 "the file holds the part's bytes")
-    finally:
-        delete_context(ctx)
+    boundary = "callisto-hardening-form"
+    size = 40 * MiB
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+            f"filename=\"big.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+            ).encode() + os.urandom(MiB) * (size // MiB) + f"\r\n--{boundary}--\r\n".encode()
+    reset_gateway_peak()  # the peak from here on
+    before = gateway_status_kib("VmRSS")
+    r = api("POST", f"/v1/contexts/{context['id']}/files", body, timeout=300,
+            headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    check_eq(r.status, 201, f"uploaded: {r.body[:200]!r}")
+    check_eq(r.json()["files"], [{"path": "big.bin", "size": size}], "the file")
+    growth = gateway_status_kib("VmHWM") - before
+    print(f"  a {size >> 20} MiB form: peak RSS {before >> 10} -> +{growth >> 10} MiB")
+    check_memory_bound(growth < 60 * 1024, f"peak RSS grew by {growth >> 10} MiB, the body "
+                       f"being {size >> 20} MiB")
+    out = run_code(context, "import hashlib; print(hashlib.sha256(open('big.bin','rb').read())"
+                            ".hexdigest())")
+    check_eq(out["stdout"].strip(), hashlib.sha256(body[body.index(b"\r\n\r\n") + 4:
+                                                          -len(boundary) - 8]).hexdigest(),
+             "the file holds the part's bytes")
 
 
 # --------------------------------------------------------------------------
@@ -331,18 +308,18 @@ def test_a_kernel_resending_a_20_mib_message_300_times_cannot_grow_the_gateway()
     # copy=False: the kernel sends the same bytes 300 times without copying them, so it stays
     # within its own memory limit while pushing 6 GB at the gateway.
     peak_before = gateway_status_kib("VmHWM")
-    ctx = new_context()
+    ctx = create_context()
     try:
-        r = run(ctx, FLOOD)
+        r = run_code(ctx, FLOOD)
         peak = gateway_status_kib("VmHWM")
         print(f"  peak RSS {peak_before} -> {peak} KiB; status {r['status']}")
         check_memory_bound(peak - peak_before < 700 * 1024,
                            f"peak grew by {(peak - peak_before) >> 10} MiB")
         check("dropped: the kernel sent output faster" in r["stderr"],
               "the execution says output was dropped", r["stderr"][:500])
-        check_eq(run(ctx, "print(6*7)")["stdout"], "42\n", "the context still works")
+        check_eq(run_code(ctx, "print(6*7)")["stdout"], "42\n", "the context still works")
     finally:
-        delete_context(ctx)
+        delete_context(ctx["id"])
     # And over the Jupyter WebSocket, with a client that reads.
     with kernel() as k, KernelWS(k["id"], "v1") as ws:
         ws.kernel_info()
@@ -461,10 +438,10 @@ def answer_head(s):
 
 @callisto_only
 def test_downloads_to_clients_that_do_not_read_hold_a_chunk_each_not_the_file():
-    ctx = new_context()
+    ctx = create_context()
     socks = []
     try:
-        r = run(ctx, WRITE_PATTERN)
+        r = run_code(ctx, WRITE_PATTERN)
         check_eq(r["status"], "ok", f"the file is written: {r['error']}")
         digest = json.loads(r["stdout"].strip().splitlines()[-1])["sha256"]
         path = f"/v1/contexts/{ctx['id']}/files/big.bin"
@@ -515,7 +492,7 @@ def test_downloads_to_clients_that_do_not_read_hold_a_chunk_each_not_the_file():
     finally:
         for s in socks:
             s.close()
-        delete_context(ctx)
+        delete_context(ctx["id"])
     still_serving()
 
 
@@ -530,14 +507,14 @@ def test_answers_and_downloads_in_flight_count_against_the_budget():
     # --max-body-in-flight=8MiB: an upload held open at 8 MiB - 32 KiB leaves no room for a
     # download's 64 KiB chunk, nor for a 3 MB answer; each is refused 503 with Retry-After (an
     # execution's answer keeps its Location: it ran), and both go through once the upload is done.
-    ctx = new_context()
+    ctx = create_context()
     first = None
     try:
         check_eq(api("PUT", f"/v1/contexts/{ctx['id']}/files/small.txt", b"hello").status, 201,
                  "a file to download")
         # Alone, an answer larger than the whole budget still goes.
-        r = run(ctx, BIG_ANSWER.replace("3_000_000", "4_500_000") + "\n" +
-                BIG_ANSWER.replace("3_000_000", "4_500_000"))
+        r = run_code(ctx, BIG_ANSWER.replace("3_000_000", "4_500_000") + "\n" +
+                     BIG_ANSWER.replace("3_000_000", "4_500_000"))
         check_eq(len(r["results"]), 2, "a 9 MB answer, with nothing else in flight")
         first = raw_connection()
         first.sendall(f"PUT /v1/contexts/{ctx['id']}/files/big.bin HTTP/1.1\r\nHost: x\r\n"
@@ -567,7 +544,7 @@ def test_answers_and_downloads_in_flight_count_against_the_budget():
     finally:
         if first:
             first.close()
-        delete_context(ctx)
+        delete_context(ctx["id"])
 
 
 # --------------------------------------------------------------------------
@@ -594,7 +571,7 @@ def state_record(context_id):
 
 @callisto_only
 def test_an_error_and_metadata_of_tens_of_mb_are_cut_everywhere_they_go():
-    ctx = new_context()
+    ctx = create_context()
     try:
         rss_before = gateway_status_kib("VmRSS")
         for i in range(BIG_ERRORS):
@@ -643,7 +620,7 @@ def test_an_error_and_metadata_of_tens_of_mb_are_cut_everywhere_they_go():
             print(f"  RSS then {gateway_status_kib('VmRSS')} KiB")
         # The context goes on, at its usual pace.
         started = time.monotonic()
-        check_eq(run(ctx, "print(6*7)")["stdout"], "42\n", "the next execution works")
+        check_eq(run_code(ctx, "print(6*7)")["stdout"], "42\n", "the next execution works")
         print(f"  the next execution took {time.monotonic() - started:.1f} s")
 
         r = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": BIG_METADATA},
@@ -660,7 +637,7 @@ def test_an_error_and_metadata_of_tens_of_mb_are_cut_everywhere_they_go():
         check(all(f["bytes"] > 30 * MiB for f in e["truncated"]["fields"]), "with their size")
         check(os.path.getsize(state_record(ctx["id"])) < 256 * 1024, "the record stays small")
     finally:
-        delete_context(ctx)
+        delete_context(ctx["id"])
     # A Jupyter WebSocket client gets the error's fields cut to half of --ws-output-limit
     # (8MiB) each, on iopub and in the reply.
     with kernel() as k, KernelWS(k["id"], "v1") as ws:
@@ -707,7 +684,7 @@ def run_raise_40mb(ctx):
 
 
 def check_next_execution_runs(ctx):
-    check_eq(run(ctx, "print(6*7)")["stdout"], "42\n", "the next execution works")
+    check_eq(run_code(ctx, "print(6*7)")["stdout"], "42\n", "the next execution works")
 
 
 @callisto_only
@@ -745,8 +722,7 @@ def test_a_reply_over_the_limit_from_another_kernel_ends_its_execution_with_a_cl
     check(FOREIGN_KERNEL, "CALLISTO_E2E_FOREIGN_KERNEL names a kernelspec that is not ours")
     # Its error (80 MB with the traceback) is over the iopub limit and its reply over the reply
     # limit: ZeroMQ drops both, with their connections, which the gateway makes again.
-    ctx = api("POST", "/v1/contexts", {"kernel": FOREIGN_KERNEL, "policy": "fresh"},
-              timeout=90).json()
+    ctx = create_context({"kernel": FOREIGN_KERNEL, "policy": "fresh"})
     try:
         e = run_raise_40mb(ctx)
         check_eq(e["error"]["name"], "MessageTooLarge", "the error says what happened")
@@ -756,7 +732,7 @@ def test_a_reply_over_the_limit_from_another_kernel_ends_its_execution_with_a_cl
               "stderr says output was dropped", e["stderr"][:300])
         check_next_execution_runs(ctx)
     finally:
-        delete_context(ctx)
+        delete_context(ctx["id"])
     with kernel(FOREIGN_KERNEL) as k, KernelWS(k["id"], "v1") as ws:
         ws.kernel_info()
         started = time.monotonic()

@@ -16,7 +16,7 @@ import urllib.parse
 import websocket  # websocket-client
 
 from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, api, callisto_only, check,
-                        check_documented, check_eq, check_schema, run_tests)
+                        check_documented, check_eq, check_schema, delete_context, run_tests)
 from mcp_client import Session
 
 # A deadline's interrupt, its grace and a restart on a loaded machine.
@@ -34,10 +34,6 @@ def new_context(body=None):
     return r.json()
 
 
-def delete_context(ctx):
-    check_eq(api("DELETE", f"{C}/{ctx['id']}").status, 204, "delete context")
-
-
 class context:
     """A context for the with-block, deleted after it."""
 
@@ -49,7 +45,7 @@ class context:
         return self.ctx
 
     def __exit__(self, *exc):
-        delete_context(self.ctx)
+        check_eq(delete_context(self.ctx["id"]), 204, "delete context")
         return False
 
 

@@ -20,7 +20,9 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from e2e_client import api, callisto_only, check, check_eq, poll, run_tests  # noqa: E402
+from e2e_client import (  # noqa: E402
+    api, callisto_only, check, check_eq, delete_context, poll, run_tests,
+)
 from mcp_client import Session  # noqa: E402
 
 ANA, BOB = "ana-token-1", "bob-token-1"
@@ -70,10 +72,6 @@ def context_model(token, context_id):
     r = api("GET", f"/v1/contexts/{context_id}", token=token)
     check_eq(r.status, 200, f"GET context {context_id} ({r.body[:200]!r})")
     return r.json()
-
-
-def delete_context(token, context_id):
-    api("DELETE", f"/v1/contexts/{context_id}", token=token, timeout=60)
 
 
 def session_context(token):
@@ -147,7 +145,7 @@ def test_snapshot_fork_pause_resume_through_mcp_keep_the_state():
     finally:
         check_eq(bob.end().status, 204, "bob ends his session")
         for c in made:
-            delete_context(BOB, c)
+            delete_context(c, token=BOB)
 
 
 @callisto_only
@@ -234,7 +232,7 @@ def test_what_mcp_refuses_is_a_tool_error_with_the_reason():
         ana.end()
         bob.end()
         for c in made:
-            delete_context(BOB, c)
+            delete_context(c, token=BOB)
 
 
 @callisto_only
@@ -289,7 +287,7 @@ def test_file_tools_and_restart_reach_a_context_by_id():
         ana.end()
         bob.end()
         for c in made:
-            delete_context(BOB, c)
+            delete_context(c, token=BOB)
 
 
 if __name__ == "__main__":

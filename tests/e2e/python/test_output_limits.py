@@ -11,8 +11,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    Execution, KernelWS, api, callisto_only, check, check_eq, check_header, create_context, kernel,
-    run_tests,
+    Execution, KernelWS, callisto_only, check, check_eq, check_header, kernel, run_code, run_tests,
 )
 
 STREAM_LIMIT = 1 << 20
@@ -107,59 +106,52 @@ def test_a_runaway_print_loop_is_capped_for_every_client_and_the_kernel_keeps_wo
 
 
 @callisto_only
-def test_rich_output_is_capped_but_clear_output_error_and_reply_always_arrive():
+def test_rich_output_is_capped_but_clear_output_error_and_reply_always_arrive(kernel_ws):
     code = ("from IPython.display import display, HTML, clear_output\n"
             "for i in range(60):\n"
             "    display(HTML('<p>%d</p>' % i + 'y' * 100_000))\n"
             "print('after the displays')\n"
             "clear_output()\n"
             "raise ValueError('boom')\n")
-    with kernel() as k, KernelWS(k["id"]) as ws:
-        ws.kernel_info()
-        ex = ws.run(code, timeout=BIG_TIMEOUT)
-        shown = ex.of_type("display_data")
-        size = sum(len(m["content"]["data"]["text/html"]) for m in shown)
-        check(0 < size <= RICH_LIMIT, "rich output shown is within the limit", size, len(shown))
-        check(len(shown) < 60, "some displays were dropped", len(shown))
-        n = notices(ex)
-        check_eq(len(n), 1, "one rich notice")
-        check_eq(n[0]["metadata"]["callisto_output_limit"]["kind"], "rich", "notice kind")
-        check_eq(ex.stdout(), "after the displays\n", "stream output has its own budget")
-        check_eq(len(ex.of_type("clear_output")), 1, "clear_output is never dropped")
-        errors = ex.of_type("error")
-        check_eq(len(errors), 1, "the error is never dropped")
-        check_eq(errors[0]["content"]["ename"], "ValueError", "error name")
-        check_eq(ex.status, "error", "execute_reply arrives")
-        dropped = summaries(ex)[0]["metadata"]["callisto_output_limit"]["dropped"]
-        check_eq(dropped["rich"]["messages"], 60 - len(shown), "summary counts the dropped displays")
-        check("stream" not in dropped, "no stream output was dropped", dropped)
+    ws = kernel_ws
+    ws.kernel_info()
+    ex = ws.run(code, timeout=BIG_TIMEOUT)
+    shown = ex.of_type("display_data")
+    size = sum(len(m["content"]["data"]["text/html"]) for m in shown)
+    check(0 < size <= RICH_LIMIT, "rich output shown is within the limit", size, len(shown))
+    check(len(shown) < 60, "some displays were dropped", len(shown))
+    n = notices(ex)
+    check_eq(len(n), 1, "one rich notice")
+    check_eq(n[0]["metadata"]["callisto_output_limit"]["kind"], "rich", "notice kind")
+    check_eq(ex.stdout(), "after the displays\n", "stream output has its own budget")
+    check_eq(len(ex.of_type("clear_output")), 1, "clear_output is never dropped")
+    errors = ex.of_type("error")
+    check_eq(len(errors), 1, "the error is never dropped")
+    check_eq(errors[0]["content"]["ename"], "ValueError", "error name")
+    check_eq(ex.status, "error", "execute_reply arrives")
+    dropped = summaries(ex)[0]["metadata"]["callisto_output_limit"]["dropped"]
+    check_eq(dropped["rich"]["messages"], 60 - len(shown), "summary counts the dropped displays")
+    check("stream" not in dropped, "no stream output was dropped", dropped)
 
 
 @callisto_only
-def test_each_cell_gets_its_own_budget():
-    with kernel() as k, KernelWS(k["id"]) as ws:
-        ws.kernel_info()
-        # 700 KB twice: each cell is under the 1 MiB limit although together they are over.
-        for _ in range(2):
-            ex = ws.run("print('z' * 700_000)")
-            check_eq(stdout_bytes(ex), 700_001, "whole output")
-            check(not notices(ex), "no notice", [m["msg_type"] for m in ex.iopub])
+def test_each_cell_gets_its_own_budget(kernel_ws):
+    ws = kernel_ws
+    ws.kernel_info()
+    # 700 KB twice: each cell is under the 1 MiB limit although together they are over.
+    for _ in range(2):
+        ex = ws.run("print('z' * 700_000)")
+        check_eq(stdout_bytes(ex), 700_001, "whole output")
+        check(not notices(ex), "no notice", [m["msg_type"] for m in ex.iopub])
 
 
 @callisto_only
-def test_the_interpreter_api_still_sees_all_output_of_a_capped_kernel():
-    ctx = create_context()
-    try:
-        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
-                {"code": "import sys\nsys.stdout.write('HEAD' + 'x' * (3 * 1024 * 1024) + 'TAIL')"},
-                timeout=120)
-        check_eq(r.status, 200, "execution answered")
-        out = r.json()["stdout"]
-        check(out.startswith("HEAD") and out.endswith("TAIL"),
-              "head and tail from the interpreter's own budget", out[:10], out[-10:])
-        check("[callisto] output limit" not in out, "no WebSocket notice in /v1 output")
-    finally:
-        api("DELETE", "/v1/contexts/" + ctx["id"])
+def test_the_interpreter_api_still_sees_all_output_of_a_capped_kernel(context):
+    code = "import sys\nsys.stdout.write('HEAD' + 'x' * (3 * 1024 * 1024) + 'TAIL')"
+    out = run_code(context, code)["stdout"]
+    check(out.startswith("HEAD") and out.endswith("TAIL"),
+          "head and tail from the interpreter's own budget", out[:10], out[-10:])
+    check("[callisto] output limit" not in out, "no WebSocket notice in /v1 output")
 
 
 if __name__ == "__main__":

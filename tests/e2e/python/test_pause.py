@@ -29,11 +29,14 @@ import threading
 import time
 import urllib.parse
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
     BASE_URL, HTTP_TIMEOUT, SkipTest, alive, api, callisto_only, check, check_documented,
-    check_eq, gateway_args, poll, process_tree, run_tests,
+    check_eq, create_context, delete_context, gateway_args, poll, process_tree, run_code_ok,
+    run_tests,
 )
 
 ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
@@ -101,31 +104,13 @@ def expect_r_state(check_result, what):
     check_eq(check_result["notes"], "written by R before the pause", f"{what}: the file")
 
 
-def new_context(token=ANA, body=None):
-    r = api("POST", "/v1/contexts", body or {"policy": "fresh"}, token=token, timeout=120)
-    check_eq(r.status, 201, f"create context ({r.body[:300]!r})")
-    return r.json()
-
-
 def execute(token, context_id, code, timeout=300):
     return api("POST", f"/v1/contexts/{context_id}/executions", {"code": code}, token=token,
                timeout=timeout)
 
 
-def run(token, context_id, code, timeout=300):
-    r = execute(token, context_id, code, timeout)
-    check_eq(r.status, 200, f"execution answered ({r.body[:300]!r})")
-    e = r.json()
-    check_eq(e["status"], "ok", f"execution ran ({e.get('error')!r}, {e.get('stderr', '')[-300:]!r})")
-    return e
-
-
 def last_json(e):
     return json.loads(e["stdout"].strip().splitlines()[-1])
-
-
-def delete_context(token, context_id):
-    api("DELETE", f"/v1/contexts/{context_id}", token=token)
 
 
 def kernel_pid(token, kernel_id):
@@ -177,172 +162,161 @@ def phase_only(name):
 
 
 @callisto_only
-def test_pause_frees_the_kernel_and_the_next_execution_resumes_the_state():
-    ctx = new_context()
-    try:
-        run(ANA, ctx["id"], SETUP)
-        pid = kernel_pid(ROOT, ctx["kernel_id"])  # the "callisto" object is an admin's to see
-        tree = process_tree(pid)
-        rss = rss_kib(tree)
-        check(rss > 16 * 1024, "the kernel holds its array", rss)
-        r = pause(ANA, ctx["id"])
-        model = r.json()
-        check_eq(model["id"], ctx["id"], "the same id")
-        check_eq(model["state"], "paused", "its state")
-        check_eq(model["kernel_id"], None, "no kernel")
-        check(model["paused"]["size"] > 16_000_000 and model["paused"]["duration_ms"] >= 0,
-              "the pause says its size and time", model["paused"])
-        check("arr" in model["paused"]["carried"], "what it carried", model["paused"])
-        # The kernel is gone, all its processes, and with them its memory.
-        poll(lambda: not any(alive(p) for p in tree), 30, what="the kernel's processes gone")
-        print(f"  pause freed the kernel's {rss // 1024} MiB (pids {tree} gone)")
-        r = api("GET", f"/api/kernels/{ctx['kernel_id']}", token=ANA)
-        check_eq(r.status, 404, "its kernel is no longer listed")
+@pytest.mark.context({"policy": "fresh"}, token=ANA)
+def test_pause_frees_the_kernel_and_the_next_execution_resumes_the_state(context):
+    run_code_ok(context, SETUP, token=ANA)
+    pid = kernel_pid(ROOT, context["kernel_id"])  # the "callisto" object is an admin's to see
+    tree = process_tree(pid)
+    rss = rss_kib(tree)
+    check(rss > 16 * 1024, "the kernel holds its array", rss)
+    r = pause(ANA, context["id"])
+    model = r.json()
+    check_eq(model["id"], context["id"], "the same id")
+    check_eq(model["state"], "paused", "its state")
+    check_eq(model["kernel_id"], None, "no kernel")
+    check(model["paused"]["size"] > 16_000_000 and model["paused"]["duration_ms"] >= 0,
+          "the pause says its size and time", model["paused"])
+    check("arr" in model["paused"]["carried"], "what it carried", model["paused"])
+    # The kernel is gone, all its processes, and with them its memory.
+    poll(lambda: not any(alive(p) for p in tree), 30, what="the kernel's processes gone")
+    print(f"  pause freed the kernel's {rss // 1024} MiB (pids {tree} gone)")
+    r = api("GET", f"/api/kernels/{context['kernel_id']}", token=ANA)
+    check_eq(r.status, 404, "its kernel is no longer listed")
 
-        r = check_documented("GET", "/v1/contexts", api("GET", "/v1/contexts", token=ANA))
-        listed = {c["id"]: c for c in r.json()}
-        check(ctx["id"] in listed and listed[ctx["id"]]["state"] == "paused", "listed paused",
-              listed.get(ctx["id"]))
-        r = check_documented("GET", "/v1/contexts/{context_id}",
-                             api("GET", f"/v1/contexts/{ctx['id']}", token=ANA))
-        check_eq(r.json()["state"], "paused", "GET says paused")
-        # Pausing it again changes nothing.
-        check_eq(pause(ANA, ctx["id"]).json()["state"], "paused", "a second pause: 200")
-        # Its snapshot is the context's, not among ana's own.
-        r = api("GET", "/v1/snapshots", token=ANA)
-        check(all(s.get("context_id") != ctx["id"] for s in r.json()),
-              "the pause's snapshot is not listed as ana's", r.json())
+    r = check_documented("GET", "/v1/contexts", api("GET", "/v1/contexts", token=ANA))
+    listed = {c["id"]: c for c in r.json()}
+    check(context["id"] in listed and listed[context["id"]]["state"] == "paused", "listed paused",
+          listed.get(context["id"]))
+    r = check_documented("GET", "/v1/contexts/{context_id}",
+                         api("GET", f"/v1/contexts/{context['id']}", token=ANA))
+    check_eq(r.json()["state"], "paused", "GET says paused")
+    # Pausing it again changes nothing.
+    check_eq(pause(ANA, context["id"]).json()["state"], "paused", "a second pause: 200")
+    # Its snapshot is the context's, not among ana's own.
+    r = api("GET", "/v1/snapshots", token=ANA)
+    check(all(s.get("context_id") != context["id"] for s in r.json()),
+          "the pause's snapshot is not listed as ana's", r.json())
 
-        r = execute(ANA, ctx["id"], CHECK)
-        check_eq(r.status, 200, f"the execution resumed the context ({r.body[:500]!r})")
-        check_documented("POST", "/v1/contexts/{context_id}/executions", r)
-        e = r.json()
-        check_eq(e["status"], "ok", f"it ran ({e.get('error')!r})")
-        check(isinstance(e.get("resumed", {}).get("duration_ms"), int), "the resume time", e)
-        print(f"  resumed in {e['resumed']['duration_ms']} ms")
-        expect_state(last_json(e), 42, "after the resume")
-        r = api("GET", f"/v1/contexts/{ctx['id']}", token=ANA)
-        live = r.json()
-        check_eq(live["state"], "idle", "live again")
-        check(live["kernel_id"] not in (None, ctx["kernel_id"]), "in a new kernel", live)
-        check_eq(paused_snapshots(), [], "the pause's snapshot is gone once resumed")
-        # An execution on the live context says nothing of a resume.
-        check("resumed" not in run(ANA, ctx["id"], "print(1)"), "no resume the second time")
-    finally:
-        delete_context(ANA, ctx["id"])
+    r = execute(ANA, context["id"], CHECK)
+    check_eq(r.status, 200, f"the execution resumed the context ({r.body[:500]!r})")
+    check_documented("POST", "/v1/contexts/{context_id}/executions", r)
+    e = r.json()
+    check_eq(e["status"], "ok", f"it ran ({e.get('error')!r})")
+    check(isinstance(e.get("resumed", {}).get("duration_ms"), int), "the resume time", e)
+    print(f"  resumed in {e['resumed']['duration_ms']} ms")
+    expect_state(last_json(e), 42, "after the resume")
+    r = api("GET", f"/v1/contexts/{context['id']}", token=ANA)
+    live = r.json()
+    check_eq(live["state"], "idle", "live again")
+    check(live["kernel_id"] not in (None, context["kernel_id"]), "in a new kernel", live)
+    check_eq(paused_snapshots(), [], "the pause's snapshot is gone once resumed")
+    # An execution on the live context says nothing of a resume.
+    check("resumed" not in run_code_ok(context, "print(1)", token=ANA),
+          "no resume the second time")
 
 
 @callisto_only
-def test_two_executions_at_once_resume_the_context_once():
-    ctx = new_context()
-    try:
-        run(ANA, ctx["id"], "x = 7")
-        pause(ANA, ctx["id"])
-        answers = [None, None]
+@pytest.mark.context({"policy": "fresh"}, token=ANA)
+def test_two_executions_at_once_resume_the_context_once(context):
+    run_code_ok(context, "x = 7", token=ANA)
+    pause(ANA, context["id"])
+    answers = [None, None]
 
-        def go(i):
-            answers[i] = execute(ANA, ctx["id"], f"print(x + {i})")
+    def go(i):
+        answers[i] = execute(ANA, context["id"], f"print(x + {i})")
 
-        threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(300)
-        for i, r in enumerate(answers):
-            check_eq(r.status, 200, f"execution {i} answered ({r.body[:300]!r})")
-            check_eq(r.json()["stdout"], f"{7 + i}\n", f"execution {i} saw x")
-        # One kernel: ana has this context's alone (a second resume would have made another).
-        r = api("GET", "/api/kernels", token=ANA)
-        kernels = [k["id"] for k in r.json()]
-        live = api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()
-        check_eq(kernels, [live["kernel_id"]], "one kernel for the resumed context")
-    finally:
-        delete_context(ANA, ctx["id"])
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    for i, r in enumerate(answers):
+        check_eq(r.status, 200, f"execution {i} answered ({r.body[:300]!r})")
+        check_eq(r.json()["stdout"], f"{7 + i}\n", f"execution {i} saw x")
+    # One kernel: ana has this context's alone (a second resume would have made another).
+    r = api("GET", "/api/kernels", token=ANA)
+    kernels = [k["id"] for k in r.json()]
+    live = api("GET", f"/v1/contexts/{context['id']}", token=ANA).json()
+    check_eq(kernels, [live["kernel_id"]], "one kernel for the resumed context")
 
 
 @callisto_only
-def test_resume_route_and_a_streamed_execution_resume_it():
-    ctx = new_context()
-    try:
-        run(ANA, ctx["id"], "y = 'kept'")
-        pause(ANA, ctx["id"])
-        r = api("POST", f"/v1/contexts/{ctx['id']}/resume", token=ANA, timeout=300)
-        check_eq(r.status, 200, f"resume answered ({r.body[:300]!r})")
-        check_documented("POST", "/v1/contexts/{context_id}/resume", r)
-        check(isinstance(r.json()["resumed"]["duration_ms"], int), "the resume time", r.json())
-        check_eq(r.json()["state"] in ("idle", "starting", "busy"), True, "live")
-        # Resuming a live context: 200, nothing to report.
-        r = api("POST", f"/v1/contexts/{ctx['id']}/resume", token=ANA)
-        check_eq(r.status, 200, "resume of a live context")
-        check("resumed" not in r.json(), "nothing resumed", r.json())
-        check_eq(run(ANA, ctx["id"], "print(y)")["stdout"], "kept\n", "the state is back")
+@pytest.mark.context({"policy": "fresh"}, token=ANA)
+def test_resume_route_and_a_streamed_execution_resume_it(context):
+    run_code_ok(context, "y = 'kept'", token=ANA)
+    pause(ANA, context["id"])
+    r = api("POST", f"/v1/contexts/{context['id']}/resume", token=ANA, timeout=300)
+    check_eq(r.status, 200, f"resume answered ({r.body[:300]!r})")
+    check_documented("POST", "/v1/contexts/{context_id}/resume", r)
+    check(isinstance(r.json()["resumed"]["duration_ms"], int), "the resume time", r.json())
+    check_eq(r.json()["state"] in ("idle", "starting", "busy"), True, "live")
+    # Resuming a live context: 200, nothing to report.
+    r = api("POST", f"/v1/contexts/{context['id']}/resume", token=ANA)
+    check_eq(r.status, 200, "resume of a live context")
+    check("resumed" not in r.json(), "nothing resumed", r.json())
+    check_eq(run_code_ok(context, "print(y)", token=ANA)["stdout"], "kept\n", "the state is back")
 
-        # NDJSON: the first event says the execution resumed the context.
-        pause(ANA, ctx["id"])
-        url = urllib.parse.urlsplit(BASE_URL)
-        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=HTTP_TIMEOUT)
-        conn.request("POST", f"/v1/contexts/{ctx['id']}/executions",
-                     body=json.dumps({"code": "print(y)"}),
-                     headers={"Authorization": f"token {ANA}",
-                              "Content-Type": "application/json",
-                              "Accept": "application/x-ndjson"})
-        resp = conn.getresponse()
-        check_eq(resp.status, 200, "the stream began")
-        events = [json.loads(line) for line in resp.read().decode().splitlines()]
-        conn.close()
-        check_eq(events[0]["type"], "queued", "the first event")
-        check(isinstance(events[0].get("resumed", {}).get("duration_ms"), int),
-              "it says the context resumed", events[0])
-        check_eq(events[-1]["execution"]["stdout"], "kept\n", "the state is back")
+    # NDJSON: the first event says the execution resumed the context.
+    pause(ANA, context["id"])
+    url = urllib.parse.urlsplit(BASE_URL)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=HTTP_TIMEOUT)
+    conn.request("POST", f"/v1/contexts/{context['id']}/executions",
+                 body=json.dumps({"code": "print(y)"}),
+                 headers={"Authorization": f"token {ANA}",
+                          "Content-Type": "application/json",
+                          "Accept": "application/x-ndjson"})
+    resp = conn.getresponse()
+    check_eq(resp.status, 200, "the stream began")
+    events = [json.loads(line) for line in resp.read().decode().splitlines()]
+    conn.close()
+    check_eq(events[0]["type"], "queued", "the first event")
+    check(isinstance(events[0].get("resumed", {}).get("duration_ms"), int),
+          "it says the context resumed", events[0])
+    check_eq(events[-1]["execution"]["stdout"], "kept\n", "the state is back")
 
-        # A route of files resumes it too.
-        pause(ANA, ctx["id"])
-        r = api("GET", f"/v1/contexts/{ctx['id']}/files", token=ANA, timeout=300)
-        check_eq(r.status, 200, f"files of a paused context ({r.body[:300]!r})")
-        check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"] != "paused",
-                 True, "live again")
-    finally:
-        delete_context(ANA, ctx["id"])
+    # A route of files resumes it too.
+    pause(ANA, context["id"])
+    r = api("GET", f"/v1/contexts/{context['id']}/files", token=ANA, timeout=300)
+    check_eq(r.status, 200, f"files of a paused context ({r.body[:300]!r})")
+    check_eq(api("GET", f"/v1/contexts/{context['id']}", token=ANA).json()["state"] != "paused",
+             True, "live again")
 
 
 @callisto_only
-def test_the_events_websocket_of_a_paused_context_resumes_it():
+@pytest.mark.context({"policy": "fresh"}, token=ANA)
+def test_the_events_websocket_of_a_paused_context_resumes_it(context):
     import websocket  # python3-websocket
-    ctx = new_context()
+    run_code_ok(context, "v = 'over the socket'", token=ANA)
+    pause(ANA, context["id"])
+    url = urllib.parse.urlsplit(BASE_URL)
+    ws = websocket.create_connection(f"ws://{url.netloc}/v1/contexts/{context['id']}/events",
+                                     header=[f"Authorization: token {ANA}"], timeout=300)
     try:
-        run(ANA, ctx["id"], "v = 'over the socket'")
-        pause(ANA, ctx["id"])
-        url = urllib.parse.urlsplit(BASE_URL)
-        ws = websocket.create_connection(f"ws://{url.netloc}/v1/contexts/{ctx['id']}/events",
-                                         header=[f"Authorization: token {ANA}"], timeout=300)
-        try:
-            ws.send(json.dumps({"type": "execute", "code": "print(v)"}))
-            text = ""
-            while True:
-                m = json.loads(ws.recv())
-                if m["type"] == "stdout":
-                    text += m["text"]
-                if m["type"] == "end":
-                    break
-            check_eq(text, "over the socket\n", "the socket runs in the resumed context")
-        finally:
-            ws.close()
-        check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"], "idle",
-                 "live again")
-        # Another user's socket to a paused context: 404 before any upgrade.
-        pause(ANA, ctx["id"])
-        r = api("GET", f"/v1/contexts/{ctx['id']}/events", token=BOB)
-        check_eq(r.status, 404, "bob's socket")
-        check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"], "paused",
-                 "still paused")
+        ws.send(json.dumps({"type": "execute", "code": "print(v)"}))
+        text = ""
+        while True:
+            m = json.loads(ws.recv())
+            if m["type"] == "stdout":
+                text += m["text"]
+            if m["type"] == "end":
+                break
+        check_eq(text, "over the socket\n", "the socket runs in the resumed context")
     finally:
-        delete_context(ANA, ctx["id"])
+        ws.close()
+    check_eq(api("GET", f"/v1/contexts/{context['id']}", token=ANA).json()["state"], "idle",
+             "live again")
+    # Another user's socket to a paused context: 404 before any upgrade.
+    pause(ANA, context["id"])
+    r = api("GET", f"/v1/contexts/{context['id']}/events", token=BOB)
+    check_eq(r.status, 404, "bob's socket")
+    check_eq(api("GET", f"/v1/contexts/{context['id']}", token=ANA).json()["state"], "paused",
+             "still paused")
 
 
 @callisto_only
 def test_delete_of_a_paused_context_deletes_its_snapshot():
-    ctx = new_context()
-    run(ANA, ctx["id"], "z = 1\nopen('f.txt', 'w').write('x')")
+    ctx = create_context({"policy": "fresh"}, token=ANA)
+    run_code_ok(ctx, "z = 1\nopen('f.txt', 'w').write('x')", token=ANA)
     before = paused_snapshots()
     pause(ANA, ctx["id"])
     check_eq(len(paused_snapshots()), len(before) + 1, "the pause wrote a snapshot")
@@ -356,48 +330,42 @@ def test_delete_of_a_paused_context_deletes_its_snapshot():
 
 
 @callisto_only
-def test_another_users_pause_and_resume_get_404():
-    ctx = new_context()
-    try:
-        run(ANA, ctx["id"], "w = 3")
-        check_eq(api("POST", f"/v1/contexts/{ctx['id']}/pause", token=BOB).status, 404,
-                 "bob pausing ana's live context")
-        pause(ANA, ctx["id"])
-        for method, path, body in (("POST", "/pause", None), ("POST", "/resume", None),
-                                   ("GET", "", None), ("DELETE", "", None),
-                                   ("POST", "/executions", {"code": "print(w)"}),
-                                   ("GET", "/files", None)):
-            r = api(method, f"/v1/contexts/{ctx['id']}{path}", body, token=BOB)
-            check_eq(r.status, 404, f"bob: {method} {path or '/'} of ana's paused context")
-        check(ctx["id"] not in [c["id"] for c in api("GET", "/v1/contexts", token=BOB).json()],
-              "bob does not list it")
-        check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"], "paused",
-                 "still paused: bob resumed nothing")
-        # An admin sees it and may resume it.
-        check(ctx["id"] in [c["id"] for c in api("GET", "/v1/contexts", token=ROOT).json()],
-              "an admin lists it")
-        check_eq(run(ANA, ctx["id"], "print(w)")["stdout"], "3\n", "ana resumes it")
-        for bad in ("not-an-id", ctx["id"].upper()):
-            r = api("POST", f"/v1/contexts/{bad}/pause", token=ANA)
-            check(r.status in (400, 404), f"pause of {bad} refused", r)
-    finally:
-        delete_context(ANA, ctx["id"])
+@pytest.mark.context({"policy": "fresh"}, token=ANA)
+def test_another_users_pause_and_resume_get_404(context):
+    run_code_ok(context, "w = 3", token=ANA)
+    check_eq(api("POST", f"/v1/contexts/{context['id']}/pause", token=BOB).status, 404,
+             "bob pausing ana's live context")
+    pause(ANA, context["id"])
+    for method, path, body in (("POST", "/pause", None), ("POST", "/resume", None),
+                               ("GET", "", None), ("DELETE", "", None),
+                               ("POST", "/executions", {"code": "print(w)"}),
+                               ("GET", "/files", None)):
+        r = api(method, f"/v1/contexts/{context['id']}{path}", body, token=BOB)
+        check_eq(r.status, 404, f"bob: {method} {path or '/'} of ana's paused context")
+    check(context["id"] not in [c["id"] for c in api("GET", "/v1/contexts", token=BOB).json()],
+          "bob does not list it")
+    check_eq(api("GET", f"/v1/contexts/{context['id']}", token=ANA).json()["state"], "paused",
+             "still paused: bob resumed nothing")
+    # An admin sees it and may resume it.
+    check(context["id"] in [c["id"] for c in api("GET", "/v1/contexts", token=ROOT).json()],
+          "an admin lists it")
+    check_eq(run_code_ok(context, "print(w)", token=ANA)["stdout"], "3\n", "ana resumes it")
+    for bad in ("not-an-id", context["id"].upper()):
+        r = api("POST", f"/v1/contexts/{bad}/pause", token=ANA)
+        check(r.status in (400, 404), f"pause of {bad} refused", r)
 
 
 @callisto_only
-def test_a_busy_context_is_not_paused():
-    ctx = new_context()
-    try:
-        t = threading.Thread(target=lambda: execute(ANA, ctx["id"], "import time; time.sleep(4)"))
-        t.start()
-        time.sleep(1.0)
-        r = pause(ANA, ctx["id"], expect=409)
-        check("busy" in r.json()["message"], "says why", r.json())
-        t.join(60)
-        check_eq(api("GET", f"/v1/contexts/{ctx['id']}", token=ANA).json()["state"], "idle",
-                 "still live")
-    finally:
-        delete_context(ANA, ctx["id"])
+@pytest.mark.context({"policy": "fresh"}, token=ANA)
+def test_a_busy_context_is_not_paused(context):
+    t = threading.Thread(target=lambda: execute(ANA, context["id"], "import time; time.sleep(4)"))
+    t.start()
+    time.sleep(1.0)
+    r = pause(ANA, context["id"], expect=409)
+    check("busy" in r.json()["message"], "says why", r.json())
+    t.join(60)
+    check_eq(api("GET", f"/v1/contexts/{context['id']}", token=ANA).json()["state"], "idle",
+             "still live")
 
 
 def contexts_of(token):
@@ -456,13 +424,13 @@ def test_contexts_of_mcp_sessions_e2b_sandboxes_and_one_shots_are_not_paused():
 
 @callisto_only
 def test_an_r_context_pauses_and_its_next_execution_resumes_it():
-    ctx = new_context(body={"kernel": r_kernel(), "policy": "fresh"})
+    ctx = create_context({"kernel": r_kernel(), "policy": "fresh"}, token=ANA)
     try:
-        run(ANA, ctx["id"], R_SETUP)
+        run_code_ok(ctx, R_SETUP, token=ANA)
         pid = kernel_pid(ROOT, ctx["kernel_id"])
         tree = process_tree(pid)
         # An open connection belongs to the process: listed, not carried.
-        run(ANA, ctx["id"], 'con <- file("r_scratch.txt", "w")')
+        run_code_ok(ctx, 'con <- file("r_scratch.txt", "w")', token=ANA)
         model = pause(ANA, ctx["id"]).json()
         check_eq(model["state"], "paused", "its state")
         check_eq(model["kernel_id"], None, "no kernel")
@@ -490,8 +458,9 @@ def test_an_r_context_pauses_and_its_next_execution_resumes_it():
         check_eq(paused_snapshots(), [], "the pause's snapshot is gone once resumed")
         # Nothing of the gateway's is left in the global environment (.pbd_env is IRkernel's
         # own, its new kernel's) nor in the workdir.
-        e = run(ANA, ctx["id"], 'cat(jsonlite::toJSON(list(names = ls(all.names = TRUE), '
-                                'files = list.files(all.files = TRUE, pattern = "callisto"))))')
+        e = run_code_ok(ctx, 'cat(jsonlite::toJSON(list(names = ls(all.names = TRUE), '
+                             'files = list.files(all.files = TRUE, pattern = "callisto"))))',
+                        token=ANA)
         check_eq(last_json(e), {"names": [".pbd_env", "df", "scale_by"], "files": []},
                  "only the user's names, no snapshot file")
         # Paused again and resumed by the route this time.
@@ -499,40 +468,37 @@ def test_an_r_context_pauses_and_its_next_execution_resumes_it():
         r = api("POST", f"/v1/contexts/{ctx['id']}/resume", token=ANA, timeout=300)
         check_eq(r.status, 200, f"resumed ({r.body[:300]!r})")
         check_eq(r.json()["kernel"], ctx["kernel"], "into an R kernel")
-        expect_r_state(last_json(run(ANA, ctx["id"], R_CHECK)), "after the second resume")
+        expect_r_state(last_json(run_code_ok(ctx, R_CHECK, token=ANA)), "after the second resume")
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
 
 
 @callisto_only
-def test_a_bash_and_sql_context_pauses_as_the_python_context_it_is():
+@pytest.mark.context({"language": "bash", "policy": "fresh"}, token=ANA)
+def test_a_bash_and_sql_context_pauses_as_the_python_context_it_is(context):
     # Bash and SQL run in a Python kernel (through the runners): a context asked for bash is a
     # Python context, so pausing it keeps its files and the Python namespace its SQL runs in.
-    ctx = new_context(body={"language": "bash", "policy": "fresh"})
-    try:
-        check_eq(ctx["languages"][:1], ["python"], "a Python kernel runs it")
-        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
-                {"code": "echo kept by bash > bash_notes.txt", "language": "bash"}, token=ANA,
-                timeout=120)
-        check_eq((r.status, r.json()["status"]), (200, "ok"), f"bash ran ({r.body[:300]!r})")
-        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
-                {"code": "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (7);",
-                 "language": "sql"}, token=ANA, timeout=120)
-        check_eq((r.status, r.json()["status"]), (200, "ok"), f"sql ran ({r.body[:300]!r})")
-        pause(ANA, ctx["id"])
-        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
-                {"code": "cat bash_notes.txt", "language": "bash"}, token=ANA, timeout=300)
-        check_eq(r.status, 200, f"the bash execution resumed it ({r.body[:300]!r})")
-        e = r.json()
-        check("resumed" in e, "it says so", e)
-        check_eq(e["stdout"], "kept by bash\n", "the file bash wrote")
-        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
-                {"code": "SELECT x FROM t", "language": "sql"}, token=ANA, timeout=120)
-        check_eq((r.status, r.json()["status"]), (200, "ok"), f"sql ran ({r.body[:300]!r})")
-        check_eq(r.json()["results"][0]["data"]["application/json"]["rows"], [[7]],
-                 "the SQL table (callisto.db, a file of the workdir) came back")
-    finally:
-        delete_context(ANA, ctx["id"])
+    check_eq(context["languages"][:1], ["python"], "a Python kernel runs it")
+    r = api("POST", f"/v1/contexts/{context['id']}/executions",
+            {"code": "echo kept by bash > bash_notes.txt", "language": "bash"}, token=ANA,
+            timeout=120)
+    check_eq((r.status, r.json()["status"]), (200, "ok"), f"bash ran ({r.body[:300]!r})")
+    r = api("POST", f"/v1/contexts/{context['id']}/executions",
+            {"code": "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (7);",
+             "language": "sql"}, token=ANA, timeout=120)
+    check_eq((r.status, r.json()["status"]), (200, "ok"), f"sql ran ({r.body[:300]!r})")
+    pause(ANA, context["id"])
+    r = api("POST", f"/v1/contexts/{context['id']}/executions",
+            {"code": "cat bash_notes.txt", "language": "bash"}, token=ANA, timeout=300)
+    check_eq(r.status, 200, f"the bash execution resumed it ({r.body[:300]!r})")
+    e = r.json()
+    check("resumed" in e, "it says so", e)
+    check_eq(e["stdout"], "kept by bash\n", "the file bash wrote")
+    r = api("POST", f"/v1/contexts/{context['id']}/executions",
+            {"code": "SELECT x FROM t", "language": "sql"}, token=ANA, timeout=120)
+    check_eq((r.status, r.json()["status"]), (200, "ok"), f"sql ran ({r.body[:300]!r})")
+    check_eq(r.json()["results"][0]["data"]["application/json"]["rows"], [[7]],
+             "the SQL table (callisto.db, a file of the workdir) came back")
 
 
 @callisto_only
@@ -541,12 +507,12 @@ def test_a_context_of_another_language_is_not_paused():
     other = [k["name"] for k in kernels if k["language"].lower() not in ("python", "r")]
     if not other:
         raise SkipTest("no kernel here speaks a language besides Python and R")
-    ctx = new_context(body={"kernel": other[0], "policy": "fresh"})
+    ctx = create_context({"kernel": other[0], "policy": "fresh"}, token=ANA)
     try:
         r = pause(ANA, ctx["id"], expect=400)
         check("only Python and R" in r.json()["message"], "says why", r.json())
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
 
 
 @callisto_only
@@ -563,11 +529,11 @@ def test_pauses_and_resumes_are_counted():
 @callisto_only
 def test_phase_idle_contexts_are_paused():
     phase_only("idle")  # a server started with --pause-idle=2
-    ctx = new_context()
-    r_ctx = new_context(body={"kernel": r_kernel(), "policy": "fresh"})
+    ctx = create_context({"policy": "fresh"}, token=ANA)
+    r_ctx = create_context({"kernel": r_kernel(), "policy": "fresh"}, token=ANA)
     try:
-        run(ANA, ctx["id"], "kept = 'through an idle pause'")
-        run(ANA, r_ctx["id"], R_SETUP)
+        run_code_ok(ctx, "kept = 'through an idle pause'", token=ANA)
+        run_code_ok(r_ctx, R_SETUP, token=ANA)
         for c in (ctx, r_ctx):
             poll(lambda: api("GET", f"/v1/contexts/{c['id']}", token=ANA).json()["state"] ==
                  "paused", 30, interval=0.5, what=f"the idle {c['kernel']} context paused")
@@ -575,25 +541,25 @@ def test_phase_idle_contexts_are_paused():
         # once before its first execution, and resumed by it.
         idle = metric('callisto_context_pauses_total{trigger="idle"}')
         check(idle >= 2, "counted as idle pauses", idle)
-        e = run(ANA, ctx["id"], "print(kept)")
+        e = run_code_ok(ctx, "print(kept)", token=ANA)
         check_eq(e["stdout"], "through an idle pause\n", "resumed with its state")
         check("resumed" in e, "the execution resumed it", e)
-        e = run(ANA, r_ctx["id"], R_CHECK)
+        e = run_code_ok(r_ctx, R_CHECK, token=ANA)
         check("resumed" in e, "the execution resumed the R context", e)
         expect_r_state(last_json(e), "after an idle pause")
     finally:
-        delete_context(ANA, ctx["id"])
-        delete_context(ANA, r_ctx["id"])
+        delete_context(ctx["id"], token=ANA)
+        delete_context(r_ctx["id"], token=ANA)
 
 
 @callisto_only
 def test_phase_before_restart():
     phase_only("before_restart")
-    ctx = new_context()
-    run(ANA, ctx["id"], SETUP)
+    ctx = create_context({"policy": "fresh"}, token=ANA)
+    run_code_ok(ctx, SETUP, token=ANA)
     pause(ANA, ctx["id"])
-    r_ctx = new_context(body={"kernel": r_kernel(), "policy": "fresh"})
-    run(ANA, r_ctx["id"], R_SETUP)
+    r_ctx = create_context({"kernel": r_kernel(), "policy": "fresh"}, token=ANA)
+    run_code_ok(r_ctx, R_SETUP, token=ANA)
     pause(ANA, r_ctx["id"])
     check_eq(sorted(os.listdir(os.path.join(state_dir(), "paused"))),
              sorted([ctx["id"] + ".json", r_ctx["id"] + ".json"]),
@@ -633,14 +599,14 @@ def test_phase_after_restart():
     check_eq(len(paused_snapshots()), 2, "the snapshot no record named was removed")
     check(all(c["id"] != "44444444-4444-4444-8444-444444444444"
               for c in api("GET", "/v1/contexts", token=ANA).json()), "nor listed")
-    e = run(ANA, ctx, CHECK)
+    e = run_code_ok(ctx, CHECK, token=ANA)
     check(isinstance(e.get("resumed", {}).get("duration_ms"), int), "the resume time", e)
     expect_state(last_json(e), 42, "after the gateway restart")
-    delete_context(ANA, ctx)
-    e = run(ANA, r_ctx, R_CHECK)
+    delete_context(ctx, token=ANA)
+    e = run_code_ok(r_ctx, R_CHECK, token=ANA)
     check(isinstance(e.get("resumed", {}).get("duration_ms"), int), "the R resume's time", e)
     expect_r_state(last_json(e), "after the gateway restart")
-    delete_context(ANA, r_ctx)
+    delete_context(r_ctx, token=ANA)
 
 
 def iso(text):
@@ -658,8 +624,8 @@ def metric(name):
 @callisto_only
 def test_phase_ttl_before():
     phase_only("ttl_before")  # the default --paused-ttl: 30 days
-    ctx = new_context()
-    run(ANA, ctx["id"], "kept = 1")
+    ctx = create_context({"policy": "fresh"}, token=ANA)
+    run_code_ok(ctx, "kept = 1", token=ANA)
     model = pause(ANA, ctx["id"]).json()
     check_eq(iso(model["expires_at"]) - iso(model["paused_at"]), datetime.timedelta(days=30),
              "expires 30 days after the pause")
@@ -688,8 +654,8 @@ def test_phase_ttl_after():
     check(metric("callisto_paused_contexts_expired_total") >= 1, "counted")
 
     # One paused now: expires_at 4 s after its pause; deleted with its snapshot after that.
-    ctx = new_context()
-    run(ANA, ctx["id"], "kept = 2")
+    ctx = create_context({"policy": "fresh"}, token=ANA)
+    run_code_ok(ctx, "kept = 2", token=ANA)
     model = pause(ANA, ctx["id"]).json()
     check_eq(iso(model["expires_at"]) - iso(model["paused_at"]), datetime.timedelta(seconds=4),
              "expires 4 s after the pause")

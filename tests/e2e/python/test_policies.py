@@ -17,32 +17,19 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from e2e_client import api, check, check_eq, get_kernel, poll, run_tests, test  # noqa: E402
+from e2e_client import (  # noqa: E402
+    api, check, check_eq, create_context, delete_context, get_kernel, kernel_ids, poll, run_code,
+    run_tests, test,
+)
 
 TIMEOUT = 120
-
-
-def new_context(**body):
-    r = api("POST", "/v1/contexts", body, timeout=TIMEOUT)
-    check_eq(r.status, 201, f"create context {body}: {r.body[:300]!r}")
-    return r.json()
-
-
-def delete_context(ctx):
-    r = api("DELETE", "/v1/contexts/" + ctx["id"], timeout=TIMEOUT)
-    check(r.status in (204, 404, 410), "delete context", r.status)
-
-
-def run(ctx, code):
-    r = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": code}, timeout=TIMEOUT)
-    check_eq(r.status, 200, f"run {code[:40]!r}: {r.body[:300]!r}")
-    return r.json()
+GONE = (204, 404, 410)  # what deleting a context answers: deleted, or gone with its kernel
 
 
 def run_until_not_aborted(ctx, code):
     # ipykernel may abort the request right after an error (stop_on_error): ask again.
     for _ in range(5):
-        out = run(ctx, code)
+        out = run_code(ctx, code)
         if out["status"] != "error" or out.get("error"):
             return out
     return out
@@ -55,10 +42,6 @@ def oneshot(code, **fields):
     check_eq(r.status, 200, f"one-shot {code[:40]!r}: {r.body[:300]!r}")
     check_eq(r.headers.get("location"), "/v1/executions/" + r.json()["id"], "one-shot Location")
     return r.json()
-
-
-def kernel_ids():
-    return {k["id"] for k in api("GET", "/api/kernels").json()}
 
 
 def kernel_gone(kid):
@@ -81,59 +64,59 @@ def result_text(out):
 
 @test
 def test_reuse_context_keeps_its_state_across_executions():
-    ctx = new_context(policy="reuse")
+    ctx = create_context({"policy": "reuse"})
     try:
         check_eq(ctx["policy"], "reuse", "model says the policy")
-        run(ctx, "x = 41")
-        check_eq(result_text(run(ctx, "x + 1")), "42", "state kept between executions")
+        run_code(ctx, "x = 41")
+        check_eq(result_text(run_code(ctx, "x + 1")), "42", "state kept between executions")
     finally:
-        delete_context(ctx)
+        check(delete_context(ctx["id"]) in GONE, "delete context")
 
 
 @test
 def test_fresh_context_never_sees_another_contexts_variables():
-    a = new_context(policy="reuse")
+    a = create_context({"policy": "reuse"})
     try:
-        run(a, "secret = 'from a'; open('a.txt', 'w').write('a')")
-        b = new_context(policy="fresh")
+        run_code(a, "secret = 'from a'; open('a.txt', 'w').write('a')")
+        b = create_context({"policy": "fresh"})
         try:
             check_eq(b["policy"], "fresh", "model says fresh")
             check_eq(b["kernel_uses"], 1, "a kernel no one used")
             check(b["kernel_id"] != a["kernel_id"], "a kernel of its own")
-            out = run(b, "secret")
+            out = run_code(b, "secret")
             check_eq(out["status"], "error", "secret undefined in the fresh context")
             check(out["error"]["name"] == "NameError", "NameError", out["error"])
             out = run_until_not_aborted(b, "import os; sorted(os.listdir('.'))")
             check("a.txt" not in (result_text(out) or ""), "not a's files", out)
         finally:
-            delete_context(b)
+            check(delete_context(b["id"]) in GONE, "delete context")
         # A fresh context's kernel is destroyed afterwards, never kept.
         poll(lambda: kernel_gone(b["kernel_id"]), 30, 0.25, "fresh kernel destroyed")
     finally:
-        delete_context(a)
+        check(delete_context(a["id"]) in GONE, "delete context")
 
 
 @test
 def test_reuse_kernel_is_reset_and_kept_for_the_owners_next_context():
     drop_kept_kernels()
-    a = new_context(policy="reuse")
+    a = create_context({"policy": "reuse"})
     check_eq(a["kernel_uses"], 1, "a kernel no one used")
-    run(a, "secret = 42\nimport matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
-           "plt.figure()\nopen('left-behind.txt', 'w').write('x')\nopen('.hidden', 'w').write('x')\n"
-           "import os; os.makedirs('sub/dir', exist_ok=True); open('sub/dir/f', 'w').write('x')\n"
-           "import sys; sys.modules['callisto_leak'] = sys")
+    run_code(a, "secret = 42\nimport matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                "plt.figure()\nopen('left-behind.txt', 'w').write('x')\nopen('.hidden', 'w').write('x')\n"
+                "import os; os.makedirs('sub/dir', exist_ok=True); open('sub/dir/f', 'w').write('x')\n"
+                "import sys; sys.modules['callisto_leak'] = sys")
     forked = (get_kernel(a["kernel_id"]).get("callisto") or {}).get("launch") == "zygote"
     # A result over --result-cap is written by the gateway into callisto-outputs/.
-    out = run(a, "from IPython.display import display\n"
-                 "display({'text/plain': 'x' * (6 << 20)}, raw=True)")
+    out = run_code(a, "from IPython.display import display\n"
+                      "display({'text/plain': 'x' * (6 << 20)}, raw=True)")
     check(isinstance(out["results"][0]["data"]["text/plain"], dict), "moved to a file", out)
-    delete_context(a)
+    check(delete_context(a["id"]) in GONE, "delete context")
     check(a["kernel_id"] in kernel_ids(), "the kernel is kept, not destroyed")
-    b = new_context(policy="reuse")
+    b = create_context({"policy": "reuse"})
     try:
         check_eq(b["kernel_id"], a["kernel_id"], "the kept kernel serves the next context")
         check_eq(b["kernel_uses"], 2, "its second use")
-        out = run(b, "secret")
+        out = run_code(b, "secret")
         check((out.get("error") or {}).get("name") == "NameError", "the namespace was reset", out)
         # Listed before importing matplotlib: a kernel renewed by a fork has not imported it,
         # and the import makes its own ~/.config.
@@ -150,40 +133,40 @@ def test_reuse_kernel_is_reset_and_kept_for_the_owners_next_context():
             out = run_until_not_aborted(b, "import sys; 'callisto_leak' in sys.modules")
             check_eq(result_text(out), "False", "no module of the last context is left")
     finally:
-        delete_context(b)
+        check(delete_context(b["id"]) in GONE, "delete context")
 
 
 @test
 def test_recycling_limit_destroys_a_kernel_that_served_enough():
     # --recycle-max-uses=2: the second context on a kernel is its last.
     drop_kept_kernels()
-    a = new_context(policy="reuse")
+    a = create_context({"policy": "reuse"})
     check_eq(a["kernel_uses"], 1, "first use")
-    delete_context(a)
-    b = new_context(policy="reuse")
+    check(delete_context(a["id"]) in GONE, "delete context")
+    b = create_context({"policy": "reuse"})
     try:
         check_eq(b["kernel_id"], a["kernel_id"], "reused once")
         check_eq(b["kernel_uses"], 2, "second use")
     finally:
-        delete_context(b)
+        check(delete_context(b["id"]) in GONE, "delete context")
     poll(lambda: kernel_gone(b["kernel_id"]), 30, 0.25, "kernel past max_uses destroyed")
-    c = new_context(policy="reuse")
+    c = create_context({"policy": "reuse"})
     try:
         check(c["kernel_id"] != a["kernel_id"], "a new kernel after the limit")
         check_eq(c["kernel_uses"], 1, "first use of the new one")
     finally:
-        delete_context(c)
+        check(delete_context(c["id"]) in GONE, "delete context")
 
 
 @test
 def test_busy_context_kernel_is_not_kept():
-    a = new_context(policy="reuse")
+    a = create_context({"policy": "reuse"})
     t = threading.Thread(target=lambda: api("POST", f"/v1/contexts/{a['id']}/executions",
                                             {"code": "import time; time.sleep(60)"},
                                             timeout=TIMEOUT))
     t.start()
     poll(lambda: api("GET", "/v1/contexts/" + a["id"]).json().get("running"), 30, 0.1, "running")
-    delete_context(a)
+    check(delete_context(a["id"]) in GONE, "delete context")
     t.join(TIMEOUT)
     poll(lambda: kernel_gone(a["kernel_id"]), 30, 0.25, "busy kernel destroyed, not kept")
 
@@ -299,7 +282,7 @@ def test_bad_oneshot_requests_are_refused_clearly():
 
 @test
 def test_context_goes_with_its_kernel_deleted_through_the_jupyter_api():
-    ctx = new_context()
+    ctx = create_context()
     check_eq(api("DELETE", "/api/kernels/" + ctx["kernel_id"]).status, 204, "kernel deleted")
     poll(lambda: api("GET", "/v1/contexts/" + ctx["id"]).status == 404, 30, 0.25, "context gone")
     check(ctx["id"] not in [c["id"] for c in api("GET", "/v1/contexts").json()], "not listed")

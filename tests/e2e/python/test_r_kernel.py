@@ -27,7 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
     Execution, KernelWS, TOKEN, api, callisto_only, check, check_eq, create_kernel,
-    delete_kernel, gateway_args, gateway_pid, get_kernel, launched_kernel, poll, run_tests, test,
+    delete_context, delete_kernel, gateway_args, gateway_pid, get_kernel, launched_kernel, poll,
+    run_code, run_tests, test,
 )
 
 R = "ir"
@@ -153,19 +154,8 @@ class context:
 
     def __exit__(self, *exc):
         if self.ctx:
-            try:
-                api("DELETE", "/v1/contexts/" + self.ctx["id"])
-            except Exception as e:  # noqa: BLE001
-                print(f"  (cleanup: DELETE context failed: {e})")
+            delete_context(self.ctx["id"])
         return False
-
-
-def execute(ctx, code, **fields):
-    body = {"code": code}
-    body.update(fields)
-    r = api("POST", f"/v1/contexts/{ctx['id']}/executions", body, timeout=V1_TIMEOUT)
-    check_eq(r.status, 200, f"execution of {code[:50]!r} answered ({r.body[:300]!r})")
-    return r.json()
 
 
 def texts(ex):
@@ -360,20 +350,20 @@ def test_a_runaway_cat_is_capped_on_the_websocket():
 @callisto_only
 def test_v1_stdout_stderr_and_value():
     with context() as ctx:
-        ex = execute(ctx, 'cat("hello\\n"); message("warn"); 6 * 7')
+        ex = run_code(ctx, 'cat("hello\\n"); message("warn"); 6 * 7')
         check_eq(ex["status"], "ok", "status " + summary(ex))
         check_eq(ex["stdout"], "hello\n", "stdout")
         check("warn" in ex["stderr"], "stderr has the message", ex["stderr"])
         check_eq(texts(ex), ["[1] 42"], "the value as text/plain")
         check(ex["error"] is None, "no error", ex["error"])
-        check_eq(execute(ctx, 'y <- 5; cat(y * 2, "\\n")')["stdout"], "10 \n", "state")
-        check_eq(execute(ctx, 'cat(y, "\\n")')["stdout"], "5 \n", "state kept between executions")
+        check_eq(run_code(ctx, 'y <- 5; cat(y * 2, "\\n")')["stdout"], "10 \n", "state")
+        check_eq(run_code(ctx, 'cat(y, "\\n")')["stdout"], "5 \n", "state kept between executions")
 
 
 @callisto_only
 def test_v1_error_has_the_r_traceback():
     with context() as ctx:
-        ex = execute(ctx, 'f <- function() g(); g <- function() stop("deep"); f()')
+        ex = run_code(ctx, 'f <- function() g(); g <- function() stop("deep"); f()')
         check_eq(ex["status"], "error", "status " + summary(ex))
         err = ex["error"]
         check(isinstance(err, dict) and {"name", "value", "traceback"} <= set(err), "error fields",
@@ -384,13 +374,13 @@ def test_v1_error_has_the_r_traceback():
         check(len(frames) >= 2 and frames[0].startswith("1. f()") and frames[1].startswith("2. g()"),
               "the traceback lists the calls f() then g()", tb)
         check("\x1b" not in tb, "no ANSI codes", tb)
-        check_eq(execute(ctx, 'cat("ok\\n")')["status"], "ok", "the context goes on")
+        check_eq(run_code(ctx, 'cat("ok\\n")')["status"], "ok", "the context goes on")
 
 
 @callisto_only
 def test_v1_plot_is_a_png_result():
     with context() as ctx:
-        ex = execute(ctx, "plot(1:10)")
+        ex = run_code(ctx, "plot(1:10)")
         check_eq(ex["status"], "ok", "status " + summary(ex))
         pngs = [res["data"]["image/png"] for res in ex["results"] if "image/png" in res["data"]]
         check_eq(len(pngs), 1, "one image/png result")
@@ -400,7 +390,7 @@ def test_v1_plot_is_a_png_result():
 @callisto_only
 def test_v1_data_frame_is_an_html_table():
     with context() as ctx:
-        ex = execute(ctx, "head(mtcars, 3)")
+        ex = run_code(ctx, "head(mtcars, 3)")
         check_eq(ex["status"], "ok", "status " + summary(ex))
         html = [res["data"]["text/html"] for res in ex["results"] if "text/html" in res["data"]]
         check_eq(len(html), 1, "one text/html result")
@@ -411,11 +401,11 @@ def test_v1_data_frame_is_an_html_table():
 @callisto_only
 def test_v1_deadline_interrupts_a_sleep_and_keeps_state():
     with context() as ctx:
-        ex = execute(ctx, "x <- 42; Sys.sleep(30)", timeout=2)
+        ex = run_code(ctx, "x <- 42; Sys.sleep(30)", timeout=2)
         check_eq(ex["status"], "timeout", "status " + summary(ex))
         check_eq(ex.get("state_preserved"), True, "an interrupt sufficed")
         check(ex["duration_ms"] < 10000, "ended near the deadline", ex["duration_ms"])
-        after = execute(ctx, "x")
+        after = run_code(ctx, "x")
         check_eq(after["status"], "ok", "the context runs code after the deadline")
         check_eq(texts(after), ["[1] 42"], "x is still 42")
 
@@ -423,13 +413,13 @@ def test_v1_deadline_interrupts_a_sleep_and_keeps_state():
 @callisto_only
 def test_v1_deadline_stops_a_busy_loop():
     with context() as ctx:
-        execute(ctx, 'kept <- "yes"')
+        run_code(ctx, 'kept <- "yes"')
         t0 = time.monotonic()
-        ex = execute(ctx, "while (TRUE) {}", timeout=2)
+        ex = run_code(ctx, "while (TRUE) {}", timeout=2)
         check_eq(ex["status"], "timeout", "status " + summary(ex))
         check("state_preserved" in ex, "says whether state was kept", summary(ex))
         check(time.monotonic() - t0 < 60, "the ladder ended in bounded time", time.monotonic() - t0)
-        after = execute(ctx, 'cat(exists("kept"), "\\n")')
+        after = run_code(ctx, 'cat(exists("kept"), "\\n")')
         check_eq(after["status"], "ok", "the context works afterwards")
         expect = "TRUE \n" if ex["state_preserved"] else "FALSE \n"
         check_eq(after["stdout"], expect, "state_preserved tells the truth")
@@ -442,12 +432,12 @@ def test_v1_deadline_restarts_an_r_kernel_that_defers_the_interrupt():
     # does not stop the code and the gateway must restart the kernel after its grace.
     grace = int(gateway_args(gateway_pid()).get("interrupt-grace", "5"))
     with context() as ctx:
-        execute(ctx, 'kept <- "yes"')
+        run_code(ctx, 'kept <- "yes"')
         pid = get_kernel(ctx["kernel_id"])["callisto"]["pid"]
         t0 = time.monotonic()
-        ex = execute(ctx, "suspendInterrupts({t0 <- Sys.time(); "
-                          "while (Sys.time() - t0 < 120) {}}); cat('ran to its end\\n')",
-                     timeout=2)
+        ex = run_code(ctx, "suspendInterrupts({t0 <- Sys.time(); "
+                           "while (Sys.time() - t0 < 120) {}}); cat('ran to its end\\n')",
+                      timeout=2)
         took = time.monotonic() - t0
         check_eq(ex["status"], "timeout", "status " + summary(ex))
         check_eq(ex.get("state_preserved"), False, "the interrupt did not suffice: a restart")
@@ -459,7 +449,7 @@ def test_v1_deadline_restarts_an_r_kernel_that_defers_the_interrupt():
         check_eq(api("GET", "/v1/contexts/" + ctx["id"]).json()["kernel_id"], ctx["kernel_id"],
                  "the context keeps its kernel id")
         check(get_kernel(ctx["kernel_id"])["callisto"]["pid"] != pid, "a new R process", pid)
-        after = execute(ctx, 'cat(exists("kept"), "\\n")')
+        after = run_code(ctx, 'cat(exists("kept"), "\\n")')
         check_eq(after["status"], "ok", "the context runs code after the restart " + summary(after))
         check_eq(after["stdout"], "FALSE \n", "the variable set before is gone")
 
@@ -467,7 +457,7 @@ def test_v1_deadline_restarts_an_r_kernel_that_defers_the_interrupt():
 @callisto_only
 def test_v1_a_big_cat_is_capped_with_head_tail_and_marker():
     with context() as ctx:
-        ex = execute(ctx, 'cat("HEAD"); cat(strrep("x", 20e6)); cat("TAIL")')
+        ex = run_code(ctx, 'cat("HEAD"); cat(strrep("x", 20e6)); cat("TAIL")')
         check_eq(ex["status"], "ok", "status " + summary(ex)[:300])
         out = ex["stdout"]
         cut = ex["truncated"]["stdout_bytes"]
@@ -478,35 +468,35 @@ def test_v1_a_big_cat_is_capped_with_head_tail_and_marker():
         check(f"[... {cut} bytes truncated ...]" in out, "an explicit marker")
         check_eq(len(out.encode()) - len(f"\n[... {cut} bytes truncated ...]\n") + cut,
                  20_000_008, "kept + cut = what R printed")
-        check_eq(execute(ctx, 'cat("ok\\n")')["truncated"]["stdout_bytes"], 0,
+        check_eq(run_code(ctx, 'cat("ok\\n")')["truncated"]["stdout_bytes"], 0,
                  "the next execution is not cut")
 
 
 @callisto_only
 def test_v1_env_is_set_for_one_execution():
     with context() as ctx:
-        ex = execute(ctx, 'Sys.getenv("FOO")', env={"FOO": "bar"})
+        ex = run_code(ctx, 'Sys.getenv("FOO")', env={"FOO": "bar"})
         check_eq(ex["status"], "ok", "status " + summary(ex))
         check(any("bar" in t for t in texts(ex)), "R sees FOO=bar during the execution",
               texts(ex), ex["stderr"])
-        after = execute(ctx, 'Sys.getenv("FOO")')
+        after = run_code(ctx, 'Sys.getenv("FOO")')
         check_eq(after["status"], "ok", "status " + summary(after))
         check_eq(texts(after), ['[1] ""'], "FOO is unset again afterwards")
-        err = execute(ctx, 'stop(Sys.getenv("KEY"))', env={"KEY": "k-value"})
+        err = run_code(ctx, 'stop(Sys.getenv("KEY"))', env={"KEY": "k-value"})
         check_eq(err["status"], "error", "an execution with env can fail " + summary(err))
         check("k-value" in err["error"]["value"], "and saw its env", err["error"])
-        check_eq(texts(execute(ctx, 'Sys.getenv("KEY")')), ['[1] ""'],
+        check_eq(texts(run_code(ctx, 'Sys.getenv("KEY")')), ['[1] ""'],
                  "restored after a failing execution too")
 
 
 @callisto_only
 def test_v1_restart_clears_the_context():
     with context() as ctx:
-        execute(ctx, 'gone <- 1; writeLines("kept", "file.txt")')
+        run_code(ctx, 'gone <- 1; writeLines("kept", "file.txt")')
         r = api("POST", f"/v1/contexts/{ctx['id']}/restart", timeout=90)
         check_eq(r.status, 200, f"restart ({r.body[:200]!r})")
         check_eq(r.json()["kernel_id"], ctx["kernel_id"], "same kernel id")
-        after = execute(ctx, 'cat(exists("gone"), readLines("file.txt"), "\\n")')
+        after = run_code(ctx, 'cat(exists("gone"), readLines("file.txt"), "\\n")')
         check_eq(after["status"], "ok", "the restarted context runs code " + summary(after))
         check_eq(after["stdout"], "FALSE kept \n", "variables gone, the workdir kept")
 
@@ -515,7 +505,7 @@ def test_v1_restart_clears_the_context():
 def test_v1_delete_removes_the_context_and_its_kernel():
     ctx = new_context("fresh")
     try:
-        check_eq(execute(ctx, 'cat("x\\n")')["stdout"], "x\n", "the context works")
+        check_eq(run_code(ctx, 'cat("x\\n")')["stdout"], "x\n", "the context works")
     finally:
         r = api("DELETE", "/v1/contexts/" + ctx["id"])
     check_eq(r.status, 204, "DELETE the context")
@@ -543,18 +533,18 @@ def test_v1_a_reused_r_kernel_starts_clean():
     first = new_context("reuse")
     try:
         # Its own rm, setwd and unlink too: the reset must not call the user's.
-        ex = execute(first, 'secret_r <- "leak"; writeLines("s", "secret.txt"); '
-                            'rm <- function(...) invisible(NULL); '
-                            'unlink <- function(...) invisible(0L); '
-                            'setwd <- function(...) stop("not this one"); cat("set\\n")')
+        ex = run_code(first, 'secret_r <- "leak"; writeLines("s", "secret.txt"); '
+                             'rm <- function(...) invisible(NULL); '
+                             'unlink <- function(...) invisible(0L); '
+                             'setwd <- function(...) stop("not this one"); cat("set\\n")')
         check_eq(ex["stdout"], "set\n", "first context ran " + summary(ex))
     finally:
         check_eq(api("DELETE", "/v1/contexts/" + first["id"]).status, 204, "delete the first")
     with context("reuse") as second:
         reused = second["kernel_id"] == first["kernel_id"]
         print(f"  second context {'reuses' if reused else 'does not reuse'} the first one's kernel")
-        ex = execute(second, 'cat(exists("secret_r"), file.exists("secret.txt"), '
-                             'length(ls(all.names = FALSE)), "\\n")')
+        ex = run_code(second, 'cat(exists("secret_r"), file.exists("secret.txt"), '
+                              'length(ls(all.names = FALSE)), "\\n")')
         check_eq(ex["status"], "ok", "status " + summary(ex))
         check_eq(ex["stdout"], "FALSE FALSE 0 \n",
                  "no variable (exists, ls()) and no file of the previous context")
@@ -786,14 +776,14 @@ def test_memory_bomb_dies_with_a_reason():
 @callisto_only
 def test_memory_bomb_through_the_interpreter_api_says_why():
     with context() as ctx:
-        execute(ctx, "keep <- 1")
-        ex = execute(ctx, "l <- list(); repeat { l[[length(l) + 1]] <- numeric(8e6) }")
+        run_code(ctx, "keep <- 1")
+        ex = run_code(ctx, "l <- list(); repeat { l[[length(l) + 1]] <- numeric(8e6) }")
         check_eq(ex["status"], "error", "status " + summary(ex))
         check(ex["error"]["name"] in ("KernelRestarted", "KernelDead"), "a stable kind", ex["error"])
         check(f"out of memory (limit {MEMORY_LIMIT})" in ex["error"]["value"],
               "the error names the OOM kill", ex["error"])
         check_eq(ex.get("state_preserved"), False, "it says the state is lost")
-        after = execute(ctx, 'cat(exists("keep"), "\\n")')
+        after = run_code(ctx, 'cat(exists("keep"), "\\n")')
         check_eq(after["stdout"], "FALSE \n", "the context runs in a fresh R " + summary(after))
 
 
@@ -828,7 +818,7 @@ def test_gateway_and_a_second_r_session_still_work():
         ready(ws)
         check_eq(value_text(run(ws, "6 * 7")), "[1] 42", "a fresh R session computes")
     with context() as ctx:
-        check_eq(texts(execute(ctx, "sum(1:10)")), ["[1] 55"], "and one through /v1")
+        check_eq(texts(run_code(ctx, "sum(1:10)")), ["[1] 55"], "and one through /v1")
 
 
 if __name__ == "__main__":

@@ -39,13 +39,13 @@ def wait_idle(kernel_id):
 
 
 @test
-def test_every_relayed_message_has_a_growing_sequence_number():
-    with kernel() as k, KernelWS(k["id"]) as ws:
-        ws.kernel_info()
-        ws.run("print('x')")
-        seqs = [seq(m) for m in ws.history]
-        check(all(isinstance(s, int) for s in seqs), "every message stamped", seqs)
-        check(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "strictly increasing", seqs)
+def test_every_relayed_message_has_a_growing_sequence_number(kernel_ws):
+    ws = kernel_ws
+    ws.kernel_info()
+    ws.run("print('x')")
+    seqs = [seq(m) for m in ws.history]
+    check(all(isinstance(s, int) for s in seqs), "every message stamped", seqs)
+    check(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "strictly increasing", seqs)
 
 
 @test

@@ -19,8 +19,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from e2e_client import (api, check, check_eq, launch_info, launched_context, run_tests,  # noqa: E402
-                        test)
+from e2e_client import (api, check, check_eq, create_context, delete_context,  # noqa: E402
+                        launch_info, launched_context, run_code_ok, run_tests, test)
 
 TIMEOUT = 120
 KERNEL = os.environ.get("REUSE_KERNEL", "python3")
@@ -104,27 +104,8 @@ cat("checked", length(found), "\n")
 }
 
 
-def new_context():
-    r = api("POST", "/v1/contexts", {"kernel": KERNEL, "policy": "reuse"}, timeout=TIMEOUT)
-    check_eq(r.status, 201, f"create a {KERNEL} context: {r.body[:300]!r}")
-    return r.json()
-
-
 def launch(ctx):
     return launch_info(ctx["kernel_id"]).get("launch")
-
-
-def run(ctx, code):
-    r = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": code}, timeout=TIMEOUT)
-    check_eq(r.status, 200, f"run in {ctx['id']}: {r.body[:300]!r}")
-    out = r.json()
-    check_eq(out["status"], "ok", f"execution in {ctx['id']}: {out!r}")
-    return out
-
-
-def delete_context(ctx):
-    r = api("DELETE", "/v1/contexts/" + ctx["id"], timeout=TIMEOUT)
-    check(r.status in (204, 404, 410), "delete context", r.status)
 
 
 def drop_kept_kernels(but=None):
@@ -145,20 +126,20 @@ def test_the_next_context_on_a_kept_kernel_finds_nothing_of_the_last():
     drop_kept_kernels()
     # Leaving the block deletes A: its kernel is kept for the owner's next context.
     with launched_context(LAUNCH, {"kernel": KERNEL, "policy": "reuse"}) as a:
-        planted = run(a, PLANT[KERNEL])
+        planted = run_code_ok(a, PLANT[KERNEL])
         check("planted" in planted["stdout"], "A planted its state", planted)
-        own = leaks(run(a, CHECK[KERNEL]), "A")
+        own = leaks(run_code_ok(a, CHECK[KERNEL]), "A")
         check(len(own) >= 7, "the check finds A's state in A itself", own)
     drop_kept_kernels(but=a["kernel_id"])  # those of attempts that started the other way
 
-    b = new_context()
+    b = create_context({"kernel": KERNEL, "policy": "reuse"})
     try:
         check_eq(b["kernel_id"], a["kernel_id"], "the kept kernel serves the owner's next context")
         check_eq(b["kernel_uses"], a["kernel_uses"] + 1, "its next use")
         check_eq(launch(b), LAUNCH, "renewed the way it first started")
-        check_eq(leaks(run(b, CHECK[KERNEL]), "B"), [], f"{KERNEL}: B finds nothing of A")
+        check_eq(leaks(run_code_ok(b, CHECK[KERNEL]), "B"), [], f"{KERNEL}: B finds nothing of A")
     finally:
-        delete_context(b)
+        check(delete_context(b["id"]) in (204, 404, 410), "delete context")
 
     # A one-shot execution runs on the kernel that B's end kept.
     r = api("POST", "/v1/executions", {"code": CHECK[KERNEL], "kernel": KERNEL, "policy": "reuse"},

@@ -19,10 +19,9 @@ import threading
 import time
 import urllib.parse
 
-from e2e_client import (BASE_URL, api, callisto_only, check, check_eq, create_context,
-                        gateway_args, get_kernel, gateway_pid, launch_info, launched_context,
-                        launched_kernel, poll, process_tree, run_json, run_tests, test, KernelWS,
-                        TOKEN)
+from e2e_client import (BASE_URL, api, callisto_only, check, check_eq, gateway_args, get_kernel,
+                        gateway_pid, launch_info, launched_context, launched_kernel, poll,
+                        process_tree, run_code, run_json, run_tests, test, KernelWS, TOKEN)
 
 # How the kernels under attack must have started: "zygote" (forked by callisto-zygote, the
 # default) or "exec" (bwrap, with --zygote=off), so that a pass says which sandbox held.
@@ -261,22 +260,14 @@ def test_memory_bomb_dies_with_a_reason():
 
 
 @test
-def test_memory_bomb_through_the_interpreter_api_says_why():
+def test_memory_bomb_through_the_interpreter_api_says_why(context):
     # The kernel restarts on its own; the execution it ended must name the OOM kill, not
     # only the server log.
-    ctx = create_context()
-    try:
-        r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
-                {"code": "chunks = []\nwhile True:\n    chunks.append(bytearray(64 << 20))\n"},
-                timeout=180)
-        check_eq(r.status, 200, f"execution answered ({r.body[:300]!r})")
-        ex = r.json()
-        check_eq(ex["status"], "error", f"execution status ({ex!r})")
-        check(ex["error"]["name"] in ("KernelRestarted", "KernelDead"), "a stable kind", ex["error"])
-        check("out of memory (limit 256MiB)" in ex["error"]["value"], "the error names the OOM kill",
-              ex["error"]["value"])
-    finally:
-        api("DELETE", "/v1/contexts/" + ctx["id"])
+    ex = run_code(context, "chunks = []\nwhile True:\n    chunks.append(bytearray(64 << 20))\n")
+    check_eq(ex["status"], "error", f"execution status ({ex!r})")
+    check(ex["error"]["name"] in ("KernelRestarted", "KernelDead"), "a stable kind", ex["error"])
+    check("out of memory (limit 256MiB)" in ex["error"]["value"], "the error names the OOM kill",
+          ex["error"]["value"])
 
 
 @test
@@ -357,17 +348,8 @@ def sandboxed_context():
     return launched_context(LAUNCH)
 
 
-def execute(ctx, code, **fields):
-    """POST an execution to the context; returns the execution it answers (status 200)."""
-    body = {"code": code}
-    body.update(fields)
-    r = api("POST", f"/v1/contexts/{ctx['id']}/executions", body, timeout=V1_TIMEOUT)
-    check_eq(r.status, 200, f"execution of {code[:60]!r} answered ({r.body[:300]!r})")
-    return r.json()
-
-
 def bash(ctx, script, **fields):
-    return execute(ctx, script, language="bash", **fields)
+    return run_code(ctx, script, language="bash", **fields)
 
 
 def summary(ex):
@@ -377,7 +359,7 @@ def summary(ex):
 
 def keep_state(ctx):
     """Sets a Python variable that still_usable() looks for."""
-    ex = execute(ctx, "kept = 'yes'")
+    ex = run_code(ctx, "kept = 'yes'")
     check_eq(ex["status"], "ok", "set a Python variable " + summary(ex))
 
 
@@ -385,7 +367,7 @@ def still_usable(ctx, root):
     """After an attack: the same kernel process (no restart) kept its Python state, the
     context runs bash again, and the gateway answers."""
     check_eq(launch_info(ctx["kernel_id"])["pid"], root, "the same kernel process")
-    ex = execute(ctx, "kept")
+    ex = run_code(ctx, "kept")
     check_eq((ex["status"], ex["results"][0]["data"]["text/plain"] if ex["results"] else None),
              ("ok", "'yes'"), "the Python variable set before the attack " + summary(ex))
     ex = bash(ctx, "echo still-here")

@@ -15,11 +15,13 @@ import sys
 import threading
 import time
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    SkipTest, api, callisto_only, check, check_documented, check_eq, gateway_args,
-    gateway_status_kib, reset_gateway_peak, run_tests,
+    SkipTest, api, callisto_only, check, check_documented, check_eq, create_context,
+    delete_context, gateway_args, gateway_status_kib, reset_gateway_peak, run_code_ok, run_tests,
 )
 
 ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
@@ -79,28 +81,10 @@ def snapshot_dir():
     return os.path.join(args["workdir-root"], ".callisto-state", "snapshots")
 
 
-def new_context(token, body=None):
-    r = api("POST", "/v1/contexts", body or {"policy": "fresh"}, token=token, timeout=120)
-    check_eq(r.status, 201, f"create context ({r.body[:300]!r})")
-    return r.json()
-
-
-def run(token, context_id, code, timeout=120):
-    r = api("POST", f"/v1/contexts/{context_id}/executions", {"code": code}, token=token,
-            timeout=timeout)
-    check_eq(r.status, 200, f"execution answered ({r.body[:300]!r})")
-    e = r.json()
-    check_eq(e["status"], "ok", f"execution ran ({e.get('error')!r}, {e.get('stderr', '')[-300:]!r})")
-    return e
-
-
 def run_json(token, context_id, code):
     import json
-    return json.loads(run(token, context_id, code)["stdout"].strip().splitlines()[-1])
-
-
-def delete_context(token, context_id):
-    api("DELETE", f"/v1/contexts/{context_id}", token=token)
+    out = run_code_ok(context_id, code, token=token)["stdout"]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 class state:
@@ -112,9 +96,9 @@ class state:
 def the_snapshot():
     if state.snapshot:
         return state.snapshot
-    ctx = new_context(ANA)
+    ctx = create_context({"policy": "fresh"}, token=ANA)
     state.context = ctx
-    run(ANA, ctx["id"], SETUP)
+    run_code_ok(ctx, SETUP, token=ANA)
     r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=ANA, timeout=300)
     check_eq(r.status, 201, f"snapshot taken ({r.body[:500]!r})")
     check_documented("POST", "/v1/contexts/{context_id}/snapshots", r)
@@ -197,7 +181,7 @@ def test_restore_gives_a_new_context_with_the_state_and_files():
         check_eq(run_json(ANA, state.context["id"], CHECK)["bump"], 43,
                  "the original's counter is its own")
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
 
 
 @callisto_only
@@ -216,35 +200,33 @@ def test_another_users_restore_is_404():
 
 
 @callisto_only
-def test_a_busy_context_is_not_snapshotted():
-    ctx = new_context(ANA)
-    try:
-        t = threading.Thread(target=lambda: api(
-            "POST", f"/v1/contexts/{ctx['id']}/executions", {"code": "import time; time.sleep(4)"},
-            token=ANA, timeout=60))
-        t.start()
-        time.sleep(1.0)
-        r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=ANA)
-        check_eq(r.status, 409, f"snapshot of a busy context ({r.body[:300]!r})")
-        check("busy" in r.json()["message"], "says why", r.json())
-        check_documented("POST", "/v1/contexts/{context_id}/snapshots", r)
-        t.join(60)
-        r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=BOB)
-        check_eq(r.status, 404, "bob cannot snapshot ana's context")
-    finally:
-        delete_context(ANA, ctx["id"])
+@pytest.mark.context({"policy": "fresh"}, token=ANA)
+def test_a_busy_context_is_not_snapshotted(context):
+    t = threading.Thread(target=lambda: api(
+        "POST", f"/v1/contexts/{context['id']}/executions", {"code": "import time; time.sleep(4)"},
+        token=ANA, timeout=60))
+    t.start()
+    time.sleep(1.0)
+    r = api("POST", f"/v1/contexts/{context['id']}/snapshots", token=ANA)
+    check_eq(r.status, 409, f"snapshot of a busy context ({r.body[:300]!r})")
+    check("busy" in r.json()["message"], "says why", r.json())
+    check_documented("POST", "/v1/contexts/{context_id}/snapshots", r)
+    t.join(60)
+    r = api("POST", f"/v1/contexts/{context['id']}/snapshots", token=BOB)
+    check_eq(r.status, 404, "bob cannot snapshot ana's context")
 
 
 @callisto_only
 def test_a_tampered_snapshot_is_refused_with_the_reason():
-    ctx = new_context(ANA)
+    ctx = create_context({"policy": "fresh"}, token=ANA)
     try:
-        run(ANA, ctx["id"], "x = list(range(100))\nopen('notes.txt', 'w').write('hello world')")
+        run_code_ok(ctx, "x = list(range(100))\nopen('notes.txt', 'w').write('hello world')",
+                    token=ANA)
         r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=ANA, timeout=300)
         check_eq(r.status, 201, f"snapshot taken ({r.body[:300]!r})")
         sid = r.json()["id"]
     finally:
-        delete_context(ANA, ctx["id"])
+        delete_context(ctx["id"], token=ANA)
     path = os.path.join(snapshot_dir(), sid)
     check(os.path.isdir(path), f"the snapshot is stored in {path}")
     pieces = sorted(n for n in os.listdir(path) if n.isdigit())
@@ -276,13 +258,13 @@ def test_a_tampered_snapshot_is_refused_with_the_reason():
 
 @callisto_only
 def test_fork_gives_independent_copies():
-    ctx = new_context(BOB)
+    ctx = create_context({"policy": "fresh"}, token=BOB)
     made = []
     probe = ("import json; print(json.dumps([state['n'], int(state['xs'][0]), "
              "open('f.txt').read()]))")
     try:
-        run(BOB, ctx["id"], "import numpy as np\nstate = {'n': 1, 'xs': np.arange(5)}\n"
-                            "open('f.txt', 'w').write('orig')")
+        run_code_ok(ctx, "import numpy as np\nstate = {'n': 1, 'xs': np.arange(5)}\n"
+                         "open('f.txt', 'w').write('orig')", token=BOB)
         r = api("POST", f"/v1/contexts/{ctx['id']}/fork", {"count": 3}, token=BOB, timeout=600)
         check_eq(r.status, 201, f"forked ({r.body[:500]!r})")
         check_documented("POST", "/v1/contexts/{context_id}/fork", r)
@@ -295,8 +277,8 @@ def test_fork_gives_independent_copies():
         check("state" in body["snapshot"]["carried"], "the state was carried", body["snapshot"])
         print(f"  fork x3: {body['duration_ms']} ms, snapshot {body['snapshot']['duration_ms']} ms")
         for i, cid in enumerate(made):
-            run(BOB, cid, f"state['n'] = {10 + i}\nstate['xs'][0] = {10 + i}\n"
-                          f"open('f.txt', 'w').write('copy{i}')")
+            run_code_ok(cid, f"state['n'] = {10 + i}\nstate['xs'][0] = {10 + i}\n"
+                             f"open('f.txt', 'w').write('copy{i}')", token=BOB)
         for i, cid in enumerate(made):
             check_eq(run_json(BOB, cid, probe), [10 + i, 10 + i, f"copy{i}"],
                      f"copy {i} has its own change only")
@@ -306,49 +288,43 @@ def test_fork_gives_independent_copies():
         check_eq(left, [], "the fork's own snapshot is not left behind")
     finally:
         for cid in made + [ctx["id"]]:
-            delete_context(BOB, cid)
+            delete_context(cid, token=BOB)
 
 
 @callisto_only
-def test_fork_refuses_bad_counts_and_others_contexts():
-    ctx = new_context(BOB)
-    try:
-        before = len(api("GET", "/v1/contexts", token=BOB).json())
-        for body in ({"count": 0}, {"count": -1}, {"count": 17}, {"count": 1.5},
-                     {"count": "2"}, {"count": None}, {"count": True}, {"n": 2}, [2], "x",
-                     "{\"count\": 2", b"\xff"):
-            r = api("POST", f"/v1/contexts/{ctx['id']}/fork", body, token=BOB)
-            check_eq(r.status, 400, f"fork with {body!r} ({r.body[:200]!r})")
-            check_documented("POST", "/v1/contexts/{context_id}/fork", r)
-        check("count" in api("POST", f"/v1/contexts/{ctx['id']}/fork", {"count": 0},
-                             token=BOB).json()["message"], "says what is wrong")
-        check_eq(len(api("GET", "/v1/contexts", token=BOB).json()), before, "no context made")
-        r = api("POST", f"/v1/contexts/{ctx['id']}/fork", {"count": 1}, token=ANA)
-        check_eq(r.status, 404, "ana cannot fork bob's context")
-        r = api("POST", "/v1/contexts/0b7c2a2e-6c1f-4c3e-9a55-0d5d0e0c9a11/fork", {"count": 1},
-                token=BOB)
-        check_eq(r.status, 404, "an unknown context")
-    finally:
-        delete_context(BOB, ctx["id"])
-
-
-@callisto_only
-def test_fork_past_the_users_kernel_limit_makes_none():
-    # ana may hold 2 kernels: her context and 3 copies cannot all be.
-    ctx = new_context(ANA)
-    try:
-        before = len(api("GET", "/v1/contexts", token=ANA).json())
-        r = api("POST", f"/v1/contexts/{ctx['id']}/fork", {"count": 3}, token=ANA, timeout=600)
-        check_eq(r.status, 429, f"refused at ana's max_kernels ({r.body[:300]!r})")
+@pytest.mark.context({"policy": "fresh"}, token=BOB)
+def test_fork_refuses_bad_counts_and_others_contexts(context):
+    before = len(api("GET", "/v1/contexts", token=BOB).json())
+    for body in ({"count": 0}, {"count": -1}, {"count": 17}, {"count": 1.5},
+                 {"count": "2"}, {"count": None}, {"count": True}, {"n": 2}, [2], "x",
+                 "{\"count\": 2", b"\xff"):
+        r = api("POST", f"/v1/contexts/{context['id']}/fork", body, token=BOB)
+        check_eq(r.status, 400, f"fork with {body!r} ({r.body[:200]!r})")
         check_documented("POST", "/v1/contexts/{context_id}/fork", r)
-        time.sleep(1)
-        check_eq(len(api("GET", "/v1/contexts", token=ANA).json()), before,
-                 "no copy is left behind")
-        left = [s for s in api("GET", "/v1/snapshots", token=ANA).json()
-                if s["context_id"] == ctx["id"]]
-        check_eq(left, [], "nor the fork's snapshot")
-    finally:
-        delete_context(ANA, ctx["id"])
+    check("count" in api("POST", f"/v1/contexts/{context['id']}/fork", {"count": 0},
+                         token=BOB).json()["message"], "says what is wrong")
+    check_eq(len(api("GET", "/v1/contexts", token=BOB).json()), before, "no context made")
+    r = api("POST", f"/v1/contexts/{context['id']}/fork", {"count": 1}, token=ANA)
+    check_eq(r.status, 404, "ana cannot fork bob's context")
+    r = api("POST", "/v1/contexts/0b7c2a2e-6c1f-4c3e-9a55-0d5d0e0c9a11/fork", {"count": 1},
+            token=BOB)
+    check_eq(r.status, 404, "an unknown context")
+
+
+@callisto_only
+@pytest.mark.context({"policy": "fresh"}, token=ANA)
+def test_fork_past_the_users_kernel_limit_makes_none(context):
+    # ana may hold 2 kernels: her context and 3 copies cannot all be.
+    before = len(api("GET", "/v1/contexts", token=ANA).json())
+    r = api("POST", f"/v1/contexts/{context['id']}/fork", {"count": 3}, token=ANA, timeout=600)
+    check_eq(r.status, 429, f"refused at ana's max_kernels ({r.body[:300]!r})")
+    check_documented("POST", "/v1/contexts/{context_id}/fork", r)
+    time.sleep(1)
+    check_eq(len(api("GET", "/v1/contexts", token=ANA).json()), before,
+             "no copy is left behind")
+    left = [s for s in api("GET", "/v1/snapshots", token=ANA).json()
+            if s["context_id"] == context["id"]]
+    check_eq(left, [], "nor the fork's snapshot")
 
 
 @callisto_only
@@ -356,10 +332,10 @@ def test_a_100_mib_state_passes_through_the_gateway_in_bounded_memory():
     # The gateway copies a snapshot's pieces through one buffer (docs/operations.md): its
     # peak RSS must not grow by the snapshot's size, neither taking it nor restoring it.
     # bob (no kernel limit), so that ana's contexts above do not count.
-    ctx = new_context(BOB)
+    ctx = create_context({"policy": "fresh"}, token=BOB)
     sid, copy = None, None
     try:
-        total = run(BOB, ctx["id"], BIG, timeout=300)["stdout"].strip()
+        total = run_code_ok(ctx, BIG, token=BOB)["stdout"].strip()
         reset_gateway_peak()
         before = gateway_status_kib("VmRSS")
         r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=BOB, timeout=600)
@@ -380,12 +356,12 @@ def test_a_100_mib_state_passes_through_the_gateway_in_bounded_memory():
         growth = gateway_status_kib("VmHWM") - before
         print(f"  gateway peak RSS growth restoring it: {growth // 1024} MiB")
         check(growth < 32 * 1024, "the gateway's peak RSS grew by less than 32 MiB", growth)
-        got = run(BOB, copy["id"], "print(repr(float(big.sum())))", timeout=300)["stdout"]
+        got = run_code_ok(copy, "print(repr(float(big.sum())))", token=BOB)["stdout"]
         check_eq(got.strip(), total, "the 100 MiB came back whole")
     finally:
         for c in (ctx, copy):
             if c:
-                delete_context(BOB, c["id"])
+                delete_context(c["id"], token=BOB)
         if sid:
             api("DELETE", f"/v1/snapshots/{sid}", token=BOB)
 
@@ -410,10 +386,10 @@ def test_an_r_context_is_snapshotted_restored_and_forked():
     r_kernels = [k["name"] for k in kernels if k["language"].lower() == "r"]
     if not r_kernels:
         raise SkipTest("no R kernel (IRkernel) is installed here")
-    ctx = new_context(BOB, {"kernel": r_kernels[0], "policy": "fresh"})
+    ctx = create_context({"kernel": r_kernels[0], "policy": "fresh"}, token=BOB)
     made = []
     try:
-        run(BOB, ctx["id"], R_SETUP)
+        run_code_ok(ctx, R_SETUP, token=BOB)
         r = api("POST", f"/v1/contexts/{ctx['id']}/snapshots", token=BOB, timeout=300)
         check_eq(r.status, 201, f"snapshot taken ({r.body[:500]!r})")
         check_documented("POST", "/v1/contexts/{context_id}/snapshots", r)
@@ -440,20 +416,20 @@ def test_an_r_context_is_snapshotted_restored_and_forked():
         check_eq(r.status, 201, f"forked ({r.body[:500]!r})")
         copies = [c["id"] for c in r.json()["contexts"]]
         made += copies
-        run(BOB, copies[0], "df$x <- df$x * 100")
+        run_code_ok(copies[0], "df$x <- df$x * 100", token=BOB)
         check_eq(run_json(BOB, copies[0], R_CHECK)["x"], 1000, "the first copy changed")
         check_eq(run_json(BOB, copies[1], R_CHECK)["x"], 10, "the second did not")
         check_eq(run_json(BOB, ctx["id"], R_CHECK)["x"], 10, "nor the original")
         check_eq(api("DELETE", f"/v1/snapshots/{s['id']}", token=BOB).status, 204, "deleted")
     finally:
         for cid in made + [ctx["id"]]:
-            delete_context(BOB, cid)
+            delete_context(cid, token=BOB)
 
 
 @callisto_only
 def test_cleanup():
     if state.context:
-        delete_context(ANA, state.context["id"])
+        delete_context(state.context["id"], token=ANA)
     if state.snapshot:
         check_eq(api("DELETE", f"/v1/snapshots/{state.snapshot['id']}", token=ANA).status, 204,
                  "the shared snapshot deleted")

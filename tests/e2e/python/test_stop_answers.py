@@ -15,14 +15,14 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import mcp_client  # noqa: E402
-from e2e_client import TOKEN, api, check, check_eq, run_tests, test  # noqa: E402
+from e2e_client import TOKEN, api, check, check_eq, create_context, run_tests, test  # noqa: E402
 
 SLEEP = "import time\nprint('started', flush=True)\ntime.sleep(60)"
 
 
 @test
 def test_requests_in_flight_are_answered_when_the_server_stops():
-    ctx = api("POST", "/v1/contexts", {}).json()
+    ctx = create_context()
     mcp = mcp_client.Session(TOKEN)
     check_eq(mcp.tool("run_code", code="1 + 1")[1], False, "the MCP session's kernel is up")
     answers = {}

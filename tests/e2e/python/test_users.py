@@ -10,10 +10,12 @@ import os
 import sys
 import threading
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from e2e_client import (  # noqa: E402
-    KernelWS, api, check, check_documented, check_eq, run_tests, test,
+    KernelWS, api, check, check_documented, check_eq, delete_kernel, run_code, run_tests, test,
 )
 
 ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
@@ -21,13 +23,6 @@ ANA, BOB, ROOT = "ana-token-1", "bob-token-1", "root-token-1"
 
 def create(token):
     return api("POST", "/api/kernels", {"name": "python3"}, token=token)
-
-
-def delete(token, kernel_id):
-    try:
-        api("DELETE", f"/api/kernels/{kernel_id}", token=token)
-    except Exception:  # noqa: BLE001
-        pass
 
 
 def concurrent_creates(token, n):
@@ -71,7 +66,7 @@ def test_another_user_cannot_see_or_touch_a_kernel():
             ws.kernel_info()
             check_eq(ws.run("x = 41; x + 1").result_text(), "42", "ana runs code")
     finally:
-        delete(ANA, kid)
+        delete_kernel(kid, token=ANA)
 
 
 @test
@@ -85,7 +80,7 @@ def test_admin_sees_and_attaches_to_any_kernel():
             ws.kernel_info()
             check_eq(ws.run("6 * 7").result_text(), "42", "admin runs code in it")
     finally:
-        delete(ANA, kid)
+        delete_kernel(kid, token=ANA)
 
 
 @test
@@ -104,7 +99,7 @@ def test_only_an_admin_sees_the_process_behind_a_kernel():
         check(info.get("launch") in ("zygote", "exec") and info.get("pid", 0) > 0,
               "the admin sees how it started and its host pid", seen)
     finally:
-        delete(ANA, kid)
+        delete_kernel(kid, token=ANA)
 
 
 @test
@@ -117,37 +112,34 @@ def test_whoami_names_the_caller_and_their_role():
 
 
 @test
-def test_admin_console_sees_owners_holders_and_the_overview():
+@pytest.mark.context({}, token=BOB)  # bob's context
+def test_admin_console_sees_owners_holders_and_the_overview(context):
     r = check_documented("GET", "/v1/admin/overview", api("GET", "/v1/admin/overview", token=ANA))
     check_eq(r.status, 403, "a user may not read the overview")
     kernel = create(ANA).json()["id"]
-    ctx = api("POST", "/v1/contexts", {}, token=BOB)
-    check_eq(ctx.status, 201, "bob creates a context")
-    ctx = ctx.json()
     try:
-        check_eq(ctx.get("owner"), "bob", "a context names its owner")
-        run = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": "print(1)"}, token=BOB)
-        check_eq(run.json().get("status"), "ok", "bob's execution")
+        check_eq(context.get("owner"), "bob", "a context names its owner")
+        check_eq(run_code(context, "print(1)", token=BOB)["status"], "ok", "bob's execution")
         with KernelWS(kernel, token=ANA) as ws:
             ws.kernel_info()
             check_eq(ws.run("6 * 7").result_text(), "42", "ana's execution")
         listed = check_documented("GET", "/api/kernels", api("GET", "/api/kernels", token=ROOT))
         by_id = {k["id"]: k for k in listed.json()}
-        check(kernel in by_id and ctx["kernel_id"] in by_id, "the admin lists both kernels")
+        check(kernel in by_id and context["kernel_id"] in by_id, "the admin lists both kernels")
         ana_k = by_id[kernel]["callisto"]
         check_eq((ana_k["owner"], ana_k["held_by"], ana_k["executions"]), ("ana", "client", 1),
                  f"ana's kernel: owner, holder, executions ({ana_k})")
         check(isinstance(ana_k["pss_bytes"], int) and ana_k["pss_bytes"] > 0,
               "the list shows its memory before the kernel is fetched alone", ana_k)
         bob_k = check_documented("GET", "/api/kernels/{kernel_id}",
-                                 api("GET", f"/api/kernels/{ctx['kernel_id']}", token=ROOT))
+                                 api("GET", f"/api/kernels/{context['kernel_id']}", token=ROOT))
         info = bob_k.json()["callisto"]
         check_eq((info["owner"], info["held_by"], info.get("context_id"), info["executions"]),
-                 ("bob", "context", ctx["id"], 1), f"bob's kernel is his context's ({info})")
+                 ("bob", "context", context["id"], 1), f"bob's kernel is his context's ({info})")
         check(isinstance(info["pss_bytes"], int) and info["pss_bytes"] > 0,
               "its memory is read for one kernel", info)
         contexts = check_documented("GET", "/v1/contexts", api("GET", "/v1/contexts", token=ROOT))
-        check(any(c["id"] == ctx["id"] and c["owner"] == "bob" for c in contexts.json()),
+        check(any(c["id"] == context["id"] and c["owner"] == "bob" for c in contexts.json()),
               "the admin lists bob's context with its owner")
         overview = check_documented("GET", "/v1/admin/overview",
                                     api("GET", "/v1/admin/overview", token=ROOT))
@@ -158,8 +150,7 @@ def test_admin_console_sees_owners_holders_and_the_overview():
         samples = o["history"]["samples"]
         check(samples and o["history"]["interval_seconds"] == 10, "activity sampled at start", o)
     finally:
-        delete(ANA, kernel)
-        api("DELETE", f"/v1/contexts/{ctx['id']}", token=BOB)
+        delete_kernel(kernel, token=ANA)
 
 
 @test
@@ -179,7 +170,7 @@ def test_per_user_limit_under_concurrent_creates():
     finally:
         for r in results:
             if r.status == 201:
-                delete(ANA, r.json()["id"])
+                delete_kernel(r.json()["id"], token=ANA)
 
 
 @test
@@ -195,7 +186,7 @@ def test_server_limit_under_concurrent_creates():
     finally:
         for r in results:
             if r.status == 201:
-                delete(BOB, r.json()["id"])
+                delete_kernel(r.json()["id"], token=BOB)
 
 
 @test

@@ -10,15 +10,15 @@ import sys
 
 import mcp_client
 from e2e_client import (TOKEN, KernelWS, api, callisto_only, check, check_documented, check_eq,
-                        kernel, poll, run_tests)
-from v1_client import Stream, delete_context, get_execution, new_context, run
+                        kernel, poll, run_code, run_tests)
+from v1_client import Stream, delete_context, get_execution, new_context
 
 
 @callisto_only
 def test_aggregated_answer_has_stdout_a_plot_and_an_error():
     ctx = new_context({"kernel": "python3"})
     try:
-        r = run(ctx, "import sys\nprint('hello')\nprint('warn', file=sys.stderr)\n6*7")
+        r = run_code(ctx, "import sys\nprint('hello')\nprint('warn', file=sys.stderr)\n6*7")
         check_eq(r["status"], "ok", "status")
         check_eq(r["stdout"], "hello\n", "stdout")
         check_eq(r["stderr"], "warn\n", "stderr")
@@ -28,14 +28,14 @@ def test_aggregated_answer_has_stdout_a_plot_and_an_error():
         for key in ("duration_ms", "queue_ms", "truncated", "id", "created_at"):
             check(key in r, "execution has " + key, r)
 
-        plot = run(ctx, "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
-                        "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()")
+        plot = run_code(ctx, "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
+                             "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()")
         check_eq(plot["status"], "ok", "plot status " + json.dumps(plot)[:500])
         pngs = [res["data"]["image/png"] for res in plot["results"] if "image/png" in res["data"]]
         check(len(pngs) == 1 and isinstance(pngs[0], str) and pngs[0].startswith("iVBOR"),
               "one inline PNG", plot["results"])
 
-        err = run(ctx, "def f():\n    return 1 / 0\nf()")
+        err = run_code(ctx, "def f():\n    return 1 / 0\nf()")
         check_eq(err["status"], "error", "error status")
         check_eq(err["error"]["name"], "ZeroDivisionError", "error name")
         check_eq(err["error"]["value"], "division by zero", "error value")
@@ -44,7 +44,7 @@ def test_aggregated_answer_has_stdout_a_plot_and_an_error():
         check("return 1 / 0" in tb, "traceback shows the line", tb)
 
         # State survives between executions of one context.
-        check_eq(run(ctx, "sys.stdout.write('still ' + str(6*7))")["stdout"], "still 42",
+        check_eq(run_code(ctx, "sys.stdout.write('still ' + str(6*7))")["stdout"], "still 42",
                  "state kept")
     finally:
         delete_context(ctx)
@@ -53,7 +53,7 @@ def test_aggregated_answer_has_stdout_a_plot_and_an_error():
 @callisto_only
 def test_stream_gives_events_in_order_for_a_long_cell(context):
     s = Stream(context, "import time\nfor i in range(5):\n    print(i, flush=True)\n"
-                    "    time.sleep(0.2)\n1/0")
+                        "    time.sleep(0.2)\n1/0")
     check_eq(s.resp.status, 200, "stream status")
     check_eq(s.resp.getheader("Content-Type"), "application/x-ndjson", "content type")
     check_eq(s.resp.getheader("Transfer-Encoding"), "chunked", "chunked")
@@ -74,7 +74,7 @@ def test_stream_gives_events_in_order_for_a_long_cell(context):
 @callisto_only
 def test_execution_is_fetched_by_id_after_the_client_went_away(context):
     s = Stream(context, "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n"
-                    "    time.sleep(0.5)\n'done'")
+                        "    time.sleep(0.5)\n'done'")
     first = s.event()
     check_eq(first["type"], "queued", "first event")
     eid = first["id"]
@@ -91,28 +91,29 @@ def test_execution_is_fetched_by_id_after_the_client_went_away(context):
 
 @callisto_only
 def test_a_repeated_idempotency_key_runs_once(context):
-    run(context, "runs = []")
-    a = run(context, "runs.append(1)\nlen(runs)", idempotency_key="step-1")
-    b = run(context, "runs.append(1)\nlen(runs)", idempotency_key="step-1")
+    run_code(context, "runs = []")
+    a = run_code(context, "runs.append(1)\nlen(runs)", idempotency_key="step-1")
+    b = run_code(context, "runs.append(1)\nlen(runs)", idempotency_key="step-1")
     check_eq(b["id"], a["id"], "same execution")
     check_eq(b["results"][0]["data"]["text/plain"], "1", "same answer")
-    check_eq(run(context, "len(runs)")["results"][0]["data"]["text/plain"], "1", "ran once")
+    check_eq(run_code(context, "len(runs)")["results"][0]["data"]["text/plain"], "1", "ran once")
     # The same key while the first is still running: still one run.
     s = Stream(context, "import time\ntime.sleep(1)\nruns.append(2)", idempotency_key="step-2")
     first = s.event()
-    again = run(context, "runs.append(2)", idempotency_key="step-2")
+    again = run_code(context, "runs.append(2)", idempotency_key="step-2")
     check_eq(again["id"], first["id"], "same execution while running")
     s.events()
     s.close()
-    check_eq(run(context, "runs")["results"][0]["data"]["text/plain"], "[1, 2]", "each ran once")
+    check_eq(run_code(context, "runs")["results"][0]["data"]["text/plain"], "[1, 2]",
+             "each ran once")
 
 
 @callisto_only
 def test_executions_on_a_context_run_one_at_a_time_in_order(context):
-    run(context, "order = []")
+    run_code(context, "order = []")
     slow = Stream(context, "import time\ntime.sleep(1.5)\norder.append('first')")
     check_eq(slow.event()["type"], "queued", "first queued")
-    second = run(context, "order.append('second')\norder")
+    second = run_code(context, "order.append('second')\norder")
     check_eq(second["results"][0]["data"]["text/plain"], "['first', 'second']", "in order")
     check(second["queue_ms"] >= 500, "the second waited for the first", second["queue_ms"])
     slow.events()
@@ -139,25 +140,25 @@ def test_executions_on_a_context_run_one_at_a_time_in_order(context):
 
 @callisto_only
 def test_deadline_interrupt_preserves_state(context):
-    run(context, "kept = 'yes'")
-    r = run(context, "while True:\n    pass", timeout=1)
+    run_code(context, "kept = 'yes'")
+    r = run_code(context, "while True:\n    pass", timeout=1)
     check_eq(r["status"], "timeout", "status")
     check_eq(r["state_preserved"], True, "an interrupt sufficed")
     check(r["duration_ms"] < 6000, "ended at the interrupt", r["duration_ms"])
-    check_eq(run(context, "kept")["results"][0]["data"]["text/plain"], "'yes'", "state kept")
+    check_eq(run_code(context, "kept")["results"][0]["data"]["text/plain"], "'yes'", "state kept")
 
 
 @callisto_only
 def test_deadline_restart_when_sigint_is_ignored(context):
-    run(context, "kept = 'yes'")
-    r = run(context, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                 "while True:\n    pass", timeout=1)
+    run_code(context, "kept = 'yes'")
+    r = run_code(context, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                          "while True:\n    pass", timeout=1)
     check_eq(r["status"], "timeout", "status")
     check_eq(r["state_preserved"], False, "a restart was needed")
-    after = run(context, "'kept' in dir()")
+    after = run_code(context, "'kept' in dir()")
     check_eq(after["status"], "ok", "the context works after the restart")
     check_eq(after["results"][0]["data"]["text/plain"], "False", "state is gone")
-    cwd = run(context, "import os\nprint(os.listdir('.') is not None)")
+    cwd = run_code(context, "import os\nprint(os.listdir('.') is not None)")
     check_eq(cwd["stdout"], "True\n", "the workdir is still usable")
 
 
@@ -180,7 +181,8 @@ def test_delete_interrupts_a_running_execution(context):
 
 @callisto_only
 def test_a_big_print_is_capped_with_head_tail_and_marker(context):
-    r = run(context, "import sys\nsys.stdout.write('HEAD' + 'x' * (50 * 1024 * 1024) + 'TAIL')")
+    r = run_code(context,
+                 "import sys\nsys.stdout.write('HEAD' + 'x' * (50 * 1024 * 1024) + 'TAIL')")
     check_eq(r["status"], "ok", "status")
     out = r["stdout"]
     check(out.startswith("HEADxxx"), "head kept", out[:20])
@@ -193,21 +195,21 @@ def test_a_big_print_is_capped_with_head_tail_and_marker(context):
 
 @callisto_only
 def test_an_oversized_image_becomes_a_file_reference(context):
-    r = run(context, "import os\nfrom IPython.display import Image, display\n"
-                 "display(Image(data=b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(20 * 1024 * 1024), format='png'))")
+    r = run_code(context, "import os\nfrom IPython.display import Image, display\n"
+                          "display(Image(data=b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(20 * 1024 * 1024), format='png'))")
     check_eq(r["status"], "ok", "status " + json.dumps(r)[:400])
     ref = r["results"][0]["data"]["image/png"]
     check(isinstance(ref, dict) and "file" in ref, "a file reference", str(ref)[:200])
     check_eq(ref["bytes"], 20 * 1024 * 1024 + 8, "decoded size")
     check_eq(r["truncated"]["results"][0]["moved_to"], ref["file"], "said in truncated")
-    size = run(context, f"import os\nos.path.getsize({ref['file']!r})")
+    size = run_code(context, f"import os\nos.path.getsize({ref['file']!r})")
     check_eq(size["results"][0]["data"]["text/plain"], str(20 * 1024 * 1024 + 8),
              "the kernel sees the file in its workdir")
     # Each under the per-result cap, together over the execution's 20 MiB: the first stay
     # inline, the later ones become files.
-    many = run(context, "import os\nfrom IPython.display import Image, display\n"
-                    "for i in range(6):\n"
-                    "    display(Image(data=b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(3 * 1024 * 1024), format='png'))")
+    many = run_code(context, "import os\nfrom IPython.display import Image, display\n"
+                             "for i in range(6):\n"
+                             "    display(Image(data=b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(3 * 1024 * 1024), format='png'))")
     kinds = ["file" if isinstance(res["data"]["image/png"], dict) else "inline"
              for res in many["results"]]
     check_eq(kinds[:4], ["inline"] * 4, "the first four inline")
@@ -218,10 +220,11 @@ def test_an_oversized_image_becomes_a_file_reference(context):
 def test_restart_and_get_and_list_contexts():
     ctx = new_context({"policy": "fresh"})  # its kernel goes with it (reuse: test_policies.py)
     try:
-        run(ctx, "x = 1")
+        run_code(ctx, "x = 1")
         r = api("POST", f"/v1/contexts/{ctx['id']}/restart")
         check_eq(r.status, 200, "restart")
-        check_eq(run(ctx, "'x' in dir()")["results"][0]["data"]["text/plain"], "False", "fresh")
+        check_eq(run_code(ctx, "'x' in dir()")["results"][0]["data"]["text/plain"], "False",
+                 "fresh")
         got = api("GET", "/v1/contexts/" + ctx["id"]).json()
         check_eq(got["kernel_id"], ctx["kernel_id"], "same kernel id")
         check(any(c["id"] == ctx["id"] for c in api("GET", "/v1/contexts").json()), "listed")
@@ -235,7 +238,7 @@ def test_restart_and_get_and_list_contexts():
 
 
 @callisto_only
-def test_bad_inputs_get_clear_json_errors():
+def test_bad_inputs_get_clear_json_errors(context):
     def refused(method, path, body, status, what, **kw):
         r = api(method, path, body, **kw)
         check_eq(r.status, status, what + ": " + repr(r.body[:200]))
@@ -249,83 +252,75 @@ def test_bad_inputs_get_clear_json_errors():
     refused("GET", "/v1/contexts", None, 401, "no token", auth=None)
     refused("GET", "/v1/contexts", None, 401, "wrong token", token="wrong")
 
-    ctx = new_context()
-    try:
-        ex = f"/v1/contexts/{ctx['id']}/executions"
-        for body in ["", "x", "[]", {}, {"code": 1}, {"code": "1", "timeout": 0},
-                     {"code": "1", "timeout": -5}, {"code": "1", "timeout": "10"},
-                     {"code": "1", "timeout": 10 ** 9}, {"code": "1", "stream": "yes"},
-                     {"code": "1", "idempotency_key": ""}, {"code": "1", "idempotency_key": "a b"},
-                     {"code": "1", "idempotency_key": "k" * 200}, {"code": "1", "extra": True}]:
-            refused("POST", ex, body, 400, f"execution body {body!r}")
-        unknown = "00000000-0000-4000-8000-000000000000"
-        refused("GET", f"{ex}/{unknown}", None, 404, "unknown execution")
-        refused("GET", f"{ex}/not-a-uuid", None, 404, "malformed execution id")
-        refused("DELETE", f"{ex}/{unknown}", None, 404, "interrupt unknown execution")
-        refused("GET", f"/v1/contexts/{unknown}", None, 404, "unknown context")
-        refused("POST", f"/v1/contexts/{unknown}/executions", {"code": "1"}, 404,
-                "execution on unknown context")
-        refused("GET", "/v1/contexts/..%2f", None, 400, "traversal in the id")
-        refused("PUT", "/v1/contexts", None, 405, "wrong method on contexts")
-        refused("PATCH", f"/v1/contexts/{ctx['id']}", None, 405, "wrong method on a context")
-        refused("GET", f"/v1/contexts/{ctx['id']}/restart", None, 405, "GET restart")
-        refused("GET", f"/v1/contexts/{ctx['id']}/nothing", None, 404, "unknown sub-resource")
-        # After all that, the context still works.
-        check_eq(run(ctx, "1+1")["results"][0]["data"]["text/plain"], "2", "still works")
-    finally:
-        delete_context(ctx)
+    ex = f"/v1/contexts/{context['id']}/executions"
+    for body in ["", "x", "[]", {}, {"code": 1}, {"code": "1", "timeout": 0},
+                 {"code": "1", "timeout": -5}, {"code": "1", "timeout": "10"},
+                 {"code": "1", "timeout": 10 ** 9}, {"code": "1", "stream": "yes"},
+                 {"code": "1", "idempotency_key": ""}, {"code": "1", "idempotency_key": "a b"},
+                 {"code": "1", "idempotency_key": "k" * 200}, {"code": "1", "extra": True}]:
+        refused("POST", ex, body, 400, f"execution body {body!r}")
+    unknown = "00000000-0000-4000-8000-000000000000"
+    refused("GET", f"{ex}/{unknown}", None, 404, "unknown execution")
+    refused("GET", f"{ex}/not-a-uuid", None, 404, "malformed execution id")
+    refused("DELETE", f"{ex}/{unknown}", None, 404, "interrupt unknown execution")
+    refused("GET", f"/v1/contexts/{unknown}", None, 404, "unknown context")
+    refused("POST", f"/v1/contexts/{unknown}/executions", {"code": "1"}, 404,
+            "execution on unknown context")
+    refused("GET", "/v1/contexts/..%2f", None, 400, "traversal in the id")
+    refused("PUT", "/v1/contexts", None, 405, "wrong method on contexts")
+    refused("PATCH", f"/v1/contexts/{context['id']}", None, 405, "wrong method on a context")
+    refused("GET", f"/v1/contexts/{context['id']}/restart", None, 405, "GET restart")
+    refused("GET", f"/v1/contexts/{context['id']}/nothing", None, 404, "unknown sub-resource")
+    # After all that, the context still works.
+    check_eq(run_code(context, "1+1")["results"][0]["data"]["text/plain"], "2", "still works")
 
 
 @callisto_only
-def test_env_is_set_for_one_execution_and_restored_after():
-    ctx = new_context()
-    try:
-        run(ctx, "import os, subprocess\nos.environ['KEPT'] = 'before'")
-        env = {"API_KEY": "s3cret ü \"q\"", "KEPT": "during", "EMPTY": ""}
-        r = run(ctx, "print(os.environ['API_KEY'])\nprint(os.environ['KEPT'])\n"
-                     "print(repr(os.environ['EMPTY']))\n"
-                     "print(subprocess.run(['sh', '-c', 'echo $API_KEY'], capture_output=True,"
-                     " text=True).stdout, end='')", env=env)
-        check_eq(r["status"], "ok", "status " + json.dumps(r)[:400])
-        check_eq(r["stdout"], "s3cret ü \"q\"\nduring\n''\ns3cret ü \"q\"\n",
-                 "os.environ and a subprocess see the values")
-        check_eq(r["execution_count"], 2, "the silent requests do not count")
-        after = run(ctx, "print(os.environ.get('API_KEY'), os.environ['KEPT'], 'EMPTY' in os.environ)")
-        check_eq(after["stdout"], "None before False\n", "previous values restored, new ones gone")
+def test_env_is_set_for_one_execution_and_restored_after(context):
+    run_code(context, "import os, subprocess\nos.environ['KEPT'] = 'before'")
+    env = {"API_KEY": "s3cret ü \"q\"", "KEPT": "during", "EMPTY": ""}
+    r = run_code(context, "print(os.environ['API_KEY'])\nprint(os.environ['KEPT'])\n"
+                          "print(repr(os.environ['EMPTY']))\n"
+                          "print(subprocess.run(['sh', '-c', 'echo $API_KEY'], capture_output=True,"
+                          " text=True).stdout, end='')", env=env)
+    check_eq(r["status"], "ok", "status " + json.dumps(r)[:400])
+    check_eq(r["stdout"], "s3cret ü \"q\"\nduring\n''\ns3cret ü \"q\"\n",
+             "os.environ and a subprocess see the values")
+    check_eq(r["execution_count"], 2, "the silent requests do not count")
+    after = run_code(context, "print(os.environ.get('API_KEY'), os.environ['KEPT'], 'EMPTY' in os.environ)")
+    check_eq(after["stdout"], "None before False\n", "previous values restored, new ones gone")
 
-        # Restored after an error too, and the traceback is the user's own: line 2, cell code.
-        err = run(ctx, "x = 1\nraise ValueError(os.environ['API_KEY'])", env={"API_KEY": "k"})
-        check_eq(err["status"], "error", "error status")
-        check_eq(err["error"]["value"], "k", "the code saw the variable")
-        tb = "\n".join(err["error"]["traceback"])
-        check("----> 2 raise ValueError" in tb, "the line number is the user's", tb)
-        check("_callisto" not in tb and "lambda" not in tb, "no wrapper in the traceback", tb)
-        check_eq(run(ctx, "print(os.environ.get('API_KEY'))")["stdout"], "None\n",
-                 "restored after an error")
+    # Restored after an error too, and the traceback is the user's own: line 2, cell code.
+    err = run_code(context, "x = 1\nraise ValueError(os.environ['API_KEY'])", env={"API_KEY": "k"})
+    check_eq(err["status"], "error", "error status")
+    check_eq(err["error"]["value"], "k", "the code saw the variable")
+    tb = "\n".join(err["error"]["traceback"])
+    check("----> 2 raise ValueError" in tb, "the line number is the user's", tb)
+    check("_callisto" not in tb and "lambda" not in tb, "no wrapper in the traceback", tb)
+    check_eq(run_code(context, "print(os.environ.get('API_KEY'))")["stdout"], "None\n",
+             "restored after an error")
 
-        # ...and after an interrupt.
-        s = Stream(ctx, "import time\nprint(os.environ['API_KEY'], flush=True)\ntime.sleep(60)",
-                   env={"API_KEY": "int"})
-        eid = s.event()["id"]
-        while True:
-            e = s.event()
-            if e["type"] == "stdout":
-                check_eq(e["text"], "int\n", "set while running")
-                break
-        check_eq(api("DELETE", f"/v1/contexts/{ctx['id']}/executions/{eid}").status, 202,
-                 "interrupt")
-        check_eq(s.events()[-1]["execution"]["status"], "interrupted", "interrupted")
-        s.close()
-        check_eq(run(ctx, "print(os.environ.get('API_KEY'))")["stdout"], "None\n",
-                 "restored after an interrupt")
-        # The user's own variables survive executions with env.
-        check_eq(run(ctx, "print('x' in dir(), '_callisto_saved_env' in dir())")["stdout"],
-                 "True False\n", "no names left in the user's namespace")
-    finally:
-        delete_context(ctx)
+    # ...and after an interrupt.
+    s = Stream(context, "import time\nprint(os.environ['API_KEY'], flush=True)\ntime.sleep(60)",
+               env={"API_KEY": "int"})
+    eid = s.event()["id"]
+    while True:
+        e = s.event()
+        if e["type"] == "stdout":
+            check_eq(e["text"], "int\n", "set while running")
+            break
+    check_eq(api("DELETE", f"/v1/contexts/{context['id']}/executions/{eid}").status, 202,
+             "interrupt")
+    check_eq(s.events()[-1]["execution"]["status"], "interrupted", "interrupted")
+    s.close()
+    check_eq(run_code(context, "print(os.environ.get('API_KEY'))")["stdout"], "None\n",
+             "restored after an interrupt")
+    # The user's own variables survive executions with env.
+    check_eq(run_code(context, "print('x' in dir(), '_callisto_saved_env' in dir())")["stdout"],
+             "True False\n", "no names left in the user's namespace")
     # One-shot executions take env too.
     r = api("POST", "/v1/executions", {"code": "import os\nprint(os.environ['ONE'])",
-                                        "env": {"ONE": "shot"}, "policy": "fresh"}, timeout=120)
+                                       "env": {"ONE": "shot"}, "policy": "fresh"}, timeout=120)
     check_eq(r.status, 200, "one-shot with env " + repr(r.body[:300]))
     check_eq(r.json()["stdout"], "shot\n", "the one-shot saw its env")
     check_eq(api("POST", "/v1/executions", {"code": "1", "env": {"LD_PRELOAD": "x"}}).status, 400,
@@ -333,21 +328,17 @@ def test_env_is_set_for_one_execution_and_restored_after():
 
 
 @callisto_only
-def test_the_execution_queued_behind_an_error_runs():
+def test_the_execution_queued_behind_an_error_runs(context):
     # The context sends the next execution the moment the failed one ends: ipykernel's
     # stop_on_error would answer it "aborted" (and the env restore with it).
-    ctx = new_context()
-    try:
-        for i in range(5):
-            failing = Stream(ctx, "raise ValueError('boom')", env={"ROUND": str(i)})
-            check_eq(failing.event()["type"], "queued", "failing queued")
-            nxt = run(ctx, "import os\nprint(os.environ.get('ROUND'))")
-            check_eq(nxt["status"], "ok", f"round {i}: the next one ran " + json.dumps(nxt)[:300])
-            check_eq(nxt["stdout"], "None\n", f"round {i}: env restored")
-            check_eq(failing.events()[-1]["execution"]["status"], "error", "the first failed")
-            failing.close()
-    finally:
-        delete_context(ctx)
+    for i in range(5):
+        failing = Stream(context, "raise ValueError('boom')", env={"ROUND": str(i)})
+        check_eq(failing.event()["type"], "queued", "failing queued")
+        nxt = run_code(context, "import os\nprint(os.environ.get('ROUND'))")
+        check_eq(nxt["status"], "ok", f"round {i}: the next one ran " + json.dumps(nxt)[:300])
+        check_eq(nxt["stdout"], "None\n", f"round {i}: env restored")
+        check_eq(failing.events()[-1]["execution"]["status"], "error", "the first failed")
+        failing.close()
 
 
 @callisto_only
@@ -365,27 +356,23 @@ def test_bad_env_is_refused_and_nothing_runs(context):
     for bad in ["yes", 1]:
         check_eq(api("POST", ex, {"code": "1", "keep_ansi": bad}).status, 400,
                  f"keep_ansi {bad!r}")
-    check_eq(run(context, "'ran' in dir()")["results"][0]["data"]["text/plain"], "False",
+    check_eq(run_code(context, "'ran' in dir()")["results"][0]["data"]["text/plain"], "False",
              "no refused request ran")
 
 
 @callisto_only
-def test_code_with_a_nul_is_refused_and_the_context_keeps_working():
+def test_code_with_a_nul_is_refused_and_the_context_keeps_working(context):
     """ipykernel drops an execute_request whose code holds a NUL without a reply: the context
     waited for it until a restart. Refused at every door instead, naming the field."""
-    ctx = new_context()
-    try:
-        for code in ("print(1)\u0000", "\u0000", "x = 1\u0000\nprint(x)"):
-            r = api("POST", f"/v1/contexts/{ctx['id']}/executions", {"code": code}, timeout=20)
-            check_eq(r.status, 400, f"a context's execution of {code!r}: {r.body[:200]!r}")
-            check("'code' contains a NUL character" in r.json()["message"], "names 'code'",
-                  r.json())
-            r = api("POST", f"/v1/contexts/{ctx['id']}/executions",
-                    {"code": code, "language": "bash"}, timeout=20)
-            check_eq(r.status, 400, f"as bash too: {r.body[:200]!r}")
-        check_eq(run(ctx, "print(6 * 7)")["stdout"], "42\n", "the context keeps working")
-    finally:
-        delete_context(ctx)
+    for code in ("print(1)\u0000", "\u0000", "x = 1\u0000\nprint(x)"):
+        r = api("POST", f"/v1/contexts/{context['id']}/executions", {"code": code}, timeout=20)
+        check_eq(r.status, 400, f"a context's execution of {code!r}: {r.body[:200]!r}")
+        check("'code' contains a NUL character" in r.json()["message"], "names 'code'",
+              r.json())
+        r = api("POST", f"/v1/contexts/{context['id']}/executions",
+                {"code": code, "language": "bash"}, timeout=20)
+        check_eq(r.status, 400, f"as bash too: {r.body[:200]!r}")
+    check_eq(run_code(context, "print(6 * 7)")["stdout"], "42\n", "the context keeps working")
     r = api("POST", "/v1/executions", {"code": "print(1)\u0000"}, timeout=20)
     check_eq(r.status, 400, f"a one-shot: {r.body[:200]!r}")
     check("'code' contains a NUL character" in r.json()["message"], "names 'code'", r.json())
@@ -411,10 +398,10 @@ def test_code_with_a_nul_is_refused_and_the_context_keeps_working():
 
 @callisto_only
 def test_keep_ansi_keeps_the_traceback_colours(context):
-    plain = run(context, "1/0")
+    plain = run_code(context, "1/0")
     check("\x1b[" not in "".join(plain["error"]["traceback"]), "stripped by default",
           plain["error"])
-    raw = run(context, "1/0", keep_ansi=True)
+    raw = run_code(context, "1/0", keep_ansi=True)
     tb = "".join(raw["error"]["traceback"])
     check("\x1b[" in tb, "colours kept with keep_ansi", tb[:300])
     check_eq(raw["error"]["name"], "ZeroDivisionError", "the name has no codes")

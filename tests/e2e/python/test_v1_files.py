@@ -9,8 +9,8 @@ import sys
 import urllib.parse
 
 from e2e_client import (BASE_URL, HTTP_TIMEOUT, TOKEN, api, callisto_only, check, check_documented,
-                        check_eq, run_tests)
-from v1_client import FORM_END, FORM_TYPE, files_url, form_file, form_part, run
+                        check_eq, run_code, run_tests)
+from v1_client import FORM_END, FORM_TYPE, files_url, form_file, form_part
 
 
 @callisto_only
@@ -20,10 +20,10 @@ def test_files_upload_a_csv_read_it_with_pandas_and_download_a_png(context):
             headers={"Content-Type": "text/csv"})
     check_eq(r.status, 201, "upload " + repr(r.body[:200]))
     check_eq(r.json()["size"], len(csv), "size")
-    r = run(context, "import pandas as pd\ndf = pd.read_csv('data/temps.csv')\n"
-                 "print(df['temp'].mean())\n"
-                 "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
-                 "df.plot.bar(x='city', y='temp').get_figure().savefig('chart.png')")
+    r = run_code(context, "import pandas as pd\ndf = pd.read_csv('data/temps.csv')\n"
+                          "print(df['temp'].mean())\n"
+                          "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                          "df.plot.bar(x='city', y='temp').get_figure().savefig('chart.png')")
     check_eq(r["status"], "ok", "pandas and matplotlib ran " + json.dumps(r)[:600])
     check_eq(r["stdout"], "16.0\n", "pandas read the upload")
     listing = api("GET", files_url(context)).json()
@@ -31,7 +31,7 @@ def test_files_upload_a_csv_read_it_with_pandas_and_download_a_png(context):
     check("data/temps.csv" in paths and "chart.png" in paths, "listed", listing)
     check_eq(paths["data"]["type"], "directory", "directory listed")
     # The kernel's own dot-directories only when asked for (a kernel writes .ipython etc.).
-    run(context, "import os; os.makedirs('.cache/x', exist_ok=True); open('.cache/x/f', 'w').close()")
+    run_code(context, "import os; os.makedirs('.cache/x', exist_ok=True); open('.cache/x/f', 'w').close()")
     check(not any(p.split("/")[0].startswith(".") for p in
                   (f["path"] for f in api("GET", files_url(context)).json()["files"])),
           "no dot entries by default")
@@ -73,10 +73,10 @@ def check_untrusted_file_headers(r, what):
 
 @callisto_only
 def test_kernel_written_svg_and_html_download_as_attachments_in_a_sandbox(context):
-    r = run(context, "import json\nfor name, text in json.loads(%r).items():\n"
-                 "    open(name, 'w').write(text)\n"
-                 "open('notes.txt', 'w').write('<script>alert(1)</script>')" %
-                 json.dumps(ACTIVE_FILES))
+    r = run_code(context, "import json\nfor name, text in json.loads(%r).items():\n"
+                          "    open(name, 'w').write(text)\n"
+                          "open('notes.txt', 'w').write('<script>alert(1)</script>')" %
+                          json.dumps(ACTIVE_FILES))
     check_eq(r["status"], "ok", "the kernel wrote the files " + json.dumps(r)[:400])
     for name in ACTIVE_FILES:
         # ?token= is how such a link would carry the token; it gets the same headers.
@@ -144,8 +144,8 @@ def test_refused_file_operations(context):
     for path in ["a%0ab", "a%7f", "a%5cb", "n" * 256]:
         refused("PUT", base + "/" + path, 400, f"odd name {path[:20]!r}", b"x")
     # Links the kernel plants are not followed, for reading, writing or deleting.
-    run(context, "import os\nos.symlink('/etc', 'etc_link')\nos.symlink('/etc/passwd', 'passwd')\n"
-             "os.mkdir('dir')\nopen('dir/f', 'w').write('x')")
+    run_code(context, "import os\nos.symlink('/etc', 'etc_link')\nos.symlink('/etc/passwd', 'passwd')\n"
+                      "os.mkdir('dir')\nopen('dir/f', 'w').write('x')")
     msg = refused("GET", base + "/etc_link/passwd", 400, "through a directory link")
     check("symbolic link" in msg, "says why", msg)
     refused("GET", base + "/passwd", 400, "a link to a file")
@@ -192,7 +192,7 @@ def test_refused_file_operations(context):
     msg = raw_message(data)
     check("1048576 bytes (1MiB)" in msg and "fixed" in msg and "--upload-limit" in msg,
           "the 413 names the fixed limit and the way around it", msg)
-    check_eq(run(context, "1")["status"], "ok", "the context still works")
+    check_eq(run_code(context, "1")["status"], "ok", "the context still works")
 
 
 @callisto_only
@@ -208,8 +208,8 @@ def test_multipart_upload_hand_built_forms_and_every_refusal(context):
     check_eq(r.status, 201, "upload " + repr(r.body[:300]))
     check_eq(r.json()["files"], [{"path": "in.csv", "size": len(csv)},
                                  {"path": "sub/two.csv", "size": 4}], "answer")
-    out = run(context, "import pandas as pd\nprint(pd.read_csv('in.csv')['y'].sum(), "
-                   "pd.read_csv('sub/two.csv')['a'][0])")
+    out = run_code(context, "import pandas as pd\nprint(pd.read_csv('in.csv')['y'].sum(), "
+                            "pd.read_csv('sub/two.csv')['a'][0])")
     check_eq(out["stdout"], "6 5\n", "pandas reads both")
 
     good = form_file(b"ok.csv", b"1")

@@ -1,6 +1,7 @@
-"""What the /v1 e2e suites (test_v1_*.py) share: a context made and deleted with the checks of
-its answers, an execution run and fetched, an execution's NDJSON stream read event by event,
-files' URLs and multipart forms, and the events WebSocket."""
+"""What the /v1 e2e suites (test_v1_*.py) share beyond e2e_client's: a context made and deleted
+with the checks of its answers, an execution fetched, an execution's NDJSON stream read event by
+event, files' URLs and multipart forms, and the events WebSocket. An execution is run with
+e2e_client.run_code."""
 
 import http.client
 import json
@@ -8,6 +9,7 @@ import urllib.parse
 
 import websocket  # websocket-client
 
+import e2e_client
 from e2e_client import BASE_URL, HTTP_TIMEOUT, TOKEN, api, check, check_eq
 
 # The first kernel start on a loaded machine, and the ladder (deadline + 5 s grace +
@@ -26,16 +28,7 @@ def new_context(body=None):
 
 
 def delete_context(ctx):
-    r = api("DELETE", "/v1/contexts/" + ctx["id"])
-    check_eq(r.status, 204, "delete context status")
-
-
-def run(ctx, code, **fields):
-    body = {"code": code}
-    body.update(fields)
-    r = api("POST", f"/v1/contexts/{ctx['id']}/executions", body, timeout=LADDER_TIMEOUT + 30)
-    check_eq(r.status, 200, f"execution status for {code[:40]!r}: {r.body[:300]!r}")
-    return r.json()
+    check_eq(e2e_client.delete_context(ctx["id"]), 204, "delete context status")
 
 
 def get_execution(ctx, eid):
