@@ -30,16 +30,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void prepare_runtime_root(const fs::path& root, bool sandboxed) {
-    fs::create_directories(root);
-    // Sandboxed kernels run as other uids and must traverse it to reach their own 0700 dir.
-    fs::permissions(root,
-                    sandboxed
-                        ? fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec
-                        : fs::perms::owner_all,
-                    fs::perm_options::replace);
-}
-
 // The zygotes fork kernels from callisto-zygote, beside this binary unless configured.
 std::unique_ptr<launcher::zygote_pool> make_zygote_pool(const server_config& config,
                                                         launcher::process_supervisor& supervisor,
@@ -188,34 +178,6 @@ std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
     return std::make_unique<launcher::sandbox>(probe.bwrap, probe.cgroups, lock ? lock->tag() : "");
 }
 
-// A previous instance on this workdir root that died without cleaning up (SIGKILL, a crash)
-// left its kernels, workdir mounts, cgroups and runtime root; the lock says it is gone.
-void reap_leftovers(const server_config& config, const launcher::instance_lock& lock,
-                    const launcher::sandbox& box, const kernel_adoption* adoption,
-                    const logger& log) {
-    launcher::leftover_scope scope;
-    scope.workdir_root = lock.root();
-    scope.uid_first = config.sandbox_uid_first;
-    scope.uid_count = config.sandbox_uid_count;
-    scope.cgroups = box.cgroups();
-    scope.tag = lock.tag();
-    // The same --runtime-dir as before is ours again (adopted kernels keep their directories
-    // there); a previous one goes.
-    std::error_code ec;
-    const auto& previous = lock.previous_runtime_root();
-    if (previous && !fs::equivalent(*previous, config.kernels.runtime_root, ec))
-        scope.runtime_root = previous;
-    if (adoption) adoption->spare_in(scope);
-    const auto report = launcher::leftover_reaper(scope).reap();
-    log.info("leftovers of earlier instances on " + lock.root().string() + " (tag " + lock.tag() +
-             "): " + report.describe());
-    if (!report.problems.empty()) {
-        std::string all;
-        for (const auto& p : report.problems) all += (all.empty() ? "" : "; ") + p;
-        log.warn("not reaped: " + all);
-    }
-}
-
 // --pool-size applies to the default kernelspec; --pool=NAME:N entries win over it. Each E2B
 // template's pool adds its ready kernels to its kernelspec's.
 std::map<std::string, std::size_t> pool_sizes(const server_config& config,
@@ -234,17 +196,6 @@ kernels::kernel_settings kernel_settings_for(const server_config& config) {
     kernels::kernel_settings s = config.kernels;
     s.ask_before_removing = !config.sandbox;
     return s;
-}
-
-// --audit-log: opened (or continued) at start; a file that cannot be opened, a key or anchor
-// that is not valid, or (with --audit-required) a log cut short stops the start.
-std::unique_ptr<audit::audit_log> make_audit_log(const server_config& config, const logger& log) {
-    if (config.audit.file.empty()) return nullptr;
-    try {
-        return std::make_unique<audit::audit_log>(config.audit, log);
-    } catch (const std::exception& e) {
-        throw std::runtime_error(std::string("--audit-log: ") + e.what());
-    }
 }
 
 // The interpreter's settings as given, with the server's services and what follows from the
@@ -332,25 +283,8 @@ server::server(server_config config, logger log)
               .run_queue_per_cpu = static_cast<double>(config_.shed_run_queue),
               .lag = std::chrono::milliseconds(config_.shed_lag_ms)},
           config_.shed_load),
-      workdir_lock_(config_.sandbox || !config_.state_dir.empty()
-                        ? std::make_unique<launcher::instance_lock>(config_.kernels.workdir_root)
-                        : nullptr),
-      runtime_root_{config_.kernels.runtime_root, log_},
-      state_lock_(config_.state_dir.empty()
-                      ? nullptr
-                      : std::make_unique<directory_lock>(config_.state_dir, "--state-dir")),
-      kernel_records_(config_.state_dir.empty()
-                          ? nullptr
-                          : std::make_unique<kernels::kernel_record_store>(
-                                config_.state_dir / "kernels", log_.component("state"))),
-      context_records_(config_.state_dir.empty()
-                           ? nullptr
-                           : std::make_unique<interpreter::context_record_store>(
-                                 config_.state_dir / "contexts", log_.component("state"))),
-      paused_records_(config_.state_dir.empty()
-                          ? nullptr
-                          : std::make_unique<interpreter::paused_record_store>(
-                                config_.state_dir / "paused", log_.component("state"))),
+      directories_(config_, log_),
+      state_(config_, log_),
       work_(asio::make_work_guard(ioc_)),
       signals_(ioc_, SIGINT, SIGTERM, SIGHUP),
       reactor_(log_.component("reactor")),
@@ -358,7 +292,7 @@ server::server(server_config config, logger log)
       zygotes_(make_zygote_pool(config_, supervisor_, log_.component("zygote"))),
       kernel_links_(reactor_),
       kernel_processes_(supervisor_, zygotes_.get()),
-      sandbox_(make_sandbox(config_, workdir_lock_.get(), log_.component("sandbox"))),
+      sandbox_(make_sandbox(config_, directories_.workdir_lock(), log_.component("sandbox"))),
       catalog_(kernel_search_path(config_), log_.component("kernelspecs"),
                kernelspec_check_for(config_, sandbox_.get())),
       sandbox_uids_(sandbox_ ? std::make_unique<launcher::sandbox_uid_pool>(
@@ -371,18 +305,17 @@ server::server(server_config config, logger log)
                   kernel_settings_for(config_),
                   log_.component("kernel"),
                   sandbox_.get(),
-                  sandbox_uids_.get()},
+                  sandbox_uids_.get(),
+                  state_.kernel_records(),
+                  state_.websocket_audit(),
+                  &host_load_},
       kernels_(kernel_env_, catalog_, config_.culling, pool_sizes(config_, catalog_),
                config_.max_kernels, config_.reuse),
       kernels_rest_(kernels_),
       kernelspecs_rest_(catalog_, kernels_.default_kernel_name()),
-      audit_(make_audit_log(config_, log_.component("audit"))),
-      websocket_audit_(
-          audit_ ? std::make_unique<jupyter_api::execution_audit>(*audit_, log_.component("audit"))
-                 : nullptr),
       contexts_(ioc_, kernels_,
-                interpreter_settings_for(config_, audit_.get(), kernel_metrics_,
-                                         context_records_.get(), paused_records_.get()),
+                interpreter_settings_for(config_, state_.audit(), kernel_metrics_,
+                                         state_.context_records(), state_.paused_records()),
                 log_.component("interpreter")),
       interpreter_rest_(contexts_),
       mcp_sessions_(
@@ -409,7 +342,7 @@ server::server(server_config config, logger log)
       // An hour of 10 s samples for the admin console's chart.
       activity_(std::chrono::seconds(10), 360),
       activity_sampler_(ioc_, activity_, [this] { return sample_activity(); }),
-      admin_rest_(kernels_, audit_.get(), activity_,
+      admin_rest_(kernels_, state_.audit(), activity_,
                   {CALLISTO_VERSION, std::chrono::system_clock::now(), sandbox_ != nullptr},
                   network_source(), sandbox_source()),
       readiness_(kernels_, sandbox_ != nullptr, host_load_),
@@ -428,13 +361,11 @@ server::server(server_config config, logger log)
       http_{dispatcher_, connections_,           request_bodies_,        sessions_,
             requests_,   config_.header_timeout, log_.component("http"), tls_.get()} {
     check_kernel_options(config_, catalog_);
-    kernel_env_.executions = websocket_audit_.get();
-    kernel_env_.records = kernel_records_.get();
-    kernel_env_.host = &host_load_;
     signals_.add(SIGUSR2);
     register_gateway_metrics(metrics_, kernels_, catalog_, sessions_);
     for (const auto& spec : catalog_.all()) kernel_metrics_.known_kernelspec(spec.name);
-    if (kernel_records_) register_state_metrics(metrics_, *kernel_records_, *context_records_);
+    if (state_.kernel_records())
+        register_state_metrics(metrics_, *state_.kernel_records(), *state_.context_records());
     register_process_metrics(metrics_);
     register_routes(dispatcher_, services_);
     e2b_.start();
@@ -449,21 +380,16 @@ server::server(server_config config, logger log)
         const auto text = own.address().to_string();
         auto address = own.address().is_v4() ? egress::parse_ipv4(text) : egress::parse_ipv6(text);
         if (address) es.own_endpoints.emplace_back(*address, own.port());
-        egress_ = std::make_unique<kernel_egress>(ioc_.get_executor(), std::move(es), audit_.get(),
-                                                  metrics_, log_.component("egress"));
+        egress_ = std::make_unique<kernel_egress>(
+            ioc_.get_executor(), std::move(es), state_.audit(), metrics_, log_.component("egress"));
         kernel_env_.egress = egress_.get();
         log_.info("egress: kernels may ask for destinations within --egress-allow (" +
                   std::to_string(config_.egress_allow.size()) + " rules)");
     }
     std::optional<kernel_adoption> adoption;
-    if (kernel_records_) adoption.emplace(*kernel_records_, log_.component("adoption"));
-    prepare_runtime_root(config_.kernels.runtime_root, sandbox_ != nullptr);
-    runtime_root_.created = true;
-    if (adoption) adoption->move_runtime_dirs(config_.kernels.runtime_root);
-    if (workdir_lock_ && sandbox_)
-        reap_leftovers(config_, *workdir_lock_, *sandbox_, adoption ? &*adoption : nullptr,
-                       log_.component("sandbox"));
-    if (workdir_lock_) workdir_lock_->claim_runtime_root(config_.kernels.runtime_root);
+    if (state_.kernel_records())
+        adoption.emplace(*state_.kernel_records(), log_.component("adoption"));
+    directories_.take_over(sandbox_.get(), adoption ? &*adoption : nullptr);
     if (catalog_.all().empty())
         log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
     for (const auto& spec : catalog_.all())
@@ -476,7 +402,7 @@ server::server(server_config config, logger log)
         adoption->adopt_into(kernels_, sandbox_uids_.get(),
                              egress_ ? config_.egress_allow : std::vector<std::string>{});
     // After the adopted kernels are registered (they may still be connecting).
-    if (context_records_) contexts_.restore(*context_records_);
+    if (state_.context_records()) contexts_.restore(*state_.context_records());
     // After them: a context a crash left both live and paused is taken as paused.
     interpreter_rest_.start();
 }
@@ -499,14 +425,6 @@ void server::report_web_root() const {
         looked += (looked.empty() ? "" : ", ") + dir.string();
     log_.warn("no web UI found (no index.html in " + looked +
               "): / answers 404; --web-root=DIR serves one");
-}
-
-server::runtime_root_owner::~runtime_root_owner() {
-    if (!created) return;
-    std::error_code ec;
-    fs::remove_all(path, ec);
-    if (ec)
-        log.warn("could not remove the runtime directory " + path.string() + ": " + ec.message());
 }
 
 asio::ip::tcp::endpoint server::local_endpoint() const { return listener_->local_endpoint(); }
@@ -543,7 +461,7 @@ void server::on_signal(int sig) {
     }
     const std::string name = sig == SIGINT ? "SIGINT" : sig == SIGUSR2 ? "SIGUSR2" : "SIGTERM";
     if (sig == SIGUSR2 || (sig == SIGTERM && config_.keep_kernels_on_exit)) {
-        if (kernel_records_) leave_kernels_running(name);
+        if (state_.kernel_records()) leave_kernels_running(name);
         log_.warn("received " + name +
                   "; ignored: without --state-dir no kernel outlives the "
                   "gateway");

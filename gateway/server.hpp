@@ -26,6 +26,7 @@
 #include "gateway/http/request_dispatcher.hpp"
 #include "gateway/http/session_registry.hpp"
 #include "gateway/http/tls_context.hpp"
+#include "gateway/instance_directories.hpp"
 #include "gateway/interpreter/api/interpreter_api.hpp"
 #include "gateway/interpreter/context_registry.hpp"
 #include "gateway/jupyter_api/execution_audit.hpp"
@@ -40,6 +41,7 @@
 #include "gateway/memory_trimmer.hpp"
 #include "gateway/readiness.hpp"
 #include "gateway/server_config.hpp"
+#include "gateway/state_stores.hpp"
 #include "gateway/user_directory.hpp"
 #include "launcher/kernelspec/kernelspec_catalog.hpp"
 #include "launcher/process/instance_lock.hpp"
@@ -96,23 +98,10 @@ private:
     metrics::registry metrics_;         // GET /metrics; every layer registers its own
     kernels::kernel_metrics kernel_metrics_;
     host_load host_load_;  // before the kernels, which count their silences in it
-    // Held for the server's life (sandboxed, or with --state-dir): the workdir root is this
-    // instance's, and what a dead previous instance left there is adopted or reaped at start.
-    std::unique_ptr<launcher::instance_lock> workdir_lock_;
-    // Removes the runtime root once every member below is gone: the zygotes write in it until
-    // they are reaped, the kernels keep their directories there.
-    struct runtime_root_owner {
-        std::filesystem::path path;
-        logger log;
-        bool created = false;
-        ~runtime_root_owner();
-    } runtime_root_;
-    // Null without --state-dir: kernels then die with the gateway. The lock first: one live
-    // gateway per state directory.
-    std::unique_ptr<directory_lock> state_lock_;
-    std::unique_ptr<kernels::kernel_record_store> kernel_records_;
-    std::unique_ptr<interpreter::context_record_store> context_records_;
-    std::unique_ptr<interpreter::paused_record_store> paused_records_;
+    // The workdir root's lock and the runtime root: removed once every member below is gone.
+    instance_directories directories_;
+    // The records --state-dir keeps and the audit log; they outlive everything that writes them.
+    state_stores state_;
     boost::asio::io_context ioc_;
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
     boost::asio::signal_set signals_;
@@ -130,8 +119,6 @@ private:
     kernels::kernel_manager kernels_;
     jupyter_api::kernels_api kernels_rest_;
     jupyter_api::kernelspec_api kernelspecs_rest_;
-    std::unique_ptr<audit::audit_log> audit_;                        // null without --audit-log
-    std::unique_ptr<jupyter_api::execution_audit> websocket_audit_;  // null without --audit-log
     interpreter::context_registry contexts_;
     interpreter::interpreter_api interpreter_rest_;
     mcp::mcp_session_registry mcp_sessions_;
