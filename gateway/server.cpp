@@ -30,69 +30,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The zygotes fork kernels from callisto-zygote, beside this binary unless configured.
-std::unique_ptr<launcher::zygote_pool> make_zygote_pool(const server_config& config,
-                                                        launcher::process_supervisor& supervisor,
-                                                        logger log) {
-    if (!config.zygote) return nullptr;
-    auto program = config.zygote_program;
-    if (program.empty()) {
-        std::error_code ec;
-        program = fs::read_symlink("/proc/self/exe", ec).parent_path() / "callisto-zygote";
-    }
-    if (::access(program.c_str(), X_OK) != 0) {
-        log.warn("no zygote program at " + program.string() +
-                 "; every kernel starts its own interpreter");
-        return nullptr;
-    }
-    launcher::zygote_settings settings{program, launcher::zygote_pool::built_python(),
-                                       config.kernels.runtime_root};
-    return std::make_unique<launcher::zygote_pool>(supervisor, std::move(settings), std::move(log));
-}
-
-// A --kernel-dir that does not exist, or a --default-kernel or --pool no directory provides,
-// is a typo: refused at start, naming what exists, instead of failing at the first kernel or
-// leaving a pool empty.
-void check_kernel_options(const server_config& config,
-                          const launcher::kernelspec_catalog& catalog) {
-    for (const auto& dir : config.kernel_dirs)
-        if (!fs::is_directory(dir))
-            throw std::runtime_error("--kernel-dir=" + dir.string() + ": no such directory");
-    auto unknown = [&catalog](const std::string& option, const std::string& name) {
-        if (auto why = catalog.refusal(name))
-            return std::runtime_error(option + ": kernelspec " + name + " is not offered: " + *why);
-        std::string names;
-        for (const auto& spec : catalog.all()) names += (names.empty() ? "" : ", ") + spec.name;
-        return std::runtime_error(
-            option + ": no such kernelspec (found: " + (names.empty() ? "none" : names) +
-            "; --kernel-dir adds a directory of kernelspecs)");
-    };
-    if (!config.kernels.default_kernel.empty() && !catalog.find(config.kernels.default_kernel))
-        throw unknown("--default-kernel=" + config.kernels.default_kernel,
-                      config.kernels.default_kernel);
-    for (const auto& [name, size] : config.pool_sizes)
-        if (!catalog.find(name)) throw unknown("--pool=" + name + ":" + std::to_string(size), name);
-    for (const auto& t : config.e2b_templates)
-        if (!catalog.find(t.kernelspec))
-            throw unknown("--e2b-template=" + e2b::format_sandbox_template(t), t.kernelspec);
-}
-
-// A kernelspec is offered only when its interpreter runs where its kernels will
-// (launcher/kernelspec/kernelspec_check.hpp); an environment may show none of the gateway's own
-// files.
-launcher::kernelspec_catalog::check_fn kernelspec_check_for(const server_config& config,
-                                                            const launcher::sandbox* box) {
-    launcher::kernelspec_check_settings s;
-    s.box = box;
-    s.who = {config.sandbox_uid_first, config.sandbox_uid_first};
-    for (const auto& path :
-         {config.kernels.workdir_root, config.kernels.runtime_root, config.state_dir,
-          config.users_file, config.audit.file, config.audit.key_file, config.certfile,
-          config.keyfile, config.client_ca, config.interpreter.snapshot_dir})
-        if (!path.empty()) s.private_paths.push_back(path);
-    return [s](const launcher::kernelspec& spec) { return launcher::kernelspec_problem(spec, s); };
-}
-
 // Binds the listening socket; a failure names the address and the way out.
 std::shared_ptr<listener> make_listener(asio::io_context& ioc, const server_config& config,
                                         http_services& services) {
@@ -107,95 +44,6 @@ std::shared_ptr<listener> make_listener(asio::io_context& ioc, const server_conf
                                       ? " (another server there? --port=0 picks a free port)"
                                       : ""));
     }
-}
-
-// Every sandboxed kernel start waits for one move into a cgroup: the log says how long that
-// takes here, and how to shorten it when it waits for an RCU grace period.
-void report_cgroup_move_time(const launcher::cgroup_layout& cgroups, const std::string& tag,
-                             const logger& log) {
-    if (cgroups.version == launcher::cgroup_version::none) return;
-    const auto timing = launcher::time_cgroup_move(
-        cgroups, (tag.empty() ? "pid" + std::to_string(::getpid()) : tag) + "-move-timer");
-    if (!timing.error.empty()) {
-        log.warn("could not time a move into a cgroup: " + timing.error);
-        return;
-    }
-    char ms[32];
-    std::snprintf(ms, sizeof ms, "%.2f", timing.median_ms);
-    const std::string figure =
-        std::string("moving a process into its cgroups takes ") + ms + " ms here";
-    if (timing.median_ms <= launcher::slow_cgroup_move_ms) {
-        log.info(figure);
-        return;
-    }
-    log.warn(figure +
-             ", and every kernel start waits for one: the host does not favour dynamic cgroup "
-             "changes. Mounting cgroup2 with favordynmods (mount -o remount,favordynmods on its "
-             "mount) or a kernel built with CONFIG_CGROUP_FAVOR_DYNMODS makes it about 0.5 ms; "
-             "see docs/operations.md, \"Host tuning\"");
-}
-
-// Appended, once, to every refusal for want of a sandbox.
-constexpr const char* sandbox_off_note =
-    "; --sandbox=off starts without the sandbox, for development only: kernel code then runs "
-    "as this user, with its files and network";
-
-// What the sandbox needs of this process, checked before any directory is made or changed:
-// a user without root is told that, not what the first chmod of the workdir root said.
-server_config checked_before_start(server_config config) {
-    if (!config.sandbox) return config;
-    if (auto problem = launcher::sandbox_probe::privilege_problem(::geteuid()); !problem.empty())
-        throw std::runtime_error(problem + sandbox_off_note);
-    return config;
-}
-
-// Probes the host; throws with the probe's explanation when no safe mode exists.
-std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
-                                                const launcher::instance_lock* lock,
-                                                const logger& log) {
-    if (!config.sandbox) {
-        log.warn("**********************************************************************");
-        log.warn("SANDBOX OFF (--sandbox=off): kernel code runs as this user with full");
-        log.warn("network, file and process access. For development only.");
-        log.warn("**********************************************************************");
-        return nullptr;
-    }
-    auto probe = launcher::sandbox_probe::run(config.bwrap, config.sandbox_uid_first);
-    if (!probe.usable()) throw std::runtime_error(probe.describe() + sandbox_off_note);
-    // The runtime root itself is made searchable at start (prepare_runtime_root); what lies
-    // above it, and the workdir root, are the operator's.
-    for (const auto& [dir, option] :
-         {std::pair{config.kernels.workdir_root, "--workdir-root"},
-          std::pair{config.kernels.runtime_root.parent_path(), "--runtime-dir's parent"}})
-        if (auto why = launcher::sandbox_probe::unreachable_by_sandbox(dir, option); !why.empty())
-            throw std::runtime_error(why);
-    log.info(probe.describe());
-    log.info("sandbox limits per kernel: " + config.kernels.limits.describe() + "; uids " +
-             std::to_string(config.sandbox_uid_first) + "-" +
-             std::to_string(config.sandbox_uid_first + config.sandbox_uid_count - 1) +
-             "; workdirs under " + config.kernels.workdir_root.string());
-    report_cgroup_move_time(probe.cgroups, lock ? lock->tag() : "", log);
-    return std::make_unique<launcher::sandbox>(probe.bwrap, probe.cgroups, lock ? lock->tag() : "");
-}
-
-// --pool-size applies to the default kernelspec; --pool=NAME:N entries win over it. Each E2B
-// template's pool adds its ready kernels to its kernelspec's.
-std::map<std::string, std::size_t> pool_sizes(const server_config& config,
-                                              const launcher::kernelspec_catalog& catalog) {
-    auto sizes = config.pool_sizes;
-    const std::string name = config.kernels.default_kernel.empty() ? catalog.default_name()
-                                                                   : config.kernels.default_kernel;
-    if (!name.empty() && !sizes.count(name)) sizes[name] = config.default_pool_size;
-    for (const auto& t : config.e2b_templates)
-        if (t.pool) sizes[t.kernelspec] += t.pool;
-    return sizes;
-}
-
-// The kernels' settings as given, with what follows from the sandbox.
-kernels::kernel_settings kernel_settings_for(const server_config& config) {
-    kernels::kernel_settings s = config.kernels;
-    s.ask_before_removing = !config.sandbox;
-    return s;
 }
 
 // The interpreter's settings as given, with the server's services and what follows from the
@@ -271,50 +119,20 @@ e2b::e2b_settings e2b_settings_for(const interpreter::interpreter_settings& s,
 }  // namespace
 
 server::server(server_config config, logger log)
-    : config_(with_web_root(checked_before_start(std::move(config)))),
+    : config_(with_web_root(kernel_runtime::checked_before_start(std::move(config)))),
       log_(std::move(log)),
       tls_(config_.certfile.empty() ? nullptr
                                     : std::make_unique<tls_context>(tls_files{
                                           config_.certfile, config_.keyfile, config_.client_ca})),
-      kernel_metrics_(metrics_),
-      host_load_(
-          host_load_thresholds{
-              .cpu_pressure_percent = static_cast<double>(config_.shed_cpu_pressure),
-              .run_queue_per_cpu = static_cast<double>(config_.shed_run_queue),
-              .lag = std::chrono::milliseconds(config_.shed_lag_ms)},
-          config_.shed_load),
       directories_(config_, log_),
       state_(config_, log_),
       work_(asio::make_work_guard(ioc_)),
       signals_(ioc_, SIGINT, SIGTERM, SIGHUP),
-      reactor_(log_.component("reactor")),
-      supervisor_(log_.component("supervisor")),
-      zygotes_(make_zygote_pool(config_, supervisor_, log_.component("zygote"))),
-      kernel_links_(reactor_),
-      kernel_processes_(supervisor_, zygotes_.get()),
-      sandbox_(make_sandbox(config_, directories_.workdir_lock(), log_.component("sandbox"))),
-      catalog_(kernel_search_path(config_), log_.component("kernelspecs"),
-               kernelspec_check_for(config_, sandbox_.get())),
-      sandbox_uids_(sandbox_ ? std::make_unique<launcher::sandbox_uid_pool>(
-                                   config_.sandbox_uid_first, config_.sandbox_uid_count)
-                             : nullptr),
-      kernel_env_{ioc_,
-                  kernel_links_,
-                  kernel_processes_,
-                  kernel_metrics_,
-                  kernel_settings_for(config_),
-                  log_.component("kernel"),
-                  sandbox_.get(),
-                  sandbox_uids_.get(),
-                  state_.kernel_records(),
-                  state_.websocket_audit(),
-                  &host_load_},
-      kernels_(kernel_env_, catalog_, config_.culling, pool_sizes(config_, catalog_),
-               config_.max_kernels, config_.reuse),
-      kernels_rest_(kernels_),
-      kernelspecs_rest_(catalog_, kernels_.default_kernel_name()),
-      contexts_(ioc_, kernels_,
-                interpreter_settings_for(config_, state_.audit(), kernel_metrics_,
+      runtime_(ioc_, config_, metrics_, directories_, state_, log_),
+      kernels_rest_(runtime_.kernels()),
+      kernelspecs_rest_(runtime_.catalog(), runtime_.kernels().default_kernel_name()),
+      contexts_(ioc_, runtime_.kernels(),
+                interpreter_settings_for(config_, state_.audit(), runtime_.metrics(),
                                          state_.context_records(), state_.paused_records()),
                 log_.component("interpreter")),
       interpreter_rest_(contexts_),
@@ -327,7 +145,7 @@ server::server(server_config config, logger log)
           },
           config_.mcp, log_.component("mcp")),
       mcp_(mcp_sessions_, mcp_tool_limits(contexts_.settings()), CALLISTO_VERSION),
-      e2b_(ioc_, contexts_, kernelspec_names(catalog_),
+      e2b_(ioc_, contexts_, kernelspec_names(runtime_.catalog()),
            e2b_settings_for(contexts_.settings(), config_), log_.component("e2b")),
       auth_(config_.users_file.empty() ? user_directory(token_auth(config_.token))
                                        : user_directory(config_.users_file)),
@@ -335,35 +153,37 @@ server::server(server_config config, logger log)
       requests_(metrics_, log_.component("access")),
       connections_(config_.max_connections, config_.max_connections_per_address),
       request_bodies_(config_.max_body_bytes_in_flight),
-      trimmer_(ioc_, std::chrono::seconds(10)),
-      load_sampler_(
-          ioc_, host_load_, metrics_, [this] { return kernels_.list().size(); },
-          log_.component("load")),
       // An hour of 10 s samples for the admin console's chart.
       activity_(std::chrono::seconds(10), 360),
       activity_sampler_(ioc_, activity_, [this] { return sample_activity(); }),
-      admin_rest_(kernels_, state_.audit(), activity_,
-                  {CALLISTO_VERSION, std::chrono::system_clock::now(), sandbox_ != nullptr},
+      admin_rest_(runtime_.kernels(), state_.audit(), activity_,
+                  {CALLISTO_VERSION, std::chrono::system_clock::now(), runtime_.sandboxed()},
                   network_source(), sandbox_source()),
-      readiness_(kernels_, sandbox_ != nullptr, host_load_),
+      readiness_(runtime_.kernels(), runtime_.sandboxed(), runtime_.host()),
       drain_timer_(ioc_),
-      services_{config_,           auth_,
-                kernels_,          kernels_rest_,
-                kernelspecs_rest_, sessions_,
-                connections_,      request_bodies_,
-                readiness_,        log_.component("http"),
-                interpreter_rest_, mcp_,
-                metrics_,          admin_rest_,
-                host_load_,        e2b_},
+      services_{config_,
+                auth_,
+                runtime_.kernels(),
+                kernels_rest_,
+                kernelspecs_rest_,
+                sessions_,
+                connections_,
+                request_bodies_,
+                readiness_,
+                log_.component("http"),
+                interpreter_rest_,
+                mcp_,
+                metrics_,
+                admin_rest_,
+                runtime_.host(),
+                e2b_},
       dispatcher_(auth_, config_.max_request_body_bytes,
                   "which is fixed; larger data goes up as a file, up to --upload-limit: PUT "
                   "/v1/contexts/{id}/files/{path} or a multipart POST to .../files"),
       http_{dispatcher_, connections_,           request_bodies_,        sessions_,
             requests_,   config_.header_timeout, log_.component("http"), tls_.get()} {
-    check_kernel_options(config_, catalog_);
     signals_.add(SIGUSR2);
-    register_gateway_metrics(metrics_, kernels_, catalog_, sessions_);
-    for (const auto& spec : catalog_.all()) kernel_metrics_.known_kernelspec(spec.name);
+    register_gateway_metrics(metrics_, runtime_.kernels(), runtime_.catalog(), sessions_);
     if (state_.kernel_records())
         register_state_metrics(metrics_, *state_.kernel_records(), *state_.context_records());
     register_process_metrics(metrics_);
@@ -371,36 +191,10 @@ server::server(server_config config, logger log)
     e2b_.start();
     // Bound before anything is written: a taken port leaves no runtime directory behind.
     listener_ = make_listener(ioc_, config_, http_);
-    if (sandbox_ && !config_.egress_allow.empty()) {
-        // After the listener: its port (perhaps picked by the system) is one no rule opens.
-        kernel_egress_settings es;
-        es.proxy.max_connections = config_.egress_connections;
-        es.proxy.bytes_per_second = config_.egress_bytes_per_second;
-        const auto own = listener_->local_endpoint();
-        const auto text = own.address().to_string();
-        auto address = own.address().is_v4() ? egress::parse_ipv4(text) : egress::parse_ipv6(text);
-        if (address) es.own_endpoints.emplace_back(*address, own.port());
-        egress_ = std::make_unique<kernel_egress>(
-            ioc_.get_executor(), std::move(es), state_.audit(), metrics_, log_.component("egress"));
-        kernel_env_.egress = egress_.get();
-        log_.info("egress: kernels may ask for destinations within --egress-allow (" +
-                  std::to_string(config_.egress_allow.size()) + " rules)");
-    }
-    std::optional<kernel_adoption> adoption;
-    if (state_.kernel_records())
-        adoption.emplace(*state_.kernel_records(), log_.component("adoption"));
-    directories_.take_over(sandbox_.get(), adoption ? &*adoption : nullptr);
-    if (catalog_.all().empty())
-        log_.warn("no kernelspecs found; install python3-ipykernel or pass --kernel-dir");
-    for (const auto& spec : catalog_.all())
-        log_.info("kernelspec " + spec.name + " from " + spec.resource_dir.string());
+    // After the listener: its port (perhaps picked by the system) is one no egress rule opens.
+    runtime_.start_egress(listener_->local_endpoint());
     report_web_root();
-    // After the runtime root exists: the zygotes' scratch directories go there.
-    if (zygotes_) zygotes_->start(catalog_.all());
-    // Egress only with the sandbox: without it the ceiling is empty for adopted kernels too.
-    if (adoption)
-        adoption->adopt_into(kernels_, sandbox_uids_.get(),
-                             egress_ ? config_.egress_allow : std::vector<std::string>{});
+    runtime_.take_over_host();
     // After the adopted kernels are registered (they may still be connecting).
     if (state_.context_records()) contexts_.restore(*state_.context_records());
     // After them: a context a crash left both live and paused is taken as paused.
@@ -432,18 +226,16 @@ asio::ip::tcp::endpoint server::local_endpoint() const { return listener_->local
 void server::run() {
     wait_for_signal();
     listener_->run();
-    kernels_.start();
+    runtime_.start();
     mcp_sessions_.start_expiry(ioc_);
     if (auth_.has_file()) watch_users_file();
-    trimmer_.start();
-    load_sampler_.start();
     activity_sampler_.start();
 
     std::vector<std::thread> threads;
     for (int i = 1; i < config_.threads; ++i) threads.emplace_back([this] { ioc_.run(); });
     ioc_.run();
     for (auto& t : threads) t.join();
-    reactor_.stop();
+    runtime_.stop_reactor();
     log_.info("stopped");
 }
 
@@ -523,7 +315,7 @@ void server::watch_users_file() {
 
 void server::leave_kernels_running(const std::string& signal_name) {
     log_.info("received " + signal_name + "; exiting now and leaving " +
-              std::to_string(kernels_.list().size()) +
+              std::to_string(runtime_.kernels().list().size()) +
               " kernels running for the next start to adopt (records in " +
               config_.state_dir.string() + ")");
     // No destructor runs: they would stop the kernels and remove their directories. What the
@@ -540,8 +332,6 @@ void server::request_stop() {
 
 void server::begin_stop() {
     listener_->stop();
-    trimmer_.stop();
-    load_sampler_.stop();
     users_watch_.cancel();
     activity_sampler_.stop();
     drain_timer_.cancel();
@@ -550,34 +340,34 @@ void server::begin_stop() {
     // MCP sessions end with the server: their contexts go before the kernels do, and their
     // kernels are shut down rather than reset for a reuse that will not come.
     e2b_.stop();
-    if (egress_) egress_->stop();
     interpreter_rest_.stop();
     contexts_.stop();
     mcp_sessions_.close_all();
-    kernels_.shutdown_all([this] { asio::post(ioc_, [this] { finish_stop(); }); });
+    runtime_.shut_down([this] { asio::post(ioc_, [this] { finish_stop(); }); });
 }
 
 admin::activity_sample server::sample_activity() const {
     admin::activity_sample sample;
     sample.at = std::chrono::system_clock::now();
-    for (const auto& k : kernels_.list()) {
+    for (const auto& k : runtime_.kernels().list()) {
         ++sample.kernels;
         if (k->activity().execution_state == "busy") ++sample.busy;
     }
     double executions = 0;
-    kernel_metrics_.executions.for_each(
+    runtime_.metrics().executions.for_each(
         [&](const auto&, const metrics::counter& c) { executions += c.value(); });
     sample.executions_total = static_cast<std::uint64_t>(executions);
     return sample;
 }
 
 admin::network_source server::network_source() {
-    if (!sandbox_ || config_.egress_allow.empty()) return {};
-    // egress_ is made in the constructor's body, before any request is served.
+    if (!runtime_.egress_enabled()) return {};
+    // The egress proxy is made in the constructor's body, before any request is served.
     return [this] {
         std::vector<admin::kernel_network> out;
-        if (!egress_) return out;
-        for (auto& k : egress_->activity())
+        auto* egress = runtime_.egress();
+        if (!egress) return out;
+        for (auto& k : egress->activity())
             out.push_back({std::move(k.kernel_id), std::move(k.allow), k.counts.allowed,
                            k.counts.refused, k.counts.open, k.counts.bytes_up,
                            k.counts.bytes_down});

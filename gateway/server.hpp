@@ -32,7 +32,7 @@
 #include "gateway/jupyter_api/execution_audit.hpp"
 #include "gateway/jupyter_api/kernels_api.hpp"
 #include "gateway/jupyter_api/kernelspec_api.hpp"
-#include "gateway/kernel_egress.hpp"
+#include "gateway/kernel_runtime.hpp"
 #include "gateway/kernels/lifecycle/kernel_manager.hpp"
 #include "gateway/kernels/lifecycle/kernel_metrics.hpp"
 #include "gateway/kernels/records/kernel_record_store.hpp"
@@ -96,8 +96,6 @@ private:
     logger log_;
     std::unique_ptr<tls_context> tls_;  // null without --certfile
     metrics::registry metrics_;         // GET /metrics; every layer registers its own
-    kernels::kernel_metrics kernel_metrics_;
-    host_load host_load_;  // before the kernels, which count their silences in it
     // The workdir root's lock and the runtime root: removed once every member below is gone.
     instance_directories directories_;
     // The records --state-dir keeps and the audit log; they outlive everything that writes them.
@@ -105,18 +103,7 @@ private:
     boost::asio::io_context ioc_;
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
     boost::asio::signal_set signals_;
-    transport::reactor reactor_;
-    launcher::process_supervisor supervisor_;
-    // Null with --zygote=off or without the program. Outlives the kernels it forks.
-    std::unique_ptr<launcher::zygote_pool> zygotes_;
-    kernels::reactor_link_port kernel_links_;
-    kernels::supervisor_process_port kernel_processes_;
-    std::unique_ptr<launcher::sandbox> sandbox_;  // null with --sandbox=off
-    // After the sandbox: a kernelspec is offered only when its interpreter runs in it.
-    launcher::kernelspec_catalog catalog_;
-    std::unique_ptr<launcher::sandbox_uid_pool> sandbox_uids_;
-    kernels::kernel_environment kernel_env_;
-    kernels::kernel_manager kernels_;
+    kernel_runtime runtime_;
     jupyter_api::kernels_api kernels_rest_;
     jupyter_api::kernelspec_api kernelspecs_rest_;
     interpreter::context_registry contexts_;
@@ -130,8 +117,6 @@ private:
     request_log requests_;
     connection_limiter connections_;
     body_budget request_bodies_;
-    memory_trimmer trimmer_;
-    host_load_sampler load_sampler_;
     admin::activity_history activity_;
     admin::activity_sampler activity_sampler_;
     admin::admin_api admin_rest_;
@@ -141,9 +126,6 @@ private:
     request_dispatcher dispatcher_;  // gateway/routes.cpp fills it
     http_services http_;
     std::shared_ptr<listener> listener_;
-    // The egress proxy's kernel end; null without --egress-allow. Last: its handles are
-    // self-contained, so kernels destroyed after it hold nothing of it.
-    std::unique_ptr<kernel_egress> egress_;
     std::atomic<bool> stopping_{false};
 };
 
