@@ -16,8 +16,8 @@
 
 #include "common/directory_lock.hpp"
 #include "common/logger.hpp"
-#include "gateway/admin/activity_sampler.hpp"
 #include "gateway/admin/admin_api.hpp"
+#include "gateway/api_surfaces.hpp"
 #include "gateway/audit/audit_log.hpp"
 #include "gateway/e2b/e2b_api.hpp"
 #include "gateway/gateway_services.hpp"
@@ -85,11 +85,6 @@ private:
     // running and recorded for the next start to adopt.
     [[noreturn]] void leave_kernels_running(const std::string& signal_name);
     void finish_stop();
-    admin::activity_sample sample_activity() const;
-    // The admin console's view of the networked kernels; empty when egress is off.
-    admin::network_source network_source();
-    // The E2B sandboxes as the admin console lists them.
-    admin::sandbox_source sandbox_source();
     void report_web_root() const;
 
     const server_config config_;
@@ -104,22 +99,13 @@ private:
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
     boost::asio::signal_set signals_;
     kernel_runtime runtime_;
-    jupyter_api::kernels_api kernels_rest_;
-    jupyter_api::kernelspec_api kernelspecs_rest_;
-    interpreter::context_registry contexts_;
-    interpreter::interpreter_api interpreter_rest_;
-    mcp::mcp_session_registry mcp_sessions_;
-    mcp::mcp_endpoint mcp_;
-    e2b::e2b_api e2b_;
+    api_surfaces apis_;
     user_directory auth_;
     boost::asio::steady_timer users_watch_;  // polls the users file for changes
     session_registry sessions_;
     request_log requests_;
     connection_limiter connections_;
     body_budget request_bodies_;
-    admin::activity_history activity_;
-    admin::activity_sampler activity_sampler_;
-    admin::admin_api admin_rest_;
     readiness readiness_;
     boost::asio::steady_timer drain_timer_;
     gateway_services services_;
