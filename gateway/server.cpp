@@ -29,7 +29,7 @@ server::server(server_config config, logger log)
       drain_timer_(ioc_),
       runtime_(ioc_, config_, metrics_, directories_, state_, log_),
       apis_(ioc_, config_, runtime_, state_, log_),
-      // Binds the listening socket: a taken port stops the start before anything is written.
+      // Binds the listening socket: a taken port leaves no runtime directory behind.
       http_(ioc_, config_, metrics_, runtime_, apis_, tls_.get(), log_) {
     signals_.add(SIGUSR2);
     // The whole gateway's families, after the parts' own (/metrics lists them in that order).
