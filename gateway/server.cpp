@@ -32,7 +32,8 @@ server::server(server_config config, logger log)
       // Binds the listening socket: a taken port leaves no runtime directory behind.
       http_(ioc_, config_, metrics_, runtime_, apis_, tls_.get(), log_) {
     signals_.add(SIGUSR2);
-    // The whole gateway's families, after the parts' own (/metrics lists them in that order).
+    // The whole gateway's families, after the parts' own: /metrics lists them in registration
+    // order (the egress proxy's, made below, come last).
     register_gateway_metrics(metrics_, runtime_.kernels(), runtime_.catalog(), http_.sessions());
     if (state_.kernel_records())
         register_state_metrics(metrics_, *state_.kernel_records(), *state_.context_records());
