@@ -1,12 +1,18 @@
 #pragma once
-// The whole gateway: owns the I/O threads, the ZMQ reactor, the process supervisor, the
-// kernel registry and the listener, and stops them in order (design.md section 3):
-// acceptor, client sessions, kernels, reactor; then run() returns.
+// The whole gateway, as four parts built in the order they depend on each other:
+//   state_stores   what is kept on disk: --state-dir's records, the audit log
+//   kernel_runtime what runs kernels: reactor, supervisor, zygotes, sandbox, kernel manager
+//   api_surfaces   the APIs on the kernels: Jupyter, /v1 interpreter, MCP, E2B, admin
+//   http_front     what faces the clients: users, routes, limits, sessions, the listener
+// with instance_directories (the workdir root's lock, the runtime root) below them all. The
+// server owns the I/O threads and the signals, starts the parts and stops them outside in
+// (design.md section 3): the listener and client sessions, the APIs' contexts, the kernels,
+// the reactor; then run() returns.
 
+#include <atomic>
 #include <memory>
 #include <optional>
-#include <thread>
-#include <vector>
+#include <string>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -14,44 +20,17 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "common/directory_lock.hpp"
 #include "common/logger.hpp"
-#include "gateway/admin/activity_sampler.hpp"
-#include "gateway/admin/admin_api.hpp"
-#include "gateway/audit/audit_log.hpp"
-#include "gateway/e2b/e2b_api.hpp"
-#include "gateway/gateway_services.hpp"
-#include "gateway/host_load_sampler.hpp"
-#include "gateway/http/http_services.hpp"
-#include "gateway/http/request_dispatcher.hpp"
-#include "gateway/http/session_registry.hpp"
+#include "common/metrics.hpp"
+#include "gateway/api_surfaces.hpp"
 #include "gateway/http/tls_context.hpp"
-#include "gateway/interpreter/api/interpreter_api.hpp"
-#include "gateway/interpreter/context_registry.hpp"
-#include "gateway/jupyter_api/execution_audit.hpp"
-#include "gateway/jupyter_api/kernels_api.hpp"
-#include "gateway/jupyter_api/kernelspec_api.hpp"
-#include "gateway/kernel_egress.hpp"
-#include "gateway/kernels/lifecycle/kernel_manager.hpp"
-#include "gateway/kernels/lifecycle/kernel_metrics.hpp"
-#include "gateway/kernels/records/kernel_record_store.hpp"
-#include "gateway/mcp/mcp_endpoint.hpp"
-#include "gateway/mcp/mcp_session_registry.hpp"
-#include "gateway/memory_trimmer.hpp"
-#include "gateway/readiness.hpp"
+#include "gateway/http_front.hpp"
+#include "gateway/instance_directories.hpp"
+#include "gateway/kernel_runtime.hpp"
 #include "gateway/server_config.hpp"
-#include "gateway/user_directory.hpp"
-#include "launcher/kernelspec/kernelspec_catalog.hpp"
-#include "launcher/process/instance_lock.hpp"
-#include "launcher/process/process_supervisor.hpp"
-#include "launcher/sandbox/sandbox.hpp"
-#include "launcher/sandbox/sandbox_uid_pool.hpp"
-#include "launcher/zygote/zygote_pool.hpp"
-#include "transport/reactor.hpp"
+#include "gateway/state_stores.hpp"
 
 namespace callisto::gateway {
-
-class listener;
 
 class server {
 public:
@@ -62,11 +41,11 @@ public:
     server(const server&) = delete;
     server& operator=(const server&) = delete;
 
-    boost::asio::ip::tcp::endpoint local_endpoint() const;
+    boost::asio::ip::tcp::endpoint local_endpoint() const { return http_.local_endpoint(); }
     const server_config& config() const { return config_; }
 
     // Serves until SIGINT/SIGTERM or request_stop(), then stops in order and returns. SIGHUP
-    // reloads the TLS certificate.
+    // reloads the TLS certificate and the users file.
     void run();
     void request_stop();  // thread-safe, idempotent
 
@@ -74,89 +53,29 @@ private:
     void wait_for_signal();
     void on_signal(int sig);
     void reload_certificate();
-    // Reads the users file again (SIGHUP, or a change the watch saw) and closes the open
-    // connections and MCP sessions of the users whose entry went or changed.
-    void reload_users(const std::string& why);
-    void watch_users_file();
     void begin_stop();
     // SIGUSR2 (or SIGTERM with --keep-kernels-on-exit): exits at once, leaving the kernels
     // running and recorded for the next start to adopt.
     [[noreturn]] void leave_kernels_running(const std::string& signal_name);
     void finish_stop();
-    admin::activity_sample sample_activity() const;
-    // The admin console's view of the networked kernels; empty when egress is off.
-    admin::network_source network_source();
-    // The E2B sandboxes as the admin console lists them.
-    admin::sandbox_source sandbox_source();
-    void report_web_root() const;
 
     const server_config config_;
     logger log_;
+    // Read first: a certificate that cannot be loaded stops the start before anything is made.
     std::unique_ptr<tls_context> tls_;  // null without --certfile
-    metrics::registry metrics_;         // GET /metrics; every layer registers its own
-    kernels::kernel_metrics kernel_metrics_;
-    host_load host_load_;  // before the kernels, which count their silences in it
-    // Held for the server's life (sandboxed, or with --state-dir): the workdir root is this
-    // instance's, and what a dead previous instance left there is adopted or reaped at start.
-    std::unique_ptr<launcher::instance_lock> workdir_lock_;
-    // Removes the runtime root once every member below is gone: the zygotes write in it until
-    // they are reaped, the kernels keep their directories there.
-    struct runtime_root_owner {
-        std::filesystem::path path;
-        logger log;
-        bool created = false;
-        ~runtime_root_owner();
-    } runtime_root_;
-    // Null without --state-dir: kernels then die with the gateway. The lock first: one live
-    // gateway per state directory.
-    std::unique_ptr<directory_lock> state_lock_;
-    std::unique_ptr<kernels::kernel_record_store> kernel_records_;
-    std::unique_ptr<interpreter::context_record_store> context_records_;
-    std::unique_ptr<interpreter::paused_record_store> paused_records_;
+    metrics::registry metrics_;         // GET /metrics; every part registers its own
+    // The parts, each built on those above it; destroyed in the reverse order, so what a part
+    // uses outlives it: the records and the audit log outlive the kernels and contexts that
+    // write them, the runtime root outlives the zygotes and kernels that keep files there.
+    instance_directories directories_;
+    state_stores state_;
     boost::asio::io_context ioc_;
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
     boost::asio::signal_set signals_;
-    transport::reactor reactor_;
-    launcher::process_supervisor supervisor_;
-    // Null with --zygote=off or without the program. Outlives the kernels it forks.
-    std::unique_ptr<launcher::zygote_pool> zygotes_;
-    kernels::reactor_link_port kernel_links_;
-    kernels::supervisor_process_port kernel_processes_;
-    std::unique_ptr<launcher::sandbox> sandbox_;  // null with --sandbox=off
-    // After the sandbox: a kernelspec is offered only when its interpreter runs in it.
-    launcher::kernelspec_catalog catalog_;
-    std::unique_ptr<launcher::sandbox_uid_pool> sandbox_uids_;
-    kernels::kernel_environment kernel_env_;
-    kernels::kernel_manager kernels_;
-    jupyter_api::kernels_api kernels_rest_;
-    jupyter_api::kernelspec_api kernelspecs_rest_;
-    std::unique_ptr<audit::audit_log> audit_;                        // null without --audit-log
-    std::unique_ptr<jupyter_api::execution_audit> websocket_audit_;  // null without --audit-log
-    interpreter::context_registry contexts_;
-    interpreter::interpreter_api interpreter_rest_;
-    mcp::mcp_session_registry mcp_sessions_;
-    mcp::mcp_endpoint mcp_;
-    e2b::e2b_api e2b_;
-    user_directory auth_;
-    boost::asio::steady_timer users_watch_;  // polls the users file for changes
-    session_registry sessions_;
-    request_log requests_;
-    connection_limiter connections_;
-    body_budget request_bodies_;
-    memory_trimmer trimmer_;
-    host_load_sampler load_sampler_;
-    admin::activity_history activity_;
-    admin::activity_sampler activity_sampler_;
-    admin::admin_api admin_rest_;
-    readiness readiness_;
-    boost::asio::steady_timer drain_timer_;
-    gateway_services services_;
-    request_dispatcher dispatcher_;  // gateway/routes.cpp fills it
-    http_services http_;
-    std::shared_ptr<listener> listener_;
-    // The egress proxy's kernel end; null without --egress-allow. Last: its handles are
-    // self-contained, so kernels destroyed after it hold nothing of it.
-    std::unique_ptr<kernel_egress> egress_;
+    boost::asio::steady_timer drain_timer_;  // --drain-seconds, after the first SIGTERM
+    kernel_runtime runtime_;
+    api_surfaces apis_;
+    http_front http_;
     std::atomic<bool> stopping_{false};
 };
 
