@@ -139,7 +139,8 @@ std::unique_ptr<launcher::sandbox> make_sandbox(const server_config& config,
         if (auto why = launcher::sandbox_probe::unreachable_by_sandbox(dir, option); !why.empty())
             throw std::runtime_error(why);
     log.info(probe.describe());
-    log.info("sandbox limits per kernel: " + config.kernels.limits.describe() + "; uids " +
+    log.info("sandbox limits per kernel session (an E2B sandbox's contexts share one): " +
+             config.kernels.limits.describe() + "; uids " +
              std::to_string(config.sandbox_uid_first) + "-" +
              std::to_string(config.sandbox_uid_first + config.sandbox_uid_count - 1) +
              "; workdirs under " + config.kernels.workdir_root.string());
