@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -242,14 +243,31 @@ void server_process::crash() {
 }
 
 // A server that did not stop: what each of its threads waits on goes to its log, which the
-// failing case prints, so a rare hang can be diagnosed from one CI run.
+// failing case prints, so a rare hang can be diagnosed from one CI run. A stop waits for its
+// kernels' exits, which a zygote reports for those it forked: so the processes below the
+// server too (their state and where the kernel has them wait), and each zygote's threads.
 void server_process::append_thread_stacks() const {
+    const std::string log = " >> " + log_file_.string() + " 2>&1";
+    auto run = [](const std::string& command) {
+        [[maybe_unused]] const int ignored = std::system(command.c_str());
+    };
+    std::ofstream(log_file_, std::ios::app) << "\n--- server_process: did not stop; below it:\n";
+    const auto below = descendants_of(pid_);
+    std::string pids = std::to_string(pid_);
+    for (pid_t p : below) pids += "," + std::to_string(p);
+    run("ps -o pid,ppid,pgid,stat,wchan:32,etime,args -p " + pids + log);
     if (::access("/usr/bin/gdb", X_OK) != 0) return;
-    const std::string command = "/usr/bin/gdb -p " + std::to_string(pid_) +
-                                " -batch -nx -ex 'thread apply all bt' >> " + log_file_.string() +
-                                " 2>&1";
-    std::ofstream(log_file_, std::ios::app) << "\n--- server_process: did not stop; its threads:\n";
-    [[maybe_unused]] const int ignored = std::system(command.c_str());
+    auto stacks = [&](pid_t p, const std::string& what) {
+        std::ofstream(log_file_, std::ios::app) << "\n--- " << what << " " << p << ":\n";
+        run("/usr/bin/gdb -p " + std::to_string(p) + " -batch -nx -ex 'thread apply all bt'" + log);
+    };
+    for (pid_t p : below) {
+        std::ifstream comm("/proc/" + std::to_string(p) + "/comm");
+        std::string name;
+        std::getline(comm, name);
+        if (name.starts_with("callisto-zygot")) stacks(p, "its zygote, pid");
+    }
+    stacks(pid_, "its own threads, pid");
 }
 
 std::string server_process::log() const {
@@ -279,6 +297,35 @@ int server_process::stop(int timeout_s) {
         return -2;
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::vector<pid_t> descendants_of(pid_t root) {
+    std::map<pid_t, std::vector<pid_t>> children;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream stat(entry.path() / "stat");
+        std::string line;
+        std::getline(stat, line);
+        // "pid (comm) state ppid ...": the name may hold spaces and parentheses.
+        const auto close = line.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(line.substr(close + 1));
+        std::string state;
+        pid_t parent = 0;
+        if (rest >> state >> parent) children[parent].push_back(std::stoi(name));
+    }
+    std::vector<pid_t> out;
+    for (std::vector<pid_t> next{root}; !next.empty();) {
+        const pid_t p = next.back();
+        next.pop_back();
+        for (pid_t c : children[p]) {
+            out.push_back(c);
+            next.push_back(c);
+        }
+    }
+    return out;
 }
 
 std::vector<pid_t> processes_mentioning(const std::string& needle) {

@@ -69,5 +69,7 @@ private:
 
 // Processes whose command line mentions `needle` (kernels carry their connection file path).
 std::vector<pid_t> processes_mentioning(const std::string& needle);
+// Every process below `root` (children, theirs, ...), from /proc.
+std::vector<pid_t> descendants_of(pid_t root);
 
 }  // namespace callisto::e2e
