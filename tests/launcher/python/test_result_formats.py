@@ -22,18 +22,11 @@ import sys
 import tempfile
 import time
 
-SOURCE_DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
-                                                                  "..", "..", "..")
+from checks import SOURCE_DIR, check, summary
+
 BOOTSTRAP = os.path.join(SOURCE_DIR, "launcher/kernelspec/ipykernel_bootstrap.py")
 DATAFRAME_MIME = "application/vnd.callisto.dataframe+json"
 CHART_MIME = "application/vnd.callisto.chart+json"
-failures = []
-
-
-def check(ok, what, detail=""):
-    print(("  ok    " if ok else "  FAIL  ") + what + (f": {detail}" if not ok and detail else ""))
-    if not ok:
-        failures.append(what)
 
 
 def describing_functions():
@@ -307,8 +300,7 @@ def in_a_kernel():
 def main():
     describing_functions()
     in_a_kernel()
-    print(f"{len(failures)} failed" if failures else "all passed")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

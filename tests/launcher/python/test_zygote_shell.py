@@ -24,15 +24,7 @@ import time
 
 import jupyter_client
 
-SOURCE_DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
-                                                                  "..", "..", "..")
-failures = []
-
-
-def check(ok, what, detail=""):
-    print(("  ok    " if ok else "  FAIL  ") + what + (f": {detail}" if not ok and detail else ""))
-    if not ok:
-        failures.append(what)
+from checks import SOURCE_DIR, check, failures, summary
 
 
 def define_helpers():
@@ -317,8 +309,7 @@ def main():
                 if os.path.exists(log):
                     print(f"--- kernel {name}'s log\n" + open(log).read())
         shutil.rmtree(root, ignore_errors=True)
-    print(f"{len(failures)} failed" if failures else "all passed")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":
