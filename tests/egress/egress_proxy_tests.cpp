@@ -35,6 +35,7 @@
 #include <boost/beast/http/write.hpp>  // a head printed
 
 #include "launcher/sandbox/netns_listener.hpp"
+#include "tests/support/forked_child.hpp"
 
 using namespace callisto::gateway::egress;
 namespace asio = boost::asio;
@@ -913,18 +914,9 @@ namespace {
 
 TEST_CASE("a process whose namespace holds only lo reaches a host server through the proxy") {
     // The child first, before this test starts any thread.
-    int ready[2], ports[2];
-    REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
-    REQUIRE(::pipe2(ports, O_CLOEXEC) == 0);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) namespaced_kernel(ready[1], ports[0]);
-    ::close(ready[1]);
-    ::close(ports[0]);
-    char byte = 0;
-    REQUIRE(::read(ready[0], &byte, 1) == 1);
-    callisto::unique_fd ns(
-        ::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    callisto::test::forked_child kernel(namespaced_kernel);
+    callisto::unique_fd ns(::open(("/proc/" + std::to_string(kernel.pid()) + "/ns/net").c_str(),
+                                  O_RDONLY | O_CLOEXEC));
     REQUIRE(ns);
     auto listener = callisto::launcher::listen_in_namespace(ns.get(), 0);
     REQUIRE(std::holds_alternative<callisto::unique_fd>(listener));
@@ -934,17 +926,12 @@ TEST_CASE("a process whose namespace holds only lo reaches a host server through
     const auto where = echo.authority();
     proxy_harness proxy({where}, {}, {}, listener_fd);
     const std::uint16_t both[2] = {proxy.port(), echo.port()};
-    REQUIRE(::write(ports[1], both, sizeof both) == sizeof both);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
+    kernel.send(both, sizeof both);
+    CHECK(kernel.exit_code() == 0);
     const auto r = proxy.record();
     CHECK(r.allowed);
     CHECK(r.who.kernel_id == "kernel-1");
     CHECK(r.address == "127.0.0.1");
     CHECK(r.bytes_up == 4);
     CHECK(r.bytes_down == 4);
-    ::close(ready[0]);
-    ::close(ports[1]);
 }
