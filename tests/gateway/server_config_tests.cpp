@@ -13,8 +13,11 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/source_file.hpp"
+
 using namespace callisto::gateway;
 using namespace std::chrono_literals;
+using callisto::test::source_file;
 
 namespace {
 parse_result parse(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
@@ -671,13 +674,6 @@ TEST_CASE("--audit-code-limit takes a size, 64KiB by default, and refuses bad fo
 
 namespace {
 
-std::string read_source_file(const std::string& relative) {
-    std::ifstream in(std::string(CALLISTO_SOURCE_DIR) + "/" + relative, std::ios::binary);
-    std::ostringstream content;
-    content << in.rdbuf();
-    return content.str();
-}
-
 std::vector<std::string> split(const std::string& text, const std::string& by) {
     std::vector<std::string> out;
     std::size_t at = 0;
@@ -705,7 +701,7 @@ std::string plain_default(std::string text) {
 }  // namespace
 
 TEST_CASE("the README names every option, and its table gives the defaults --help prints") {
-    const std::string readme = read_source_file("README.md");
+    const std::string readme = source_file("README.md");
     REQUIRE_FALSE(readme.empty());
     std::map<std::string, option_summary> declared;
     // Named as an option, not as the start of a longer one (--cull-idle in --cull-idle-timeout).
