@@ -603,6 +603,20 @@ def run_clients(clients, duration, one):
     return lat, errors, now() - t0, machine_busy_ms() - busy0
 
 
+def client_load(server, cfg, one, counted, nothing_done):
+    """run_clients with cfg's clients and duration, the server checked alive after: the
+    latencies, the errors, and what each such bench reports first (clients, seconds, the calls
+    that succeeded as `counted`, failed, per second, the machine's busy ms per call). Raises
+    BenchError, `nothing_done` and the first errors, when no call succeeded."""
+    lat, errors, elapsed, busy = run_clients(cfg.clients, cfg.duration, one)
+    server.check_alive()
+    if not lat:
+        raise BenchError("%s: %s" % (nothing_done, "; ".join(errors[:3])))
+    return lat, errors, {"clients": cfg.clients, "seconds": round(elapsed, 1), counted: len(lat),
+                         "failed": len(errors), "per_s": round(len(lat) / elapsed, 2),
+                         "machine_busy_ms_per_op": round(busy / len(lat), 1)}
+
+
 def bench_oneshot(server, cfg):
     body = {"code": ONESHOT_CODE, "policy": "fresh", "timeout": cfg.timeout}
 
@@ -613,17 +627,12 @@ def bench_oneshot(server, cfg):
         if obj.get("status") != "ok" or (obj.get("stdout") or "").strip() != "3":
             raise BenchError("execution %s, stdout %r, error %s" % (
                 obj.get("status"), obj.get("stdout"), obj.get("error")))
-    lat, errors, elapsed, busy = run_clients(cfg.clients, cfg.duration, one)
-    server.check_alive()
-    if not lat:
-        raise BenchError("no one-shot execution succeeded: %s" % "; ".join(errors[:3]))
-    return {"clients": cfg.clients, "seconds": round(elapsed, 1), "ok": len(lat),
-            "failed": len(errors), "per_s": round(len(lat) / elapsed, 2),
-            "machine_busy_ms_per_op": round(busy / len(lat), 1),
-            "p50_ms": ms(statistics.median(lat)), "p90_ms": ms(pct(lat, 90)),
-            "max_ms": ms(max(lat)),
-            "unit": "POST /v1/executions policy fresh, %d clients: finished ok per second, "
-                    "latency of each" % cfg.clients}, errors, False
+    lat, errors, result = client_load(server, cfg, one, "ok", "no one-shot execution succeeded")
+    result.update({"p50_ms": ms(statistics.median(lat)), "p90_ms": ms(pct(lat, 90)),
+                   "max_ms": ms(max(lat)),
+                   "unit": "POST /v1/executions policy fresh, %d clients: finished ok per "
+                           "second, latency of each" % cfg.clients})
+    return result, errors, False
 
 
 def bench_churn(server, cfg):
@@ -637,19 +646,16 @@ def bench_churn(server, cfg):
         with lock:
             creates.append(t1 - t0)
             deletes.append(now() - t1)
-    lat, errors, elapsed, busy = run_clients(cfg.clients, cfg.duration, one)
-    server.check_alive()
-    if not lat:
-        raise BenchError("no kernel created and deleted: %s" % "; ".join(errors[:3]))
-    return {"clients": cfg.clients, "seconds": round(elapsed, 1), "cycles": len(lat),
-            "failed": len(errors), "per_s": round(len(lat) / elapsed, 2),
-            "machine_busy_ms_per_op": round(busy / len(lat), 1),
-            "cycle_p50_ms": ms(statistics.median(lat)), "cycle_max_ms": ms(max(lat)),
-            "create_p50_ms": ms(statistics.median(creates)), "create_max_ms": ms(max(creates)),
-            "delete_p50_ms": ms(statistics.median(deletes)), "delete_max_ms": ms(max(deletes)),
-            "deletes_over_4s": sum(1 for d in deletes if d > 4),
-            "unit": "kernels created and deleted per second (POST, then DELETE once it answered), "
-                    "%d in flight" % cfg.clients}, errors, False
+    lat, errors, result = client_load(server, cfg, one, "cycles", "no kernel created and deleted")
+    result.update({"cycle_p50_ms": ms(statistics.median(lat)), "cycle_max_ms": ms(max(lat)),
+                   "create_p50_ms": ms(statistics.median(creates)),
+                   "create_max_ms": ms(max(creates)),
+                   "delete_p50_ms": ms(statistics.median(deletes)),
+                   "delete_max_ms": ms(max(deletes)),
+                   "deletes_over_4s": sum(1 for d in deletes if d > 4),
+                   "unit": "kernels created and deleted per second (POST, then DELETE once it "
+                           "answered), %d in flight" % cfg.clients})
+    return result, errors, False
 
 
 def kernel_roots(server, kids):

@@ -39,12 +39,16 @@ std::vector<double> exponential_buckets(double start, double factor, std::size_t
     return out;
 }
 
-std::string escape_label_value(const std::string& v) {
+namespace {
+
+// The text format's escapes: a backslash and a newline always, a double quote where `quote`
+// (inside a label value's quotes).
+std::string escaped(const std::string& v, bool quote) {
     std::string out;
     for (char c : v) {
         if (c == '\\')
             out += "\\\\";
-        else if (c == '"')
+        else if (c == '"' && quote)
             out += "\\\"";
         else if (c == '\n')
             out += "\\n";
@@ -54,18 +58,11 @@ std::string escape_label_value(const std::string& v) {
     return out;
 }
 
-std::string escape_help(const std::string& v) {
-    std::string out;
-    for (char c : v) {
-        if (c == '\\')
-            out += "\\\\";
-        else if (c == '\n')
-            out += "\\n";
-        else
-            out += c;
-    }
-    return out;
-}
+}  // namespace
+
+std::string escape_label_value(const std::string& v) { return escaped(v, true); }
+
+std::string escape_help(const std::string& v) { return escaped(v, false); }
 
 std::string format_value(double v) {
     if (std::isnan(v)) return "NaN";

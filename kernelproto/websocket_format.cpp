@@ -41,6 +41,22 @@ std::uint64_t get_u64_le(std::string_view data, std::size_t pos) {
     return v;
 }
 
+// The table of `n` offsets that follows a binary frame's count (each `width` bytes, read by
+// `get`), when every one is at or after the one before it (the first after the table) and
+// none past the end of the frame; nullopt when not.
+template <class Get>
+std::optional<std::vector<std::uint64_t>> ascending_offsets(std::string_view data, std::uint64_t n,
+                                                            std::uint64_t width, Get get) {
+    const std::uint64_t table_end = width * (n + 1);
+    std::vector<std::uint64_t> offsets(n);
+    for (std::uint64_t i = 0; i < n; ++i) {
+        offsets[i] = get(data, width * (i + 1));
+        const std::uint64_t floor = i == 0 ? table_end : offsets[i - 1];
+        if (offsets[i] < floor || offsets[i] > data.size()) return std::nullopt;
+    }
+    return offsets;
+}
+
 // Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF.
 bool is_valid_utf8(std::string_view s) {
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
@@ -269,17 +285,11 @@ client_message from_legacy_binary(std::string_view data, std::error_code& ec) {
     if (data.size() < 4) return fail({}, ec, wire_error::bad_offsets);
     const std::uint64_t nbufs = get_u32_be(data, 0);
     if (nbufs == 0 || 4 * (nbufs + 1) > data.size()) return fail({}, ec, wire_error::bad_offsets);
-    const std::uint64_t table_end = 4 * (nbufs + 1);
-    std::vector<std::uint64_t> starts(nbufs);
-    for (std::uint64_t i = 0; i < nbufs; ++i) {
-        starts[i] = get_u32_be(data, 4 * (i + 1));
-        const std::uint64_t floor = i == 0 ? table_end : starts[i - 1];
-        if (starts[i] < floor || starts[i] > data.size())
-            return fail({}, ec, wire_error::bad_offsets);
-    }
+    const auto starts = ascending_offsets(data, nbufs, 4, get_u32_be);
+    if (!starts) return fail({}, ec, wire_error::bad_offsets);
     auto part = [&](std::uint64_t i) {
-        const std::uint64_t stop = i + 1 < nbufs ? starts[i + 1] : data.size();
-        return data.substr(starts[i], stop - starts[i]);
+        const std::uint64_t stop = i + 1 < nbufs ? (*starts)[i + 1] : data.size();
+        return data.substr((*starts)[i], stop - (*starts)[i]);
     };
     std::vector<payload> buffers;
     buffers.reserve(nbufs - 1);
@@ -293,16 +303,10 @@ client_message from_v1(std::string_view data, std::error_code& ec) {
     // channel, header, parent, metadata, content starts plus the end: at least 6 offsets. The
     // table must fit in the frame; compare by division so a huge n cannot overflow.
     if (n < 6 || n > (data.size() - 8) / 8) return fail({}, ec, wire_error::bad_offsets);
-    const std::uint64_t table_end = 8 * (n + 1);
-    std::vector<std::uint64_t> offsets(n);
-    for (std::uint64_t i = 0; i < n; ++i) {
-        offsets[i] = get_u64_le(data, 8 * (i + 1));
-        const std::uint64_t floor = i == 0 ? table_end : offsets[i - 1];
-        if (offsets[i] < floor || offsets[i] > data.size())
-            return fail({}, ec, wire_error::bad_offsets);
-    }
+    const auto offsets = ascending_offsets(data, n, 8, get_u64_le);
+    if (!offsets) return fail({}, ec, wire_error::bad_offsets);
     auto part = [&](std::uint64_t i) {
-        return data.substr(offsets[i], offsets[i + 1] - offsets[i]);
+        return data.substr((*offsets)[i], (*offsets)[i + 1] - (*offsets)[i]);
     };
 
     client_message cm;

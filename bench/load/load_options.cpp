@@ -1,5 +1,6 @@
 #include "load_options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -118,22 +119,24 @@ parsed_options parse_load_options(const std::vector<std::string>& args) {
     if (const char* token = std::getenv("CALLISTO_TOKEN")) o.token = token;
     o.mix = default_mix();
     auto fail = [](const std::string& why) { return parsed_options{std::nullopt, why, 2}; };
+    // The flags without a value: each sets one switch of the options.
+    struct switch_flag {
+        std::string_view name;
+        bool load_options::*field;
+        bool value;
+    };
+    static constexpr switch_flag switches[] = {
+        {"--no-progress", &load_options::progress, false},
+        {"--keep-kernels", &load_options::keep_kernels, true},
+        {"--no-resume", &load_options::resume, false},
+        {"--insecure-skip-verify", &load_options::insecure_skip_verify, true},
+    };
     for (const auto& arg : args) {
         if (arg == "-h" || arg == "--help") return {std::nullopt, usage, 0};
-        if (arg == "--no-progress") {
-            o.progress = false;
-            continue;
-        }
-        if (arg == "--keep-kernels") {
-            o.keep_kernels = true;
-            continue;
-        }
-        if (arg == "--no-resume") {
-            o.resume = false;
-            continue;
-        }
-        if (arg == "--insecure-skip-verify") {
-            o.insecure_skip_verify = true;
+        const auto flag = std::find_if(std::begin(switches), std::end(switches),
+                                       [&](const switch_flag& f) { return f.name == arg; });
+        if (flag != std::end(switches)) {
+            o.*(flag->field) = flag->value;
             continue;
         }
         const auto eq = arg.find('=');

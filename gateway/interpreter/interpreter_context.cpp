@@ -11,6 +11,7 @@
 
 #include "common/unique_fd.hpp"
 #include "gateway/interpreter/execution_metrics.hpp"
+#include "gateway/interpreter/gateway_execute_request.hpp"
 #include "gateway/interpreter/result_descriptions.hpp"
 #include "gateway/kernels/session/server_status.hpp"
 #include "gateway/languages/execution_language.hpp"
@@ -198,15 +199,9 @@ void interpreter_context::send_chdir() {
 void interpreter_context::send_silent(std::string code) {
     // Silent and outside the history: execution_count stays the user's, and nothing of it
     // reaches an execution (its replies have their own parent).
-    auto msg = kernelproto::make_message("execute_request",
-                                         {{"code", std::move(code)},
-                                          {"silent", true},
-                                          {"store_history", false},
-                                          {"user_expressions", nlohmann::json::object()},
-                                          {"allow_stdin", false},
-                                          {"stop_on_error", false}},
-                                         session_id_);
-    kernel_->submit(weak_from_this(), channel::shell, std::move(msg));
+    kernel_->submit(weak_from_this(), channel::shell,
+                    gateway_execute_request(std::move(code), /*silent=*/true,
+                                            /*store_history=*/false, session_id_));
 }
 
 void interpreter_context::submit(execution_request request,
@@ -339,20 +334,8 @@ void interpreter_context::start_next() {
             request.language ? languages::kernel_code_for(*request.language, dialect_, request.code)
                                    .value_or(request.code)
                              : request.code;
-        auto msg = kernelproto::make_message("execute_request",
-                                             {{"code", std::move(code)},
-                                              {"silent", false},
-                                              {"store_history", true},
-                                              {"user_expressions", nlohmann::json::object()},
-                                              {"allow_stdin", false},
-                                              // One request at a time reaches the kernel, so
-                                              // there is no queue for stop_on_error to abort;
-                                              // with it, ipykernel aborts the NEXT request when
-                                              // it arrives before the abort window closes (a
-                                              // race after every error or interrupt), the env
-                                              // restore included.
-                                              {"stop_on_error", false}},
-                                             session_id_);
+        auto msg = gateway_execute_request(std::move(code), /*silent=*/false,
+                                           /*store_history=*/true, session_id_);
         // The kernel describes DataFrames and figures for this request only when it asks.
         if (request.keep_result_descriptions) msg.metadata = describe_results_metadata;
         recorder_.emplace(

@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
+#include "gateway/interpreter/gateway_execute_request.hpp"
 #include "kernelproto/ids.hpp"
 #include "kernelproto/untrusted_json.hpp"
 
@@ -15,14 +16,9 @@ std::optional<kernelproto::message> make_reset_request(languages::kernel_dialect
                                                        const std::string& session) {
     auto code = languages::reset_code(dialect, workdir, wipe);
     if (!code) return std::nullopt;
-    return kernelproto::make_message("execute_request",
-                                     {{"code", std::move(*code)},
-                                      {"silent", languages::silent_requests_report_errors(dialect)},
-                                      {"store_history", false},
-                                      {"user_expressions", nlohmann::json::object()},
-                                      {"allow_stdin", false},
-                                      {"stop_on_error", false}},
-                                     session);
+    return gateway_execute_request(std::move(*code),
+                                   languages::silent_requests_report_errors(dialect),
+                                   /*store_history=*/false, session);
 }
 
 kernel_reset::kernel_reset(asio::io_context& ioc, std::function<void(bool)> done)

@@ -21,6 +21,14 @@ std::string state_label(const kernels::kernel_session& k) {
     return "unknown";
 }
 
+// Each kernelspec's warm pool: the kernels waiting in it (`ready`), or the number it keeps.
+std::vector<metrics::sample> pool_samples(const kernels::kernel_manager& kernels, bool ready) {
+    std::vector<metrics::sample> out;
+    for (const auto& [name, level] : kernels.pool_levels())
+        out.push_back({{name}, static_cast<double>(ready ? level.first : level.second)});
+    return out;
+}
+
 }  // namespace
 
 void register_gateway_metrics(metrics::registry& r, const kernels::kernel_manager& kernels,
@@ -49,19 +57,11 @@ void register_gateway_metrics(metrics::registry& r, const kernels::kernel_manage
                     return out;
                 });
     r.collected("callisto_pool_ready_kernels", "Pre-started kernels waiting in the warm pool",
-                metric_type::gauge, {"kernelspec"}, [&kernels] {
-                    std::vector<sample> out;
-                    for (const auto& [name, level] : kernels.pool_levels())
-                        out.push_back({{name}, static_cast<double>(level.first)});
-                    return out;
-                });
+                metric_type::gauge, {"kernelspec"},
+                [&kernels] { return pool_samples(kernels, true); });
     r.collected("callisto_pool_target_kernels", "Kernels the warm pool keeps ready (--pool-size)",
-                metric_type::gauge, {"kernelspec"}, [&kernels] {
-                    std::vector<sample> out;
-                    for (const auto& [name, level] : kernels.pool_levels())
-                        out.push_back({{name}, static_cast<double>(level.second)});
-                    return out;
-                });
+                metric_type::gauge, {"kernelspec"},
+                [&kernels] { return pool_samples(kernels, false); });
     r.collected("callisto_open_connections",
                 "Open client connections by kind: http, kernel_websocket, events_websocket, "
                 "execution_stream",

@@ -35,6 +35,7 @@
 #include <boost/beast/http/write.hpp>  // a head printed
 
 #include "launcher/sandbox/netns_listener.hpp"
+#include "tests/support/forked_child.hpp"
 
 using namespace callisto::gateway::egress;
 namespace asio = boost::asio;
@@ -351,6 +352,18 @@ private:
     tcp::socket socket_{ioc_};
 };
 
+// A destination on loopback, answering as `Mode` says, and a proxy whose allowlist names it
+// alone: where most cases start.
+template <loopback_server::mode Mode>
+struct proxied_destination {
+    loopback_server server{Mode};
+    const std::string where = server.authority();
+    proxy_harness proxy{std::vector<std::string>{where}};
+};
+using http_destination = proxied_destination<loopback_server::mode::http>;
+using large_destination = proxied_destination<loopback_server::mode::large>;
+using consuming_destination = proxied_destination<loopback_server::mode::consume>;
+
 egress_proxy::resolve_fn resolve_to(std::vector<std::string> addresses) {
     return [addresses](std::string) -> asio::awaitable<egress_proxy::resolved> {
         egress_proxy::resolved out;
@@ -518,10 +531,8 @@ TEST_CASE("a name that does not resolve is answered 502") {
     CHECK(proxy.record().reason == "cannot resolve nowhere.test");
 }
 
-TEST_CASE("a plain-HTTP request is forwarded in origin form and its answer relayed") {
-    loopback_server server(loopback_server::mode::http);
-    const auto where = server.authority();
-    proxy_harness proxy({where});
+TEST_CASE_FIXTURE(http_destination,
+                  "a plain-HTTP request is forwarded in origin form and its answer relayed") {
     client kernel(proxy.port());
     kernel.send(request_head("GET", where, "/simple/?q=1",
                              "Proxy-Connection: keep-alive\r\nX-Other: 1\r\n"));
@@ -538,12 +549,10 @@ TEST_CASE("a plain-HTTP request is forwarded in origin form and its answer relay
     CHECK(r.bytes_down == answer.size() + 5);
 }
 
-TEST_CASE("a plain-HTTP answer larger than Beast's default body limit is relayed whole") {
+TEST_CASE_FIXTURE(large_destination,
+                  "a plain-HTTP answer larger than Beast's default body limit is relayed whole") {
     // The answer's body is streamed, never held: its length is no limit (it was a 502 for
     // anything past 8 MB).
-    loopback_server server(loopback_server::mode::large);
-    const auto where = server.authority();
-    proxy_harness proxy({where});
     client kernel(proxy.port());
     kernel.send(request_head("GET", where, "/big"));
     const auto answer = kernel.head();
@@ -552,10 +561,7 @@ TEST_CASE("a plain-HTTP answer larger than Beast's default body limit is relayed
     CHECK(proxy.record().status == 200);
 }
 
-TEST_CASE("a chunked request body is forwarded with its length") {
-    loopback_server server(loopback_server::mode::http);
-    const auto where = server.authority();
-    proxy_harness proxy({where});
+TEST_CASE_FIXTURE(http_destination, "a chunked request body is forwarded with its length") {
     client kernel(proxy.port());
     kernel.send(request_head("POST", where, "/up", "Transfer-Encoding: chunked\r\n") +
                 "5\r\nhello\r\n0\r\n\r\n");
@@ -566,11 +572,9 @@ TEST_CASE("a chunked request body is forwarded with its length") {
                                    "\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
 }
 
-TEST_CASE("a plain-HTTP request body of 50 MiB is streamed to the destination whole") {
+TEST_CASE_FIXTURE(consuming_destination,
+                  "a plain-HTTP request body of 50 MiB is streamed to the destination whole") {
     // It was held whole, up to 1 MiB: anything longer was a 413.
-    loopback_server server(loopback_server::mode::consume);
-    const auto where = server.authority();
-    proxy_harness proxy({where});
     client kernel(proxy.port());
     constexpr std::size_t size = 50u << 20;
     kernel.send(
@@ -608,10 +612,9 @@ TEST_CASE("a chunked body longer than the hold is sent on chunked, as it comes, 
     CHECK(proxy.record().status == 200);
 }
 
-TEST_CASE("a Content-Length that lies: the destination never gets more, or a part as a whole") {
-    loopback_server server(loopback_server::mode::consume);
-    const auto where = server.authority();
-    proxy_harness proxy({where});
+TEST_CASE_FIXTURE(
+    consuming_destination,
+    "a Content-Length that lies: the destination never gets more, or a part as a whole") {
     {
         // More bytes than it says: those past the length are never sent on.
         client kernel(proxy.port());
@@ -641,10 +644,9 @@ TEST_CASE("a Content-Length that lies: the destination never gets more, or a par
     CHECK_MESSAGE(server.seen().find("body 50000 error") != std::string::npos, server.seen());
 }
 
-TEST_CASE("a client closing mid-body ends the destination's connection too, and is recorded") {
-    loopback_server server(loopback_server::mode::consume);
-    const auto where = server.authority();
-    proxy_harness proxy({where});
+TEST_CASE_FIXTURE(
+    consuming_destination,
+    "a client closing mid-body ends the destination's connection too, and is recorded") {
     {
         client kernel(proxy.port());
         kernel.send(request_head("POST", where, "/up", "Content-Length: 10000000\r\n") +
@@ -749,10 +751,8 @@ TEST_CASE("a refused request expecting 100-continue gets its final answer, its b
     CHECK(server.accepted() == 0);
 }
 
-TEST_CASE("a second request pipelined behind the first is never forwarded") {
-    loopback_server server(loopback_server::mode::http);
-    const auto where = server.authority();
-    proxy_harness proxy({where});
+TEST_CASE_FIXTURE(http_destination,
+                  "a second request pipelined behind the first is never forwarded") {
     client kernel(proxy.port());
     kernel.send(request_head("GET", where, "/one") + request_head("GET", where, "/two"));
     kernel.head();
@@ -763,10 +763,8 @@ TEST_CASE("a second request pipelined behind the first is never forwarded") {
     CHECK(server.accepted() == 1);
 }
 
-TEST_CASE("ambiguous or malformed plain-HTTP requests are refused before any connection") {
-    loopback_server server(loopback_server::mode::http);
-    const auto where = server.authority();
-    proxy_harness proxy({where});
+TEST_CASE_FIXTURE(http_destination,
+                  "ambiguous or malformed plain-HTTP requests are refused before any connection") {
     std::size_t n = 0;
     for (const auto& request : {
              request_head("POST", where, "/",
@@ -913,18 +911,9 @@ namespace {
 
 TEST_CASE("a process whose namespace holds only lo reaches a host server through the proxy") {
     // The child first, before this test starts any thread.
-    int ready[2], ports[2];
-    REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
-    REQUIRE(::pipe2(ports, O_CLOEXEC) == 0);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) namespaced_kernel(ready[1], ports[0]);
-    ::close(ready[1]);
-    ::close(ports[0]);
-    char byte = 0;
-    REQUIRE(::read(ready[0], &byte, 1) == 1);
-    callisto::unique_fd ns(
-        ::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    callisto::test::forked_child kernel(namespaced_kernel);
+    callisto::unique_fd ns(::open(("/proc/" + std::to_string(kernel.pid()) + "/ns/net").c_str(),
+                                  O_RDONLY | O_CLOEXEC));
     REQUIRE(ns);
     auto listener = callisto::launcher::listen_in_namespace(ns.get(), 0);
     REQUIRE(std::holds_alternative<callisto::unique_fd>(listener));
@@ -934,17 +923,12 @@ TEST_CASE("a process whose namespace holds only lo reaches a host server through
     const auto where = echo.authority();
     proxy_harness proxy({where}, {}, {}, listener_fd);
     const std::uint16_t both[2] = {proxy.port(), echo.port()};
-    REQUIRE(::write(ports[1], both, sizeof both) == sizeof both);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
+    kernel.send(both, sizeof both);
+    CHECK(kernel.exit_code() == 0);
     const auto r = proxy.record();
     CHECK(r.allowed);
     CHECK(r.who.kernel_id == "kernel-1");
     CHECK(r.address == "127.0.0.1");
     CHECK(r.bytes_up == 4);
     CHECK(r.bytes_down == 4);
-    ::close(ready[0]);
-    ::close(ports[1]);
 }

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -21,8 +20,10 @@
 
 #include "gateway/routes.hpp"
 #include "tests/gateway/route_table_matching.hpp"
+#include "tests/support/source_file.hpp"
 
 using namespace callisto::gateway;
+using callisto::test::source_file;
 using json = nlohmann::json;
 
 namespace {
@@ -366,13 +367,6 @@ TEST_CASE("every operation documents a success, JSON error bodies, Location and 
 }
 
 namespace {
-
-std::string source_file(const std::string& relative) {
-    std::ifstream in(std::string(CALLISTO_SOURCE_DIR) + "/" + relative, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 // The rows of gateway/routes.cpp whose interpreter_api method resumes a paused context before
 // it answers (resume_first, or its own resume), and the events WebSocket

@@ -13,13 +13,32 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/source_file.hpp"
+
 using namespace callisto::gateway;
 using namespace std::chrono_literals;
+using callisto::test::source_file;
 
 namespace {
 parse_result parse(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
     return parse_server_config(args, env);
 }
+
+// Checks that the parser refuses `args` as a bad command line (no config, exit code 2) with a
+// message holding each of `says`, or some message when none is given.
+void check_refused(const std::vector<std::string>& args,
+                   std::initializer_list<std::string> says = {}) {
+    INFO("refused: " << args.front());
+    const auto r = parse(args);
+    CHECK_FALSE(r.config);
+    CHECK(r.exit_code == 2);
+    CHECK_FALSE(r.message.empty());
+    for (const auto& part : says)
+        CHECK_MESSAGE(r.message.find(part) != std::string::npos, r.message);
+}
+
+// The flag of a --name=value argument, which its refusal names.
+std::string flag_of(const std::string& argument) { return argument.substr(0, argument.find('=')); }
 }  // namespace
 
 TEST_CASE("config defaults serve on loopback with a generated token") {
@@ -55,35 +74,29 @@ TEST_CASE("config reads the token from CALLISTO_TOKEN, the flag winning") {
 }
 
 TEST_CASE("config rejects every bad form with a message naming the flag") {
-    for (std::vector<std::string> bad :
-         std::vector<std::vector<std::string>>{{"--port=70000"},
-                                               {"--port=abc"},
-                                               {"--port="},
-                                               {"--port"},
-                                               {"--threads=0"},
-                                               {"--token=short"},
-                                               {"--token=has space in it"},
-                                               {"--transport=udp"},
-                                               {"--max-message-size=12XB"},
-                                               {"--max-message-size=0"},
-                                               {"--log-level=loud"},
-                                               {"--frobnicate=1"},
-                                               {"positional"},
-                                               {"--no-auth=yes"},
-                                               {"--ws-ping-interval=0"},
-                                               {"--max-connections=-1"},
-                                               {"--max-connections-per-address=x"},
-                                               {"--header-timeout=0"},
-                                               {"--max-body-in-flight=10"},
-                                               {"--kernel-buffer=1B"},
-                                               {"--kernel-message-limit=1KiB"},
-                                               {"--client-input-queue=big"}}) {
-        auto r = parse(bad);
-        CAPTURE(bad[0]);
-        CHECK_FALSE(r.config);
-        CHECK(r.exit_code == 2);
-        CHECK_FALSE(r.message.empty());
-    }
+    for (std::string bad : {"--port=70000",
+                            "--port=abc",
+                            "--port=",
+                            "--port",
+                            "--threads=0",
+                            "--token=short",
+                            "--token=has space in it",
+                            "--transport=udp",
+                            "--max-message-size=12XB",
+                            "--max-message-size=0",
+                            "--log-level=loud",
+                            "--frobnicate=1",
+                            "positional",
+                            "--no-auth=yes",
+                            "--ws-ping-interval=0",
+                            "--max-connections=-1",
+                            "--max-connections-per-address=x",
+                            "--header-timeout=0",
+                            "--max-body-in-flight=10",
+                            "--kernel-buffer=1B",
+                            "--kernel-message-limit=1KiB",
+                            "--client-input-queue=big"})
+        check_refused({bad});
     CHECK(parse({"--port=x"}).message.find("--port") != std::string::npos);
     CHECK_FALSE(parse({}, {{"CALLISTO_TOKEN", "a b"}}).config);
 }
@@ -119,27 +132,12 @@ TEST_CASE("config parses the orchestration flags") {
 }
 
 TEST_CASE("config rejects bad orchestration flags with a message") {
-    for (std::vector<std::string> bad :
-         std::vector<std::vector<std::string>>{{"--cull-idle-timeout=-1"},
-                                               {"--cull-idle-timeout=soon"},
-                                               {"--cull-interval=0"},
-                                               {"--cull-connected=yes"},
-                                               {"--pool=python3"},
-                                               {"--pool=:3"},
-                                               {"--pool=python3:x"},
-                                               {"--pool-size=65"},
-                                               {"--max-kernels=x"},
-                                               {"--autorestart-limit=-2"},
-                                               {"--autorestart-window=0"},
-                                               {"--replay-buffer=1XB"},
-                                               {"--users="},
-                                               {"--hash-token=short"}}) {
-        auto r = parse(bad);
-        CAPTURE(bad[0]);
-        CHECK_FALSE(r.config);
-        CHECK(r.exit_code == 2);
-        CHECK_FALSE(r.message.empty());
-    }
+    for (std::string bad :
+         {"--cull-idle-timeout=-1", "--cull-idle-timeout=soon", "--cull-interval=0",
+          "--cull-connected=yes", "--pool=python3", "--pool=:3", "--pool=python3:x",
+          "--pool-size=65", "--max-kernels=x", "--autorestart-limit=-2", "--autorestart-window=0",
+          "--replay-buffer=1XB", "--users=", "--hash-token=short"})
+        check_refused({bad});
 }
 
 TEST_CASE("config --hash-token prints the SHA-256 for a users file and exits 0") {
@@ -182,13 +180,8 @@ TEST_CASE("config rejects bad sandbox flags naming the flag") {
     for (std::string bad :
          {"--sandbox=maybe", "--memory-limit=2GB", "--pids-limit=0", "--cpu-limit=0",
           "--cpu-limit=x", "--sandbox-uids=0-10", "--sandbox-uids=70000-60000",
-          "--workdir-root=relative", "--disk-quota=0"}) {
-        auto r = parse({bad});
-        INFO(bad);
-        CHECK_FALSE(r.config);
-        CHECK(r.exit_code == 2);
-        CHECK(r.message.find(bad.substr(0, bad.find('='))) != std::string::npos);
-    }
+          "--workdir-root=relative", "--disk-quota=0"})
+        check_refused({bad}, {flag_of(bad)});
 }
 
 TEST_CASE("config parses the interpreter API flags") {
@@ -208,21 +201,10 @@ TEST_CASE("config parses the interpreter API flags") {
 }
 
 TEST_CASE("config rejects bad interpreter API flags with a message") {
-    for (std::vector<std::string> bad :
-         std::vector<std::vector<std::string>>{{"--output-budget=10"},
-                                               {"--output-budget=big"},
-                                               {"--result-cap=0"},
-                                               {"--execution-queue=0"},
-                                               {"--execution-queue=2000"},
-                                               {"--interrupt-grace=-1"},
-                                               {"--interrupt-grace=601"},
-                                               {"--upload-limit=1TB"}}) {
-        auto r = parse(bad);
-        CAPTURE(bad[0]);
-        CHECK_FALSE(r.config);
-        CHECK(r.exit_code == 2);
-        CHECK_FALSE(r.message.empty());
-    }
+    for (std::string bad : {"--output-budget=10", "--output-budget=big", "--result-cap=0",
+                            "--execution-queue=0", "--execution-queue=2000", "--interrupt-grace=-1",
+                            "--interrupt-grace=601", "--upload-limit=1TB"})
+        check_refused({bad});
 }
 
 TEST_CASE("config parses the MCP flags and rejects their bad forms") {
@@ -265,13 +247,8 @@ TEST_CASE("config rejects bad WebSocket output limits naming the flag") {
          {"--ws-output-limit=1023", "--ws-output-limit=-1", "--ws-output-limit=8MB",
           "--ws-output-limit=", "--ws-output-limit=00", "--ws-output-limit=0KiB",
           "--ws-rich-output-limit=lots", "--ws-rich-output-limit=2TB",
-          "--ws-rich-output-limit=2048TiB", "--ws-rich-output-limit=10"}) {
-        auto r = parse({bad});
-        CAPTURE(bad);
-        CHECK_FALSE(r.config);
-        CHECK(r.exit_code == 2);
-        CHECK(r.message.find(bad.substr(0, bad.find('='))) != std::string::npos);
-    }
+          "--ws-rich-output-limit=2048TiB", "--ws-rich-output-limit=10"})
+        check_refused({bad}, {flag_of(bad)});
     auto missing = parse({"--ws-output-limit"});
     CHECK_FALSE(missing.config);
     CHECK(missing.exit_code == 2);
@@ -359,13 +336,8 @@ TEST_CASE("config parses the kernel policy and recycling flags") {
 TEST_CASE("config rejects bad kernel policy and recycling flags, naming the flag") {
     for (std::string bad : {"--kernel-policy=", "--kernel-policy=always", "--recycle-max-uses=-1",
                             "--recycle-max-uses=many", "--recycle-max-lifetime=-5",
-                            "--recycle-max-lifetime=1h", "--kept-kernels=65", "--kept-kernels="}) {
-        auto r = parse({bad});
-        CAPTURE(bad);
-        CHECK_FALSE(r.config);
-        CHECK(r.exit_code == 2);
-        CHECK(r.message.find(bad.substr(0, bad.find('='))) != std::string::npos);
-    }
+                            "--recycle-max-lifetime=1h", "--kept-kernels=65", "--kept-kernels="})
+        check_refused({bad}, {flag_of(bad)});
 }
 
 namespace {
@@ -451,11 +423,7 @@ TEST_CASE("config refuses a bad file or value, naming the option, the source and
          }) {
         CAPTURE(c.text);
         config_file file(c.text);
-        auto r = parse({file.flag()});
-        CHECK_FALSE(r.config);
-        CHECK(r.exit_code == 2);
-        CHECK(r.message.find(c.expected) != std::string::npos);
-        CAPTURE(r.message);
+        check_refused({file.flag()}, {c.expected});
     }
     auto missing = parse({"--config=/nonexistent/callisto.json"});
     CHECK_FALSE(missing.config);
@@ -627,10 +595,7 @@ TEST_CASE("--web-root takes a directory or off; empty is refused, unset is looke
     REQUIRE(r.config);
     CHECK(r.config->web_root == "/srv/ui");
     CHECK_FALSE(r.config->web_root_off);
-    r = parse({"--web-root="});
-    CHECK_FALSE(r.config);
-    CHECK(r.exit_code == 2);
-    CHECK(r.message.find("--web-root") != std::string::npos);
+    check_refused({"--web-root="}, {"--web-root"});
 }
 
 TEST_CASE(
@@ -671,13 +636,6 @@ TEST_CASE("--audit-code-limit takes a size, 64KiB by default, and refuses bad fo
 
 namespace {
 
-std::string read_source_file(const std::string& relative) {
-    std::ifstream in(std::string(CALLISTO_SOURCE_DIR) + "/" + relative, std::ios::binary);
-    std::ostringstream content;
-    content << in.rdbuf();
-    return content.str();
-}
-
 std::vector<std::string> split(const std::string& text, const std::string& by) {
     std::vector<std::string> out;
     std::size_t at = 0;
@@ -705,7 +663,7 @@ std::string plain_default(std::string text) {
 }  // namespace
 
 TEST_CASE("the README names every option, and its table gives the defaults --help prints") {
-    const std::string readme = read_source_file("README.md");
+    const std::string readme = source_file("README.md");
     REQUIRE_FALSE(readme.empty());
     std::map<std::string, option_summary> declared;
     // Named as an option, not as the start of a longer one (--cull-idle in --cull-idle-timeout).
@@ -795,13 +753,8 @@ TEST_CASE("--egress-allow refuses bad rules, naming the rule") {
          {"--egress-allow=", "--egress-allow=,", "--egress-allow=*.org", "--egress-allow=127.1:80",
           "--egress-allow=pypi.org:0", "--egress-allow=pypi.org:70000", "--egress-allow=::1",
           "--egress-allow=a*.example.org", "--egress-allow=*.1.2.3", "--egress-allow=pypi.org:x",
-          "--egress-allow=exa mple.org"}) {
-        CAPTURE(bad);
-        auto r = parse({bad});
-        CHECK_FALSE(r.config);
-        CHECK(r.exit_code == 2);
-        CHECK(r.message.find("egress-allow") != std::string::npos);
-    }
+          "--egress-allow=exa mple.org"})
+        check_refused({bad}, {"egress-allow"});
 }
 
 TEST_CASE("--egress-allow needs the sandbox: unsandboxed kernels have the host's network") {
@@ -857,14 +810,8 @@ TEST_CASE("config --paused-ttl: 30 days by default, a duration with a unit, 0 or
          {"--paused-ttl=", "--paused-ttl=-1d", "--paused-ttl=1.5d", "--paused-ttl=30D",
           "--paused-ttl=d", "--paused-ttl=1w", "--paused-ttl=3661d", "--paused-ttl=99999999999999d",
           "--paused-ttl=never", "--paused-ttl= 5m", "--paused-ttl=5 m", "--paused-ttl=+5m",
-          "--paused-ttl=00d", "--paused-ttl=0s"}) {
-        CAPTURE(bad);
-        r = parse({bad});
-        CHECK_FALSE(r.config);
-        CHECK(r.exit_code == 2);
-        CHECK(r.message.find("--paused-ttl") != std::string::npos);
-        CHECK(r.message.find("a duration like 30d") != std::string::npos);
-    }
+          "--paused-ttl=00d", "--paused-ttl=0s"})
+        check_refused({bad}, {"--paused-ttl", "a duration like 30d"});
 }
 
 TEST_CASE("config --pause-idle: seconds, off by default; its bad forms refused") {
@@ -875,13 +822,8 @@ TEST_CASE("config --pause-idle: seconds, off by default; its bad forms refused")
     REQUIRE(r.config);
     CHECK(r.config->interpreter.pause_idle.count() == 3600);
     for (const char* bad : {"--pause-idle=-1", "--pause-idle=soon",
-                            "--pause-idle=", "--pause-idle=99999999999", "--pause-idle=1.5"}) {
-        r = parse({bad});
-        CAPTURE(bad);
-        CHECK_FALSE(r.config);
-        CHECK(r.exit_code == 2);
-        CHECK(r.message.find("--pause-idle") != std::string::npos);
-    }
+                            "--pause-idle=", "--pause-idle=99999999999", "--pause-idle=1.5"})
+        check_refused({bad}, {"--pause-idle"});
 }
 
 TEST_CASE("config --e2b-domain: a DNS name, in lower case; off by default; bad forms refused") {
@@ -907,14 +849,8 @@ TEST_CASE("config --e2b-domain: a DNS name, in lower case; off by default; bad f
          {"--e2b-domain=", "--e2b-domain=*.example.org", "--e2b-domain=https://example.org",
           "--e2b-domain=example..org", "--e2b-domain=.example.org", "--e2b-domain=-a.example",
           "--e2b-domain=a-.example", "--e2b-domain=127.0.0.1", "--e2b-domain=exa_mple.org",
-          "--e2b-domain=example.org:443", "--e2b-domain=ex ample.org"}) {
-        r = parse({bad});
-        CAPTURE(bad);
-        CHECK_FALSE(r.config);
-        CHECK(r.exit_code == 2);
-        CHECK(r.message.find("--e2b-domain") != std::string::npos);
-        CHECK(r.message.find("a DNS name") != std::string::npos);
-    }
+          "--e2b-domain=example.org:443", "--e2b-domain=ex ample.org"})
+        check_refused({bad}, {"--e2b-domain", "a DNS name"});
     const std::string long_label(64, 'a');
     r = parse({"--e2b-domain=" + long_label + ".example"});
     CHECK_FALSE(r.config);
@@ -970,14 +906,7 @@ TEST_CASE("config --e2b-template refuses every bad declaration, naming the flag 
         {{"--e2b-template=data:python3:timeout=7200", "--max-execution-timeout=3600"},
          "must not exceed --max-execution-timeout (3600 s)"},
     };
-    for (const auto& [args, why] : bad) {
-        auto r = parse(args);
-        CAPTURE(args[0]);
-        CHECK_FALSE(r.config);
-        CHECK(r.exit_code == 2);
-        CHECK(r.message.find("--e2b-template") != std::string::npos);
-        CHECK_MESSAGE(r.message.find(why) != std::string::npos, r.message);
-    }
+    for (const auto& [args, why] : bad) check_refused(args, {"--e2b-template", why});
     config_file twice(R"({"e2b-template": ["a:python3", "a:ir"]})");
     auto r = parse({twice.flag()});
     CHECK_FALSE(r.config);

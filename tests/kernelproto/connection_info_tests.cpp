@@ -1,5 +1,6 @@
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -37,6 +38,13 @@ connection_info ipc_connection(std::string path) {
     return info;
 }
 
+// The endpoints of shell, iopub, stdin, control and the heartbeat, in that order.
+std::vector<std::string> endpoints(const connection_info& info) {
+    return {info.endpoint(channel::shell), info.endpoint(channel::iopub),
+            info.endpoint(channel::stdin_), info.endpoint(channel::control),
+            info.heartbeat_endpoint()};
+}
+
 }  // namespace
 
 TEST_CASE("connection_info reads a jupyter_client connection file") {
@@ -68,20 +76,17 @@ TEST_CASE("connection_info to_json and from_json round trip") {
 
 TEST_CASE("connection_info names tcp endpoints host:port") {
     const auto info = connection_info::from_json(jupyter_file());
-    CHECK(info.endpoint(channel::shell) == "tcp://127.0.0.1:50001");
-    CHECK(info.endpoint(channel::iopub) == "tcp://127.0.0.1:50002");
-    CHECK(info.endpoint(channel::stdin_) == "tcp://127.0.0.1:50003");
-    CHECK(info.endpoint(channel::control) == "tcp://127.0.0.1:50004");
-    CHECK(info.heartbeat_endpoint() == "tcp://127.0.0.1:50005");
+    CHECK(endpoints(info) ==
+          std::vector<std::string>{"tcp://127.0.0.1:50001", "tcp://127.0.0.1:50002",
+                                   "tcp://127.0.0.1:50003", "tcp://127.0.0.1:50004",
+                                   "tcp://127.0.0.1:50005"});
 }
 
 TEST_CASE("connection_info names ipc endpoints path-port as jupyter_client does") {
     const auto info = ipc_connection("/tmp/k");
-    CHECK(info.endpoint(channel::shell) == "ipc:///tmp/k-1");
-    CHECK(info.endpoint(channel::iopub) == "ipc:///tmp/k-2");
-    CHECK(info.endpoint(channel::stdin_) == "ipc:///tmp/k-3");
-    CHECK(info.endpoint(channel::control) == "ipc:///tmp/k-4");
-    CHECK(info.heartbeat_endpoint() == "ipc:///tmp/k-5");
+    CHECK(endpoints(info) == std::vector<std::string>{"ipc:///tmp/k-1", "ipc:///tmp/k-2",
+                                                      "ipc:///tmp/k-3", "ipc:///tmp/k-4",
+                                                      "ipc:///tmp/k-5"});
 }
 
 TEST_CASE("connection_info defaults optional fields") {

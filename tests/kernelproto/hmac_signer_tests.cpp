@@ -8,28 +8,7 @@
 #include "kernelproto/hmac_signer.hpp"
 
 using callisto::kernelproto::hmac_signer;
-
-namespace {
-
-std::string hex(std::string_view bytes) {
-    constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    for (char ch : bytes) {
-        const auto c = static_cast<unsigned char>(ch);
-        out.push_back(digits[c >> 4]);
-        out.push_back(digits[c & 0x0f]);
-    }
-    return out;
-}
-
-std::string unhex(std::string_view text) {
-    std::string out;
-    for (std::size_t i = 0; i + 1 < text.size(); i += 2)
-        out.push_back(static_cast<char>(std::stoi(std::string(text.substr(i, 2)), nullptr, 16)));
-    return out;
-}
-
-}  // namespace
+using callisto::kernelproto::testing::from_hex;
 
 TEST_CASE("hmac_sha256 matches the RFC 4231 test vectors") {
     struct vector {
@@ -49,7 +28,7 @@ TEST_CASE("hmac_sha256 matches the RFC 4231 test vectors") {
         {std::string(20, '\xaa'), std::string(50, '\xdd'),
          "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"},
         // Test case 4
-        {unhex("0102030405060708090a0b0c0d0e0f10111213141516171819"), std::string(50, '\xcd'),
+        {from_hex("0102030405060708090a0b0c0d0e0f10111213141516171819"), std::string(50, '\xcd'),
          "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"},
         // Test case 5: output truncated to 128 bits
         {std::string(20, '\x0c'), "Test With Truncation", "a3b6167473100ee06e0c796c2955552b", 16},
@@ -67,7 +46,7 @@ TEST_CASE("hmac_sha256 matches the RFC 4231 test vectors") {
         CAPTURE(++n);
         const std::string mac = hmac_signer::hmac_sha256(v.key, v.data);
         REQUIRE(mac.size() == 32);
-        CHECK(hex(mac.substr(0, v.truncate_to)) == v.expected);
+        CHECK(mac.substr(0, v.truncate_to) == from_hex(v.expected));
     }
 }
 
@@ -75,8 +54,8 @@ TEST_CASE("sign hashes the four parts in order as one stream") {
     const hmac_signer signer("secret");
     const std::string sig = signer.sign({R"({"a":1})", "{}", "{}", R"({"b":2})"});
     CHECK(sig.size() == 64);
-    CHECK(sig == hex(hmac_signer::hmac_sha256("secret",
-                                              std::string(R"({"a":1})") + "{}{}" + R"({"b":2})")));
+    CHECK(from_hex(sig) ==
+          hmac_signer::hmac_sha256("secret", std::string(R"({"a":1})") + "{}{}" + R"({"b":2})"));
     CHECK(sig.find_first_not_of("0123456789abcdef") == std::string::npos);
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// Shared test helpers: readable failure output for error codes.
+// Shared test helpers: readable failure output for error codes, and bytes written as hex.
 
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include <doctest/doctest.h>
@@ -28,3 +29,16 @@ struct StringMaker<callisto::kernelproto::wire_error> {
 };
 
 }  // namespace doctest
+
+namespace callisto::kernelproto::testing {
+
+// The bytes that hex digits spell, two digits a byte ("0a1b" is "\x0a\x1b"): test vectors as
+// their documents print them.
+inline std::string from_hex(std::string_view hex) {
+    std::string out;
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+        out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+    return out;
+}
+
+}  // namespace callisto::kernelproto::testing

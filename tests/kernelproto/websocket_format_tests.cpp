@@ -13,6 +13,7 @@ namespace kp = callisto::kernelproto;
 using kp::channel;
 using kp::websocket_format;
 using kp::wire_error;
+using kp::testing::from_hex;
 using nlohmann::json;
 
 namespace {
@@ -25,13 +26,6 @@ kp::message tiny_message() {
     msg.msg_id = "i";
     msg.msg_type = "t";
     return msg;
-}
-
-std::string from_hex(std::string_view hex) {
-    std::string out;
-    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
-        out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
-    return out;
 }
 
 std::string u64le(std::uint64_t v) {

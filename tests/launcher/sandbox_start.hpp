@@ -42,6 +42,26 @@ inline std::filesystem::path make_venv(const std::filesystem::path& dir, const s
     return dir / "bin" / "python3";
 }
 
+// Run with a venv of make_venv's as its interpreter, in the sandbox: writes to out.txt, as a
+// JSON list, what the kernel sees of it: sys.prefix, sys.executable, envmod.WHERE, whether
+// numpy (the system's, not the venv's) imports, and "written" or the errno name of a write to
+// envmod.py.
+inline constexpr const char* venv_probe = R"(
+import errno, json, sys
+import envmod
+try:
+    import numpy
+    numpy_seen = True
+except ImportError:
+    numpy_seen = False
+try:
+    open(envmod.__file__, "a").write("x = 1\n")
+    written = "written"
+except OSError as e:
+    written = errno.errorcode[e.errno]
+json.dump([sys.prefix, sys.executable, envmod.WHERE, numpy_seen, written], open("out.txt", "w"))
+)";
+
 struct sandbox_start {
     open_temp_dir root;
     open_temp_dir runtime_root;

@@ -121,29 +121,20 @@ TEST_CASE("the command line: defaults, every option, and its bad forms") {
 }
 
 TEST_CASE("--url takes http:// and https://, with the default ports, and refuses the rest") {
-    auto url = [](const char* text) { return parse_gateway_url(text).url; };
-    auto u = url("https://gw.example:8443");
-    REQUIRE(u);
-    CHECK(u->tls);
-    CHECK(u->host == "gw.example");
-    CHECK(u->port == "8443");
-    u = url("https://gw.example/");
-    REQUIRE(u);
-    CHECK(u->port == "443");
-    u = url("http://127.0.0.1");
-    REQUIRE(u);
-    CHECK_FALSE(u->tls);
-    CHECK(u->port == "80");
-    u = url("https://[::1]:8951");
-    REQUIRE(u);
-    CHECK(u->host == "::1");
-    CHECK(u->port == "8951");
-    u = url("http://[::1]");
-    REQUIRE(u);
-    CHECK(u->port == "80");
-    u = url("http://127.0.0.1:65535");
-    REQUIRE(u);
-    CHECK(u->port == "65535");
+    const auto check_accepted = [](const char* text, bool tls, const char* host, const char* port) {
+        INFO(text);
+        const auto u = parse_gateway_url(text).url;
+        REQUIRE(u);
+        CHECK(u->tls == tls);
+        CHECK(u->host == host);
+        CHECK(u->port == port);
+    };
+    check_accepted("https://gw.example:8443", true, "gw.example", "8443");
+    check_accepted("https://gw.example/", true, "gw.example", "443");
+    check_accepted("http://127.0.0.1", false, "127.0.0.1", "80");
+    check_accepted("https://[::1]:8951", true, "::1", "8951");
+    check_accepted("http://[::1]", false, "::1", "80");
+    check_accepted("http://127.0.0.1:65535", false, "127.0.0.1", "65535");
 
     for (const char* bad : {"",
                             "127.0.0.1:8888",

@@ -56,6 +56,38 @@ bool io_thread_serves(zmq::context_t& ctx, const std::string& endpoint) {
     return router.recv(identity).has_value();
 }
 
+// A kernel bound in `dir` (numbered `round`, as each round of a test starts one), and the
+// gateway's link to it, its sockets connected on `ctx`.
+struct linked_kernel {
+    std::unique_ptr<bound_kernel> kernel;
+    std::unique_ptr<kernel_link> link = std::make_unique<kernel_link>();
+
+    linked_kernel(zmq::context_t& ctx, const temp_dir& dir, int round) {
+        const auto info =
+            fake_kernel::info_for(dir.path().string() + "/k" + std::to_string(round), "key");
+        kernel = std::make_unique<bound_kernel>(info);
+        link->id = static_cast<callisto::transport::link_id>(round + 1);
+        link->info = info;
+        link->session = "session";
+        link->connect(ctx);
+    }
+};
+
+// `rounds` rounds on one ZeroMQ context, each a kernel and a link to it that `round_of` does
+// something with, and a check that the context's I/O thread still serves after it.
+template <class Round>
+void rounds_on_one_context(int rounds, Round round_of) {
+    temp_dir dir;
+    zmq::context_t ctx;
+    for (int round = 0; round < rounds; ++round) {
+        CAPTURE(round);
+        linked_kernel k(ctx, dir, round);
+        round_of(k);
+        REQUIRE(io_thread_serves(
+            ctx, "ipc://" + dir.path().string() + "/probe" + std::to_string(round)));
+    }
+}
+
 }  // namespace
 
 TEST_CASE("a link closed just before its kernel exits leaves ZeroMQ's I/O thread serving") {
@@ -65,50 +97,24 @@ TEST_CASE("a link closed just before its kernel exits leaves ZeroMQ's I/O thread
     // no reader, the I/O thread shared by every kernel blocked for good, and the gateway's other
     // kernels went silent (missed heartbeats, no kernel_info_reply). It took about one close
     // in three; 30 rounds.
-    temp_dir dir;
-    zmq::context_t ctx;
-    for (int round = 0; round < 30; ++round) {
-        CAPTURE(round);
-        const auto info =
-            fake_kernel::info_for(dir.path().string() + "/k" + std::to_string(round), "key");
-        auto kernel = std::make_unique<bound_kernel>(info);
-        auto link = std::make_unique<kernel_link>();
-        link->id = static_cast<callisto::transport::link_id>(round + 1);
-        link->info = info;
-        link->session = "session";
-        link->connect(ctx);
+    rounds_on_one_context(30, [](linked_kernel& k) {
         // Connected to the kernel: one round trip on shell.
-        link->sockets[0].send(zmq::str_buffer("hello"), zmq::send_flags::none);
+        k.link->sockets[0].send(zmq::str_buffer("hello"), zmq::send_flags::none);
         zmq::message_t identity;
-        kernel->shell.set(zmq::sockopt::rcvtimeo, 10000);
-        REQUIRE(kernel->shell.recv(identity).has_value());
+        k.kernel->shell.set(zmq::sockopt::rcvtimeo, 10000);
+        REQUIRE(k.kernel->shell.recv(identity).has_value());
 
-        link.reset();    // the gateway closes the link ...
-        kernel.reset();  // ... and the kernel exits (a kill, a shutdown)
-        REQUIRE(io_thread_serves(
-            ctx, "ipc://" + dir.path().string() + "/probe" + std::to_string(round)));
-    }
+        k.link.reset();    // the gateway closes the link ...
+        k.kernel.reset();  // ... and the kernel exits (a kill, a shutdown)
+    });
 }
 
 TEST_CASE("a link that fails closes its sockets and monitors, and the I/O thread serves on") {
-    temp_dir dir;
-    zmq::context_t ctx;
-    for (int round = 0; round < 10; ++round) {
-        CAPTURE(round);
-        const auto info =
-            fake_kernel::info_for(dir.path().string() + "/k" + std::to_string(round), "key");
-        auto kernel = std::make_unique<bound_kernel>(info);
-        kernel_link link;
-        link.id = static_cast<callisto::transport::link_id>(round + 1);
-        link.info = info;
-        link.session = "session";
-        link.connect(ctx);
-        link.fail();
-        kernel.reset();
-        CHECK(link.failed);
-        for (auto& s : link.sockets) CHECK_FALSE(s);
-        for (auto& m : link.monitors) CHECK_FALSE(m);
-        REQUIRE(io_thread_serves(
-            ctx, "ipc://" + dir.path().string() + "/probe" + std::to_string(round)));
-    }
+    rounds_on_one_context(10, [](linked_kernel& k) {
+        k.link->fail();
+        k.kernel.reset();
+        CHECK(k.link->failed);
+        for (auto& s : k.link->sockets) CHECK_FALSE(s);
+        for (auto& m : k.link->monitors) CHECK_FALSE(m);
+    });
 }

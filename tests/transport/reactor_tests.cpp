@@ -66,13 +66,17 @@ std::string stream_text(const kp::message& msg) {
 
 bool connected(const recorded_events& e) { return e.connected == 1; }
 
-// A fake kernel and a reactor link to it that has finished connecting; members are declared
-// in the order the tests tear them down (link, reactor, kernel, directory).
-struct connected_link {
+// A fake kernel, a reactor, and a recorder for the events of a link between them; members are
+// declared in the order the tests tear them down (recorder, reactor, kernel, directory).
+struct kernel_and_reactor {
     temp_dir dir;
     fake_kernel kernel{dir.path().string() + "/k", key};
     reactor r{test_logger()};
     std::shared_ptr<event_recorder> events = std::make_shared<event_recorder>();
+};
+
+// A reactor link to the fake kernel that has finished connecting.
+struct connected_link : kernel_and_reactor {
     link_id id = r.open(kernel.info(), events, fast_options());
 
     connected_link() { REQUIRE(events->wait_for(connected)); }
@@ -80,13 +84,10 @@ struct connected_link {
 
 }  // namespace
 
-TEST_CASE("open() names the link to its listener before the reactor reports anything") {
+TEST_CASE_FIXTURE(kernel_and_reactor,
+                  "open() names the link to its listener before the reactor reports anything") {
     // The kernel session tags what it posts with this id; a fast kernel's first reports used to
     // arrive before open() had returned it, and a connection was taken for a stale link's.
-    temp_dir dir;
-    fake_kernel kernel(dir.path().string() + "/k", key);
-    reactor r(test_logger());
-    auto events = std::make_shared<event_recorder>();
     const link_id id = r.open(kernel.info(), events, fast_options());
     REQUIRE(events->wait_for(connected));
     const auto seen = events->snapshot();
@@ -94,13 +95,11 @@ TEST_CASE("open() names the link to its listener before the reactor reports anyt
     CHECK(seen.reports_before_open == 0);
 }
 
-TEST_CASE("a kernel that answers before the iopub subscription reaches it is nudged again soon") {
+TEST_CASE_FIXTURE(
+    kernel_and_reactor,
+    "a kernel that answers before the iopub subscription reaches it is nudged again soon") {
     // A nudge interval far longer than the wait below: only the quick retries can connect it.
-    temp_dir dir;
-    fake_kernel kernel(dir.path().string() + "/k", key);
     kernel.unpublished_kernel_infos = 3;
-    reactor r(test_logger());
-    auto events = std::make_shared<event_recorder>();
     link_options options = fast_options();
     options.nudge_interval = std::chrono::minutes(10);
     r.open(kernel.info(), events, options);
@@ -108,12 +107,8 @@ TEST_CASE("a kernel that answers before the iopub subscription reaches it is nud
     CHECK(kernel.kernel_info_requests() >= 4);
 }
 
-TEST_CASE("a link is connected only after a kernel_info_reply and an iopub message") {
-    temp_dir dir;
-    fake_kernel kernel(dir.path().string() + "/k", key);
-    reactor r(test_logger());
-    auto events = std::make_shared<event_recorder>();
-
+TEST_CASE_FIXTURE(kernel_and_reactor,
+                  "a link is connected only after a kernel_info_reply and an iopub message") {
     SUBCASE("replies without iopub are not enough") {
         kernel.publish_status = false;
         link_id id = r.open(kernel.info(), events, fast_options());
@@ -198,11 +193,8 @@ TEST_CASE_FIXTURE(
     CHECK(s.bad_messages == 0);
 }
 
-TEST_CASE("input_request reaches stdin on the routing id shared with shell") {
-    temp_dir dir;
-    fake_kernel kernel(dir.path().string() + "/k", key);
-    reactor r(test_logger());
-    auto events = std::make_shared<event_recorder>();
+TEST_CASE_FIXTURE(kernel_and_reactor,
+                  "input_request reaches stdin on the routing id shared with shell") {
     link_options options = fast_options();
     options.session_id = "session-for-routing";
     link_id id = r.open(kernel.info(), events, options);
@@ -255,11 +247,7 @@ TEST_CASE_FIXTURE(connected_link,
     }
 }
 
-TEST_CASE("a missed heartbeat is reported once and its recovery once") {
-    temp_dir dir;
-    fake_kernel kernel(dir.path().string() + "/k", key);
-    reactor r(test_logger());
-    auto events = std::make_shared<event_recorder>();
+TEST_CASE_FIXTURE(kernel_and_reactor, "a missed heartbeat is reported once and its recovery once") {
     link_options options = fast_options();
     options.heartbeat_interval = 50ms;
     options.heartbeat_timeout = 300ms;

@@ -17,6 +17,16 @@ std::string text_of(const nlohmann::json& message) {
     return message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// `message`, with the id the client gave its request when it gave one: the answer to it.
+nlohmann::json answering(nlohmann::json message, const std::string& request_id) {
+    if (!request_id.empty()) message["request_id"] = request_id;
+    return message;
+}
+
+std::string no_such_execution(const events_command& cmd) {
+    return "no execution " + cmd.execution_id + " in this context";
+}
+
 }  // namespace
 
 events_session::events_session(client_stream&& stream, std::shared_ptr<interpreter_context> context,
@@ -65,9 +75,7 @@ void events_session::on_oversized_message(std::size_t bytes, std::size_t limit) 
 
 void events_session::refuse(std::string message, const std::string& request_id) {
     log_.debug("events websocket client: " + message);
-    nlohmann::json m = {{"type", "error"}, {"message", std::move(message)}};
-    if (!request_id.empty()) m["request_id"] = request_id;
-    send(std::move(m));
+    send(answering({{"type", "error"}, {"message", std::move(message)}}, request_id));
 }
 
 void events_session::execute(events_command cmd) {
@@ -83,45 +91,37 @@ void events_session::execute(events_command cmd) {
             if (r.outcome == interpreter_context::submit_outcome::refused)
                 return self->refuse(r.why, request_id);
             if (!r.exec) return self->refuse("the context is closed", request_id);
-            nlohmann::json queued = {
-                {"type", "queued"},
-                {"id", r.exec->id()},
-                {"execution_id", r.exec->id()},
-                {"repeated", r.outcome == interpreter_context::submit_outcome::repeated}};
-            if (!request_id.empty()) queued["request_id"] = request_id;
             // On the context's strand, before the execution's first event: nothing is missed,
             // and "queued" is posted before any event.
-            self->send(std::move(queued));
+            self->send(answering(
+                {{"type", "queued"},
+                 {"id", r.exec->id()},
+                 {"execution_id", r.exec->id()},
+                 {"repeated", r.outcome == interpreter_context::submit_outcome::repeated}},
+                request_id));
             self->watch(r.exec, false);
         });
 }
 
 void events_session::follow(events_command cmd) {
-    context_->find(
-        cmd.execution_id, [self = shared_from_this(), cmd](std::shared_ptr<execution> e) {
-            if (!e)
-                return self->refuse("no execution " + cmd.execution_id + " in this context",
-                                    cmd.request_id);
-            nlohmann::json m = {{"type", "following"}, {"execution_id", e->id()}};
-            if (!cmd.request_id.empty()) m["request_id"] = cmd.request_id;
-            self->send(std::move(m));
-            self->watch(e, true);
-        });
+    context_->find(cmd.execution_id, [self = shared_from_this(),
+                                      cmd](std::shared_ptr<execution> e) {
+        if (!e) return self->refuse(no_such_execution(cmd), cmd.request_id);
+        self->send(answering({{"type", "following"}, {"execution_id", e->id()}}, cmd.request_id));
+        self->watch(e, true);
+    });
 }
 
 void events_session::interrupt(events_command cmd) {
-    context_->interrupt(
-        cmd.execution_id, [self = shared_from_this(), cmd](std::shared_ptr<execution> e) {
-            if (!e)
-                return self->refuse("no execution " + cmd.execution_id + " in this context",
-                                    cmd.request_id);
-            // Its "end" event follows on the sockets that watch it.
-            nlohmann::json m = {{"type", "interrupting"},
-                                {"execution_id", e->id()},
-                                {"status", to_string(e->status())}};
-            if (!cmd.request_id.empty()) m["request_id"] = cmd.request_id;
-            self->send(std::move(m));
-        });
+    context_->interrupt(cmd.execution_id,
+                        [self = shared_from_this(), cmd](std::shared_ptr<execution> e) {
+                            if (!e) return self->refuse(no_such_execution(cmd), cmd.request_id);
+                            // Its "end" event follows on the sockets that watch it.
+                            self->send(answering({{"type", "interrupting"},
+                                                  {"execution_id", e->id()},
+                                                  {"status", to_string(e->status())}},
+                                                 cmd.request_id));
+                        });
 }
 
 void events_session::watch(const std::shared_ptr<execution>& e, bool from_start) {

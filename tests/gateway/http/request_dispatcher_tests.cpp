@@ -25,6 +25,12 @@ struct outcome {
     std::optional<user> who;
     bool saturated = false;  // what kernel_create's admission says
     int admissions = 0;
+
+    // The status of the answer, which there must be.
+    http::status status() const {
+        REQUIRE(answer);
+        return answer->result();
+    }
 };
 
 outcome dispatch(const request_dispatcher& d, std::string_view method, std::string_view target,
@@ -83,8 +89,7 @@ TEST_CASE("the dispatcher hands a request to its route's handler, with the sende
     outcome seen;
     auto d = with_handlers(seen);
     auto out = dispatch(d, "GET", "/api/kernels");
-    REQUIRE(out.answer);
-    CHECK(out.answer->result() == http::status::ok);
+    CHECK(out.status() == http::status::ok);
     CHECK(seen.handled == "kernels_list");
     REQUIRE(seen.who);
     CHECK(seen.who->name == "admin");
@@ -143,13 +148,9 @@ TEST_CASE("the probes and unknown paths need no token; unknown paths answer 404 
     auto d = with_handlers(seen);
     CHECK_FALSE(d.on_header("GET", "/healthz", "").refusal);
     CHECK_FALSE(d.on_header("GET", "/readyz", "").refusal);
-    auto unknown = dispatch(d, "GET", "/no/such/thing", "");
-    REQUIRE(unknown.answer);
-    CHECK(unknown.answer->result() == http::status::not_found);
+    CHECK(dispatch(d, "GET", "/no/such/thing", "").status() == http::status::not_found);
     // A route nobody added is as unknown.
-    auto unregistered = dispatch(d, "GET", "/api/kernelspecs");
-    REQUIRE(unregistered.answer);
-    CHECK(unregistered.answer->result() == http::status::not_found);
+    CHECK(dispatch(d, "GET", "/api/kernelspecs").status() == http::status::not_found);
     CHECK_FALSE(seen.handled);
 }
 
@@ -180,9 +181,8 @@ TEST_CASE("the dispatcher answers a wrong method 405 with Allow, an unsafe /v1 p
     REQUIRE(wrong.answer);
     CHECK(wrong.answer->result() == http::status::method_not_allowed);
     CHECK_FALSE((*wrong.answer)[http::field::allow].empty());
-    auto unsafe = dispatch(d, "GET", "/v1/contexts/abc/files/../../etc/passwd");
-    REQUIRE(unsafe.answer);
-    CHECK(unsafe.answer->result() == http::status::bad_request);
+    CHECK(dispatch(d, "GET", "/v1/contexts/abc/files/../../etc/passwd").status() ==
+          http::status::bad_request);
     CHECK_FALSE(seen.handled);
 }
 
@@ -247,9 +247,8 @@ TEST_CASE("an admin route refuses a user's token 403 on the header, an admin's g
     CHECK(nobody.refusal->result() == http::status::unauthorized);
     // A user's token is enough for a user's route.
     CHECK_FALSE(d.on_header("GET", "/api/kernels", "token ana-token-1").refusal);
-    auto root = dispatch(d, "GET", "/v1/admin/overview", "token root-token-1");
-    REQUIRE(root.answer);
-    CHECK(root.answer->result() == http::status::ok);
+    CHECK(dispatch(d, "GET", "/v1/admin/overview", "token root-token-1").status() ==
+          http::status::ok);
     CHECK(seen.handled == "overview");
 }
 

@@ -112,23 +112,17 @@ bool handshake(SSL* client, SSL* server) {
     SSL_set_bio(server, server_bio, server_bio);
     SSL_set_connect_state(client);
     SSL_set_accept_state(server);
+    // One side's next step, until it is done; false when it failed (other than by waiting for
+    // the peer's bytes).
+    const auto step = [](SSL* side, bool& done) {
+        if (done) return true;
+        const int r = SSL_do_handshake(side);
+        done = r == 1;
+        return done || SSL_get_error(side, r) == SSL_ERROR_WANT_READ;
+    };
     bool client_done = false, server_done = false;
-    for (int round = 0; round < 20 && !(client_done && server_done); ++round) {
-        if (!client_done) {
-            const int r = SSL_do_handshake(client);
-            if (r == 1)
-                client_done = true;
-            else if (SSL_get_error(client, r) != SSL_ERROR_WANT_READ)
-                break;
-        }
-        if (!server_done) {
-            const int r = SSL_do_handshake(server);
-            if (r == 1)
-                server_done = true;
-            else if (SSL_get_error(server, r) != SSL_ERROR_WANT_READ)
-                break;
-        }
-    }
+    for (int round = 0; round < 20 && !(client_done && server_done); ++round)
+        if (!step(client, client_done) || !step(server, server_done)) break;
     // TLS 1.3 sends its tickets after the handshake: one exchange of data takes them in.
     if (client_done && server_done) {
         char byte = 'x';

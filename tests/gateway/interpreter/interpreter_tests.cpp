@@ -12,9 +12,11 @@
 #include "gateway/interpreter/output_budget.hpp"
 #include "gateway/interpreter/oversized_result.hpp"
 #include "tests/gateway/route_table_matching.hpp"
+#include "tests/support/refusals.hpp"
 
 using namespace callisto::gateway;
 using namespace callisto::gateway::interpreter;
+using callisto::test::check_each_refused;
 
 namespace {
 const std::string cid = "0f1e2d3c-4b5a-4968-8776-655443322110";
@@ -252,12 +254,8 @@ TEST_CASE("execution request: every bad form of env and keep_ansi is refused wit
         R"({"code": "1", "env": {"A": ")" + std::string(32 * 1024 + 1, 'v') + R"("}})",
         R"({"code": "1", "env": {")" + std::string(129, 'N') + R"(": "x"}})",
     };
-    for (const auto& body : bad) {
-        INFO(body.substr(0, 120));
-        std::string error;
-        CHECK_FALSE(parse(body, error));
-        CHECK_FALSE(error.empty());
-    }
+    check_each_refused(
+        bad, [](const std::string& body, std::string& error) { return parse(body, error); });
     std::string error;
     CHECK_FALSE(parse(R"({"code": "1", "env": {"LD_PRELOAD": "x"}})", error));
     CHECK(error.find("LD_") != std::string::npos);

@@ -33,6 +33,18 @@ std::string start_and_connect(fake_world& w, kernel_session& k) {
     return *ready;
 }
 
+// Starts the session, whose process says `last_words` once spawned and exits with code 1
+// before it answers; the start's outcome.
+kernel_outcome start_dying(fake_world& w, kernel_session& k, const std::string& last_words) {
+    std::optional<kernel_outcome> started;
+    k.start([&](kernel_outcome r) { started = r; });
+    REQUIRE(w.run_until([&] { return w.processes.spawned.size() == 1; }));
+    w.processes.say(1000, last_words);
+    w.processes.exit(1000, 1);
+    REQUIRE(w.run_until([&] { return started.has_value(); }));
+    return *started;
+}
+
 kp::message request(std::string type, nlohmann::json content = nlohmann::json::object()) {
     return kp::make_message(std::move(type), std::move(content), "client-session");
 }
@@ -284,48 +296,35 @@ TEST_CASE_FIXTURE(running_session,
 TEST_CASE("a kernel that exits while starting fails its start with what it said last") {
     fake_world w;
     auto k = make_session(w);
-    std::optional<kernel_outcome> started;
-    k->start([&](kernel_outcome r) { started = r; });
-    REQUIRE(w.run_until([&] { return w.processes.spawned.size() == 1; }));
     // Written just before it exits; its exit may be handled before the write is read.
-    w.processes.say(1000, "bwrap: execvp /opt/envs/ds/bin/python3: No such file or directory\n");
-    w.processes.exit(1000, 1);
-    REQUIRE(w.run_until([&] { return started.has_value(); }));
-    CHECK(started->error == kernel_error::start_failed);
-    CHECK(started->message ==
+    const auto started =
+        start_dying(w, *k, "bwrap: execvp /opt/envs/ds/bin/python3: No such file or directory\n");
+    CHECK(started.error == kernel_error::start_failed);
+    CHECK(started.message ==
           "kernel process exited with code 1: bwrap: execvp /opt/envs/ds/bin/python3: No such "
           "file or directory");
-    CHECK(k->model()["reason"] == started->message);
+    CHECK(k->model()["reason"] == started.message);
 }
 
 TEST_CASE("what a kernel said is bounded in its start failure, and not added to a death") {
     fake_world w;
     auto k = make_session(w);
-    std::optional<kernel_outcome> started;
-    k->start([&](kernel_outcome r) { started = r; });
-    REQUIRE(w.run_until([&] { return w.processes.spawned.size() == 1; }));
     std::string traceback;
     for (int i = 0; i < 40; ++i) traceback += "  File \"x.py\", line " + std::to_string(i) + "\n";
-    w.processes.say(1000, traceback + "ModuleNotFoundError: No module named 'ipykernel'\n");
-    w.processes.exit(1000, 1);
-    REQUIRE(w.run_until([&] { return started.has_value(); }));
+    const auto started =
+        start_dying(w, *k, traceback + "ModuleNotFoundError: No module named 'ipykernel'\n");
     const std::string prefix = "kernel process exited with code 1: ";
-    REQUIRE(started->message.starts_with(prefix));
-    CHECK(started->message.size() <= prefix.size() + kernel_process::max_last_words);
-    CHECK(started->message.ends_with("line 39\nModuleNotFoundError: No module named 'ipykernel'"));
+    REQUIRE(started.message.starts_with(prefix));
+    CHECK(started.message.size() <= prefix.size() + kernel_process::max_last_words);
+    CHECK(started.message.ends_with("line 39\nModuleNotFoundError: No module named 'ipykernel'"));
 
     // One long line keeps its end.
     fake_world w2;
     auto k2 = make_session(w2);
-    started.reset();
-    k2->start([&](kernel_outcome r) { started = r; });
-    REQUIRE(w2.run_until([&] { return w2.processes.spawned.size() == 1; }));
-    w2.processes.say(1000, std::string(1500, 'x') + "the end");
-    w2.processes.exit(1000, 1);
-    REQUIRE(w2.run_until([&] { return started.has_value(); }));
-    CHECK(started->message.size() == prefix.size() + kernel_process::max_last_words);
-    CHECK(started->message.starts_with(prefix + "..."));
-    CHECK(started->message.ends_with("xthe end"));
+    const auto cut = start_dying(w2, *k2, std::string(1500, 'x') + "the end");
+    CHECK(cut.message.size() == prefix.size() + kernel_process::max_last_words);
+    CHECK(cut.message.starts_with(prefix + "..."));
+    CHECK(cut.message.ends_with("xthe end"));
 
     // A kernel that ran, then died: its death is reported as before (what it printed along
     // the way is its own business, in the log).

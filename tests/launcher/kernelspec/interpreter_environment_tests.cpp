@@ -49,6 +49,20 @@ fs::path make_venv(const fs::path& dir, const std::string& cfg) {
     return dir / "bin" / "python3";
 }
 
+// A copy of the system Python at `file` (only its place matters), its directories made.
+fs::path python_copy(const fs::path& file) {
+    fs::create_directories(file.parent_path());
+    fs::copy_file("/usr/bin/python3", file);
+    return file;
+}
+
+// A symbolic link at `file` to `target`, its directories made.
+fs::path link_at(const fs::path& file, const fs::path& target) {
+    fs::create_directories(file.parent_path());
+    fs::create_symlink(target, file);
+    return file;
+}
+
 const std::string system_venv_cfg =
     "home = /usr/bin\n"
     "include-system-site-packages = false\n"
@@ -138,12 +152,8 @@ TEST_CASE("pyvenv.cfg beside the interpreter marks a venv too, as CPython looks 
 TEST_CASE("a venv over a Python outside /usr needs that Python's prefix too") {
     temp_dir tmp;
     // A Python of its own under <tmp>/py312 (a copy: only its place matters here).
-    const auto base = tmp.path() / "py312" / "bin" / "python3.12";
-    fs::create_directories(base.parent_path());
-    fs::copy_file("/usr/bin/python3", base);
-    const auto python = tmp.path() / "envs" / "ml" / "bin" / "python3";
-    fs::create_directories(python.parent_path());
-    fs::create_symlink(base, python);
+    const auto base = python_copy(tmp.path() / "py312" / "bin" / "python3.12");
+    const auto python = link_at(tmp.path() / "envs" / "ml" / "bin" / "python3", base);
     write_file(tmp.path() / "envs" / "ml" / "pyvenv.cfg", "home = " + base.parent_path().string() +
                                                               "\nexecutable = " + base.string() +
                                                               "\nversion = 3.12.1\n");
@@ -155,12 +165,8 @@ TEST_CASE("a venv over a Python outside /usr needs that Python's prefix too") {
 
 TEST_CASE("a venv inside its base Python's prefix is shown once, with that prefix") {
     temp_dir tmp;
-    const auto base = tmp.path() / "py" / "bin" / "python3";
-    fs::create_directories(base.parent_path());
-    fs::copy_file("/usr/bin/python3", base);
-    const auto python = tmp.path() / "py" / "envs" / "a" / "bin" / "python3";
-    fs::create_directories(python.parent_path());
-    fs::create_symlink(base, python);
+    const auto base = python_copy(tmp.path() / "py" / "bin" / "python3");
+    const auto python = link_at(tmp.path() / "py" / "envs" / "a" / "bin" / "python3", base);
     write_file(tmp.path() / "py" / "envs" / "a" / "pyvenv.cfg",
                "home = " + base.parent_path().string() + "\n");
     CHECK(find_interpreter_environment(python.string(), "").sandbox_paths ==
@@ -169,9 +175,7 @@ TEST_CASE("a venv inside its base Python's prefix is shown once, with that prefi
 
 TEST_CASE("a conda-like prefix with its own interpreter is not a venv; its prefix is shown") {
     temp_dir tmp;
-    const auto python = tmp.path() / "conda" / "bin" / "python3.11";
-    fs::create_directories(python.parent_path());
-    fs::copy_file("/usr/bin/python3", python);
+    const auto python = python_copy(tmp.path() / "conda" / "bin" / "python3.11");
     fs::create_symlink("python3.11", tmp.path() / "conda" / "bin" / "python3");
     const auto env =
         find_interpreter_environment((tmp.path() / "conda" / "bin" / "python3").string(), "");
@@ -184,16 +188,12 @@ TEST_CASE("a conda-like prefix with its own interpreter is not a venv; its prefi
 
 TEST_CASE("a link into another prefix shows both prefixes; a link into /usr only its own") {
     temp_dir tmp;
-    const auto real = tmp.path() / "b" / "bin" / "python3";
-    fs::create_directories(real.parent_path());
-    fs::copy_file("/usr/bin/python3", real);
-    fs::create_directories(tmp.path() / "a" / "bin");
-    fs::create_symlink(real, tmp.path() / "a" / "bin" / "python3");
+    const auto real = python_copy(tmp.path() / "b" / "bin" / "python3");
+    link_at(tmp.path() / "a" / "bin" / "python3", real);
     CHECK(find_interpreter_environment((tmp.path() / "a" / "bin" / "python3").string(), "")
               .sandbox_paths == paths{tmp.path() / "a", tmp.path() / "b"});
 
-    fs::create_directories(tmp.path() / "farm" / "bin");
-    fs::create_symlink("/usr/bin/python3", tmp.path() / "farm" / "bin" / "python3");
+    link_at(tmp.path() / "farm" / "bin" / "python3", "/usr/bin/python3");
     const auto farm =
         find_interpreter_environment((tmp.path() / "farm" / "bin" / "python3").string(), "");
     CHECK_FALSE(farm.venv);

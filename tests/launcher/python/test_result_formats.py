@@ -22,18 +22,12 @@ import sys
 import tempfile
 import time
 
-SOURCE_DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
-                                                                  "..", "..", "..")
+from checks import (SOURCE_DIR, check, ports_written, ready_client, summary,
+                    write_connection_file)
+
 BOOTSTRAP = os.path.join(SOURCE_DIR, "launcher/kernelspec/ipykernel_bootstrap.py")
 DATAFRAME_MIME = "application/vnd.callisto.dataframe+json"
 CHART_MIME = "application/vnd.callisto.chart+json"
-failures = []
-
-
-def check(ok, what, detail=""):
-    print(("  ok    " if ok else "  FAIL  ") + what + (f": {detail}" if not ok and detail else ""))
-    if not ok:
-        failures.append(what)
 
 
 def describing_functions():
@@ -185,17 +179,12 @@ class Kernel:
     """An ipykernel started through the bootstrap file, as the launcher starts one."""
 
     def __init__(self, root):
-        import jupyter_client
-
         self.root = root
         bootstrap = os.path.join(root, "ipykernel_bootstrap.py")
         with open(BOOTSTRAP) as f, open(bootstrap, "w") as out:
             out.write(f.read() + "\n_callisto_run_module()\n")
         connection = os.path.join(root, "kernel.json")
-        with open(connection, "w") as f:  # ports of the kernel's choice, written back
-            json.dump({"shell_port": 0, "iopub_port": 0, "stdin_port": 0, "control_port": 0,
-                       "hb_port": 0, "ip": "127.0.0.1", "key": os.urandom(16).hex(),
-                       "transport": "tcp", "signature_scheme": "hmac-sha256"}, f)
+        write_connection_file(connection)
         home = os.path.join(root, "home")
         os.mkdir(home)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home,
@@ -207,22 +196,11 @@ class Kernel:
             [sys.executable, "-c", loader, bootstrap, "ipykernel_launcher", "-f", connection],
             cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
-        while not self.ports_written(connection):
+        while not ports_written(connection):
             if time.monotonic() > deadline or self.process.poll() is not None:
                 raise RuntimeError(f"the kernel wrote no ports (exit {self.process.poll()})")
             time.sleep(0.05)
-        self.kc = jupyter_client.BlockingKernelClient(connection_file=connection)
-        self.kc.load_connection_file()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
-
-    @staticmethod
-    def ports_written(connection):
-        try:
-            with open(connection) as f:
-                return bool(json.load(f)["shell_port"])
-        except (ValueError, FileNotFoundError):  # read while the kernel replaced it
-            return False
+        self.kc = ready_client(connection)
 
     def run(self, code, describe):
         """The execution's iopub messages up to its idle: (type, content) pairs. With
@@ -312,8 +290,7 @@ def in_a_kernel():
 def main():
     describing_functions()
     in_a_kernel()
-    print(f"{len(failures)} failed" if failures else "all passed")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -22,17 +22,8 @@ import tempfile
 import threading
 import time
 
-import jupyter_client
-
-SOURCE_DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
-                                                                  "..", "..", "..")
-failures = []
-
-
-def check(ok, what, detail=""):
-    print(("  ok    " if ok else "  FAIL  ") + what + (f": {detail}" if not ok and detail else ""))
-    if not ok:
-        failures.append(what)
+from checks import (SOURCE_DIR, check, failures, ports_written, ready_client, summary,
+                    write_connection_file)
 
 
 def define_helpers():
@@ -52,10 +43,7 @@ def fork_kernel(root, name, extra_args=(), module="ipykernel_launcher", module_s
         with open(os.path.join(work, module + ".py"), "w") as f:
             f.write(module_source)
     connection = os.path.join(work, "kernel.json")
-    with open(connection, "w") as f:
-        json.dump({"shell_port": 0, "iopub_port": 0, "stdin_port": 0, "control_port": 0,
-                   "hb_port": 0, "ip": "127.0.0.1", "key": os.urandom(16).hex(),
-                   "transport": "tcp", "signature_scheme": "hmac-sha256"}, f)
+    write_connection_file(connection)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home,
            "TMPDIR": os.path.join(work, "tmp"),
            "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
@@ -86,20 +74,11 @@ def exits_within(pid, seconds):
 class Client:
     def __init__(self, connection):
         deadline = time.monotonic() + 60
-        while True:  # the kernel binds ports of its choice and writes them back
-            try:
-                with open(connection) as f:
-                    if json.load(f)["shell_port"]:
-                        break
-            except (ValueError, FileNotFoundError):  # read while the kernel replaced it
-                pass
+        while not ports_written(connection):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{connection}: the kernel wrote no ports")
             time.sleep(0.05)
-        self.kc = jupyter_client.BlockingKernelClient(connection_file=connection)
-        self.kc.load_connection_file()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
+        self.kc = ready_client(connection)
 
     def run(self, code):
         """(text of stdout + results, error name or None)"""
@@ -317,8 +296,7 @@ def main():
                 if os.path.exists(log):
                     print(f"--- kernel {name}'s log\n" + open(log).read())
         shutil.rmtree(root, ignore_errors=True)
-    print(f"{len(failures)} failed" if failures else "all passed")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

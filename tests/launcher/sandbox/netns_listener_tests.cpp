@@ -21,8 +21,11 @@
 #include <ostream>  // doctest prints an error_code
 #include <string>
 
+#include "tests/support/forked_child.hpp"
+
 using callisto::unique_fd;
 using callisto::launcher::listen_in_namespace;
+using callisto::test::forked_child;
 
 namespace {
 
@@ -70,19 +73,9 @@ bool loopback_up() {
 }  // namespace
 
 TEST_CASE("listen_in_namespace makes a listener the namespace's processes reach on 127.0.0.1") {
-    int ready[2], port_pipe[2];
-    REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
-    REQUIRE(::pipe2(port_pipe, O_CLOEXEC) == 0);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) child(ready[1], port_pipe[0]);
-    ::close(ready[1]);
-    ::close(port_pipe[0]);
-    char byte = 0;
-    REQUIRE(::read(ready[0], &byte, 1) == 1);
-
-    unique_fd ns(
-        ::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    forked_child kernel(child);
+    unique_fd ns(::open(("/proc/" + std::to_string(kernel.pid()) + "/ns/net").c_str(),
+                        O_RDONLY | O_CLOEXEC));
     REQUIRE(ns);
     struct stat before {};
     REQUIRE(::stat("/proc/thread-self/ns/net", &before) == 0);
@@ -100,7 +93,7 @@ TEST_CASE("listen_in_namespace makes a listener the namespace's processes reach 
     REQUIRE(::stat("/proc/thread-self/ns/net", &after) == 0);
     CHECK(after.st_ino == before.st_ino);
 
-    REQUIRE(::write(port_pipe[1], &port, sizeof port) == sizeof port);
+    kernel.send(&port, sizeof port);
     pollfd wait_for{listener.get(), POLLIN, 0};
     REQUIRE(::poll(&wait_for, 1, 20'000) == 1);  // a guard against a hang, not a timing check
     unique_fd connection(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
@@ -111,12 +104,7 @@ TEST_CASE("listen_in_namespace makes a listener the namespace's processes reach 
     while ((n = ::read(connection.get(), chunk, sizeof chunk)) > 0)
         got.append(chunk, static_cast<std::size_t>(n));
     CHECK(got == "from the kernel's namespace");
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-    ::close(ready[0]);
-    ::close(port_pipe[1]);
+    CHECK(kernel.exit_code() == 0);
 }
 
 TEST_CASE(
@@ -197,21 +185,8 @@ ino_t namespace_inode(int fd) {
 }  // namespace
 
 TEST_CASE("open_jail_network finds the namespace of a process's first descendant in another") {
-    int ready[2], hold[2];
-    REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
-    REQUIRE(::pipe2(hold, O_CLOEXEC) == 0);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::close(hold[1]);
-        bwrap_like(ready[1], hold[0]);
-    }
-    ::close(ready[1]);
-    ::close(hold[0]);
-    char byte = 0;
-    REQUIRE(::read(ready[0], &byte, 1) == 1);
-
-    auto found = callisto::launcher::open_jail_network(pid);
+    forked_child jail(bwrap_like);
+    auto found = callisto::launcher::open_jail_network(jail.pid());
     REQUIRE(std::holds_alternative<unique_fd>(found));
     unique_fd own(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
     CHECK(namespace_inode(std::get<unique_fd>(found).get()) != namespace_inode(own.get()));
@@ -219,12 +194,8 @@ TEST_CASE("open_jail_network finds the namespace of a process's first descendant
     auto listener = listen_in_namespace(std::get<unique_fd>(found).get(), 0);
     CHECK(std::holds_alternative<unique_fd>(listener));
 
-    ::close(hold[1]);  // the grandchild ends, then its parent
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-    ::close(ready[0]);
+    jail.close_pipe();  // the grandchild ends, then its parent
+    CHECK(jail.exit_code() == 0);
 }
 
 TEST_CASE("open_jail_network finds nothing for a process tree all in the host's namespace") {

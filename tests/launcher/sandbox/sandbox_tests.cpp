@@ -38,6 +38,7 @@ using callisto::launcher::test::open_temp_dir;
 using callisto::launcher::test::read_file;
 using callisto::launcher::test::sandbox_start;
 using callisto::launcher::test::temp_dir;
+using callisto::launcher::test::venv_probe;
 
 namespace {
 
@@ -73,6 +74,28 @@ struct sandboxed_run : sandbox_start {
         return inner;
     }
 };
+
+// The start check of kernelspecs whose kernels run in bwrap's sandbox as test_uid.
+struct sandboxed_check {
+    sandbox box{"/usr/bin/bwrap", cgroup_layout::detect()};
+    kernelspec_check_settings settings;
+
+    sandboxed_check() {
+        settings.box = &box;
+        settings.who = {test_uid, test_uid};
+    }
+    sandboxed_check(const sandboxed_check&) = delete;
+    sandboxed_check& operator=(const sandboxed_check&) = delete;
+};
+
+// A kernelspec named `name` that runs `python -m module -f {connection_file}`.
+kernelspec module_kernelspec(const std::string& name, const std::filesystem::path& python,
+                             const std::string& module) {
+    kernelspec spec;
+    spec.name = name;
+    spec.argv = {python.string(), "-m", module, "-f", "{connection_file}"};
+    return spec;
+}
 
 }  // namespace
 
@@ -200,26 +223,12 @@ TEST_CASE("seal refuses an ipc socket replaced by a symlink") {
 TEST_CASE("a venv outside /usr runs in the sandbox with its own packages, read-only") {
     open_temp_dir envs;
     const auto python = make_venv(envs.path() / "ds", "WHERE = 'the venv'\n");
-    sandboxed_run run(R"(
-import errno, json, sys
-import envmod
-try:
-    import numpy
-    numpy_seen = True
-except ImportError:
-    numpy_seen = False
-try:
-    open(envmod.__file__, "a").write("x = 1\n")
-    written = "written"
-except OSError as e:
-    written = errno.errorcode[e.errno]
-json.dump([sys.prefix, envmod.WHERE, numpy_seen, written], open("out.txt", "w"))
-)",
-                      {}, python.string());
+    sandboxed_run run(venv_probe, {}, python.string());
     INFO(read_file(run.workdir->path() / "out.txt"));
     CHECK(run.status.exit_code == 0);
     CHECK(nlohmann::json::parse(run.output("out.txt")) ==
-          nlohmann::json::array({(envs.path() / "ds").string(), "the venv", false, "EROFS"}));
+          nlohmann::json::array(
+              {(envs.path() / "ds").string(), python.string(), "the venv", false, "EROFS"}));
     // It, and only it, beyond /usr: the layout both sandboxes bind (bwrap's options are in a
     // memfd, not its command line; the code above saw the venv, read-only).
     CHECK(run.kernel->layout().environment ==
@@ -246,13 +255,9 @@ TEST_CASE("a kernel whose interpreter is missing is not prepared: the error name
 TEST_CASE("at start, a kernelspec's module is looked for by its interpreter in a sandbox") {
     open_temp_dir envs;
     const auto python = make_venv(envs.path() / "ds", "WHERE = 'the venv'\n");
-    sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
-    kernelspec_check_settings sandboxed;
-    sandboxed.box = &box;
-    sandboxed.who = {test_uid, test_uid};
-    kernelspec spec;
-    spec.name = "ds";
-    spec.argv = {python.string(), "-m", "envmod", "-f", "{connection_file}"};
+    const sandboxed_check check;
+    const auto& sandboxed = check.settings;
+    auto spec = module_kernelspec("ds", python, "envmod");
     CHECK(kernelspec_problem(spec, sandboxed) == "");
     CHECK(kernelspec_problem(spec, {}) == "");  // unsandboxed: as this process
 
@@ -284,14 +289,9 @@ TEST_CASE(
     std::filesystem::create_directories(script.parent_path());
     callisto::launcher::test::write_file(script, "#!/nonexistent/python3\n");
     ::chmod(script.c_str(), 0755);
-    sandbox box("/usr/bin/bwrap", cgroup_layout::detect());
-    kernelspec_check_settings sandboxed;
-    sandboxed.box = &box;
-    sandboxed.who = {test_uid, test_uid};
-    kernelspec spec;
-    spec.name = "broken";
-    spec.argv = {script.string(), "-m", "ipykernel_launcher", "-f", "{connection_file}"};
-    const auto why = kernelspec_problem(spec, sandboxed);
+    const sandboxed_check check;
+    const auto why = kernelspec_problem(module_kernelspec("broken", script, "ipykernel_launcher"),
+                                        check.settings);
     INFO(why);
     CHECK(why.find(script.string() + " does not run in the sandbox: it exited with code 1: " +
                    "bwrap: execvp " + script.string() + ": No such file or directory") == 0);

@@ -40,6 +40,7 @@ using callisto::launcher::test::open_temp_dir;
 using callisto::launcher::test::read_file;
 using callisto::launcher::test::sandbox_start;
 using callisto::launcher::test::temp_dir;
+using callisto::launcher::test::venv_probe;
 using namespace std::chrono_literals;
 
 namespace {
@@ -185,22 +186,7 @@ TEST_CASE(
     open_temp_dir envs;
     const auto python = make_venv(envs.path() / "ds", "WHERE = 'the venv'\n");
     zygote_fixture z(python);
-    jailed_kernel k(R"(
-import errno, json, sys
-import envmod
-try:
-    import numpy
-    numpy_seen = True
-except ImportError:
-    numpy_seen = False
-try:
-    open(envmod.__file__, "a").write("x = 1\n")
-    written = "written"
-except OSError as e:
-    written = errno.errorcode[e.errno]
-json.dump([sys.prefix, sys.executable, envmod.WHERE, numpy_seen, written], open("out.txt", "w"))
-)",
-                    test_uid, "probe", python.string());
+    jailed_kernel k(venv_probe, test_uid, "probe", python.string());
     CHECK(k.kernel->layout().environment == std::vector<std::filesystem::path>{envs.path() / "ds"});
     const pid_t pid = z.fork(k.what, k.kernel.get());
     CHECK(z.wait_exit(pid).exit_code == 0);

@@ -45,6 +45,17 @@ export async function poll(fn, ms, what, everyMs = 250) {
   }
 }
 
+// Runs `act` (a click that makes something new) and returns the id the UI then shows in
+// window.callistoDebug[field], once it is one other than before (what: for the timeout's error).
+export async function newDebugId(page, field, act, what) {
+  const before = await page.evaluate(f => window.callistoDebug[f], field);
+  await act();
+  return poll(() => page.evaluate(([f, prev]) => {
+    const now = window.callistoDebug[f];
+    return now && now !== prev ? now : null;
+  }, [field, before]), SLOW_MS, what);
+}
+
 function screenshotDir() {
   const dir = process.env.CALLISTO_E2E_SCREENSHOT_DIR ||
     fs.mkdtempSync(path.join(os.tmpdir(), 'callisto-web-ui-'));

@@ -2,7 +2,7 @@
 // interrupt, a rejected frame, reconnect, a log per kernel, replay after a reload, shut down,
 // and an R kernel in the same view.
 
-import { acceptNextDialog, check, poll, rest, sleep, SLOW_MS, STEP_MS } from '../lib/harness.mjs';
+import { acceptNextDialog, check, newDebugId, poll, rest, sleep, SLOW_MS, STEP_MS } from '../lib/harness.mjs';
 
 const visibleLog = page => page.locator('#kn-logs .kernel-log:not([hidden])');
 
@@ -28,13 +28,10 @@ const waitDone = (cell, ms = STEP_MS) =>
 
 async function startKernel(h, spec) {
   const { page } = h;
-  const before = await page.evaluate(() => window.callistoDebug.kernelId);
-  await page.locator('#kn-spec').selectOption(spec);
-  await page.locator('#kn-start').click();
-  const id = await poll(() => page.evaluate(prev => {
-    const now = window.callistoDebug.kernelId;
-    return now && now !== prev ? now : null;
-  }, before), SLOW_MS, 'the UI to start a kernel');
+  const id = await newDebugId(page, 'kernelId', async () => {
+    await page.locator('#kn-spec').selectOption(spec);
+    await page.locator('#kn-start').click();
+  }, 'the UI to start a kernel');
   h.kernels.add(id);
   await page.locator('#kn-conn[data-state="connected"]').waitFor({ timeout: SLOW_MS });
   await page.locator('#kn-state[data-state="idle"]').waitFor({ timeout: SLOW_MS });

@@ -2,7 +2,7 @@
 // DataFrame, a traceback, Markdown and JSON, a timeout), keys, interrupt, restart, folding,
 // a log per context, closing; snapshot, fork, pause, resume and restore.
 
-import { acceptNextDialog, check, poll, rest, SLOW_MS, STEP_MS } from '../lib/harness.mjs';
+import { acceptNextDialog, check, newDebugId, poll, rest, SLOW_MS, STEP_MS } from '../lib/harness.mjs';
 
 const FINAL = ['ok', 'error', 'timeout', 'interrupted', 'refused'];
 
@@ -34,14 +34,11 @@ export async function waitFinal(cell, ms = STEP_MS) {
 
 async function createContext(h, { kernel = 'python3', policy = '' } = {}) {
   const { page } = h;
-  const before = await page.evaluate(() => window.callistoDebug.contextId);
-  await page.locator('#pg-kernel').selectOption(kernel);
-  await page.locator('#pg-policy').selectOption(policy);
-  await page.locator('#pg-create-button').click();
-  const id = await poll(() => page.evaluate(prev => {
-    const now = window.callistoDebug.contextId;
-    return now && now !== prev ? now : null;
-  }, before), SLOW_MS, 'a new context to be selected');
+  const id = await newDebugId(page, 'contextId', async () => {
+    await page.locator('#pg-kernel').selectOption(kernel);
+    await page.locator('#pg-policy').selectOption(policy);
+    await page.locator('#pg-create-button').click();
+  }, 'a new context to be selected');
   h.contexts.add(id);
   await page.locator('#pg-conn[data-state="connected"]').waitFor({ timeout: SLOW_MS });
   return id;

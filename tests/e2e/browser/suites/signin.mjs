@@ -20,6 +20,17 @@ async function moduleGraph() {
   return [...seen];
 }
 
+// Runs `use` on a page of its own opened with ?token=`token`, and closes the page after.
+async function inPageOpenedWith(h, token, use) {
+  const other = await h.otherPage();
+  try {
+    await other.goto(`${BASE_URL}/?token=${encodeURIComponent(token)}`);
+    await use(other);
+  } finally {
+    await other.close();
+  }
+}
+
 export async function signinSuite(h) {
   const { page } = h;
 
@@ -56,9 +67,7 @@ export async function signinSuite(h) {
   });
 
   await h.test('a wrong token brings up the sign-in panel; the right one signs in', async () => {
-    const other = await h.otherPage();
-    try {
-      await other.goto(`${BASE_URL}/?token=not-the-token`);
+    await inPageOpenedWith(h, 'not-the-token', async other => {
       await other.locator('#signin-panel').waitFor({ state: 'visible' });
       const text = await other.locator('#signin-error').textContent();
       check(text.includes('refused'), 'the panel says the token was refused', text);
@@ -69,15 +78,11 @@ export async function signinSuite(h) {
       await other.locator('#signin-token').press('Enter');
       await other.locator('#app').waitFor({ state: 'visible' });
       check(!other.url().includes('token'), 'no token in the URL after signing in', other.url());
-    } finally {
-      await other.close();
-    }
+    });
   });
 
   await h.test('an expired token (401 from the server) goes back to sign-in with a message', async () => {
-    const other = await h.otherPage();
-    try {
-      await other.goto(`${BASE_URL}/?token=${encodeURIComponent(TOKEN)}`);
+    await inPageOpenedWith(h, TOKEN, async other => {
       await other.locator('#pg-contexts li').first().waitFor();
       // From now on the server answers as it does to a token it no longer takes.
       await other.route('**/v1/contexts', route => route.fulfill({
@@ -89,15 +94,11 @@ export async function signinSuite(h) {
       const text = await other.locator('#signin-error').textContent();
       check(/refused the token \(401\)/.test(text), 'the message says why', text);
       check(await other.evaluate(() => sessionStorage.getItem('callisto.token')) === null, 'the token is forgotten');
-    } finally {
-      await other.close();
-    }
+    });
   });
 
   await h.test('Sign out forgets the token and shows who was signed in until then', async () => {
-    const other = await h.otherPage();
-    try {
-      await other.goto(`${BASE_URL}/?token=${encodeURIComponent(TOKEN)}`);
+    await inPageOpenedWith(h, TOKEN, async other => {
       await other.locator('#identity').waitFor({ state: 'visible' });
       await other.locator('#sign-out').click();
       await other.locator('#signin-panel').waitFor({ state: 'visible' });
@@ -105,8 +106,6 @@ export async function signinSuite(h) {
       check(await other.locator('#identity').isHidden(), 'no one is shown as signed in');
       check(await other.evaluate(() => Object.keys(sessionStorage).filter(k => k.startsWith('callisto.')).length) === 0,
             'nothing of the session is left in sessionStorage');
-    } finally {
-      await other.close();
-    }
+    });
   });
 }

@@ -4,8 +4,10 @@
 #include <doctest/doctest.h>
 
 #include "gateway/interpreter/api/multipart_form.hpp"
+#include "tests/support/refusals.hpp"
 
 using namespace callisto::gateway::interpreter;
+using callisto::test::check_each_refused;
 
 namespace {
 
@@ -224,12 +226,8 @@ TEST_CASE("upload form: every bad form is refused, so nothing is written") {
             file("f", "a", "1") + close_line,  // oversized field
         file("f", "a", "1"),                   // missing final boundary
     };
-    for (const auto& body : bad) {
-        INFO(body.substr(0, 120));
-        std::string error;
-        CHECK_FALSE(parse(body, error));
-        CHECK_FALSE(error.empty());
-    }
+    check_each_refused(
+        bad, [](const std::string& body, std::string& error) { return parse(body, error); });
     std::string error;
     CHECK_FALSE(parse(file("f", "a", "1") + close_line, error, "application/json"));
     CHECK_FALSE(
