@@ -24,7 +24,9 @@ record_directory::record_directory(fs::path dir, std::string what, sync when, lo
 
 bool record_directory::valid_id(std::string_view id) {
     return !id.empty() && id.size() <= 64 &&
-           id.find_first_not_of("0123456789abcdefABCDEF-") == std::string_view::npos;
+           id.find_first_not_of(
+               "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-") ==
+               std::string_view::npos;
 }
 
 fs::path record_directory::file_of(const std::string& id) const { return dir_ / (id + ".json"); }

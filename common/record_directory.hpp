@@ -41,7 +41,8 @@ public:
     // Every record (files not named like one are left alone).
     std::vector<entry> load() const;
 
-    // Ids are what the gateway makes (UUIDs): hex digits and dashes, never a path.
+    // Ids are what the gateway makes (UUIDs, E2B sandbox ids): letters, digits and dashes,
+    // never a path.
     static bool valid_id(std::string_view id);
 
 private:

@@ -72,8 +72,10 @@ std::vector<std::string> kernelspec_names(const launcher::kernelspec_catalog& ca
 
 // E2B's sandboxes live within the interpreter's bounds: env_vars as /v1's env.
 e2b::e2b_settings e2b_settings_for(const interpreter::interpreter_settings& s,
-                                   const server_config& config) {
+                                   const server_config& config,
+                                   e2b::sandbox_record_store* records) {
     e2b::e2b_settings e;
+    e.records = records;
     e.domain = config.e2b_domain;
     e.templates = config.e2b_templates;
     e.limits.env = s.request_limits.env;
@@ -108,7 +110,8 @@ api_surfaces::api_surfaces(boost::asio::io_context& ioc, const server_config& co
           config_.mcp, log_.component("mcp")),
       mcp_(mcp_sessions_, mcp_tool_limits(contexts_.settings()), CALLISTO_VERSION),
       e2b_(ioc, contexts_, kernelspec_names(runtime_.catalog()),
-           e2b_settings_for(contexts_.settings(), config_), log_.component("e2b")),
+           e2b_settings_for(contexts_.settings(), config_, state_.sandbox_records()),
+           log_.component("e2b")),
       // An hour of 10 s samples for the admin console's chart.
       activity_(std::chrono::seconds(10), 360),
       activity_sampler_(ioc, activity_, [this] { return sample_activity(); }),
@@ -120,6 +123,7 @@ api_surfaces::~api_surfaces() = default;
 
 void api_surfaces::restore_contexts() {
     if (state_.context_records()) contexts_.restore(*state_.context_records());
+    e2b_.restore();  // on the contexts back
     // After them: a context a crash left both live and paused is taken as paused.
     interpreter_rest_.start();
 }

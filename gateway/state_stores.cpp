@@ -34,6 +34,7 @@ state_stores::state_stores(const server_config& config, const logger& log)
       kernel_records_(state_store<kernels::kernel_record_store>(config, "kernels", log)),
       context_records_(state_store<interpreter::context_record_store>(config, "contexts", log)),
       paused_records_(state_store<interpreter::paused_record_store>(config, "paused", log)),
+      sandbox_records_(state_store<e2b::sandbox_record_store>(config, "e2b-sandboxes", log)),
       audit_(make_audit_log(config, log.component("audit"))),
       websocket_audit_(
           audit_ ? std::make_unique<jupyter_api::execution_audit>(*audit_, log.component("audit"))

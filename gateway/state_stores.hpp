@@ -1,14 +1,15 @@
 #pragma once
 // What the gateway keeps on disk for later: the records --state-dir keeps for the next start
-// (kernels, live contexts, paused contexts), under the state directory's lock, and the audit
-// log (--audit-log) with its end for the executions WebSocket clients run. Each is null when
-// its option is off.
+// (kernels, live contexts, paused contexts, E2B sandboxes), under the state directory's lock, and
+// the audit log (--audit-log) with its end for the executions WebSocket clients run. Each is null
+// when its option is off.
 
 #include <memory>
 
 #include "common/directory_lock.hpp"
 #include "common/logger.hpp"
 #include "gateway/audit/audit_log.hpp"
+#include "gateway/e2b/sandbox_record.hpp"
 #include "gateway/interpreter/context_record.hpp"
 #include "gateway/interpreter/paused_context.hpp"
 #include "gateway/jupyter_api/execution_audit.hpp"
@@ -30,6 +31,7 @@ public:
     kernels::kernel_record_store* kernel_records() const { return kernel_records_.get(); }
     interpreter::context_record_store* context_records() const { return context_records_.get(); }
     interpreter::paused_record_store* paused_records() const { return paused_records_.get(); }
+    e2b::sandbox_record_store* sandbox_records() const { return sandbox_records_.get(); }
     // Null without --audit-log.
     audit::audit_log* audit() const { return audit_.get(); }
     jupyter_api::execution_audit* websocket_audit() const { return websocket_audit_.get(); }
@@ -40,6 +42,7 @@ private:
     std::unique_ptr<kernels::kernel_record_store> kernel_records_;
     std::unique_ptr<interpreter::context_record_store> context_records_;
     std::unique_ptr<interpreter::paused_record_store> paused_records_;
+    std::unique_ptr<e2b::sandbox_record_store> sandbox_records_;
     std::unique_ptr<audit::audit_log> audit_;
     std::unique_ptr<jupyter_api::execution_audit> websocket_audit_;
 };

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <csignal>
 #include <map>
+#include <set>
 #include <variant>
 
 #include <openssl/rand.h>
@@ -193,8 +194,48 @@ e2b_api::e2b_api(boost::asio::io_context& ioc, interpreter::context_registry& co
       settings_(std::move(settings)),
       templates_(settings_.templates, std::move(kernelspecs), settings_.default_templates),
       log_(std::move(log)),
-      sandboxes_([] { return std::chrono::system_clock::now(); }, random_token),
+      sandboxes_([] { return std::chrono::system_clock::now(); }, random_token, settings_.records),
       cull_timer_(boost::asio::make_strand(ioc)) {}
+
+void e2b_api::restore() {
+    if (!settings_.records) return;
+    auto loaded = settings_.records->load();
+    for (const auto& problem : loaded.problems)
+        log_.warn("unreadable E2B sandbox record removed: " + problem);
+    std::set<std::string> claimed;
+    const auto now = std::chrono::system_clock::now();
+    for (auto& box : loaded.records) {
+        std::string why;
+        if (box.end_at <= now)
+            why = "it reached its timeout while the gateway was down";
+        else if (!contexts_.find_for(box.default_context, box.owner))
+            why = "its default context " + box.default_context + " did not come back";
+        if (!why.empty()) {
+            log_.info("sandbox " + box.id + " of " + box.owner.name + " is not restored: " + why);
+            settings_.records->remove(box.id);
+            close_contexts(box);
+            continue;
+        }
+        // A second context whose kernel was not adopted is gone from it.
+        std::erase_if(box.contexts, [&](const sandbox_context& c) {
+            const bool back = contexts_.find_for(c.id, box.owner) != nullptr;
+            if (!back)
+                log_.info("sandbox " + box.id + ": its context " + c.id + " did not come back");
+            return !back;
+        });
+        for (const auto& c : box.contexts) claimed.insert(c.id);
+        log_.info("sandbox " + box.id + " of " + box.owner.name + " restored with " +
+                  std::to_string(box.contexts.size()) + " context(s)");
+        sandboxes_.add(std::move(box));
+    }
+    // An E2B context no sandbox claims (its record lost) would hold a kernel nobody can reach.
+    for (const auto& context : contexts_.list_for(user{.name = {}, .admin = true}))
+        if (context->options().via_e2b && !claimed.contains(context->id())) {
+            log_.info("context " + context->id() + " of " + context->owner() +
+                      " is closed: no E2B sandbox claims it");
+            contexts_.remove(context, [] {});
+        }
+}
 
 void e2b_api::start() {
     boost::asio::post(cull_timer_.get_executor(), [this] { arm_culling(); });
@@ -205,6 +246,9 @@ void e2b_api::stop() {
         stopped_ = true;
         cull_timer_.cancel();
     });
+    // The server stops its kernels: the sandboxes end, and no record of them is kept. (A
+    // gateway that leaves its kernels running for the next, SIGUSR2, never gets here.)
+    sandboxes_.take_all();
 }
 
 void e2b_api::arm_culling() {

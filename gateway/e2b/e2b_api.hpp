@@ -51,6 +51,8 @@ struct e2b_settings {
     // --e2b-domain, lower case: data-plane hosts "<port>-<id>.<domain>" name their sandbox.
     // Empty: any host's first label of that shape does.
     std::string domain;
+    // --state-dir's record of each sandbox (null: sandboxes end with the gateway).
+    sandbox_record_store* records = nullptr;
 };
 
 // One sandbox as an operator sees it (the admin console): its record and how many of its
@@ -67,9 +69,14 @@ public:
             std::vector<std::string> kernelspecs, e2b_settings settings, logger log);
     ~e2b_api();
 
+    // After the contexts an earlier gateway recorded are restored: the sandboxes it recorded,
+    // each with those of its contexts that came back (a sandbox whose default context did
+    // not, or past its end, is closed); an E2B context no sandbox claims is closed.
+    void restore();
     // Starts culling expired sandboxes.
     void start();
-    // The server is stopping: culling stops (the contexts close with the registry's stop()).
+    // The server is stopping: culling stops, the sandboxes end and their records go (the
+    // contexts close with the registry's stop()).
     void stop();
 
     // Every sandbox on the server, whoever owns it.

@@ -20,8 +20,18 @@ bool is_valid_sandbox_id(std::string_view id) {
     return true;
 }
 
-sandbox_registry::sandbox_registry(clock_fn now, token_fn new_token)
-    : now_(std::move(now)), new_token_(std::move(new_token)) {}
+sandbox_registry::sandbox_registry(clock_fn now, token_fn new_token, sandbox_record_store* records)
+    : now_(std::move(now)), new_token_(std::move(new_token)), records_(records) {}
+
+void sandbox_registry::write_down(const sandbox_record& record) {
+    // A failed write is logged and counted by the store; the sandbox goes on in memory.
+    if (records_) [[maybe_unused]]
+        const auto why = records_->save(record);
+}
+
+void sandbox_registry::cross_out(const std::string& id) {
+    if (records_) records_->remove(id);
+}
 
 sandbox_record sandbox_registry::make(std::string template_id, std::string kernel, user owner,
                                       std::map<std::string, std::string> metadata,
@@ -47,6 +57,7 @@ sandbox_record sandbox_registry::make(std::string template_id, std::string kerne
 void sandbox_registry::add(sandbox_record record) {
     std::lock_guard lock(mutex_);
     auto id = record.id;
+    write_down(record);
     sandboxes_[id] = std::move(record);
 }
 
@@ -97,6 +108,7 @@ bool sandbox_registry::set_timeout(std::string_view id, const user& who,
     auto it = sandboxes_.find(id);
     if (it == sandboxes_.end() || !who.may_use(it->second.owner.name)) return false;
     it->second.end_at = now_() + timeout;
+    write_down(it->second);
     return true;
 }
 
@@ -106,6 +118,7 @@ bool sandbox_registry::add_context(std::string_view id, sandbox_context context)
     if (it == sandboxes_.end()) return false;
     if (it->second.default_context.empty()) it->second.default_context = context.id;
     it->second.contexts.push_back(std::move(context));
+    write_down(it->second);
     return true;
 }
 
@@ -116,6 +129,7 @@ bool sandbox_registry::remove_context(std::string_view id, const std::string& co
     auto& list = it->second.contexts;
     std::erase_if(list, [&](const sandbox_context& c) { return c.id == context_id; });
     if (it->second.default_context == context_id) it->second.default_context.clear();
+    write_down(it->second);
     return true;
 }
 
@@ -125,6 +139,7 @@ std::optional<sandbox_record> sandbox_registry::remove(std::string_view id, cons
     if (it == sandboxes_.end() || !who.may_use(it->second.owner.name)) return std::nullopt;
     auto r = std::move(it->second);
     sandboxes_.erase(it);
+    cross_out(r.id);
     return r;
 }
 
@@ -134,6 +149,7 @@ std::vector<sandbox_record> sandbox_registry::take_expired() {
     std::vector<sandbox_record> out;
     for (auto it = sandboxes_.begin(); it != sandboxes_.end();) {
         if (it->second.end_at <= now) {
+            cross_out(it->first);
             out.push_back(std::move(it->second));
             it = sandboxes_.erase(it);
         } else {
@@ -146,7 +162,10 @@ std::vector<sandbox_record> sandbox_registry::take_expired() {
 std::vector<sandbox_record> sandbox_registry::take_all() {
     std::lock_guard lock(mutex_);
     std::vector<sandbox_record> out;
-    for (auto& [id, r] : sandboxes_) out.push_back(std::move(r));
+    for (auto& [id, r] : sandboxes_) {
+        cross_out(id);
+        out.push_back(std::move(r));
+    }
     sandboxes_.clear();
     return out;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // E2B sandboxes: who owns each, its template, metadata and access tokens, its contexts
-// (interpreter contexts, by id) and when it ends. Pure bookkeeping, no kernels and no I/O:
-// the clock and the token source are passed in, so lifetimes are tested without sleeping.
+// (interpreter contexts, by id) and when it ends. Bookkeeping, no kernels: the clock and the
+// token source are passed in, so lifetimes are tested without sleeping; with a record store
+// (--state-dir), every change is written down as it is made, for the next gateway.
 // Thread-safe (one mutex): the HTTP threads and the culling timer share it.
 
 #include <chrono>
@@ -14,47 +15,24 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/e2b/sandbox_record.hpp"
 #include "gateway/user.hpp"
 
 namespace callisto::gateway::e2b {
-
-// An E2B code context: an interpreter context of the sandbox.
-struct sandbox_context {
-    std::string id;
-    std::string language;
-    std::string cwd;
-};
-
-struct sandbox_record {
-    std::string id;
-    std::string template_id;  // as the client named it
-    std::string kernel;       // the kernelspec it runs
-    user owner;
-    std::map<std::string, std::string> metadata;
-    std::string envd_token;     // X-Access-Token on the data plane
-    std::string traffic_token;  // E2B-Traffic-Access-Token (the SDK sends it on /contexts)
-    std::chrono::system_clock::time_point started_at;
-    std::chrono::system_clock::time_point end_at;
-    std::vector<std::pair<std::string, std::string>> env;  // envVars on create, sorted
-    std::string default_context;            // the interpreter context code runs in by default
-    std::vector<sandbox_context> contexts;  // every context of the sandbox, the default first
-    // What each of its contexts' kernels may reach (network.allowOut, canonical rules): the
-    // one made on create and every one made on the data plane after.
-    std::vector<std::string> network_allow;
-};
 
 class sandbox_registry {
 public:
     using clock_fn = std::function<std::chrono::system_clock::time_point()>;
     using token_fn = std::function<std::string()>;
 
-    sandbox_registry(clock_fn now, token_fn new_token);
+    sandbox_registry(clock_fn now, token_fn new_token, sandbox_record_store* records = nullptr);
 
     // A new sandbox's record, not yet added: a fresh id and tokens, started now, ending after
     // `timeout`.
     sandbox_record make(std::string template_id, std::string kernel, user owner,
                         std::map<std::string, std::string> metadata,
                         std::chrono::seconds timeout) const;
+    // Adds it (an earlier gateway's, restored, too), and writes it down.
     void add(sandbox_record record);
 
     // The caller's sandbox (an admin: any), or nullopt for an unknown one or another's.
@@ -81,8 +59,13 @@ public:
     std::vector<sandbox_record> take_all();
 
 private:
+    // Under the lock: the records are written in the order of the changes.
+    void write_down(const sandbox_record& record);
+    void cross_out(const std::string& id);
+
     clock_fn now_;
     token_fn new_token_;
+    sandbox_record_store* records_;  // null: kept in memory only
     mutable std::mutex mutex_;
     std::map<std::string, sandbox_record, std::less<>> sandboxes_;
 };

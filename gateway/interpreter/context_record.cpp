@@ -19,6 +19,8 @@ json context_record::to_json() const {
             {"workdir", workdir.string()},
             {"chdir_kernel", chdir_kernel},
             {"via_e2b", via_e2b},
+            {"start_dir", start_dir},
+            {"home", home},
             {"created_at", created_at},
             {"executions", executions}};
 }
@@ -36,6 +38,8 @@ context_record context_record::from_json(const json& j) {
     r.workdir = string_field(j, "workdir");
     r.chdir_kernel = bool_field(j, "chdir_kernel");
     if (j.contains("via_e2b")) r.via_e2b = bool_field(j, "via_e2b");
+    if (j.contains("start_dir")) r.start_dir = string_field(j, "start_dir");
+    if (j.contains("home")) r.home = string_field(j, "home");
     r.created_at = string_field(j, "created_at");
     r.executions = required_field(j, "executions");
     if (!r.executions.is_array()) throw std::invalid_argument("'executions' is not a list");

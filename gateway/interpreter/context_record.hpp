@@ -25,9 +25,13 @@ struct context_record {
     std::size_t kernel_uses = 1;
     std::filesystem::path workdir;
     bool chdir_kernel = false;
-    // An E2B sandbox's: such a context is not brought back, its sandbox having ended with the
-    // gateway that ran it (the sandboxes' registry is in memory). Absent in older records.
+    // An E2B sandbox's: brought back, its sandbox takes it again (e2b_api::restore), or it is
+    // closed. Absent in older records.
     bool via_e2b = false;
+    // context_options' start_dir and home (E2B's /home/user), for the kernel's restarts after
+    // the restore. Absent in older records: empty.
+    std::string start_dir;
+    std::string home;
     std::string created_at;                               // ISO 8601, as the model shows it
     nlohmann::json executions = nlohmann::json::array();  // execution::to_record(), oldest first
 

@@ -145,16 +145,6 @@ void context_registry::restore(context_record_store& records) {
         log_.warn("unreadable context record removed: " + problem);
     for (const auto& record : loaded.records) {
         auto kernel = kernels_.find(record.kernel_id);
-        if (record.via_e2b) {
-            // Its sandbox (tokens, timeout, the other contexts) is gone: kept, the context
-            // would hold its kernel and uid as a /v1 context its owner never made.
-            log_.info("context " + record.id + " of " + record.owner +
-                      " is not restored: it was an E2B sandbox's, and the sandbox ended with "
-                      "the gateway");
-            records.remove(record.id);
-            if (kernel) kernels_.remove(kernel->id(), [](bool) {});
-            continue;
-        }
         if (!kernel || kernel->owner() != record.owner) {
             log_.info("context " + record.id + " of " + record.owner +
                       " is not restored: its kernel " + record.kernel_id + " was not adopted");
@@ -163,7 +153,12 @@ void context_registry::restore(context_record_store& records) {
         }
         auto context = std::make_shared<interpreter_context>(
             ioc_, record.id, record.owner, kernel, record.workdir, record.chdir_kernel,
-            context_options{.policy = record.policy, .kernel_uses = record.kernel_uses}, settings_,
+            context_options{.policy = record.policy,
+                            .kernel_uses = record.kernel_uses,
+                            .via_e2b = record.via_e2b,
+                            .start_dir = record.start_dir,
+                            .home = record.home},
+            settings_,
             log_.component("context")
                 .with("context_id", record.id)
                 .with("kernel_id", kernel->id())

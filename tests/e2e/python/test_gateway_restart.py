@@ -5,7 +5,8 @@ tests/e2e/e2e_tests.cpp around the kills and restarts; state in $CALLISTO_E2E_ST
   -k before_crash   first server (--zygote=off): kernel A (exec'd) holds x = 42 and a file,
                     and is running a 16 s cell when the gateway is SIGKILLed (the servers'
                     --kernel-ready-timeout is 10 s); kernel B too; a /v1
-                    context holds z = 5, one finished execution and one running.
+                    context holds z = 5, one finished execution and one running; an E2B
+                    sandbox holds x = 42 and a file, and has a second context.
   -k while_down     no server: B's processes are killed (it ends while no gateway runs) and
                     a garbage record is planted.
   -k after_crash    second server: A is back with its owner, variables and files, and the
@@ -13,9 +14,12 @@ tests/e2e/e2e_tests.cpp around the kills and restarts; state in $CALLISTO_E2E_ST
                     gets that cell's execute_reply; B and the
                     garbage record are gone with everything B left; the context is back with
                     z, its finished execution, and the running one reported as ended by the
-                    restart; kernel C (forked by the
+                    restart; the E2B sandbox is back with its tokens, its default
+                    context's state and files, without its second context (its kernel
+                    shares the first one's sandbox: not adopted); kernel C (forked by the
                     zygote) is made to hold y = 7, then the gateway gets SIGUSR2 (upgrade).
-  -k after_upgrade  third server: A and C are adopted again with their state.
+  -k after_upgrade  third server: A and C are adopted again with their state, and the
+                    E2B sandbox.
   -k after_stop     no server: SIGTERM stopped every kernel; nothing is left.
 """
 
@@ -72,6 +76,21 @@ def start_streaming(ctx_id, code):
     return conn, queued["id"]
 
 
+def e2b_data_plane(sandbox, method, path, body=None):
+    return api(method, path, body, timeout=120, auth=None,
+               headers={"E2b-Sandbox-Id": sandbox["sandboxID"],
+                        "X-Access-Token": sandbox["envdAccessToken"]})
+
+
+def e2b_stdout(sandbox, code):
+    """What code run by POST /execute in the sandbox's default context printed."""
+    r = e2b_data_plane(sandbox, "POST", "/execute", {"code": code})
+    check_eq(r.status, 200, f"/execute answered ({r.body[:300]!r})")
+    lines = [json.loads(line) for line in r.body.decode().splitlines() if line.strip()]
+    check(not [line for line in lines if line.get("type") == "error"], f"no error ({lines})")
+    return "".join(line["text"] for line in lines if line.get("type") == "stdout")
+
+
 @test
 def test_before_crash():
     args = gateway_args()
@@ -100,26 +119,31 @@ def test_before_crash():
              sorted([a["id"] + ".json", b["id"] + ".json", ctx["kernel_id"] + ".json"]),
              "a record per running kernel")
     check_eq(records(state_dir, "contexts"), [ctx["id"] + ".json"], "a record of the context")
-    # An E2B sandbox with a second context: E2B sandboxes end with the gateway, and their
-    # contexts must not come back as /v1 contexts nobody made.
+    # An E2B sandbox holding x = 42 and a file, with a second context: the sandbox comes back
+    # under its id and tokens with its default context; the second one's kernel shares the
+    # first one's sandbox, which adoption does not take over, so it does not.
     before = {c["id"] for c in api("GET", "/v1/contexts").json()}
-    r = api("POST", "/v2/sandboxes", {"templateID": "code-interpreter-v1"}, timeout=120)
+    r = api("POST", "/v2/sandboxes", {"templateID": "code-interpreter-v1", "timeout": 600},
+            timeout=120)
     check_eq(r.status, 201, f"an E2B sandbox ({r.body[:300]!r})")
     sandbox = r.json()
-    r = api("POST", "/contexts", {"language": "python"}, timeout=120, auth=None,
-            headers={"E2b-Sandbox-Id": sandbox["sandboxID"],
-                     "X-Access-Token": sandbox["envdAccessToken"]})
+    check_eq(e2b_stdout(sandbox, "x = 42; open('kept.txt', 'w').write('kept'); print(x)"),
+             "42\n", "the sandbox ran")
+    r = e2b_data_plane(sandbox, "POST", "/contexts", {"language": "python"})
     check_eq(r.status, 200, f"a second context of the sandbox ({r.body[:300]!r})")
+    second = r.json()["id"]
     e2b_contexts = {c["id"]: c["kernel_id"] for c in api("GET", "/v1/contexts").json()
                     if c["id"] not in before}
     check_eq(len(e2b_contexts), 2, "the sandbox's two contexts")
+    check_eq(len(records(state_dir, "e2b-sandboxes")), 1, "a record of the sandbox")
 
     save({"a": a["id"], "b": b["id"], "a_pid": launch_info(a["id"])["pid"],
           "b_pid": launch_info(b["id"])["pid"], "root": args["workdir-root"],
           "long_cell": long_cell, "lab_session": lab_session,
           "state_dir": state_dir, "uids": args["sandbox-uids"],
           "b_cgroups": kernel_cgroups(b["id"]), "ctx": ctx["id"], "done": done["id"],
-          "running": running, "sandbox": sandbox["sandboxID"], "e2b_contexts": e2b_contexts})
+          "running": running, "sandbox": sandbox, "e2b_contexts": e2b_contexts,
+          "e2b_second": second})
     conn.close()
 
 
@@ -161,16 +185,19 @@ def test_after_crash():
     check(not os.path.exists(s["garbage"]), "the unreadable record was removed")
     check(s["b"] + ".json" not in records(s["state_dir"]), "B's record is gone")
 
-    # The E2B sandbox ended with the gateway: its contexts are not /v1 contexts now, their
-    # kernels are stopped and their records gone.
-    check_eq(api("GET", f"/sandboxes/{s['sandbox']}").status, 404, "the E2B sandbox is gone")
-    for ctx_id, kernel_id in s["e2b_contexts"].items():
-        check_eq(api("GET", f"/v1/contexts/{ctx_id}").status, 404,
-                 "an E2B sandbox's context did not come back as a /v1 context")
-        poll(lambda: api("GET", f"/api/kernels/{kernel_id}").status == 404, 30,
-             what="the E2B context's kernel to be stopped")
-        check(ctx_id + ".json" not in records(s["state_dir"], "contexts"),
-              "nor is its record kept")
+    # The E2B sandbox is back under its id and tokens, its default context with its state and
+    # files; its second context is not, and its kernel is stopped.
+    box = s["sandbox"]
+    check_eq(api("GET", f"/sandboxes/{box['sandboxID']}").status, 200, "the E2B sandbox is back")
+    check_eq(e2b_stdout(box, "print(x, open('kept.txt').read())"), "42 kept\n",
+             "its default context kept its variables and files, reached with its token")
+    listed = [c["id"] for c in e2b_data_plane(box, "GET", "/contexts").json()]
+    check(s["e2b_second"] not in listed and len(listed) == 1,
+          f"its second context is not listed ({listed})")
+    second_kernel = s["e2b_contexts"][s["e2b_second"]]
+    poll(lambda: api("GET", f"/api/kernels/{second_kernel}").status == 404, 30,
+         what="the second context's kernel to be stopped")
+    check_eq(api("GET", f"/v1/contexts/{s['e2b_second']}").status, 404, "nor is it a /v1 context")
 
     # The /v1 context is back, with its history; the execution cut off is reported as such.
     r = api("GET", f"/v1/contexts/{s['ctx']}")
@@ -215,6 +242,7 @@ def test_after_upgrade():
             check_eq(ws.run(code, timeout=60).stdout(), out, f"kernel {kernel} kept its state")
     check_eq(launch_info(s["c"])["pid"], s["c_pid"], "the forked kernel C is the same process")
     check_eq(run_code(s["ctx"], "print(z + 1)")["stdout"], "6\n", "the context came back again")
+    check_eq(e2b_stdout(s["sandbox"], "print(x + 1)"), "43\n", "and the E2B sandbox")
 
 
 @test
@@ -226,6 +254,8 @@ def test_after_stop():
              "no kernel record is left after SIGTERM")
     check_eq(records(s["state_dir"], "contexts", with_writes_in_progress=True), [],
              "no context record is left after SIGTERM")
+    check_eq(records(s["state_dir"], "e2b-sandboxes", with_writes_in_progress=True), [],
+             "nor an E2B sandbox's")
     left = [e for e in os.listdir(s["root"]) if not e.startswith(".callisto")]
     check_eq(left, [], "no workdir is left")
 

@@ -160,10 +160,19 @@ TEST_CASE("a context record reads back as written; its bad forms are refused") {
     CHECK_FALSE(back.via_e2b);
     auto e2b = r;
     e2b.via_e2b = true;
-    CHECK(context_record::from_json(e2b.to_json()).via_e2b);
-    auto older = r.to_json();  // written before the field was
+    e2b.start_dir = e2b.home = "/home/user";
+    const auto e2b_back = context_record::from_json(e2b.to_json());
+    CHECK(e2b_back.via_e2b);
+    CHECK(e2b_back.start_dir == "/home/user");
+    CHECK(e2b_back.home == "/home/user");
+    auto older = r.to_json();  // written before these fields were
     older.erase("via_e2b");
-    CHECK_FALSE(context_record::from_json(older).via_e2b);
+    older.erase("start_dir");
+    older.erase("home");
+    const auto older_back = context_record::from_json(older);
+    CHECK_FALSE(older_back.via_e2b);
+    CHECK(older_back.start_dir.empty());
+    CHECK(older_back.home.empty());
 
     auto with = [&](const char* field, nlohmann::json value) {
         auto j = r.to_json();
