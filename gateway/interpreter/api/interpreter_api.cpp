@@ -930,9 +930,10 @@ void interpreter_api::fork_for(const std::string& id, const user& sender, std::s
                                                        started] {
                             (void)snapshots_->remove_for(snapshot["id"].get<std::string>(), who);
                             if (state->failure) {
-                                // All or none: the copies made are deleted with the failure's
-                                // answer.
-                                for (const auto& c : state->made) contexts_.remove_later(c);
+                                // All or none: the copies made are gone from the listing
+                                // before the failure's answer (removed here, not posted: a
+                                // client listing its contexts on that answer finds none).
+                                for (const auto& c : state->made) contexts_.remove(c, [] {});
                                 return respond(std::move(*state->failure));
                             }
                             nlohmann::json contexts = nlohmann::json::array();
