@@ -408,7 +408,15 @@ void e2b_api::list_contexts(incoming_request in) {
     auto box = sandbox_of(in);
     if (!box) return;
     json list = json::array();
-    for (const auto& c : box->contexts) list.push_back(context_json(c));
+    for (const auto& c : box->contexts) {
+        // One whose kernel is gone (after a restart, a kernel that could not be adopted) is
+        // no longer the sandbox's.
+        if (!contexts_.find_for(c.id, box->owner)) {
+            sandboxes_.remove_context(box->id, c.id);
+            continue;
+        }
+        list.push_back(context_json(c));
+    }
     in.respond(json_response(http::status::ok, list));
 }
 

@@ -143,7 +143,9 @@ std::string kernel_process::adopt(const kernel_record& record) {
         // cgroup (the cgroup's destructor kills it: a sandbox outlives a killed bwrap), then
         // its directories, and last its uid.
         kernel_record_store::kill_recorded_process(record);
-        if (!boxed && sandboxed && !record.cgroup.empty()) {
+        // Not when it ran in another kernel's sandbox (an E2B sandbox's second context): the
+        // cgroup is that kernel's too, and it may be adopted.
+        if (!boxed && sandboxed && !record.cgroup.empty() && workdir_is_ours) {
             try {
                 launcher::kernel_cgroup leftover(launcher::adopt_existing, env_.sandbox->cgroups(),
                                                  record.cgroup);
