@@ -117,16 +117,9 @@ sandbox_record_store::sandbox_record_store(std::filesystem::path dir, logger log
 
 sandbox_record_store::loaded sandbox_record_store::load() {
     loaded out;
-    for (auto& [id, text] : records_.load()) {
-        try {
-            auto record = sandbox_record::from_json(json::parse(text));
-            if (record.id != id) throw std::invalid_argument("its id is not its file's name");
-            out.records.push_back(std::move(record));
-        } catch (const std::exception& e) {
-            out.problems.push_back(id + ".json: " + e.what());
-            records_.remove(id);
-        }
-    }
+    out.records = records_.load_each<sandbox_record>(
+        [](const std::string& text) { return sandbox_record::from_json(json::parse(text)); },
+        out.problems);
     return out;
 }
 
