@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,25 +40,6 @@ public:
     };
     // Every record (files not named like one are left alone).
     std::vector<entry> load() const;
-
-    // Every record `parse` reads from its text (throwing what is wrong with it); one it cannot
-    // read, or whose id is not its file's name, is removed and said in `problems` as
-    // "<id>.json: <why>".
-    template <class Record, class Parse>
-    std::vector<Record> load_each(Parse parse, std::vector<std::string>& problems) {
-        std::vector<Record> out;
-        for (auto& [id, text] : load()) {
-            try {
-                Record record = parse(text);
-                if (record.id != id) throw std::invalid_argument("its id is not its file's name");
-                out.push_back(std::move(record));
-            } catch (const std::exception& e) {
-                problems.push_back(id + ".json: " + e.what());
-                remove(id);
-            }
-        }
-        return out;
-    }
 
     // Ids are what the gateway makes (UUIDs, E2B sandbox ids): letters, digits and dashes,
     // never a path.

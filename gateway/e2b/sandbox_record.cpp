@@ -112,15 +112,4 @@ sandbox_record sandbox_record::from_json(const json& j) {
     return r;
 }
 
-sandbox_record_store::sandbox_record_store(std::filesystem::path dir, logger log)
-    : records_(std::move(dir), "E2B sandbox", record_directory::sync::never, std::move(log)) {}
-
-sandbox_record_store::loaded sandbox_record_store::load() {
-    loaded out;
-    out.records = records_.load_each<sandbox_record>(
-        [](const std::string& text) { return sandbox_record::from_json(json::parse(text)); },
-        out.problems);
-    return out;
-}
-
 }  // namespace callisto::gateway::e2b

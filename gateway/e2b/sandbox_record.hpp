@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_record_store.hpp"
 #include "common/logger.hpp"
-#include "common/record_directory.hpp"
 #include "gateway/user.hpp"
 
 namespace callisto::gateway::e2b {
@@ -52,23 +52,11 @@ struct sandbox_record {
 // change (atomically, without fsync, as the context records: they outlive a gateway crash,
 // not a machine's, which takes the kernels anyway). It holds the sandboxes' tokens: the
 // directory is the gateway's alone (0700), as the kernel records with their keys are.
-class sandbox_record_store {
+class sandbox_record_store : public json_record_store<sandbox_record> {
 public:
-    sandbox_record_store(std::filesystem::path dir, logger log);
-
-    [[nodiscard]] std::string save(const sandbox_record& record) {
-        return records_.save(record.id, record.to_json().dump());
-    }
-    void remove(const std::string& sandbox_id) { records_.remove(sandbox_id); }
-
-    struct loaded {
-        std::vector<sandbox_record> records;
-        std::vector<std::string> problems;  // unreadable files (removed)
-    };
-    loaded load();
-
-private:
-    record_directory records_;
+    sandbox_record_store(std::filesystem::path dir, logger log)
+        : json_record_store(std::move(dir), "E2B sandbox", record_directory::sync::never,
+                            std::move(log)) {}
 };
 
 }  // namespace callisto::gateway::e2b

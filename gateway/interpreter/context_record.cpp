@@ -46,15 +46,4 @@ context_record context_record::from_json(const json& j) {
     return r;
 }
 
-context_record_store::context_record_store(std::filesystem::path dir, logger log)
-    : records_(std::move(dir), "context", record_directory::sync::never, std::move(log)) {}
-
-context_record_store::loaded context_record_store::load() {
-    loaded out;
-    out.records = records_.load_each<context_record>(
-        [](const std::string& text) { return context_record::from_json(json::parse(text)); },
-        out.problems);
-    return out;
-}
-
 }  // namespace callisto::gateway::interpreter

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_record_store.hpp"
 #include "common/logger.hpp"
-#include "common/record_directory.hpp"
 #include "gateway/kernels/lifecycle/kernel_policy.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -43,24 +43,11 @@ struct context_record {
 // <state-dir>/contexts: one record per context, rewritten as its executions come and go
 // (atomically, without fsync: a record outlives a gateway crash, which is what it is for; a
 // machine crash takes the kernels with it anyway).
-class context_record_store {
+class context_record_store : public json_record_store<context_record> {
 public:
-    context_record_store(std::filesystem::path dir, logger log);
-
-    [[nodiscard]] std::string save(const context_record& record) {
-        return records_.save(record.id, record.to_json().dump());
-    }
-    void remove(const std::string& context_id) { records_.remove(context_id); }
-    std::uint64_t failed_writes() const { return records_.failed_writes(); }
-
-    struct loaded {
-        std::vector<context_record> records;
-        std::vector<std::string> problems;  // unreadable files (removed)
-    };
-    loaded load();
-
-private:
-    record_directory records_;
+    context_record_store(std::filesystem::path dir, logger log)
+        : json_record_store(std::move(dir), "context", record_directory::sync::never,
+                            std::move(log)) {}
 };
 
 }  // namespace callisto::gateway::interpreter

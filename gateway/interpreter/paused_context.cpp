@@ -97,28 +97,13 @@ json paused_record::model(const std::vector<std::string>& languages, bool resumi
             {"network", {{"allow", network_allow}}}};
 }
 
-paused_record_store::paused_record_store(std::filesystem::path dir, logger log)
-    : records_(std::move(dir), "paused context", record_directory::sync::on_save, std::move(log)) {}
-
 paused_record_store::loaded paused_record_store::load(
     const std::function<bool(const paused_record&)>& snapshot_exists) {
-    loaded out;
-    for (auto& [id, text] : records_.load()) {
-        try {
-            auto doc = json::parse(text, nullptr, false);
-            if (doc.is_discarded()) throw std::invalid_argument("not JSON");
-            auto record = paused_record::from_json(doc);
-            if (record.id != id) throw std::invalid_argument("its id is not its file's name");
-            if (!snapshot_exists(record))
-                throw std::invalid_argument("its snapshot " + record.snapshot_id +
-                                            " is gone or unreadable");
-            out.records.push_back(std::move(record));
-        } catch (const std::exception& e) {
-            out.problems.push_back(id + ".json: " + e.what());
-            records_.remove(id);
-        }
-    }
-    return out;
+    return json_record_store::load([&](const paused_record& record) {
+        if (!snapshot_exists(record))
+            throw std::invalid_argument("its snapshot " + record.snapshot_id +
+                                        " is gone or unreadable");
+    });
 }
 
 bool paused_table::add(paused_record record) {

@@ -20,8 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_record_store.hpp"
 #include "common/logger.hpp"
-#include "common/record_directory.hpp"
 #include "gateway/kernels/lifecycle/kernel_policy.hpp"
 
 namespace callisto::gateway::interpreter {
@@ -52,25 +52,15 @@ struct paused_record {
 
 // <state-dir>/paused: one record per paused context, synced to disk (it must outlive a host
 // reboot, as the snapshot it names does).
-class paused_record_store {
+class paused_record_store : public json_record_store<paused_record> {
 public:
-    paused_record_store(std::filesystem::path dir, logger log);
+    paused_record_store(std::filesystem::path dir, logger log)
+        : json_record_store(std::move(dir), "paused context", record_directory::sync::on_save,
+                            std::move(log)) {}
 
-    [[nodiscard]] std::string save(const paused_record& record) {
-        return records_.save(record.id, record.to_json().dump());
-    }
-    void remove(const std::string& context_id) { records_.remove(context_id); }
-
-    struct loaded {
-        std::vector<paused_record> records;
-        // Unreadable files, and records whose snapshot `snapshot_exists` did not find: each
-        // removed, said in a sentence (for a warning; never fatal).
-        std::vector<std::string> problems;
-    };
+    // Every record, but those unreadable and those whose snapshot `snapshot_exists` did not
+    // find: each removed and said in `problems`.
     loaded load(const std::function<bool(const paused_record&)>& snapshot_exists);
-
-private:
-    record_directory records_;
 };
 
 // The paused contexts of a registry. Not thread-safe: the registry calls it under its lock.

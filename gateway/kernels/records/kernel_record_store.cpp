@@ -8,24 +8,6 @@
 
 namespace callisto::gateway::kernels {
 
-kernel_record_store::kernel_record_store(std::filesystem::path dir, logger log)
-    : records_(std::move(dir), "kernel", record_directory::sync::on_save, std::move(log)) {}
-
-kernel_record_store::loaded kernel_record_store::load() {
-    loaded out;
-    for (auto& [id, text] : records_.load()) {
-        try {
-            auto record = kernel_record::from_json(nlohmann::json::parse(text));
-            if (record.id != id) throw std::invalid_argument("its id is not its file's name");
-            out.records.push_back(std::move(record));
-        } catch (const std::exception& e) {
-            out.problems.push_back((dir() / (id + ".json")).string() + ": " + e.what());
-            records_.remove(id);
-        }
-    }
-    return out;
-}
-
 void kernel_record_store::kill_recorded_process(const kernel_record& record) {
     launcher::process_kill_list kill;
     kill.kill_if(record.pid, [&](pid_t pid) {

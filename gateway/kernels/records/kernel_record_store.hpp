@@ -11,31 +11,18 @@
 #include <string>
 #include <vector>
 
+#include "common/json_record_store.hpp"
 #include "common/logger.hpp"
-#include "common/record_directory.hpp"
 #include "gateway/kernels/records/kernel_record.hpp"
 
 namespace callisto::gateway::kernels {
 
-class kernel_record_store {
+class kernel_record_store : public json_record_store<kernel_record> {
 public:
     // Creates the directory (0700). Throws std::runtime_error when it cannot.
-    kernel_record_store(std::filesystem::path dir, logger log);
-
-    const std::filesystem::path& dir() const { return records_.dir(); }
-
-    // "" when written, else why not. Thread-safe (one file per kernel).
-    [[nodiscard]] std::string save(const kernel_record& record) {
-        return records_.save(record.id, record.to_json().dump());
-    }
-    void remove(const std::string& kernel_id) { records_.remove(kernel_id); }
-    std::uint64_t failed_writes() const { return records_.failed_writes(); }
-
-    struct loaded {
-        std::vector<kernel_record> records;
-        std::vector<std::string> problems;  // unreadable files (removed)
-    };
-    loaded load();
+    kernel_record_store(std::filesystem::path dir, logger log)
+        : json_record_store(std::move(dir), "kernel", record_directory::sync::on_save,
+                            std::move(log)) {}
 
     // Whether the record's process is still the one it names: the same pid and start time,
     // and, sandboxed, the same uid. "" or why not.
@@ -44,9 +31,6 @@ public:
     // a sandboxed one's are in its cgroup) while it is still that process, and waits up to 2 s
     // for it to go.
     static void kill_recorded_process(const kernel_record& record);
-
-private:
-    record_directory records_;
 };
 
 }  // namespace callisto::gateway::kernels
