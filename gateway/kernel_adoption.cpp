@@ -1,5 +1,6 @@
 #include "gateway/kernel_adoption.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -94,6 +95,10 @@ void kernel_adoption::adopt_into(kernels::kernel_manager& kernels, launcher::san
     if (uids)
         for (const auto& record : found_)
             if (record.uid) uids->reserve(*record.uid);
+    // A kernel that ran in another's sandbox comes after it: it shares that one's again.
+    std::stable_partition(found_.begin(), found_.end(), [](const kernels::kernel_record& r) {
+        return r.sandbox_owner().empty();
+    });
     for (auto& record : found_) {
         if (!record.egress_allow.empty()) {
             std::vector<std::string> dropped;

@@ -649,8 +649,8 @@ TEST_CASE(
         CHECK(second.log().find(" adopted: it kept running through the gateway restart") !=
               std::string::npos);
         CHECK(second.exit_on(SIGUSR2) == 0);
-        // A, C, the /v1 context's and the E2B sandbox's.
-        CHECK(second.log().find("received SIGUSR2; exiting now and leaving 4 kernels running") !=
+        // A, C, the /v1 context's and the E2B sandbox's two.
+        CHECK(second.log().find("received SIGUSR2; exiting now and leaving 5 kernels running") !=
               std::string::npos);
     }
     {

@@ -112,17 +112,27 @@ void kernel_manager::adopt(kernel_record record, std::function<void(create_kerne
             return done({nullptr, false, kernel_error::id_taken, "kernel id is in use"});
         kernels_.emplace(kernel->id(), kernel);
     }
-    kernel->adopt(std::move(record),
-                  [this, kernel, known_spec, done = std::move(done)](kernel_outcome ready) {
-                      if (ready.ok() && known_spec)
-                          return done({kernel, true, kernel_error::none, {}});
-                      const std::string error =
-                          ready.ok() ? "its kernelspec '" + kernel->kernelspec_name() + "' is gone"
-                                     : ready.message;
-                      remove(kernel->id(), [done, error](bool) {
-                          done({nullptr, false, kernel_error::start_failed, error});
-                      });
-                  });
+    auto adopt_now = [this, kernel, known_spec, done = std::move(done)](kernel_record record) {
+        kernel->adopt(std::move(record), [this, kernel, known_spec, done](kernel_outcome ready) {
+            if (ready.ok() && known_spec) return done({kernel, true, kernel_error::none, {}});
+            const std::string error =
+                ready.ok() ? "its kernelspec '" + kernel->kernelspec_name() + "' is gone"
+                           : ready.message;
+            remove(kernel->id(), [done, error](bool) {
+                done({nullptr, false, kernel_error::start_failed, error});
+            });
+        });
+    };
+    const auto sandbox_owner = record.sandbox_owner();
+    std::shared_ptr<kernel_session> beside = sandbox_owner.empty() ? nullptr : find(sandbox_owner);
+    if (!beside || beside->owner() != record.owner) return adopt_now(std::move(record));
+    // Its sandbox is read on its strand, after its own adoption there (null: that failed, and
+    // this kernel's adoption is refused for a workdir not its own).
+    beside->with_sandbox([kernel, record = std::move(record), adopt_now = std::move(adopt_now)](
+                             std::shared_ptr<launcher::session_sandbox> sandbox) mutable {
+        if (sandbox) kernel->share_sandbox(std::move(sandbox));
+        adopt_now(std::move(record));
+    });
 }
 
 void kernel_manager::create(create_kernel_request request,

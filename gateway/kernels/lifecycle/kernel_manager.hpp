@@ -69,8 +69,9 @@ public:
     void create(create_kernel_request request, std::function<void(create_kernel_result)> done);
 
     // Takes over a kernel an earlier gateway left running (kernel_session::adopt); done(null
-    // kernel, why) when it cannot be, after it was killed and its leftovers removed.
-    // Completion runs on an arbitrary thread.
+    // kernel, why) when it cannot be, after it was killed and its leftovers removed. A kernel
+    // that ran in another's sandbox (record.sandbox_owner()) shares that kernel's again, which
+    // must have been adopted first. Completion runs on an arbitrary thread.
     void adopt(kernel_record record, std::function<void(create_kernel_result)> done);
 
     std::shared_ptr<kernel_session> find(const std::string& id) const;

@@ -9,6 +9,13 @@ namespace callisto::gateway::kernels {
 using nlohmann::json;
 using namespace callisto::kernelproto;
 
+std::string kernel_record::sandbox_owner() const {
+    // A sandbox's workdir is named after the kernel that made it (<workdir-root>/<id>).
+    if (!uid) return {};
+    auto name = workdir.filename().string();
+    return name == id ? std::string() : name;
+}
+
 json kernel_record::to_json() const {
     json j = {{"id", id},
               {"kernelspec", kernelspec},

@@ -42,6 +42,10 @@ struct kernel_record {
     std::string cgroup;  // the cgroup's name ("" without cgroups)
     std::filesystem::path workdir;
 
+    // The kernel whose sandbox this one ran in (kernel_process::share_sandbox: an E2B
+    // sandbox's second context), named by the workdir it shares; "" when it had its own.
+    std::string sandbox_owner() const;
+
     nlohmann::json to_json() const;
     // Throws std::invalid_argument saying what is missing or malformed.
     static kernel_record from_json(const nlohmann::json& j);

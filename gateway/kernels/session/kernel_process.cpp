@@ -138,6 +138,8 @@ std::string kernel_process::adopt(const kernel_record& record) {
     std::shared_ptr<launcher::sandboxed_kernel> boxed;
     const bool sandboxed = record.uid.has_value() && env_.sandbox;
     const bool workdir_is_ours = record.workdir == env_.settings.workdir_root / id_;
+    // Set by share_sandbox(): the sandbox of the kernel it ran beside, adopted before it.
+    const bool shared = sandbox_ != nullptr;
     auto give_up = [&](const std::string& why) {
         // Not ours to keep: the process and its group go first, then what is left in its
         // cgroup (the cgroup's destructor kills it: a sandbox outlives a killed bwrap), then
@@ -168,13 +170,19 @@ std::string kernel_process::adopt(const kernel_record& record) {
         if (record.uid.has_value() != (env_.sandbox != nullptr))
             return give_up(record.uid ? "it is sandboxed and the sandbox is off now"
                                       : "it is not sandboxed and the sandbox is on now");
-        if (record.uid && !workdir_is_ours)
+        if (record.uid && shared &&
+            (record.workdir != sandbox_->workdir() || *record.uid != sandbox_->identity().uid ||
+             record.cgroup != sandbox_->cgroup_name()))
+            return give_up("it ran as uid " + std::to_string(*record.uid) + " in " +
+                           record.workdir.string() + ", not in the sandbox it shares");
+        if (record.uid && !shared && !workdir_is_ours)
             return give_up("its workdir " + record.workdir.string() + " is not " +
                            (env_.settings.workdir_root / id_).string());
         if (record.uid) {
-            sandbox_ = std::make_shared<launcher::session_sandbox>(
-                launcher::adopt_existing, *env_.sandbox, *env_.sandbox_uids, record.workdir,
-                *record.uid, record.cgroup, env_.settings.limits, spec_);
+            if (!shared)
+                sandbox_ = std::make_shared<launcher::session_sandbox>(
+                    launcher::adopt_existing, *env_.sandbox, *env_.sandbox_uids, record.workdir,
+                    *record.uid, record.cgroup, env_.settings.limits, spec_);
             boxed = sandbox_->adopt_running();
         }
     } catch (const std::exception& e) {

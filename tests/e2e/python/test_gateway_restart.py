@@ -6,7 +6,7 @@ tests/e2e/e2e_tests.cpp around the kills and restarts; state in $CALLISTO_E2E_ST
                     and is running a 16 s cell when the gateway is SIGKILLed (the servers'
                     --kernel-ready-timeout is 10 s); kernel B too; a /v1
                     context holds z = 5, one finished execution and one running; an E2B
-                    sandbox holds x = 42 and a file, and has a second context.
+                    sandbox holds x = 42 and a file, and a second context holds y = 8.
   -k while_down     no server: B's processes are killed (it ends while no gateway runs) and
                     a garbage record is planted.
   -k after_crash    second server: A is back with its owner, variables and files, and the
@@ -14,12 +14,12 @@ tests/e2e/e2e_tests.cpp around the kills and restarts; state in $CALLISTO_E2E_ST
                     gets that cell's execute_reply; B and the
                     garbage record are gone with everything B left; the context is back with
                     z, its finished execution, and the running one reported as ended by the
-                    restart; the E2B sandbox is back with its tokens, its default
-                    context's state and files, without its second context (its kernel
-                    shares the first one's sandbox: not adopted); kernel C (forked by the
-                    zygote) is made to hold y = 7, then the gateway gets SIGUSR2 (upgrade).
+                    restart; the E2B sandbox is back with its tokens and both contexts, each
+                    with its state, sharing the sandbox's files, uid and cgroup; kernel C
+                    (forked by the zygote) is made to hold y = 7, then the gateway gets
+                    SIGUSR2 (upgrade).
   -k after_upgrade  third server: A and C are adopted again with their state, and the
-                    E2B sandbox.
+                    E2B sandbox with both contexts.
   -k after_stop     no server: SIGTERM stopped every kernel; nothing is left.
 """
 
@@ -53,6 +53,12 @@ def kernel_cgroups(kernel_id):
             if kernel_id[:8] in os.path.basename(d)]
 
 
+def process_cgroups(pid):
+    """The Callisto cgroups a process is in, one line per hierarchy of /proc/<pid>/cgroup."""
+    with open(f"/proc/{pid}/cgroup") as f:
+        return sorted(line.strip() for line in f if "/callisto/" in line)
+
+
 def records(state_dir, kind="kernels", with_writes_in_progress=False):
     """The record files of a state directory; a write in progress shows as a hidden
     .<id>.json.tmp until it is renamed over the record, so it is left out unless asked for."""
@@ -82,9 +88,13 @@ def e2b_data_plane(sandbox, method, path, body=None):
                         "X-Access-Token": sandbox["envdAccessToken"]})
 
 
-def e2b_stdout(sandbox, code):
-    """What code run by POST /execute in the sandbox's default context printed."""
-    r = e2b_data_plane(sandbox, "POST", "/execute", {"code": code})
+def e2b_stdout(sandbox, code, context=None):
+    """What code run by POST /execute in one of the sandbox's contexts (by default its
+    default one) printed."""
+    body = {"code": code}
+    if context:
+        body["context_id"] = context
+    r = e2b_data_plane(sandbox, "POST", "/execute", body)
     check_eq(r.status, 200, f"/execute answered ({r.body[:300]!r})")
     lines = [json.loads(line) for line in r.body.decode().splitlines() if line.strip()]
     check(not [line for line in lines if line.get("type") == "error"], f"no error ({lines})")
@@ -119,9 +129,9 @@ def test_before_crash():
              sorted([a["id"] + ".json", b["id"] + ".json", ctx["kernel_id"] + ".json"]),
              "a record per running kernel")
     check_eq(records(state_dir, "contexts"), [ctx["id"] + ".json"], "a record of the context")
-    # An E2B sandbox holding x = 42 and a file, with a second context: the sandbox comes back
-    # under its id and tokens with its default context; the second one's kernel shares the
-    # first one's sandbox, which adoption does not take over, so it does not.
+    # An E2B sandbox holding x = 42 and a file, with a second context holding y = 8: the
+    # sandbox comes back under its id and tokens with both, the second one's kernel in the
+    # first one's sandbox again.
     before = {c["id"] for c in api("GET", "/v1/contexts").json()}
     r = api("POST", "/v2/sandboxes", {"templateID": "code-interpreter-v1", "timeout": 600},
             timeout=120)
@@ -132,6 +142,8 @@ def test_before_crash():
     r = e2b_data_plane(sandbox, "POST", "/contexts", {"language": "python"})
     check_eq(r.status, 200, f"a second context of the sandbox ({r.body[:300]!r})")
     second = r.json()["id"]
+    check_eq(e2b_stdout(sandbox, "y = 8; print(open('kept.txt').read())", second), "kept\n",
+             "the second context reads the sandbox's file")
     e2b_contexts = {c["id"]: c["kernel_id"] for c in api("GET", "/v1/contexts").json()
                     if c["id"] not in before}
     check_eq(len(e2b_contexts), 2, "the sandbox's two contexts")
@@ -185,19 +197,22 @@ def test_after_crash():
     check(not os.path.exists(s["garbage"]), "the unreadable record was removed")
     check(s["b"] + ".json" not in records(s["state_dir"]), "B's record is gone")
 
-    # The E2B sandbox is back under its id and tokens, its default context with its state and
-    # files; its second context is not, and its kernel is stopped.
+    # The E2B sandbox is back under its id and tokens with both contexts, each with its state;
+    # they still share one sandbox: its files, its uid and its cgroup.
     box = s["sandbox"]
     check_eq(api("GET", f"/sandboxes/{box['sandboxID']}").status, 200, "the E2B sandbox is back")
     check_eq(e2b_stdout(box, "print(x, open('kept.txt').read())"), "42 kept\n",
              "its default context kept its variables and files, reached with its token")
     listed = [c["id"] for c in e2b_data_plane(box, "GET", "/contexts").json()]
-    check(s["e2b_second"] not in listed and len(listed) == 1,
-          f"its second context is not listed ({listed})")
-    second_kernel = s["e2b_contexts"][s["e2b_second"]]
-    poll(lambda: api("GET", f"/api/kernels/{second_kernel}").status == 404, 30,
-         what="the second context's kernel to be stopped")
-    check_eq(api("GET", f"/v1/contexts/{s['e2b_second']}").status, 404, "nor is it a /v1 context")
+    check_eq(sorted(listed), sorted(s["e2b_contexts"]), "both contexts are listed")
+    check_eq(e2b_stdout(box, "open('second.txt', 'w').write('s'); print(y)", s["e2b_second"]),
+             "8\n", "the second context kept its variables")
+    check_eq(e2b_stdout(box, "import os; print(open('second.txt').read(), os.getuid() == "
+                             "os.stat('kept.txt').st_uid)"), "s True\n",
+             "the default context reads what the second wrote, as the same uid")
+    cgroups = [process_cgroups(launch_info(k)["pid"]) for k in s["e2b_contexts"].values()]
+    check(cgroups[0] and cgroups[0] == cgroups[1],
+          "both kernels are in the sandbox's one cgroup", cgroups)
 
     # The /v1 context is back, with its history; the execution cut off is reported as such.
     r = api("GET", f"/v1/contexts/{s['ctx']}")
@@ -243,6 +258,8 @@ def test_after_upgrade():
     check_eq(launch_info(s["c"])["pid"], s["c_pid"], "the forked kernel C is the same process")
     check_eq(run_code(s["ctx"], "print(z + 1)")["stdout"], "6\n", "the context came back again")
     check_eq(e2b_stdout(s["sandbox"], "print(x + 1)"), "43\n", "and the E2B sandbox")
+    check_eq(e2b_stdout(s["sandbox"], "print(y + 1)", s["e2b_second"]), "9\n",
+             "with its second context")
 
 
 @test

@@ -125,6 +125,16 @@ TEST_CASE("a kernel record reads back as it was written") {
     CHECK(kernel_record::from_json(networked.to_json()).egress_allow == networked.egress_allow);
 }
 
+TEST_CASE("a kernel record names the kernel whose sandbox it shared, by the workdir") {
+    auto r = sample_record();
+    r.workdir = fs::path("/var/lib/callisto/work") / r.id;
+    CHECK(r.sandbox_owner().empty());  // its own
+    r.workdir = "/var/lib/callisto/work/4f2b1c9e-0000-4000-8000-000000000001";
+    CHECK(r.sandbox_owner() == "4f2b1c9e-0000-4000-8000-000000000001");  // an E2B sibling's
+    r.uid.reset();
+    CHECK(r.sandbox_owner().empty());  // unsandboxed: no sandbox to share
+}
+
 TEST_CASE("a kernel record in a bad form is refused, saying what is wrong") {
     auto with = [](const char* field, nlohmann::json value) {
         auto j = sample_record().to_json();
