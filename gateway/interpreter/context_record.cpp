@@ -21,6 +21,7 @@ json context_record::to_json() const {
             {"via_e2b", via_e2b},
             {"start_dir", start_dir},
             {"home", home},
+            {"shares_files_of", shares_files_of},
             {"created_at", created_at},
             {"executions", executions}};
 }
@@ -40,6 +41,7 @@ context_record context_record::from_json(const json& j) {
     if (j.contains("via_e2b")) r.via_e2b = bool_field(j, "via_e2b");
     if (j.contains("start_dir")) r.start_dir = string_field(j, "start_dir");
     if (j.contains("home")) r.home = string_field(j, "home");
+    if (j.contains("shares_files_of")) r.shares_files_of = string_field(j, "shares_files_of");
     r.created_at = string_field(j, "created_at");
     r.executions = required_field(j, "executions");
     if (!r.executions.is_array()) throw std::invalid_argument("'executions' is not a list");

@@ -32,6 +32,9 @@ struct context_record {
     // the restore. Absent in older records: empty.
     std::string start_dir;
     std::string home;
+    // context_options' shares_files_of (an E2B sandbox's second context: the default one's),
+    // so that the files stay the sandbox's after the restore. Absent in older records: empty.
+    std::string shares_files_of;
     std::string created_at;                               // ISO 8601, as the model shows it
     nlohmann::json executions = nlohmann::json::array();  // execution::to_record(), oldest first
 

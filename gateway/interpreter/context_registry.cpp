@@ -156,6 +156,7 @@ void context_registry::restore(context_record_store& records) {
             context_options{.policy = record.policy,
                             .kernel_uses = record.kernel_uses,
                             .via_e2b = record.via_e2b,
+                            .shares_files_of = record.shares_files_of,
                             .start_dir = record.start_dir,
                             .home = record.home},
             settings_,

@@ -132,6 +132,7 @@ void interpreter_context::save_record() const {
     r.via_e2b = options_.via_e2b;
     r.start_dir = options_.start_dir;
     r.home = options_.home;
+    r.shares_files_of = options_.shares_files_of;
     r.created_at = kernelproto::format_iso_time(created_at_);
     // The latest finished ones only: the record is rewritten as each execution is queued,
     // starts and ends, on this strand.

@@ -161,18 +161,20 @@ TEST_CASE("a context record reads back as written; its bad forms are refused") {
     auto e2b = r;
     e2b.via_e2b = true;
     e2b.start_dir = e2b.home = "/home/user";
+    e2b.shares_files_of = "5d0c1f4e-1b7a-4c55-a1f3-6f1f3c0e2a77";
     const auto e2b_back = context_record::from_json(e2b.to_json());
     CHECK(e2b_back.via_e2b);
     CHECK(e2b_back.start_dir == "/home/user");
     CHECK(e2b_back.home == "/home/user");
+    CHECK(e2b_back.shares_files_of == e2b.shares_files_of);
     auto older = r.to_json();  // written before these fields were
-    older.erase("via_e2b");
-    older.erase("start_dir");
-    older.erase("home");
+    for (const char* field : {"via_e2b", "start_dir", "home", "shares_files_of"})
+        older.erase(field);
     const auto older_back = context_record::from_json(older);
     CHECK_FALSE(older_back.via_e2b);
     CHECK(older_back.start_dir.empty());
     CHECK(older_back.home.empty());
+    CHECK(older_back.shares_files_of.empty());
 
     auto with = [&](const char* field, nlohmann::json value) {
         auto j = r.to_json();
@@ -189,6 +191,8 @@ TEST_CASE("a context record reads back as written; its bad forms are refused") {
                          std::invalid_argument);
     CHECK_THROWS_WITH_AS(context_record::from_json(with("via_e2b", "yes")),
                          "'via_e2b' is not a boolean", std::invalid_argument);
+    CHECK_THROWS_WITH_AS(context_record::from_json(with("shares_files_of", 3)),
+                         "'shares_files_of' is not a string", std::invalid_argument);
     auto missing = r.to_json();
     missing.erase("kernel_id");
     CHECK_THROWS_WITH_AS(context_record::from_json(missing), "no 'kernel_id'",
