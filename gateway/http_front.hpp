@@ -57,6 +57,7 @@ public:
     void reload_users(const std::string& why);
 
     readiness& ready() { return readiness_; }
+    std::size_t open_connections() const { return connections_.open_connections(); }
     const session_registry& sessions() const { return sessions_; }
 
 private:

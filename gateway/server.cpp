@@ -1,8 +1,11 @@
 #include "gateway/server.hpp"
 
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -15,6 +18,13 @@
 namespace callisto::gateway {
 
 namespace asio = boost::asio;
+
+namespace {
+
+// How long the I/O threads may go on closing connections once every kernel has ended.
+constexpr std::chrono::seconds io_stop_bound{10};
+
+}  // namespace
 
 server::server(server_config config, logger log)
     : config_(with_web_root(kernel_runtime::checked_before_start(std::move(config)))),
@@ -66,6 +76,10 @@ void server::run() {
     for (int i = 1; i < config_.threads; ++i) threads.emplace_back([this] { ioc_.run(); });
     ioc_.run();
     for (auto& t : threads) t.join();
+    if (io_watchdog_.joinable()) {
+        io_watchdog_.request_stop();
+        io_watchdog_.join();
+    }
     // Last: the I/O threads no longer ask it for anything.
     runtime_.stop_reactor();
     log_.info("stopped");
@@ -149,12 +163,28 @@ void server::begin_stop() {
 }
 
 void server::finish_stop() {
+    log_.info("every kernel has ended; closing the connections still open");
     apis_.remove_contexts();  // their kernels are gone; their directories go now
     // No kernel is left; what remains are client connections finishing their close.
     http_.close_sessions();
     boost::system::error_code ignored;
     signals_.cancel(ignored);
     work_.reset();
+    // Bounded: an operation that never ends (a peer that never finishes its close) must not
+    // hold the stop. The I/O threads end by themselves once nothing is left; run() then stops
+    // this watch.
+    io_watchdog_ = std::jthread([this](std::stop_token ended) {
+        std::mutex mutex;
+        std::condition_variable_any never;
+        std::unique_lock lock(mutex);
+        never.wait_for(lock, ended, io_stop_bound, [] { return false; });
+        if (ended.stop_requested()) return;
+        log_.warn("stopping: the I/O threads still had work " +
+                  std::to_string(io_stop_bound.count()) + " s after the last kernel ended (" +
+                  std::to_string(http_.open_connections()) +
+                  " client connection(s) open); stopping them");
+        ioc_.stop();
+    });
 }
 
 }  // namespace callisto::gateway

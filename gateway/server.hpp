@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -77,6 +78,9 @@ private:
     api_surfaces apis_;
     http_front http_;
     std::atomic<bool> stopping_{false};
+    // Started once the last kernel has ended: the I/O threads then have only connections to
+    // close, and are stopped if they still run after io_stop_bound.
+    std::jthread io_watchdog_;
 };
 
 }  // namespace callisto::gateway

@@ -1,6 +1,7 @@
 #include "gateway/kernels/lifecycle/kernel_manager.hpp"
 
 #include <atomic>
+#include <chrono>
 
 #include <boost/asio/post.hpp>
 
@@ -112,8 +113,8 @@ void kernel_manager::adopt(kernel_record record, std::function<void(create_kerne
             return done({nullptr, false, kernel_error::id_taken, "kernel id is in use"});
         kernels_.emplace(kernel->id(), kernel);
     }
-    auto adopt_now = [this, kernel, known_spec, done = std::move(done)](kernel_record record) {
-        kernel->adopt(std::move(record), [this, kernel, known_spec, done](kernel_outcome ready) {
+    auto adopt_now = [this, kernel, known_spec, done = std::move(done)](kernel_record taken) {
+        kernel->adopt(std::move(taken), [this, kernel, known_spec, done](kernel_outcome ready) {
             if (ready.ok() && known_spec) return done({kernel, true, kernel_error::none, {}});
             const std::string error =
                 ready.ok() ? "its kernelspec '" + kernel->kernelspec_name() + "' is gone"
@@ -383,9 +384,44 @@ void kernel_manager::shutdown_all(std::function<void()> done) {
         std::lock_guard lock(mutex_);
         stopping_ = true;
     }
+    struct stop_state {
+        std::function<void()> done;
+        std::atomic<bool> finished{false};
+        std::atomic<bool> pool_stopped{false};
+        void finish() {
+            if (!finished.exchange(true)) done();
+        }
+    };
+    auto stop = std::make_shared<stop_state>();
+    stop->done = std::move(done);
+    const auto bound =
+        env_.settings.shutdown_wait + env_.settings.kill_grace + env_.settings.stop_margin;
+    auto deadline = std::make_shared<boost::asio::steady_timer>(cull_timer_.get_executor(), bound);
+    deadline->async_wait([this, stop, deadline, bound](boost::system::error_code ec) {
+        if (ec || stop->finished) return;
+        env_.log.warn(
+            "stopping: " + std::to_string(bound.count()) + " ms on, still waiting for " +
+            (stop->pool_stopped ? still_stopping() : std::string("the warm pool's kernels")) +
+            "; stopping without them (their processes are killed as the gateway exits)");
+        stop->finish();
+    });
     // The pool first (it stops refilling), then every registered kernel.
-    pool_.shutdown(
-        [this, done = std::move(done)]() mutable { shutdown_registered(std::move(done)); });
+    pool_.shutdown([this, stop, deadline] {
+        stop->pool_stopped = true;
+        shutdown_registered([stop, deadline] {
+            deadline->cancel();
+            stop->finish();
+        });
+    });
+}
+
+std::string kernel_manager::still_stopping() const {
+    std::lock_guard lock(mutex_);
+    std::string out;
+    for (const auto& [id, kernel] : kernels_)
+        out +=
+            (out.empty() ? "" : ", ") + id + " (" + std::string(to_string(kernel->state())) + ")";
+    return out.empty() ? "no kernel (a callback was lost)" : out;
 }
 
 void kernel_manager::shutdown_registered(std::function<void()> done) {

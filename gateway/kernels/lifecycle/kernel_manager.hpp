@@ -96,7 +96,10 @@ public:
     // Shuts the kernel down and forgets it; done(false) when there is no such kernel.
     void remove(const std::string& id, std::function<void(bool found)> done);
 
-    // Refuses new kernels from now on and shuts every kernel, pooled ones too, down.
+    // Refuses new kernels from now on and shuts every kernel, pooled ones too, down. done()
+    // runs once they all have ended, or, bounded, once the longest stop (shutdown_wait, then
+    // kill_grace) and a margin have passed: then the log names those still going, which the
+    // process supervisor kills as the gateway exits.
     void shutdown_all(std::function<void()> done);
 
     std::string default_kernel_name() const;
@@ -127,6 +130,8 @@ private:
     void start_culling();
     void schedule_cull();
     void shutdown_registered(std::function<void()> done);
+    // The kernels a stop still waits for, for the log: "id (state), ...".
+    std::string still_stopping() const;
     std::optional<kernel_outcome> over_limit(const user& who) const;
     // Called with mutex_ held: unregisters kept kernels until `who` is within the limits;
     // returns them for shutting down outside the lock.

@@ -14,6 +14,18 @@
 
 namespace callisto::gateway::kernels {
 
+std::string_view to_string(kernel_state state) {
+    switch (state) {
+        case kernel_state::starting: return "starting";
+        case kernel_state::running: return "running";
+        case kernel_state::restarting: return "restarting";
+        case kernel_state::shutting_down: return "shutting down";
+        case kernel_state::dead: return "dead";
+        case kernel_state::gone: return "gone";
+    }
+    return "unknown";
+}
+
 namespace asio = boost::asio;
 using kernelproto::channel;
 

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -50,6 +51,7 @@ enum class kernel_state {
     dead,           // the process exited on its own; the model says why
     gone,           // shut down and cleaned up
 };
+std::string_view to_string(kernel_state state);
 
 class kernel_session : public std::enable_shared_from_this<kernel_session>,
                        private kernel_process::observer {

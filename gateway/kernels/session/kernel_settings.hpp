@@ -27,6 +27,9 @@ struct kernel_settings {
     std::chrono::seconds autorestart_window{60};            // ... per this many seconds
     std::chrono::milliseconds shutdown_wait{5000};          // shutdown_request -> SIGTERM
     std::chrono::milliseconds kill_grace{3000};             // SIGTERM -> SIGKILL
+    // How long past a kernel's longest stop (shutdown_wait, then kill_grace) the gateway's stop
+    // waits for the last exit: one may be reported late on a loaded host, never this late.
+    std::chrono::milliseconds stop_margin{10000};
     // A kernel removed for good is first asked to exit (shutdown_request), as jupyter_server
     // does, so that its exit handlers run. False where nothing they could do outlives the
     // kernel (sandboxed: no network, its files and processes go with it): it is terminated
