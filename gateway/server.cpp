@@ -163,27 +163,31 @@ void server::begin_stop() {
 }
 
 void server::finish_stop() {
-    log_.info("every kernel has ended; closing the connections still open");
+    // Every kernel has ended, or the stop's bound passed (kernel_manager::shutdown_all warned).
+    log_.info("kernels stopped; closing the connections still open");
     apis_.remove_contexts();  // their kernels are gone; their directories go now
-    // No kernel is left; what remains are client connections finishing their close.
+    // What remains are client connections finishing their close.
     http_.close_sessions();
     boost::system::error_code ignored;
     signals_.cancel(ignored);
     work_.reset();
     // Bounded: an operation that never ends (a peer that never finishes its close) must not
-    // hold the stop. The I/O threads end by themselves once nothing is left; run() then stops
-    // this watch.
-    io_watchdog_ = std::jthread([this](std::stop_token ended) {
+    // hold the stop. The I/O threads end by themselves once nothing is left, and run() then
+    // ends this watch. Past the bound the process exits as it is: stopping the io_context
+    // instead would leave handlers to be destroyed after the parts they refer to.
+    io_watchdog_ = std::jthread([this](std::stop_token run_ended) {
         std::mutex mutex;
-        std::condition_variable_any never;
+        std::condition_variable_any woken;
         std::unique_lock lock(mutex);
-        never.wait_for(lock, ended, io_stop_bound, [] { return false; });
-        if (ended.stop_requested()) return;
+        if (woken.wait_for(lock, run_ended, io_stop_bound, [] { return false; }) ||
+            run_ended.stop_requested())
+            return;
         log_.warn("stopping: the I/O threads still had work " +
-                  std::to_string(io_stop_bound.count()) + " s after the last kernel ended (" +
+                  std::to_string(io_stop_bound.count()) + " s after the kernels stopped (" +
                   std::to_string(http_.open_connections()) +
-                  " client connection(s) open); stopping them");
-        ioc_.stop();
+                  " client connection(s) open); exiting without waiting for it");
+        std::fflush(nullptr);
+        std::_Exit(0);
     });
 }
 

@@ -8,17 +8,10 @@ namespace {
 
 // A kernel's state as a label: what its process is doing, and for a running kernel whether
 // it is busy or idle.
+// A running kernel is counted as busy or idle.
 std::string state_label(const kernels::kernel_session& k) {
-    using kernels::kernel_state;
-    switch (k.state()) {
-        case kernel_state::starting: return "starting";
-        case kernel_state::running: return k.activity().execution_state == "busy" ? "busy" : "idle";
-        case kernel_state::restarting: return "restarting";
-        case kernel_state::shutting_down: return "shutting_down";
-        case kernel_state::dead: return "dead";
-        case kernel_state::gone: return "gone";
-    }
-    return "unknown";
+    if (k.state() != kernels::kernel_state::running) return std::string(to_string(k.state()));
+    return k.activity().execution_state == "busy" ? "busy" : "idle";
 }
 
 // Each kernelspec's warm pool: the kernels waiting in it (`ready`), or the number it keeps.

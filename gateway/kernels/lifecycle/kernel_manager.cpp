@@ -113,26 +113,29 @@ void kernel_manager::adopt(kernel_record record, std::function<void(create_kerne
             return done({nullptr, false, kernel_error::id_taken, "kernel id is in use"});
         kernels_.emplace(kernel->id(), kernel);
     }
-    auto adopt_now = [this, kernel, known_spec, done = std::move(done)](kernel_record taken) {
-        kernel->adopt(std::move(taken), [this, kernel, known_spec, done](kernel_outcome ready) {
-            if (ready.ok() && known_spec) return done({kernel, true, kernel_error::none, {}});
-            const std::string error =
-                ready.ok() ? "its kernelspec '" + kernel->kernelspec_name() + "' is gone"
-                           : ready.message;
-            remove(kernel->id(), [done, error](bool) {
-                done({nullptr, false, kernel_error::start_failed, error});
-            });
-        });
+    auto adopt_now = [this, kernel, known_spec, done = std::move(done)](
+                         kernel_record taken, std::shared_ptr<launcher::session_sandbox> shared) {
+        kernel->adopt(
+            std::move(taken),
+            [this, kernel, known_spec, done](kernel_outcome ready) {
+                if (ready.ok() && known_spec) return done({kernel, true, kernel_error::none, {}});
+                const std::string error =
+                    ready.ok() ? "its kernelspec '" + kernel->kernelspec_name() + "' is gone"
+                               : ready.message;
+                remove(kernel->id(), [done, error](bool) {
+                    done({nullptr, false, kernel_error::start_failed, error});
+                });
+            },
+            std::move(shared));
     };
     const auto sandbox_owner = record.sandbox_owner();
     std::shared_ptr<kernel_session> beside = sandbox_owner.empty() ? nullptr : find(sandbox_owner);
-    if (!beside || beside->owner() != record.owner) return adopt_now(std::move(record));
+    if (!beside || beside->owner() != record.owner) return adopt_now(std::move(record), nullptr);
     // Its sandbox is read on its strand, after its own adoption there (null: that failed, and
     // this kernel's adoption is refused for a workdir not its own).
-    beside->with_sandbox([kernel, record = std::move(record), adopt_now = std::move(adopt_now)](
+    beside->with_sandbox([record = std::move(record), adopt_now = std::move(adopt_now)](
                              std::shared_ptr<launcher::session_sandbox> sandbox) mutable {
-        if (sandbox) kernel->share_sandbox(std::move(sandbox));
-        adopt_now(std::move(record));
+        adopt_now(std::move(record), std::move(sandbox));
     });
 }
 
@@ -388,6 +391,7 @@ void kernel_manager::shutdown_all(std::function<void()> done) {
         std::function<void()> done;
         std::atomic<bool> finished{false};
         std::atomic<bool> pool_stopped{false};
+        std::atomic<int> parts_left{2};  // the warm pool's kernels, the registered ones
         void finish() {
             if (!finished.exchange(true)) done();
         }
@@ -399,20 +403,25 @@ void kernel_manager::shutdown_all(std::function<void()> done) {
     auto deadline = std::make_shared<boost::asio::steady_timer>(cull_timer_.get_executor(), bound);
     deadline->async_wait([this, stop, deadline, bound](boost::system::error_code ec) {
         if (ec || stop->finished) return;
-        env_.log.warn(
-            "stopping: " + std::to_string(bound.count()) + " ms on, still waiting for " +
-            (stop->pool_stopped ? still_stopping() : std::string("the warm pool's kernels")) +
-            "; stopping without them (their processes are killed as the gateway exits)");
+        env_.log.warn("stopping: " + std::to_string(bound.count()) + " ms on, still waiting for " +
+                      still_stopping() +
+                      (stop->pool_stopped ? "" : " and the warm pool's kernels") +
+                      "; going on without them (with --state-dir their records stay, and the "
+                      "next start adopts or reaps them)");
         stop->finish();
     });
-    // The pool first (it stops refilling), then every registered kernel.
-    pool_.shutdown([this, stop, deadline] {
+    auto part_done = [stop, deadline] {
+        if (--stop->parts_left > 0) return;
+        deadline->cancel();
+        stop->finish();
+    };
+    // Both at once, so that each kernel's stop fits the bound: the pool first only to stop its
+    // refills (its stopping flag is set before this call returns).
+    pool_.shutdown([stop, part_done] {
         stop->pool_stopped = true;
-        shutdown_registered([stop, deadline] {
-            deadline->cancel();
-            stop->finish();
-        });
+        part_done();
     });
+    shutdown_registered(part_done);
 }
 
 std::string kernel_manager::still_stopping() const {
@@ -421,7 +430,7 @@ std::string kernel_manager::still_stopping() const {
     for (const auto& [id, kernel] : kernels_)
         out +=
             (out.empty() ? "" : ", ") + id + " (" + std::string(to_string(kernel->state())) + ")";
-    return out.empty() ? "no kernel (a callback was lost)" : out;
+    return out.empty() ? "no registered kernel" : out;
 }
 
 void kernel_manager::shutdown_registered(std::function<void()> done) {

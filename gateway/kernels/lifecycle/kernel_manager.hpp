@@ -98,8 +98,7 @@ public:
 
     // Refuses new kernels from now on and shuts every kernel, pooled ones too, down. done()
     // runs once they all have ended, or, bounded, once the longest stop (shutdown_wait, then
-    // kill_grace) and a margin have passed: then the log names those still going, which the
-    // process supervisor kills as the gateway exits.
+    // kill_grace) and a margin have passed: then a warning names those still going.
     void shutdown_all(std::function<void()> done);
 
     std::string default_kernel_name() const;

@@ -158,9 +158,9 @@ std::string kernel_process::adopt(const kernel_record& record) {
         boxed.reset();
         if (!sandbox_ && sandboxed && workdir_is_ours)
             launcher::session_workdir leftover(launcher::adopt_existing, record.workdir, true);
-        const bool uid_not_taken = sandboxed && !sandbox_;
         sandbox_.reset();
-        if (uid_not_taken) env_.sandbox_uids->cancel_reservation(*record.uid);
+        // A no-op once the uid was acquired (by this sandbox, or the one it shared).
+        if (sandboxed) env_.sandbox_uids->cancel_reservation(*record.uid);
         runtime_dir_.reset();
         return "cannot adopt kernel " + id_ + ": " + why;
     };

@@ -19,7 +19,7 @@ std::string_view to_string(kernel_state state) {
         case kernel_state::starting: return "starting";
         case kernel_state::running: return "running";
         case kernel_state::restarting: return "restarting";
-        case kernel_state::shutting_down: return "shutting down";
+        case kernel_state::shutting_down: return "shutting_down";
         case kernel_state::dead: return "dead";
         case kernel_state::gone: return "gone";
     }
@@ -214,9 +214,11 @@ void kernel_session::start(result_handler on_ready) {
     });
 }
 
-void kernel_session::adopt(kernel_record record, result_handler on_ready) {
+void kernel_session::adopt(kernel_record record, result_handler on_ready,
+                           std::shared_ptr<launcher::session_sandbox> shared) {
     asio::post(strand_, [self = shared_from_this(), record = std::move(record),
-                         on_ready = std::move(on_ready)]() mutable {
+                         on_ready = std::move(on_ready), shared = std::move(shared)]() mutable {
+        if (shared) self->share_sandbox(std::move(shared));
         self->ready_waiters_.push_back(std::move(on_ready));
         self->process_->set_observer(std::shared_ptr<kernel_process::observer>(
             self, static_cast<kernel_process::observer*>(self.get())));

@@ -71,8 +71,10 @@ public:
     // Spawns the process and waits until it answers; on_ready fires once.
     void start(result_handler on_ready);
     // Instead of start(): takes over the kernel an earlier gateway left running (--state-dir);
-    // on_ready as for start, once it answered kernel_info with its recorded key.
-    void adopt(kernel_record record, result_handler on_ready);
+    // on_ready as for start, once it answered kernel_info with its recorded key. `shared`: the
+    // sandbox it ran in, another kernel's (share_sandbox), taken on this kernel's strand.
+    void adopt(kernel_record record, result_handler on_ready,
+               std::shared_ptr<launcher::session_sandbox> shared = nullptr);
     // Stops the process (shutdown_request with restart=true, then signals) and starts a new one
     // with a fresh connection file; clients stay attached and see iopub status "restarting".
     void restart(result_handler on_done);
