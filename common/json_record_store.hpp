@@ -44,15 +44,19 @@ public:
     };
 
     // Every record. One that is not JSON, that from_json refuses, whose id is not its file's
-    // name, or that `check` refuses (by throwing why) is removed.
+    // name, or that `check` refuses (by throwing why) is removed, and said with the reason.
     template <class Check>
     loaded load(Check check) {
         using json = decltype(std::declval<const Record&>().to_json());
         loaded out;
         for (auto& [id, text] : records_.load()) {
             try {
-                const auto doc = json::parse(text, nullptr, false);
-                if (doc.is_discarded()) throw std::invalid_argument("not JSON");
+                json doc;
+                try {
+                    doc = json::parse(text);
+                } catch (const typename json::parse_error& e) {
+                    throw std::invalid_argument(std::string("not JSON (") + e.what() + ")");
+                }
                 Record record = Record::from_json(doc);
                 if (record.id != id) throw std::invalid_argument("its id is not its file's name");
                 check(record);

@@ -30,7 +30,8 @@ kernel_adoption::kernel_adoption(kernels::kernel_record_store& records, logger l
     : records_(records), log_(std::move(log)) {
     auto loaded = records_.load();
     for (const auto& problem : loaded.problems)
-        log_.warn("unreadable kernel record removed: " + problem);
+        log_.warn("unreadable kernel record removed from " + records_.dir().string() + ": " +
+                  problem);
     for (auto& record : loaded.records) {
         if (auto why = kernels::kernel_record_store::still_running(record); !why.empty()) {
             log_.info("kernel " + record.id + " of " + record.owner +

@@ -68,9 +68,10 @@ TEST_CASE("a JSON record store reads back what it saved and removes each record 
         std::sort(sorted.begin(), sorted.end());
         std::string problems;
         for (const auto& p : sorted) problems += p + "\n";
-        CHECK(problems ==
-              "b2.json: checked out\nc3.json: not JSON\nd4.json: no 'text'\n"
-              "e5.json: its id is not its file's name\n");
+        // A file that is not JSON says where the parser stopped.
+        CHECK(problems.find("b2.json: checked out\nc3.json: not JSON ([json.exception.") == 0);
+        CHECK(problems.find(")\nd4.json: no 'text'\ne5.json: its id is not its file's name\n") !=
+              std::string::npos);
         // Each one refused is gone; the next load finds only the kept record, and nothing to say.
         const auto again = notes.load();
         CHECK(again.records.size() == 1);
