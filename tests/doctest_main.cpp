@@ -33,7 +33,11 @@ struct failure_summary : doctest::IReporter {
         std::cout << "\n=== failed: what each failed case said last ===\n";
         for (const auto& f : failures_) std::cout << f << "\n";
     }
-    void test_case_start(const doctest::TestCaseData& tc) override { name_ = tc.m_name; }
+    void test_case_start(const doctest::TestCaseData& tc) override {
+        const std::lock_guard lock(mutex_);
+        name_ = tc.m_name;
+        said_of_case_ = 0;
+    }
     void test_case_reenter(const doctest::TestCaseData&) override {}
     void test_case_end(const doctest::CurrentTestCaseStats&) override {}
     void test_case_exception(const doctest::TestCaseException& e) override {
@@ -42,7 +46,7 @@ struct failure_summary : doctest::IReporter {
     void subcase_start(const doctest::SubcaseSignature&) override {}
     void subcase_end() override {}
     void log_assert(const doctest::AssertData& ad) override {
-        if (!ad.m_failed) return;
+        if (!ad.m_failed || (ad.m_at & doctest::assertType::is_warn)) return;
         std::ostringstream out;
         out << ad.m_file << ":" << ad.m_line << ": " << ad.m_expr;
         if (ad.m_threw)
@@ -57,7 +61,7 @@ struct failure_summary : doctest::IReporter {
 private:
     void add(const std::string& what) {
         std::ostringstream out;
-        out << "* " << name_ << "\n  " << what.substr(0, 600) << "\n";
+        out << "  " << what.substr(0, 600) << "\n";
         const int contexts = doctest::IReporter::get_num_active_contexts();
         const auto* const* scopes = doctest::IReporter::get_active_contexts();
         for (int i = 0; i < contexts; ++i) {
@@ -66,11 +70,15 @@ private:
             out << "  ... " << last_lines(told.str(), 15) << "\n";
         }
         const std::lock_guard lock(mutex_);  // checks may fail on several threads
-        failures_.push_back(out.str());
+        // A check failing in a loop is said a few times, not hundreds.
+        if (++said_of_case_ <= max_said_per_case)
+            failures_.push_back("* " + name_ + "\n" + out.str());
     }
 
+    static constexpr int max_said_per_case = 5;
     std::mutex mutex_;
     std::string name_;
+    int said_of_case_ = 0;
     std::vector<std::string> failures_;
 };
 
