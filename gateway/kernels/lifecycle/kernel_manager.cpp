@@ -412,7 +412,8 @@ void kernel_manager::shutdown_all(std::function<void()> done) {
     });
     auto part_done = [stop, deadline] {
         if (--stop->parts_left > 0) return;
-        deadline->cancel();
+        // On the timer's strand: this runs on a kernel's, and a timer is not thread-safe.
+        boost::asio::post(deadline->get_executor(), [deadline] { deadline->cancel(); });
         stop->finish();
     };
     // Both at once, so that each kernel's stop fits the bound: the pool first only to stop its
